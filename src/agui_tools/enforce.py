@@ -1,0 +1,478 @@
+"""Enforcement: strip what is unrecognised, reject what is malformed.
+
+The processing model's one asymmetry (``basic/processing``): material the
+protocol does not describe survives — an unknown event is dropped, an unknown
+property or union member is stripped, each with a warning naming it — while a
+field the protocol *does* describe carrying a value the schema rejects is
+fatal, never coerced, defaulted or ignored.
+
+Stripping follows the position of the unrecognised value (PROC-5):
+
+* in an **optional** property, the property is removed;
+* in a **required** property, the value *containing* it is removed, and the
+  rule applies again one level up (an image part whose ``source`` is of an
+  unknown kind disappears whole, not as a part with no source);
+* in a **list**, the element is dropped and the list survives.
+
+Open objects (metadata, JSON Patch operations, ``responseSchema``, activity
+content, ``state``) are data: nothing inside them is judged (PROC-4, META-2).
+
+Everything here works on plain JSON values (``dict``/``list``/``str``…) and
+returns new values copy-on-write, never mutating the caller's objects. A fast
+path per event type accepts the overwhelmingly common clean event with a few
+type checks and no copying; anything it is unsure of goes to the full walker,
+which is the reference and produces the exact warnings and errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from .errors import (
+    InputRejected,
+    ProtocolViolation,
+    ProtocolWarning,
+    describe_value,
+    json_type_name,
+)
+from .schema import (
+    AnyNode,
+    ArrayNode,
+    BoolNode,
+    CompiledSchema,
+    ConstNode,
+    EnumNode,
+    IntNode,
+    Node,
+    ObjectNode,
+    StringNode,
+    TypeSwitchNode,
+    UnionNode,
+    compiled,
+)
+
+__all__ = ["Enforcer", "escape_pointer"]
+
+
+def escape_pointer(token: str) -> str:
+    """Escape one JSON Pointer reference token (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+class _Unrecognised:
+    """Returned by the walker in place of a value that must be removed.
+
+    ``path`` and ``why`` describe the innermost unrecognised member, so the
+    warning emitted where something is finally removed can name both what was
+    removed and why.
+    """
+
+    __slots__ = ("path", "why")
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        self.why = why
+
+
+# Rules more specific than PROC-2 for particular malformed positions. Keyed by
+# (event type or "*", top-level field); the first match wins.
+_RULE_BY_FIELD: Final[dict[tuple[str, str], str]] = {
+    ("RUN_FINISHED", "outcome"): "RUN-4",
+    ("SUBAGENT_FINISHED", "outcome"): "SUB-9",
+    ("SUBAGENT_STARTED", "subagentRunId"): "SUB-3",
+    ("SUBAGENT_STARTED", "name"): "SUB-3",
+    ("SUBAGENT_FINISHED", "subagentRunId"): "SUB-3",
+    ("SUBAGENT_ERROR", "subagentRunId"): "SUB-3",
+    ("TOOL_CALL_START", "toolCallName"): "TOOL-2",
+    ("TOOL_CALL_START", "toolCallId"): "TOOL-2",
+    ("TOOL_CALL_RESULT", "content"): "TOOL-12",
+    ("TOOL_CALL_RESULT", "messageId"): "TOOL-10",
+    ("TOOL_CALL_RESULT", "toolCallId"): "TOOL-10",
+    ("REASONING_MESSAGE_START", "role"): "REAS-4",
+    ("*", "subagentRunId"): "SUB-1",
+    ("*", "timestamp"): "PROC-2",
+}
+
+
+_ABSENT: Final = object()
+
+
+class _Walker:
+    """One walk over one event or input; collects warnings, raises on malformed."""
+
+    __slots__ = ("event_type", "index", "input_mode", "warnings")
+
+    def __init__(self, index: int | None, event_type: str | None, input_mode: bool) -> None:
+        self.index = index
+        self.event_type = event_type
+        self.input_mode = input_mode
+        self.warnings: list[ProtocolWarning] = []
+
+    # -- reporting ---------------------------------------------------------
+
+    def malformed(self, path: str, explanation: str, value: Any, rule: str | None = None) -> None:
+        if rule is None:
+            rule = self._rule_for(path)
+        cls = InputRejected if self.input_mode else ProtocolViolation
+        raise cls(
+            rule,
+            explanation,
+            index=self.index,
+            path=path,
+            value=None if value is _ABSENT else describe_value(value),
+            event_type=self.event_type,
+        )
+
+    def _rule_for(self, path: str) -> str:
+        if self.input_mode:
+            top = path.split("/")[1] if path.count("/") >= 1 and path else ""
+            if top in ("threadId", "runId") and path.count("/") == 1:
+                return "INPUT-2"
+            return "PROC-2"
+        parts = path.split("/")
+        top = parts[1] if len(parts) > 1 else ""
+        for key in ((self.event_type or "", top), ("*", top)):
+            rule = _RULE_BY_FIELD.get(key)
+            if rule:
+                return rule
+        return "PROC-2"
+
+    def warn(self, rule: str, path: str, message: str) -> None:
+        self.warnings.append(
+            ProtocolWarning(
+                rule, message, self.index, path, self.event_type if not self.input_mode else None
+            )
+        )
+
+    def removed(self, path: str, reason: _Unrecognised) -> None:
+        if reason.path == path:
+            self.warn("PROC-5", path, f"stripped {path}: {reason.why}")
+        else:
+            self.warn(
+                "PROC-5",
+                path,
+                f"stripped {path} because {reason.path} is unrecognised ({reason.why})",
+            )
+
+    # -- the walk ----------------------------------------------------------
+
+    def value(self, node: Node, v: Any, path: str) -> Any:
+        """Return ``v`` (same object when unchanged), a cleaned copy, or ``_Unrecognised``."""
+        cls = type(v)
+        if isinstance(node, StringNode):
+            if cls is not str:
+                self._wrong(node, v, path)
+            if node.pattern is not None and not node.pattern.match(v):
+                self.malformed(path, f"expected {node.expected()} (RFC 6901).", v)
+            return v
+        if isinstance(node, ObjectNode):
+            return self.object(node, v, path)
+        if isinstance(node, UnionNode):
+            return self.union(node, v, path)
+        if isinstance(node, AnyNode):
+            if v is None and not node.nullable:
+                self._null(path)
+            return v
+        if isinstance(node, IntNode):
+            if cls is float and v.is_integer():
+                v = int(v)  # JSON has one number type; 5.0 *is* the integer 5
+            elif cls is not int:
+                self._wrong(node, v, path)
+            if (node.minimum is not None and v < node.minimum) or (
+                node.maximum is not None and v > node.maximum
+            ):
+                self.malformed(path, f"expected {node.expected()} within the schema's bounds.", v)
+            return v
+        if isinstance(node, BoolNode):
+            if cls is not bool:
+                self._wrong(node, v, path)
+            return v
+        if isinstance(node, ConstNode):
+            if v != node.value or cls is not type(node.value):
+                if v is None:
+                    self._null(path)
+                self.malformed(path, f"expected {node.expected()}.", v)
+            return v
+        if isinstance(node, EnumNode):
+            if cls is not str:
+                self._wrong(node, v, path)
+            if v not in node.values:
+                return _Unrecognised(
+                    path, f"{v!r} is not a value this implementation recognises ({node.expected()})"
+                )
+            return v
+        if isinstance(node, ArrayNode):
+            return self.array(node, v, path)
+        if isinstance(node, TypeSwitchNode):
+            sub = node.by_type.get(cls)
+            if sub is None:
+                self._wrong(node, v, path)
+                raise AssertionError  # pragma: no cover - _wrong raises
+            return self.value(sub, v, path)
+        raise AssertionError(f"unknown node {node!r}")  # pragma: no cover
+
+    def _wrong(self, node: Node, v: Any, path: str) -> None:
+        if v is None:
+            self._null(path)
+        name = path.rsplit("/", 1)[-1] or "the value"
+        if name == "metadata" and not isinstance(v, dict):
+            self.malformed(path, "metadata must be an object when present.", v, rule="META-1")
+        self.malformed(path, f"{name} must be {node.expected()}, not {json_type_name(v)}.", v)
+
+    def _null(self, path: str, optional: bool = False) -> None:
+        name = path.rsplit("/", 1)[-1]
+        if name == "metadata":
+            self.malformed(
+                path, "metadata must be absent or an object, never null.", None, rule="META-1"
+            )
+        if optional:
+            self.malformed(
+                path,
+                f"{name} is an optional field set to null: a field without a value must be omitted.",
+                None,
+                rule="EVT-5",
+            )
+        self.malformed(path, f"{name or 'the value'} must carry a value, not null.", None)
+
+    def object(self, node: ObjectNode, v: Any, path: str) -> Any:
+        if type(v) is not dict:
+            self._wrong(node, v, path)
+        missing = node.required - v.keys()
+        if missing:
+            field = sorted(missing)[0]
+            self.malformed(
+                f"{path}/{escape_pointer(field)}", f"required field {field!r} is missing.", _ABSENT
+            )
+        if not node.props and not node.closed:
+            return v  # an open map (metadata, responseSchema): data, not judged
+        out: dict[str, Any] | None = None
+        props = node.props
+        for key, item in v.items():
+            sub = props.get(key)
+            if sub is None:
+                if node.closed:
+                    if out is None:
+                        out = dict(v)
+                    del out[key]
+                    p = f"{path}/{escape_pointer(key)}"
+                    self.warn("PROC-3", p, f"stripped unknown property {p}")
+                continue
+            p = f"{path}/{escape_pointer(key)}"
+            if item is None and not (isinstance(sub, AnyNode) and sub.nullable):
+                self._null(p, optional=key not in node.required)
+            new = self.value(sub, item, p)
+            if new is item:
+                continue
+            if isinstance(new, _Unrecognised):
+                if key in node.required:
+                    return new
+                if out is None:
+                    out = dict(v)
+                del out[key]
+                self.removed(p, new)
+                continue
+            if out is None:
+                out = dict(v)
+            out[key] = new
+        return v if out is None else out
+
+    def union(self, node: UnionNode, v: Any, path: str) -> Any:
+        if type(v) is not dict:
+            self._wrong(node, v, path)
+        disc = node.discriminator
+        if disc not in v:
+            self.malformed(
+                f"{path}/{disc}", f"required discriminator {disc!r} is missing.", _ABSENT
+            )
+        tag = v[disc]
+        if type(tag) is not str:
+            self.malformed(f"{path}/{disc}", f"{disc} must be a string.", tag)
+        variant = node.variants.get(tag)
+        if variant is None:
+            return _Unrecognised(
+                path, f"{disc} {tag!r} is not a member this implementation recognises"
+            )
+        return self.object(variant, v, path)
+
+    def array(self, node: ArrayNode, v: Any, path: str) -> Any:
+        if type(v) is not list:
+            self._wrong(node, v, path)
+        if len(v) < node.min_items:
+            rule = "INT-1" if path.endswith("/interrupts") else None
+            self.malformed(path, f"expected {node.expected()} item(s).", v, rule=rule)
+        out: list[Any] | None = None
+        items = node.items
+        for i, item in enumerate(v):
+            p = f"{path}/{i}"
+            if item is None and not (isinstance(items, AnyNode) and items.nullable):
+                self._null(p)
+            new = self.value(items, item, p)
+            if new is item:
+                if out is not None:
+                    out.append(item)
+                continue
+            if out is None:
+                out = list(v[:i])
+            if isinstance(new, _Unrecognised):
+                self.removed(p, new)
+                continue
+            out.append(new)
+        if out is None:
+            return v
+        if len(out) < node.min_items:
+            return _Unrecognised(path, "nothing recognisable was left in it")
+        return out
+
+
+_MISSING: Final = object()
+
+
+def _fast_check_source(name: str, variant: ObjectNode) -> str | None:
+    """Python source of a function that returns True when an event is surely clean.
+
+    The function never raises and never decides anything on its own: a False
+    sends the event to the walker. Only positions with a one-line check are
+    handled; a present complex field (an outcome, a message list) answers
+    False so the walker judges it.
+    """
+    lines = [
+        f"def check_{name}(d):",
+        "    k = d.keys()",
+        "    if not (k <= ALLOWED and REQUIRED <= k): return False",
+    ]
+    for key, node in variant.props.items():
+        if key == "type":
+            continue
+        fetch = (
+            f"    v = d[{key!r}]" if key in variant.required else f"    v = d.get({key!r}, MISSING)"
+        )
+        guard = "" if key in variant.required else "v is not MISSING and "
+        if isinstance(node, StringNode) and node.pattern is None:
+            test = "v.__class__ is not str"
+        elif isinstance(node, IntNode):
+            lo = node.minimum if node.minimum is not None else -(2**63)
+            hi = node.maximum if node.maximum is not None else 2**63
+            test = f"(v.__class__ is not int or not ({lo} <= v <= {hi}))"
+        elif isinstance(node, BoolNode):
+            test = "v.__class__ is not bool"
+        elif isinstance(node, EnumNode):
+            test = f"(v.__class__ is not str or v not in ENUM_{escape_ident(key)})"
+        elif isinstance(node, AnyNode):
+            test = "False" if node.nullable else "v is None"
+        elif isinstance(node, ObjectNode) and not node.props and not node.closed:
+            test = "v.__class__ is not dict"
+        elif isinstance(node, TypeSwitchNode) and str in node.by_type:
+            test = "v.__class__ is not str"
+        else:
+            test = "True"  # complex: let the walker judge it
+        if test == "False":
+            continue
+        lines.append(fetch)
+        lines.append(f"    if {guard}{test}: return False")
+    lines.append("    return True")
+    return "\n".join(lines)
+
+
+def escape_ident(key: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in key)
+
+
+def _compile_fast_checks(schema: CompiledSchema) -> dict[str, Callable[[dict[str, Any]], bool]]:
+    checks: dict[str, Callable[[dict[str, Any]], bool]] = {}
+    for tag, variant in schema.event.variants.items():
+        source = _fast_check_source(tag, variant)
+        assert source is not None
+        namespace: dict[str, Any] = {
+            "ALLOWED": variant.known,
+            "REQUIRED": variant.required,
+            "MISSING": _MISSING,
+        }
+        for key, node in variant.props.items():
+            if isinstance(node, EnumNode):
+                namespace[f"ENUM_{escape_ident(key)}"] = node.values
+        exec(source, namespace)  # generated from the schema, not from input
+        checks[tag] = namespace[f"check_{tag}"]
+    return checks
+
+
+class Enforcer:
+    """Judges single events and run inputs against the compiled schema.
+
+    Stateless apart from the compiled tables: one instance serves any number
+    of streams. ``event()`` is the hot path of every consumer.
+    """
+
+    def __init__(self, schema: CompiledSchema | None = None) -> None:
+        self.schema = schema or compiled()
+        self._variants = self.schema.event.variants
+        self._fast = _compile_fast_checks(self.schema)
+        self.fast_checks: Mapping[str, Callable[[dict[str, Any]], bool]] = self._fast
+
+    def event(
+        self, obj: Any, index: int | None = None
+    ) -> tuple[dict[str, Any] | None, list[ProtocolWarning]]:
+        """Enforce one event given as a parsed JSON value.
+
+        Returns ``(clean, warnings)``: ``clean`` is the event with unrecognised
+        material removed (the same object when nothing was removed), or
+        ``None`` when the whole event was dropped. Raises
+        :class:`ProtocolViolation` when a known value is malformed.
+        """
+        if type(obj) is dict:
+            tag = obj.get("type")
+            check = self._fast.get(tag) if type(tag) is str else None
+            if check is not None and check(obj):
+                return obj, []
+        return self._slow_event(obj, index)
+
+    def _slow_event(
+        self, obj: Any, index: int | None
+    ) -> tuple[dict[str, Any] | None, list[ProtocolWarning]]:
+        tag = obj.get("type") if type(obj) is dict else None
+        walker = _Walker(index, tag if type(tag) is str else None, input_mode=False)
+        if type(obj) is not dict:
+            walker.malformed("", "an event must be a JSON object.", obj, rule="TRANS-4")
+        if "type" not in obj:
+            walker.malformed("/type", "an event must carry a string 'type'.", obj)
+        if type(tag) is not str:
+            walker.malformed("/type", "type must be a string.", tag)
+        assert isinstance(tag, str)
+        variant = self._variants.get(tag)
+        if variant is None:
+            walker.warn("PROC-3", "", f"dropped event of unknown type {tag!r}")
+            return None, walker.warnings
+        clean = walker.object(variant, obj, "")
+        if isinstance(clean, _Unrecognised):
+            walker.warn(
+                "PROC-5",
+                "",
+                f"dropped the whole {tag} event because {clean.path} is unrecognised ({clean.why})",
+            )
+            return None, walker.warnings
+        return clean, walker.warnings
+
+    def run_input(self, obj: Any) -> tuple[dict[str, Any], list[ProtocolWarning]]:
+        """Enforce a ``RunAgentInput`` (incoming for a producer, outgoing for a client).
+
+        Raises :class:`InputRejected` when it is malformed; a run input cannot
+        be dropped, so an unrecognised required member is malformed here too.
+        """
+        walker = _Walker(None, None, input_mode=True)
+        clean = walker.object(self.schema.run_input, obj, "")
+        if isinstance(clean, _Unrecognised):  # pragma: no cover - no required union at top
+            walker.malformed(clean.path, clean.why, obj)
+        return clean, walker.warnings
+
+    def definition(self, name: str, obj: Any, path: str = "") -> tuple[Any, list[ProtocolWarning]]:
+        """Enforce any named schema definition (``Message``, ``Tool``…).
+
+        Used where a single value crosses a boundary on its own — a message
+        list being assembled into input, say.
+        """
+        walker = _Walker(None, None, input_mode=True)
+        clean = walker.value(self.schema.definition(name), obj, path)
+        if isinstance(clean, _Unrecognised):
+            walker.warn("PROC-5", clean.path, f"dropped {clean.path or 'the value'}: {clean.why}")
+            return None, walker.warnings
+        return clean, walker.warnings

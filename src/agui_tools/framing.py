@@ -1,0 +1,224 @@
+"""Framing: the bytes on the wire to JSON texts and back (SSE and NDJSON).
+
+Sans-I/O, like everything below the transports: feed bytes in as they arrive
+(any split, down to one byte at a time), take complete payloads out. Nothing
+here parses JSON — a frame is a ``str`` holding one event — so the decoder is
+the only stage that judges content.
+
+The SSE reader implements the full grammar of the WHATWG event-stream format,
+which a consumer MAY accept (TRANS-5): LF, CR and CRLF line endings (a CR at
+the end of one chunk and an LF at the start of the next are one line break),
+a leading byte-order mark, comment lines, multi-line ``data`` joined with LF,
+one optional space after the colon, and fields other than ``data`` ignored
+(the binding has no ``Last-Event-ID`` resumption, TRANS-6). The writer emits
+only LF, as a producer MUST (TRANS-5).
+
+An event that has not been terminated by a blank line when the stream ends is
+not dispatched (the SSE rule): the run it belonged to is truncated, which the
+pipeline reports, never repairs.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from .errors import LimitExceeded, ProtocolViolation
+
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "NDJSONReader",
+    "SSEReader",
+    "ndjson_frame",
+    "sniff_format",
+    "sse_comment",
+    "sse_frame",
+]
+
+DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+def sse_frame(payload: bytes) -> bytes:
+    """Frame one JSON event as an SSE event: ``data: <json>\\n\\n``.
+
+    Compact JSON never contains a raw line break (control characters inside
+    strings are escaped), so one ``data`` line always suffices.
+    """
+    return b"data: " + payload + b"\n\n"
+
+
+def sse_comment(text: str = "keep-alive") -> bytes:
+    """An SSE comment line, used for keep-alives; consumers MUST ignore it."""
+    return b": " + text.encode() + b"\n\n"
+
+
+def ndjson_frame(payload: bytes) -> bytes:
+    return payload + b"\n"
+
+
+def _decode(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolViolation(
+            "TRANS-4",
+            f"{what} is not valid UTF-8 (byte {exc.start}); each data payload must be one JSON text.",
+        ) from None
+
+
+class SSEReader:
+    """Incremental Server-Sent Events parser yielding each event's ``data``.
+
+    >>> r = SSEReader()
+    >>> r.feed(b'data: {"a":1}\\r\\n\\r')
+    ['{"a":1}']
+    >>> r.feed(b'\\n: keep-alive\\n\\ndata: x\\ndata: y\\n')
+    []
+    >>> r.feed(b'\\n')
+    ['x\\ny']
+    """
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._buf = bytearray()
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._started = False
+        self._pending_cr = False
+        self._max = max_event_bytes
+        self.closed = False
+
+    @property
+    def has_partial_event(self) -> bool:
+        """True when bytes of an event arrived that no blank line dispatched yet."""
+        return bool(self._data) or bool(self._buf)
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """Consume ``chunk``; return the ``data`` of every event it completed."""
+        if not chunk:
+            return []
+        buf = self._buf
+        if self._pending_cr:
+            self._pending_cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        buf += chunk
+        if not self._started:
+            if len(buf) < 3 and _BOM.startswith(bytes(buf)):
+                return []
+            if buf.startswith(_BOM):
+                del buf[:3]
+            self._started = True
+        out: list[str] = []
+        start = 0
+        n = len(buf)
+        find_lf = buf.find
+        while start < n:
+            lf = find_lf(b"\n", start)
+            cr = find_lf(b"\r", start, lf if lf >= 0 else n)
+            if cr >= 0:
+                end, nxt = cr, cr + 1
+                if nxt < n:
+                    if buf[nxt] == 0x0A:
+                        nxt += 1
+                else:
+                    self._pending_cr = True  # a following LF belongs to this break
+            elif lf >= 0:
+                end, nxt = lf, lf + 1
+            else:
+                break
+            self._line(bytes(buf[start:end]), out)
+            start = nxt
+        del buf[:start]
+        if len(buf) + self._data_size > self._max:
+            raise LimitExceeded(
+                "LIMIT",
+                f"an SSE event exceeded max_event_bytes={self._max}; raise the limit if "
+                "such events are expected.",
+            )
+        return out
+
+    def _line(self, line: bytes, out: list[str]) -> None:
+        if not line:
+            if self._data:
+                data = b"\n".join(self._data)
+                self._data = []
+                self._data_size = 0
+                out.append(_decode(data, "an SSE data payload"))
+            return
+        if line[0] == 0x3A:  # ':' comment
+            return
+        colon = line.find(b":")
+        if colon < 0:
+            name, value = line, b""
+        else:
+            name, value = line[:colon], line[colon + 1 :]
+            if value[:1] == b" ":
+                value = value[1:]
+        if name == b"data":
+            self._data.append(value)
+            self._data_size += len(value) + 1
+            if self._data_size > self._max:
+                raise LimitExceeded(
+                    "LIMIT",
+                    f"an SSE event exceeded max_event_bytes={self._max}; raise the limit if "
+                    "such events are expected.",
+                )
+        # event:, id:, retry: and unknown fields are ignored (TRANS-5)
+
+    def close(self) -> None:
+        """Mark the end of the byte stream; an undispatched event is discarded."""
+        self.closed = True
+
+
+class NDJSONReader:
+    """Incremental newline-delimited JSON splitter (one event per line)."""
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._buf = bytearray()
+        self._max = max_event_bytes
+
+    @property
+    def has_partial_event(self) -> bool:
+        return bool(self._buf.strip())
+
+    def feed(self, chunk: bytes) -> list[str]:
+        buf = self._buf
+        buf += chunk
+        out: list[str] = []
+        start = 0
+        while True:
+            lf = buf.find(b"\n", start)
+            if lf < 0:
+                break
+            line = bytes(buf[start:lf]).strip()
+            if line:
+                out.append(_decode(line, "an NDJSON line"))
+            start = lf + 1
+        del buf[:start]
+        if len(buf) > self._max:
+            raise LimitExceeded(
+                "LIMIT",
+                f"an NDJSON line exceeded max_event_bytes={self._max}; raise the limit if "
+                "such events are expected.",
+            )
+        return out
+
+    def close(self) -> list[str]:
+        """End of input: a final line without a newline is still a line."""
+        line = bytes(self._buf).strip()
+        self._buf.clear()
+        return [_decode(line, "an NDJSON line")] if line else []
+
+
+def sniff_format(head: bytes) -> str:
+    """Guess how a captured stream is framed: ``"json"``, ``"ndjson"`` or ``"sse"``.
+
+    A JSON array starts with ``[``; NDJSON with ``{``; anything else (``data:``,
+    ``:`` comments, ``event:``) is taken for SSE.
+    """
+    text = head.lstrip(_BOM).lstrip()
+    if text.startswith(b"["):
+        return "json"
+    if text.startswith(b"{"):
+        return "ndjson"
+    return "sse"

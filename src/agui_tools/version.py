@@ -1,0 +1,39 @@
+"""Versions: of this package, and of the protocol it speaks.
+
+``PROTOCOL_VERSION`` is read from the bundled schema's ``$id``
+(``https://ag-ui.com/spec/1.1/schema.json`` → ``"1.1"``), so the version we
+declare is the version whose schema we enforce. It is what a client puts on
+``RunAgentInput.protocolVersion`` and a producer on ``RUN_STARTED`` (INPUT-4,
+RUN-2, VER-5).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from .schema import compiled
+
+__version__: Final = "0.1.0"
+
+
+def _from_schema_id(schema_id: str) -> str:
+    match = re.search(r"/spec/(\d+\.\d+)/", schema_id)
+    if not match:
+        raise RuntimeError(f"bundled schema has no version in its $id: {schema_id!r}")
+    return match.group(1)
+
+
+PROTOCOL_VERSION: Final = _from_schema_id(compiled().id)
+
+
+def parse_version(value: str) -> tuple[int, int] | None:
+    """``"1.10"`` → ``(1, 10)``; ``None`` for anything that is not MAJOR.MINOR.
+
+    Versions compare numerically component by component (VER-5), and a
+    declaration that cannot be interpreted is treated like a newer one.
+    """
+    match = re.fullmatch(r"(\d+)\.(\d+)", value)
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2))
