@@ -39,7 +39,7 @@ def decode_results(lines: list[bytes]) -> list[Result]:
     def ours_typed() -> None:
         decoder = Decoder(enforcer)
         for i, line in enumerate(lines):
-            decode_event(line, index=i, decoder=decoder).event
+            _ = decode_event(line, index=i, decoder=decoder).event
 
     n = len(lines)
     return [

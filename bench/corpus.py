@@ -10,7 +10,21 @@ from typing import Any
 
 import orjson
 
-WORDS = ["the", "agent", "proposes", "and", "the", "application", "disposes", "of", "every", "tool", "call", "it", "streams"]
+WORDS = [
+    "the",
+    "agent",
+    "proposes",
+    "and",
+    "the",
+    "application",
+    "disposes",
+    "of",
+    "every",
+    "tool",
+    "call",
+    "it",
+    "streams",
+]
 
 
 def runs(

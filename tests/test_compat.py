@@ -262,5 +262,5 @@ def test_the_decoder_shortcut_never_skips_a_retired_shape() -> None:
         assert check is None or not check(event), event
         import orjson
 
-        wire, warnings = Decoder().decode(orjson.dumps(event), 0)
+        _, warnings = Decoder().decode(orjson.dumps(event), 0)
         assert any(w.rule == "VER-4" for w in warnings), event
