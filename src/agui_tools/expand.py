@@ -1,0 +1,305 @@
+"""Chunk expansion: the compact ``*_CHUNK`` spelling becomes start/content/end.
+
+A consumer MUST expand chunks before verification and before application code
+(CHUNK-1), so every triad rule applies to the expanded events. This module is
+the only place chunks exist; everything downstream sees triads.
+
+Lanes. Each owner — the parent agent (``None``) or a subagent invocation
+(``subagentRunId``) — has one lane, and a lane holds at most one open chunk
+stream. The stream closes (its ``*_END`` is synthesized, never sent) when
+(``basic/patterns/streaming`` "Closing a chunk stream", CHUNK-11):
+
+* a chunk opens a different item in the same lane;
+* a message, tool-call, step, state, custom or reasoning event arrives in the
+  lane — except ``RAW``, ``ACTIVITY_SNAPSHOT``, ``ACTIVITY_DELTA`` and
+  ``REASONING_ENCRYPTED_VALUE``, which stand aside, and ``SUBAGENT_STARTED``,
+  which opens a new lane;
+* an explicit event names the identifier the stream is assembling (mixing the
+  spellings ends the shorthand; what follows is judged by the triad rules,
+  CHUNK-3);
+* a run-level event arrives (``RUN_STARTED``, ``RUN_FINISHED``, ``RUN_ERROR``,
+  ``MESSAGES_SNAPSHOT``): every lane closes;
+* the subagent owning the lane terminates (CHUNK-14).
+
+An event arrives in the lane of its ``subagentRunId`` tag, or the parent's
+when untagged. A chunk carrying neither an identifier nor a tag is resolved:
+the parent's open stream of its kind, else the sole open stream of its kind;
+several candidates and none the parent's is ambiguous and fatal (CHUNK-12).
+
+What synthesized events carry (``basic/processing``; CHUNK-15, CHUNK-16):
+deltas, opener fields, ``metadata``, ``rawEvent`` and attribution — never the
+chunk's ``timestamp``. A continuation chunk with metadata and no delta still
+reaches its item, as a content event with an empty delta (the schema allows
+empty deltas, TEXT-9, TOOL-4).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .errors import LimitExceeded, ProtocolViolation, describe_value
+
+__all__ = ["Expander"]
+
+Event = dict[str, Any]
+
+# kind → (chunk type, id field, start, content, end, opener fields repeated by continuations)
+_KINDS: Final = {
+    "TEXT_MESSAGE_CHUNK": (
+        "text",
+        "messageId",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        ("role", "name"),
+    ),
+    "TOOL_CALL_CHUNK": (
+        "tool",
+        "toolCallId",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        ("toolCallName", "parentMessageId"),
+    ),
+    "REASONING_MESSAGE_CHUNK": (
+        "reasoning",
+        "messageId",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        (),
+    ),
+}
+_FIRST_CHUNK_RULE: Final = {"text": "CHUNK-4", "reasoning": "CHUNK-5", "tool": "CHUNK-6"}
+
+CHUNK_TYPES: Final = frozenset(_KINDS)
+RUN_LEVEL: Final = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
+STAND_ASIDE: Final = frozenset(
+    {"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED"}
+)
+SUBAGENT_TERMINAL: Final = frozenset({"SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
+_CARRIED: Final = ("metadata", "rawEvent", "subagentRunId")
+
+
+class _Stream:
+    """One open chunk stream: what its opener established."""
+
+    __slots__ = ("content", "end", "fields", "id_field", "item_id", "kind", "lane", "start_type")
+
+    def __init__(
+        self,
+        kind: str,
+        item_id: str,
+        lane: str | None,
+        fields: dict[str, Any],
+        spec: tuple[Any, ...],
+    ) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        self.lane = lane
+        self.fields = fields
+        self.id_field: str = spec[1]
+        self.start_type: str = spec[2]
+        self.content: str = spec[3]
+        self.end: str = spec[4]
+
+
+class Expander:
+    """Turns a stream of enforced events into one without chunks.
+
+    ``feed(event, index)`` returns the events to deliver, in order: any
+    synthesized ends first, then the event itself or its expansion. Raises
+    :class:`ProtocolViolation` on a malformed chunk sequence.
+    """
+
+    def __init__(self, *, max_lanes: int = 1_000) -> None:
+        self._lanes: dict[str | None, _Stream] = {}
+        self._max_lanes = max_lanes
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._lanes)
+
+    def feed(self, event: Event, index: int | None = None) -> list[Event]:
+        kind = event["type"]
+        lanes = self._lanes
+        if not lanes:
+            if kind in CHUNK_TYPES:
+                return self._chunk(event, index)
+            return [event]
+        if kind in CHUNK_TYPES:
+            return self._chunk(event, index)
+        if kind in STAND_ASIDE:
+            return [event]
+        out: list[Event]
+        if kind in RUN_LEVEL:
+            out = self._close_all()
+            out.append(event)
+            return out
+        if kind in SUBAGENT_TERMINAL:
+            out = self._close_lane(event["subagentRunId"])
+            out.append(event)
+            return out
+        out = []
+        # an explicit event naming an identifier a chunk stream is assembling ends it
+        for lane, stream in list(lanes.items()):
+            if event.get(stream.id_field) == stream.item_id:
+                out.append(self._end(lanes.pop(lane)))
+        # and any message/tool/step/state/custom/reasoning event closes its own lane
+        out += self._close_lane(event.get("subagentRunId"))
+        out.append(event)
+        return out
+
+    # -- closing -----------------------------------------------------------
+
+    def _close_lane(self, lane: str | None) -> list[Event]:
+        stream = self._lanes.pop(lane, None)
+        if stream is None:
+            return []
+        return [self._end(stream)]
+
+    def _close_all(self) -> list[Event]:
+        out = [self._end(s) for s in self._lanes.values()]
+        self._lanes.clear()
+        return out
+
+    @staticmethod
+    def _end(stream: _Stream) -> Event:
+        end: Event = {"type": stream.end, stream.id_field: stream.item_id}
+        if stream.lane is not None:
+            end["subagentRunId"] = stream.lane
+        return end
+
+    # -- chunks --------------------------------------------------------------
+
+    def _chunk(self, chunk: Event, index: int | None) -> list[Event]:
+        spec = _KINDS[chunk["type"]]
+        kind, id_field = spec[0], spec[1]
+        item_id = chunk.get(id_field)
+        tag = chunk.get("subagentRunId")
+        lanes = self._lanes
+        stream: _Stream | None
+        if item_id is not None:
+            stream = None
+            for candidate in lanes.values():
+                if candidate.item_id == item_id and candidate.kind == kind:
+                    stream = candidate
+                    break
+            if stream is not None and tag is not None and tag != stream.lane:
+                raise ProtocolViolation(
+                    "SUB-11",
+                    f"a continuation chunk is attributed to {tag!r} but the stream it continues "
+                    f"was opened by {stream.lane or 'the parent agent'!r}.",
+                    index=index,
+                    path="/subagentRunId",
+                    event_type=chunk["type"],
+                    ids={id_field: item_id},
+                )
+            lane = stream.lane if stream is not None else tag
+        elif tag is not None:
+            lane = tag
+            stream = lanes.get(lane)
+            if stream is not None and stream.kind != kind:
+                stream = None
+        else:
+            lane, stream = self._resolve(kind, chunk, index)
+
+        out: list[Event] = []
+        if stream is None:
+            # a first chunk: it opens an item (after closing whatever its lane held)
+            if item_id is None or (kind == "tool" and chunk.get("toolCallName") is None):
+                missing = id_field if item_id is None else "toolCallName"
+                raise ProtocolViolation(
+                    _FIRST_CHUNK_RULE[kind],
+                    f"the first {chunk['type']} of an item must carry {missing}: no {kind} "
+                    "chunk stream is open for it to continue, and a consumer must not invent one "
+                    "(CHUNK-7).",
+                    index=index,
+                    path=f"/{missing}",
+                    event_type=chunk["type"],
+                )
+            out += self._close_lane(lane)
+            if lane not in lanes and len(lanes) >= self._max_lanes:
+                raise LimitExceeded(
+                    "LIMIT",
+                    f"more than max_lanes={self._max_lanes} chunk streams open at once.",
+                    index=index,
+                    event_type=chunk["type"],
+                )
+            fields = {f: chunk[f] for f in spec[5] if f in chunk}
+            stream = _Stream(kind, item_id, lane, fields, spec)
+            lanes[lane] = stream
+            start: Event = {"type": stream.start_type, id_field: item_id}
+            if kind == "reasoning":
+                start["role"] = "reasoning"
+            start.update(fields)
+            self._carry(chunk, start)
+            out.append(start)
+            delta = chunk.get("delta")
+            if delta is not None:
+                content: Event = {"type": stream.content, id_field: item_id, "delta": delta}
+                self._carry(chunk, content)
+                out.append(content)
+            return out
+
+        self._check_repeats(stream, chunk, index, spec)
+        delta = chunk.get("delta")
+        if delta is None and "metadata" not in chunk:
+            return out  # a bare continuation: nothing to add
+        content = {"type": stream.content, id_field: stream.item_id, "delta": delta or ""}
+        self._carry(chunk, content)
+        out.append(content)
+        return out
+
+    def _resolve(
+        self, kind: str, chunk: Event, index: int | None
+    ) -> tuple[str | None, _Stream | None]:
+        lanes = self._lanes
+        parent = lanes.get(None)
+        if parent is not None and parent.kind == kind:
+            return None, parent
+        candidates = [s for s in lanes.values() if s.kind == kind]
+        if len(candidates) == 1:
+            return candidates[0].lane, candidates[0]
+        if len(candidates) > 1:
+            raise ProtocolViolation(
+                "CHUNK-12",
+                f"an untagged {chunk['type']} without an identifier could continue "
+                f"{len(candidates)} open streams in different lanes "
+                f"({', '.join(repr(s.lane) for s in candidates)}) and none is the parent's; a "
+                "producer running parallel subagents must attribute its continuations (CHUNK-13).",
+                index=index,
+                event_type=chunk["type"],
+            )
+        return None, None
+
+    def _check_repeats(
+        self, stream: _Stream, chunk: Event, index: int | None, spec: tuple[Any, ...]
+    ) -> None:
+        for field in spec[5]:
+            if field not in chunk:
+                continue
+            value = chunk[field]
+            established = stream.fields.get(field)
+            if established is None and field == "role":
+                established = "assistant"  # established by omission (CHUNK-10, TEXT-1)
+            if value != established:
+                opener = "omitted it" if field not in stream.fields else f"set {established!r}"
+                if field == "role" and field not in stream.fields:
+                    opener = "omitted it, which means 'assistant'"
+                raise ProtocolViolation(
+                    "CHUNK-10",
+                    f"a continuation chunk repeats {field} with a value that does not match the open "
+                    f"stream's {field}: the opener {opener}.",
+                    index=index,
+                    path=f"/{field}",
+                    value=describe_value(value),
+                    event_type=chunk["type"],
+                    ids={spec[1]: stream.item_id},
+                )
+
+    @staticmethod
+    def _carry(chunk: Event, target: Event) -> None:
+        for field in _CARRIED:
+            if field in chunk:
+                target[field] = chunk[field]

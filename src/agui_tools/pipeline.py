@@ -1,0 +1,233 @@
+"""The consumer pipeline: every stage, in the specification's order.
+
+::
+
+    producer → compatibility boundary → middleware → enforcement
+             → chunk expansion → verification → application
+
+(``basic/processing`` "Where middleware sits", PROC-7.) The order is the same on
+every path — live SSE, a captured file, a replay — because every path feeds
+this one object. Sans-I/O: feed it JSON texts or parsed objects, take verified
+events out.
+
+>>> pipe = ConsumerPipeline()
+>>> [e["type"] for e in pipe.feed(b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}')]
+['RUN_STARTED']
+>>> [e["type"] for e in pipe.feed({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "hi"})]
+['TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT']
+>>> [e["type"] for e in pipe.feed({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})]
+['TEXT_MESSAGE_END', 'RUN_FINISHED']
+>>> pipe.close().runs[0].status
+'success'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .codec import Decoder, parse_json
+from .enforce import Enforcer
+from .errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageError
+from .expand import Expander
+from .verify import Limits, RunSummary, Verifier
+
+__all__ = ["ConsumerPipeline", "Middleware", "StreamResult"]
+
+Event = dict[str, Any]
+
+
+class Middleware(Protocol):
+    """Anything installed to translate, observe or rewrite the stream.
+
+    Called once per event *after* the compatibility boundary and *before*
+    enforcement (so it still sees unrecognised material), with the raw event;
+    returns the events to pass on — none to drop it, several to split it. A
+    middleware MUST be prepared for chunks and triads alike (PROC-7).
+    """
+
+    def __call__(self, event: Event) -> Iterable[Event]: ...
+
+
+@dataclass
+class StreamResult:
+    """The verdict on a whole stream, once it has ended.
+
+    ``outcome`` follows the official fixture convention: ``"failed"`` means
+    the consumer rejected the stream (``error`` says why); a producer's
+    ``RUN_ERROR`` is delivered, not a rejection, and shows in ``runs``.
+    """
+
+    outcome: str
+    error: ProtocolViolation | None
+    runs: list[RunSummary]
+    warnings: list[ProtocolWarning]
+    events: int
+    delivered: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def completed(self) -> bool:
+        return self.outcome == "completed"
+
+
+class ConsumerPipeline:
+    """The conforming consumer's pipeline for one stream.
+
+    Args:
+        run_input: the ``RunAgentInput`` (wire dict) the stream answers; gives
+            the thread id every run must carry, the advertised frontend tools
+            (FE-2/FE-3) and the history results are judged against.
+        strict: make the beyond-the-official-client tool-call checks
+            violations instead of warnings.
+        middleware: callables run after the compatibility boundary and before
+            enforcement, in order.
+        limits: resource limits (:class:`~agui_tools.verify.Limits`).
+        on_warning: called with each warning as it happens.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_input: Mapping[str, Any] | None = None,
+        strict: bool = False,
+        middleware: Sequence[Middleware] = (),
+        limits: Limits | None = None,
+        on_warning: Callable[[ProtocolWarning], None] | None = None,
+        enforcer: Enforcer | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.warnings: list[ProtocolWarning] = []
+        self._on_warning = on_warning
+        self._decoder = Decoder(enforcer)
+        self._enforce = self._decoder.enforcer.event
+        self._middleware = tuple(middleware)
+        self._expander = Expander(max_lanes=self.limits.max_lanes)
+        tools = (run_input or {}).get("tools") or ()
+        self.verifier = Verifier(
+            strict=strict,
+            thread_id=(run_input or {}).get("threadId"),
+            frontend_tools=[t["name"] for t in tools],
+            history=(run_input or {}).get("messages") or (),
+            limits=self.limits,
+            on_warning=self._note,
+        )
+        self.index = -1
+        self.delivered = 0
+        self.error: ProtocolViolation | None = None
+        self.partial: list[Event] = []
+        """Events of the failing frame that were verified before the violation."""
+        self._closed = False
+
+    # -- feeding -----------------------------------------------------------------
+
+    def feed(self, frame: bytes | str | Mapping[str, Any]) -> list[Event]:
+        """Consume one event (a JSON text or a parsed object); return what to deliver.
+
+        Raises :class:`ProtocolViolation` when the stream breaks a fatal rule;
+        the pipeline is then failed and every later call raises it again.
+        Events delivered before the failure stay delivered (RUN-16).
+        """
+        if self.error is not None:
+            raise self.error
+        if self._closed:
+            raise UsageError("feed() after close(): the stream has ended.")
+        self.index += 1
+        index = self.index
+        try:
+            if isinstance(frame, (bytes, str)):
+                if len(frame) > self.limits.max_event_bytes:
+                    raise LimitExceeded(
+                        "LIMIT",
+                        f"an event of {len(frame)} bytes exceeds max_event_bytes="
+                        f"{self.limits.max_event_bytes}.",
+                        index=index,
+                    )
+                if self._middleware:
+                    return self._after_boundary(parse_json(frame, index), index)
+                wire, warnings = self._decoder.decode(frame, index)
+            else:
+                if self._middleware:
+                    return self._after_boundary(frame, index)
+                wire, warnings = self._decoder.decode_object(frame, index)
+            if warnings:
+                self._notes(warnings)
+            if wire is None:
+                return []
+            return self._expand_verify(wire, index)
+        except ProtocolViolation as exc:
+            self.error = exc if exc.index == index else exc.at(index)
+            raise self.error from None
+
+    def feed_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Event]:
+        """Consume several events; return everything to deliver, in order."""
+        out: list[Event] = []
+        feed = self.feed
+        for frame in frames:
+            out += feed(frame)
+        return out
+
+    def close(self) -> StreamResult:
+        """The stream ended. A run still active is *truncated*: it gets no
+        synthetic ``RUN_FINISHED`` and is never reported as a success (TRANS-2).
+        """
+        if not self._closed:
+            self._closed = True
+            if self.error is None:
+                self.verifier.end_of_stream()
+        return StreamResult(
+            outcome="failed" if self.error is not None else "completed",
+            error=self.error,
+            runs=list(self.verifier.runs),
+            warnings=list(self.warnings),
+            events=self.index + 1,
+            delivered=self.delivered,
+        )
+
+    @property
+    def runs(self) -> list[RunSummary]:
+        return self.verifier.runs
+
+    # -- stages ------------------------------------------------------------------
+
+    def _after_boundary(self, obj: Any, index: int) -> list[Event]:
+        translated, notes = self._decoder.boundary.translate(obj, index)
+        if notes:
+            self._notes(notes)
+        events: list[Any] = [translated]
+        for middleware in self._middleware:
+            nxt: list[Any] = []
+            for ev in events:
+                nxt.extend(middleware(ev))
+            events = nxt
+        out: list[Event] = []
+        for ev in events:
+            wire, warnings = self._enforce(ev, index)
+            if warnings:
+                self._notes(warnings)
+            if wire is not None:
+                out += self._expand_verify(wire, index)
+        return out
+
+    def _expand_verify(self, wire: Event, index: int) -> list[Event]:
+        expanded = self._expander.feed(wire, index)
+        verify = self.verifier.feed
+        try:
+            for ev in expanded:
+                verify(ev, index)
+        except ProtocolViolation:
+            self.partial = expanded[: expanded.index(ev)]
+            self.delivered += len(self.partial)
+            raise
+        self.delivered += len(expanded)
+        return expanded
+
+    def _notes(self, warnings: list[ProtocolWarning]) -> None:
+        for w in warnings:
+            self._note(w)
+
+    def _note(self, warning: ProtocolWarning) -> None:
+        self.warnings.append(warning)
+        if self._on_warning is not None:
+            self._on_warning(warning)
