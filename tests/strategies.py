@@ -107,10 +107,15 @@ def _child(node: Node, value: Any) -> Node | None:
 
 def positions(
     node: Node, value: Any, path: tuple[Any, ...] = ()
-) -> list[tuple[tuple[Any, ...], Node, Any]]:
-    """Every (path, node, value) inside ``value`` that the schema describes."""
+) -> list[tuple[tuple[Any, ...], Node, Node, Any]]:
+    """Every (path, declared node, resolved node, value) the schema describes inside ``value``.
+
+    The declared node is the schema position (a union, a string-or-parts
+    switch); the resolved one is the member the value actually is.
+    """
+    declared = node
     node = _child(node, value) or node
-    out = [(path, node, value)]
+    out = [(path, declared, node, value)]
     if isinstance(node, ObjectNode) and node.props and isinstance(value, dict):
         for k, v in value.items():
             if k in node.props:

@@ -44,7 +44,7 @@ def test_extra_properties_anywhere_are_stripped_with_their_path(
 ) -> None:
     closed = [
         (path, node, value)
-        for path, node, value in positions(SCHEMA.event, ev)
+        for path, _, node, value in positions(SCHEMA.event, ev)
         if isinstance(node, ObjectNode) and node.closed and isinstance(value, dict)
     ]
     chosen = data.draw(
@@ -74,7 +74,7 @@ def test_type_corruption_of_a_known_field_is_fatal_at_its_path(
 ) -> None:
     targets = [
         (path, node)
-        for path, node, _ in positions(SCHEMA.event, ev)
+        for path, node, _, _ in positions(SCHEMA.event, ev)
         if path and wrong_values(node) and not (isinstance(node, AnyNode) and node.nullable)
     ]
     assume(targets)

@@ -15,7 +15,7 @@ event and hands back all of it in a :class:`Decoded`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -113,12 +113,14 @@ class Decoder:
     run id for the ids it mints.
     """
 
-    __slots__ = ("_fast", "_slow", "boundary", "enforcer")
+    __slots__ = ("_slow", "boundary", "enforcer", "fast_checks")
 
     def __init__(self, enforcer: Enforcer | None = None) -> None:
         self.enforcer = enforcer or _enforcer()
         self.boundary = CompatibilityBoundary()
-        self._fast = {k: v for k, v in self.enforcer.fast_checks.items() if k != "RUN_STARTED"}
+        self.fast_checks: dict[str, Callable[[dict[str, Any]], bool]] = {
+            k: v for k, v in self.enforcer.fast_checks.items() if k != "RUN_STARTED"
+        }
         self._slow = self.enforcer.event
 
     def decode(
@@ -132,7 +134,7 @@ class Decoder:
         if type(obj) is dict:
             tag = obj.get("type")
             if type(tag) is str:
-                check = self._fast.get(tag)
+                check = self.fast_checks.get(tag)
                 if check is not None and check(obj):
                     return obj, _NO_WARNINGS
         return self.decode_object(obj, index)

@@ -121,14 +121,14 @@ class ProtocolViolation(AguiError):
         where = []
         if self.index is not None:
             where.append(f"event #{self.index}")
-        else:
+        elif self.event_type is None:
             where.append("run input")
         if self.event_type:
             where.append(self.event_type)
         if self.path:
             where.append(f"at {self.path}")
         ids = ", ".join(f"{k}={v!r}" for k, v in self.ids.items())
-        text = f"[{self.rule}] {' '.join(where)}: {self.explanation}"
+        text = f"[{self.rule}] {' '.join(where) or 'stream'}: {self.explanation}"
         if self.value is not None:
             text += f" Got {self.value}."
         if ids:
@@ -201,9 +201,13 @@ class ProtocolWarning:
         return ProtocolWarning(self.rule, self.message, index, self.path, self.event_type, self.ids)
 
     def __str__(self) -> str:
-        where = f"event #{self.index}" if self.index is not None else "run input"
+        where = (
+            f"event #{self.index}"
+            if self.index is not None
+            else ("" if self.event_type else "run input")
+        )
         if self.event_type:
-            where += f" {self.event_type}"
+            where = f"{where} {self.event_type}".strip()
         if self.path:
             where += f" at {self.path}"
         return f"[{self.rule}] {where}: {self.message}"

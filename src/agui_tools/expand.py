@@ -35,6 +35,7 @@ empty deltas, TEXT-9, TOOL-4).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from .errors import LimitExceeded, ProtocolViolation, describe_value
@@ -119,6 +120,12 @@ class Expander:
     @property
     def open_streams(self) -> int:
         return len(self._lanes)
+
+    @property
+    def open_lanes(self) -> Mapping[str | None, object]:
+        """The live lane table (read-only view for callers' fast paths): empty means
+        no chunk stream is open, so a non-chunk event passes through unchanged."""
+        return self._lanes
 
     def feed(self, event: Event, index: int | None = None) -> list[Event]:
         kind = event["type"]

@@ -27,10 +27,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from .codec import Decoder, parse_json
 from .enforce import Enforcer
 from .errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageError
-from .expand import Expander
+from .expand import CHUNK_TYPES, Expander
 from .verify import Limits, RunSummary, Verifier
 
 __all__ = ["ConsumerPipeline", "Middleware", "StreamResult"]
@@ -43,11 +45,13 @@ class Middleware(Protocol):
 
     Called once per event *after* the compatibility boundary and *before*
     enforcement (so it still sees unrecognised material), with the raw event;
-    returns the events to pass on — none to drop it, several to split it. A
-    middleware MUST be prepared for chunks and triads alike (PROC-7).
+    returns the events to pass on — none to drop it, several to split it. It
+    may also return :class:`ProtocolWarning` objects among them, which are
+    recorded as warnings (a lossy translation MUST warn, VER-3). A middleware
+    MUST be prepared for chunks and triads alike (PROC-7).
     """
 
-    def __call__(self, event: Event) -> Iterable[Event]: ...
+    def __call__(self, event: Event) -> Iterable[Event | ProtocolWarning]: ...
 
 
 @dataclass
@@ -111,7 +115,7 @@ class ConsumerPipeline:
             frontend_tools=[t["name"] for t in tools],
             history=(run_input or {}).get("messages") or (),
             limits=self.limits,
-            on_warning=self._note,
+            on_warning=self.record_warning,
         )
         self.index = -1
         self.delivered = 0
@@ -161,11 +165,88 @@ class ConsumerPipeline:
             raise self.error from None
 
     def feed_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Event]:
-        """Consume several events; return everything to deliver, in order."""
-        out: list[Event] = []
-        feed = self.feed
-        for frame in frames:
-            out += feed(frame)
+        """Consume several events; return everything to deliver, in order.
+
+        Same semantics as calling :meth:`feed` per frame, in one loop: the SSE
+        reader hands over every frame a network chunk completed, and a replay
+        hands over a whole capture. On a violation, the events this call
+        delivered before it are in :attr:`partial`.
+
+        The loop inlines the common case — a clean event (the enforcer's fast
+        check), no chunk stream open, not a chunk — and hands anything else to
+        the same stage methods :meth:`feed` uses.
+        """
+        if self.error is not None:
+            raise self.error
+        if self._closed:
+            raise UsageError("feed_many() after close(): the stream has ended.")
+        if self._middleware:
+            out: list[Event] = []
+            try:
+                for frame in frames:
+                    out += self.feed(frame)
+            except ProtocolViolation:
+                self.partial = out + self.partial
+                raise
+            return out
+        out = []
+        append = out.append
+        loads = orjson.loads
+        fast = self._decoder.fast_checks
+        decode_object = self._decoder.decode_object
+        lanes = self._expander.open_lanes
+        expand = self._expander.feed
+        verify = self.verifier.feed
+        max_bytes = self.limits.max_event_bytes
+        index = self.index
+        delivered = 0
+        try:
+            for frame in frames:
+                index += 1
+                if isinstance(frame, (bytes, str)):
+                    if len(frame) > max_bytes:
+                        raise LimitExceeded(
+                            "LIMIT",
+                            f"an event of {len(frame)} bytes exceeds max_event_bytes={max_bytes}.",
+                            index=index,
+                        )
+                    try:
+                        obj = loads(frame)
+                    except orjson.JSONDecodeError:
+                        obj = parse_json(frame, index)  # raises the violation
+                else:
+                    obj = frame
+                wire = None
+                if type(obj) is dict:
+                    kind = obj.get("type")
+                    if type(kind) is str:
+                        check = fast.get(kind)
+                        if check is not None and check(obj):
+                            wire = obj
+                if wire is None:
+                    wire, warnings = decode_object(obj, index)
+                    if warnings:
+                        self._notes(warnings)
+                    if wire is None:
+                        continue
+                    kind = wire["type"]
+                if not lanes and kind not in CHUNK_TYPES:
+                    verify(wire, index)
+                    append(wire)
+                    delivered += 1
+                    continue
+                for ev in expand(wire, index):
+                    verify(ev, index)
+                    append(ev)
+                    delivered += 1
+        except ProtocolViolation as exc:
+            self.index = index
+            self.delivered += delivered
+            self.partial = out
+            self.error = exc if exc.index == index else exc.at(index)
+            raise self.error from None
+        self.index = index
+        self.delivered += delivered
         return out
 
     def close(self) -> StreamResult:
@@ -176,6 +257,8 @@ class ConsumerPipeline:
             self._closed = True
             if self.error is None:
                 self.verifier.end_of_stream()
+            else:
+                self.verifier.rejected()
         return StreamResult(
             outcome="failed" if self.error is not None else "completed",
             error=self.error,
@@ -199,7 +282,11 @@ class ConsumerPipeline:
         for middleware in self._middleware:
             nxt: list[Any] = []
             for ev in events:
-                nxt.extend(middleware(ev))
+                for item in middleware(ev):
+                    if isinstance(item, ProtocolWarning):
+                        self.record_warning(item.at(index))
+                    else:
+                        nxt.append(item)
             events = nxt
         out: list[Event] = []
         for ev in events:
@@ -225,9 +312,10 @@ class ConsumerPipeline:
 
     def _notes(self, warnings: list[ProtocolWarning]) -> None:
         for w in warnings:
-            self._note(w)
+            self.record_warning(w)
 
-    def _note(self, warning: ProtocolWarning) -> None:
+    def record_warning(self, warning: ProtocolWarning) -> None:
+        """Record a warning with the stream's others (stages downstream use this too)."""
         self.warnings.append(warning)
         if self._on_warning is not None:
             self._on_warning(warning)

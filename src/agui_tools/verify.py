@@ -38,7 +38,9 @@ from .version import PROTOCOL_VERSION, parse_version
 __all__ = ["Limits", "RunStatus", "RunSummary", "Verifier"]
 
 Event = dict[str, Any]
-RunStatus = Literal["running", "success", "interrupt", "cancelled", "error", "truncated"]
+RunStatus = Literal[
+    "running", "success", "interrupt", "cancelled", "error", "truncated", "rejected"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,20 +115,9 @@ class _Item:
 
 
 _BEFORE, _ACTIVE, _FINISHED, _ERRORED = range(4)
+_ALL_TYPES: Final = ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "STATE_SNAPSHOT", "STATE_DELTA", "MESSAGES_SNAPSHOT", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "RAW", "CUSTOM", "RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "STEP_STARTED", "STEP_FINISHED", "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_END", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"]
 _MISSING: Final = object()
 
-# item kind by event type: (kind, id field, role: "start" | "content" | "end")
-_STREAMED: Final = {
-    "TEXT_MESSAGE_START": ("text", "messageId", "start"),
-    "TEXT_MESSAGE_CONTENT": ("text", "messageId", "content"),
-    "TEXT_MESSAGE_END": ("text", "messageId", "end"),
-    "TOOL_CALL_START": ("tool", "toolCallId", "start"),
-    "TOOL_CALL_ARGS": ("tool", "toolCallId", "content"),
-    "TOOL_CALL_END": ("tool", "toolCallId", "end"),
-    "REASONING_MESSAGE_START": ("reasoning", "messageId", "start"),
-    "REASONING_MESSAGE_CONTENT": ("reasoning", "messageId", "content"),
-    "REASONING_MESSAGE_END": ("reasoning", "messageId", "end"),
-}
 _NOUN: Final = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
 # the rule that states the streaming discipline for each kind
 _RULE: Final = {"text": "TEXT-8", "tool": "TOOL-20", "reasoning": "REAS-4"}
@@ -159,6 +150,7 @@ class Verifier:
     ) -> None:
         self.strict = strict
         self.limits = limits or Limits()
+        self._max_args = self.limits.max_argument_bytes
         self.frontend_tools = frozenset(frontend_tools)
         self.warnings: list[ProtocolWarning] = []
         self.runs: list[RunSummary] = []
@@ -180,7 +172,16 @@ class Verifier:
         self._subagents_done: set[str] = set()
         self._tags_seen: set[str] = set()
         self._seed(history)
-        self._handlers: dict[str, Callable[[Event, int | None], None]] = {
+        handlers: dict[str, Callable[[Event, int | None], None]] = {
+            "TEXT_MESSAGE_START": self._text_start,
+            "TEXT_MESSAGE_CONTENT": self._text_content,
+            "TEXT_MESSAGE_END": self._text_end,
+            "TOOL_CALL_START": self._tool_start,
+            "TOOL_CALL_ARGS": self._tool_args,
+            "TOOL_CALL_END": self._tool_end,
+            "REASONING_MESSAGE_START": self._reasoning_start,
+            "REASONING_MESSAGE_CONTENT": self._reasoning_content,
+            "REASONING_MESSAGE_END": self._reasoning_end,
             "TOOL_CALL_RESULT": self._tool_result,
             "REASONING_START": self._span_start,
             "REASONING_END": self._span_end,
@@ -190,6 +191,13 @@ class Verifier:
             "SUBAGENT_FINISHED": self._subagent_end,
             "SUBAGENT_ERROR": self._subagent_end,
             "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "RUN_STARTED": self._nested_run_started,
+            "RUN_FINISHED": self._run_finished,
+            "RUN_ERROR": self._run_error,
+        }
+        # everything else (state, activity, RAW, CUSTOM, encrypted values) stands alone
+        self._active: dict[str, Callable[[Event, int | None], None]] = {
+            kind: handlers.get(kind, self._standalone) for kind in _ALL_TYPES
         }
 
     # -- public --------------------------------------------------------------
@@ -200,33 +208,37 @@ class Verifier:
 
     def feed(self, ev: Event, index: int | None = None) -> None:
         """Judge one expanded event; raise :class:`ProtocolViolation` if fatal."""
-        kind = ev["type"]
         if self._state is not _ACTIVE:
-            self._lifecycle_gate(ev, kind, index)
+            self._lifecycle_gate(ev, ev["type"], index)
             return
-        streamed = _STREAMED.get(kind)
-        if streamed is not None:
-            self._streamed(ev, index, streamed)
-        elif kind == "RUN_FINISHED":
-            self._run_finished(ev, index)
-        elif kind == "RUN_ERROR":
-            self._run_error(ev, index)
-        elif kind == "RUN_STARTED":
-            raise self._violation(
-                "RUN-13",
-                "a RUN_STARTED arrived while the current run is still active; a producer must "
-                "close a run before opening the next.",
-                ev,
-                index,
-                ids={"runId": self._run.run_id or "" if self._run else ""},
-            )
-        else:
-            handler = self._handlers.get(kind)
-            if handler is not None:
-                handler(ev, index)
+        self._active[ev["type"]](ev, index)
+
+    def _standalone(self, ev: Event, index: int | None) -> None:
+        """State, activity, passthrough and encrypted-value events: no sequence of their own."""
         tag = ev.get("subagentRunId")
         if tag is not None:
             self._tags_seen.add(tag)
+
+    def _nested_run_started(self, ev: Event, index: int | None) -> None:
+        raise self._violation(
+            "RUN-13",
+            "a RUN_STARTED arrived while the current run is still active; a producer must "
+            "close a run before opening the next.",
+            ev,
+            index,
+            ids={"runId": self._run.run_id} if self._run and self._run.run_id else None,
+        )
+
+    def rejected(self) -> None:
+        """The consumer rejected the stream: the active run ends as ``rejected``.
+
+        Kept apart from ``error`` (a producer's own RUN_ERROR): a consumer MUST
+        NOT present one as the other (RUN-16).
+        """
+        if self._state is _ACTIVE and self._run is not None:
+            self._run.status = "rejected"
+            self._run.pending = self._pending()
+        self._state = _FINISHED
 
     def end_of_stream(self) -> None:
         """The byte stream ended. An active run is truncated — never finished (TRANS-2)."""
@@ -458,40 +470,82 @@ class Verifier:
 
     # -- streamed items (text, tool calls, reasoning messages) ----------------
 
-    def _streamed(self, ev: Event, index: int | None, spec: tuple[str, str, str]) -> None:
-        kind, id_field, role = spec
-        ident = ev[id_field]
+    # The hot path: one small method per event type, no dispatch inside.
+
+    def _text_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        self._start(ev, index, "text", ident, ("text", ident))
+
+    def _text_content(self, ev: Event, index: int | None) -> None:
+        item = self._open.get(("text", ev["messageId"]))
+        if item is None:
+            self._not_open(ev, index, "text", ev["messageId"])
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+
+    def _text_end(self, ev: Event, index: int | None) -> None:
+        self._end(ev, index, "text", ev["messageId"])
+
+    def _reasoning_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        self._start(ev, index, "reasoning", ident, ("reasoning", ident))
+
+    def _reasoning_content(self, ev: Event, index: int | None) -> None:
+        item = self._open.get(("reasoning", ev["messageId"]))
+        if item is None:
+            self._not_open(ev, index, "reasoning", ev["messageId"])
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+
+    def _reasoning_end(self, ev: Event, index: int | None) -> None:
+        self._end(ev, index, "reasoning", ev["messageId"])
+
+    def _tool_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["toolCallId"]
+        self._start(ev, index, "tool", ident, ("tool", ident))
+
+    def _tool_args(self, ev: Event, index: int | None) -> None:
+        ident = ev["toolCallId"]
+        item = self._open.get(("tool", ident))
+        if item is None:
+            self._not_open(ev, index, "tool", ident)
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+        item.args += len(ev["delta"])  # type: ignore[union-attr]
+        if item.args > self._max_args:  # type: ignore[union-attr]
+            raise LimitExceeded(
+                "LIMIT",
+                f"tool call {ident!r} has more than max_argument_bytes="
+                f"{self.limits.max_argument_bytes} of argument text.",
+                index=index,
+                event_type=ev["type"],
+                ids={"toolCallId": ident},
+            )
+
+    def _tool_end(self, ev: Event, index: int | None) -> None:
+        self._end(ev, index, "tool", ev["toolCallId"])
+
+    def _end(self, ev: Event, index: int | None, kind: str, ident: str) -> None:
         key = (kind, ident)
-        if role == "content":
-            item = self._open.get(key)
-            if item is None:
-                self._not_open(ev, index, kind, ident)
-            tag = ev.get("subagentRunId")
-            if tag is not None and tag != item.owner:  # type: ignore[union-attr]
-                self._mismatch(ev, index, kind, ident, item.owner)  # type: ignore[union-attr]
-            if kind == "tool":
-                item.args += len(ev["delta"])  # type: ignore[union-attr]
-                if item.args > self.limits.max_argument_bytes:  # type: ignore[union-attr]
-                    raise LimitExceeded(
-                        "LIMIT",
-                        f"tool call {ident!r} has more than max_argument_bytes="
-                        f"{self.limits.max_argument_bytes} of argument text.",
-                        index=index,
-                        event_type=ev["type"],
-                        ids={"toolCallId": ident},
-                    )
-            return
-        if role == "end":
-            item = self._open.pop(key, None)
-            if item is None:
-                self._not_open(ev, index, kind, ident)
-            tag = ev.get("subagentRunId")
-            if tag is not None and tag != item.owner:  # type: ignore[union-attr]
-                self._open[key] = item  # type: ignore[assignment]
-                self._mismatch(ev, index, kind, ident, item.owner)  # type: ignore[union-attr]
-            item.open = False  # type: ignore[union-attr]
-            return
-        self._start(ev, index, kind, ident, key)
+        item = self._open.get(key)
+        if item is None:
+            self._not_open(ev, index, kind, ident)
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+        del self._open[key]
+        item.open = False  # type: ignore[union-attr]
+
+    def _continuation_tag(self, ev: Event, index: int | None, item: _Item | None, tag: str) -> None:
+        """A tagged continuation must agree with its opener (SUB-11); untagged is fine."""
+        assert item is not None
+        if tag != item.owner:
+            ident = ev["toolCallId" if item.kind == "tool" else "messageId"]
+            self._mismatch(ev, index, item.kind, ident, item.owner)
+        self._tags_seen.add(tag)
 
     def _start(
         self, ev: Event, index: int | None, kind: str, ident: str, key: tuple[str, str]
@@ -515,6 +569,8 @@ class Verifier:
                 event_type=ev["type"],
             )
         tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._tags_seen.add(tag)
         owner = tag
         if kind == "tool":
             name, parent = ev["toolCallName"], ev.get("parentMessageId")

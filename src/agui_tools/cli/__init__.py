@@ -1,4 +1,11 @@
-"""The ``agui-tools`` command line: one entry point, a subcommand per job."""
+"""The ``agui-tools`` command line: one entry point, a subcommand per job.
+
+Exit codes (every command):
+
+* ``0`` — success: the stream was consumed / every fixture passed;
+* ``1`` — the stream was rejected / a fixture failed;
+* ``2`` — bad usage or unreadable input (a missing file, invalid JSON input).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,11 @@ import sys
 from collections.abc import Sequence
 
 from ..version import PROTOCOL_VERSION, __version__
+from . import conformance_cmd, verify_cmd
 
 __all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -20,20 +30,32 @@ def _demo(args: argparse.Namespace) -> int:
         "  consent for a side-effectful tool, parallel calls, an unadvertised tool and\n"
         "  arguments that fail schema validation."
     )
-    return 0
+    return EXIT_OK
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agui-tools",
-        description="AG-UI tool-call machinery: verify streams, serve agents, drive them.",
+        description="AG-UI tool-call machinery: verify streams, run conformance fixtures, "
+        "serve agents and drive them.",
+        epilog="Exit codes: 0 success, 1 stream rejected / fixture failed, 2 bad usage or "
+        "unreadable input.",
     )
     parser.add_argument(
         "--version",
         action="version",
         version=f"agui-tools {__version__} (AG-UI {PROTOCOL_VERSION})",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    verify_cmd.register(sub)
+    conformance_cmd.register(sub)
     demo = sub.add_parser("demo", help="run the end-to-end demo in this terminal")
     demo.set_defaults(func=_demo)
     return parser
@@ -44,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     result: int = args.func(args)
     return result
 

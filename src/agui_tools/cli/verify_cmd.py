@@ -1,0 +1,114 @@
+"""``agui-tools verify SOURCE`` — judge a captured stream as a conforming consumer would."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import AguiError, ProtocolViolation
+from ..replay import Replay, read_frames, replay
+
+HELP = """\
+Judge a captured AG-UI stream as a conforming consumer would: compatibility
+boundary, enforcement, chunk expansion, verification and the thread reducer.
+
+SOURCE is a file holding a JSON array of events, NDJSON (one event per line)
+or a captured SSE body — the format is detected from the first bytes — or "-"
+to read standard input.
+
+Human output: one line per violation or warning with its rule ID and event
+index, then a summary per run. --json prints one object:
+  {"outcome": "completed"|"failed", "error": {rule, index, message} | null,
+   "warnings": [...], "events": [delivered events, wire JSON, in order],
+   "runs": [{"threadId", "runId", "status", "pending": [toolCallIds]}],
+   "messages": [final thread messages], "state": <final state>}
+"outcome" follows the official fixture convention: "failed" means the stream
+was rejected; a producer's RUN_ERROR is delivered, not a rejection, and shows
+as a run with status "error".
+
+Exit codes: 0 completed, 1 failed (rejected), 2 bad usage or unreadable input.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="judge a captured stream (JSON array, NDJSON or SSE) and report violations",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("source", metavar="SOURCE", help='a capture file, or "-" for stdin')
+    p.add_argument("--input", metavar="RUN_INPUT.json", help="the RunAgentInput the stream answers")
+    p.add_argument(
+        "--strict", action="store_true", help="make the beyond-the-official-client checks fatal"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    p.set_defaults(func=run)
+
+
+def _read(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    return Path(source).read_bytes()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        data = _read(args.source)
+    except OSError as exc:
+        print(
+            f"agui-tools verify: cannot read {args.source}: {exc.strerror or exc}", file=sys.stderr
+        )
+        return 2
+    run_input = None
+    if args.input:
+        try:
+            run_input = orjson.loads(Path(args.input).read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            print(f"agui-tools verify: cannot read --input {args.input}: {exc}", file=sys.stderr)
+            return 2
+        if not isinstance(run_input, dict):
+            print(
+                "agui-tools verify: --input must hold a JSON object (a RunAgentInput)",
+                file=sys.stderr,
+            )
+            return 2
+    try:
+        frames = read_frames(data)
+    except ProtocolViolation as exc:
+        print(f"agui-tools verify: {args.source} is not a readable capture: {exc}", file=sys.stderr)
+        return 2
+    try:
+        outcome = replay(frames, run_input=run_input, strict=args.strict)
+    except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
+        print(f"agui-tools verify: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        _print_human(outcome)
+    return 0 if outcome.result.completed else 1
+
+
+def _print_human(outcome: Replay) -> None:
+    result = outcome.result
+    for w in result.warnings:
+        print(f"warning {w}")
+    if result.error is not None:
+        print(f"VIOLATION {result.error}")
+    print(
+        f"{result.events} event(s) read, {len(outcome.events)} delivered, {len(result.warnings)} warning(s)"
+    )
+    for r in result.runs:
+        ident = f"thread {r.thread_id!r} run {r.run_id!r}" if r.run_id else "stream"
+        line = f"  {ident}: {r.status}"
+        if r.pending:
+            line += f", pending tool calls: {', '.join(r.pending)}"
+        if r.error:
+            line += f", error: {r.error.get('message')}"
+        print(line)
+    print(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))

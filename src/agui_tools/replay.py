@@ -1,0 +1,118 @@
+"""Replaying a captured stream through the whole consumer: pipeline + reducer.
+
+Used by ``agui-tools verify``, the conformance runner and tests. A captured
+stream is a JSON array of events, NDJSON, or an SSE body — sniffed from its
+first bytes — and goes through exactly the stages a live stream does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .codec import parse_json
+from .errors import ProtocolViolation, ProtocolWarning
+from .framing import NDJSONReader, SSEReader, sniff_format
+from .pipeline import ConsumerPipeline, Middleware, StreamResult
+from .reduce import Thread
+from .verify import Limits
+
+__all__ = ["Replay", "read_frames", "replay"]
+
+
+@dataclass
+class Replay:
+    """What a stream amounted to: the verdict, what was delivered, and the thread."""
+
+    result: StreamResult
+    events: list[dict[str, Any]]
+    thread: Thread
+
+    @property
+    def warnings(self) -> list[ProtocolWarning]:
+        return self.result.warnings
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``verify --json`` document."""
+        error = self.result.error
+        return {
+            "outcome": self.result.outcome,
+            "error": None
+            if error is None
+            else {
+                "rule": error.rule,
+                "index": error.index,
+                "message": str(error),
+                **error.to_json(),
+            },
+            "warnings": [w.to_json() | {"text": str(w)} for w in self.result.warnings],
+            "events": self.events,
+            "runs": [r.to_json() for r in self.result.runs],
+            "messages": self.thread.messages,
+            "state": self.thread.state,
+        }
+
+
+def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | str | Any]:
+    """Split a captured stream into frames (JSON texts or parsed events).
+
+    Raises :class:`ProtocolViolation` (rule TRANS-4) when the capture cannot
+    be read as any of the three formats.
+    """
+    limits = limits or Limits()
+    kind = sniff_format(data[:64])
+    if kind == "json":
+        events = parse_json(data)
+        if not isinstance(events, list):
+            raise ProtocolViolation("TRANS-4", "a JSON capture must be an array of events.")
+        return list(events)
+    if kind == "ndjson":
+        reader = NDJSONReader(max_event_bytes=limits.max_event_bytes)
+        return [*reader.feed(data), *reader.close()]
+    sse = SSEReader(max_event_bytes=limits.max_event_bytes)
+    return list(sse.feed(data))
+
+
+def replay(
+    frames: Iterable[bytes | str | Mapping[str, Any]],
+    *,
+    run_input: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    middleware: Sequence[Middleware] = (),
+    limits: Limits | None = None,
+    initial_messages: Sequence[Mapping[str, Any]] | None = None,
+) -> Replay:
+    """Run frames through pipeline and reducer; never raises for a bad stream.
+
+    A rejected stream shows as ``result.outcome == "failed"``; everything
+    delivered before the violation stays in ``events`` and the thread.
+    """
+    messages = (
+        initial_messages if initial_messages is not None else (run_input or {}).get("messages", ())
+    )
+    pipe = ConsumerPipeline(
+        run_input=run_input, strict=strict, middleware=middleware, limits=limits
+    )
+    # reducer warnings join the stream's, in order
+    thread = Thread(messages, (run_input or {}).get("state"), on_warning=pipe.record_warning)
+    delivered: list[dict[str, Any]] = []
+    for frame in frames:
+        try:
+            events = pipe.feed(frame)
+        except ProtocolViolation:
+            events = pipe.partial
+            delivered += events
+            for ev in events:
+                thread.apply(ev, pipe.index)
+            break
+        delivered += events
+        for ev in events:
+            thread.apply(ev, pipe.index)
+    return Replay(pipe.close(), delivered, thread)
+
+
+def dumps(document: Any) -> bytes:
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2)

@@ -1,0 +1,180 @@
+"""``agui-tools verify``: formats, output, exit codes (run in-process and as a real process)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agui_tools.cli import main
+
+GOOD: list[dict[str, Any]] = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "Looking", "future": True},
+    {
+        "type": "TOOL_CALL_CHUNK",
+        "toolCallId": "c1",
+        "toolCallName": "confirm",
+        "parentMessageId": "m1",
+        "delta": '{"id":',
+    },
+    {"type": "TOOL_CALL_CHUNK", "delta": "7}"},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"step": 2}},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+]
+BAD = [*GOOD[:2], {"type": "TOOL_CALL_ARGS", "toolCallId": "nope", "delta": "{}"}, GOOD[-1]]
+
+
+def write(tmp: Path, name: str, events: list[dict[str, Any]], fmt: str) -> Path:
+    path = tmp / name
+    if fmt == "json":
+        path.write_text(json.dumps(events))
+    elif fmt == "ndjson":
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    else:
+        path.write_bytes(
+            b": keep-alive\r\n\r\n"
+            + b"".join(b"data: " + json.dumps(e).encode() + b"\r\n\r\n" for e in events)
+        )
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["json", "ndjson", "sse"])
+def test_formats_give_the_same_document(
+    tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, f"good.{fmt}", GOOD, fmt)
+    assert main(["verify", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outcome"] == "completed" and doc["error"] is None
+    assert [w["path"] for w in doc["warnings"]] == ["/future"]
+    assert [e["type"] for e in doc["events"]] == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "STATE_SNAPSHOT",
+        "RUN_FINISHED",
+    ]
+    assert doc["runs"] == [{"threadId": "t", "runId": "r1", "status": "success", "pending": ["c1"]}]
+    assert doc["messages"] == [
+        {
+            "id": "m1",
+            "role": "assistant",
+            "content": "Looking",
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "confirm", "arguments": '{"id":7}'},
+                }
+            ],
+        }
+    ]
+    assert doc["state"] == {"step": 2}
+
+
+def test_rejected_stream_exits_1_and_names_rule_and_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "bad.ndjson", BAD, "ndjson")
+    assert main(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "VIOLATION [TOOL-20] event #2 TOOL_CALL_ARGS" in out
+    assert "outcome: failed" in out and "rejected" in out
+    assert main(["verify", str(path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outcome"] == "failed"
+    assert (doc["error"]["rule"], doc["error"]["index"]) == ("TOOL-20", 2)
+    assert [e["type"] for e in doc["events"]] == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+    ]
+    assert doc["runs"][0]["status"] == "rejected"
+
+
+def test_truncated_stream_is_not_a_success(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "cut.json", GOOD[:4], "json")
+    assert main(["verify", str(path), "--json"]) == 0  # consumed; the run is truncated
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["runs"][0]["status"] == "truncated"
+    assert all(e["type"] != "RUN_FINISHED" for e in doc["events"])
+
+
+def test_input_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answered = [
+        *GOOD[:4],
+        {"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": "c1", "content": "ok"},
+        GOOD[-1],
+    ]
+    path = write(tmp_path, "fe.json", answered, "json")
+    run_input = tmp_path / "input.json"
+    run_input.write_text(
+        json.dumps(
+            {
+                "threadId": "t",
+                "runId": "r1",
+                "messages": [],
+                "tools": [{"name": "confirm", "description": "ask"}],
+            }
+        )
+    )
+    assert main(["verify", str(path), "--input", str(run_input), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [w["rule"] for w in doc["warnings"]] == ["PROC-3", "FE-2"]
+    assert main(["verify", str(path), "--input", str(run_input), "--strict"]) == 1
+    assert "[FE-2]" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(tmp_path / "missing.json")]) == 2
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("[{")
+    assert main(["verify", str(bad_json)]) == 2
+    good = write(tmp_path, "g.json", GOOD, "json")
+    (tmp_path / "in.json").write_text("[1]")
+    assert main(["verify", str(good), "--input", str(tmp_path / "in.json")]) == 2
+    with pytest.raises(SystemExit) as info:
+        main(["verify"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+
+
+def test_stdin_and_real_process(tmp_path: Path) -> None:
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in GOOD)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agui_tools.cli", "verify", "-", "--json"],
+        input=body.encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["outcome"] == "completed"
+    proc = subprocess.run(
+        [sys.executable, "-m", "agui_tools.cli", "verify", "--help"],
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and b"Exit codes" in proc.stdout
+
+
+def test_stdin_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stdin = io.TextIOWrapper(io.BytesIO(json.dumps(BAD).encode()))
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert main(["verify", "-"]) == 1
