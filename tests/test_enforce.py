@@ -205,7 +205,7 @@ def test_open_objects_are_data() -> None:
         ),
         (
             {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "x", "subagentRunId": None},
-            "EVT-5",
+            "SUB-1",
             "/subagentRunId",
         ),
         ({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": None}, "EVT-5", "/role"),

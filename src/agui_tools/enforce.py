@@ -231,7 +231,7 @@ class _Walker:
                 path,
                 f"{name} is an optional field set to null: a field without a value must be omitted.",
                 None,
-                rule="EVT-5",
+                rule="SUB-1" if name == "subagentRunId" else "EVT-5",
             )
         self.malformed(path, f"{name or 'the value'} must carry a value, not null.", None)
 

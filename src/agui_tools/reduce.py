@@ -46,6 +46,7 @@ from typing import Any, Final
 
 import jsonpatch
 
+from .arguments import ArgumentBuffer
 from .errors import ProtocolWarning
 
 __all__ = ["Thread"]
@@ -57,12 +58,12 @@ _TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
 
 
 class _Call:
-    __slots__ = ("encrypted", "encrypted_type", "id", "message", "metadata", "name", "parts")
+    __slots__ = ("buffer", "encrypted", "encrypted_type", "id", "message", "metadata", "name")
 
-    def __init__(self, call_id: str, name: str, message: _Message) -> None:
+    def __init__(self, call_id: str, name: str, message: _Message, arguments: str = "") -> None:
         self.id = call_id
         self.name = name
-        self.parts: list[str] = []
+        self.buffer = ArgumentBuffer(arguments)
         self.metadata: dict[str, Any] | None = None
         self.encrypted: str | None = None
         self.encrypted_type: str | None = None
@@ -70,12 +71,7 @@ class _Call:
 
     @property
     def arguments(self) -> str:
-        parts = self.parts
-        if len(parts) > 1:
-            joined = "".join(parts)
-            parts.clear()
-            parts.append(joined)
-        return parts[0] if parts else ""
+        return self.buffer.text
 
     def to_wire(self) -> JsonObj:
         out: JsonObj = {
@@ -153,8 +149,12 @@ def _from_wire(msg: Mapping[str, Any]) -> tuple[_Message, list[_Call]]:
         elif key == "toolCalls":
             record.calls = []
             for wire_call in value:
-                call = _Call(wire_call["id"], wire_call["function"]["name"], record)
-                call.parts.append(wire_call["function"]["arguments"])
+                call = _Call(
+                    wire_call["id"],
+                    wire_call["function"]["name"],
+                    record,
+                    wire_call["function"]["arguments"],
+                )
                 call.encrypted = wire_call.get("encryptedValue")
                 call.encrypted_type = wire_call.get("encryptedValueType")
                 if "metadata" in wire_call:
@@ -186,6 +186,7 @@ class Thread:
         self._order: list[_Message] = []
         self._by_id: dict[str, _Message] = {}
         self._calls: dict[str, _Call] = {}
+        self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
         self.state: Any = {} if state is None else copy.deepcopy(state)
         self.warnings: list[ProtocolWarning] = []
         self._on_warning = on_warning
@@ -234,12 +235,27 @@ class Thread:
         call = self._calls.get(call_id)
         return call.arguments if call is not None else None
 
-    def has_result(self, call_id: str) -> bool:
-        """Whether any tool message in the thread answers ``call_id``."""
-        return any(m.role == "tool" and m.fields.get("toolCallId") == call_id for m in self._order)
+    def argument_buffer(self, call_id: str) -> ArgumentBuffer | None:
+        """The live argument buffer of a call (for previews while it streams)."""
+        call = self._calls.get(call_id)
+        return call.buffer if call is not None else None
 
-    def answered_calls(self) -> set[str]:
-        return {m.fields["toolCallId"] for m in self._order if m.role == "tool"}
+    def call_name(self, call_id: str) -> str | None:
+        call = self._calls.get(call_id)
+        return call.name if call is not None else None
+
+    def call_owner(self, call_id: str) -> str | None:
+        """The ``subagentRunId`` of the message holding the call (None: the parent agent)."""
+        call = self._calls.get(call_id)
+        return call.message.fields.get("subagentRunId") if call is not None else None
+
+    def has_result(self, call_id: str) -> bool:
+        """Whether a tool message in the thread answers ``call_id``."""
+        return call_id in self._answers
+
+    def unanswered_calls(self) -> list[str]:
+        """Every tool call in the thread that no tool message answers, in order."""
+        return [c.id for m in self._order if m.calls for c in m.calls if c.id not in self._answers]
 
     def calls(self) -> list[JsonObj]:
         """Every tool call in the thread, in message order."""
@@ -263,6 +279,8 @@ class Thread:
     def _append(self, record: _Message) -> None:
         self._order.append(record)
         self._by_id[record.id] = record
+        if record.role == "tool":
+            self._answers.setdefault(record.fields["toolCallId"], record.id)
 
     def _append_wire(self, msg: Mapping[str, Any]) -> None:
         record, calls = _from_wire(msg)
@@ -357,7 +375,7 @@ class Thread:
         call = self._calls.get(ev["toolCallId"])
         if call is None:
             return
-        call.parts.append(ev["delta"])
+        call.buffer.append(ev["delta"])
         if "metadata" in ev:
             _merge(call, ev)
 
@@ -373,7 +391,23 @@ class Thread:
         if "subagentRunId" in ev:
             record.fields["subagentRunId"] = ev["subagentRunId"]
         _merge(record, ev)
-        call = self._calls.get(ev["toolCallId"])
+        self._insert_result(record)
+
+    def add_message(self, message: Mapping[str, Any]) -> None:
+        """Append a complete message the application adds (a user turn, say)."""
+        if message["id"] in self._by_id:
+            raise ValueError(f"message id {message['id']!r} is already in the thread (EVT-8)")
+        self._append_wire(message)
+
+    def add_tool_message(self, message: Mapping[str, Any]) -> None:
+        """Record the application's answer to a call, right after the call's message."""
+        if message["id"] in self._by_id:
+            raise ValueError(f"message id {message['id']!r} is already in the thread (EVT-8)")
+        record, _ = _from_wire(message)
+        self._insert_result(record)
+
+    def _insert_result(self, record: _Message) -> None:
+        call = self._calls.get(record.fields["toolCallId"])
         position = len(self._order)
         if call is not None:
             owner = call.message
@@ -387,6 +421,7 @@ class Thread:
                     break
         self._order.insert(position, record)
         self._by_id[record.id] = record
+        self._answers.setdefault(record.fields["toolCallId"], record.id)
 
     def _encrypted(self, ev: Event, index: int | None) -> None:
         target: _Message | _Call | None
@@ -449,6 +484,10 @@ class Thread:
         self._order = order
         self._by_id = {m.id: m for m in order}
         self._calls = calls
+        self._answers = {}
+        for m in order:
+            if m.role == "tool":
+                self._answers.setdefault(m.fields["toolCallId"], m.id)
 
     def _run_started(self, ev: Event, index: int | None) -> None:
         run_input = ev.get("input")

@@ -112,10 +112,40 @@ class _Item:
     parent: str | None = None  # parentMessageId / message name
     open: bool = True
     args: int = 0
+    ended: bool = False  # closed by its END (not abandoned by RUN_ERROR or truncation)
 
 
 _BEFORE, _ACTIVE, _FINISHED, _ERRORED = range(4)
-_ALL_TYPES: Final = ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "STATE_SNAPSHOT", "STATE_DELTA", "MESSAGES_SNAPSHOT", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "RAW", "CUSTOM", "RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "STEP_STARTED", "STEP_FINISHED", "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_END", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"]
+_ALL_TYPES: Final = [
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_RESULT",
+    "STATE_SNAPSHOT",
+    "STATE_DELTA",
+    "MESSAGES_SNAPSHOT",
+    "ACTIVITY_SNAPSHOT",
+    "ACTIVITY_DELTA",
+    "RAW",
+    "CUSTOM",
+    "RUN_STARTED",
+    "RUN_FINISHED",
+    "RUN_ERROR",
+    "STEP_STARTED",
+    "STEP_FINISHED",
+    "REASONING_START",
+    "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_CONTENT",
+    "REASONING_MESSAGE_END",
+    "REASONING_END",
+    "REASONING_ENCRYPTED_VALUE",
+    "SUBAGENT_STARTED",
+    "SUBAGENT_FINISHED",
+    "SUBAGENT_ERROR",
+]
 _MISSING: Final = object()
 
 _NOUN: Final = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
@@ -205,6 +235,15 @@ class Verifier:
     @property
     def current_run(self) -> RunSummary | None:
         return self._run
+
+    def was_closed(self, kind: str, ident: str) -> bool:
+        """Whether item ``ident`` (``kind``: text/tool/reasoning) was closed by its END.
+
+        A call abandoned by ``RUN_ERROR``, cut off by truncation or left open
+        by a rejected stream was never closed: its arguments are a prefix.
+        """
+        item = self._items.get((kind, ident))
+        return item is not None and item.ended and not item.open
 
     def feed(self, ev: Event, index: int | None = None) -> None:
         """Judge one expanded event; raise :class:`ProtocolViolation` if fatal."""
@@ -538,6 +577,7 @@ class Verifier:
             self._continuation_tag(ev, index, item, tag)
         del self._open[key]
         item.open = False  # type: ignore[union-attr]
+        item.ended = True  # type: ignore[union-attr]
 
     def _continuation_tag(self, ev: Event, index: int | None, item: _Item | None, tag: str) -> None:
         """A tagged continuation must agree with its opener (SUB-11); untagged is fine."""
@@ -596,6 +636,7 @@ class Verifier:
         if known is not None:
             self._reopen(ev, index, kind, ident, known, tag, owner, name, parent)
             known.open = True
+            known.ended = False
             item = known
         else:
             if len(self._items) >= self.limits.max_tracked_ids:
@@ -660,8 +701,9 @@ class Verifier:
                 path="/subagentRunId",
                 ids={"messageId": ident},
             )
+        # an absent role on the reopening start means "assistant" (TEXT-1) and must agree too
         if kind == "text" and (
-            (name is not None and name != (known.name or "assistant"))
+            (name or "assistant") != (known.name or "assistant")
             or (parent is not None and parent != known.parent)
         ):
             self._beyond(
@@ -905,6 +947,7 @@ class Verifier:
                     role,
                     msg.get("name"),
                     open=False,
+                    ended=True,
                 )
             if role == "assistant":
                 for call in msg.get("toolCalls", ()):
@@ -918,6 +961,7 @@ class Verifier:
                             call["function"]["name"],
                             ident,
                             open=False,
+                            ended=True,
                         )
             elif role == "tool":
                 self._results.setdefault(msg["toolCallId"], ident)

@@ -1,0 +1,689 @@
+"""The application core: one thread, its runs, and the disposal of tool calls.
+
+Sans-I/O: a :class:`Conversation` does not open sockets or run an event loop.
+It hands out the ``RunAgentInput`` to send (:meth:`next_input`), takes the
+stream's frames in (:meth:`receive`), reports what the run amounted to
+(:meth:`end_run`), and then lets the application dispose of every call the run
+left pending — consent (:meth:`approve`, :meth:`decline`), execution exactly
+once through the journal (:meth:`execute`, :meth:`execute_async`) — before the
+next input can be built. Any transport, UI or test drives the same object.
+
+The rules it holds the application to:
+
+* the next input answers every call the thread left unanswered, one tool
+  message per call, and is refused while any is missing (FE-8);
+* a resuming input covers every interrupt of the interrupted run, names no
+  other, and only cancels an expired one (INT-6, INT-7, INT-8);
+* arguments are never acted on before the call closed (TOOL-5), never without
+  strict parsing and schema validation (TOOL-21), a call to a tool the input
+  did not advertise is not executed by default (TOOL-24);
+* consent is recorded with call id, tool, argument fingerprint, who and when,
+  and an answer never claims an approval that did not happen (TOOL-22);
+* a side effect runs at most once: the journal records intent before and the
+  answer after, and a call whose outcome is unknown is never re-run silently.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .arguments import ParsedArguments, Preview, parse_arguments
+from .consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
+from .dispose import Answer, CallStatus, PendingCall, describe_errors, normalize_result
+from .downgrade import prepare_run_input
+from .errors import ProtocolViolation, ProtocolWarning, UsageError
+from .journal import Claim, Journal, JournalKey, MemoryJournal
+from .pipeline import ConsumerPipeline, Middleware, StreamResult
+from .reduce import Thread
+from .tools import ToolSpec
+from .validation import InvalidToolSchema
+from .verify import Limits, RunSummary
+
+__all__ = [
+    "CallUpdate",
+    "Conversation",
+    "RunResult",
+    "TextDelta",
+    "Update",
+]
+
+Handler = Callable[[dict[str, Any]], Any]
+AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+# -- updates for a UI, as the stream arrives ----------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """Text (or reasoning) appended to a message."""
+
+    message_id: str
+    role: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class CallUpdate:
+    """A tool-call card changed: name, argument preview (a *prefix*), status, answer."""
+
+    call_id: str
+    name: str
+    status: CallStatus
+    preview: Preview | None = None
+    answer: Answer | None = None
+    agent_side: bool = False
+
+
+Update = TextDelta | CallUpdate | ProtocolWarning
+
+
+@dataclass
+class RunResult:
+    """What one run amounted to, for the application.
+
+    ``status`` is ``success``, ``interrupt``, ``cancelled``, ``error``,
+    ``truncated`` or ``rejected`` (the stream broke a rule); ``pending`` the
+    calls the run left for the application, derived from the stream whenever
+    ``pendingToolCallIds`` is absent or empty (FE-6, FE-7).
+    """
+
+    run_id: str | None
+    status: str
+    pending: list[PendingCall]
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    violation: ProtocolViolation | None = None
+    warnings: list[ProtocolWarning] = field(default_factory=list)
+    outcome: dict[str, Any] | None = None
+
+
+class Conversation:
+    """One thread between an application and an agent.
+
+    Args:
+        thread_id: the thread's id (minted when omitted).
+        tools: the frontend tools this application advertises and executes.
+        consent: the consent policy (default: read-only tools run, side-effectful
+            tools ask the user).
+        journal: where intents, answers and decisions are recorded. Default:
+            :class:`MemoryJournal`; use :class:`SQLiteJournal` for durability.
+        messages, state: history and state to start from.
+        context, forwarded_props: carried on every input.
+        unadvertised: called with ``(name, arguments)`` for a call naming a tool
+            the input did not advertise; return a :class:`ToolSpec` to treat the
+            call like a new tool — validated and put through consent — or
+            ``None`` to refuse it (the default, TOOL-24).
+        strict, limits, middleware: passed to each run's pipeline.
+        peer_version: the agent's protocol version when known (downgrades).
+    """
+
+    def __init__(
+        self,
+        *,
+        thread_id: str | None = None,
+        tools: Iterable[ToolSpec] = (),
+        consent: ConsentPolicy | None = None,
+        journal: Journal | None = None,
+        messages: Iterable[Mapping[str, Any]] = (),
+        state: Any = None,
+        context: Sequence[Mapping[str, str]] = (),
+        forwarded_props: Any = None,
+        unadvertised: Callable[[str, Mapping[str, Any] | None], ToolSpec | None] | None = None,
+        strict: bool = False,
+        limits: Limits | None = None,
+        middleware: Sequence[Middleware] = (),
+        peer_version: str | None = None,
+    ) -> None:
+        self.thread_id = thread_id or f"thread-{uuid.uuid4()}"
+        self.tools: dict[str, ToolSpec] = {}
+        for tool in tools:
+            if tool.name in self.tools:
+                raise UsageError(f"two tools are named {tool.name!r}")
+            tool.validator  # noqa: B018 - compile now: a bad schema fails at registration
+            self.tools[tool.name] = tool
+        self.consent = consent or ConsentPolicy()
+        self.journal: Journal = journal if journal is not None else MemoryJournal()
+        self.context = [dict(c) for c in context]
+        self.forwarded_props = forwarded_props
+        self.unadvertised = unadvertised
+        self.strict = strict
+        self.limits = limits
+        self.middleware = tuple(middleware)
+        self.peer_version = peer_version
+        self.runs: list[RunResult] = []
+        self.warnings: list[ProtocolWarning] = []
+        self._calls: dict[str, PendingCall] = {}
+        self._pipeline: ConsumerPipeline | None = None
+        self._run_input: dict[str, Any] | None = None
+        self._updates: list[Update] = []
+        self.thread = Thread(messages, state, on_warning=self._updates.append)
+
+    # -- the next input ---------------------------------------------------------
+
+    @property
+    def pending(self) -> list[PendingCall]:
+        """Calls still waiting for an answer, in the order they were made."""
+        return [c for c in self._calls.values() if not c.status.answered]
+
+    def call(self, call_id: str) -> PendingCall:
+        try:
+            return self._calls[call_id]
+        except KeyError:
+            raise UsageError(
+                f"no call {call_id!r} is awaiting disposition in this conversation"
+            ) from None
+
+    def next_input(
+        self,
+        *,
+        messages: Iterable[Mapping[str, Any]] = (),
+        user: str | None = None,
+        resume: Sequence[Mapping[str, Any]] | None = None,
+        run_id: str | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """The ``RunAgentInput`` for the next run, exactly as it will be sent.
+
+        Appends ``messages`` (and a user message with text ``user``) to the
+        thread first. Raises :class:`UsageError` — and sends nothing — while a
+        call of the thread is unanswered (FE-8) or the resume list does not
+        cover the interrupted run (INT-6/7/8).
+        """
+        if self._pipeline is not None:
+            raise UsageError("the current run has not ended: call end_run() first")
+        covered = self._check_resume(resume, now or datetime.now(UTC))
+        dangling = [c for c in self.thread.unanswered_calls() if c not in covered]
+        if dangling:
+            raise UsageError(
+                "the thread cannot continue while tool call(s) "
+                f"{', '.join(map(repr, dangling))} are unanswered: every call the agent left must be "
+                "answered first — executed, failed or declined (FE-8)",
+                rule="FE-8",
+            )
+        new = [dict(m) for m in messages]
+        if user is not None:
+            new.append({"id": f"msg-{uuid.uuid4()}", "role": "user", "content": user})
+        for message in new:
+            self.thread.add_message(message)
+        raw: dict[str, Any] = {
+            "threadId": self.thread_id,
+            "runId": run_id or f"run-{uuid.uuid4()}",
+            "messages": self.thread.messages,
+            "tools": [t.to_wire() for t in self.tools.values()],
+            "state": self.thread.state,
+        }
+        if self.context:
+            raw["context"] = self.context
+        if self.forwarded_props is not None:
+            raw["forwardedProps"] = self.forwarded_props
+        if resume:
+            raw["resume"] = [dict(r) for r in resume]
+        prepared, warnings = prepare_run_input(raw, peer_version=self.peer_version)
+        self.warnings += warnings
+        self._run_input = prepared
+        return prepared
+
+    def _check_resume(self, resume: Sequence[Mapping[str, Any]] | None, now: datetime) -> set[str]:
+        """Judge a resume list against the last run; return the call ids its interrupts cover."""
+        last = self.runs[-1] if self.runs else None
+        interrupts = last.interrupts if last is not None and last.status == "interrupt" else []
+        if not interrupts:
+            if resume:
+                raise UsageError(
+                    "a resume list answers the interrupts of the run being continued, and the "
+                    "last run was not interrupted (INT-6)",
+                    rule="INT-6",
+                )
+            return set()
+        by_id = {i["id"]: i for i in interrupts}
+        entries = {e["interruptId"]: e for e in resume or ()}
+        unknown = sorted(set(entries) - set(by_id))
+        if unknown:
+            raise UsageError(
+                f"resume entries {unknown} name no interrupt of the interrupted run "
+                f"(its interrupts: {sorted(by_id)}) (INT-6)",
+                rule="INT-6",
+            )
+        missing = sorted(set(by_id) - set(entries))
+        if missing:
+            raise UsageError(
+                f"the resume list leaves interrupt(s) {missing} uncovered; answer each, or abandon "
+                "it explicitly with status 'cancelled' — omission is not abandonment (INT-7)",
+                rule="INT-7",
+            )
+        for iid, entry in entries.items():
+            if entry.get("status") == "resolved" and _expired(by_id[iid], now):
+                raise UsageError(
+                    f"interrupt {iid!r} expired at {by_id[iid]['expiresAt']}: it can no longer be "
+                    "answered, only abandoned with status 'cancelled' (INT-8)",
+                    rule="INT-8",
+                )
+        return {i["toolCallId"] for i in interrupts if "toolCallId" in i}
+
+    # -- receiving a run ----------------------------------------------------------
+
+    def _ensure_pipeline(self) -> ConsumerPipeline:
+        if self._pipeline is None:
+            if self._run_input is None:
+                raise UsageError("call next_input() before receiving a run")
+            self._pipeline = ConsumerPipeline(
+                run_input=self._run_input,
+                strict=self.strict,
+                limits=self.limits,
+                middleware=self.middleware,
+                on_warning=self._updates.append,
+            )
+        return self._pipeline
+
+    def receive(self, frame: bytes | str | Mapping[str, Any]) -> list[Update]:
+        """Take one frame of the current run's stream; return UI updates.
+
+        Raises :class:`ProtocolViolation` when the stream breaks a fatal rule;
+        the run then ends as ``rejected`` at :meth:`end_run`.
+        """
+        return self.receive_many((frame,))
+
+    def receive_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Update]:
+        """Take several frames (all a network chunk completed); return UI updates."""
+        pipe = self._ensure_pipeline()
+        try:
+            events = pipe.feed_many(frames)
+        except ProtocolViolation:
+            self._fold(pipe.partial, pipe.index)
+            raise
+        self._fold(events, pipe.index)
+        return self.take_updates()
+
+    def _fold(self, events: list[dict[str, Any]], index: int) -> None:
+        apply = self.thread.apply
+        updates = self._updates
+        for ev in events:
+            apply(ev, index)
+            kind = ev["type"]
+            if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
+                msg = self.thread.message(ev["messageId"])
+                role = msg["role"] if msg else "assistant"
+                updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
+            elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
+                call_id = ev["toolCallId"]
+                buffer = self.thread.argument_buffer(call_id)
+                preview = (
+                    buffer.preview() if buffer is not None and kind == "TOOL_CALL_ARGS" else None
+                )
+                updates.append(
+                    CallUpdate(
+                        call_id, self.thread.call_name(call_id) or "", CallStatus.STREAMING, preview
+                    )
+                )
+            elif kind == "TOOL_CALL_RESULT":
+                call_id = ev["toolCallId"]
+                answer = Answer.executed(call_id, ev["content"])
+                updates.append(
+                    CallUpdate(
+                        call_id,
+                        self.thread.call_name(call_id) or "",
+                        CallStatus.DONE,
+                        None,
+                        answer,
+                        True,
+                    )
+                )
+
+    def end_run(self) -> RunResult:
+        """The run's stream ended (or was abandoned): judge it and open its disposition."""
+        pipe = self._ensure_pipeline()
+        result: StreamResult = pipe.close()
+        self._pipeline = None
+        self._run_input = None
+        self.warnings += result.warnings
+        summary: RunSummary | None = result.runs[-1] if result.runs else None
+        status = summary.status if summary is not None else "truncated"
+        run_id = summary.run_id if summary is not None else None
+        interrupts = summary.interrupts if summary is not None and status == "interrupt" else []
+        # a call an interrupt names is answered by the resume entry, not by a tool message
+        gated = {i["toolCallId"] for i in interrupts if "toolCallId" in i}
+        pending_ids = [
+            c for c in self.thread.unanswered_calls() if c not in self._calls and c not in gated
+        ]
+        pending = [
+            self._dispose(call_id, run_id, closed=pipe.verifier.was_closed("tool", call_id))
+            for call_id in pending_ids
+        ]
+        run = RunResult(
+            run_id=run_id,
+            status=status,
+            pending=pending,
+            interrupts=summary.interrupts if summary is not None else [],
+            error=summary.error if summary is not None else None,
+            violation=result.error,
+            warnings=result.warnings,
+            outcome=summary.outcome if summary is not None else None,
+        )
+        self.runs.append(run)
+        return run
+
+    # -- disposition -------------------------------------------------------------
+
+    def _dispose(self, call_id: str, run_id: str | None, *, closed: bool = True) -> PendingCall:
+        name = self.thread.call_name(call_id) or ""
+        text = self.thread.arguments(call_id) or ""
+        parsed = parse_arguments(text)
+        tool = self.tools.get(name)
+        if tool is None and self.unadvertised is not None:
+            tool = self.unadvertised(
+                name, parsed.value if isinstance(parsed, ParsedArguments) else None
+            )
+        call = PendingCall(
+            thread_id=self.thread_id,
+            run_id=run_id,
+            call_id=call_id,
+            name=name,
+            text=text,
+            arguments=parsed,
+            tool=tool,
+            subagent_run_id=self.thread.call_owner(call_id),
+        )
+        self._calls[call_id] = call
+        # an answer the journal already holds (a replay, a restart) is reused, never re-run
+        recorded = self.journal.answer_for(self.thread_id, call_id)
+        if recorded is not None:
+            self._finish(call, Answer.from_json(recorded), journal=False)
+            return call
+        if not closed:
+            # never act on arguments before TOOL_CALL_END (TOOL-5): they are a prefix
+            self._finish(
+                call,
+                Answer.failed(
+                    call_id,
+                    "not executed: the call never closed (the run ended before TOOL_CALL_END), so "
+                    "its arguments are incomplete",
+                ),
+            )
+            return call
+        if tool is None:
+            self._finish(
+                call,
+                Answer.failed(
+                    call_id,
+                    f"not executed: {name!r} is not a tool this application advertised, and "
+                    "unadvertised tools are not executed",
+                ),
+            )
+            return call
+        if isinstance(parsed, ParsedArguments):
+            try:
+                call.errors = tool.validator.validate(parsed)
+            except InvalidToolSchema as exc:  # pragma: no cover - caught at registration
+                call.errors = []
+                self._finish(
+                    call, Answer.failed(call_id, f"not executed: the tool is misconfigured: {exc}")
+                )
+                return call
+        problem = call.problems()
+        if problem is not None:
+            self._finish(call, Answer.failed(call_id, f"not executed: {problem}"))
+            return call
+        # consent is never lost: the last decision the journal holds for this call
+        # stands, if it covers the arguments that would run
+        decisions = self.journal.decisions(self.thread_id, call_id)
+        if decisions:
+            last = decisions[-1]
+            if last.get("editedArguments") is not None:
+                call.edited = dict(last["editedArguments"])
+            if last["fingerprint"] == call.fingerprint:
+                call.decision = _decision_from_json(last)
+                if last["approved"]:
+                    call.status = CallStatus.APPROVED
+                else:
+                    self._finish(
+                        call, _decline_answer(call_id, last["decidedBy"], last.get("reason"))
+                    )
+                return call
+            call.edited = None
+        call.verdict = self.consent.verdict(tool, call.proposed or {})
+        if call.verdict is Verdict.APPROVE:
+            self._record(call, approved=True, by="policy", reason="approved by the consent policy")
+            call.status = CallStatus.APPROVED
+        elif call.verdict is Verdict.DENY:
+            self._record(call, approved=False, by="policy", reason="denied by the consent policy")
+            self._finish(call, Answer.declined_by_policy(call_id))
+        else:
+            call.status = CallStatus.AWAITING_CONSENT
+        return call
+
+    def approve(
+        self,
+        call_id: str,
+        *,
+        by: DecidedBy = "user",
+        arguments: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ConsentDecision:
+        """Approve a call — with edited ``arguments`` if the user changed them.
+
+        Edited arguments are validated against the schema like the proposal
+        was; the approval binds their fingerprint, and voids the original's.
+        """
+        call = self.call(call_id)
+        if call.status not in (CallStatus.AWAITING_CONSENT, CallStatus.APPROVED):
+            raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be approved now")
+        if arguments is not None:
+            edited = dict(arguments)
+            assert call.tool is not None
+            errors = call.tool.validator.validate(edited)
+            if errors:
+                raise UsageError(
+                    f"the edited arguments for {call_id!r} do not match the tool's schema: "
+                    f"{describe_errors(errors)}",
+                    rule="TOOL-21",
+                )
+            original = call.fingerprint
+            call.edited = edited
+            decision = self._record(call, approved=True, by=by, reason=reason, supersedes=original)
+        else:
+            decision = self._record(call, approved=True, by=by, reason=reason)
+        call.status = CallStatus.APPROVED
+        self._updates.append(CallUpdate(call_id, call.name, call.status))
+        return decision
+
+    def decline(self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None) -> Answer:
+        """Decline a call: it is answered, saying so and saying who declined."""
+        call = self.call(call_id)
+        if call.status.answered or call.status is CallStatus.EXECUTING:
+            raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be declined now")
+        self._record(call, approved=False, by=by, reason=reason)
+        answer = _decline_answer(call_id, by, reason)
+        self._finish(call, answer)
+        return answer
+
+    def execute(self, call_id: str, handler: Handler) -> Answer:
+        """Run an approved call's handler exactly once and answer the call.
+
+        The handler gets the effective arguments (a dict) and returns the
+        result: a string, a list of content parts, or JSON-able data. An
+        exception becomes a ``failed`` answer with ``error`` set, never a crash.
+        """
+        call, key = self._claim(call_id)
+        if call.answer is not None:
+            return call.answer
+        try:
+            result = handler(dict(call.effective_arguments or {}))
+            if inspect.isawaitable(result):
+                raise UsageError("the handler is async: use execute_async()")
+            answer = Answer.executed(call_id, normalize_result(result))
+        except UsageError:
+            raise
+        except Exception as exc:  # a handler failure is an answer, not a crash
+            answer = Answer.failed(call_id, _describe_exception(exc))
+        self._finish(call, answer, key=key)
+        return answer
+
+    async def execute_async(self, call_id: str, handler: Handler | AsyncHandler) -> Answer:
+        """:meth:`execute` for a handler that may be a coroutine function."""
+        call, key = self._claim(call_id)
+        if call.answer is not None:
+            return call.answer
+        try:
+            result = handler(dict(call.effective_arguments or {}))
+            if inspect.isawaitable(result):
+                result = await result
+            answer = Answer.executed(call_id, normalize_result(result))
+        except Exception as exc:
+            answer = Answer.failed(call_id, _describe_exception(exc))
+        self._finish(call, answer, key=key)
+        return answer
+
+    def fail(self, call_id: str, error: str) -> Answer:
+        """Answer a call as failed without running it (a timeout, say)."""
+        call = self.call(call_id)
+        if call.status.answered:
+            raise UsageError(f"call {call_id!r} is already answered")
+        key = JournalKey(self.thread_id, call_id, call.fingerprint)
+        answer = Answer.failed(call_id, error)
+        self._finish(call, answer, key=key)
+        return answer
+
+    def _claim(self, call_id: str) -> tuple[PendingCall, JournalKey | None]:
+        call = self.call(call_id)
+        if call.status is not CallStatus.APPROVED:
+            raise UsageError(
+                f"call {call_id!r} is {call.status.value}: only an approved call executes"
+                + (" (ask the user first)" if call.status is CallStatus.AWAITING_CONSENT else ""),
+                rule="TOOL-22",
+            )
+        decision = call.decision
+        if decision is None or not decision.approved or decision.fingerprint != call.fingerprint:
+            raise UsageError(
+                f"the recorded consent for {call_id!r} does not cover the arguments that would run",
+                rule="TOOL-22",
+            )
+        key = JournalKey(self.thread_id, call_id, call.fingerprint)
+        claim = self.journal.claim(key, tool=call.name)
+        if claim.claim is Claim.ANSWERED:
+            assert claim.answer is not None
+            self._finish(call, Answer.from_json(claim.answer), journal=False)
+            return call, None
+        if claim.claim is Claim.UNKNOWN:
+            started = datetime.fromtimestamp(claim.started_at or 0, UTC).isoformat(
+                timespec="seconds"
+            )
+            answer = Answer.failed(
+                call_id,
+                f"outcome unknown: an earlier execution of this call started at {started} and "
+                "recorded no result (the application may have stopped mid-call); it was not run again",
+            )
+            self._finish(call, answer, key=key)
+            return call, None
+        call.status = CallStatus.EXECUTING
+        self._updates.append(CallUpdate(call_id, call.name, call.status))
+        return call, key
+
+    def _record(
+        self,
+        call: PendingCall,
+        *,
+        approved: bool,
+        by: DecidedBy,
+        reason: str | None = None,
+        supersedes: str | None = None,
+    ) -> ConsentDecision:
+        decision = ConsentDecision(
+            thread_id=self.thread_id,
+            call_id=call.call_id,
+            tool=call.name,
+            fingerprint=call.fingerprint,
+            approved=approved,
+            decided_by=by,
+            decided_at=ConsentDecision.now(),
+            reason=reason,
+            edited_arguments=call.edited if supersedes is not None else None,
+            supersedes=supersedes,
+        )
+        self.journal.record_decision(decision.to_json())
+        call.decision = decision
+        return decision
+
+    def _finish(
+        self,
+        call: PendingCall,
+        answer: Answer,
+        *,
+        key: JournalKey | None = None,
+        journal: bool = True,
+    ) -> None:
+        if journal:
+            self.journal.finish(
+                key or JournalKey(self.thread_id, call.call_id, call.fingerprint), answer.to_json()
+            )
+        call.answer = answer
+        call.status = {
+            "executed": CallStatus.DONE,
+            "failed": CallStatus.FAILED,
+            "declined": CallStatus.DECLINED,
+        }[answer.outcome]
+        message = answer.tool_message(f"result-{call.call_id}")
+        if call.subagent_run_id is not None:
+            message["subagentRunId"] = call.subagent_run_id
+        if not self.thread.has_result(call.call_id):
+            self.thread.add_tool_message(message)
+        self._updates.append(CallUpdate(call.call_id, call.name, call.status, None, answer))
+
+    def take_updates(self) -> list[Update]:
+        """Updates produced since last asked (disposition calls produce them too)."""
+        out = self._updates[:]
+        self._updates.clear()
+        return out
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.thread.messages
+
+    @property
+    def state(self) -> Any:
+        return self.thread.state
+
+
+def _decline_answer(call_id: str, by: str, reason: str | None) -> Answer:
+    if by == "user":
+        return Answer.declined_by_user(call_id, reason)
+    return Answer.declined_by_policy(call_id, reason)
+
+
+def _decision_from_json(data: Mapping[str, Any]) -> ConsentDecision:
+    return ConsentDecision(
+        thread_id=data["threadId"],
+        call_id=data["toolCallId"],
+        tool=data["tool"],
+        fingerprint=data["fingerprint"],
+        approved=data["approved"],
+        decided_by=data["decidedBy"],
+        decided_at=data["decidedAt"],
+        reason=data.get("reason"),
+        edited_arguments=data.get("editedArguments"),
+        supersedes=data.get("supersedes"),
+    )
+
+
+def _describe_exception(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _expired(interrupt: Mapping[str, Any], now: datetime) -> bool:
+    """The reference reading of ``expiresAt``: an ISO 8601 date, now-or-earlier is expired."""
+    raw = interrupt.get("expiresAt")
+    if not isinstance(raw, str):
+        return False
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return False  # unreadable: cannot judge it expired
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when <= now
