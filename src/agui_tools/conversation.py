@@ -266,6 +266,33 @@ class Conversation:
                 )
         return {i["toolCallId"] for i in interrupts if "toolCallId" in i}
 
+    @property
+    def pending_input(self) -> dict[str, Any]:
+        """The input :meth:`next_input` prepared and the current run answers."""
+        if self._run_input is None:
+            raise UsageError("no run input is prepared: call next_input() first")
+        return self._run_input
+
+    @property
+    def run_in_progress(self) -> bool:
+        """True between :meth:`next_input` and :meth:`end_run`."""
+        return self._run_input is not None
+
+    def abandon_run(self) -> RunResult | None:
+        """Give up the current run (the transport failed, the user cancelled).
+
+        If nothing of the stream arrived, the run never started and nothing is
+        recorded (``None``); otherwise it ends as :meth:`end_run` ends it — a
+        truncated run, never a finished one (RUN-9).
+        """
+        if self._run_input is None:
+            return None
+        if self._pipeline is None or self._pipeline.index < 0:
+            self._pipeline = None
+            self._run_input = None
+            return None
+        return self.end_run()
+
     # -- receiving a run ----------------------------------------------------------
 
     def _ensure_pipeline(self) -> ConsumerPipeline:

@@ -1,0 +1,83 @@
+"""A real HTTP server on loopback whose responses a test scripts byte by byte.
+
+Used to test the client against exactly the bytes, splits, statuses and
+failures a test needs (a keep-alive between events, a CRLF stream, a body cut
+mid-event, a server that dies), over a real socket with uvicorn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Script:
+    """What the next POST gets: a status, a content type, and body chunks."""
+
+    chunks: list[bytes] = field(default_factory=list)
+    status: int = 200
+    content_type: str = "text/event-stream"
+    delay: float = 0.0
+    hang_after: bool = False  # keep the connection open after the last chunk
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def app_for(script: Script) -> Starlette:
+    async def endpoint(request: Request) -> Response:
+        body = await request.body()
+        script.requests.append({"headers": dict(request.headers), "body": body})
+        if script.content_type != "text/event-stream" or script.status != 200:
+            return Response(
+                b"".join(script.chunks), status_code=script.status, media_type=script.content_type
+            )
+
+        async def gen() -> AsyncIterator[bytes]:
+            for chunk in script.chunks:
+                if script.delay:
+                    await asyncio.sleep(script.delay)
+                yield chunk
+            if script.hang_after:
+                await asyncio.sleep(3600)
+
+        return StreamingResponse(gen(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Run ``app`` with uvicorn on a free loopback port; yield its base URL."""
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
