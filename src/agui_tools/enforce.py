@@ -90,7 +90,6 @@ _RULE_BY_FIELD: Final[dict[tuple[str, str], str]] = {
     ("TOOL_CALL_RESULT", "messageId"): "TOOL-10",
     ("TOOL_CALL_RESULT", "toolCallId"): "TOOL-10",
     ("REASONING_MESSAGE_START", "role"): "REAS-4",
-    ("*", "subagentRunId"): "SUB-1",
     ("*", "timestamp"): "PROC-2",
 }
 

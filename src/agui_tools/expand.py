@@ -21,8 +21,10 @@ stream. The stream closes (its ``*_END`` is synthesized, never sent) when
   ``MESSAGES_SNAPSHOT``): every lane closes;
 * the subagent owning the lane terminates (CHUNK-14).
 
-An event arrives in the lane of its ``subagentRunId`` tag, or the parent's
-when untagged. A chunk carrying neither an identifier nor a tag is resolved:
+An event arrives in the lane of its owner: its ``subagentRunId`` tag; or,
+untagged, the owner of the item it continues (an untagged continuation
+continues whatever its opener owns, SUB-10) or of the message a tool call
+belongs to (SUB-12); otherwise the parent's. A chunk carrying neither an identifier nor a tag is resolved:
 the parent's open stream of its kind, else the sole open stream of its kind;
 several candidates and none the parent's is ambiguous and fatal (CHUNK-12).
 
@@ -35,7 +37,7 @@ empty deltas, TEXT-9, TOOL-4).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .errors import LimitExceeded, ProtocolViolation, describe_value
@@ -79,6 +81,17 @@ STAND_ASIDE: Final = frozenset(
     {"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED"}
 )
 SUBAGENT_TERMINAL: Final = frozenset({"SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
+# the streamed-item family of each explicit event (spans, steps and state have none)
+_FAMILY: Final = {
+    **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), "text"),
+    **dict.fromkeys(
+        ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"), "tool"
+    ),
+    **dict.fromkeys(
+        ("REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END"),
+        "reasoning",
+    ),
+}
 _CARRIED: Final = ("metadata", "rawEvent", "subagentRunId")
 
 
@@ -113,9 +126,15 @@ class Expander:
     :class:`ProtocolViolation` on a malformed chunk sequence.
     """
 
-    def __init__(self, *, max_lanes: int = 1_000) -> None:
+    def __init__(
+        self,
+        *,
+        max_lanes: int = 1_000,
+        owner_of: Callable[[str, str], tuple[bool, str | None]] | None = None,
+    ) -> None:
         self._lanes: dict[str | None, _Stream] = {}
         self._max_lanes = max_lanes
+        self._owner_of = owner_of
 
     @property
     def open_streams(self) -> int:
@@ -148,14 +167,41 @@ class Expander:
             out.append(event)
             return out
         out = []
-        # an explicit event naming an identifier a chunk stream is assembling ends it
-        for lane, stream in list(lanes.items()):
-            if event.get(stream.id_field) == stream.item_id:
-                out.append(self._end(lanes.pop(lane)))
+        # an explicit event of a stream's own family naming the identifier it is
+        # assembling ends the shorthand (a reasoning *span* id is another namespace)
+        family = _FAMILY.get(kind)
+        if family is not None:
+            for lane, stream in list(lanes.items()):
+                if stream.kind == family and event.get(stream.id_field) == stream.item_id:
+                    out.append(self._end(lanes.pop(lane)))
         # and any message/tool/step/state/custom/reasoning event closes its own lane
-        out += self._close_lane(event.get("subagentRunId"))
+        out += self._close_lane(self._lane_of(event, kind, family))
         out.append(event)
         return out
+
+    def _lane_of(self, event: Event, kind: str, family: str | None) -> str | None:
+        """The owner whose lane an explicit event arrives in.
+
+        Its tag when it carries one; an untagged continuation continues
+        whatever its opener owns (SUB-10), and an untagged tool-call start
+        inherits its parent message's owner (SUB-12) — so those ask the
+        verifier, which knows who opened what. Anything else untagged is the
+        parent agent's.
+        """
+        tag = event.get("subagentRunId")
+        if tag is not None or family is None or self._owner_of is None:
+            return tag
+        if kind.endswith("_START"):
+            parent = event.get("parentMessageId") if family == "tool" else None
+            if parent is None:
+                return None
+            found, owner = self._owner_of("text", parent)
+            return owner if found else None
+        ident = event.get("toolCallId" if family == "tool" else "messageId")
+        if ident is None or kind == "TOOL_CALL_RESULT":
+            return None
+        found, owner = self._owner_of(family, ident)
+        return owner if found else None
 
     # -- closing -----------------------------------------------------------
 

@@ -107,7 +107,6 @@ class ConsumerPipeline:
         self._decoder = Decoder(enforcer)
         self._enforce = self._decoder.enforcer.event
         self._middleware = tuple(middleware)
-        self._expander = Expander(max_lanes=self.limits.max_lanes)
         tools = (run_input or {}).get("tools") or ()
         self.verifier = Verifier(
             strict=strict,
@@ -117,6 +116,7 @@ class ConsumerPipeline:
             limits=self.limits,
             on_warning=self.record_warning,
         )
+        self._expander = Expander(max_lanes=self.limits.max_lanes, owner_of=self.verifier.owner_of)
         self.index = -1
         self.delivered = 0
         self.error: ProtocolViolation | None = None

@@ -201,6 +201,7 @@ class Verifier:
         self._subagents: set[str] = set()
         self._subagents_done: set[str] = set()
         self._tags_seen: set[str] = set()
+        self._activities: dict[str, str | None] = {}  # activity id → owner (this run)
         self._seed(history)
         handlers: dict[str, Callable[[Event, int | None], None]] = {
             "TEXT_MESSAGE_START": self._text_start,
@@ -221,6 +222,8 @@ class Verifier:
             "SUBAGENT_FINISHED": self._subagent_end,
             "SUBAGENT_ERROR": self._subagent_end,
             "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
+            "ACTIVITY_DELTA": self._activity_delta,
             "RUN_STARTED": self._nested_run_started,
             "RUN_FINISHED": self._run_finished,
             "RUN_ERROR": self._run_error,
@@ -235,6 +238,17 @@ class Verifier:
     @property
     def current_run(self) -> RunSummary | None:
         return self._run
+
+    def owner_of(self, kind: str, ident: str) -> tuple[bool, str | None]:
+        """Who owns item ``ident``: ``(found, subagentRunId or None for the parent)``.
+
+        Open items for continuations; for ``text``, any message the thread
+        knows (a tool call inherits its message's owner).
+        """
+        item = self._open.get((kind, ident))
+        if item is None and kind == "text":
+            item = self._items.get((kind, ident))
+        return (True, item.owner) if item is not None else (False, None)
 
     def was_closed(self, kind: str, ident: str) -> bool:
         """Whether item ``ident`` (``kind``: text/tool/reasoning) was closed by its END.
@@ -363,6 +377,7 @@ class Verifier:
         self._subagents.clear()
         self._subagents_done.clear()
         self._tags_seen.clear()
+        self._activities.clear()
         version = ev.get("protocolVersion")
         if version is not None:
             self._check_version(version, index)
@@ -918,6 +933,32 @@ class Verifier:
             )
         self._subagents.discard(sub)
         self._subagents_done.add(sub)
+
+    def _activity_snapshot(self, ev: Event, index: int | None) -> None:
+        """A snapshot that creates or replaces an activity (re-)mints its owner."""
+        ident, tag = ev["messageId"], ev.get("subagentRunId")
+        if ev.get("replace", True) or ident not in self._activities:
+            self._activities[ident] = tag
+        if tag is not None:
+            self._tags_seen.add(tag)
+
+    def _activity_delta(self, ev: Event, index: int | None) -> None:
+        """A delta continues the activity its snapshot opened: a disagreeing tag is fatal."""
+        ident, tag = ev["messageId"], ev.get("subagentRunId")
+        if tag is None:
+            return
+        self._tags_seen.add(tag)
+        if ident in self._activities and self._activities[ident] != tag:
+            owner = self._activities[ident]
+            raise self._violation(
+                "SUB-11",
+                f"ACTIVITY_DELTA is attributed to {tag!r} but activity {ident!r} was opened by "
+                f"{owner or 'the parent agent'!r}; a continuation must agree with its opener.",
+                ev,
+                index,
+                path="/subagentRunId",
+                ids={"messageId": ident},
+            )
 
     def _messages_snapshot(self, ev: Event, index: int | None) -> None:
         self._seed(ev["messages"])
