@@ -4,6 +4,11 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The official TypeScript client the benchmarks compare against (interop/):
+# installed from interop/package-lock.json; optional — without Node, the
+# TypeScript peers are reported as skipped.
+NPM    ?= npm
+INTEROP_STAMP := interop/node_modules/.installed
 
 .PHONY: test lint bench demo format clean
 
@@ -25,7 +30,19 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests bench
 	$(BIN)/ruff check --fix src tests bench
 
+$(INTEROP_STAMP): interop/package.json interop/package-lock.json
+	$(NPM) ci --prefix interop --no-audit --no-fund
+	@touch $@
+
+# Node peers are installed when Node is present; a failed install is reported
+# and the benchmark still runs (its TypeScript rows then say "peer skipped").
 bench: $(STAMP)
+	@if command -v node >/dev/null 2>&1 && command -v $(NPM) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(INTEROP_STAMP) \
+			|| echo "warning: npm ci --prefix interop failed; the TypeScript peers will be skipped"; \
+	else \
+		echo "node/npm not found: the TypeScript peers will be skipped"; \
+	fi
 	$(BIN)/python -m bench
 
 demo: $(STAMP)

@@ -4,6 +4,17 @@ Prints Markdown tables (paste-able into docs/performance.md). Timings are the
 best of several repeats after a warm-up, on the one shared corpus from
 ``bench/corpus.py``. Nothing here is asserted: performance is reported, not
 tested.
+
+Groups (``--only`` runs one):
+
+* ``codec`` — decode and encode vs the official Python package;
+* ``pipeline`` — the consumer pipeline vs the official TypeScript client (in
+  Node, ``interop/``) and ``ag-ui-validate``, plus a profile of our bytes path;
+* ``reducer`` — the ``Thread`` reducer vs the official ``defaultApplyEvents``
+  on threads of 10, 100 and 1,000 runs.
+
+The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
+does both); without them their rows say "peer skipped" and the rest runs.
 """
 
 from __future__ import annotations
@@ -11,35 +22,57 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+import time
 
-from . import codec, corpus
+from . import codec, corpus, peers
+from . import pipeline as pipeline_bench
+from . import reducer as reducer_bench
 from .harness import table
+
+GROUPS = ("codec", "pipeline", "reducer")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--events", type=int, default=100_000, help="minimum corpus size")
-    parser.add_argument("--only", choices=["codec"], help="run one group only")
+    parser.add_argument("--only", choices=GROUPS, help="run one group only")
+    parser.add_argument(
+        "--peer-budget",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="longest single official-reducer fold to attempt (reducer group; default 15)",
+    )
     args = parser.parse_args(argv)
+    groups = [args.only] if args.only else list(GROUPS)
 
+    started = time.perf_counter()
     events = corpus.standard(args.events)
-    lines = corpus.lines(events)
+    node = peers.node_version() or "not found"
     print(
         f"# agui-tools benchmarks — {len(events):,} events, Python {platform.python_version()}, "
-        f"{platform.machine()}\n"
+        f"Node {node}, {platform.machine()}\n"
     )
-    print(
-        table(
-            "Decode (bytes → event), baseline: official decode without enforcement",
-            codec.decode_results(lines),
+    if "codec" in groups:
+        lines = corpus.lines(events)
+        print(
+            table(
+                "Decode (bytes → event), baseline: official decode without enforcement",
+                codec.decode_results(lines),
+            )
         )
-    )
-    print(
-        table(
-            "Encode (typed event → SSE frame), baseline: official EventEncoder",
-            codec.encode_results(events),
+        print(
+            table(
+                "Encode (typed event → SSE frame), baseline: official EventEncoder",
+                codec.encode_results(events),
+            )
         )
-    )
+    if "pipeline" in groups:
+        print(pipeline_bench.report(pipeline_bench.results(events)))
+        print(pipeline_bench.profile_summary(events))
+    if "reducer" in groups:
+        print(reducer_bench.report(reducer_bench.results(args.peer_budget)))
+    print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 
 
