@@ -356,34 +356,53 @@ def _fast_check_source(name: str, variant: ObjectNode) -> str:
     handled; a present complex field (an outcome, a message list) answers
     False so the walker judges it.
 
-    The common case — an event carrying exactly its required fields — is
-    recognised by its length alone: with every required key present and no
-    other, nothing unknown can be there, so no set arithmetic is needed.
+    Two shapes, both cheaper than set arithmetic on the keys:
+
+    * an event carrying exactly its required fields is recognised by its
+      length — with every required key present and no other, nothing unknown
+      can be there;
+    * otherwise the *present* keys are walked once against an if-chain of the
+      known ones (most events carry a few of many optional fields, a chunk
+      continuation just ``delta``), counting the required ones seen.
     """
-    required = [k for k in variant.props if k in variant.required and k != "type"]
-    optional = [k for k in variant.props if k not in variant.required]
+    props = variant.props
+    required = [k for k in props if k in variant.required and k != "type"]
     lines = [f"def check_{name}(d):", f"    if len(d) == {len(required) + 1}:"]
     for key in required:
-        test = _test_for(variant.props[key], key)
+        test = _test_for(props[key], key)
         if test == "False":  # any JSON value, null included: only presence matters
             lines.append(f"        if {key!r} not in d: return False")
             continue
         lines.append(f"        v = d.get({key!r})")
         lines.append(f"        if v is None or {test}: return False")
     lines.append("        return True")
-    lines.append("    k = d.keys()")
-    lines.append("    if not (k <= ALLOWED and REQUIRED <= k): return False")
-    for key in required:
-        test = _test_for(variant.props[key], key)
+    lines.append("    seen = 0")
+    lines.append("    for k, v in d.items():")
+    lines.append("        if k == 'type': continue")
+    # hot, frequent keys first
+    order = sorted(
+        props,
+        key=lambda k: (k not in ("delta", "messageId", "toolCallId"), k not in variant.required, k),
+    )
+    first = True
+    for key in order:
+        if key == "type":
+            continue
+        test = _test_for(props[key], key)
+        kw = "if" if first else "elif"
+        first = False
+        lines.append(f"        {kw} k == {key!r}:")
         if test != "False":
-            lines.append(f"    v = d[{key!r}]")
-            lines.append(f"    if {test}: return False")
-    for key in optional:
-        test = _test_for(variant.props[key], key)
-        if test != "False":
-            lines.append(f"    v = d.get({key!r}, MISSING)")
-            lines.append(f"    if v is not MISSING and {test}: return False")
-    lines.append("    return True")
+            lines.append(f"            if {test}: return False")
+        if key in variant.required:
+            lines.append("            seen += 1")
+        elif test == "False":
+            lines.append("            pass")
+    if first:
+        lines.append("        return False")
+    else:
+        lines.append("        else: return False")
+    lines.append(f"    return seen == {len(required)}")
     return "\n".join(lines)
 
 

@@ -46,7 +46,8 @@ __all__ = ["Expander"]
 
 Event = dict[str, Any]
 
-# kind → (chunk type, id field, start, content, end, opener fields repeated by continuations)
+# chunk type → (kind, id field, start, content, end, opener fields repeated by continuations,
+# the chunk type itself)
 _KINDS: Final = {
     "TEXT_MESSAGE_CHUNK": (
         "text",
@@ -55,6 +56,7 @@ _KINDS: Final = {
         "TEXT_MESSAGE_CONTENT",
         "TEXT_MESSAGE_END",
         ("role", "name"),
+        "TEXT_MESSAGE_CHUNK",
     ),
     "TOOL_CALL_CHUNK": (
         "tool",
@@ -63,6 +65,7 @@ _KINDS: Final = {
         "TOOL_CALL_ARGS",
         "TOOL_CALL_END",
         ("toolCallName", "parentMessageId"),
+        "TOOL_CALL_CHUNK",
     ),
     "REASONING_MESSAGE_CHUNK": (
         "reasoning",
@@ -71,6 +74,7 @@ _KINDS: Final = {
         "REASONING_MESSAGE_CONTENT",
         "REASONING_MESSAGE_END",
         (),
+        "REASONING_MESSAGE_CHUNK",
     ),
 }
 _FIRST_CHUNK_RULE: Final = {"text": "CHUNK-4", "reasoning": "CHUNK-5", "tool": "CHUNK-6"}
@@ -98,7 +102,17 @@ _CARRIED: Final = ("metadata", "rawEvent", "subagentRunId")
 class _Stream:
     """One open chunk stream: what its opener established."""
 
-    __slots__ = ("content", "end", "fields", "id_field", "item_id", "kind", "lane", "start_type")
+    __slots__ = (
+        "chunk_type",
+        "content",
+        "end",
+        "fields",
+        "id_field",
+        "item_id",
+        "kind",
+        "lane",
+        "start_type",
+    )
 
     def __init__(
         self,
@@ -113,6 +127,7 @@ class _Stream:
         self.lane = lane
         self.fields = fields
         self.id_field: str = spec[1]
+        self.chunk_type: str = spec[6]
         self.start_type: str = spec[2]
         self.content: str = spec[3]
         self.end: str = spec[4]
@@ -226,6 +241,13 @@ class Expander:
     # -- chunks --------------------------------------------------------------
 
     def _chunk(self, chunk: Event, index: int | None) -> list[Event]:
+        if len(chunk) == 2:
+            # the commonest chunk of all: {"type", "delta"} continuing the parent's
+            # open stream of its kind — nothing to resolve, repeat or carry
+            parent = self._lanes.get(None)
+            delta = chunk.get("delta")
+            if parent is not None and delta is not None and parent.chunk_type == chunk["type"]:
+                return [{"type": parent.content, parent.id_field: parent.item_id, "delta": delta}]
         spec = _KINDS[chunk["type"]]
         kind, id_field = spec[0], spec[1]
         item_id = chunk.get(id_field)
