@@ -100,10 +100,20 @@ def test_writer_frames_with_lf_only() -> None:
 
 def test_ndjson() -> None:
     r = NDJSONReader()
-    assert r.feed(b'{"a":1}\n\n{"b"') == ['{"a":1}']
-    assert r.feed(b":2}\r\n") == ['{"b":2}']
+    assert r.feed(b'{"a":1}\n\n{"b"') == [b'{"a":1}']
+    assert r.feed(b":2}\r\n") == [b'{"b":2}\r']  # the CR is JSON whitespace
     assert r.feed(b'{"c":3}') == []
-    assert r.close() == ['{"c":3}']
+    assert r.close() == [b'{"c":3}']
+    assert r.feed(b"\r\n \n") == [] and r.close() == []
+
+
+def test_ndjson_invalid_utf8_is_rejected_by_the_pipeline() -> None:
+    from agui_tools.pipeline import ConsumerPipeline
+
+    [line] = NDJSONReader().feed(b'{"type":"RUN_STARTED","threadId":"\xff","runId":"r"}\n')
+    with pytest.raises(ProtocolViolation) as info:
+        ConsumerPipeline().feed(line)
+    assert info.value.rule == "TRANS-4"
 
 
 @pytest.mark.parametrize(

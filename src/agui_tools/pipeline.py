@@ -196,14 +196,16 @@ class ConsumerPipeline:
         decode_object = self._decoder.decode_object
         lanes = self._expander.open_lanes
         expand = self._expander.feed
-        verify = self.verifier.feed
+        verifier = self.verifier
         max_bytes = self.limits.max_event_bytes
         index = self.index
-        delivered = 0
         try:
             for frame in frames:
                 index += 1
-                if isinstance(frame, (bytes, str)):
+                cls = frame.__class__
+                if cls is dict:
+                    obj: Any = frame
+                elif cls is bytes or cls is str:
                     if len(frame) > max_bytes:
                         raise LimitExceeded(
                             "LIMIT",
@@ -211,19 +213,21 @@ class ConsumerPipeline:
                             index=index,
                         )
                     try:
-                        obj = loads(frame)
+                        obj = loads(frame)  # type: ignore[arg-type]
                     except orjson.JSONDecodeError:
-                        obj = parse_json(frame, index)  # raises the violation
+                        obj = parse_json(frame, index)  # type: ignore[arg-type]  # raises
+                elif isinstance(frame, Mapping):
+                    obj = dict(frame)
                 else:
-                    obj = frame
-                wire = None
-                if type(obj) is dict:
-                    kind = obj.get("type")
-                    if type(kind) is str:
-                        check = fast.get(kind)
-                        if check is not None and check(obj):
-                            wire = obj
-                if wire is None:
+                    obj = parse_json(frame, index)
+                try:
+                    kind = obj["type"]
+                    clean = fast[kind](obj)
+                except (KeyError, TypeError, IndexError):
+                    clean = False  # not an object, no type, an unknown or unhashable type
+                if clean:
+                    wire = obj
+                else:
                     wire, warnings = decode_object(obj, index)
                     if warnings:
                         self._notes(warnings)
@@ -231,22 +235,20 @@ class ConsumerPipeline:
                         continue
                     kind = wire["type"]
                 if not lanes and kind not in CHUNK_TYPES:
-                    verify(wire, index)
+                    verifier.dispatch[kind](wire, index)
                     append(wire)
-                    delivered += 1
                     continue
                 for ev in expand(wire, index):
-                    verify(ev, index)
+                    verifier.dispatch[ev["type"]](ev, index)
                     append(ev)
-                    delivered += 1
         except ProtocolViolation as exc:
             self.index = index
-            self.delivered += delivered
+            self.delivered += len(out)
             self.partial = out
             self.error = exc if exc.index == index else exc.at(index)
             raise self.error from None
         self.index = index
-        self.delivered += delivered
+        self.delivered += len(out)
         return out
 
     def close(self) -> StreamResult:

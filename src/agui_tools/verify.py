@@ -195,7 +195,15 @@ class Verifier:
         self._items: dict[tuple[str, str], _Item] = {}  # (kind, id) → item
         self._results: dict[str, str] = {}  # toolCallId → result messageId
         # run-scoped tracking
-        self._open: dict[tuple[str, str], _Item] = {}
+        # open streamed items, one table per kind keyed by id (no tuple per lookup)
+        self._open_text: dict[str, _Item] = {}
+        self._open_tool: dict[str, _Item] = {}
+        self._open_reasoning: dict[str, _Item] = {}
+        self._open: dict[str, dict[str, _Item]] = {
+            "text": self._open_text,
+            "tool": self._open_tool,
+            "reasoning": self._open_reasoning,
+        }
         self._spans: set[str] = set()
         self._steps: set[tuple[str | None, str]] = set()
         self._subagents: set[str] = set()
@@ -232,6 +240,13 @@ class Verifier:
         self._active: dict[str, Callable[[Event, int | None], None]] = {
             kind: handlers.get(kind, self._standalone) for kind in _ALL_TYPES
         }
+        self._gated: dict[str, Callable[[Event, int | None], None]] = dict.fromkeys(
+            _ALL_TYPES, self._gate
+        )
+        self.dispatch = self._gated
+        """Event type → the handler for the current state. Callers that already
+        know the type (the pipeline's loop) may call ``dispatch[type](event, index)``
+        instead of :meth:`feed`; the table is swapped on every state change."""
 
     # -- public --------------------------------------------------------------
 
@@ -245,7 +260,7 @@ class Verifier:
         Open items for continuations; for ``text``, any message the thread
         knows (a tool call inherits its message's owner).
         """
-        item = self._open.get((kind, ident))
+        item = self._open[kind].get(ident)
         if item is None and kind == "text":
             item = self._items.get((kind, ident))
         return (True, item.owner) if item is not None else (False, None)
@@ -261,10 +276,14 @@ class Verifier:
 
     def feed(self, ev: Event, index: int | None = None) -> None:
         """Judge one expanded event; raise :class:`ProtocolViolation` if fatal."""
-        if self._state is not _ACTIVE:
-            self._lifecycle_gate(ev, ev["type"], index)
-            return
-        self._active[ev["type"]](ev, index)
+        self.dispatch[ev["type"]](ev, index)
+
+    def _enter(self, state: int) -> None:
+        self._state = state
+        self.dispatch = self._active if state is _ACTIVE else self._gated
+
+    def _gate(self, ev: Event, index: int | None) -> None:
+        self._lifecycle_gate(ev, ev["type"], index)
 
     def _standalone(self, ev: Event, index: int | None) -> None:
         """State, activity, passthrough and encrypted-value events: no sequence of their own."""
@@ -291,17 +310,17 @@ class Verifier:
         if self._state is _ACTIVE and self._run is not None:
             self._run.status = "rejected"
             self._run.pending = self._pending()
-        self._state = _FINISHED
+        self._enter(_FINISHED)
 
     def end_of_stream(self) -> None:
         """The byte stream ended. An active run is truncated — never finished (TRANS-2)."""
         if self._state is _ACTIVE and self._run is not None:
             self._run.status = "truncated"
             self._run.pending = self._pending()
-            self._state = _FINISHED
+            self._enter(_FINISHED)
         elif self._state is _BEFORE:
             self.runs.append(RunSummary(None, None, "truncated"))
-            self._state = _FINISHED
+            self._enter(_FINISHED)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -314,13 +333,13 @@ class Verifier:
             if self._state is _BEFORE:
                 run = RunSummary(None, None, "error", error=_error_of(ev))
                 self.runs.append(run)
-                self._state = _ERRORED
+                self._enter(_ERRORED)
                 return
             if self._state is _FINISHED and self._run is not None:
                 # a late failure after RUN_FINISHED: the run is failed (RUN-12)
                 self._run.status = "error"
                 self._run.error = _error_of(ev)
-                self._state = _ERRORED
+                self._enter(_ERRORED)
                 return
         if self._state is _BEFORE:
             raise self._violation(
@@ -370,8 +389,9 @@ class Verifier:
         run = RunSummary(thread_id, run_id, protocol_version=ev.get("protocolVersion"))
         self.runs.append(run)
         self._run = run
-        self._state = _ACTIVE
-        self._open.clear()
+        self._enter(_ACTIVE)
+        for table in self._open.values():
+            table.clear()
         self._spans.clear()
         self._steps.clear()
         self._subagents.clear()
@@ -465,10 +485,10 @@ class Verifier:
                     {"runId": run.run_id or ""},
                 )
         run.status = kind  # type: ignore[assignment]
-        self._state = _FINISHED
+        self._enter(_FINISHED)
 
     def _require_all_closed(self, ev: Event, index: int | None) -> None:
-        for kind, ident in self._open:
+        for kind, ident in ((k, i) for k, table in self._open.items() for i in table):
             raise self._violation(
                 _RULE[kind] if kind != "text" else "STREAM-4",
                 f"cannot finish the run while {_NOUN[kind]} {ident!r} is still open; every item a "
@@ -511,10 +531,11 @@ class Verifier:
         run.error = _error_of(ev)
         run.pending = self._pending()
         # RUN_ERROR ends whatever was still open along with the run (RUN-15, SUB-17)
-        for item in self._open.values():
-            item.open = False
-        self._open.clear()
-        self._state = _ERRORED
+        for table in self._open.values():
+            for item in table.values():
+                item.open = False
+            table.clear()
+        self._enter(_ERRORED)
 
     def _pending(self) -> list[str]:
         run = self._run
@@ -531,7 +552,7 @@ class Verifier:
         self._start(ev, index, "text", ident, ("text", ident))
 
     def _text_content(self, ev: Event, index: int | None) -> None:
-        item = self._open.get(("text", ev["messageId"]))
+        item = self._open_text.get(ev["messageId"])
         if item is None:
             self._not_open(ev, index, "text", ev["messageId"])
         tag = ev.get("subagentRunId")
@@ -546,7 +567,7 @@ class Verifier:
         self._start(ev, index, "reasoning", ident, ("reasoning", ident))
 
     def _reasoning_content(self, ev: Event, index: int | None) -> None:
-        item = self._open.get(("reasoning", ev["messageId"]))
+        item = self._open_reasoning.get(ev["messageId"])
         if item is None:
             self._not_open(ev, index, "reasoning", ev["messageId"])
         tag = ev.get("subagentRunId")
@@ -562,7 +583,7 @@ class Verifier:
 
     def _tool_args(self, ev: Event, index: int | None) -> None:
         ident = ev["toolCallId"]
-        item = self._open.get(("tool", ident))
+        item = self._open_tool.get(ident)
         if item is None:
             self._not_open(ev, index, "tool", ident)
         tag = ev.get("subagentRunId")
@@ -583,14 +604,14 @@ class Verifier:
         self._end(ev, index, "tool", ev["toolCallId"])
 
     def _end(self, ev: Event, index: int | None, kind: str, ident: str) -> None:
-        key = (kind, ident)
-        item = self._open.get(key)
+        table = self._open[kind]
+        item = table.get(ident)
         if item is None:
             self._not_open(ev, index, kind, ident)
         tag = ev.get("subagentRunId")
         if tag is not None:
             self._continuation_tag(ev, index, item, tag)
-        del self._open[key]
+        del table[ident]
         item.open = False  # type: ignore[union-attr]
         item.ended = True  # type: ignore[union-attr]
 
@@ -605,7 +626,7 @@ class Verifier:
     def _start(
         self, ev: Event, index: int | None, kind: str, ident: str, key: tuple[str, str]
     ) -> None:
-        if key in self._open:
+        if ident in self._open[kind]:
             raise self._violation(
                 _RULE[kind] if kind != "text" else "STREAM-2",
                 f"{ev['type']} reopens {_NOUN[kind]} {ident!r}, which is still open; close it "
@@ -614,7 +635,8 @@ class Verifier:
                 index,
                 ids={("toolCallId" if kind == "tool" else "messageId"): ident},
             )
-        if len(self._open) + len(self._spans) + len(self._steps) + len(self._subagents) >= (
+        open_items = len(self._open_text) + len(self._open_tool) + len(self._open_reasoning)
+        if open_items + len(self._spans) + len(self._steps) + len(self._subagents) >= (
             self.limits.max_open_items
         ):
             raise LimitExceeded(
@@ -672,7 +694,7 @@ class Verifier:
             item.run = self._run_no
             if kind == "tool" and self._run is not None and ident not in self._run.started:
                 self._run.started.append(ident)
-        self._open[key] = item
+        self._open[kind][ident] = item
 
     def _reopen(
         self,
