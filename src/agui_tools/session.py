@@ -89,7 +89,13 @@ def tool_spec_from_function(
     parameters the function does not declare.
     """
     sig = inspect.signature(fn)
-    hints = get_type_hints(fn)
+    try:
+        hints = get_type_hints(fn)
+    except NameError as exc:
+        raise UsageError(
+            f"cannot resolve the type hints of tool {fn.__name__!r} ({exc}); define the types "
+            "it uses at module level"
+        ) from None
     params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     desc = description or inspect.getdoc(fn) or ""
     if not desc:
@@ -231,7 +237,9 @@ class Session:
             result = await self.client.run(conv, on_update=emit)
             for update in conv.take_updates():
                 emit(update)
-            if result.status != "success" or not conv.pending:
+            # the agent is done when its run left no calls at all; calls the core already
+            # answered (refused, invalid, denied) still need the agent to hear the answer
+            if result.status != "success" or not result.pending:
                 return result
             await self.dispose(emit)
             conv.next_input()
@@ -244,24 +252,29 @@ class Session:
         for call in list(conv.pending):
             if call.status is CallStatus.AWAITING_CONSENT:
                 emit(CallUpdate(call.call_id, call.name, call.status))
-                approval = await self._ask(call)
-                if approval.approved:
-                    conv.approve(
-                        call.call_id,
-                        by="user",
-                        arguments=approval.arguments,
-                        reason=approval.reason,
+                if self.ask is None:
+                    # nobody to ask: the policy declines — never worded as the user's decision
+                    conv.decline(
+                        call.call_id, by="policy", reason="no one was available to ask for consent"
                     )
                 else:
-                    conv.decline(call.call_id, by="user", reason=approval.reason)
+                    approval = await self._ask(call)
+                    if approval.approved:
+                        conv.approve(
+                            call.call_id,
+                            by="user",
+                            arguments=approval.arguments,
+                            reason=approval.reason,
+                        )
+                    else:
+                        conv.decline(call.call_id, by="user", reason=approval.reason)
             if call.status is CallStatus.APPROVED:
                 await self._execute(call)
             for update in conv.take_updates():
                 emit(update)
 
     async def _ask(self, call: PendingCall) -> Approval:
-        if self.ask is None:
-            return Approval(False, None, "no one was available to approve it")
+        assert self.ask is not None
         answer = self.ask(call)
         if inspect.isawaitable(answer):
             answer = await answer
