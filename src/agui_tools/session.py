@@ -27,7 +27,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
@@ -62,6 +62,8 @@ class Approval:
     def decline(cls, reason: str | None = None) -> Approval:
         return cls(False, None, reason)
 
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 AskUser = Callable[[PendingCall], Approval | bool | Awaitable[Approval | bool]]
 
@@ -172,9 +174,25 @@ class Session:
 
     # -- registration -------------------------------------------------------------
 
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        side_effects: bool = False,
+        timeout: float | None = None,
+    ) -> Callable[[F], F]: ...
+
     def tool(
         self,
         fn: Callable[..., Any] | None = None,
+        /,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -183,7 +201,7 @@ class Session:
     ) -> Any:
         """Register a frontend tool (usable bare or with arguments, as a decorator)."""
 
-        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+        def register(f: F) -> F:
             spec, handler = tool_spec_from_function(
                 f, name=name, description=description, side_effects=side_effects
             )

@@ -15,7 +15,7 @@ never interpreted, never silently dropped.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -135,7 +135,8 @@ class TerminalUI:
         live: bool = True,
     ) -> None:
         self.console = console or Console(highlight=False)
-        self._prompt = prompt or (lambda q: self.console.input(q))
+        # a Text prompt: "[a]pprove" must not be read as rich markup
+        self._prompt = prompt or (lambda q: self.console.input(Text(q, style="bold yellow")))
         self._cards: dict[str, _Card] = {}
         self._text: Text | None = None
         self._live: Live | None = None
@@ -202,8 +203,8 @@ class TerminalUI:
 
     # -- consent ---------------------------------------------------------------------
 
-    def ask(self, call: PendingCall) -> Approval:
-        """Show the call and ask: approve, decline, or edit the arguments."""
+    def show_consent(self, call: PendingCall) -> None:
+        """The consent card: what would run, with which arguments, and its side effects."""
         self._flush()
         body = Table.grid(padding=(0, 1))
         body.add_column(style="dim")
@@ -217,6 +218,10 @@ class TerminalUI:
         self.console.print(
             Panel(body, title="The agent wants to run a tool", border_style="yellow", expand=False)
         )
+
+    def ask(self, call: PendingCall) -> Approval:
+        """Show the call and ask: approve, decline, or edit the arguments."""
+        self.show_consent(call)
         while True:
             answer = self._prompt("[a]pprove / [d]ecline / [e]dit arguments? ").strip().lower()
             if answer in ("a", "approve", "y", "yes"):
@@ -239,7 +244,7 @@ class TerminalUI:
 
     # -- summary -----------------------------------------------------------------------
 
-    def summary(self, messages: list[Mapping[str, Any]]) -> None:
+    def summary(self, messages: Sequence[Mapping[str, Any]]) -> None:
         self._flush()
         table = Table(title="The thread", show_lines=True, expand=False)
         table.add_column("role", style="bold")

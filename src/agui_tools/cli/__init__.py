@@ -14,23 +14,11 @@ import sys
 from collections.abc import Sequence
 
 from ..version import PROTOCOL_VERSION, __version__
-from . import conformance_cmd, verify_cmd
+from . import conformance_cmd, demo_cmd, run_cmd, serve_cmd, verify_cmd
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def _demo(args: argparse.Namespace) -> int:
-    print(
-        "agui-tools demo (placeholder until the demo lands):\n"
-        "  it will start a scripted demo agent on a free loopback port and a terminal\n"
-        "  application against it, and walk the whole tool-call loop: text streaming,\n"
-        "  an agent-side tool, a frontend tool whose arguments fill in on a card,\n"
-        "  consent for a side-effectful tool, parallel calls, an unadvertised tool and\n"
-        "  arguments that fail schema validation."
-    )
-    return EXIT_OK
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,10 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         version=f"agui-tools {__version__} (AG-UI {PROTOCOL_VERSION})",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    demo_cmd.register(sub)
+    serve_cmd.register(sub)
+    run_cmd.register(sub)
     verify_cmd.register(sub)
     conformance_cmd.register(sub)
-    demo = sub.add_parser("demo", help="run the end-to-end demo in this terminal")
-    demo.set_defaults(func=_demo)
     return parser
 
 

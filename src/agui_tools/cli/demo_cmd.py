@@ -1,0 +1,77 @@
+"""``agui-tools demo`` — the whole tool-call loop, offline, in this terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HELP = """\
+Start the scripted demo agent on a free loopback port and a terminal
+application against it, and walk the whole loop of the protocol's Tool Calls
+page: text streaming; an agent-side tool answered in-stream; parallel frontend
+calls answered together; a card whose arguments fill in; a call whose
+arguments fail the tool's schema (answered with an error the agent reacts to);
+a side-effectful call that asks for your consent (approve / decline / edit);
+and a tool the application never advertised (refused, and explained).
+
+Consent: asked on the terminal by default. --yes approves everything,
+--decline declines everything, --script FILE answers from a file, one line per
+prompt: "approve", "decline [reason]" or "edit {json}". With no flag and no
+terminal on stdin, answers are read from stdin the same way.
+
+Exit codes: 0 the demo ran to the end, 1 it stopped early, 2 bad usage.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="run the end-to-end demo: an agent proposes, this terminal disposes",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    answers = p.add_mutually_exclusive_group()
+    answers.add_argument("--yes", action="store_true", help="approve every consent prompt")
+    answers.add_argument("--decline", action="store_true", help="decline every consent prompt")
+    answers.add_argument("--script", metavar="FILE", help="answer consent prompts from FILE")
+    p.add_argument("--fast", action="store_true", help="stream without the human-pace pauses")
+    p.set_defaults(func=run)
+
+
+def _lines(source: Any) -> Iterator[str]:
+    for line in source:
+        if line.strip() and not line.lstrip().startswith("#"):
+            yield line
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..demo.app import run_demo, scripted
+    from ..session import Approval
+
+    decide = None
+    if args.yes:
+        decide = lambda call: Approval.approve()  # noqa: E731
+    elif args.decline:
+        decide = lambda call: Approval.decline("declined with --decline")  # noqa: E731
+    elif args.script:
+        try:
+            text = Path(args.script).read_text()
+        except OSError as exc:
+            print(
+                f"agui-tools demo: cannot read --script {args.script}: {exc.strerror}",
+                file=sys.stderr,
+            )
+            return 2
+        decide = scripted(_lines(text.splitlines()))
+    elif not sys.stdin.isatty():
+        decide = scripted(_lines(sys.stdin))
+    try:
+        _, result = asyncio.run(run_demo(decide=decide, fast=args.fast))
+    except KeyboardInterrupt:
+        print("\ndemo interrupted", file=sys.stderr)
+        return 1
+    return 0 if result.status == "success" else 1

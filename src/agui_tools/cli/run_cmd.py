@@ -1,0 +1,136 @@
+"""``agui-tools run URL PROMPT`` — drive any AG-UI agent from this terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = """\
+Send PROMPT to the AG-UI agent at URL and carry the conversation until the
+agent leaves nothing pending, with the same terminal UI as the demo: streamed
+text, tool-call cards with argument previews, consent prompts for
+side-effectful calls, a summary of the thread.
+
+--tools MODULE loads the frontend tools you offer the agent from a Python
+module importable from the current directory: either a function
+register(session) that registers them (session.tool(...) — see
+docs/transport.md), or a list TOOLS of typed, documented functions (read-only)
+— a (function, {"side_effects": True}) pair marks one as side-effectful.
+
+Consent is asked on the terminal; --yes, --decline or --script FILE answer it
+non-interactively (see `agui-tools demo --help` for the script format).
+
+Exit codes: 0 the agent finished with nothing pending, 1 the run ended in an
+error, was cancelled, truncated or rejected, 2 bad usage or an unreachable
+agent.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="drive an AG-UI agent at URL with PROMPT, with local frontend tools",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("url", metavar="URL")
+    p.add_argument("prompt", metavar="PROMPT")
+    p.add_argument("--tools", metavar="MODULE", help="offer the frontend tools this module defines")
+    answers = p.add_mutually_exclusive_group()
+    answers.add_argument("--yes", action="store_true", help="approve every consent prompt")
+    answers.add_argument("--decline", action="store_true", help="decline every consent prompt")
+    answers.add_argument("--script", metavar="FILE", help="answer consent prompts from FILE")
+    p.add_argument("--timeout", type=float, default=60.0, help="handler timeout in seconds")
+    p.set_defaults(func=run)
+
+
+def load_tools(session: Any, module_name: str) -> None:
+    from ..session import tool_spec_from_function
+
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    module = importlib.import_module(module_name)
+    if callable(getattr(module, "register", None)):
+        module.register(session)
+        return
+    tools = getattr(module, "TOOLS", None)
+    if not isinstance(tools, (list, tuple)):
+        raise ValueError(f"{module_name!r} defines neither register(session) nor a TOOLS list")
+    for entry in tools:
+        fn, options = entry if isinstance(entry, tuple) else (entry, {})
+        spec, handler = tool_spec_from_function(fn, **options)
+        session.add_tool(spec, handler)
+
+
+def run(args: argparse.Namespace) -> int:
+    import httpx
+    from rich.console import Console
+
+    from ..client import AgentClient, TransportError
+    from ..demo.app import scripted
+    from ..dispose import PendingCall
+    from ..errors import AguiError, ProtocolViolation
+    from ..session import Approval, Session
+    from ..terminal import TerminalUI
+
+    console = Console(highlight=False)
+    ui = TerminalUI(console)
+    decide: Any = None
+    if args.yes:
+        decide = lambda call: Approval.approve()  # noqa: E731
+    elif args.decline:
+        decide = lambda call: Approval.decline("declined with --decline")  # noqa: E731
+    elif args.script:
+        try:
+            decide = scripted(iter(Path(args.script).read_text().splitlines()))
+        except OSError as exc:
+            print(
+                f"agui-tools run: cannot read --script {args.script}: {exc.strerror}",
+                file=sys.stderr,
+            )
+            return 2
+
+    def ask(call: PendingCall) -> Approval:
+        if decide is None:
+            return ui.ask(call)
+        ui.show_consent(call)
+        answer: Approval = decide(call)
+        return answer
+
+    session = Session(AgentClient(args.url), ask=ask, timeout=args.timeout)
+    if args.tools:
+        try:
+            load_tools(session, args.tools)
+        except (ImportError, ValueError, AguiError) as exc:
+            print(f"agui-tools run: cannot load --tools {args.tools}: {exc}", file=sys.stderr)
+            return 2
+
+    async def main() -> Any:
+        try:
+            return await session.send(args.prompt, on_update=ui.on_update)
+        finally:
+            await session.client.aclose()
+
+    try:
+        result = asyncio.run(main())
+    except TransportError as exc:
+        print(f"agui-tools run: {exc}", file=sys.stderr)
+        return 2
+    except httpx.HTTPError as exc:
+        print(f"agui-tools run: cannot reach {args.url}: {exc}", file=sys.stderr)
+        return 2
+    except ProtocolViolation as exc:
+        ui.finish_run()
+        print(f"agui-tools run: the agent's stream was rejected: {exc}", file=sys.stderr)
+        return 1
+    ui.finish_run()
+    if session.conversation is not None:
+        ui.summary(session.conversation.messages)
+    if result.status != "success":
+        print(f"agui-tools run: the run ended {result.status}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""The offline demo: a scripted agent and a terminal application, on loopback."""
