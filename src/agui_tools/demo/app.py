@@ -7,13 +7,8 @@ whole loop, prints the thread, and stops the server — offline, in one call.
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import Callable, Iterator
-from contextlib import asynccontextmanager
-from typing import Any
 
-import uvicorn
 from rich.console import Console
 from rich.rule import Rule
 
@@ -23,39 +18,15 @@ from ..dispose import PendingCall
 from ..server import agent_app
 from ..session import Approval, Session
 from ..terminal import TerminalUI
+from ..testing import serving
 from .agent import demo_agent
 from .tools import register
 
-__all__ = ["PROMPT", "Decider", "run_demo", "scripted", "serving"]
+__all__ = ["PROMPT", "Decider", "run_demo", "scripted"]
 
 PROMPT = "Order two widgets for me."
 
 Decider = Callable[[PendingCall], Approval]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@asynccontextmanager
-async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> Any:
-    """Serve ``app`` with uvicorn in this event loop; yield its base URL."""
-    config = uvicorn.Config(
-        app, host=host, port=port or _free_port(), log_level="warning", lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()  # raises why it could not start
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://{host}:{config.port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 def scripted(answers: Iterator[str]) -> Decider:

@@ -1,0 +1,44 @@
+"""Running an agent in-process for tests, demos and examples.
+
+``serving(app)`` starts a real uvicorn server for an ASGI app on a free
+loopback port inside the current event loop and yields its base URL — real
+HTTP, real SSE, no subprocess — and stops it on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
+
+__all__ = ["free_port", "serving"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@asynccontextmanager
+async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn in this event loop; yield ``http://host:port``."""
+    config = uvicorn.Config(
+        app, host=host, port=port or free_port(host), log_level="warning", lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # raises why it could not start
+            raise RuntimeError("uvicorn stopped before it started")
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://{host}:{config.port}"
+    finally:
+        server.should_exit = True
+        await task
