@@ -11,7 +11,12 @@ Groups (``--only`` runs one):
 * ``pipeline`` — the consumer pipeline vs the official TypeScript client (in
   Node, ``interop/``) and ``ag-ui-validate``, plus a profile of our bytes path;
 * ``reducer`` — the ``Thread`` reducer vs the official ``defaultApplyEvents``
-  on threads of 10, 100 and 1,000 runs.
+  on threads of 10, 100 and 1,000 runs;
+* ``arguments`` — argument previews stay linear (1 MB in 10-byte deltas,
+  previewed after every delta) vs naive re-parsing, and schema validation with
+  jsonschema-rs vs jsonschema;
+* ``transport`` — one server process to one client vs the official
+  quickstart's FastAPI endpoint, and memory with 1,000 idle streams.
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -24,12 +29,14 @@ import platform
 import sys
 import time
 
+from . import arguments as arguments_bench
 from . import codec, corpus, peers
 from . import pipeline as pipeline_bench
 from . import reducer as reducer_bench
+from . import transport as transport_bench
 from .harness import table
 
-GROUPS = ("codec", "pipeline", "reducer")
+GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +79,20 @@ def main(argv: list[str] | None = None) -> int:
         print(pipeline_bench.profile_summary(events))
     if "reducer" in groups:
         print(reducer_bench.report(reducer_bench.results(args.peer_budget)))
+    if "arguments" in groups:
+        print(
+            table(
+                "Argument previews, baseline: our throttled preview",
+                arguments_bench.preview_results(),
+            )
+        )
+        print(
+            table(
+                "Argument validation, baseline: jsonschema-rs", arguments_bench.validation_results()
+            )
+        )
+    if "transport" in groups:
+        print(transport_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

@@ -1,0 +1,212 @@
+"""Transport benchmark: one server process, one client, side by side with the
+official quickstart's FastAPI endpoint.
+
+* throughput — events/s one client receives from one server process streaming a
+  long run (text deltas, then tool-call argument deltas), counted by the same
+  client (httpx + our SSE reader) for every server;
+* memory — the server process's resident set growth with 1,000 concurrent
+  idle streams (each run has started and is waiting), per stream.
+
+Each server runs as its own process (``bench/servers.py``), started fresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from agui_tools.framing import SSEReader
+from agui_tools.testing import free_port
+
+from .harness import Result
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVERS = {
+    "agui-tools agent_app + Run API (verification on, the default)": "ours",
+    "agui-tools agent_app + Run API (verification off)": "ours-noverify",
+    "official quickstart: FastAPI + EventEncoder in a StreamingResponse": "official",
+}
+BASELINE = "official quickstart: FastAPI + EventEncoder in a StreamingResponse"
+
+
+class Server:
+    def __init__(self, kind: str) -> None:
+        self.port = free_port()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.servers", kind, str(self.port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.url = f"http://127.0.0.1:{self.port}/agent"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(self.url, timeout=1)
+                return
+            except httpx.TransportError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"server {kind} did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
+                    ) from None
+                time.sleep(0.05)
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _body(run: str, props: dict[str, Any]) -> bytes:
+    return orjson.dumps(
+        {
+            "threadId": "bench",
+            "runId": run,
+            "messages": [],
+            "forwardedProps": props,
+            "protocolVersion": "1.1",
+        }
+    )
+
+
+async def _consume(client: httpx.AsyncClient, url: str, n: int, run: str) -> int:
+    reader = SSEReader()
+    frames = 0
+    async with client.stream(
+        "POST",
+        url,
+        content=_body(run, {"mode": "burst", "n": n}),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+    ) as r:
+        r.raise_for_status()
+        async for chunk in r.aiter_raw():
+            frames += len(reader.feed(chunk))
+    return frames
+
+
+def throughput(n: int = 25_000, repeats: int = 3) -> list[Result]:
+    results = []
+    for name, kind in SERVERS.items():
+        server = Server(kind)
+        try:
+
+            async def run_all() -> tuple[int, float]:
+                async with httpx.AsyncClient(timeout=120) as client:
+                    await _consume(client, server.url, 500, "warmup")
+                    best, frames = float("inf"), 0
+                    for i in range(repeats):
+                        t0 = time.perf_counter()
+                        frames = await _consume(client, server.url, n, f"r{i}")
+                        best = min(best, time.perf_counter() - t0)
+                    return frames, best
+
+            frames, seconds = asyncio.run(run_all())
+            results.append(Result(name, frames, seconds))
+        finally:
+            server.stop()
+    return results
+
+
+def idle_memory(streams: int = 1_000) -> list[tuple[str, float, float]]:
+    """(name, MiB growth, KiB per stream) for ``streams`` concurrent idle runs."""
+    out = []
+    for name, kind in SERVERS.items():
+        if kind == "ours-noverify":
+            continue
+        server = Server(kind)
+        try:
+
+            async def hold() -> int:
+                limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=0)
+                async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+                    before = server.rss_kib()
+                    opened = asyncio.Event()
+                    ready = 0
+                    release = asyncio.Event()
+
+                    async def one(i: int) -> None:
+                        nonlocal ready
+                        async with client.stream(
+                            "POST",
+                            server.url,
+                            content=_body(f"idle{i}", {"mode": "idle"}),
+                            headers={"Content-Type": "application/json"},
+                        ) as r:
+                            async for _ in r.aiter_raw():
+                                ready += 1
+                                if ready == streams:
+                                    opened.set()
+                                await release.wait()
+                                return
+
+                    tasks = [asyncio.create_task(one(i)) for i in range(streams)]
+                    await asyncio.wait_for(opened.wait(), 120)
+                    await asyncio.sleep(0.5)
+                    after = server.rss_kib()
+                    release.set()
+                    for t in tasks:
+                        t.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    return after - before
+
+            grown = asyncio.run(hold())
+            out.append((name, grown / 1024, grown / streams))
+        finally:
+            server.stop()
+    return out
+
+
+def report() -> str:
+    rows = throughput()
+    base = next(r for r in rows if r.name == BASELINE).rate
+    lines = [
+        "### Transport: one server process → one client (events/s received)",
+        "",
+        "| server | events/s | vs official quickstart |",
+        "|---|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r.name} | {r.rate:,.0f} | {r.rate / base:.2f}× |")
+    lines += [
+        "",
+        f"* one run of {rows[0].events:,} events (text deltas, then tool-call argument deltas), best of 3, "
+        "after a warm-up run; the same client (httpx + agui-tools SSEReader, counting frames) reads every server.",
+        "",
+    ]
+    mem = idle_memory()
+    lines += [
+        "### Transport: memory with 1,000 concurrent idle streams (server RSS growth)",
+        "",
+        "| server | MiB | KiB per stream |",
+        "|---|---:|---:|",
+    ]
+    for name, mib, per in mem:
+        lines.append(f"| {name} | {mib:.1f} | {per:.1f} |")
+    lines += [
+        "",
+        "* each stream's run has started and waits; RSS read from /proc before and after all 1,000 are open.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())
