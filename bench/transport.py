@@ -108,7 +108,7 @@ def throughput(n: int = 25_000, repeats: int = 3) -> list[Result]:
         server = Server(kind)
         try:
 
-            async def run_all() -> tuple[int, float]:
+            async def run_all(server: Server = server) -> tuple[int, float]:
                 async with httpx.AsyncClient(timeout=120) as client:
                     await _consume(client, server.url, 500, "warmup")
                     best, frames = float("inf"), 0
@@ -134,7 +134,7 @@ def idle_memory(streams: int = 1_000) -> list[tuple[str, float, float]]:
         server = Server(kind)
         try:
 
-            async def hold() -> int:
+            async def hold(server: Server = server) -> int:
                 limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=0)
                 async with httpx.AsyncClient(timeout=120, limits=limits) as client:
                     before = server.rss_kib()
