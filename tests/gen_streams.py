@@ -222,7 +222,8 @@ class _Builder:
 
     def _reset_run(self) -> None:
         self.spans: dict[str, _Span] = {}
-        self.steps: set[tuple[str | None, str]] = set()
+        # a dict, not a set: iteration order must not depend on hash seeds (reproducible draws)
+        self.steps: dict[tuple[str | None, str], None] = {}
         self.subs: list[str] = []
         self.unannounced: str | None = None
         self.started: list[str] = []
@@ -497,13 +498,13 @@ class _Builder:
         if not options:
             return False
         owner, name = self.pick(options)
-        self.steps.add((owner, name))
+        self.steps[(owner, name)] = None
         ev = self.tagged({"type": "STEP_STARTED", "stepName": name}, owner)
         self.both(ev, Note("step_start", self.run, ident=name, owner=owner))
         return True
 
     def step_end(self, key: tuple[str | None, str]) -> None:
-        self.steps.discard(key)
+        self.steps.pop(key, None)
         ev = self.tagged({"type": "STEP_FINISHED", "stepName": key[1]}, key[0])
         self.both(ev, Note("step_end", self.run, ident=key[1], owner=key[0]))
 

@@ -334,3 +334,32 @@ def test_subagent_state_updates_the_runs_state() -> None:
         ]
     )
     assert t.state == {"plan": ["step"]}
+
+
+def test_deltas_after_a_snapshot_restated_the_open_message_keep_appending() -> None:
+    """Found by differential testing against the official client (STREAM-5, STATE-1)."""
+    t = fold(
+        [
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hel"},
+            {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": [{"id": "m1", "role": "assistant", "content": "Hel"}],
+            },
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "lo"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        ]
+    )
+    assert t.messages == [{"id": "m1", "role": "assistant", "content": "Hello"}]
+    assert t.warnings == []
+
+
+def test_a_delta_for_a_message_a_snapshot_dropped_is_warned_about() -> None:
+    t = fold(
+        [
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+            {"type": "MESSAGES_SNAPSHOT", "messages": []},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "lost"},
+        ]
+    )
+    assert t.messages == [] and [w.rule for w in t.warnings] == ["STATE-1"]

@@ -337,8 +337,23 @@ class Thread:
 
     def _text_content(self, ev: Event, index: int | None) -> None:
         record = self._by_id.get(ev["messageId"])
-        if record is None or record.parts is None:
-            return  # unverified input only: the verifier rejects orphans
+        if record is None or record.role == "activity":
+            # the message is gone (a snapshot dropped it) or the id names an activity:
+            # the delta has nowhere to land, and that is said, not swallowed
+            self._warn(
+                "STATE-1",
+                f"{ev['type']} for message {ev['messageId']!r}, which the thread no longer holds "
+                "as a text message (a MESSAGES_SNAPSHOT replaced the set); the delta was dropped.",
+                index,
+                ev,
+            )
+            return
+        if record.parts is None:
+            # a message restated whole (a snapshot) while it was still streaming:
+            # later deltas keep appending to it (STREAM-5)
+            text = record.content if isinstance(record.content, str) else ""
+            record.parts = [text] if text else []
+            record.content = None
         record.parts.append(ev["delta"])
         if "metadata" in ev:
             _merge(record, ev)
