@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
 
-from agui_tools.errors import InputRejected, UsageError
+from agui_tools.enforce import Enforcer
+from agui_tools.errors import InputRejected, ProtocolViolation, UsageError
+from agui_tools.expand import CHUNK_TYPES, Expander
 from agui_tools.pipeline import ConsumerPipeline, StreamResult
 from agui_tools.producer import (
     ContinuationRejected,
@@ -27,7 +30,11 @@ from agui_tools.producer import (
     collect,
     drive,
 )
+from agui_tools.verify import Verifier
 from agui_tools.version import PROTOCOL_VERSION
+
+from . import conformance
+from .gen_streams import GeneratedStream, streams
 
 Event = dict[str, Any]
 
@@ -364,6 +371,182 @@ def test_a_chunked_tool_call_inside_an_explicit_message() -> None:
             await m.delta(" Done.")  # the call's block ended: its stream may close
 
     judge(run_agent(agent))
+
+
+# The emitter asks its own Expander — the consumer's — which lanes an event closes
+# (``Expander.closures``). The three tests below are cases an earlier hand-written
+# copy of the closing rules got wrong: it filed every untagged event under the
+# parent agent and let any event naming a stream's id end it.
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_an_untagged_call_on_a_subagents_live_chunked_message_is_refused(verify: bool) -> None:
+    em, events = emitter(verify=verify)
+    events += em.subagent_start("s1", "helper")
+    events += em.text_start("m1", owner="s1", chunked=True)
+    events += em.text_content("m1", "Let me ")
+    with pytest.raises(UsageError) as err:
+        # untagged, but its message is s1's: a consumer files it in s1's lane (SUB-12)
+        # and would end m1's stream there — splitting the message in two
+        em.tool_start("c1", "f", parent_message_id="m1")
+    assert err.value.rule == "CHUNK-11"
+    assert "subagent 's1'" in str(err.value)
+    # the refusal changed nothing: no call was made, the message goes on
+    assert not em.is_open("tool", "c1") and em.call_name("c1") is None
+    assert em.pending_tool_call_ids == []
+    events += em.text_content("m1", "look.")
+    events += em.text_end("m1")
+    events += em.tool_start("c1", "f", parent_message_id="m1")  # m1's block ended: fine now
+    events += em.tool_end("c1")
+    events += em.subagent_finish("s1")
+    events += em.finish()
+    pipe = ConsumerPipeline(run_input=INPUT, strict=True)
+    delivered = [e for ev in events for e in pipe.feed(ev)]
+    assert types(delivered).count("TEXT_MESSAGE_START") == 1  # one message, not two halves
+    judge(events)
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_an_untagged_close_of_an_ended_subagents_call_leaves_the_parents_chunk_stream(
+    verify: bool,
+) -> None:
+    em, events = emitter(verify=verify)
+    events += em.subagent_start("s1", "helper")
+    events += em.tool_start("c1", "f", owner="s1")
+    events += em.tool_args("c1", '{"a":')
+    em.abandon("tool", "c1")
+    events += em.subagent_error("s1", "failed")
+    events += em.text_start("m1", chunked=True)
+    events += em.text_content("m1", "Half ")
+    # s1 has ended, so the END is untagged (SUB-10); a consumer files it in the lane of
+    # c1's opener, s1 — not the parent's, where m1 is still being written
+    events += em.tool_end("c1")
+    assert events[-1] == {"type": "TOOL_CALL_END", "toolCallId": "c1"}
+    events += em.text_content("m1", "and half.")
+    events += em.text_end("m1")
+    events += em.finish()
+    judge(events)
+
+
+def test_a_span_does_not_end_another_lanes_chunk_stream_by_sharing_its_id() -> None:
+    em, events = emitter()
+    events += em.subagent_start("s1", "helper")
+    events += em.text_start("x", owner="s1", chunked=True)
+    events += em.text_content("x", "Half ")
+    events += em.reasoning_start("x")  # a span's id is not a message id: s1's stream goes on
+    events += em.text_content("x", "and half.")
+    events += em.text_end("x")
+    events += em.reasoning_end("x")
+    events += em.subagent_finish("s1")
+    events += em.finish()
+    judge(events)
+
+
+def test_naming_a_live_chunked_item_in_the_other_spelling_is_refused_as_mixing_them() -> None:
+    em, _ = emitter()
+    em.text_start("m1", chunked=True)
+    em.text_content("m1", "Hal")
+    # no public method sends this (text_end closes a chunked item silently): the rule
+    # is reached through the emitter's single way out
+    with pytest.raises(UsageError) as err:
+        em._send({"type": "TEXT_MESSAGE_END", "messageId": "m1"})
+    assert err.value.rule == "CHUNK-3"
+    assert "names it explicitly" in str(err.value)
+    assert em.is_open("text", "m1")
+    assert types(em.text_content("m1", "f")) == ["TEXT_MESSAGE_CHUNK"]
+
+
+def closures_agree(events: list[Any], run_input: Mapping[str, Any] | None = None) -> int:
+    """``Expander.closures(ev)`` names exactly the lanes ``feed(ev)`` then closes, in
+    order, and asking changes nothing. Returns how many streams were closed.
+
+    Fed like the consumer pipeline feeds it (enforced events; the verifier answers
+    ``owner_of``); stops quietly where the stream is refused.
+    """
+    ends = {
+        "TEXT_MESSAGE_END": "text",
+        "TOOL_CALL_END": "tool",
+        "REASONING_MESSAGE_END": "reasoning",
+    }
+    enforce = Enforcer().event
+    verifier = Verifier(history=(run_input or {}).get("messages") or ())
+    expander = Expander(owner_of=verifier.owner_of)
+    closed = 0
+    for raw in events:
+        try:
+            ev, _ = enforce(raw)
+        except ProtocolViolation:
+            return closed
+        if ev is None:
+            continue
+        before = list(expander.open_lanes.items())
+        lanes = expander.closures(ev)
+        assert list(expander.open_lanes.items()) == before, "closures() changed the lanes"
+        expected = [(*expander.stream_in(lane), lane) for lane in lanes]  # type: ignore[misc]
+        try:
+            out = expander.feed(ev)
+        except ProtocolViolation:
+            return closed
+        synthesized = (
+            [e for e in out if e["type"] in ends] if ev["type"] in CHUNK_TYPES else out[:-1]
+        )
+        got = [
+            (ends[e["type"]], e.get("messageId", e.get("toolCallId")), e.get("subagentRunId"))
+            for e in synthesized
+        ]
+        assert got == expected, (ev, got, expected)
+        closed += len(got)
+        try:
+            for e in out:
+                verifier.feed(e)
+        except ProtocolViolation:
+            return closed
+    return closed
+
+
+@pytest.mark.timeout(900)  # passing takes seconds; shrinking a failure can take minutes
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(streams())
+def test_the_lanes_closures_names_are_the_lanes_feed_closes(stream: GeneratedStream) -> None:
+    closures_agree(stream.chunked)
+
+
+@pytest.mark.parametrize("name", conformance.names())
+def test_closures_agree_with_feed_on_the_conformance_streams(name: str) -> None:
+    fixture = conformance.load(name)
+    closures_agree(fixture["stream"], fixture.get("input"))
+
+
+def test_closures_agree_with_feed_on_untagged_continuations() -> None:
+    """The routes the generated streams do not take: untagged continuations (SUB-10),
+    an untagged call on a subagent's message (SUB-12), ids shared across namespaces."""
+    streams_: list[list[Event]] = []
+    for verify in (True, False):
+        em, events = emitter(verify=verify)
+        events += em.subagent_start("s1", "helper")
+        events += em.text_start("m1", owner="s1", chunked=True)
+        events += em.text_content("m1", "a")
+        events += em.reasoning_start("m1")  # the parent's span, sharing s1's message id
+        events += em.text_start("p1", chunked=True)
+        events += em.text_content("p1", "b")
+        events += em.text_end("m1")
+        events += em.tool_start("c1", "f", parent_message_id="m1")  # closes s1's lane
+        events += em.tool_args("c1", "{}")  # untagged, s1's
+        events += em.tool_end("c1")
+        events += em.text_end("p1")
+        events += em.reasoning_end("m1")  # closes p1's ended stream
+        events += em.tool_start("c2", "g", owner="s1", chunked=True)
+        events += em.tool_end("c2")
+        events += em.tool_result("c2", "ok", message_id="r2", owner="s1")  # names c2's stream
+        events += em.subagent_finish("s1")
+        events += em.finish()
+        judge(events)
+        streams_.append(events)
+    assert [closures_agree(events, INPUT) for events in streams_] == [3, 3]
 
 
 # -- reasoning, steps, standalone events -----------------------------------------------
@@ -816,3 +999,35 @@ def test_continuation_with_a_tool_message_answering_nothing_is_rejected() -> Non
     assert err.value.rule == "EVT-9"
     assert err.value.to_json()["toolCallIds"] == ["zz"]
     assert err.value.to_json()["path"] == "/messages/0/toolCallId"
+
+
+# -- the layout ------------------------------------------------------------------------------
+
+
+def test_the_producer_side_is_one_import_with_each_name_in_the_module_of_its_job() -> None:
+    import agui_tools
+    from agui_tools import channel, continuation, emitter, producer, run
+    from agui_tools import drive as drive_module
+
+    homes = {
+        channel: ["EventChannel"],
+        continuation: ["ContinuationRejected", "check_continuation"],
+        drive_module: ["Agent", "collect", "drive"],
+        emitter: ["Emitter"],
+        run: [
+            "MessageHandle",
+            "ReasoningHandle",
+            "Run",
+            "RunCancelled",
+            "RunInterrupted",
+            "RunStop",
+            "ToolCallHandle",
+            "new_id",
+        ],
+    }
+    assert sorted(n for names in homes.values() for n in names) == sorted(producer.__all__)
+    for module, names in homes.items():
+        for name in names:
+            assert getattr(producer, name) is getattr(module, name), name
+    for name in ("Run", "Emitter", "RunCancelled", "RunInterrupted", "collect"):
+        assert getattr(agui_tools, name) is getattr(producer, name), name

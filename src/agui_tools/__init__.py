@@ -45,10 +45,12 @@ if TYPE_CHECKING:
     from .consent import ConsentPolicy, Verdict
     from .conversation import CallUpdate, Conversation, RunResult, TextDelta
     from .dispose import Answer, CallStatus, PendingCall
+    from .drive import collect
+    from .emitter import Emitter
     from .journal import MemoryJournal, SQLiteJournal
     from .pipeline import ConsumerPipeline, StreamResult
-    from .producer import Emitter, Run, RunCancelled, RunInterrupted, collect
     from .reduce import Thread
+    from .run import Run, RunCancelled, RunInterrupted
     from .server import AgentEndpoint, agent_app
     from .session import Approval, Session
     from .tools import ToolSpec
@@ -77,11 +79,11 @@ _LAZY = {
     "TransportError": "client",
     "Session": "session",
     "Approval": "session",
-    "Run": "producer",
-    "Emitter": "producer",
-    "RunCancelled": "producer",
-    "RunInterrupted": "producer",
-    "collect": "producer",
+    "Run": "run",
+    "Emitter": "emitter",
+    "RunCancelled": "run",
+    "RunInterrupted": "run",
+    "collect": "drive",
     "agent_app": "server",
     "AgentEndpoint": "server",
 }

@@ -14,9 +14,10 @@ stream. The stream closes (its ``*_END`` is synthesized, never sent) when
   lane — except ``RAW``, ``ACTIVITY_SNAPSHOT``, ``ACTIVITY_DELTA`` and
   ``REASONING_ENCRYPTED_VALUE``, which stand aside, and ``SUBAGENT_STARTED``,
   which opens a new lane;
-* an explicit event names the identifier the stream is assembling (mixing the
+* an explicit event of the stream's family (text, tool call, reasoning
+  message) names the identifier the stream is assembling (mixing the
   spellings ends the shorthand; what follows is judged by the triad rules,
-  CHUNK-3);
+  CHUNK-3) — a reasoning *span*'s id is another namespace;
 * a run-level event arrives (``RUN_STARTED``, ``RUN_FINISHED``, ``RUN_ERROR``,
   ``MESSAGES_SNAPSHOT``): every lane closes;
 * the subagent owning the lane terminates (CHUNK-14).
@@ -33,6 +34,12 @@ deltas, opener fields, ``metadata``, ``rawEvent`` and attribution — never the
 chunk's ``timestamp``. A continuation chunk with metadata and no delta still
 reaches its item, as a content event with an empty delta (the schema allows
 empty deltas, TEXT-9, TOOL-4).
+
+The closing rules above are one method, :meth:`Expander.closures`: which lanes
+an event would close, asked without closing them. :meth:`Expander.feed` closes
+exactly those, and a producer asks the same question before it emits (the
+emitter refuses an event that would close a chunk stream its agent is still
+writing), so both sides judge lanes by one set of rules.
 """
 
 from __future__ import annotations
@@ -85,8 +92,9 @@ STAND_ASIDE: Final = frozenset(
     {"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED"}
 )
 SUBAGENT_TERMINAL: Final = frozenset({"SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
-# the streamed-item family of each explicit event (spans, steps and state have none)
-_FAMILY: Final = {
+# the streamed-item family of each explicit event (spans, steps and state have none):
+# only an event of a stream's own family ends it by naming its identifier
+FAMILY: Final = {
     **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), "text"),
     **dict.fromkeys(
         ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"), "tool"
@@ -97,6 +105,15 @@ _FAMILY: Final = {
     ),
 }
 _CARRIED: Final = ("metadata", "rawEvent", "subagentRunId")
+
+
+def _missing_opener(chunk: Event, kind: str, id_field: str) -> str | None:
+    """What a chunk lacks to open an item (CHUNK-4, CHUNK-5, CHUNK-6), or ``None``."""
+    if chunk.get(id_field) is None:
+        return id_field
+    if kind == "tool" and chunk.get("toolCallName") is None:
+        return "toolCallName"
+    return None
 
 
 class _Stream:
@@ -139,6 +156,12 @@ class Expander:
     ``feed(event, index)`` returns the events to deliver, in order: any
     synthesized ends first, then the event itself or its expansion. Raises
     :class:`ProtocolViolation` on a malformed chunk sequence.
+
+    ``closures(event)`` asks, without changing anything, which lanes ``feed``
+    would close for ``event``; ``stream_in(lane)`` names the stream a lane
+    holds. ``owner_of(kind, id)`` — the verifier's — places untagged
+    continuations in their opener's lane (SUB-10, SUB-12); without it they
+    are the parent agent's.
     """
 
     def __init__(
@@ -161,6 +184,28 @@ class Expander:
         no chunk stream is open, so a non-chunk event passes through unchanged."""
         return self._lanes
 
+    def stream_in(self, lane: str | None) -> tuple[str, str] | None:
+        """The chunk stream ``lane`` holds, as ``(kind, item id)`` — kind ``text``,
+        ``tool`` or ``reasoning`` — or ``None`` when the lane holds none."""
+        stream = self._lanes.get(lane)
+        return None if stream is None else (stream.kind, stream.item_id)
+
+    def closures(self, event: Event) -> list[str | None]:
+        """The lanes whose open chunk stream ``event`` would close, in the order
+        :meth:`feed` closes them — asked without closing anything.
+
+        For a chunk: the lane it would close by opening a different item there
+        (a continuation closes nothing). Never raises on an event of the
+        schema's shape: a chunk :meth:`feed` would refuse (SUB-11, CHUNK-4..6,
+        CHUNK-12) closes nothing, and refusing it is ``feed``'s job.
+        """
+        if not self._lanes:
+            return []
+        kind = event["type"]
+        if kind in CHUNK_TYPES:
+            return self._opening_closes(event)
+        return self._closes(event, kind)
+
     def feed(self, event: Event, index: int | None = None) -> list[Event]:
         kind = event["type"]
         lanes = self._lanes
@@ -170,29 +215,48 @@ class Expander:
             return [event]
         if kind in CHUNK_TYPES:
             return self._chunk(event, index)
-        if kind in STAND_ASIDE:
-            return [event]
-        out: list[Event]
-        if kind in RUN_LEVEL:
-            out = self._close_all()
-            out.append(event)
-            return out
-        if kind in SUBAGENT_TERMINAL:
-            out = self._close_lane(event["subagentRunId"])
-            out.append(event)
-            return out
-        out = []
-        # an explicit event of a stream's own family naming the identifier it is
-        # assembling ends the shorthand (a reasoning *span* id is another namespace)
-        family = _FAMILY.get(kind)
-        if family is not None:
-            for lane, stream in list(lanes.items()):
-                if stream.kind == family and event.get(stream.id_field) == stream.item_id:
-                    out.append(self._end(lanes.pop(lane)))
-        # and any message/tool/step/state/custom/reasoning event closes its own lane
-        out += self._close_lane(self._lane_of(event, kind, family))
+        out: list[Event] = []
+        for lane in self._closes(event, kind):  # a loop, not a comprehension: no cells here
+            out.append(self._end(lanes.pop(lane)))
         out.append(event)
         return out
+
+    # -- closing -----------------------------------------------------------
+
+    def _closes(self, event: Event, kind: str) -> list[str | None]:
+        """The closing rules for an event that is not a chunk (see the module doc)."""
+        lanes = self._lanes
+        if kind in STAND_ASIDE:
+            return []
+        if kind in RUN_LEVEL:
+            return list(lanes)
+        if kind in SUBAGENT_TERMINAL:
+            owner = event["subagentRunId"]
+            return [owner] if owner in lanes else []
+        closed: list[str | None] = []
+        # an explicit event of a stream's own family naming the identifier it is
+        # assembling ends the shorthand (a reasoning *span* id is another namespace)
+        family = FAMILY.get(kind)
+        if family is not None:
+            for lane, stream in lanes.items():
+                if stream.kind == family and event.get(stream.id_field) == stream.item_id:
+                    closed.append(lane)
+        # and any message/tool/step/state/custom/reasoning event closes its own lane
+        own = self._lane_of(event, kind, family)
+        if own in lanes and own not in closed:
+            closed.append(own)
+        return closed
+
+    def _opening_closes(self, chunk: Event) -> list[str | None]:
+        """The lane a chunk would close by opening a new item there: its tag's."""
+        spec = _KINDS[chunk["type"]]
+        kind, id_field = spec[0], spec[1]
+        if _missing_opener(chunk, kind, id_field) is not None:
+            return []  # a continuation, or a first chunk feed() refuses (CHUNK-4..6)
+        if self._assembling(kind, chunk[id_field]) is not None:
+            return []  # it continues its item's open stream
+        lane = chunk.get("subagentRunId")
+        return [lane] if lane in self._lanes else []
 
     def _lane_of(self, event: Event, kind: str, family: str | None) -> str | None:
         """The owner whose lane an explicit event arrives in.
@@ -218,18 +282,11 @@ class Expander:
         found, owner = self._owner_of(family, ident)
         return owner if found else None
 
-    # -- closing -----------------------------------------------------------
-
     def _close_lane(self, lane: str | None) -> list[Event]:
         stream = self._lanes.pop(lane, None)
         if stream is None:
             return []
         return [self._end(stream)]
-
-    def _close_all(self) -> list[Event]:
-        out = [self._end(s) for s in self._lanes.values()]
-        self._lanes.clear()
-        return out
 
     @staticmethod
     def _end(stream: _Stream) -> Event:
@@ -255,11 +312,7 @@ class Expander:
         lanes = self._lanes
         stream: _Stream | None
         if item_id is not None:
-            stream = None
-            for candidate in lanes.values():
-                if candidate.item_id == item_id and candidate.kind == kind:
-                    stream = candidate
-                    break
+            stream = self._assembling(kind, item_id)
             if stream is not None and tag is not None and tag != stream.lane:
                 raise ProtocolViolation(
                     "SUB-11",
@@ -282,8 +335,8 @@ class Expander:
         out: list[Event] = []
         if stream is None:
             # a first chunk: it opens an item (after closing whatever its lane held)
-            if item_id is None or (kind == "tool" and chunk.get("toolCallName") is None):
-                missing = id_field if item_id is None else "toolCallName"
+            missing = _missing_opener(chunk, kind, id_field)
+            if missing is not None:
                 raise ProtocolViolation(
                     _FIRST_CHUNK_RULE[kind],
                     f"the first {chunk['type']} of an item must carry {missing}: no {kind} "
@@ -293,6 +346,7 @@ class Expander:
                     path=f"/{missing}",
                     event_type=chunk["type"],
                 )
+            assert item_id is not None  # _missing_opener checked it
             out += self._close_lane(lane)
             if lane not in lanes and len(lanes) >= self._max_lanes:
                 raise LimitExceeded(
@@ -325,6 +379,13 @@ class Expander:
         self._carry(chunk, content)
         out.append(content)
         return out
+
+    def _assembling(self, kind: str, item_id: str) -> _Stream | None:
+        """The open stream assembling ``item_id``, in whichever lane it is."""
+        for stream in self._lanes.values():
+            if stream.item_id == item_id and stream.kind == kind:
+                return stream
+        return None
 
     def _resolve(
         self, kind: str, chunk: Event, index: int | None

@@ -1,7 +1,8 @@
 """HTTP + Server-Sent Events, producer side: serve an agent at a POST endpoint.
 
-A thin adapter, in the h11 manner: :mod:`agui_tools.producer` decides every
-event; this module only moves bytes. It is a plain ASGI application wrapped in
+A thin adapter, in the h11 manner: the producer side (:mod:`agui_tools.drive`,
+:mod:`agui_tools.run`, :mod:`agui_tools.emitter`) decides every event; this
+module only moves bytes. It is a plain ASGI application wrapped in
 a :class:`~starlette.applications.Starlette` router, so FastAPI mounts it
 unchanged (``api.mount("/agent", agent_app(agent))`` serves ``POST /agent/``).
 
@@ -40,16 +41,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from .channel import EventChannel
 from .codec import decode_run_input, encode_json
+from .continuation import ContinuationRejected, check_continuation
+from .drive import Agent, drive
 from .errors import ProtocolViolation
 from .framing import sse_comment, sse_frame
-from .producer import (
-    Agent,
-    ContinuationRejected,
-    EventChannel,
-    check_continuation,
-    drive,
-)
 from .version import PROTOCOL_VERSION, parse_version
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "agent_app"]
@@ -92,7 +89,7 @@ class AgentEndpoint:
     Args:
         agent: ``async def agent(run: Run) -> None``.
         verify: judge every emitted event before it is sent (see
-            :class:`~agui_tools.producer.Emitter`). On by default — an agent
+            :class:`~agui_tools.emitter.Emitter`). On by default — an agent
             bug becomes ``RUN_ERROR`` naming the rule instead of a stream a
             consumer rejects; turn it off only for throughput you have measured.
         keepalive: seconds of agent silence before a ``: keep-alive`` comment
