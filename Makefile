@@ -4,9 +4,9 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# The official TypeScript client the benchmarks compare against (interop/):
-# installed from interop/package-lock.json; optional — without Node, the
-# TypeScript peers are reported as skipped.
+# The official TypeScript client the benchmarks and the interop tests use
+# (interop/): installed from interop/package-lock.json; optional — without Node,
+# the TypeScript peers are reported as skipped and the interop tests skip.
 NPM    ?= npm
 INTEROP_STAMP := interop/node_modules/.installed
 
@@ -18,7 +18,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $@
 
+# The interop tests drive the official TypeScript client: with Node present they
+# need interop/node_modules, installed (npm ci, from the lockfile) when missing or
+# older than package.json/package-lock.json; a failed install fails the target.
+# Without node/npm those tests skip, saying why.
 test: $(STAMP)
+	@if command -v node >/dev/null 2>&1 && command -v $(NPM) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(INTEROP_STAMP) \
+			|| { echo "error: npm ci --prefix interop failed (the interop tests need it)"; exit 1; }; \
+	else \
+		echo "node/npm not found: the TypeScript interop tests will be skipped"; \
+	fi
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
