@@ -18,17 +18,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $@
 
-# The interop tests drive the official TypeScript client: with Node present they
-# need interop/node_modules, installed (npm ci, from the lockfile) when missing or
-# older than package.json/package-lock.json; a failed install fails the target.
-# Without node/npm those tests skip, saying why.
+# The interop tests drive the official TypeScript client: scripts/interop_setup.sh
+# installs interop/node_modules from the lockfile (npm ci) when missing or stale —
+# a failed install fails the target — and, as root on a bare machine with apt-get,
+# installs Node itself first. Without Node those tests skip, saying why.
 test: $(STAMP)
-	@if command -v node >/dev/null 2>&1 && command -v $(NPM) >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory $(INTEROP_STAMP) \
-			|| { echo "error: npm ci --prefix interop failed (the interop tests need it)"; exit 1; }; \
-	else \
-		echo "node/npm not found: the TypeScript interop tests will be skipped"; \
-	fi
+	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
@@ -44,15 +39,10 @@ $(INTEROP_STAMP): interop/package.json interop/package-lock.json
 	$(NPM) ci --prefix interop --no-audit --no-fund
 	@touch $@
 
-# Node peers are installed when Node is present; a failed install is reported
-# and the benchmark still runs (its TypeScript rows then say "peer skipped").
+# The same set-up; a failed install is reported and the benchmark still runs
+# (its TypeScript rows then say "peer skipped").
 bench: $(STAMP)
-	@if command -v node >/dev/null 2>&1 && command -v $(NPM) >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory $(INTEROP_STAMP) \
-			|| echo "warning: npm ci --prefix interop failed; the TypeScript peers will be skipped"; \
-	else \
-		echo "node/npm not found: the TypeScript peers will be skipped"; \
-	fi
+	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh bench
 	$(BIN)/python -m bench
 
 demo: $(STAMP)
