@@ -109,3 +109,30 @@ def test_summary_of_a_thread() -> None:
     )
     text = out.getvalue()
     assert "\x1b" not in text and "hi \\x1b[5m" in text and "f({})" in text and "boom" in text
+
+
+def test_summary_states_a_failed_answers_error_once() -> None:
+    """A failed answer whose content already restates the error shows it once;
+    an error the content does not mention is still shown."""
+    con, out = console()
+    TerminalUI(con, live=False).summary(
+        [
+            {
+                "id": "t1",
+                "role": "tool",
+                "toolCallId": "c1",
+                "content": "Error: boom",
+                "error": "boom",
+            },
+            {
+                "id": "t2",
+                "role": "tool",
+                "toolCallId": "c2",
+                "content": "partial",
+                "error": "timeout",
+            },
+        ]
+    )
+    text = out.getvalue()
+    assert text.count("boom") == 1
+    assert "partial" in text and "(error: timeout)" in text

@@ -260,8 +260,9 @@ class TerminalUI:
             elif role == "tool":
                 content = msg.get("content")
                 text = content if isinstance(content, str) else orjson.dumps(content).decode()
-                if msg.get("error"):
-                    text += f"\n(error: {msg['error']})"
+                error = msg.get("error")
+                if error and str(error) not in text:  # a failed answer's content often restates it
+                    text += f"\n(error: {error})"
             else:
                 content = msg.get("content")
                 text = content if isinstance(content, str) else orjson.dumps(content).decode()
