@@ -45,7 +45,10 @@ def app_for(script: Script) -> Starlette:
     async def endpoint(request: Request) -> Response:
         body = await request.body()
         script.requests.append({"headers": dict(request.headers), "body": body})
-        if script.content_type != "text/event-stream" or script.status != 200:
+        streamed = script.hang_after or (
+            script.content_type == "text/event-stream" and script.status == 200
+        )
+        if not streamed:
             return Response(
                 b"".join(script.chunks), status_code=script.status, media_type=script.content_type
             )
@@ -58,7 +61,7 @@ def app_for(script: Script) -> Starlette:
             if script.hang_after:
                 await asyncio.sleep(3600)
 
-        return StreamingResponse(gen(), media_type="text/event-stream")
+        return StreamingResponse(gen(), status_code=script.status, media_type=script.content_type)
 
     return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
 

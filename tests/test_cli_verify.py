@@ -178,3 +178,92 @@ def test_stdin_in_process(
     stdin = io.TextIOWrapper(io.BytesIO(json.dumps(BAD).encode()))
     monkeypatch.setattr("sys.stdin", stdin)
     assert main(["verify", "-"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"", "no event found"),
+        (b"\x00\x01\x02\xff\xfe binary", "not UTF-8 text (byte 3)"),
+        (b'{"type":"RUN_STARTED","threadId":"t\xff","runId":"r"}\n', "not UTF-8 text"),
+        (b"hello, not a stream\n", "no event found"),
+    ],
+    ids=["empty", "binary", "ndjson-not-utf8", "prose"],
+)
+def test_an_unreadable_capture_is_usage_error_not_a_completed_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, why: str
+) -> None:
+    path = tmp_path / "capture"
+    path.write_bytes(content)
+    assert main(["verify", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert "is not a readable capture: [TRANS-4] capture:" in captured.err and why in captured.err
+    assert "completed" not in captured.out
+
+
+def test_a_capture_of_keepalives_only_is_a_readable_empty_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "quiet.sse"
+    path.write_bytes(b": keep-alive\n\n: keep-alive\n\n")
+    assert main(["verify", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == [
+        {"threadId": None, "runId": None, "status": "truncated", "pending": []}
+    ]
+
+
+def test_a_malformed_input_is_judged_first_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = write(tmp_path, "g.json", GOOD, "json")
+    bad_input = tmp_path / "in.json"
+    bad_input.write_text('{"threadId": 5, "runId": "r1", "messages": []}')
+    assert main(["verify", str(good), "--input", str(bad_input)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a valid RunAgentInput: [INPUT-2] run input at /threadId" in err
+    bad_input.write_text('{"threadId": "t", "runId": "r1", "runId": "r2", "messages": []}')
+    assert main(["verify", str(good), "--input", str(bad_input)]) == 2
+    assert "at /runId: member 'runId' appears twice" in capsys.readouterr().err
+
+
+def test_a_parse_error_in_a_capture_is_not_labelled_run_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("[{")
+    assert main(["verify", str(bad_json)]) == 2
+    err = capsys.readouterr().err
+    assert "[TRANS-4] capture:" in err and "run input" not in err
+
+
+def test_hostile_payloads_are_verdicts_not_tracebacks(tmp_path: Path) -> None:
+    """A thousand-level state or custom value, a 5,000-digit version: each is judged."""
+    deep = "[" * 1000 + "]" * 1000
+    start = '{"type":"RUN_STARTED","threadId":"t","runId":"r"'
+    finish = '{"type":"RUN_FINISHED","threadId":"t","runId":"r"}'
+    cases = {
+        "deep_state.json": (
+            f'[{start}}},{{"type":"STATE_SNAPSHOT","snapshot":{{"a":{deep}}}}},{finish}]',
+            1,
+        ),
+        "deep_custom.json": (
+            f'[{start}}},{{"type":"CUSTOM","name":"x","value":{deep}}},{finish}]',
+            1,
+        ),
+        "version.json": (f'[{start},"protocolVersion":"1.{"9" * 5000}"}},{finish}]', 0),
+    }
+    for name, (text, code) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        proc = subprocess.run(
+            [sys.executable, "-m", "agui_tools", "verify", str(path), "--json"],
+            capture_output=True,
+            timeout=60,
+        )
+        assert proc.returncode == code, (name, proc.stderr[-500:])
+        assert b"Traceback" not in proc.stderr
+        doc = json.loads(proc.stdout)
+        if code:
+            assert doc["error"]["rule"] == "LIMIT" and doc["runs"][0]["status"] == "rejected"
+        else:
+            assert [w["rule"] for w in doc["warnings"]] == ["VER-5"]

@@ -7,12 +7,13 @@ import asyncio
 import json
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
 from agui_tools.client import AgentClient, SyncAgentClient, TransportError
 from agui_tools.conversation import Conversation, TextDelta
-from agui_tools.errors import ProtocolViolation
+from agui_tools.errors import LimitExceeded, ProtocolViolation, UsageError
 
 from .scripted_server import Script, app_for, serve
 
@@ -139,8 +140,9 @@ def test_read_timeout_ends_the_run_as_truncated() -> None:
     script = Script(chunks=sse(events_for(conv)[:2]), hang_after=True)
     with serve(app_for(script)) as base:
         with SyncAgentClient(f"{base}/agent", timeout=httpx.Timeout(5.0, read=0.5)) as client:
-            with pytest.raises(httpx.ReadTimeout):
+            with pytest.raises(TransportError, match="failed mid-stream") as info:
                 client.run(conv)
+    assert isinstance(info.value.__cause__, httpx.ReadTimeout) and info.value.status is None
     assert conv.runs[-1].status == "truncated"
 
 
@@ -151,7 +153,94 @@ def test_connection_refused_is_a_clear_error() -> None:
 
     conv = Conversation(thread_id="t")
     conv.next_input(user="hi")
-    with SyncAgentClient(f"http://127.0.0.1:{free_port()}/agent") as client:
-        with pytest.raises(httpx.ConnectError):
+    url = f"http://127.0.0.1:{free_port()}/agent"
+    with SyncAgentClient(url) as client:
+        with pytest.raises(TransportError, match="cannot reach the agent") as info:
             client.run(conv)
+    assert isinstance(info.value.__cause__, httpx.ConnectError)
+    assert info.value.status is None and info.value.url == url
     assert not conv.run_in_progress
+
+
+def test_a_framing_violation_ends_the_run_rejected_with_it() -> None:
+    """A frame the SSE reader cannot produce is a stream violation like any other: the run
+    is recorded ``rejected`` with it, and what arrived before it stays delivered."""
+    for sync in (True, False):
+        conv = Conversation(thread_id="t")
+        conv.next_input(user="hi")
+        frames = sse(events_for(conv))
+        # one network chunk: the broken event arrives with the ones before it
+        script = Script(chunks=[b"".join(frames[:3]) + b"data: \xff\xfe\n\n" + frames[5]])
+        with serve(app_for(script)) as base, pytest.raises(ProtocolViolation) as info:
+            if sync:
+                with SyncAgentClient(f"{base}/agent") as client:
+                    client.run(conv)
+            else:
+
+                async def main(url: str, conv: Conversation) -> None:
+                    async with AgentClient(url) as client:
+                        await client.run(conv)
+
+                asyncio.run(main(f"{base}/agent", conv))
+        assert (info.value.rule, info.value.index) == ("TRANS-4", 3)
+        run = conv.runs[-1]
+        assert run.status == "rejected"
+        assert run.violation is not None and run.violation.rule == "TRANS-4"
+        assert conv.messages[-1]["content"] == "Hello, "  # delivered before the violation
+
+
+def test_state_nested_past_the_limit_is_rejected_and_the_next_request_still_sends() -> None:
+    """Deep state used to crash the reducer (deepcopy) or the next request (orjson writes
+    254 levels); now the snapshot is a LIMIT violation and the agreed state is kept."""
+    conv = Conversation(thread_id="t", state={"agreed": True})
+    conv.next_input(user="hi")
+    ids = {"threadId": "t", "runId": conv.pending_input["runId"]}
+    for depth in (300, 700):
+        deep = b'{"type":"STATE_SNAPSHOT","snapshot":{"a":' + b"[" * depth + b"]" * depth + b"}}"
+        chunks = [*sse([{"type": "RUN_STARTED", **ids}]), b"data: " + deep + b"\n\n"]
+        script = Script(chunks=chunks)
+        with serve(app_for(script)) as base, SyncAgentClient(f"{base}/agent") as client:
+            with pytest.raises(LimitExceeded) as info:
+                client.run(conv)
+        assert info.value.path.startswith("/snapshot/a/0")
+        assert conv.runs[-1].status == "rejected" and conv.state == {"agreed": True}
+        conv.next_input(user="again")
+        ids = {"threadId": "t", "runId": conv.pending_input["runId"]}
+    script = Script(chunks=sse(events_for(conv)))
+    with serve(app_for(script)) as base, SyncAgentClient(f"{base}/agent") as client:
+        assert client.run(conv).status == "success"
+    assert json.loads(script.requests[0]["body"])["state"] == {"agreed": True}
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_state_is_refused_before_anything_is_sent(bad: float) -> None:
+    """orjson would send NaN and ±Infinity as null: the agent would see another state."""
+    conv = Conversation(thread_id="t", state={"plot": {"y": [1.0, bad]}})
+    conv.next_input(user="hi")
+    script = Script(chunks=sse(events_for(conv)))
+    with serve(app_for(script)) as base, SyncAgentClient(f"{base}/agent") as client:
+        with pytest.raises(UsageError) as info:
+            client.run(conv)
+    assert info.value.rule == "TRANS-4" and "/state/plot/y/1" in str(info.value)
+    assert script.requests == []  # nothing was sent
+    assert conv.runs == [] and not conv.run_in_progress
+
+
+def test_an_error_body_is_read_only_up_to_the_limit() -> None:
+    """A 500 whose body never ends must not hold the client: 64 KiB is read, then it stops."""
+    conv = Conversation(thread_id="t")
+    conv.next_input(user="hi")
+    script = Script(
+        chunks=[b"<h1>boom</h1>" + b"x" * 70_000],
+        status=500,
+        content_type="text/html",
+        hang_after=True,  # the body never ends
+    )
+    with serve(app_for(script)) as base:
+        # the read timeout only bounds a failure: a client that read to the end would wait
+        # for it and raise ReadTimeout instead of the TransportError asserted here
+        with SyncAgentClient(f"{base}/agent", timeout=httpx.Timeout(10.0)) as client:
+            with pytest.raises(TransportError) as info:
+                client.run(conv)
+    assert info.value.status == 500
+    assert info.value.body.startswith("<h1>boom</h1>") and len(info.value.body) == 64 * 1024

@@ -94,3 +94,12 @@ def test_cli_conformance(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["fail"] == 1 and "messageCount" in doc["fixtures"][0]["mismatch"]
     assert main(["conformance", str(tmp_path / "nope")]) == 2
+
+
+def test_cli_conformance_with_no_fixtures_is_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Zero fixtures is not "every fixture passed": most likely the wrong directory."""
+    (tmp_path / "notes.txt").write_text("not a fixture")
+    assert main(["conformance", str(tmp_path)]) == 2
+    assert f"no fixtures found in {tmp_path}" in capsys.readouterr().err

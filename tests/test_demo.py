@@ -4,12 +4,15 @@ in a real terminal (a pty); ``serve`` and ``run`` work as documented."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pty
 import re
 import select
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -187,6 +190,57 @@ def test_run_reports_an_unreachable_agent_with_exit_2() -> None:
     assert proc.returncode == 2 and "cannot reach" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_run_reports_a_connection_broken_mid_run_as_a_failed_run_with_exit_1() -> None:
+    """A run that started and broke off did not end in success (exit 1), and says so;
+    an agent that cannot be reached at all is exit 2 (above)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def one_broken_response() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+            while len(body) < length:
+                body += conn.recv(65536)
+            request = json.loads(body)
+            started = {
+                "type": "RUN_STARTED",
+                "threadId": request["threadId"],
+                "runId": request["runId"],
+            }
+            event = b"data: " + json.dumps(started).encode() + b"\n\n"
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+                + f"{len(event):x}\r\n".encode()
+                + event
+                + b"\r\n"
+            )
+            time.sleep(0.2)  # then the server dies: no terminating chunk
+
+    server = threading.Thread(target=one_broken_response)
+    server.start()
+    try:
+        proc = subprocess.run(
+            [*AGUI, "run", f"http://127.0.0.1:{port}/agent", "hi", "--yes"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=ENV,
+            cwd=ROOT,
+        )
+    finally:
+        server.join(10)
+        listener.close()
+    assert proc.returncode == 1, proc.stderr
+    assert "failed mid-stream" in proc.stderr and "truncated" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_serve_with_an_unknown_agent_is_usage_error() -> None:
     proc = subprocess.run(
         [*AGUI, "serve", "no_such_module:agent"],
@@ -205,3 +259,77 @@ def test_every_command_has_help(command: str) -> None:
         [*AGUI, command, "--help"], capture_output=True, text=True, timeout=60, env=ENV
     )
     assert proc.returncode == 0 and "Exit codes" in proc.stdout
+
+
+@pytest.fixture
+def bad_inputs(tmp_path: Path) -> Path:
+    """Files a user might point the commands at by mistake, in a working directory."""
+    (tmp_path / "binary.bin").write_bytes(b"\x00\x01\x02\xff\xfe binary")
+    (tmp_path / "bad_verb.txt").write_text("approve\nfrobnicate\n")
+    (tmp_path / "bad_json.txt").write_text("# answers\nedit {not json\n")
+    (tmp_path / "badsyntax_tools.py").write_text("def register(s):\n  return (\n")
+    (tmp_path / "boom_tools.py").write_text('raise RuntimeError("boom at import")\n')
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "--fast", "--script", "binary.bin"], "is not UTF-8 text (byte 3)"),
+        (["demo", "--fast", "--script", "bad_verb.txt"], "line 2: unknown script answer"),
+        (["demo", "--fast", "--script", "bad_json.txt"], "line 2: edit needs JSON arguments"),
+        (["run", "http://127.0.0.1:9/a", "hi", "--script", "binary.bin"], "is not UTF-8 text"),
+        (["run", "http://127.0.0.1:9/a", "hi", "--tools", "badsyntax_tools"], "SyntaxError:"),
+        (
+            ["run", "http://127.0.0.1:9/a", "hi", "--tools", "boom_tools"],
+            "RuntimeError: boom at import",
+        ),
+        (["run", "http://[::1/agent", "hi"], "is not a valid URL"),
+        (["run", "ftp://example.com/agent", "hi"], "is not an http:// or https:// URL"),
+        (["serve", "badsyntax_tools:register", "--port", "0"], "SyntaxError:"),
+        (["serve", "boom_tools:x", "--port", "0"], "RuntimeError: boom at import"),
+        (["serve", "--port", "99999"], "99999 is not a port"),
+        (["serve", "--port", "-1"], "-1 is not a port"),
+    ],
+    ids=[
+        "demo-script-binary",
+        "demo-script-verb",
+        "demo-script-json",
+        "run-script-binary",
+        "run-tools-syntax",
+        "run-tools-raises",
+        "run-url-invalid",
+        "run-url-scheme",
+        "serve-syntax",
+        "serve-raises",
+        "serve-port-high",
+        "serve-port-negative",
+    ],
+)
+def test_bad_usage_is_one_readable_line_and_exit_2(
+    bad_inputs: Path, args: list[str], says: str
+) -> None:
+    """Nothing starts — no "Serving …", no demo — and no traceback reaches the user."""
+    proc = subprocess.run(
+        [*AGUI, *args], capture_output=True, text=True, timeout=60, env=ENV, cwd=bad_inputs
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert says in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "Serving" not in proc.stdout and "AG-UI demo" not in proc.stdout
+
+
+def test_a_bad_answer_on_stdin_is_reported_when_its_prompt_comes() -> None:
+    """stdin may be a pipe that never ends, so its answers are judged as they are read."""
+    proc = subprocess.run(
+        [*AGUI, "demo", "--fast"],
+        input="frobnicate\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "the consent answers on stdin, answer 1: unknown script answer" in proc.stderr
+    assert "Traceback" not in proc.stderr

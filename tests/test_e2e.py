@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agui_tools.client import AgentClient
+from agui_tools.client import AgentClient, TransportError
 from agui_tools.conversation import CallUpdate, Conversation, TextDelta
 from agui_tools.dispose import CallStatus, PendingCall
 from agui_tools.errors import InputRejected
@@ -260,7 +260,7 @@ def test_server_killed_mid_run_is_a_truncated_run() -> None:
                 while not any("tick 2" in str(m.get("content")) for m in conv.messages):
                     await asyncio.sleep(0.02)
                 os.kill(proc.pid, signal.SIGKILL)
-                with pytest.raises(httpx.HTTPError):
+                with pytest.raises(TransportError, match="failed mid-stream"):
                     await task
 
         asyncio.run(main())

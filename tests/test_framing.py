@@ -80,6 +80,34 @@ def test_invalid_utf8_is_a_violation() -> None:
     assert info.value.rule == "TRANS-4"
 
 
+def test_a_framing_violation_says_so_and_names_where_the_event_ended() -> None:
+    """Not "run input": nothing about the input is wrong when a frame is not UTF-8."""
+    with pytest.raises(ProtocolViolation) as info:
+        SSEReader().feed(b": hi\n\ndata: \xff\xfe\n\n")
+    text = str(info.value)
+    assert "run input" not in text
+    assert (
+        text.startswith("[TRANS-4] stream framing:") and "ending at byte 15" in text
+    )  # 6 + 9 bytes before it
+    with pytest.raises(LimitExceeded) as limit:
+        NDJSONReader(max_event_bytes=8).feed(b'{"a":"long line"')
+    assert str(limit.value).startswith("[LIMIT] stream framing:")
+
+
+def test_feed_frames_hands_a_violation_on_in_place_keeping_the_frames_before_it() -> None:
+    from agui_tools.framing import BrokenFrame
+
+    reader = SSEReader()
+    frames = reader.feed_frames(b"data: 1\n\ndata: 2\n\ndata: \xff\n\ndata: 3\n\n")
+    assert frames[:2] == ["1", "2"]  # completed before the broken one, in the same chunk
+    assert len(frames) == 3 and isinstance(frames[2], BrokenFrame)
+    assert frames[2].violation.rule == "TRANS-4"
+    assert reader.feed_frames(b"data: 4\n\n") == []  # the reader is finished
+    oversize = SSEReader(max_event_bytes=16).feed_frames(b"data: 1\n\ndata: " + b"x" * 40)
+    assert oversize[0] == "1" and isinstance(oversize[1], BrokenFrame)
+    assert oversize[1].violation.rule == "LIMIT"
+
+
 def test_event_size_limit() -> None:
     r = SSEReader(max_event_bytes=64)
     with pytest.raises(LimitExceeded) as info:

@@ -85,8 +85,12 @@ def test_claim_semantics(tmp_path: Path, make: object) -> None:
     }
     journal.finish(key, {"callId": "c1", "outcome": "failed", "content": "", "error": "late"})
     assert journal.answer_for("t", "c1") == {"callId": "c1", "outcome": "executed", "content": "ok"}
-    # other arguments are another execution
-    assert journal.claim(JournalKey("t", "c1", "sha256:bb"), tool="f").claim is Claim.RUN
+    # a call id executes at most once, whatever its arguments: edited ones get the answer
+    other = journal.claim(JournalKey("t", "c1", "sha256:bb"), tool="f")
+    assert other.claim is Claim.ANSWERED and other.fingerprint == "sha256:aa"
+    # and an intent is exclusive per call too: another fingerprint cannot start it again
+    journal.claim(JournalKey("t", "c2", "sha256:aa"), tool="f")
+    assert journal.claim(JournalKey("t", "c2", "sha256:bb"), tool="f").claim is Claim.UNKNOWN
 
 
 def test_only_one_of_many_concurrent_claimants_runs(tmp_path: Path) -> None:

@@ -230,3 +230,104 @@ def test_tracked_ids_limit_bounds_memory() -> None:
             pipe.feed({"type": "TEXT_MESSAGE_START", "messageId": f"m{i}"})
             pipe.feed({"type": "TEXT_MESSAGE_END", "messageId": f"m{i}"})
     assert "max_tracked_ids=5" in str(info.value)
+
+
+def _nested(depth: int) -> Any:
+    """A value nesting ``depth`` containers, objects and lists alternately (an object outside)."""
+    value: Any = 0
+    for i in range(depth):
+        value = {"k": value} if (depth - i) % 2 else [value]
+    return value
+
+
+_DEEP_CUSTOM = b'{"type":"CUSTOM","name":"x","value":' + b"[" * 600 + b"]" * 600 + b"}"
+
+
+@pytest.mark.parametrize("form", ["bytes", "dict"])
+@pytest.mark.parametrize(
+    ("frame", "field"),
+    [
+        (orjson.dumps({"type": "STATE_SNAPSHOT", "snapshot": _nested(200)}), "snapshot"),
+        (_DEEP_CUSTOM, "value"),  # deep enough to exhaust the reducer's deepcopy
+        (
+            orjson.dumps(
+                {"type": "TEXT_MESSAGE_START", "messageId": "m", "metadata": _nested(130)}
+            ),
+            "metadata",  # an open map, on an event the fast path would otherwise wave through
+        ),
+        (
+            orjson.dumps(
+                {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "add", "path": "/a", "value": _nested(130)}],
+                }
+            ),
+            "delta",
+        ),
+    ],
+    ids=["snapshot", "custom", "metadata", "patch-value"],
+)
+def test_nesting_depth_limit_names_the_limit_the_path_and_the_event(
+    frame: bytes, field: str, form: str
+) -> None:
+    """Open values are bounded where they enter, before a recursive stage meets them."""
+    pipe = ConsumerPipeline()
+    pipe.feed(RS)
+    with pytest.raises(LimitExceeded) as info:
+        pipe.feed_many([frame if form == "bytes" else orjson.loads(frame)])
+    error = info.value
+    assert (error.rule, error.index) == ("LIMIT", 1)
+    assert error.event_type == orjson.loads(frame)["type"]
+    assert "max_depth=128" in str(error)
+    assert error.path.startswith(f"/{field}/")
+    assert error.path.count("/") == 128  # the first value past the limit, at level 129
+    assert pipe.close().runs[0].status == "rejected"
+
+
+def test_nesting_depth_limit_is_configurable_and_counts_the_event_as_level_one() -> None:
+    inside = {"type": "CUSTOM", "name": "x", "value": _nested(127)}  # 1 + 127 = 128 levels
+    assert len(ConsumerPipeline().feed_many([RS, orjson.dumps(inside), RF])) == 3
+    deeper = {"type": "CUSTOM", "name": "x", "value": _nested(128)}
+    with pytest.raises(LimitExceeded):
+        ConsumerPipeline().feed_many([RS, deeper])
+    assert len(ConsumerPipeline(limits=Limits(max_depth=129)).feed_many([RS, deeper, RF])) == 3
+
+
+def test_nesting_past_what_the_parser_reads_is_the_limit_not_invalid_json() -> None:
+    frame = b'{"type":"CUSTOM","name":"x","value":' + b"[" * 1100 + b"]" * 1100 + b"}"
+    pipe = ConsumerPipeline()
+    pipe.feed(RS)
+    with pytest.raises(LimitExceeded) as info:
+        pipe.feed_many([frame])
+    assert info.value.rule == "LIMIT" and info.value.index == 1
+
+
+def test_an_uninterpretable_huge_protocol_version_warns_and_proceeds() -> None:
+    """VER-5: a declaration that cannot be interpreted is handled like a newer one."""
+    pipe = ConsumerPipeline()
+    for version in ("1." + "9" * 5000, "١.٠"):  # thousands of digits; non-ASCII digits
+        pipe.feed({**RS, "runId": version[:3], "protocolVersion": version})
+        pipe.feed({**RF, "runId": version[:3]})
+    result = pipe.close()
+    assert [r.status for r in result.runs] == ["success", "success"]
+    assert [w.rule for w in result.warnings] == ["VER-5", "VER-5"]
+    assert len(str(result.warnings[0])) < 400  # the peer's text is quoted truncated
+
+
+def test_a_broken_frame_rejects_the_stream_at_its_position() -> None:
+    from agui_tools.framing import BrokenFrame
+
+    broken = BrokenFrame(ProtocolViolation("TRANS-4", "not UTF-8.", where="stream framing"))
+    for feed_many in (True, False):
+        pipe = ConsumerPipeline()
+        frames = [orjson.dumps(RS).decode(), broken, orjson.dumps(RF).decode()]
+        with pytest.raises(ProtocolViolation) as info:
+            if feed_many:
+                pipe.feed_many(frames)
+            else:
+                for frame in frames:
+                    pipe.feed(frame)
+        assert (info.value.rule, info.value.index) == ("TRANS-4", 1)
+        assert str(info.value).startswith("[TRANS-4] event #1:")
+        result = pipe.close()
+        assert result.outcome == "failed" and result.runs[0].status == "rejected"

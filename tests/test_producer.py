@@ -1001,6 +1001,124 @@ def test_continuation_with_a_tool_message_answering_nothing_is_rejected() -> Non
     assert err.value.to_json()["path"] == "/messages/0/toolCallId"
 
 
+@pytest.mark.parametrize(
+    ("history", "rule", "ids"),
+    [
+        (
+            [
+                {"id": "m", "role": "user", "content": "a"},
+                {"id": "m", "role": "user", "content": "b"},
+            ],
+            "EVT-8",
+            {"messageIds": ["m"]},
+        ),
+        (
+            [
+                {"id": "a1", "role": "assistant", "toolCalls": [_call("c1"), _call("c1")]},
+                {"id": "t1", "role": "tool", "toolCallId": "c1", "content": ""},
+            ],
+            "EVT-9",
+            {"toolCallIds": ["c1"]},
+        ),
+        (
+            [
+                {"id": "t1", "role": "tool", "toolCallId": "c1", "content": ""},
+                {"id": "a1", "role": "assistant", "toolCalls": [_call("c1")]},
+            ],
+            "INPUT-5",
+            {"toolCallIds": ["c1"]},
+        ),
+        (
+            [
+                {"id": "a1", "role": "assistant", "toolCalls": [_call("c1")]},
+                {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "yes"},
+                {"id": "t2", "role": "tool", "toolCallId": "c1", "content": "no"},
+            ],
+            "FE-8",
+            {"toolCallIds": ["c1"]},
+        ),
+    ],
+    ids=["message-id-twice", "call-id-twice", "answer-before-call", "two-answers"],
+)
+def test_continuation_with_conflicting_ids_or_answers_is_rejected_naming_them(
+    history: list[dict[str, Any]], rule: str, ids: dict[str, list[str]]
+) -> None:
+    """EVT-8 (a messageId is unique in its thread), EVT-9 (an id identifies one call),
+    INPUT-5 (the history is in order), FE-8 (one tool message per call) — resume entries
+    change none of it."""
+    for run_input in (
+        {**INPUT, "messages": history},
+        {**INPUT, "messages": history, "resume": [{"interruptId": "i1", "status": "resolved"}]},
+    ):
+        with pytest.raises(ContinuationRejected) as err:
+            check_continuation(run_input)
+        assert err.value.rule == rule
+        assert {k: err.value.to_json()[k] for k in ids} == ids
+
+
+# -- non-finite numbers and nesting: what orjson would change or refuse -------------------
+
+
+@pytest.mark.parametrize("verify", [True, False])
+@pytest.mark.parametrize(
+    ("emit", "where"),
+    [
+        (lambda em: em.custom("x", float("nan")), "/value"),
+        (lambda em: em.state_snapshot({"a": float("inf")}), "/snapshot/a"),
+        (
+            lambda em: em.state_delta([{"op": "add", "path": "/a", "value": -float("inf")}]),
+            "/delta/0/value",
+        ),
+        (lambda em: em.raw({"v": [1, float("nan")]}), "/event/v/1"),
+        (lambda em: em.finish(result={"score": float("nan")}), "/result/score"),
+    ],
+    ids=["custom", "snapshot", "delta", "raw", "result"],
+)
+def test_non_finite_numbers_are_refused_naming_the_path(
+    emit: Callable[[Emitter], list[Event]], where: str, verify: bool
+) -> None:
+    """orjson writes NaN and ±Infinity as null: the consumer would get another value."""
+    em, _ = emitter(verify=verify)
+    with pytest.raises(UsageError) as err:
+        emit(em)
+    assert err.value.rule == "TRANS-4"
+    assert f"at {where} is NaN or infinite" in str(err.value)
+    assert em.finish()[-1]["type"] == "RUN_FINISHED"  # nothing was emitted; the run goes on
+
+
+def test_text_deltas_are_never_walked_for_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hot path stays as it was: deltas are strings, nothing inspects them for numbers."""
+    import agui_tools.emitter as emitter_module
+
+    walked: list[str] = []
+    monkeypatch.setattr(
+        emitter_module, "refuse_non_finite", lambda ev, _: walked.append(ev["type"])
+    )
+    em, _ = emitter()
+    em.text_start("m1")
+    em.text_content("m1", "hello")
+    em.text_end("m1")
+    em.tool_start("c1", "confirm_booking")
+    em.tool_args("c1", "{}")
+    em.tool_end("c1")
+    assert walked == []
+    em.custom("x", 1)
+    assert walked == ["CUSTOM"]
+
+
+def test_the_emitter_refuses_nesting_a_consumer_would_reject() -> None:
+    """Past max_depth a consumer rejects the stream (LIMIT); the emitter says so first,
+    rather than emitting it (or failing inside orjson past 254 levels)."""
+    value: Any = 0
+    for _ in range(200):
+        value = [value]
+    em, _ = emitter()
+    with pytest.raises(UsageError) as err:
+        em.custom("x", value)
+    assert err.value.rule == "LIMIT" and "max_depth=128" in str(err.value)
+    assert types(em.finish()) == ["RUN_FINISHED"]
+
+
 # -- the layout ------------------------------------------------------------------------------
 
 

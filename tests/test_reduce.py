@@ -363,3 +363,35 @@ def test_a_delta_for_a_message_a_snapshot_dropped_is_warned_about() -> None:
         ]
     )
     assert t.messages == [] and [w.rule for w in t.warnings] == ["STATE-1"]
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_patches_cannot_compose_state_or_activity_past_the_depth_limit() -> None:
+    """Each patch is within the event limit, but together they would nest state hundreds of
+    levels deep — where a later deepcopy or re-send fails far from its cause. The patch that
+    would cross the limit does not apply (STATE-2: prior value kept, failure surfaced)."""
+    t = Thread()
+    t.apply({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": _nested(100)}]})
+    deeper = "/a" + "/0" * 99  # the innermost list, at level 101 of the state
+    patch = [{"op": "add", "path": deeper + "/-", "value": _nested(100)}]
+    t.apply({"type": "STATE_DELTA", "delta": patch})
+    assert t.state == {"a": _nested(100)}
+    [warning] = t.warnings
+    assert warning.rule == "STATE-2" and "max_depth=128" in warning.message
+    t.apply({"type": "ACTIVITY_SNAPSHOT", "messageId": "x", "activityType": "p", "content": {}})
+    t.apply(
+        {
+            "type": "ACTIVITY_DELTA",
+            "messageId": "x",
+            "activityType": "p",
+            "patch": [{"op": "add", "path": "/a", "value": _nested(130)}],
+        }
+    )
+    assert (t.message("x") or {})["content"] == {}
+    assert [w.rule for w in t.warnings] == ["STATE-2", "STATE-2"]

@@ -88,6 +88,11 @@ async def boom(run: Run) -> None:
         raise RuntimeError("db password is hunter2")
 
 
+async def echo_props(run: Run) -> None:
+    """Hands back what it was given, so a test can see it arrived unaltered."""
+    await run.custom("forwardedProps", run.forwarded_props)
+
+
 async def run_tasks() -> dict[str, list[str]]:
     """Our run tasks still alive in the server's loop (none, once runs have ended)."""
     names = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("agui-run-")]
@@ -103,6 +108,7 @@ def build_api() -> FastAPI:
     api.mount("/boom", agent_app(boom))
     api.mount("/small", agent_app(happy, max_body_bytes=1000))
     api.mount("/lenient", agent_app(happy, strict_input=False))
+    api.mount("/props", agent_app(echo_props))
     return api
 
 
@@ -366,6 +372,201 @@ def test_a_newer_client_version_is_served_with_a_warning(
     assert response.status_code == 200
     judge(raw, body)
     assert any("VER-5" in r.getMessage() for r in caplog.records if r.name == "agui_tools.server")
+
+
+def test_a_huge_protocol_version_is_served_with_a_warning_not_a_500(
+    base_url: str, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Thousands of digits are a declaration we cannot interpret: proceed and warn (VER-5)."""
+    body = {**INPUT, "runId": "r-huge-version", "protocolVersion": "1." + "9" * 5000}
+    with caplog.at_level(logging.WARNING, logger="agui_tools.server"):
+        response, raw = post_stream(client, f"{base_url}/happy/", body)
+    assert response.status_code == 200, raw[:300]
+    judge(raw, body)
+    [warning] = [r.getMessage() for r in caplog.records if "VER-5" in r.getMessage()]
+    assert len(warning) < 400  # the client's text is quoted truncated, not 5,000 digits
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (orjson.dumps(orjson.dumps(INPUT).decode()), "string"),  # a JSON string holding JSON
+        (b"[]", "array"),
+        (b"null", "null"),
+        (b"42", "integer"),
+    ],
+)
+def test_a_body_that_is_not_an_object_is_422_naming_what_it_was(
+    base_url: str, client: httpx.Client, body: bytes, kind: str
+) -> None:
+    response, raw = post_stream(client, f"{base_url}/happy/", body)
+    error = assert_rejected(response, raw, 422)
+    assert (error["rule"], error["path"]) == ("TRANS-4", "")
+    assert f"a JSON {kind}, not an object" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        (b'{"threadId":"t1","runId":7,"runId":"r1","messages":[]}', "/runId"),
+        (
+            b'{"threadId":"t1","runId":"r1","messages":'
+            b'[{"id":"u1","role":"user","content":"yes","content":"no"}]}',
+            "/messages/0/content",
+        ),
+        (b'{"threadId":"t1","runId":"r1","messages":[], "state":{"a" :1,"a":2}}', "/state/a"),
+    ],
+    ids=["top-level", "in-a-message", "spaced-in-state"],
+)
+def test_a_member_named_twice_is_422_naming_it_and_its_path(
+    base_url: str, client: httpx.Client, body: bytes, path: str
+) -> None:
+    response, raw = post_stream(client, f"{base_url}/happy/", body)
+    error = assert_rejected(response, raw, 422)
+    assert (error["rule"], error["path"]) == ("TRANS-4", path)
+    assert f"member {path.rsplit('/', 1)[1]!r} appears twice" in error["message"]
+
+
+def test_an_integer_beyond_64_bits_is_422_never_rounded(
+    base_url: str, client: httpx.Client
+) -> None:
+    wide = b"123456789012345678901234567890"
+    head = b'{"threadId":"t1","runId":"r1","messages":[],'
+    response, raw = post_stream(
+        client, f"{base_url}/props/", head + b'"forwardedProps":{"n":' + wide + b"}}"
+    )
+    error = assert_rejected(response, raw, 422)
+    assert (error["rule"], error["path"]) == ("INPUT-14", "/forwardedProps/n")
+    assert wide.decode() in error["value"]
+    response, raw = post_stream(client, f"{base_url}/props/", head + b'"state":[' + wide + b"]}")
+    assert assert_rejected(response, raw, 422)["path"] == "/state/0"
+    # what fits in 64 bits (orjson reads up to 2**64 - 1 exactly) reaches the agent unaltered
+    exact = {**INPUT, "runId": "r-exact", "forwardedProps": {"n": 2**64 - 1, "m": -(2**63)}}
+    response, raw = post_stream(client, f"{base_url}/props/", exact)
+    assert response.status_code == 200
+    _, events = judge(raw, exact)
+    assert events[1]["value"] == {"n": 2**64 - 1, "m": -(2**63)}
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [200, 1100])
+def test_nesting_beyond_max_depth_is_422_naming_the_limit_and_path(
+    base_url: str, client: httpx.Client, depth: int
+) -> None:
+    body = b'{"threadId":"t1","runId":"r1","messages":[],"state":{"a":' + b"[" * depth
+    body += b"]" * depth + b"}}"
+    response, raw = post_stream(client, f"{base_url}/happy/", body)
+    error = assert_rejected(response, raw, 422)
+    assert error["rule"] == "LIMIT"
+    if depth < 1024:  # within what the parser reads, the path names the first value past it
+        assert error["path"].startswith("/state/a/0/0") and "max_depth=128" in error["message"]
+    # within the limit, the same shape is served
+    ok = {**INPUT, "runId": "r-deep-ok", "state": {"a": _nested(100)}}
+    response, raw = post_stream(client, f"{base_url}/happy/", ok)
+    assert response.status_code == 200
+
+
+def test_a_large_body_is_judged_off_the_event_loop(
+    base_url: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Judging is proportional to the body; on the loop it would stall every other stream."""
+    threads: list[str] = []
+    judge_body = server_module.AgentEndpoint._judge
+
+    def recording(self: server_module.AgentEndpoint, body: bytes) -> dict[str, Any]:
+        threads.append(threading.current_thread().name)
+        return judge_body(self, body)
+
+    monkeypatch.setattr(server_module.AgentEndpoint, "_judge", recording)
+    big = {**INPUT, "runId": "r-big", "context": [{"description": "pad", "value": "x" * 100_000}]}
+    response, raw = post_stream(client, f"{base_url}/happy/", big)
+    assert response.status_code == 200
+    judge(raw, big)
+    response, raw = post_stream(client, f"{base_url}/happy/", {**INPUT, "runId": "r-small"})
+    assert response.status_code == 200
+    loop_thread = "uvicorn-test"
+    assert threads[0] != loop_thread, "a large body was judged on the event loop"
+    assert threads[1] == loop_thread  # a small one is not worth the thread hop
+
+
+def test_a_413_closes_the_connection_instead_of_leaving_unread_bytes(base_url: str) -> None:
+    """The unread rest of a refused body must not be parsed as the next request."""
+    port = int(base_url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(10)  # a guard against hanging, not a measurement
+        sock.sendall(
+            b"POST /small/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 200000\r\n\r\n" + b"x" * 5000
+        )
+        raw = b""
+        while chunk := sock.recv(65536):  # ends only if the server closes the connection
+            raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413")
+    assert b"connection: close" in head.lower()
+    assert orjson.loads(body)["error"]["rule"] == "LIMIT"
+
+
+def _assistant(message_id: str, *call_ids: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "assistant", "toolCalls": [_call(c) for c in call_ids]}
+
+
+def _answer(message_id: str, call_id: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "tool", "toolCallId": call_id, "content": "done"}
+
+
+@pytest.mark.parametrize(
+    ("history", "rule", "path", "ids"),
+    [
+        (
+            [
+                {"id": "u1", "role": "user", "content": "a"},
+                {"id": "u1", "role": "user", "content": "b"},
+            ],
+            "EVT-8",
+            "/messages/1/id",
+            {"messageIds": ["u1"]},
+        ),
+        (
+            [_assistant("a1", "c1"), _assistant("a2", "c1"), _answer("t1", "c1")],
+            "EVT-9",
+            "/messages/1/toolCalls/0/id",
+            {"toolCallIds": ["c1"]},
+        ),
+        (
+            [_assistant("a1", "c1"), _answer("t1", "c1"), _answer("t2", "c1")],
+            "FE-8",
+            "/messages/2/toolCallId",
+            {"toolCallIds": ["c1"]},
+        ),
+        (
+            [_answer("t1", "c1"), _assistant("a1", "c1")],
+            "INPUT-5",
+            "/messages/0/toolCallId",
+            {"toolCallIds": ["c1"]},
+        ),
+    ],
+    ids=["message-id-twice", "call-id-twice", "two-answers", "answer-before-call"],
+)
+def test_a_history_with_conflicting_ids_or_answers_is_409_naming_them(
+    base_url: str,
+    client: httpx.Client,
+    history: list[dict[str, Any]],
+    rule: str,
+    path: str,
+    ids: dict[str, list[str]],
+) -> None:
+    body = {**INPUT, "messages": history}
+    response, raw = post_stream(client, f"{base_url}/happy/", body)
+    error = assert_rejected(response, raw, 409)
+    assert (error["rule"], error["path"]) == (rule, path)
+    assert {k: error[k] for k in ids} == ids
 
 
 def test_only_post_is_served(base_url: str, client: httpx.Client) -> None:

@@ -25,10 +25,12 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import httpx
+import orjson
 
+from .codec import refuse_non_finite
 from .conversation import Conversation, RunResult, Update
 from .downgrade import prepare_run_input
-from .errors import AguiError
+from .errors import AguiError, UsageError
 from .framing import DEFAULT_MAX_EVENT_BYTES, SSEReader
 
 __all__ = ["AgentClient", "SyncAgentClient", "TransportError"]
@@ -39,20 +41,65 @@ _HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 
 
 class TransportError(AguiError):
-    """The agent endpoint answered with something other than an event stream.
+    """The agent could not be reached, answered with something other than an
+    event stream, or the connection failed mid-stream.
 
-    ``status`` is the HTTP status (``None`` when the connection itself failed);
-    ``body`` the start of the response body, decoded — an AG-UI server puts the
-    rejected field and rule there.
+    ``status`` is the HTTP status (``None`` when the connection itself failed,
+    the httpx exception then being ``__cause__``); ``body`` the start of the
+    response body, decoded — an AG-UI server puts the rejected field and rule
+    there. ``truncated`` is true for a failure mid-stream: the run has already
+    ended as truncated, keeping what arrived.
     """
 
     def __init__(
-        self, message: str, *, status: int | None = None, body: str = "", url: str = ""
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: str = "",
+        url: str = "",
+        truncated: bool = False,
     ) -> None:
         self.status = status
         self.body = body
         self.url = url
+        self.truncated = truncated
         super().__init__(message)
+
+
+def _connection_error(url: str, exc: httpx.HTTPError, streaming: bool) -> TransportError:
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if streaming:
+        return TransportError(
+            f"the connection to the agent at {url} failed mid-stream ({detail}); the run ends "
+            "truncated",
+            url=url,
+            truncated=True,
+        )
+    return TransportError(f"cannot reach the agent at {url} ({detail})", url=url)
+
+
+async def _error_body(response: httpx.Response) -> bytes:
+    """At most ``_BODY_LIMIT`` bytes of an error answer: the rest is never read.
+
+    An error body is for a person to read; a server (or anything in between)
+    answering a 500 with an endless body must not hold the client.
+    """
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= _BODY_LIMIT:
+            break
+    return bytes(body[:_BODY_LIMIT])
+
+
+def _error_body_sync(response: httpx.Response) -> bytes:
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) >= _BODY_LIMIT:
+            break
+    return bytes(body[:_BODY_LIMIT])
 
 
 def _status_error(response: httpx.Response, body: bytes) -> TransportError:
@@ -77,10 +124,21 @@ def _check_stream(response: httpx.Response) -> None:
 
 
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
-    import orjson
+    """The request body, exactly as sent — or a :class:`UsageError` and nothing sent.
 
+    orjson writes NaN and ±Infinity as ``null`` without a word, which would
+    change the state (or any value) the agent is handed: refused, naming the
+    path (TRANS-4). A value orjson cannot write at all (nested past its 254
+    levels, an integer beyond 64 bits, a non-JSON type) is refused the same way.
+    """
     prepared, _ = prepare_run_input(run_input, peer_version=peer_version)
-    return orjson.dumps(prepared)
+    refuse_non_finite(prepared, "refusing to send the run input")
+    try:
+        return orjson.dumps(prepared)
+    except orjson.JSONEncodeError as exc:
+        raise UsageError(
+            f"refusing to send the run input: a value is not JSON ({exc}).", rule="TRANS-4"
+        ) from None
 
 
 class AgentClient:
@@ -129,16 +187,23 @@ class AgentClient:
         """
         body = _body(run_input, self.peer_version)
         reader = SSEReader(max_event_bytes=self.max_event_bytes)
-        async with self._http.stream(
-            "POST", self.url, content=body, headers=self.headers
-        ) as response:
-            if response.status_code >= 300:
-                raise _status_error(response, await response.aread())
-            _check_stream(response)
-            async for chunk in response.aiter_raw():
-                frames = reader.feed(chunk)
-                if frames:
-                    yield frames
+        streaming = False
+        try:
+            async with self._http.stream(
+                "POST", self.url, content=body, headers=self.headers
+            ) as response:
+                if response.status_code >= 300:
+                    raise _status_error(response, await _error_body(response))
+                _check_stream(response)
+                streaming = True
+                async for chunk in response.aiter_raw():
+                    # a frame the reader cannot produce travels as a BrokenFrame, so the
+                    # conversation rejects the run at its position like any stream violation
+                    frames = reader.feed_frames(chunk)
+                    if frames:
+                        yield frames
+        except httpx.HTTPError as exc:
+            raise _connection_error(self.url, exc, streaming) from exc
 
     async def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None
@@ -195,14 +260,21 @@ class SyncAgentClient:
     def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[str]]:
         body = _body(run_input, self.peer_version)
         reader = SSEReader(max_event_bytes=self.max_event_bytes)
-        with self._http.stream("POST", self.url, content=body, headers=self.headers) as response:
-            if response.status_code >= 300:
-                raise _status_error(response, response.read())
-            _check_stream(response)
-            for chunk in response.iter_raw():
-                frames = reader.feed(chunk)
-                if frames:
-                    yield frames
+        streaming = False
+        try:
+            with self._http.stream(
+                "POST", self.url, content=body, headers=self.headers
+            ) as response:
+                if response.status_code >= 300:
+                    raise _status_error(response, _error_body_sync(response))
+                _check_stream(response)
+                streaming = True
+                for chunk in response.iter_raw():
+                    frames = reader.feed_frames(chunk)
+                    if frames:
+                        yield frames
+        except httpx.HTTPError as exc:
+            raise _connection_error(self.url, exc, streaming) from exc
 
     def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None

@@ -15,7 +15,10 @@ event and hands back all of it in a :class:`Decoded`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -26,19 +29,29 @@ from ag_ui.core import Event, RunAgentInput
 from pydantic import BaseModel, TypeAdapter
 
 from .compat import CompatibilityBoundary, upgrade_run_input
-from .enforce import Enforcer
-from .errors import ProtocolViolation, ProtocolWarning
+from .enforce import DEFAULT_MAX_DEPTH, Enforcer, depth_excess, escape_pointer
+from .errors import (
+    InputRejected,
+    LimitExceeded,
+    ProtocolViolation,
+    ProtocolWarning,
+    UsageError,
+    describe_value,
+)
 
 __all__ = [
     "Decoded",
     "DecodedInput",
     "Decoder",
+    "check_exact_json",
     "decode_event",
     "decode_run_input",
     "encode_event",
     "encode_json",
     "from_model",
+    "non_finite_path",
     "parse_json",
+    "refuse_non_finite",
     "to_model",
 ]
 
@@ -86,19 +99,43 @@ class DecodedInput:
 
 
 @cache
-def _enforcer() -> Enforcer:
-    return Enforcer()
+def _enforcer(max_depth: int = DEFAULT_MAX_DEPTH) -> Enforcer:
+    """One enforcer per nesting limit (its fast checks are compiled with it)."""
+    return Enforcer(max_depth=max_depth)
 
 
-def parse_json(data: bytes | bytearray | memoryview | str, index: int | None = None) -> Any:
-    """Parse one JSON text, turning a syntax error into a violation (TRANS-4)."""
+_PARSER_DEPTH: Final = 1024  # orjson refuses to read deeper
+
+
+def parse_json(
+    data: bytes | bytearray | memoryview | str,
+    index: int | None = None,
+    *,
+    where: str | None = None,
+) -> Any:
+    """Parse one JSON text, turning a syntax error into a violation (TRANS-4).
+
+    ``where`` says what the text is when it has no stream position (``"run
+    input"``, ``"capture"``). A text nested beyond what the parser reads is
+    valid JSON, so it is a :class:`LimitExceeded`, not a syntax error.
+    """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        message = str(exc.args[0])
+        if "depth limit" in message:
+            raise LimitExceeded(
+                "LIMIT",
+                f"the payload nests more than {_PARSER_DEPTH} levels deep, beyond any nesting "
+                "limit (max_depth) this library accepts.",
+                index=index,
+                where=where,
+            ) from None
         raise ProtocolViolation(
             "TRANS-4",
-            f"the payload is not valid JSON ({exc.args[0]}); each frame must carry exactly one event.",
+            f"the payload is not valid JSON ({message}); each frame must carry exactly one event.",
             index=index,
+            where=where,
         ) from None
 
 
@@ -115,8 +152,10 @@ class Decoder:
 
     __slots__ = ("_slow", "boundary", "enforcer", "fast_checks")
 
-    def __init__(self, enforcer: Enforcer | None = None) -> None:
-        self.enforcer = enforcer or _enforcer()
+    def __init__(
+        self, enforcer: Enforcer | None = None, *, max_depth: int = DEFAULT_MAX_DEPTH
+    ) -> None:
+        self.enforcer = enforcer or _enforcer(max_depth)
         self.boundary = CompatibilityBoundary()
         self.fast_checks: dict[str, Callable[[dict[str, Any]], bool]] = {
             k: v for k, v in self.enforcer.fast_checks.items() if k != "RUN_STARTED"
@@ -176,17 +215,210 @@ def decode_event(
     return Decoded(wire, tuple(warnings))
 
 
-def decode_run_input(data: bytes | str | Mapping[str, Any]) -> DecodedInput:
+def decode_run_input(
+    data: bytes | str | Mapping[str, Any], *, max_depth: int = DEFAULT_MAX_DEPTH
+) -> DecodedInput:
     """Judge a ``RunAgentInput``: retired shapes upgraded, unknown material stripped.
 
+    ``data`` is a JSON text (bytes or str) or an already-parsed object — never
+    a parsed JSON *string*, which would be read as JSON text a second time.
     Raises :class:`~agui_tools.errors.InputRejected` when a known field is
     malformed, before anything runs (INPUT-15) — the same asymmetry as events
-    (INPUT-16).
+    (INPUT-16) — and :class:`~agui_tools.errors.LimitExceeded` when an open
+    value nests deeper than ``max_depth``.
     """
-    obj = parse_json(data) if isinstance(data, (bytes, str)) else data
+    obj = parse_json(data, where="run input") if isinstance(data, (bytes, str)) else data
     upgraded, notes = upgrade_run_input(obj)
-    wire, warnings = _enforcer().run_input(upgraded)
+    wire, warnings = _enforcer(max_depth).run_input(upgraded)
     return DecodedInput(RunAgentInput.model_validate(wire), wire, (*notes, *warnings))
+
+
+# -- what a parse can lose, and what JSON cannot say ---------------------------------
+
+_INT64_MIN: Final = -(2**63)
+_UINT64_MAX: Final = 2**64 - 1
+_QUOTE_SPACE: Final = re.compile(rb'"[ \t\r\n]')
+
+
+class _Duplicate(dict[str, Any]):
+    """An object whose text named a member twice (``name`` is the first repeated one)."""
+
+    name: str = ""
+
+
+class _Wide(int):
+    """An integer literal outside the 64-bit range orjson reads exactly."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    seen: set[str] = set()
+    marked = _Duplicate(out)
+    for name, _ in pairs:
+        if name in seen:
+            marked.name = name
+            break
+        seen.add(name)
+    return marked
+
+
+def _integer(text: str) -> int:
+    value = int(text)
+    return value if _INT64_MIN <= value <= _UINT64_MAX else _Wide(value)
+
+
+def _survey(obj: Any, max_depth: int) -> tuple[int, bool]:
+    """Members in every object of ``obj``, and whether a float could be a widened integer.
+
+    Raises :class:`LimitExceeded` past ``max_depth`` (unknown members included:
+    they are still parsed). orjson reads an integer beyond 64 bits as a float,
+    whose magnitude is then at least 2**63 — the only floats worth a second look.
+    """
+    where = depth_excess(obj, max_depth)
+    if where is not None:
+        raise LimitExceeded(
+            "LIMIT",
+            f"the run input nests deeper than max_depth={max_depth} levels (the path names the "
+            "first value past the limit); raise the limit if such values are expected.",
+            path=where,
+            where="run input",
+        )
+    members = 0
+    suspect = False
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        children = value.values() if type(value) is dict else value
+        if type(value) is dict:
+            members += len(value)
+        for child in children:
+            cls = type(child)
+            if cls is dict or cls is list:
+                stack.append(child)
+            elif cls is float and abs(child) >= 2**63 and child.is_integer():
+                suspect = True
+    return members, suspect
+
+
+def _first_loss(value: Any, path: str) -> tuple[str, str, Any] | None:
+    """Document order: the first repeated member or wide integer, as (kind, path, detail)."""
+    if isinstance(value, _Wide):
+        return "wide", path, int(value)
+    if isinstance(value, dict):
+        if isinstance(value, _Duplicate):
+            return "duplicate", f"{path}/{escape_pointer(value.name)}", value.name
+        for key, child in value.items():
+            found = _first_loss(child, f"{path}/{escape_pointer(key)}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            found = _first_loss(child, f"{path}/{i}")
+            if found is not None:
+                return found
+    return None
+
+
+def check_exact_json(data: bytes, parsed: Any, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+    """Refuse a run input whose parse (``parsed = orjson.loads(data)``) lost something.
+
+    orjson, like most parsers, keeps the *last* of two members with one name
+    and reads an integer beyond 64 bits as a float: a proxy that keeps the
+    first value, or an agent handed ``forwardedProps`` rounded, sees another
+    input than the one sent (INPUT-14 forbids altering ``forwardedProps``).
+    Raises :class:`InputRejected` naming the member's JSON Pointer, and
+    :class:`LimitExceeded` when any part of the document — members that would
+    be stripped included — nests deeper than ``max_depth``.
+
+    Cost: one walk of ``parsed`` and one count over ``data``; the text is read
+    again (by the standard library, which reports every member) only when the
+    count cannot rule a repeated name out — a ``":`` inside a string, a space
+    after a quote — or a float might be a widened integer. Not used on event
+    streams: see docs/security.md for why and what that leaves open.
+    """
+    members, suspect = _survey(parsed, max_depth)
+    # every member name is a string followed by a colon, possibly after whitespace:
+    # when the count of '":' matches the members parsed and no quote is followed by
+    # whitespace, no name can have been written twice
+    if not suspect and data.count(b'":') == members and _QUOTE_SPACE.search(data) is None:
+        return
+    try:
+        exact = json.loads(data, object_pairs_hook=_pairs, parse_int=_integer)
+    except (ValueError, RecursionError):  # pragma: no cover - orjson read it already
+        return
+    found = _first_loss(exact, "")
+    if found is None:
+        return
+    kind, path, detail = found
+    if kind == "duplicate":
+        raise InputRejected(
+            "TRANS-4",
+            f"member {detail!r} appears twice in one object; parsers disagree on which value "
+            "wins, so the input would mean different things to different readers. Send each "
+            "name once.",
+            path=path,
+        )
+    rule = "INPUT-14" if path.startswith("/forwardedProps") else "PROC-2"
+    raise InputRejected(
+        rule,
+        "this integer does not fit in 64 bits, so it cannot be carried unaltered (it would "
+        "arrive rounded, as a float); send it as a string.",
+        path=path,
+        value=describe_value(detail),
+    )
+
+
+def non_finite_path(value: Any, path: str = "") -> str | None:
+    """The JSON Pointer of the first NaN or ±Infinity inside ``value``, or ``None``.
+
+    JSON has no such numbers, and orjson writes them as ``null`` without a
+    word — a silent change of the value. Strings are skipped at once, so a
+    payload of text costs next to nothing; the walk is iterative (any depth).
+    """
+    cls = type(value)
+    if cls is str or cls is int or cls is bool or value is None:
+        return None
+    if cls is float:
+        return None if math.isfinite(value) else path
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        current, where = stack.pop()
+        items: Iterable[tuple[str, Any]]
+        if isinstance(current, dict):
+            items = ((f"{where}/{escape_pointer(str(k))}", v) for k, v in current.items())
+        elif isinstance(current, (list, tuple)):
+            items = ((f"{where}/{i}", v) for i, v in enumerate(current))
+        else:
+            continue
+        for child_path, child in items:
+            child_cls = type(child)
+            if child_cls is str or child_cls is int or child_cls is bool or child is None:
+                continue
+            if isinstance(child, float):
+                if not math.isfinite(child):
+                    return child_path
+            else:
+                stack.append((child, child_path))
+    return None
+
+
+def refuse_non_finite(value: Any, refusing: str, path: str = "") -> None:
+    """Raise :class:`UsageError` (TRANS-4) if ``value`` holds NaN or ±Infinity.
+
+    Called where our own side is about to *write* JSON — an agent's payload, a
+    client's run input — so the caller learns which value, instead of the peer
+    receiving ``null``.
+    """
+    where = non_finite_path(value, path)
+    if where is not None:
+        raise UsageError(
+            f"{refusing}: the number {f'at {where}' if where else 'itself'} is NaN or infinite, "
+            "which JSON cannot represent (it would be written as null). Send a finite number, a "
+            "string, or leave the field out.",
+            rule="TRANS-4",
+        )
 
 
 @cache

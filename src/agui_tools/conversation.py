@@ -20,11 +20,13 @@ The rules it holds the application to:
 * consent is recorded with call id, tool, argument fingerprint, who and when,
   and an answer never claims an approval that did not happen (TOOL-22);
 * a side effect runs at most once: the journal records intent before and the
-  answer after, and a call whose outcome is unknown is never re-run silently.
+  answer after, and a call whose outcome is unknown is never re-run silently;
+* an answer, once given, is never replaced, and never lost from the thread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -36,8 +38,8 @@ from .arguments import ParsedArguments, Preview, parse_arguments
 from .consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
 from .dispose import Answer, CallStatus, PendingCall, describe_errors, normalize_result
 from .downgrade import prepare_run_input
-from .errors import ProtocolViolation, ProtocolWarning, UsageError
-from .journal import Claim, Journal, JournalKey, MemoryJournal
+from .errors import JournalError, ProtocolViolation, ProtocolWarning, UsageError
+from .journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from .pipeline import ConsumerPipeline, Middleware, StreamResult
 from .reduce import Thread
 from .tools import ToolSpec
@@ -54,6 +56,7 @@ __all__ = [
 
 Handler = Callable[[dict[str, Any]], Any]
 AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+OutcomeUnknown = Callable[[PendingCall, datetime], Answer | None]
 
 
 # -- updates for a UI, as the stream arrives ----------------------------------
@@ -119,6 +122,14 @@ class Conversation:
             the input did not advertise; return a :class:`ToolSpec` to treat the
             call like a new tool — validated and put through consent — or
             ``None`` to refuse it (the default, TOOL-24).
+        outcome_unknown: called with ``(call, started_at)`` for a call whose
+            execution started — in a process that stopped mid-handler, or in
+            another process still running it — and recorded no answer. Return
+            an :class:`Answer` once the application has established what
+            happened (checked the payment system, say): it is recorded as the
+            execution's answer. Return ``None`` (the default) to answer the call
+            as failed with an "outcome unknown" error; the call is never run
+            again either way.
         strict, limits, middleware: passed to each run's pipeline.
         peer_version: the agent's protocol version when known (downgrades).
     """
@@ -139,6 +150,7 @@ class Conversation:
         limits: Limits | None = None,
         middleware: Sequence[Middleware] = (),
         peer_version: str | None = None,
+        outcome_unknown: OutcomeUnknown | None = None,
     ) -> None:
         self.thread_id = thread_id or f"thread-{uuid.uuid4()}"
         self.tools: dict[str, ToolSpec] = {}
@@ -156,13 +168,22 @@ class Conversation:
         self.limits = limits
         self.middleware = tuple(middleware)
         self.peer_version = peer_version
+        self.outcome_unknown = outcome_unknown
         self.runs: list[RunResult] = []
         self.warnings: list[ProtocolWarning] = []
         self._calls: dict[str, PendingCall] = {}
         self._pipeline: ConsumerPipeline | None = None
         self._run_input: dict[str, Any] | None = None
+        self._added: list[str] = []  # messages next_input() added for the run being sent
+        self._covering: set[str] = set()  # calls the resume list being sent answers
+        self._resumed: set[str] = set()  # calls answered by a resume entry (INT-6)
         self._updates: list[Update] = []
-        self.thread = Thread(messages, state, on_warning=self._updates.append)
+        self.thread = Thread(
+            messages,
+            state,
+            on_warning=self._updates.append,
+            max_depth=(limits or Limits()).max_depth,
+        )
 
     # -- the next input ---------------------------------------------------------
 
@@ -198,7 +219,9 @@ class Conversation:
         if self._pipeline is not None:
             raise UsageError("the current run has not ended: call end_run() first")
         covered = self._check_resume(resume, now or datetime.now(UTC))
-        dangling = [c for c in self.thread.unanswered_calls() if c not in covered]
+        dangling = [
+            c for c in self.thread.unanswered_calls() if c not in covered and c not in self._resumed
+        ]
         if dangling:
             raise UsageError(
                 "the thread cannot continue while tool call(s) "
@@ -211,6 +234,8 @@ class Conversation:
             new.append({"id": f"msg-{uuid.uuid4()}", "role": "user", "content": user})
         for message in new:
             self.thread.add_message(message)
+        self._added = [m["id"] for m in new]
+        self._covering = covered
         raw: dict[str, Any] = {
             "threadId": self.thread_id,
             "runId": run_id or f"run-{uuid.uuid4()}",
@@ -224,7 +249,12 @@ class Conversation:
             raw["forwardedProps"] = self.forwarded_props
         if resume:
             raw["resume"] = [dict(r) for r in resume]
-        prepared, warnings = prepare_run_input(raw, peer_version=self.peer_version)
+        try:
+            prepared, warnings = prepare_run_input(raw, peer_version=self.peer_version)
+        except BaseException:
+            self.thread.withdraw(self._added)  # nothing was sent: the thread is as it was
+            self._added = []
+            raise
         self.warnings += warnings
         self._run_input = prepared
         return prepared
@@ -281,15 +311,19 @@ class Conversation:
     def abandon_run(self) -> RunResult | None:
         """Give up the current run (the transport failed, the user cancelled).
 
-        If nothing of the stream arrived, the run never started and nothing is
-        recorded (``None``); otherwise it ends as :meth:`end_run` ends it — a
-        truncated run, never a finished one (RUN-9).
+        If nothing of the stream arrived, the run never started: nothing is
+        recorded (``None``) and the messages :meth:`next_input` added are taken
+        back, so a retry sends them once. Otherwise it ends as :meth:`end_run`
+        ends it — a truncated run, never a finished one (RUN-9).
         """
         if self._run_input is None:
             return None
         if self._pipeline is None or self._pipeline.index < 0:
             self._pipeline = None
             self._run_input = None
+            self.thread.withdraw(self._added)
+            self._added = []
+            self._covering = set()
             return None
         return self.end_run()
 
@@ -363,11 +397,20 @@ class Conversation:
                 )
 
     def end_run(self) -> RunResult:
-        """The run's stream ended (or was abandoned): judge it and open its disposition."""
+        """The run's stream ended (or was abandoned): judge it and open its disposition.
+
+        Every call the run left unanswered gets a :class:`PendingCall`. One the
+        application cannot dispose of (a journal failure) is answered as failed
+        in memory, the run is recorded, and then the error is raised: the
+        conversation can always continue.
+        """
         pipe = self._ensure_pipeline()
         result: StreamResult = pipe.close()
         self._pipeline = None
         self._run_input = None
+        self._added = []
+        self._resumed |= self._covering
+        self._covering = set()
         self.warnings += result.warnings
         summary: RunSummary | None = result.runs[-1] if result.runs else None
         status = summary.status if summary is not None else "truncated"
@@ -375,13 +418,23 @@ class Conversation:
         interrupts = summary.interrupts if summary is not None and status == "interrupt" else []
         # a call an interrupt names is answered by the resume entry, not by a tool message
         gated = {i["toolCallId"] for i in interrupts if "toolCallId" in i}
-        pending_ids = [
-            c for c in self.thread.unanswered_calls() if c not in self._calls and c not in gated
-        ]
-        pending = [
-            self._dispose(call_id, run_id, closed=pipe.verifier.was_closed("tool", call_id))
-            for call_id in pending_ids
-        ]
+        unanswered = self.thread.unanswered_calls()
+        for call_id in unanswered:
+            known = self._calls.get(call_id)
+            if known is not None and known.answer is not None:
+                # a snapshot restated the history without our answer: the answer stands
+                self._post(known, known.answer)
+        pending: list[PendingCall] = []
+        failure: Exception | None = None
+        for call_id in unanswered:
+            if call_id in self._calls or call_id in gated or call_id in self._resumed:
+                continue
+            closed = pipe.verifier.was_closed("tool", call_id)
+            try:
+                pending.append(self._dispose(call_id, run_id, closed=closed))
+            except Exception as exc:
+                failure = failure or exc
+                pending.append(self._undisposable(call_id, run_id, exc))
         run = RunResult(
             run_id=run_id,
             status=status,
@@ -393,6 +446,8 @@ class Conversation:
             outcome=summary.outcome if summary is not None else None,
         )
         self.runs.append(run)
+        if failure is not None:
+            raise failure
         return run
 
     # -- disposition -------------------------------------------------------------
@@ -401,11 +456,6 @@ class Conversation:
         name = self.thread.call_name(call_id) or ""
         text = self.thread.arguments(call_id) or ""
         parsed = parse_arguments(text)
-        tool = self.tools.get(name)
-        if tool is None and self.unadvertised is not None:
-            tool = self.unadvertised(
-                name, parsed.value if isinstance(parsed, ParsedArguments) else None
-            )
         call = PendingCall(
             thread_id=self.thread_id,
             run_id=run_id,
@@ -413,18 +463,23 @@ class Conversation:
             name=name,
             text=text,
             arguments=parsed,
-            tool=tool,
+            tool=self.tools.get(name),
             subagent_run_id=self.thread.call_owner(call_id),
         )
         self._calls[call_id] = call
-        # an answer the journal already holds (a replay, a restart) is reused, never re-run
-        recorded = self.journal.answer_for(self.thread_id, call_id)
-        if recorded is not None:
-            self._finish(call, Answer.from_json(recorded), journal=False)
+        # what the journal holds (a replay, a restart, another process) stands: an
+        # answer is reused, an execution that started is never run again
+        record = self.journal.lookup(self.thread_id, call_id)
+        if record is not None:
+            if record.claim is Claim.ANSWERED:
+                assert record.answer is not None
+                self._answer(call, Answer.from_json(record.answer))
+            else:
+                self._unknown(call, record)
             return call
         if not closed:
             # never act on arguments before TOOL_CALL_END (TOOL-5): they are a prefix
-            self._finish(
+            self._settle(
                 call,
                 Answer.failed(
                     call_id,
@@ -433,8 +488,24 @@ class Conversation:
                 ),
             )
             return call
+        if call.tool is None and self.unadvertised is not None:
+            try:
+                call.tool = self.unadvertised(
+                    name, parsed.value if isinstance(parsed, ParsedArguments) else None
+                )
+            except Exception as exc:  # the application's hook failed: refuse, say why
+                self._settle(
+                    call,
+                    Answer.failed(
+                        call_id,
+                        f"not executed: {name!r} is not a tool this application advertised, and "
+                        f"its handler for such calls failed ({_describe_exception(exc)})",
+                    ),
+                )
+                return call
+        tool = call.tool
         if tool is None:
-            self._finish(
+            self._settle(
                 call,
                 Answer.failed(
                     call_id,
@@ -448,40 +519,90 @@ class Conversation:
                 call.errors = tool.validator.validate(parsed)
             except InvalidToolSchema as exc:  # pragma: no cover - caught at registration
                 call.errors = []
-                self._finish(
+                self._settle(
                     call, Answer.failed(call_id, f"not executed: the tool is misconfigured: {exc}")
                 )
                 return call
         problem = call.problems()
         if problem is not None:
-            self._finish(call, Answer.failed(call_id, f"not executed: {problem}"))
+            self._settle(call, Answer.failed(call_id, f"not executed: {problem}"))
             return call
         # consent is never lost: the last decision the journal holds for this call
-        # stands, if it covers the arguments that would run
+        # stands, if it covers the arguments that would run (edited ones included)
         decisions = self.journal.decisions(self.thread_id, call_id)
         if decisions:
             last = decisions[-1]
-            if last.get("editedArguments") is not None:
-                call.edited = dict(last["editedArguments"])
+            edited = last.get("editedArguments")
+            call.edited = dict(edited) if edited is not None else None
             if last["fingerprint"] == call.fingerprint:
-                call.decision = _decision_from_json(last)
                 if last["approved"]:
+                    call.decision = _decision_from_json(last)
                     call.status = CallStatus.APPROVED
                 else:
-                    self._finish(
-                        call, _decline_answer(call_id, last["decidedBy"], last.get("reason"))
+                    self._settle(
+                        call,
+                        Answer.declined(call_id, last["decidedBy"], last.get("reason")),
+                        decision=_decision_from_json(last),
+                        record=False,
                     )
                 return call
             call.edited = None
-        call.verdict = self.consent.verdict(tool, call.proposed or {})
+        try:
+            call.verdict = self.consent.verdict(tool, call.proposed or {})
+        except Exception as exc:  # the application's policy failed: nothing runs, say why
+            self._settle(
+                call,
+                Answer.failed(
+                    call_id,
+                    f"not executed: the application's consent policy failed "
+                    f"({_describe_exception(exc)})",
+                ),
+            )
+            return call
         if call.verdict is Verdict.APPROVE:
             self._record(call, approved=True, by="policy", reason="approved by the consent policy")
             call.status = CallStatus.APPROVED
         elif call.verdict is Verdict.DENY:
-            self._record(call, approved=False, by="policy", reason="denied by the consent policy")
-            self._finish(call, Answer.declined_by_policy(call_id))
+            self._settle(
+                call,
+                Answer.declined(call_id, "policy"),
+                decision=self._decision(
+                    call, approved=False, by="policy", reason="denied by the consent policy"
+                ),
+            )
         else:
             call.status = CallStatus.AWAITING_CONSENT
+        return call
+
+    def _undisposable(self, call_id: str, run_id: str | None, exc: Exception) -> PendingCall:
+        """A call :meth:`_dispose` could not finish: answered failed, in memory only.
+
+        Nothing ran, so nothing is lost if the answer is not durable: after a
+        restart the call is disposed of again.
+        """
+        call = self._calls.get(call_id)
+        if call is None:
+            text = self.thread.arguments(call_id) or ""
+            call = PendingCall(
+                thread_id=self.thread_id,
+                run_id=run_id,
+                call_id=call_id,
+                name=self.thread.call_name(call_id) or "",
+                text=text,
+                arguments=parse_arguments(text),
+                tool=None,
+                subagent_run_id=self.thread.call_owner(call_id),
+            )
+            self._calls[call_id] = call
+        if call.answer is None:
+            self._answer(
+                call,
+                Answer.failed(
+                    call_id,
+                    f"not executed: the application could not dispose of the call "
+                    f"({_describe_exception(exc)})",
+                ),
+            )
         return call
 
     def approve(
@@ -511,8 +632,15 @@ class Conversation:
                     rule="TOOL-21",
                 )
             original = call.fingerprint
+            previous = call.edited
             call.edited = edited
-            decision = self._record(call, approved=True, by=by, reason=reason, supersedes=original)
+            try:
+                decision = self._record(
+                    call, approved=True, by=by, reason=reason, supersedes=original
+                )
+            except BaseException:
+                call.edited = previous  # not recorded: the approval did not happen
+                raise
         else:
             decision = self._record(call, approved=True, by=by, reason=reason)
         call.status = CallStatus.APPROVED
@@ -520,14 +648,20 @@ class Conversation:
         return decision
 
     def decline(self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None) -> Answer:
-        """Decline a call: it is answered, saying so and saying who declined."""
+        """Decline a call: it is answered, saying so and saying who declined.
+
+        Returns the answer that stands: if the call's execution already started
+        elsewhere (another process, an earlier life of this one), that is not
+        undone by a decline — the call is answered "outcome unknown" instead.
+        """
         call = self.call(call_id)
         if call.status.answered or call.status is CallStatus.EXECUTING:
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be declined now")
-        self._record(call, approved=False, by=by, reason=reason)
-        answer = _decline_answer(call_id, by, reason)
-        self._finish(call, answer)
-        return answer
+        return self._settle(
+            call,
+            Answer.declined(call_id, by, reason),
+            decision=self._decision(call, approved=False, by=by, reason=reason),
+        )
 
     def execute(self, call_id: str, handler: Handler) -> Answer:
         """Run an approved call's handler exactly once and answer the call.
@@ -536,25 +670,34 @@ class Conversation:
         result: a string, a list of content parts, or JSON-able data. An
         exception becomes a ``failed`` answer with ``error`` set, never a crash.
         """
+        if inspect.iscoroutinefunction(handler):
+            raise UsageError(f"the handler for {call_id!r} is async: use execute_async()")
         call, key = self._claim(call_id)
-        if call.answer is not None:
+        if key is None:
+            assert call.answer is not None
             return call.answer
         try:
             result = handler(dict(call.effective_arguments or {}))
             if inspect.isawaitable(result):
-                raise UsageError("the handler is async: use execute_async()")
-            answer = Answer.executed(call_id, normalize_result(result))
-        except UsageError:
-            raise
+                answer = _unawaited(call_id, result)
+            else:
+                answer = Answer.executed(call_id, normalize_result(result))
         except Exception as exc:  # a handler failure is an answer, not a crash
             answer = Answer.failed(call_id, _describe_exception(exc))
-        self._finish(call, answer, key=key)
-        return answer
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: it may have acted
+            self._executed(call, key, _interrupted(call_id, exc))
+            raise
+        return self._executed(call, key, answer)
 
     async def execute_async(self, call_id: str, handler: Handler | AsyncHandler) -> Answer:
-        """:meth:`execute` for a handler that may be a coroutine function."""
+        """:meth:`execute` for a handler that may be a coroutine function.
+
+        Cancelled while the handler runs, the call is answered "outcome
+        unknown" (the handler may have acted) before the cancellation goes on.
+        """
         call, key = self._claim(call_id)
-        if call.answer is not None:
+        if key is None:
+            assert call.answer is not None
             return call.answer
         try:
             result = handler(dict(call.effective_arguments or {}))
@@ -563,20 +706,29 @@ class Conversation:
             answer = Answer.executed(call_id, normalize_result(result))
         except Exception as exc:
             answer = Answer.failed(call_id, _describe_exception(exc))
-        self._finish(call, answer, key=key)
-        return answer
+        except BaseException as exc:  # cancelled: the handler may have acted
+            self._executed(call, key, _interrupted(call_id, exc))
+            raise
+        return self._executed(call, key, answer)
 
     def fail(self, call_id: str, error: str) -> Answer:
-        """Answer a call as failed without running it (a timeout, say)."""
+        """Answer a call as failed without running it (no handler, say).
+
+        Returns the answer that stands (see :meth:`decline`). A call that is
+        executing is answered by its handler's return, not by this.
+        """
         call = self.call(call_id)
         if call.status.answered:
             raise UsageError(f"call {call_id!r} is already answered")
-        key = JournalKey(self.thread_id, call_id, call.fingerprint)
-        answer = Answer.failed(call_id, error)
-        self._finish(call, answer, key=key)
-        return answer
+        if call.status is CallStatus.EXECUTING:
+            raise UsageError(
+                f"call {call_id!r} is executing: its handler's return (or its failure) answers "
+                "it; a call is never answered twice"
+            )
+        return self._settle(call, Answer.failed(call_id, error))
 
     def _claim(self, call_id: str) -> tuple[PendingCall, JournalKey | None]:
+        """Take the right to execute; ``(call, None)`` when the call got its answer instead."""
         call = self.call(call_id)
         if call.status is not CallStatus.APPROVED:
             raise UsageError(
@@ -594,22 +746,38 @@ class Conversation:
         claim = self.journal.claim(key, tool=call.name)
         if claim.claim is Claim.ANSWERED:
             assert claim.answer is not None
-            self._finish(call, Answer.from_json(claim.answer), journal=False)
+            self._answer(call, Answer.from_json(claim.answer))
             return call, None
         if claim.claim is Claim.UNKNOWN:
-            started = datetime.fromtimestamp(claim.started_at or 0, UTC).isoformat(
-                timespec="seconds"
-            )
-            answer = Answer.failed(
-                call_id,
-                f"outcome unknown: an earlier execution of this call started at {started} and "
-                "recorded no result (the application may have stopped mid-call); it was not run again",
-            )
-            self._finish(call, answer, key=key)
+            self._unknown(call, claim)
             return call, None
         call.status = CallStatus.EXECUTING
         self._updates.append(CallUpdate(call_id, call.name, call.status))
         return call, key
+
+    def _decision(
+        self,
+        call: PendingCall,
+        *,
+        approved: bool,
+        by: DecidedBy,
+        reason: str | None = None,
+        supersedes: str | None = None,
+    ) -> ConsentDecision:
+        # edited arguments travel with every decision about them, so a restart can
+        # rebuild what a later decline or re-approval was about
+        return ConsentDecision(
+            thread_id=self.thread_id,
+            call_id=call.call_id,
+            tool=call.name,
+            fingerprint=call.fingerprint,
+            approved=approved,
+            decided_by=by,
+            decided_at=ConsentDecision.now(),
+            reason=reason,
+            edited_arguments=call.edited,
+            supersedes=supersedes,
+        )
 
     def _record(
         self,
@@ -620,46 +788,109 @@ class Conversation:
         reason: str | None = None,
         supersedes: str | None = None,
     ) -> ConsentDecision:
-        decision = ConsentDecision(
-            thread_id=self.thread_id,
-            call_id=call.call_id,
-            tool=call.name,
-            fingerprint=call.fingerprint,
-            approved=approved,
-            decided_by=by,
-            decided_at=ConsentDecision.now(),
-            reason=reason,
-            edited_arguments=call.edited if supersedes is not None else None,
-            supersedes=supersedes,
+        decision = self._decision(
+            call, approved=approved, by=by, reason=reason, supersedes=supersedes
         )
         self.journal.record_decision(decision.to_json())
         call.decision = decision
         return decision
 
-    def _finish(
-        self,
-        call: PendingCall,
-        answer: Answer,
-        *,
-        key: JournalKey | None = None,
-        journal: bool = True,
-    ) -> None:
-        if journal:
-            self.journal.finish(
-                key or JournalKey(self.thread_id, call.call_id, call.fingerprint), answer.to_json()
-            )
+    # -- answers: three ways in, one way to the thread ---------------------------------
+
+    def _answer(self, call: PendingCall, answer: Answer) -> Answer:
+        """Give ``call`` its answer in memory and in the thread; an answer is never replaced."""
+        if call.answer is not None:
+            return call.answer
         call.answer = answer
         call.status = {
             "executed": CallStatus.DONE,
             "failed": CallStatus.FAILED,
             "declined": CallStatus.DECLINED,
         }[answer.outcome]
-        message = answer.tool_message(f"result-{call.call_id}")
+        self._post(call, answer)
+        self._updates.append(CallUpdate(call.call_id, call.name, call.status, None, answer))
+        return answer
+
+    def _post(self, call: PendingCall, answer: Answer) -> None:
+        """Put the answer's tool message in the thread, unless one already answers the call."""
+        if self.thread.has_result(call.call_id):
+            return
+        message_id = f"result-{call.call_id}"
+        n = 1
+        while self.thread.message(message_id) is not None:
+            n += 1
+            message_id = f"result-{call.call_id}-{n}"
+        message = answer.tool_message(message_id)
         if call.subagent_run_id is not None:
             message["subagentRunId"] = call.subagent_run_id
-        if not self.thread.has_result(call.call_id):
-            self.thread.add_tool_message(message)
-        self._updates.append(CallUpdate(call.call_id, call.name, call.status, None, answer))
+        self.thread.add_tool_message(message)
+
+    def _settle(
+        self,
+        call: PendingCall,
+        answer: Answer,
+        *,
+        decision: ConsentDecision | None = None,
+        record: bool = True,
+    ) -> Answer:
+        """An answer that ran nothing: made durable, then given — unless the journal
+        already holds something for the call, which then stands (and is returned)."""
+        found = self.journal.settle(
+            JournalKey(self.thread_id, call.call_id, call.fingerprint),
+            answer.to_json(),
+            decision=decision.to_json() if decision is not None and record else None,
+        )
+        if found.claim is Claim.UNKNOWN:
+            return self._unknown(call, found)
+        assert found.answer is not None
+        if found.answer == answer.to_json():
+            if decision is not None:
+                call.decision = decision
+            return self._answer(call, answer)
+        return self._answer(call, Answer.from_json(found.answer))
+
+    def _executed(self, call: PendingCall, key: JournalKey, answer: Answer) -> Answer:
+        """An execution's answer: given first (the side effect happened), then made durable."""
+        given = self._answer(call, answer)
+        try:
+            self.journal.finish(key, answer.to_json())
+        except JournalError as exc:
+            raise JournalError(
+                f"call {call.call_id!r} was executed and is answered, but its answer could not be "
+                f"recorded ({exc}); the journal still holds its intent, so after a restart its "
+                "outcome reads as unknown and it is not run again"
+            ) from exc
+        return given
+
+    def _unknown(self, call: PendingCall, record: ClaimResult) -> Answer:
+        """A call whose execution started and recorded no answer: never run again."""
+        started = datetime.fromtimestamp(record.started_at or 0, UTC)
+        known: Answer | None = None
+        note = ""
+        if self.outcome_unknown is not None:
+            try:
+                known = self.outcome_unknown(call, started)
+            except Exception as exc:  # the hook could not tell: the outcome stays unknown
+                note = f"; the application's check of it failed ({_describe_exception(exc)})"
+        if known is None:
+            return self._answer(
+                call,
+                Answer.failed(
+                    call.call_id,
+                    f"outcome unknown: an execution of this call started at "
+                    f"{started.isoformat(timespec='seconds')} and recorded no result (the "
+                    "application may have stopped mid-call, or is still running it); it was not "
+                    f"run again{note}",
+                ),
+            )
+        # the application established what happened: that is the execution's answer
+        known = dataclasses.replace(known, call_id=call.call_id)
+        given = self._answer(call, known)
+        assert record.fingerprint is not None
+        self.journal.finish(
+            JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
+        )
+        return given
 
     def take_updates(self) -> list[Update]:
         """Updates produced since last asked (disposition calls produce them too)."""
@@ -676,12 +907,6 @@ class Conversation:
         return self.thread.state
 
 
-def _decline_answer(call_id: str, by: str, reason: str | None) -> Answer:
-    if by == "user":
-        return Answer.declined_by_user(call_id, reason)
-    return Answer.declined_by_policy(call_id, reason)
-
-
 def _decision_from_json(data: Mapping[str, Any]) -> ConsentDecision:
     return ConsentDecision(
         thread_id=data["threadId"],
@@ -694,6 +919,31 @@ def _decision_from_json(data: Mapping[str, Any]) -> ConsentDecision:
         reason=data.get("reason"),
         edited_arguments=data.get("editedArguments"),
         supersedes=data.get("supersedes"),
+    )
+
+
+def _unawaited(call_id: str, result: Any) -> Answer:
+    """A sync ``execute`` got an awaitable back: a coroutine never started; other
+    awaitables (a task, a future) may already be doing something."""
+    if inspect.iscoroutine(result):
+        result.close()
+        return Answer.failed(
+            call_id,
+            "not executed: the handler returned a coroutine, which execute() cannot await; "
+            "use execute_async()",
+        )
+    return Answer.failed(
+        call_id,
+        "outcome unknown: the handler returned an awaitable, which execute() cannot wait for; "
+        "use execute_async()",
+    )
+
+
+def _interrupted(call_id: str, exc: BaseException) -> Answer:
+    return Answer.failed(
+        call_id,
+        f"outcome unknown: the handler was interrupted ({type(exc).__name__}) before it "
+        "returned; it may or may not have taken effect, and it was not run again",
     )
 
 

@@ -108,18 +108,18 @@ class Answer:
         return cls(call_id, "failed", content or f"Error: {error}", error)
 
     @classmethod
-    def declined_by_user(cls, call_id: str, reason: str | None = None) -> Answer:
-        text = "The user declined this tool call; it was not executed."
-        if reason:
-            text += f" The user said: {reason}"
-        return cls(call_id, "declined", text, None, "user")
-
-    @classmethod
-    def declined_by_policy(cls, call_id: str, reason: str | None = None) -> Answer:
-        text = "Not executed: the application's policy declined this tool call (no user was asked)."
+    def declined(cls, call_id: str, by: DecidedBy, reason: str | None = None) -> Answer:
+        """Worded from who declined, never from a guess (TOOL-22)."""
+        if by == "user":
+            text = "The user declined this tool call; it was not executed."
+            if reason:
+                text += f" The user said: {reason}"
+            return cls(call_id, "declined", text, None, "user")
+        who = "the application's policy" if by == "policy" else "the application"
+        text = f"Not executed: {who} declined this tool call (no user was asked)."
         if reason:
             text += f" Reason: {reason}"
-        return cls(call_id, "declined", text, "declined by the application's policy", "policy")
+        return cls(call_id, "declined", text, f"declined by {who}", by)
 
 
 def normalize_result(value: Any) -> str | list[dict[str, Any]]:
@@ -139,7 +139,14 @@ def normalize_result(value: Any) -> str | list[dict[str, Any]]:
         and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in value)
         and all(p["type"] in ("text", "image", "audio", "video", "document") for p in value)
     ):
-        return [dict(p) for p in value]
+        parts = [dict(p) for p in value]
+        try:  # parts travel as JSON: what cannot be serialised fails here, as the handler's
+            orjson.dumps(parts)
+        except TypeError as exc:
+            raise TypeError(
+                f"the handler returned content parts that are not JSON: {exc}"
+            ) from None
+        return parts
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:

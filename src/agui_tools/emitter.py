@@ -50,7 +50,8 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from .enforce import Enforcer
+from .codec import refuse_non_finite
+from .enforce import DEFAULT_MAX_DEPTH, Enforcer
 from .errors import ProtocolViolation, UsageError
 from .expand import CHUNK_TYPES, FAMILY, RUN_LEVEL, SUBAGENT_TERMINAL, Expander
 from .verify import Limits, Verifier
@@ -171,8 +172,19 @@ def _as_list(value: Any) -> Any:
 
 
 @cache
-def _enforcer() -> Enforcer:
-    return Enforcer()
+def _enforcer(max_depth: int = DEFAULT_MAX_DEPTH) -> Enforcer:
+    return Enforcer(max_depth=max_depth)
+
+
+def _json_numbers(ev: Event) -> None:
+    """Refuse NaN and ±Infinity in an event's payload, verified or not (TRANS-4).
+
+    orjson writes them as ``null`` without a word, so the consumer would get
+    another value than the agent sent. Only events that carry agent-supplied
+    JSON (state, payloads, results, usage) are walked — never a text or
+    argument delta, whose values are strings.
+    """
+    refuse_non_finite(ev, f"refusing to emit {ev['type']}")
 
 
 class Emitter:
@@ -207,6 +219,7 @@ class Emitter:
         self.frontend_tools = frozenset(t["name"] for t in run_input.get("tools") or ())
         history = run_input.get("messages") or ()
         self.verify = verify
+        self._max_depth = (limits or Limits()).max_depth
         self._verifier = (
             Verifier(
                 strict=True,
@@ -333,7 +346,9 @@ class Emitter:
         seen: set[Any] = set()
         for n, item in enumerate(items):
             try:
-                _, warnings = _enforcer().definition("Interrupt", item, f"/outcome/interrupts/{n}")
+                _, warnings = _enforcer(self._max_depth).definition(
+                    "Interrupt", item, f"/outcome/interrupts/{n}"
+                )
             except ProtocolViolation as exc:
                 raise UsageError(f"malformed interrupt: {exc}", rule=exc.rule) from None
             if warnings:
@@ -380,6 +395,7 @@ class Emitter:
             ev["code"] = code
         if usage:
             ev["usage"] = _as_list(usage)
+            _json_numbers(ev)
         self._send(ev, trusted=self._poison is not None)
         self._open.clear()
         self._phase = "errored"
@@ -395,6 +411,7 @@ class Emitter:
             ev["result"] = result
         if usage:
             ev["usage"] = _as_list(usage)
+        _json_numbers(ev)
         self._send(ev)
         self._phase = "finished"
 
@@ -570,6 +587,7 @@ class Emitter:
             "content": _as_list(content),
         }
         self._tag(ev, owner)
+        _json_numbers(ev)
         self._send(ev)
         self._answered.add(call_id)
         self._messages[message_id] = "tool"
@@ -874,6 +892,7 @@ class Emitter:
             "subagentRunId": sid,
         }
         ev.update(fields)
+        _json_numbers(ev)
         self._send(ev)
         del self._open[entry.key]
         entry.state = "closed"
@@ -950,6 +969,7 @@ class Emitter:
         self._require_active()
         self._check_owner(owner)
         self._tag(ev, owner)
+        _json_numbers(ev)
         self._send(ev)
         if owner is not None:
             self._tags.add(owner)
@@ -1023,11 +1043,10 @@ class Emitter:
                 raise self._poison from exc
         self._out.append(ev)
 
-    @staticmethod
-    def _enforce(ev: Event) -> None:
+    def _enforce(self, ev: Event) -> None:
         """Refuse what a consumer would reject, strip or drop, and what is not JSON."""
         try:
-            clean, warnings = _enforcer().event(ev)
+            clean, warnings = _enforcer(self._max_depth).event(ev)
         except ProtocolViolation as exc:
             raise UsageError(f"refusing to emit a malformed event: {exc}", rule=exc.rule) from None
         if clean is None or warnings:

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from .errors import (
     InputRejected,
+    LimitExceeded,
     ProtocolViolation,
     ProtocolWarning,
     describe_value,
@@ -52,12 +53,68 @@ from .schema import (
     compiled,
 )
 
-__all__ = ["Enforcer", "escape_pointer"]
+__all__ = ["DEFAULT_MAX_DEPTH", "Enforcer", "depth_excess", "escape_pointer"]
+
+DEFAULT_MAX_DEPTH: Final = 128
+"""How deeply one JSON document (an event, a run input) may nest, counting the
+document itself as level 1.
+
+Why a limit: open values (``state``, ``CUSTOM.value``, metadata…) are whatever
+a peer sends, and every stage after enforcement is recursive — the reducer's
+``copy.deepcopy`` exhausts Python's stack near 500 levels, and orjson refuses
+to *write* past 254, which is where a client re-sends the state it was given
+in its next run input. Why 128: everything a consumer accepts stays writable
+after it is re-nested a few levels deeper (a snapshot's state lands at level 2
+of the next run input, a result's part metadata at level 6), and a
+``deepcopy`` of it stays far from the recursion limit; no state, schema or
+payload we have met nests more than a few dozen levels."""
+
+_CONTAINERS: Final = (dict, list, tuple)
 
 
 def escape_pointer(token: str) -> str:
     """Escape one JSON Pointer reference token (RFC 6901)."""
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def _too_deep(value: Any, budget: int) -> bool:
+    """Whether container ``value`` nests more than ``budget`` levels (itself is one).
+
+    The fast checks' test: no path is built. Recursion stops at ``budget``, so a
+    hostile value thousands of levels deep costs ``budget`` frames, not thousands.
+    """
+    if budget <= 0:
+        return True
+    for child in value.values() if isinstance(value, dict) else value:
+        if isinstance(child, _CONTAINERS) and _too_deep(child, budget - 1):
+            return True
+    return False
+
+
+def depth_excess(value: Any, budget: int, path: str = "") -> str | None:
+    """The JSON Pointer of a container nested more than ``budget`` levels inside
+    ``value`` (``value`` itself is level 1), or ``None`` when it fits.
+
+    Iterative, so a value of any depth is measured without recursion; the walk
+    stops below ``budget`` levels, so its cost is bounded by what fits.
+    """
+    if not isinstance(value, _CONTAINERS):
+        return None
+    # (container, level, trail): the trail is a linked list of keys, joined only on failure
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(value, 1, ())]
+    while stack:
+        container, level, trail = stack.pop()
+        if level > budget:
+            keys: list[str] = []
+            while trail:
+                keys.append(escape_pointer(str(trail[0])))
+                trail = trail[1]
+            return path + "".join(f"/{k}" for k in reversed(keys))
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, child in items:
+            if isinstance(child, _CONTAINERS):
+                stack.append((child, level + 1, (key, trail)))
+    return None
 
 
 class _Unrecognised:
@@ -100,12 +157,19 @@ _ABSENT: Final = object()
 class _Walker:
     """One walk over one event or input; collects warnings, raises on malformed."""
 
-    __slots__ = ("event_type", "index", "input_mode", "warnings")
+    __slots__ = ("event_type", "index", "input_mode", "max_depth", "warnings")
 
-    def __init__(self, index: int | None, event_type: str | None, input_mode: bool) -> None:
+    def __init__(
+        self,
+        index: int | None,
+        event_type: str | None,
+        input_mode: bool,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> None:
         self.index = index
         self.event_type = event_type
         self.input_mode = input_mode
+        self.max_depth = max_depth
         self.warnings: list[ProtocolWarning] = []
 
     # -- reporting ---------------------------------------------------------
@@ -122,6 +186,28 @@ class _Walker:
             value=None if value is _ABSENT else describe_value(value),
             event_type=self.event_type,
         )
+
+    def open_value(self, v: Any, path: str) -> None:
+        """An open value enters here (``state``, a payload, metadata): bound its nesting.
+
+        The value at ``path`` sits at level ``segments + 1`` of the document, so
+        it may itself nest ``max_depth - segments`` levels.
+        """
+        if not isinstance(v, _CONTAINERS):
+            return
+        where = depth_excess(v, self.max_depth - path.count("/"), path)
+        if where is not None:
+            what = "run input" if self.input_mode else "event"
+            raise LimitExceeded(
+                "LIMIT",
+                f"the value at {path} nests deeper than max_depth={self.max_depth} levels "
+                f"(counting the {what} itself as one; the path names the first value past the "
+                "limit); raise the limit if such values are expected.",
+                index=self.index,
+                path=where,
+                event_type=self.event_type,
+                where="run input" if self.input_mode else None,
+            )
 
     def _rule_for(self, path: str) -> str:
         if self.input_mode:
@@ -172,6 +258,7 @@ class _Walker:
         if isinstance(node, AnyNode):
             if v is None and not node.nullable:
                 self._null(path)
+            self.open_value(v, path)
             return v
         if isinstance(node, IntNode):
             if cls is float and v.is_integer():
@@ -244,6 +331,7 @@ class _Walker:
                 f"{path}/{escape_pointer(field)}", f"required field {field!r} is missing.", _ABSENT
             )
         if not node.props and not node.closed:
+            self.open_value(v, path)
             return v  # an open map (metadata, responseSchema): data, not judged
         out: dict[str, Any] | None = None
         props = node.props
@@ -328,7 +416,13 @@ _MISSING: Final = object()
 
 
 def _test_for(node: Node, key: str) -> str:
-    """A one-line Python expression true when ``v`` is *not* surely clean."""
+    """A one-line Python expression true when ``v`` is *not* surely clean.
+
+    An open value (any JSON, an open map) is clean when it is a scalar, or a
+    container within ``BUDGET`` levels (the event is level 1, so a top-level
+    field's value may nest ``max_depth - 1``); a deeper one goes to the walker,
+    which names it. Events without open values pay nothing for this.
+    """
     if isinstance(node, StringNode) and node.pattern is None:
         return "v.__class__ is not str"
     if isinstance(node, IntNode):
@@ -340,9 +434,10 @@ def _test_for(node: Node, key: str) -> str:
     if isinstance(node, EnumNode):
         return f"(v.__class__ is not str or v not in ENUM_{escape_ident(key)})"
     if isinstance(node, AnyNode):
-        return "False" if node.nullable else "v is None"
+        deep = "(v.__class__ in CONTAINERS and DEEP(v, BUDGET))"
+        return deep if node.nullable else f"(v is None or {deep})"
     if isinstance(node, ObjectNode) and not node.props and not node.closed:
-        return "v.__class__ is not dict"
+        return "(v.__class__ is not dict or DEEP(v, BUDGET))"
     if isinstance(node, TypeSwitchNode) and str in node.by_type:
         return "v.__class__ is not str"
     return "True"  # complex: let the walker judge it
@@ -410,7 +505,9 @@ def escape_ident(key: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in key)
 
 
-def _compile_fast_checks(schema: CompiledSchema) -> dict[str, Callable[[dict[str, Any]], bool]]:
+def _compile_fast_checks(
+    schema: CompiledSchema, max_depth: int
+) -> dict[str, Callable[[dict[str, Any]], bool]]:
     checks: dict[str, Callable[[dict[str, Any]], bool]] = {}
     for tag, variant in schema.event.variants.items():
         source = _fast_check_source(tag, variant)
@@ -418,6 +515,9 @@ def _compile_fast_checks(schema: CompiledSchema) -> dict[str, Callable[[dict[str
             "ALLOWED": variant.known,
             "REQUIRED": variant.required,
             "MISSING": _MISSING,
+            "DEEP": _too_deep,
+            "CONTAINERS": _CONTAINERS,
+            "BUDGET": max_depth - 1,
         }
         for key, node in variant.props.items():
             if isinstance(node, EnumNode):
@@ -432,12 +532,22 @@ class Enforcer:
 
     Stateless apart from the compiled tables: one instance serves any number
     of streams. ``event()`` is the hot path of every consumer.
+
+    ``max_depth`` bounds the nesting of every open value it lets through
+    (:data:`DEFAULT_MAX_DEPTH`): enforcement is the one place where open JSON
+    enters — from a stream, a run input or an agent's emit call — so the bound
+    is kept here, and a deeper value is a :class:`LimitExceeded` naming its path.
     """
 
-    def __init__(self, schema: CompiledSchema | None = None) -> None:
+    def __init__(
+        self, schema: CompiledSchema | None = None, *, max_depth: int = DEFAULT_MAX_DEPTH
+    ) -> None:
+        if max_depth < 2:
+            raise ValueError("max_depth must be at least 2 (an event and one level inside it)")
         self.schema = schema or compiled()
+        self.max_depth = max_depth
         self._variants = self.schema.event.variants
-        self._fast = _compile_fast_checks(self.schema)
+        self._fast = _compile_fast_checks(self.schema, max_depth)
         self.fast_checks: Mapping[str, Callable[[dict[str, Any]], bool]] = self._fast
 
     def event(
@@ -461,7 +571,9 @@ class Enforcer:
         self, obj: Any, index: int | None
     ) -> tuple[dict[str, Any] | None, list[ProtocolWarning]]:
         tag = obj.get("type") if type(obj) is dict else None
-        walker = _Walker(index, tag if type(tag) is str else None, input_mode=False)
+        walker = _Walker(
+            index, tag if type(tag) is str else None, input_mode=False, max_depth=self.max_depth
+        )
         if type(obj) is not dict:
             walker.malformed("", "an event must be a JSON object.", obj, rule="TRANS-4")
         if "type" not in obj:
@@ -489,7 +601,7 @@ class Enforcer:
         Raises :class:`InputRejected` when it is malformed; a run input cannot
         be dropped, so an unrecognised required member is malformed here too.
         """
-        walker = _Walker(None, None, input_mode=True)
+        walker = _Walker(None, None, input_mode=True, max_depth=self.max_depth)
         clean = walker.object(self.schema.run_input, obj, "")
         if isinstance(clean, _Unrecognised):  # pragma: no cover - no required union at top
             walker.malformed(clean.path, clean.why, obj)
@@ -501,7 +613,7 @@ class Enforcer:
         Used where a single value crosses a boundary on its own — a message
         list being assembled into input, say.
         """
-        walker = _Walker(None, None, input_mode=True)
+        walker = _Walker(None, None, input_mode=True, max_depth=self.max_depth)
         clean = walker.value(self.schema.definition(name), obj, path)
         if isinstance(clean, _Unrecognised):
             walker.warn("PROC-5", clean.path, f"dropped {clean.path or 'the value'}: {clean.why}")

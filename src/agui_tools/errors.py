@@ -77,6 +77,10 @@ class ProtocolViolation(AguiError):
         explanation: one sentence saying what was expected.
         event_type: the event's ``type`` when known.
         ids: identifiers involved (``{"toolCallId": "c1"}``), for grepping logs.
+        where: what the violation concerns when it has no stream position
+            (``"stream framing"``, ``"capture"``, ``"run input"``). Without it, an
+            :class:`InputRejected` reads "run input" and anything else "stream":
+            a framing error is not about the input, and saying so misleads.
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class ProtocolViolation(AguiError):
         value: str | None = None,
         event_type: str | None = None,
         ids: Mapping[str, str] | None = None,
+        where: str | None = None,
     ) -> None:
         self.rule = rule
         self.explanation = explanation
@@ -97,6 +102,7 @@ class ProtocolViolation(AguiError):
         self.value = value
         self.event_type = event_type
         self.ids: dict[str, str] = dict(ids or {})
+        self.where = where
         super().__init__(self._render())
 
     def at(self, index: int) -> ProtocolViolation:
@@ -115,13 +121,16 @@ class ProtocolViolation(AguiError):
             value=self.value,
             event_type=self.event_type,
             ids=self.ids,
+            where=self.where,
         )
 
     def _render(self) -> str:
         where = []
         if self.index is not None:
             where.append(f"event #{self.index}")
-        elif self.event_type is None:
+        elif self.where is not None:
+            where.append(self.where)
+        elif self.event_type is None and isinstance(self, InputRejected):
             where.append("run input")
         if self.event_type:
             where.append(self.event_type)
@@ -170,6 +179,17 @@ class UsageError(AguiError):
     def __init__(self, message: str, *, rule: str | None = None) -> None:
         self.rule = rule
         super().__init__(f"[{rule}] {message}" if rule else message)
+
+
+class JournalError(AguiError):
+    """The journal could not record or read something (the disk, a lock held too long).
+
+    Raised with what was being recorded, so an application can tell whether an
+    answer it holds in memory is durable yet: when recording an execution's
+    answer fails, the call is answered in memory and the journal still holds
+    its intent — after a restart the call's outcome reads as unknown, never as
+    "not run".
+    """
 
 
 class LimitExceeded(ProtocolViolation):

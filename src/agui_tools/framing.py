@@ -26,6 +26,7 @@ from .errors import LimitExceeded, ProtocolViolation
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
+    "BrokenFrame",
     "NDJSONReader",
     "SSEReader",
     "ndjson_frame",
@@ -56,13 +57,40 @@ def ndjson_frame(payload: bytes) -> bytes:
     return payload + b"\n"
 
 
+_FRAMING: Final = "stream framing"
+
+
+class BrokenFrame(str):
+    """Stands in the frame sequence where the framing layer met a frame it could not
+    produce (not UTF-8, over the size limit), carrying the violation.
+
+    A ``str``, so it travels wherever frames travel; the consumer pipeline
+    recognises it and rejects the stream at that position with ``violation``.
+    The frames before it are delivered and the run ends ``rejected``, exactly
+    as for a violation the decoder finds — rather than an exception escaping
+    the transport before the conversation has seen the stream.
+    """
+
+    violation: ProtocolViolation
+
+    def __new__(cls, violation: ProtocolViolation) -> BrokenFrame:
+        frame = super().__new__(cls, "")
+        frame.violation = violation
+        return frame
+
+    def __repr__(self) -> str:
+        return f"BrokenFrame({self.violation!r})"
+
+
 def _decode(raw: bytes, what: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProtocolViolation(
             "TRANS-4",
-            f"{what} is not valid UTF-8 (byte {exc.start}); each data payload must be one JSON text.",
+            f"{what} is not valid UTF-8 (byte {exc.start} of the payload); each data payload "
+            "must be one JSON text.",
+            where=_FRAMING,
         ) from None
 
 
@@ -85,6 +113,8 @@ class SSEReader:
         self._started = False
         self._pending_cr = False
         self._max = max_event_bytes
+        self._total = 0  # bytes received, to name where a broken event ended
+        self._broken = False
         self.closed = False
 
     @property
@@ -93,9 +123,40 @@ class SSEReader:
         return bool(self._data) or bool(self._buf)
 
     def feed(self, chunk: bytes) -> list[str]:
-        """Consume ``chunk``; return the ``data`` of every event it completed."""
-        if not chunk:
+        """Consume ``chunk``; return the ``data`` of every event it completed.
+
+        Raises :class:`ProtocolViolation` for a payload that is not UTF-8 and
+        :class:`LimitExceeded` for an event over ``max_event_bytes``; the events
+        this chunk completed before it are lost with the exception — a consumer
+        that must keep them uses :meth:`feed_frames`.
+        """
+        out: list[str] = []
+        self._feed(chunk, out)
+        return out
+
+    def feed_frames(self, chunk: bytes) -> list[str]:
+        """Like :meth:`feed`, but never raises: a violation takes its place in the
+        frames, as a :class:`BrokenFrame` after the events completed before it.
+
+        For a reader feeding the consumer pipeline (the client): the pipeline
+        rejects the stream at that position, so the run ends ``rejected`` with
+        the violation like any other. The reader is finished after a broken
+        frame; later chunks give nothing.
+        """
+        if self._broken:
             return []
+        out: list[str] = []
+        try:
+            self._feed(chunk, out)
+        except ProtocolViolation as exc:
+            self._broken = True
+            out.append(BrokenFrame(exc))
+        return out
+
+    def _feed(self, chunk: bytes, out: list[str]) -> None:
+        if not chunk:
+            return
+        self._total += len(chunk)
         buf = self._buf
         if self._pending_cr:
             self._pending_cr = False
@@ -104,13 +165,13 @@ class SSEReader:
         buf += chunk
         if not self._started:
             if len(buf) < 3 and _BOM.startswith(bytes(buf)):
-                return []
+                return
             if buf.startswith(_BOM):
                 del buf[:3]
             self._started = True
-        out: list[str] = []
         start = 0
         n = len(buf)
+        base = self._total - n  # the stream offset of buf[0]
         find_lf = buf.find
         while start < n:
             lf = find_lf(b"\n", start)
@@ -126,7 +187,7 @@ class SSEReader:
                 end, nxt = lf, lf + 1
             else:
                 break
-            self._line(bytes(buf[start:end]), out)
+            self._line(bytes(buf[start:end]), out, base + start)
             start = nxt
         del buf[:start]
         if len(buf) + self._data_size > self._max:
@@ -134,16 +195,16 @@ class SSEReader:
                 "LIMIT",
                 f"an SSE event exceeded max_event_bytes={self._max}; raise the limit if "
                 "such events are expected.",
+                where=_FRAMING,
             )
-        return out
 
-    def _line(self, line: bytes, out: list[str]) -> None:
+    def _line(self, line: bytes, out: list[str], offset: int) -> None:
         if not line:
             if self._data:
                 data = b"\n".join(self._data)
                 self._data = []
                 self._data_size = 0
-                out.append(_decode(data, "an SSE data payload"))
+                out.append(_decode(data, f"the SSE event ending at byte {offset} of the stream"))
             return
         if line[0] == 0x3A:  # ':' comment
             return
@@ -162,6 +223,7 @@ class SSEReader:
                     "LIMIT",
                     f"an SSE event exceeded max_event_bytes={self._max}; raise the limit if "
                     "such events are expected.",
+                    where=_FRAMING,
                 )
         # event:, id:, retry: and unknown fields are ignored (TRANS-5)
 
@@ -200,6 +262,7 @@ class NDJSONReader:
                 "LIMIT",
                 f"an NDJSON line exceeded max_event_bytes={self._max}; raise the limit if "
                 "such events are expected.",
+                where=_FRAMING,
             )
         return out
 

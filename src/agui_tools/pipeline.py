@@ -33,6 +33,7 @@ from .codec import Decoder, parse_json
 from .enforce import Enforcer
 from .errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageError
 from .expand import CHUNK_TYPES, Expander
+from .framing import BrokenFrame
 from .verify import Limits, RunSummary, Verifier
 
 __all__ = ["ConsumerPipeline", "Middleware", "StreamResult"]
@@ -104,7 +105,7 @@ class ConsumerPipeline:
         self.limits = limits or Limits()
         self.warnings: list[ProtocolWarning] = []
         self._on_warning = on_warning
-        self._decoder = Decoder(enforcer)
+        self._decoder = Decoder(enforcer, max_depth=self.limits.max_depth)
         self._enforce = self._decoder.enforcer.event
         self._middleware = tuple(middleware)
         tools = (run_input or {}).get("tools") or ()
@@ -129,6 +130,8 @@ class ConsumerPipeline:
     def feed(self, frame: bytes | str | Mapping[str, Any]) -> list[Event]:
         """Consume one event (a JSON text or a parsed object); return what to deliver.
 
+        A :class:`~agui_tools.framing.BrokenFrame` (a frame the framing layer
+        could not produce) rejects the stream at its position with its violation.
         Raises :class:`ProtocolViolation` when the stream breaks a fatal rule;
         the pipeline is then failed and every later call raises it again.
         Events delivered before the failure stay delivered (RUN-16).
@@ -141,6 +144,8 @@ class ConsumerPipeline:
         index = self.index
         try:
             if isinstance(frame, (bytes, str)):
+                if isinstance(frame, BrokenFrame):
+                    raise frame.violation  # the framing layer's verdict, at this position
                 if len(frame) > self.limits.max_event_bytes:
                     raise LimitExceeded(
                         "LIMIT",
@@ -216,6 +221,8 @@ class ConsumerPipeline:
                         obj = loads(frame)  # type: ignore[arg-type]
                     except orjson.JSONDecodeError:
                         obj = parse_json(frame, index)  # type: ignore[arg-type]  # raises
+                elif isinstance(frame, BrokenFrame):
+                    raise frame.violation  # the framing layer's verdict, at this position
                 elif isinstance(frame, Mapping):
                     obj = dict(frame)
                 else:

@@ -47,7 +47,8 @@ from typing import Any, Final
 import jsonpatch
 
 from .arguments import ArgumentBuffer
-from .errors import ProtocolWarning
+from .enforce import DEFAULT_MAX_DEPTH, depth_excess
+from .errors import ProtocolWarning, UsageError
 
 __all__ = ["Thread"]
 
@@ -55,6 +56,10 @@ Event = dict[str, Any]
 JsonObj = dict[str, Any]
 
 _TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
+# Enforcement bounds every event's nesting, but patches compose: each may add a
+# value as deep as one event allows under a path into what earlier ones built.
+# State sits at level 2 of the events and run inputs that carry it, hence the
+# value budget of max_depth - 1 (Thread._value_depth).
 
 
 class _Call:
@@ -174,6 +179,10 @@ class Thread:
         state: the state the run starts from; absent means ``{}`` (INPUT-13).
         on_warning: called with each warning (patch failures, unknown
             encrypted-value entities, deltas for missing activities).
+        max_depth: how deeply state and activity content may nest — the
+            pipeline's ``Limits.max_depth``; a patch that would nest deeper does
+            not apply. Initial state deeper than this is refused
+            (:class:`UsageError`): it could never be sent again.
     """
 
     def __init__(
@@ -182,7 +191,17 @@ class Thread:
         state: Any = None,
         *,
         on_warning: Callable[[ProtocolWarning], None] | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
+        self._value_depth = max_depth - 1  # a state value sits one level inside its event
+        self._max_depth = max_depth
+        if state is not None:
+            too_deep = depth_excess(state, self._value_depth)
+            if too_deep is not None:
+                raise UsageError(
+                    f"the initial state nests deeper than max_depth={max_depth} levels allow, "
+                    f"at {too_deep or '/'}: it could not be sent to an agent (LIMIT)"
+                )
         self._order: list[_Message] = []
         self._by_id: dict[str, _Message] = {}
         self._calls: dict[str, _Call] = {}
@@ -414,6 +433,28 @@ class Thread:
             raise ValueError(f"message id {message['id']!r} is already in the thread (EVT-8)")
         self._append_wire(message)
 
+    def withdraw(self, message_ids: Iterable[str]) -> None:
+        """Take back messages the application added for a run that never started.
+
+        Only for messages the application itself added (:meth:`add_message`):
+        a retry after a failed POST then sends each of them once.
+        """
+        for ident in message_ids:
+            record = self._by_id.pop(ident, None)
+            if record is None:
+                continue
+            self._order.remove(record)
+            for call in record.calls or ():
+                self._calls.pop(call.id, None)
+            if record.role == "tool":
+                call_id = record.fields["toolCallId"]
+                if self._answers.get(call_id) == ident:
+                    del self._answers[call_id]
+                    for other in self._order:  # another tool message may answer it too
+                        if other.role == "tool" and other.fields.get("toolCallId") == call_id:
+                            self._answers[call_id] = other.id
+                            break
+
     def add_tool_message(self, message: Mapping[str, Any]) -> None:
         """Record the application's answer to a call, right after the call's message."""
         if message["id"] in self._by_id:
@@ -517,7 +558,7 @@ class Thread:
 
     def _state_delta(self, ev: Event, index: int | None) -> None:
         try:
-            self.state = jsonpatch.apply_patch(self.state, ev["delta"], in_place=False)
+            state = jsonpatch.apply_patch(self.state, ev["delta"], in_place=False)
         except (
             jsonpatch.JsonPatchException,
             jsonpatch.JsonPointerException,
@@ -532,6 +573,12 @@ class Thread:
                 index,
                 ev,
             )
+            return
+        if self._too_deep(
+            state, "STATE_DELTA", "the prior state is kept until the next snapshot", index, ev
+        ):
+            return
+        self.state = state
 
     def _activity_snapshot(self, ev: Event, index: int | None) -> None:
         ident = ev["messageId"]
@@ -592,8 +639,26 @@ class Thread:
                 ev,
             )
             return
+        if self._too_deep(
+            content, "ACTIVITY_DELTA", "the activity keeps its prior content", index, ev
+        ):
+            return
         record.content = content
         record.fields["activityType"] = ev["activityType"]
+
+    def _too_deep(self, value: Any, what: str, kept: str, index: int | None, ev: Event) -> bool:
+        """A patched value nested past the limit is a patch that did not apply (STATE-2):
+        a later ``deepcopy`` or re-send of it would fail far from its cause."""
+        if depth_excess(value, self._value_depth) is None:
+            return False
+        self._warn(
+            "STATE-2",
+            f"{what} would nest the value deeper than max_depth={self._max_depth} levels allow "
+            f"(LIMIT); it is not applied and {kept}.",
+            index,
+            ev,
+        )
+        return True
 
     def _warn(self, rule: str, message: str, index: int | None, ev: Event) -> None:
         warning = ProtocolWarning(rule, message, index, "", ev["type"])

@@ -7,9 +7,10 @@ first bytes — and goes through exactly the stages a live stream does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -56,24 +57,48 @@ class Replay:
         }
 
 
+_SSE_LINE: Final = re.compile(rb"^(?::|(?:data|event|id|retry)(?::|$))", re.MULTILINE)
+
+
 def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | str | Any]:
     """Split a captured stream into frames (JSON texts or parsed events).
 
     Raises :class:`ProtocolViolation` (rule TRANS-4) when the capture cannot
-    be read as any of the three formats.
+    be read as any of the three formats: it is not UTF-8 text (every format
+    is), it is not valid JSON where JSON is expected, or nothing in it is an
+    event, an SSE field or an SSE comment — an empty or binary file is not an
+    empty stream, and judging it "completed" would say something untrue.
     """
     limits = limits or Limits()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolViolation(
+            "TRANS-4",
+            f"not UTF-8 text (byte {exc.start}); a JSON array, NDJSON or an SSE body always is.",
+            where="capture",
+        ) from None
     kind = sniff_format(data[:64])
     if kind == "json":
-        events = parse_json(data)
+        events = parse_json(data, where="capture")
         if not isinstance(events, list):
-            raise ProtocolViolation("TRANS-4", "a JSON capture must be an array of events.")
+            raise ProtocolViolation(
+                "TRANS-4", "a JSON capture must be an array of events.", where="capture"
+            )
         return list(events)
     if kind == "ndjson":
         reader = NDJSONReader(max_event_bytes=limits.max_event_bytes)
         return [*reader.feed(data), *reader.close()]
     sse = SSEReader(max_event_bytes=limits.max_event_bytes)
-    return list(sse.feed(data))
+    frames: list[bytes | str | Any] = list(sse.feed(data))
+    if not frames and _SSE_LINE.search(data.removeprefix(b"\xef\xbb\xbf")) is None:
+        raise ProtocolViolation(
+            "TRANS-4",
+            "no event found: not a JSON array, NDJSON, or an SSE body (no data, event, id or "
+            "retry field and no comment line).",
+            where="capture",
+        )
+    return frames
 
 
 def replay(
@@ -97,7 +122,12 @@ def replay(
         run_input=run_input, strict=strict, middleware=middleware, limits=limits
     )
     # reducer warnings join the stream's, in order
-    thread = Thread(messages, (run_input or {}).get("state"), on_warning=pipe.record_warning)
+    thread = Thread(
+        messages,
+        (run_input or {}).get("state"),
+        on_warning=pipe.record_warning,
+        max_depth=(limits or Limits()).max_depth,
+    )
     delivered: list[dict[str, Any]] = []
     for frame in frames:
         try:

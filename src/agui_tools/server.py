@@ -11,10 +11,15 @@ Theory of operation (``basic/transports/http-sse``):
 * **Before the stream** — the request is judged whole, and a rejection is an
   HTTP error with a JSON body and no event stream (INPUT-15, TRANS-1): a body
   over ``max_body_bytes`` is 413 (counted while reading, not only from
-  ``Content-Length``); a body that is not JSON is 400; a malformed run input is
-  422 naming the field; a history that leaves a call unanswered or answers
-  none is 409 naming the ids. Unrecognised members are stripped and logged
-  (INPUT-16). Nothing a client sends produces a 500.
+  ``Content-Length``, and the connection is closed: its unread bytes cannot be
+  the next request); a body that is not JSON is 400; a body that is JSON but
+  not one unambiguous object — an array, a string, a name written twice, an
+  integer that would arrive rounded, nesting beyond ``max_depth`` — is 422, as
+  is a malformed run input, each naming the field; a history that leaves a
+  call unanswered, answers none or repeats an id is 409 naming the ids.
+  Unrecognised members are stripped and logged (INPUT-16). Judging a large
+  body runs in a worker thread, so other streams' keep-alives keep flowing.
+  Nothing a client sends produces a 500.
 * **The stream** — ``200 text/event-stream``, one JSON event per ``data:``
   line, LF only (TRANS-5), a ``: keep-alive`` comment whenever the agent has
   been quiet for ``keepalive`` seconds, and the body closed right after the
@@ -36,16 +41,18 @@ from typing import Any, Final
 
 import orjson
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .channel import EventChannel
-from .codec import decode_run_input, encode_json
+from .codec import check_exact_json, decode_run_input, encode_json, parse_json
 from .continuation import ContinuationRejected, check_continuation
 from .drive import Agent, drive
-from .errors import ProtocolViolation
+from .enforce import DEFAULT_MAX_DEPTH
+from .errors import ProtocolViolation, describe_value, json_type_name
 from .framing import sse_comment, sse_frame
 from .version import PROTOCOL_VERSION, parse_version
 
@@ -54,6 +61,11 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "agent_app"]
 log = logging.getLogger("agui_tools.server")
 
 DEFAULT_MAX_BODY_BYTES: Final = 8 * 1024 * 1024
+INLINE_JUDGE_BYTES: Final = 64 * 1024
+"""Bodies up to this size are judged on the event loop; larger ones in a worker
+thread. Judging is pure Python, proportional to the body (a 4 MB history takes
+most of a second): on the loop it would stall every other stream's keep-alives
+and events; for a small body a thread hop costs more than it saves."""
 _SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -73,10 +85,12 @@ _FALLBACK_ERROR: Final = sse_frame(
 class _Rejected(Exception):
     """The request is refused before any stream exists: status + JSON error body."""
 
-    def __init__(self, status: int, error: Mapping[str, Any]) -> None:
+    def __init__(self, status: int, error: Mapping[str, Any], *, close: bool = False) -> None:
         super().__init__(error.get("message"))
         self.status = status
         self.error = {k: v for k, v in error.items() if v is not None}
+        self.close = close
+        """Answer with ``Connection: close``: the body was not read to its end."""
 
 
 class _ClientGone(Exception):
@@ -101,6 +115,8 @@ class AgentEndpoint:
         expose_errors: put the agent's exception text in ``RUN_ERROR.message``
             (off: the text may hold what a client must not see).
         high_water: events queued for a slow client before the agent waits.
+        max_depth: how deeply the run input may nest (422 beyond); see
+            :data:`~agui_tools.enforce.DEFAULT_MAX_DEPTH`.
     """
 
     def __init__(
@@ -113,6 +129,7 @@ class AgentEndpoint:
         strict_input: bool = True,
         expose_errors: bool = False,
         high_water: int = 256,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         if keepalive is not None and keepalive <= 0:
             raise ValueError("keepalive must be a positive number of seconds, or None")
@@ -123,17 +140,24 @@ class AgentEndpoint:
         self.strict_input = strict_input
         self.expose_errors = expose_errors
         self.high_water = high_water
+        self.max_depth = max_depth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
             raise RuntimeError("AgentEndpoint serves HTTP only")
         try:
             body = await self._read_body(scope, receive)
-            run_input = self._judge(body)
+            if len(body) > INLINE_JUDGE_BYTES:
+                run_input = await run_in_threadpool(self._judge, body)
+            else:
+                run_input = self._judge(body)
         except _ClientGone:
             return
         except _Rejected as rejected:
-            response = JSONResponse({"error": rejected.error}, status_code=rejected.status)
+            headers = {"connection": "close"} if rejected.close else None
+            response = JSONResponse(
+                {"error": rejected.error}, status_code=rejected.status, headers=headers
+            )
             await response(scope, receive, send)
             return
         await self._stream(run_input, receive, send)
@@ -166,10 +190,18 @@ class AgentEndpoint:
                 return bytes(body)
 
     def _judge(self, body: bytes) -> dict[str, Any]:
-        """JSON, then the run input's schema, then the thread's continuation rules."""
+        """JSON, one unambiguous object, the run input's schema, the thread's continuation.
+
+        Synchronous and self-contained, so it can run in a worker thread.
+        """
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
+            try:  # a nesting the parser refuses is valid JSON: the limit, not a syntax error
+                parse_json(body, where="run input")
+            except ProtocolViolation as violation:
+                if violation.rule == "LIMIT":
+                    raise _Rejected(422, _error_json(violation)) from None
             raise _Rejected(
                 400,
                 {
@@ -179,8 +211,22 @@ class AgentEndpoint:
                     "one RunAgentInput object, UTF-8 encoded.",
                 },
             ) from None
+        if type(obj) is not dict:
+            # judged here, before decoding: a JSON string would otherwise be read as JSON text
+            # a second time
+            raise _Rejected(
+                422,
+                {
+                    "rule": "TRANS-4",
+                    "path": "",
+                    "message": f"the request body is a JSON {json_type_name(obj)}, not an "
+                    "object; it must be one RunAgentInput object.",
+                    "value": describe_value(obj),
+                },
+            )
         try:
-            decoded = decode_run_input(obj)
+            check_exact_json(body, obj, max_depth=self.max_depth)
+            decoded = decode_run_input(obj, max_depth=self.max_depth)
         except ProtocolViolation as exc:
             raise _Rejected(422, _error_json(exc)) from None
         except Exception:
@@ -281,17 +327,21 @@ async def _watch_disconnect(
 
 
 def _note_version(run_input: Mapping[str, Any]) -> None:
-    """A newer or uninterpretable declaration is served anyway, with a warning (VER-5)."""
+    """A newer or uninterpretable declaration is served anyway, with a warning (VER-5).
+
+    The declaration is the client's text: logged truncated, never parsed beyond
+    what :func:`~agui_tools.version.parse_version` bounds.
+    """
     declared = run_input.get("protocolVersion")
     if declared is None:
         return
     theirs, ours = parse_version(declared), parse_version(PROTOCOL_VERSION)
     if theirs is None or (ours is not None and theirs > ours):
         log.warning(
-            "[VER-5] run %r: the client declares protocol version %r; this producer speaks %s "
+            "[VER-5] run %r: the client declares protocol version %s; this producer speaks %s "
             "and serves the run under the processing model.",
             run_input.get("runId"),
-            declared,
+            describe_value(declared),
             PROTOCOL_VERSION,
         )
 
@@ -304,6 +354,7 @@ def _too_large(limit: int) -> _Rejected:
             "path": "",
             "message": f"the request body exceeds max_body_bytes={limit}.",
         },
+        close=True,
     )
 
 
@@ -322,6 +373,7 @@ def agent_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     strict_input: bool = True,
     expose_errors: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> Starlette:
     """A Starlette application serving ``agent`` at ``POST path``.
 
@@ -336,5 +388,6 @@ def agent_app(
         max_body_bytes=max_body_bytes,
         strict_input=strict_input,
         expose_errors=expose_errors,
+        max_depth=max_depth,
     )
     return Starlette(routes=[Route(path, endpoint, methods=["POST"])])

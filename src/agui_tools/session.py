@@ -319,9 +319,17 @@ class Session:
             return await coro
 
         async def bounded(arguments: dict[str, Any]) -> Any:
+            if timeout is None:
+                return await run(arguments)
+            # only our own deadline is reported as one: a TimeoutError the handler
+            # raised itself (a socket timeout, say) is its failure, told as such
+            deadline = asyncio.timeout(timeout)
             try:
-                return await asyncio.wait_for(run(arguments), timeout)
+                async with deadline:
+                    return await run(arguments)
             except TimeoutError:
+                if not deadline.expired():
+                    raise
                 raise TimeoutError(
                     f"the handler did not finish within {timeout:g} s; its outcome is unknown"
                 ) from None

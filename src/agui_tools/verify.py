@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from .enforce import DEFAULT_MAX_DEPTH
 from .errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
 from .version import PROTOCOL_VERSION, parse_version
 
@@ -61,6 +62,12 @@ class Limits:
     """Chunk streams open at once (one per owner lane)."""
     max_tracked_ids: int = 1_000_000
     """Message and tool-call ids remembered for one thread."""
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """How deeply one event may nest (the event itself is level 1). Enforced where
+    open values enter, by enforcement; 128 by default, below the 254 levels orjson
+    can write — a client re-sends the state it receives — and far from the depth
+    at which the reducer's ``deepcopy`` exhausts Python's stack (see
+    :data:`~agui_tools.enforce.DEFAULT_MAX_DEPTH`)."""
 
 
 @dataclass
@@ -410,8 +417,8 @@ class Verifier:
         if theirs is None:
             self._warn(
                 "VER-5",
-                f"cannot interpret the producer's protocolVersion {declared!r}; proceeding as for a "
-                f"newer version (this consumer speaks {PROTOCOL_VERSION}).",
+                f"cannot interpret the producer's protocolVersion {describe_value(declared)}; "
+                f"proceeding as for a newer version (this consumer speaks {PROTOCOL_VERSION}).",
                 index,
                 "RUN_STARTED",
                 path="/protocolVersion",

@@ -27,13 +27,22 @@ def _from_schema_id(schema_id: str) -> str:
 PROTOCOL_VERSION: Final = _from_schema_id(compiled().id)
 
 
+_VERSION: Final = re.compile(r"([0-9]{1,9})\.([0-9]{1,9})")
+
+
 def parse_version(value: str) -> tuple[int, int] | None:
     """``"1.10"`` → ``(1, 10)``; ``None`` for anything that is not MAJOR.MINOR.
 
     Versions compare numerically component by component (VER-5), and a
     declaration that cannot be interpreted is treated like a newer one.
+
+    Components are ASCII digits, at most nine each: a peer controls this
+    string, and ``int()`` of thousands of digits raises (Python's
+    integer-string limit) or of Unicode digits (``"١.٠"``) accepts what no
+    version is. Anything longer or stranger is uninterpretable — which VER-5
+    answers with "proceed and warn", never with an error.
     """
-    match = re.fullmatch(r"(\d+)\.(\d+)", value)
+    match = _VERSION.fullmatch(value)
     if not match:
         return None
     return int(match.group(1)), int(match.group(2))

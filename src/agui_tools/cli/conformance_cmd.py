@@ -48,6 +48,10 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, orjson.JSONDecodeError) as exc:
         print(f"agui-tools conformance: cannot read fixtures: {exc}", file=sys.stderr)
         return 2
+    if not results:
+        # zero fixtures is not "every fixture passed": most likely the wrong directory
+        print(f"agui-tools conformance: no fixtures found in {path}", file=sys.stderr)
+        return 2
     counts = {
         s: sum(r.status == s for r in results) for s in ("pass", "deviation", "fail", "error")
     }

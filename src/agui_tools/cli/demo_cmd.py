@@ -48,8 +48,38 @@ def _lines(source: Any) -> Iterator[str]:
             yield line
 
 
+def read_script(path: str, command: str) -> list[str] | None:
+    """The validated answer lines of ``--script`` FILE, or ``None`` after saying why not.
+
+    Shared by ``demo`` and ``run``: an unreadable, non-UTF-8 or malformed script
+    is bad usage (exit 2), reported before anything starts.
+    """
+    from ..demo.app import ScriptError, load_script
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"agui-tools {command}: cannot read --script {path}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return None
+    except UnicodeDecodeError as exc:
+        print(
+            f"agui-tools {command}: --script {path} is not UTF-8 text (byte {exc.start}); it "
+            "holds one answer per line: approve, decline [reason] or edit {json}",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        return load_script(text.splitlines())
+    except ScriptError as exc:
+        print(f"agui-tools {command}: --script {path}, {exc}", file=sys.stderr)
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..demo.app import run_demo, scripted
+    from ..demo.app import ScriptError, run_demo, scripted
     from ..session import Approval
 
     decide = None
@@ -58,15 +88,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.decline:
         decide = lambda call: Approval.decline("declined with --decline")  # noqa: E731
     elif args.script:
-        try:
-            text = Path(args.script).read_text()
-        except OSError as exc:
-            print(
-                f"agui-tools demo: cannot read --script {args.script}: {exc.strerror}",
-                file=sys.stderr,
-            )
+        lines = read_script(args.script, "demo")
+        if lines is None:
             return 2
-        decide = scripted(_lines(text.splitlines()))
+        decide = scripted(iter(lines))
     elif not sys.stdin.isatty():
         decide = scripted(_lines(sys.stdin))
     try:
@@ -74,4 +99,13 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\ndemo interrupted", file=sys.stderr)
         return 1
+    except ScriptError as exc:  # an answer read from stdin as its prompt came
+        print(f"agui-tools demo: the consent answers on stdin, {exc}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as exc:
+        print(
+            f"agui-tools demo: the consent answers on stdin are not UTF-8 text (byte {exc.start})",
+            file=sys.stderr,
+        )
+        return 2
     return 0 if result.status == "success" else 1

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import importlib
 import sys
-from pathlib import Path
 from typing import Any
 
 HELP = """\
@@ -48,6 +47,18 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def describe_exception(exc: BaseException) -> str:
+    """One line for an exception raised while importing user code (no traceback).
+
+    A syntax error names its file and line, which is what the user must fix.
+    """
+    if isinstance(exc, SyntaxError):
+        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
+        return f"SyntaxError: {exc.msg}{where}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def load_tools(session: Any, module_name: str) -> None:
     from ..session import tool_spec_from_function
 
@@ -66,17 +77,38 @@ def load_tools(session: Any, module_name: str) -> None:
         session.add_tool(spec, handler)
 
 
-def run(args: argparse.Namespace) -> int:
+def check_url(url: str) -> str | None:
+    """Why ``url`` cannot be an agent endpoint (``None`` when it can).
+
+    Checked before anything starts: httpx only parses the URL when the request
+    is sent, and its ``InvalidURL`` is not a transport error.
+    """
     import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        return f"{url!r} is not a valid URL ({exc})"
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return f"{url!r} is not an http:// or https:// URL with a host"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ..client import AgentClient, TransportError
-    from ..demo.app import scripted
+    from ..demo.app import ScriptError, scripted
     from ..dispose import PendingCall
-    from ..errors import AguiError, ProtocolViolation
+    from ..errors import ProtocolViolation
     from ..session import Approval, Session
     from ..terminal import TerminalUI
+    from .demo_cmd import read_script
 
+    problem = check_url(args.url)
+    if problem is not None:
+        print(f"agui-tools run: {problem}", file=sys.stderr)
+        return 2
     console = Console(highlight=False)
     ui = TerminalUI(console)
     decide: Any = None
@@ -85,14 +117,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.decline:
         decide = lambda call: Approval.decline("declined with --decline")  # noqa: E731
     elif args.script:
-        try:
-            decide = scripted(iter(Path(args.script).read_text().splitlines()))
-        except OSError as exc:
-            print(
-                f"agui-tools run: cannot read --script {args.script}: {exc.strerror}",
-                file=sys.stderr,
-            )
+        lines = read_script(args.script, "run")
+        if lines is None:
             return 2
+        decide = scripted(iter(lines))
 
     def ask(call: PendingCall) -> Approval:
         if decide is None:
@@ -105,8 +133,11 @@ def run(args: argparse.Namespace) -> int:
     if args.tools:
         try:
             load_tools(session, args.tools)
-        except (ImportError, ValueError, AguiError) as exc:
-            print(f"agui-tools run: cannot load --tools {args.tools}: {exc}", file=sys.stderr)
+        except Exception as exc:  # the module's own code runs here: any failure is bad usage
+            print(
+                f"agui-tools run: cannot load --tools {args.tools}: {describe_exception(exc)}",
+                file=sys.stderr,
+            )
             return 2
 
     async def main() -> Any:
@@ -117,11 +148,15 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = asyncio.run(main())
-    except TransportError as exc:
-        print(f"agui-tools run: {exc}", file=sys.stderr)
+    except ScriptError as exc:
+        print(f"agui-tools run: --script {args.script}, {exc}", file=sys.stderr)
         return 2
-    except httpx.HTTPError as exc:
-        print(f"agui-tools run: cannot reach {args.url}: {exc}", file=sys.stderr)
+    except TransportError as exc:
+        if exc.truncated:  # the run started and broke off: it did not end in success
+            ui.finish_run()
+            print(f"agui-tools run: {exc}", file=sys.stderr)
+            return 1
+        print(f"agui-tools run: {exc}", file=sys.stderr)
         return 2
     except ProtocolViolation as exc:
         ui.finish_run()

@@ -32,10 +32,23 @@ def register(sub: Any) -> None:
         "agent", nargs="?", metavar="AGENT", help='"module:function" (default: the demo agent)'
     )
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument(
+        "--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)"
+    )
     p.add_argument("--path", default="/agent", help="the POST endpoint's path (default /agent)")
     p.add_argument("--no-verify", action="store_true", help="do not verify emitted events (faster)")
     p.set_defaults(func=run)
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0–65535: judged while parsing, before "Serving …" is printed."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 0–65535 (0 picks a free one)")
+    return port
 
 
 def load_agent(spec: str) -> Any:
@@ -57,17 +70,24 @@ def run(args: argparse.Namespace) -> int:
 
     from ..demo.agent import demo_agent
     from ..server import agent_app
+    from .run_cmd import describe_exception
 
     try:
         agent = load_agent(args.agent) if args.agent else demo_agent()
-    except (ImportError, ValueError) as exc:
-        print(f"agui-tools serve: cannot load the agent: {exc}", file=sys.stderr)
+    except Exception as exc:  # the module's own code runs here: any failure is bad usage
+        print(
+            f"agui-tools serve: cannot load the agent: {describe_exception(exc)}", file=sys.stderr
+        )
         return 2
     port = args.port
     if port == 0:
-        with socket.socket() as s:
-            s.bind((args.host, 0))
-            port = s.getsockname()[1]
+        try:
+            with socket.socket() as s:
+                s.bind((args.host, 0))
+                port = s.getsockname()[1]
+        except OSError as exc:
+            print(f"agui-tools serve: cannot bind {args.host}: {exc}", file=sys.stderr)
+            return 2
     app = agent_app(agent, path=args.path, verify=not args.no_verify)
     print(f"Serving AG-UI agent at http://{args.host}:{port}{args.path}", flush=True)
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from ..codec import check_exact_json, decode_run_input
 from ..errors import AguiError, ProtocolViolation
 from ..replay import Replay, read_frames, replay
 
@@ -56,6 +57,38 @@ def _read(source: str) -> bytes:
     return Path(source).read_bytes()
 
 
+def _read_input(path: str) -> dict[str, Any] | None:
+    """The ``--input`` RunAgentInput, judged as a producer would judge it (``None``: said why).
+
+    The stream is verified against what the input *means* — its thread id, its
+    advertised tools, its history — so a malformed input is bad usage (exit 2)
+    naming the field, never a "stream rejected" for the wrong reason.
+    """
+    try:
+        data = Path(path).read_bytes()
+        obj = orjson.loads(data)
+    except (OSError, orjson.JSONDecodeError) as exc:
+        print(f"agui-tools verify: cannot read --input {path}: {exc}", file=sys.stderr)
+        return None
+    if not isinstance(obj, dict):
+        print(
+            "agui-tools verify: --input must hold a JSON object (a RunAgentInput)", file=sys.stderr
+        )
+        return None
+    try:
+        check_exact_json(data, obj)
+        decoded = decode_run_input(obj)
+    except ProtocolViolation as exc:
+        print(
+            f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}",
+            file=sys.stderr,
+        )
+        return None
+    for warning in decoded.warnings:
+        print(f"agui-tools verify: --input {path}: warning {warning}", file=sys.stderr)
+    return decoded.wire
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         data = _read(args.source)
@@ -66,16 +99,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     run_input = None
     if args.input:
-        try:
-            run_input = orjson.loads(Path(args.input).read_bytes())
-        except (OSError, orjson.JSONDecodeError) as exc:
-            print(f"agui-tools verify: cannot read --input {args.input}: {exc}", file=sys.stderr)
-            return 2
-        if not isinstance(run_input, dict):
-            print(
-                "agui-tools verify: --input must hold a JSON object (a RunAgentInput)",
-                file=sys.stderr,
-            )
+        run_input = _read_input(args.input)
+        if run_input is None:
             return 2
     try:
         frames = read_frames(data)

@@ -7,8 +7,9 @@ whole loop, prints the thread, and stops the server — offline, in one call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
+import orjson
 from rich.console import Console
 from rich.rule import Rule
 
@@ -22,32 +23,89 @@ from ..testing import serving
 from .agent import demo_agent
 from .tools import register
 
-__all__ = ["PROMPT", "Decider", "run_demo", "scripted"]
+__all__ = [
+    "PROMPT",
+    "Decider",
+    "ScriptError",
+    "load_script",
+    "parse_answer",
+    "run_demo",
+    "scripted",
+]
 
 PROMPT = "Order two widgets for me."
 
 Decider = Callable[[PendingCall], Approval]
 
 
+class ScriptError(ValueError):
+    """A consent script line that is not ``approve``, ``decline [reason]`` or ``edit {json}``.
+
+    Its message names the line (``line 3: …``) so a person can fix the file.
+    """
+
+
+def parse_answer(line: str) -> Approval:
+    """One script line → the answer it gives; :class:`ValueError` saying why not."""
+    verb, _, rest = line.strip().partition(" ")
+    rest = rest.strip()
+    if verb == "approve" and not rest:
+        return Approval.approve()
+    if verb == "decline":
+        return Approval.decline(rest or None)
+    if verb == "edit":
+        try:
+            arguments = orjson.loads(rest)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(
+                f"edit needs JSON arguments, and {rest!r} is not JSON ({exc})"
+            ) from None
+        if not isinstance(arguments, dict):
+            raise ValueError(f"edit needs a JSON object of arguments, not {rest!r}")
+        return Approval.approve(arguments)
+    raise ValueError(
+        f"unknown script answer {line.strip()!r}: use approve, decline [reason] or edit {{json}}"
+    )
+
+
+def load_script(lines: Iterable[str]) -> list[str]:
+    """Every answer line of a script (blank lines and ``#`` comments skipped), validated.
+
+    A script read from a file is judged whole before the demo starts: a typo on
+    line 3 is reported as such, not as a crash after two prompts were answered.
+    """
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            parse_answer(line)
+        except ValueError as exc:
+            raise ScriptError(f"line {number}: {exc}") from None
+        out.append(line)
+    return out
+
+
 def scripted(answers: Iterator[str]) -> Decider:
-    """Consent decisions from a script: ``approve``, ``decline [reason]``, ``edit {json}``."""
-    import orjson
+    """Consent decisions from a script: ``approve``, ``decline [reason]``, ``edit {json}``.
+
+    Lines are read as prompts come (a pipe on stdin may never end): a line that
+    is not an answer raises :class:`ScriptError` naming it when its prompt comes.
+    Validate a file up front with :func:`load_script`.
+    """
+    used = 0
 
     def decide(call: PendingCall) -> Approval:
+        nonlocal used
         try:
-            line = next(answers).strip()
+            line = next(answers)
         except StopIteration:
             return Approval.decline("the script had no answer for this call")
-        verb, _, rest = line.partition(" ")
-        if verb == "approve":
-            return Approval.approve()
-        if verb == "decline":
-            return Approval.decline(rest or None)
-        if verb == "edit":
-            return Approval.approve(orjson.loads(rest))
-        raise ValueError(
-            f"unknown script answer {line!r}: use approve, decline [reason] or edit {{json}}"
-        )
+        used += 1
+        try:
+            return parse_answer(line)
+        except ValueError as exc:
+            raise ScriptError(f"answer {used}: {exc}") from None
 
     return decide
 
