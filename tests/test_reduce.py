@@ -395,3 +395,32 @@ def test_patches_cannot_compose_state_or_activity_past_the_depth_limit() -> None
     )
     assert (t.message("x") or {})["content"] == {}
     assert [w.rule for w in t.warnings] == ["STATE-2", "STATE-2"]
+
+
+def test_the_depth_limit_is_the_conversations_and_deep_initial_state_is_refused() -> None:
+    """The reducer bounds state by the limit it is given (the pipeline's ``Limits``),
+    and refuses initial state it could never send again — not a RecursionError later."""
+    from agui_tools.conversation import Conversation
+    from agui_tools.errors import UsageError
+    from agui_tools.verify import Limits
+
+    conv = Conversation(thread_id="t", limits=Limits(max_depth=8))
+    conv.thread.apply(
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": _nested(10)}]}
+    )
+    assert conv.state == {} and "max_depth=8" in conv.thread.warnings[0].message
+    conv.thread.apply(
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": _nested(3)}]}
+    )
+    assert conv.state == {"a": _nested(3)}
+    deep: Any = {}
+    for _ in range(2000):
+        deep = {"x": deep}
+    for make in (lambda: Thread(state=deep), lambda: Conversation(state=deep)):
+        try:
+            make()
+        except UsageError as exc:
+            assert "initial state nests deeper than max_depth=128" in str(exc)
+            assert "/x/x/x" in str(exc)
+        else:
+            raise AssertionError("deep initial state was accepted")
