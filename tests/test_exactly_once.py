@@ -474,19 +474,21 @@ def test_a_session_retry_after_a_connection_failure_sends_the_message_once() -> 
 # -- the session's own deadline, and nobody else's -------------------------------------
 
 
+async def _calls_lookup(r: Run) -> None:
+    """An agent that calls the frontend tool ``lookup`` once, then acknowledges its answer."""
+    if r.messages[-1]["role"] == "tool":
+        await r.text("noted")
+        return
+    async with r.tool_call("lookup", parent_message_id="m1") as c:
+        await c.args('{"q": "x"}')
+
+
 @pytest.mark.parametrize("timeout", [60.0, None])
 def test_a_handlers_own_timeout_error_is_its_failure_not_the_sessions_deadline(
     timeout: float | None,
 ) -> None:
-    async def agent(r: Run) -> None:
-        if r.messages[-1]["role"] == "tool":
-            await r.text("noted")
-            return
-        async with r.tool_call("lookup", parent_message_id="m1") as c:
-            await c.args('{"q": "x"}')
-
     async def scenario() -> str:
-        async with serving(agent_app(agent, path="/agent")) as base:
+        async with serving(agent_app(_calls_lookup, path="/agent")) as base:
             session = Session(AgentClient(f"{base}/agent"), timeout=timeout)
 
             @session.tool
@@ -507,15 +509,8 @@ def test_a_handlers_own_timeout_error_is_its_failure_not_the_sessions_deadline(
 
 
 def test_the_sessions_deadline_is_reported_as_such() -> None:
-    async def agent(r: Run) -> None:
-        if r.messages[-1]["role"] == "tool":
-            await r.text("noted")
-            return
-        async with r.tool_call("lookup", parent_message_id="m1") as c:
-            await c.args('{"q": "x"}')
-
     async def scenario() -> str:
-        async with serving(agent_app(agent, path="/agent")) as base:
+        async with serving(agent_app(_calls_lookup, path="/agent")) as base:
             session = Session(AgentClient(f"{base}/agent"), timeout=0.05)
 
             @session.tool

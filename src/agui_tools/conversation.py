@@ -452,21 +452,26 @@ class Conversation:
 
     # -- disposition -------------------------------------------------------------
 
-    def _dispose(self, call_id: str, run_id: str | None, *, closed: bool = True) -> PendingCall:
+    def _pending_call(self, call_id: str, run_id: str | None) -> PendingCall:
+        """The call as the thread holds it, registered for disposition."""
         name = self.thread.call_name(call_id) or ""
         text = self.thread.arguments(call_id) or ""
-        parsed = parse_arguments(text)
         call = PendingCall(
             thread_id=self.thread_id,
             run_id=run_id,
             call_id=call_id,
             name=name,
             text=text,
-            arguments=parsed,
+            arguments=parse_arguments(text),
             tool=self.tools.get(name),
             subagent_run_id=self.thread.call_owner(call_id),
         )
         self._calls[call_id] = call
+        return call
+
+    def _dispose(self, call_id: str, run_id: str | None, *, closed: bool = True) -> PendingCall:
+        call = self._pending_call(call_id, run_id)
+        name, parsed = call.name, call.arguments
         # what the journal holds (a replay, a restart, another process) stands: an
         # answer is reused, an execution that started is never run again
         record = self.journal.lookup(self.thread_id, call_id)
@@ -560,7 +565,12 @@ class Conversation:
             )
             return call
         if call.verdict is Verdict.APPROVE:
-            self._record(call, approved=True, by="policy", reason="approved by the consent policy")
+            self._record(
+                call,
+                self._decision(
+                    call, approved=True, by="policy", reason="approved by the consent policy"
+                ),
+            )
             call.status = CallStatus.APPROVED
         elif call.verdict is Verdict.DENY:
             self._settle(
@@ -580,20 +590,7 @@ class Conversation:
         Nothing ran, so nothing is lost if the answer is not durable: after a
         restart the call is disposed of again.
         """
-        call = self._calls.get(call_id)
-        if call is None:
-            text = self.thread.arguments(call_id) or ""
-            call = PendingCall(
-                thread_id=self.thread_id,
-                run_id=run_id,
-                call_id=call_id,
-                name=self.thread.call_name(call_id) or "",
-                text=text,
-                arguments=parse_arguments(text),
-                tool=None,
-                subagent_run_id=self.thread.call_owner(call_id),
-            )
-            self._calls[call_id] = call
+        call = self._calls.get(call_id) or self._pending_call(call_id, run_id)
         if call.answer is None:
             self._answer(
                 call,
@@ -636,13 +633,14 @@ class Conversation:
             call.edited = edited
             try:
                 decision = self._record(
-                    call, approved=True, by=by, reason=reason, supersedes=original
+                    call,
+                    self._decision(call, approved=True, by=by, reason=reason, supersedes=original),
                 )
             except BaseException:
                 call.edited = previous  # not recorded: the approval did not happen
                 raise
         else:
-            decision = self._record(call, approved=True, by=by, reason=reason)
+            decision = self._record(call, self._decision(call, approved=True, by=by, reason=reason))
         call.status = CallStatus.APPROVED
         self._updates.append(CallUpdate(call_id, call.name, call.status))
         return decision
@@ -779,18 +777,8 @@ class Conversation:
             supersedes=supersedes,
         )
 
-    def _record(
-        self,
-        call: PendingCall,
-        *,
-        approved: bool,
-        by: DecidedBy,
-        reason: str | None = None,
-        supersedes: str | None = None,
-    ) -> ConsentDecision:
-        decision = self._decision(
-            call, approved=approved, by=by, reason=reason, supersedes=supersedes
-        )
+    def _record(self, call: PendingCall, decision: ConsentDecision) -> ConsentDecision:
+        """A decision that answers nothing yet (an approval): recorded, then it holds."""
         self.journal.record_decision(decision.to_json())
         call.decision = decision
         return decision

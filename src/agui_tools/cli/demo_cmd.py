@@ -7,7 +7,10 @@ import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..demo.app import Decider
 
 HELP = """\
 Start the scripted demo agent on a free loopback port and a terminal
@@ -34,12 +37,36 @@ def register(sub: Any) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    answers = p.add_mutually_exclusive_group()
+    add_answer_flags(p)
+    p.add_argument("--fast", action="store_true", help="stream without the human-pace pauses")
+    p.set_defaults(func=run)
+
+
+def add_answer_flags(parser: argparse.ArgumentParser) -> None:
+    """``--yes`` / ``--decline`` / ``--script FILE``: consent answered unattended."""
+    answers = parser.add_mutually_exclusive_group()
     answers.add_argument("--yes", action="store_true", help="approve every consent prompt")
     answers.add_argument("--decline", action="store_true", help="decline every consent prompt")
     answers.add_argument("--script", metavar="FILE", help="answer consent prompts from FILE")
-    p.add_argument("--fast", action="store_true", help="stream without the human-pace pauses")
-    p.set_defaults(func=run)
+
+
+def flag_answers(args: argparse.Namespace, command: str) -> tuple[bool, Decider | None]:
+    """What the answer flags decide: ``(ok, decide)``.
+
+    ``decide`` is ``None`` when no flag was given (the terminal asks); ``ok`` is
+    false when ``--script`` is bad usage, already reported (exit 2).
+    """
+    from ..demo.app import scripted
+    from ..session import Approval
+
+    if args.yes:
+        return True, lambda call: Approval.approve()
+    if args.decline:
+        return True, lambda call: Approval.decline("declined with --decline")
+    if args.script:
+        lines = read_script(args.script, command)
+        return (False, None) if lines is None else (True, scripted(iter(lines)))
+    return True, None
 
 
 def _lines(source: Any) -> Iterator[str]:
@@ -80,19 +107,11 @@ def read_script(path: str, command: str) -> list[str] | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..demo.app import ScriptError, run_demo, scripted
-    from ..session import Approval
 
-    decide = None
-    if args.yes:
-        decide = lambda call: Approval.approve()  # noqa: E731
-    elif args.decline:
-        decide = lambda call: Approval.decline("declined with --decline")  # noqa: E731
-    elif args.script:
-        lines = read_script(args.script, "demo")
-        if lines is None:
-            return 2
-        decide = scripted(iter(lines))
-    elif not sys.stdin.isatty():
+    ok, decide = flag_answers(args, "demo")
+    if not ok:
+        return 2
+    if decide is None and not sys.stdin.isatty():
         decide = scripted(_lines(sys.stdin))
     try:
         _, result = asyncio.run(run_demo(decide=decide, fast=args.fast))

@@ -8,6 +8,8 @@ import importlib
 import sys
 from typing import Any
 
+from .demo_cmd import add_answer_flags
+
 HELP = """\
 Send PROMPT to the AG-UI agent at URL and carry the conversation until the
 agent leaves nothing pending, with the same terminal UI as the demo: streamed
@@ -39,10 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("url", metavar="URL")
     p.add_argument("prompt", metavar="PROMPT")
     p.add_argument("--tools", metavar="MODULE", help="offer the frontend tools this module defines")
-    answers = p.add_mutually_exclusive_group()
-    answers.add_argument("--yes", action="store_true", help="approve every consent prompt")
-    answers.add_argument("--decline", action="store_true", help="decline every consent prompt")
-    answers.add_argument("--script", metavar="FILE", help="answer consent prompts from FILE")
+    add_answer_flags(p)
     p.add_argument("--timeout", type=float, default=60.0, help="handler timeout in seconds")
     p.set_defaults(func=run)
 
@@ -98,12 +97,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ..client import AgentClient, TransportError
-    from ..demo.app import ScriptError, scripted
+    from ..demo.app import ScriptError
     from ..dispose import PendingCall
     from ..errors import ProtocolViolation
     from ..session import Approval, Session
     from ..terminal import TerminalUI
-    from .demo_cmd import read_script
+    from .demo_cmd import flag_answers
 
     problem = check_url(args.url)
     if problem is not None:
@@ -111,16 +110,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     console = Console(highlight=False)
     ui = TerminalUI(console)
-    decide: Any = None
-    if args.yes:
-        decide = lambda call: Approval.approve()  # noqa: E731
-    elif args.decline:
-        decide = lambda call: Approval.decline("declined with --decline")  # noqa: E731
-    elif args.script:
-        lines = read_script(args.script, "run")
-        if lines is None:
-            return 2
-        decide = scripted(iter(lines))
+    ok, decide = flag_answers(args, "run")
+    if not ok:
+        return 2
 
     def ask(call: PendingCall) -> Approval:
         if decide is None:
