@@ -10,7 +10,7 @@ Groups (``--only`` runs one):
 * ``codec`` — decode and encode vs the official Python package;
 * ``pipeline`` — the consumer pipeline vs the official TypeScript client (in
   Node, ``interop/``) and ``ag-ui-validate``, plus a profile of our bytes path;
-* ``reducer`` — the ``Thread`` reducer vs the official ``defaultApplyEvents``
+* ``reducer`` — the ``ThreadState`` reducer vs the official ``defaultApplyEvents``
   on threads of 10, 100 and 1,000 runs;
 * ``arguments`` — argument previews stay linear (1 MB in 10-byte deltas,
   previewed after every delta) vs naive re-parsing, and schema validation with

@@ -24,8 +24,8 @@ import jsonschema
 import orjson
 from pydantic_core import from_json
 
-from agui_tools.arguments import ArgumentBuffer
-from agui_tools.validation import ArgumentValidator
+from agui_tools.app._arguments import ArgumentBuffer
+from agui_tools.app._validation import ArgumentValidator
 
 from .harness import Result, measure, table
 

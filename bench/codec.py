@@ -17,7 +17,7 @@ from ag_ui.core import Event
 from ag_ui.encoder import EventEncoder
 from pydantic import TypeAdapter
 
-from agui_tools import Decoder, Enforcer, decode_event, encode_event, sse_frame
+from agui_tools.wire import Decoder, Enforcer, decode_event, encode_event, sse_frame
 
 from .harness import Result, measure
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from agui_tools.framing import NDJSONReader
-from agui_tools.pipeline import ConsumerPipeline
+from agui_tools.wire._framing import NDJSONReader
+from agui_tools.wire._pipeline import ConsumerPipeline
 
 from . import corpus, peers
 from .harness import Result, measure

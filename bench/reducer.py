@@ -1,11 +1,11 @@
-"""Reducer throughput: our ``Thread`` vs the official ``defaultApplyEvents``.
+"""Reducer throughput: our ``ThreadState`` vs the official ``defaultApplyEvents``.
 
 Threads of 10, 100 and 1,000 runs from ``bench.corpus.runs(n)`` (each run:
 streamed text, a tool call with streamed arguments, its result, a chunked
 call — the shape of the shared corpus, whose first 1,000 runs *are* the
 1,000-run thread). Every event is first put through our consumer pipeline once;
 both reducers then fold the same delivered (verified, chunk-expanded) events,
-and only the fold is timed — ``Thread.apply`` for ours, ``defaultApplyEvents``
+and only the fold is timed — ``ThreadState.apply`` for ours, ``defaultApplyEvents``
 (``interop/ts/reducer.mjs --bench``) for theirs. Rates are per delivered event.
 
 Two tables:
@@ -40,15 +40,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from agui_tools.pipeline import ConsumerPipeline
-from agui_tools.reduce import Thread
+from agui_tools.app._reducer import ThreadState
+from agui_tools.wire._pipeline import ConsumerPipeline
 
 from . import corpus, peers
 from .harness import REPEATS, Result
 
 THREADS = (10, 100, 1000)
 GOAL_AT, GOAL = 100, 50.0
-OURS = "agui-tools Thread.apply"
+OURS = "agui-tools ThreadState.apply"
 OFFICIAL = "official defaultApplyEvents"
 
 Event = dict[str, Any]
@@ -76,7 +76,7 @@ def deliver(events: list[Event]) -> list[Event]:
     return out
 
 
-def fold(thread: Thread, events: list[Event]) -> Thread:
+def fold(thread: ThreadState, events: list[Event]) -> ThreadState:
     apply = thread.apply
     for e in events:
         apply(e)
@@ -86,7 +86,7 @@ def fold(thread: Thread, events: list[Event]) -> Thread:
 def measure_fold(
     name: str,
     events: list[Event],
-    prepare: Callable[[], Thread],
+    prepare: Callable[[], ThreadState],
     repeats: int = REPEATS,
 ) -> Result:
     """Best of ``repeats`` folds after a warm-up; ``prepare()`` (untimed) builds each thread."""
@@ -139,7 +139,9 @@ def whole_threads(tmp: Path, budget: float) -> tuple[list[Pair], list[str]]:
     for n in THREADS:
         events = corpus.runs(n)
         delivered = deliver(events)
-        ours = measure_fold(OURS, delivered, partial(Thread, messages=[], state=None), repeats=10)
+        ours = measure_fold(
+            OURS, delivered, partial(ThreadState, messages=[], state=None), repeats=10
+        )
         pair = Pair(n, len(delivered), ours, peers.skipped(OFFICIAL, "not run"))
         pairs.append(pair)
         if n == max(THREADS):
@@ -150,7 +152,7 @@ def whole_threads(tmp: Path, budget: float) -> tuple[list[Pair], list[str]]:
         pair.official, out = _official(
             file, len(delivered), repeats=reps, warmup=warm, timeout=600, extra=()
         )
-        final = len(fold(Thread(messages=[], state=None), delivered))
+        final = len(fold(ThreadState(messages=[], state=None), delivered))
         if out is not None and out["finalMessageCount"] != final:
             notes.append(
                 f"MISMATCH at {n} runs: the official thread has {out['finalMessageCount']} "
@@ -200,7 +202,7 @@ def _longest(
     prefix = deliver(events[:cut])
     file = corpus.write_ndjson(events[:cut], tmp / f"thread-{n}-first-{k}.ndjson")
     off, _ = _official(file, len(prefix), repeats=1, warmup=0, timeout=budget * 5 + 60, extra=())
-    ours = measure_fold(OURS, prefix, partial(Thread, messages=[], state=None), repeats=10)
+    ours = measure_fold(OURS, prefix, partial(ThreadState, messages=[], state=None), repeats=10)
     pairs.append(Pair(k, len(prefix), ours, off, label=f"first {k:,} runs of the {n:,}-run thread"))
     if isinstance(off, peers.Skipped):
         return []
@@ -249,10 +251,12 @@ def one_more_run(tmp: Path) -> list[Pair]:
     for n in THREADS:
         events = corpus.runs(n)
         cut = split_runs(events, n - 1)
-        history = fold(Thread(messages=[], state=None), deliver(events[:cut])).messages
+        history = fold(ThreadState(messages=[], state=None), deliver(events[:cut])).messages
         last = deliver(events[cut:])
         # ~70 events fold in ~0.1 ms: take the best of many folds, not of 5
-        ours = measure_fold(OURS, last, partial(Thread, messages=history, state=None), repeats=50)
+        ours = measure_fold(
+            OURS, last, partial(ThreadState, messages=history, state=None), repeats=50
+        )
         file = corpus.write_ndjson(events[cut:], tmp / f"last-of-{n}.ndjson")
         hist_file = tmp / f"history-{n}.json"
         hist_file.write_text(json.dumps({"messages": history}))
@@ -271,7 +275,7 @@ def one_more_run(tmp: Path) -> list[Pair]:
 def same_thread_check(tmp: Path, n: int = 100) -> str:
     """Do both reducers end with the same messages on the n-run thread?"""
     events = corpus.runs(n)
-    ours = fold(Thread(messages=[], state=None), deliver(events)).messages
+    ours = fold(ThreadState(messages=[], state=None), deliver(events)).messages
     file = corpus.write_ndjson(events, tmp / f"check-{n}.ndjson")
     try:
         out = peers.run_node("reducer.mjs", file)
@@ -309,11 +313,11 @@ def results(peer_budget: float = 15.0) -> Report:
                 OFFICIAL, f"not run: would take ≈ {span} min (estimated, see notes)"
             )
     longest = max(THREADS)
-    thread = fold(Thread(messages=[], state=None), deliver(corpus.runs(longest)))
+    thread = fold(ThreadState(messages=[], state=None), deliver(corpus.runs(longest)))
     t0 = time.perf_counter()
     count = len(thread.messages)
     notes.append(
-        f"Reading our `Thread.messages` once at {longest:,} runs ({count:,} wire messages; "
+        f"Reading our `ThreadState.messages` once at {longest:,} runs ({count:,} wire messages; "
         f"not part of any fold timing): {1e3 * (time.perf_counter() - t0):.1f} ms."
     )
     with tempfile.TemporaryDirectory(prefix="agui-bench-") as tmpdir:
@@ -382,6 +386,6 @@ def report(rep: Report) -> str:
     notes.append(
         "Only the fold is timed. The official reducer's output is a snapshot of the whole "
         "message list after every event; ours folds in place and builds the wire messages "
-        "when `Thread.messages` is read (not timed here)."
+        "when `ThreadState.messages` is read (not timed here)."
     )
     return text + "\n" + "\n".join(f"* {n}" for n in notes) + "\n"

@@ -22,8 +22,8 @@ ARG = '{"q": "x"} '
 
 
 def ours(verify: bool) -> Any:
-    from agui_tools.producer import Run
-    from agui_tools.server import agent_app
+    from agui_tools.agent import Run
+    from agui_tools.transport._server import agent_app
 
     async def agent(run: Run) -> None:
         props = run.forwarded_props or {}

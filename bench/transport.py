@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 import orjson
 
-from agui_tools.framing import SSEReader
 from agui_tools.testing import free_port
+from agui_tools.wire._framing import SSEReader
 
 from .harness import Result
 

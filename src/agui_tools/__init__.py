@@ -1,15 +1,20 @@
 """agui-tools: the AG-UI protocol's tool-call machinery, both sides of the wire.
 
-The data flows one way, one module per stage::
+Three jobs, one import each::
 
-    framing (SSE/NDJSON bytes) → codec (decode) → compat (retired shapes)
-    → enforce (strip unknown, malformed is fatal) → expand (chunk lanes)
-    → verify (sequence rules) → reduce (thread) → conversation (dispose)
-    → next run input
+    # serve an agent
+    from agui_tools import Run, agent_app
+    # drive one, disposing of its frontend tool calls
+    from agui_tools import Session, AgentClient, ToolSpec, ConsentPolicy, SQLiteJournal
+    # verify a captured stream
+    from agui_tools import verify_capture
 
-The names below are the public surface; each lives in the module named in
-``docs/architecture.md``. Transport and server names are imported on first
-use, so ``import agui_tools`` stays light.
+The package is laid out the way the data flows (``docs/architecture.md``):
+``wire`` (the sans-I/O protocol core both sides share) → ``app`` (the
+sans-I/O application core) and ``agent`` (the producer side), with
+``transport``, ``cli`` and ``ui`` as thin I/O faces. Everything below is
+imported on first use, so ``import agui_tools`` loads neither pydantic nor
+httpx; internals stay importable from their subpackage.
 """
 
 from __future__ import annotations
@@ -17,138 +22,95 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .codec import (
-    Decoded,
-    DecodedInput,
-    Decoder,
-    decode_event,
-    decode_run_input,
-    encode_event,
-    from_model,
-    to_model,
-)
-from .compat import CompatibilityBoundary
-from .enforce import Enforcer
-from .errors import (
+from ._errors import (
     AguiError,
     InputRejected,
     LimitExceeded,
     ProtocolViolation,
     ProtocolWarning,
+    TransportError,
     UsageError,
 )
-from .framing import NDJSONReader, SSEReader, ndjson_frame, sse_comment, sse_frame
-from .version import PROTOCOL_VERSION, __version__
+from ._version import PROTOCOL_VERSION, __version__
 
-if TYPE_CHECKING:
-    from .client import AgentClient, SyncAgentClient, TransportError
-    from .consent import ConsentPolicy, Verdict
-    from .conversation import CallUpdate, Conversation, RunResult, TextDelta
-    from .dispose import Answer, CallStatus, PendingCall
-    from .drive import collect
-    from .emitter import Emitter
-    from .journal import MemoryJournal, SQLiteJournal
-    from .pipeline import ConsumerPipeline, StreamResult
-    from .reduce import Thread
-    from .run import Run, RunCancelled, RunInterrupted
-    from .server import AgentEndpoint, agent_app
-    from .session import Approval, Session
-    from .tools import ToolSpec
-    from .verify import Limits, RunSummary
+if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily below
+    from .agent import Run, RunCancelled, RunInterrupted
+    from .app import (
+        Answer,
+        CallStatus,
+        CallUpdate,
+        CaptureVerdict,
+        ConsentPolicy,
+        Conversation,
+        MemoryJournal,
+        PendingCall,
+        RunResult,
+        SQLiteJournal,
+        TextDelta,
+        ToolSpec,
+        Verdict,
+        verify_capture,
+    )
+    from .transport import AgentClient, Approval, Session, SyncAgentClient, agent_app
+    from .wire import ConsumerPipeline, Limits, StreamResult
 
-_LAZY = {
-    "ConsumerPipeline": "pipeline",
-    "StreamResult": "pipeline",
-    "Limits": "verify",
-    "RunSummary": "verify",
-    "Thread": "reduce",
-    "Conversation": "conversation",
-    "RunResult": "conversation",
-    "TextDelta": "conversation",
-    "CallUpdate": "conversation",
-    "Answer": "dispose",
-    "CallStatus": "dispose",
-    "PendingCall": "dispose",
-    "ToolSpec": "tools",
-    "ConsentPolicy": "consent",
-    "Verdict": "consent",
-    "MemoryJournal": "journal",
-    "SQLiteJournal": "journal",
-    "AgentClient": "client",
-    "SyncAgentClient": "client",
-    "TransportError": "client",
-    "Session": "session",
-    "Approval": "session",
-    "Run": "run",
-    "Emitter": "emitter",
-    "RunCancelled": "run",
-    "RunInterrupted": "run",
-    "collect": "drive",
-    "agent_app": "server",
-    "AgentEndpoint": "server",
+# name → the subpackage whose surface holds it; the one table of lazy names
+_LAZY: dict[str, str] = {
+    # serve an agent
+    "Run": "agent",
+    "RunCancelled": "agent",
+    "RunInterrupted": "agent",
+    "agent_app": "transport",
+    # drive one, with frontend tools
+    "Session": "transport",
+    "AgentClient": "transport",
+    "SyncAgentClient": "transport",
+    "Approval": "transport",
+    "Conversation": "app",
+    "RunResult": "app",
+    "TextDelta": "app",
+    "CallUpdate": "app",
+    "PendingCall": "app",
+    "Answer": "app",
+    "CallStatus": "app",
+    "ToolSpec": "app",
+    "ConsentPolicy": "app",
+    "Verdict": "app",
+    "MemoryJournal": "app",
+    "SQLiteJournal": "app",
+    # verify a stream
+    "verify_capture": "app",
+    "CaptureVerdict": "app",
+    "ConsumerPipeline": "wire",
+    "StreamResult": "wire",
+    "Limits": "wire",
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    subpackage = _LAZY.get(name)
+    if subpackage is None:
         raise AttributeError(f"module 'agui_tools' has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
+    value = getattr(import_module(f".{subpackage}", __name__), name)
     globals()[name] = value
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __all__ = [
-    "PROTOCOL_VERSION",
-    "AgentClient",
-    "AgentEndpoint",
+    *_LAZY,
+    # errors, grouped by whose fault (docs/wire.md)
     "AguiError",
-    "Answer",
-    "Approval",
-    "CallStatus",
-    "CallUpdate",
-    "CompatibilityBoundary",
-    "ConsentPolicy",
-    "ConsumerPipeline",
-    "Conversation",
-    "Decoded",
-    "DecodedInput",
-    "Decoder",
-    "Emitter",
-    "Enforcer",
     "InputRejected",
     "LimitExceeded",
-    "Limits",
-    "MemoryJournal",
-    "NDJSONReader",
-    "PendingCall",
     "ProtocolViolation",
     "ProtocolWarning",
-    "Run",
-    "RunCancelled",
-    "RunInterrupted",
-    "RunResult",
-    "RunSummary",
-    "SQLiteJournal",
-    "SSEReader",
-    "Session",
-    "StreamResult",
-    "SyncAgentClient",
-    "TextDelta",
-    "Thread",
-    "ToolSpec",
     "TransportError",
     "UsageError",
-    "Verdict",
+    # versions
+    "PROTOCOL_VERSION",
     "__version__",
-    "agent_app",
-    "collect",
-    "decode_event",
-    "decode_run_input",
-    "encode_event",
-    "from_model",
-    "ndjson_frame",
-    "sse_comment",
-    "sse_frame",
-    "to_model",
 ]

@@ -1,4 +1,4 @@
-"""The eight interop scenarios, written with OUR agent API (:class:`agui_tools.producer.Run`).
+"""The eight interop scenarios, written with OUR agent API (:class:`agui_tools.agent.Run`).
 
 The same conversations as :mod:`tests.interop.scenarios` (which spells them as
 wire events for the server built with the official Python package), but every
@@ -24,8 +24,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agui_tools.producer import Run
-from agui_tools.server import agent_app
+from agui_tools.agent import Run
+from agui_tools.transport._server import agent_app
 
 from .scenarios import FRONTEND_TOOLS, SCENARIOS, scenario_of
 

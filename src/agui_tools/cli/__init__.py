@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ..version import PROTOCOL_VERSION, __version__
+from .._version import PROTOCOL_VERSION, __version__
 from . import conformance_cmd, demo_cmd, run_cmd, serve_cmd, verify_cmd
 
 __all__ = ["main"]

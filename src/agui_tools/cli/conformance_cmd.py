@@ -9,8 +9,6 @@ from typing import Any
 
 import orjson
 
-from ..conformance import run_directory
-
 HELP = """\
 Run AG-UI conformance fixtures (the official format: one JSON file per stream
 with "stream" and "expect") through this library's consumer, and report
@@ -39,6 +37,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..app._conformance import run_directory
+
     path = Path(args.directory)
     if not path.exists():
         print(f"agui-tools conformance: no such file or directory: {path}", file=sys.stderr)

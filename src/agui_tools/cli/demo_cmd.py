@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ..demo.app import Decider
+from ._answers import add_answer_flags, flag_answers, stdin_lines
 
 HELP = """\
 Start the scripted demo agent on a free loopback port and a terminal
@@ -42,77 +38,16 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def add_answer_flags(parser: argparse.ArgumentParser) -> None:
-    """``--yes`` / ``--decline`` / ``--script FILE``: consent answered unattended."""
-    answers = parser.add_mutually_exclusive_group()
-    answers.add_argument("--yes", action="store_true", help="approve every consent prompt")
-    answers.add_argument("--decline", action="store_true", help="decline every consent prompt")
-    answers.add_argument("--script", metavar="FILE", help="answer consent prompts from FILE")
-
-
-def flag_answers(args: argparse.Namespace, command: str) -> tuple[bool, Decider | None]:
-    """What the answer flags decide: ``(ok, decide)``.
-
-    ``decide`` is ``None`` when no flag was given (the terminal asks); ``ok`` is
-    false when ``--script`` is bad usage, already reported (exit 2).
-    """
-    from ..demo.app import scripted
-    from ..session import Approval
-
-    if args.yes:
-        return True, lambda call: Approval.approve()
-    if args.decline:
-        return True, lambda call: Approval.decline("declined with --decline")
-    if args.script:
-        lines = read_script(args.script, command)
-        return (False, None) if lines is None else (True, scripted(iter(lines)))
-    return True, None
-
-
-def _lines(source: Any) -> Iterator[str]:
-    for line in source:
-        if line.strip() and not line.lstrip().startswith("#"):
-            yield line
-
-
-def read_script(path: str, command: str) -> list[str] | None:
-    """The validated answer lines of ``--script`` FILE, or ``None`` after saying why not.
-
-    Shared by ``demo`` and ``run``: an unreadable, non-UTF-8 or malformed script
-    is bad usage (exit 2), reported before anything starts.
-    """
-    from ..demo.app import ScriptError, load_script
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        print(
-            f"agui-tools {command}: cannot read --script {path}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return None
-    except UnicodeDecodeError as exc:
-        print(
-            f"agui-tools {command}: --script {path} is not UTF-8 text (byte {exc.start}); it "
-            "holds one answer per line: approve, decline [reason] or edit {json}",
-            file=sys.stderr,
-        )
-        return None
-    try:
-        return load_script(text.splitlines())
-    except ScriptError as exc:
-        print(f"agui-tools {command}: --script {path}, {exc}", file=sys.stderr)
-        return None
-
-
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from ..demo.app import ScriptError, run_demo, scripted
 
     ok, decide = flag_answers(args, "demo")
     if not ok:
         return 2
     if decide is None and not sys.stdin.isatty():
-        decide = scripted(_lines(sys.stdin))
+        decide = scripted(stdin_lines(sys.stdin))
     try:
         _, result = asyncio.run(run_demo(decide=decide, fast=args.fast))
     except KeyboardInterrupt:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import sys
 from typing import Any
 
-from .demo_cmd import add_answer_flags
+from ._answers import add_answer_flags
 
 HELP = """\
 Send PROMPT to the AG-UI agent at URL and carry the conversation until the
@@ -59,7 +58,7 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def load_tools(session: Any, module_name: str) -> None:
-    from ..session import tool_spec_from_function
+    from ..transport._session import tool_spec_from_function
 
     if "" not in sys.path:
         sys.path.insert(0, "")
@@ -94,15 +93,17 @@ def check_url(url: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from rich.console import Console
 
-    from ..client import AgentClient, TransportError
+    from .._errors import ProtocolViolation
+    from ..app._calls import PendingCall
     from ..demo.app import ScriptError
-    from ..dispose import PendingCall
-    from ..errors import ProtocolViolation
-    from ..session import Approval, Session
-    from ..terminal import TerminalUI
-    from .demo_cmd import flag_answers
+    from ..transport._client import AgentClient, TransportError
+    from ..transport._session import Approval, Session
+    from ..ui.terminal import TerminalUI
+    from ._answers import flag_answers
 
     problem = check_url(args.url)
     if problem is not None:

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..demo.agent import demo_agent
-    from ..server import agent_app
+    from ..transport._server import agent_app
     from .run_cmd import describe_exception
 
     try:

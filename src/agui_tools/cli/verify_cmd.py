@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..codec import check_exact_json, decode_run_input
-from ..errors import AguiError, ProtocolViolation
-from ..replay import Replay, read_frames, replay
+from .._errors import AguiError, ProtocolViolation
+
+if TYPE_CHECKING:
+    from ..app._capture import CaptureVerdict
 
 HELP = """\
 Judge a captured AG-UI stream as a conforming consumer would: compatibility
@@ -75,6 +76,8 @@ def _read_input(path: str) -> dict[str, Any] | None:
             "agui-tools verify: --input must hold a JSON object (a RunAgentInput)", file=sys.stderr
         )
         return None
+    from ..wire._codec import check_exact_json, decode_run_input
+
     try:
         check_exact_json(data, obj)
         decoded = decode_run_input(obj)
@@ -90,6 +93,8 @@ def _read_input(path: str) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..app._capture import read_frames, replay
+
     try:
         data = _read(args.source)
     except OSError as exc:
@@ -119,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if outcome.result.completed else 1
 
 
-def _print_human(outcome: Replay) -> None:
+def _print_human(outcome: CaptureVerdict) -> None:
     result = outcome.result
     for w in result.warnings:
         print(f"warning {w}")

@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..producer import Run
+from ..agent import Run
 
 __all__ = ["DEMO_TOOLS", "demo_agent"]
 

@@ -13,13 +13,13 @@ import orjson
 from rich.console import Console
 from rich.rule import Rule
 
-from ..client import AgentClient
-from ..conversation import Conversation, RunResult
-from ..dispose import PendingCall
-from ..server import agent_app
-from ..session import Approval, Session
-from ..terminal import TerminalUI
+from ..app._calls import PendingCall
+from ..app._conversation import Conversation, RunResult
 from ..testing import serving
+from ..transport._client import AgentClient
+from ..transport._server import agent_app
+from ..transport._session import Approval, Session
+from ..ui.terminal import TerminalUI
 from .agent import demo_agent
 from .tools import register
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from ..session import Session
+from ..transport._session import Session
 
 _orders = itertools.count(1042)
 

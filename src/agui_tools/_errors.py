@@ -1,0 +1,273 @@
+"""The exceptions and warnings of agui-tools, in one place.
+
+Who broke the rule is part of the error (the h11 habit):
+
+* :class:`ProtocolViolation` — the *peer* sent something the specification
+  calls fatal (a malformed known value, a broken sequence). The stream is not
+  trustworthy and the run is rejected.
+* :class:`UsageError` — *our caller* misused the library (answered a call
+  twice, emitted a result for a frontend tool, sent input with a dangling
+  call). Nothing was sent; fix the calling code.
+* :class:`ProtocolWarning` — not an exception: something was stripped,
+  dropped, translated or tolerated, and the spec asks that it be said.
+
+Every one of them names a rule ID from the specification's rule index
+(``spec/RULES.md``) so a reader can look up the sentence that decided it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+_VALUE_LIMIT = 80
+
+
+def describe_value(value: Any, limit: int = _VALUE_LIMIT) -> str:
+    """Render an offending value for a person: JSON-ish, truncated, with its type.
+
+    Truncation keeps a 1 MB argument string from turning an error message into
+    a wall of text; the type is named because "42" and 42 look alike in prose.
+    """
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{text} ({json_type_name(value)})"
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON name of a Python value's type, as a schema would say it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+class AguiError(Exception):
+    """Base class of every exception this library raises on purpose."""
+
+
+class ProtocolViolation(AguiError):
+    """The peer broke a rule the specification calls fatal.
+
+    Attributes:
+        rule: the rule ID (``"PROC-2"``, ``"TOOL-20"``…) from ``spec/RULES.md``.
+        index: position of the offending event in the stream (0-based), or
+            ``None`` when the violation concerns run input rather than a stream.
+        path: JSON Pointer to the offending value inside the event or input
+            (``""`` for the whole event).
+        value: the offending value, already truncated for display, or ``None``.
+        explanation: one sentence saying what was expected.
+        event_type: the event's ``type`` when known.
+        ids: identifiers involved (``{"toolCallId": "c1"}``), for grepping logs.
+        where: what the violation concerns when it has no stream position
+            (``"stream framing"``, ``"capture"``, ``"run input"``). Without it, an
+            :class:`InputRejected` reads "run input" and anything else "stream":
+            a framing error is not about the input, and saying so misleads.
+    """
+
+    def __init__(
+        self,
+        rule: str,
+        explanation: str,
+        *,
+        index: int | None = None,
+        path: str = "",
+        value: str | None = None,
+        event_type: str | None = None,
+        ids: Mapping[str, str] | None = None,
+        where: str | None = None,
+    ) -> None:
+        self.rule = rule
+        self.explanation = explanation
+        self.index = index
+        self.path = path
+        self.value = value
+        self.event_type = event_type
+        self.ids: dict[str, str] = dict(ids or {})
+        self.where = where
+        super().__init__(self._render())
+
+    def at(self, index: int) -> ProtocolViolation:
+        """Return this violation placed at stream position ``index``.
+
+        Stages deeper than the pipeline do not know where in the stream they
+        are; the pipeline stamps the position on the way out.
+        """
+        if self.index == index:
+            return self
+        return type(self)(
+            self.rule,
+            self.explanation,
+            index=index,
+            path=self.path,
+            value=self.value,
+            event_type=self.event_type,
+            ids=self.ids,
+            where=self.where,
+        )
+
+    def _render(self) -> str:
+        where = []
+        if self.index is not None:
+            where.append(f"event #{self.index}")
+        elif self.where is not None:
+            where.append(self.where)
+        elif self.event_type is None and isinstance(self, InputRejected):
+            where.append("run input")
+        if self.event_type:
+            where.append(self.event_type)
+        if self.path:
+            where.append(f"at {self.path}")
+        ids = ", ".join(f"{k}={v!r}" for k, v in self.ids.items())
+        text = f"[{self.rule}] {' '.join(where) or 'stream'}: {self.explanation}"
+        if self.value is not None:
+            text += f" Got {self.value}."
+        if ids:
+            text += f" ({ids})"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description, for ``--json`` output and HTTP error bodies."""
+        out: dict[str, Any] = {
+            "rule": self.rule,
+            "index": self.index,
+            "path": self.path,
+            "message": self.explanation,
+        }
+        if self.value is not None:
+            out["value"] = self.value
+        if self.event_type:
+            out["eventType"] = self.event_type
+        if self.ids:
+            out["ids"] = self.ids
+        return out
+
+
+class InputRejected(ProtocolViolation):
+    """A ``RunAgentInput`` is malformed (or fails a continuation rule).
+
+    A subclass rather than a flag so that a server can map it to HTTP 4xx
+    and a client can refuse to send, each by catching one type.
+    """
+
+
+class UsageError(AguiError):
+    """The calling code misused the library; nothing was sent or executed.
+
+    Carries the rule the misuse would have broken when there is one, so the
+    message tells the caller *why* the library refused.
+    """
+
+    def __init__(self, message: str, *, rule: str | None = None) -> None:
+        self.rule = rule
+        super().__init__(f"[{rule}] {message}" if rule else message)
+
+
+class JournalError(AguiError):
+    """The journal could not record or read something (the disk, a lock held too long).
+
+    Raised with what was being recorded, so an application can tell whether an
+    answer it holds in memory is durable yet: when recording an execution's
+    answer fails, the call is answered in memory and the journal still holds
+    its intent — after a restart the call's outcome reads as unknown, never as
+    "not run".
+    """
+
+
+class LimitExceeded(ProtocolViolation):
+    """A configured resource limit was exceeded (event size, argument text…).
+
+    Not a rule of the specification but of this consumer: ``rule`` is
+    ``"LIMIT"`` and the explanation names the limit and how to raise it.
+    """
+
+
+class TransportError(AguiError):
+    """The agent could not be reached, answered with something other than an
+    event stream, or the connection failed mid-stream.
+
+    ``status`` is the HTTP status (``None`` when the connection itself failed,
+    the httpx exception then being ``__cause__``); ``body`` the start of the
+    response body, decoded — an AG-UI server puts the rejected field and rule
+    there. ``truncated`` is true for a failure mid-stream: the run has already
+    ended as truncated, keeping what arrived.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: str = "",
+        url: str = "",
+        truncated: bool = False,
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.url = url
+        self.truncated = truncated
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolWarning:
+    """Something was stripped, dropped, translated or tolerated.
+
+    ``path`` is a JSON Pointer inside the event (``"/futureProp"``) or empty;
+    ``index`` is the event's stream position, ``None`` for run input.
+    """
+
+    rule: str
+    message: str
+    index: int | None = None
+    path: str = ""
+    event_type: str | None = None
+    ids: Mapping[str, str] = field(default_factory=dict)
+
+    def at(self, index: int) -> ProtocolWarning:
+        if self.index == index:
+            return self
+        return ProtocolWarning(self.rule, self.message, index, self.path, self.event_type, self.ids)
+
+    def __str__(self) -> str:
+        where = (
+            f"event #{self.index}"
+            if self.index is not None
+            else ("" if self.event_type else "run input")
+        )
+        if self.event_type:
+            where = f"{where} {self.event_type}".strip()
+        if self.path:
+            where += f" at {self.path}"
+        return f"[{self.rule}] {where}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rule": self.rule,
+            "index": self.index,
+            "path": self.path,
+            "message": self.message,
+        }
+        if self.event_type:
+            out["eventType"] = self.event_type
+        if self.ids:
+            out["ids"] = dict(self.ids)
+        return out

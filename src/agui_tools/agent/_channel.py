@@ -1,0 +1,97 @@
+"""The hand-off between an agent's task and the transport that writes its events.
+
+The emitter decides *what* is sent and in which order; the transport
+(``server.py``, or :func:`~agui_tools.agent._runner.collect` in tests) decides *when*
+bytes move. :class:`EventChannel` sits between them: it keeps the verified
+order, encodes each event as it is pushed, and applies backpressure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from ..wire._codec import encode_json
+
+__all__ = ["EventChannel"]
+
+Event = dict[str, Any]
+
+
+class EventChannel:
+    """Hands verified events from the agent's task to the transport, in order.
+
+    ``push`` is synchronous on purpose: an agent may emit from several tasks
+    (parallel subagents), and the order the emitter verified must be the order
+    on the wire — an ``await`` between judging an event and queueing it would
+    let another task's events overtake it. Events are encoded as they are
+    pushed, so an agent that mutates a dict it emitted (a state object, a
+    list of parts) cannot change what was verified. Backpressure is separate
+    (:meth:`flow`): a writer waits there once ``high_water`` events are queued.
+    """
+
+    def __init__(self, *, high_water: int | None = 256) -> None:
+        self._payloads: deque[bytes] = deque()
+        self._readable = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._high_water = high_water
+        self.closed = False
+        """The producer is done: nothing more will be pushed."""
+        self.aborted = False
+        """The reader is gone (client disconnected): pushes are dropped."""
+        self.ended_with: str | None = None
+        """The type of the last terminal event pushed (RUN_FINISHED / RUN_ERROR)."""
+
+    def push(self, events: Iterable[Event]) -> None:
+        if self.aborted:
+            return
+        for ev in events:
+            self._payloads.append(encode_json(ev))
+            if ev["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+                self.ended_with = ev["type"]
+        if self._payloads:
+            self._readable.set()
+            if self._high_water is not None and len(self._payloads) >= self._high_water:
+                self._writable.clear()
+
+    async def flow(self) -> None:
+        """Wait while the reader is behind (returns at once when it is not)."""
+        if not self._writable.is_set():
+            await self._writable.wait()
+
+    @property
+    def has_events(self) -> bool:
+        return bool(self._payloads)
+
+    def take(self) -> list[bytes]:
+        """Every queued event, as its compact JSON payload."""
+        out = list(self._payloads)
+        self._payloads.clear()
+        if not self.closed and not self.aborted:
+            self._readable.clear()
+        self._writable.set()
+        return out
+
+    async def wait(self, timeout: float | None) -> bool:
+        """Wait for events (or the end); ``False`` when ``timeout`` passed quietly."""
+        if self._payloads or self.closed or self.aborted:
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self._readable.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        self._readable.set()
+
+    def abort(self) -> None:
+        self.aborted = True
+        self._payloads.clear()
+        self._readable.set()
+        self._writable.set()

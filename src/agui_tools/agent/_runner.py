@@ -1,0 +1,146 @@
+"""Driving a run: an agent function, run to exactly one terminal event.
+
+:func:`drive` starts the run, hands the agent its :class:`~agui_tools.agent._run.Run`
+and decides how the run ends; :func:`collect` does the same with no transport
+and returns the events (tests, and transports that want the whole run).
+
+How a run can end (``events/lifecycle``):
+
+=====================  ==================================  ===============================
+what happened          what is emitted                     what is open is…
+=====================  ==================================  ===============================
+the agent returned     ``RUN_FINISHED`` (success)          refused if still live (a bug);
+                                                           abandoned items are closed
+``RunCancelled``       ``RUN_FINISHED`` cancelled (RUN-5)  closed, in reverse order (RUN-6)
+``RunInterrupted``     ``RUN_FINISHED`` interrupt          closed; subagents ``suspended``
+an exception           ``RUN_ERROR`` (RUN-10)              abandoned — no closes (RUN-15)
+client disconnected    nothing: nobody is listening        the agent task is cancelled
+=====================  ==================================  ===============================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import orjson
+
+from .._errors import UsageError
+from ._channel import EventChannel
+from ._emitter import Emitter
+from ._run import Run, RunCancelled, RunInterrupted, RunStop, stop_in
+
+__all__ = ["Agent", "collect", "drive"]
+
+# the producer side logs as one, whichever of its modules speaks
+log = logging.getLogger("agui_tools.agent")
+
+Event = dict[str, Any]
+
+Agent = Callable[[Run], Awaitable[object]]
+"""An agent: an async function handed the :class:`Run`. Its return value is ignored
+(use :meth:`Run.set_result`), so ``return await run.text(...)`` cannot leak an id."""
+
+
+async def drive(
+    agent: Agent,
+    run_input: Mapping[str, Any],
+    channel: EventChannel,
+    *,
+    verify: bool = True,
+    expose_errors: bool = False,
+) -> None:
+    """Run ``agent`` for ``run_input`` and push its events, ending with one terminal event.
+
+    The ending is decided here: the agent returning is success; ``RunCancelled``
+    (or a task the agent awaited being cancelled) is cancelled; ``RunInterrupted``
+    the interrupt outcome; any other exception ``RUN_ERROR``, with ``code`` the
+    exception's class name and a message that does not repeat the exception's
+    text unless ``expose_errors`` (it may hold what a client must not see).
+    When *this* task is cancelled — the client went away — nothing more is
+    pushed and the cancellation propagates. A bug of our own still ends the
+    stream with ``RUN_ERROR``; the channel is always closed.
+    """
+    try:
+        emitter = Emitter(run_input, verify=verify)
+        run = Run(emitter, channel)
+        channel.push(emitter.start())
+        try:
+            await agent(run)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            log.info(
+                "run %s: a task the agent awaited was cancelled; ending the run cancelled",
+                run.run_id,
+            )
+            channel.push(_end(emitter, run, RunCancelled("a task the agent awaited was cancelled")))
+        except BaseException as exc:
+            stop = stop_in(exc)
+            if stop is not None:
+                channel.push(_end(emitter, run, stop))
+            else:
+                log.error("run %s: the agent failed", run.run_id, exc_info=exc)
+                detail = f": {exc}" if expose_errors else ""
+                message = f"the agent failed ({type(exc).__name__}){detail}"
+                channel.push(_fail(emitter, run, message, type(exc).__name__))
+                if not isinstance(exc, Exception | BaseExceptionGroup):
+                    raise  # KeyboardInterrupt, SystemExit: reported, and still not ours to swallow
+        else:
+            channel.push(_end(emitter, run, None))
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("run %s: internal error in the producer", run_input.get("runId"))
+        if channel.ended_with != "RUN_ERROR":
+            channel.push([_internal_error()])
+    finally:
+        channel.close()
+
+
+def _end(emitter: Emitter, run: Run, stop: RunStop | None) -> list[Event]:
+    """The clean ending for ``stop`` — or ``RUN_ERROR`` if the run cannot end cleanly."""
+    try:
+        if isinstance(stop, RunCancelled):
+            log.info("run %s cancelled: %s", run.run_id, stop.reason or "no reason given")
+            return emitter.cancel(usage=run._usage)
+        if isinstance(stop, RunInterrupted):
+            return emitter.interrupt(stop.interrupts, usage=run._usage)
+        return emitter.finish(result=run._result, usage=run._usage)
+    except UsageError as exc:
+        log.error("run %s cannot end cleanly: %s", run.run_id, exc)
+        return _fail(emitter, run, f"the agent broke a protocol rule ({exc.rule})", "UsageError")
+
+
+def _fail(emitter: Emitter, run: Run, message: str, code: str) -> list[Event]:
+    try:
+        return emitter.error(message, code=code, usage=run._usage)
+    except UsageError:
+        return emitter.error(message, code=code)  # e.g. malformed usage entries
+
+
+def _internal_error() -> Event:
+    return {
+        "type": "RUN_ERROR",
+        "message": "internal error in the agent server",
+        "code": "InternalError",
+    }
+
+
+async def collect(
+    agent: Agent,
+    run_input: Mapping[str, Any],
+    *,
+    verify: bool = True,
+    expose_errors: bool = False,
+) -> list[Event]:
+    """Run ``agent`` with no transport and return every event it emitted.
+
+    For tests and for transports that want the whole run at once.
+    """
+    channel = EventChannel(high_water=None)
+    await drive(agent, run_input, channel, verify=verify, expose_errors=expose_errors)
+    return [orjson.loads(payload) for payload in channel.take()]

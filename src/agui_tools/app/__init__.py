@@ -1,0 +1,47 @@
+"""The application core: one thread, its runs, and the disposal of tool calls.
+
+Sans-I/O, in the order a verified event travels::
+
+    _reducer       ThreadState: messages, tool calls, state, runs
+    _arguments     the argument preview while a call streams, strict parse at END
+    _validation    the advertised JSON Schema (jsonschema-rs), errors at their path
+    _tools         what the application advertised (ToolSpec)
+    _consent       who decided, over which exact arguments (ConsentPolicy)
+    _journal       intent before, answer after: a side effect runs at most once
+    _calls         one pending call and its one answer (PendingCall, Answer)
+    _conversation  all of it for one thread: Conversation
+    _downgrade     the next RunAgentInput, shaped for older peers
+    _capture       a captured stream through pipeline + reducer (verify_capture)
+"""
+
+from __future__ import annotations
+
+from ._calls import Answer, CallStatus, PendingCall
+from ._capture import CaptureVerdict, read_frames, replay, verify_capture
+from ._consent import ConsentDecision, ConsentPolicy, Verdict
+from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
+from ._journal import Journal, MemoryJournal, SQLiteJournal
+from ._reducer import ThreadState
+from ._tools import ToolSpec
+
+__all__ = [
+    "Answer",
+    "CallStatus",
+    "CallUpdate",
+    "CaptureVerdict",
+    "ConsentDecision",
+    "ConsentPolicy",
+    "Conversation",
+    "Journal",
+    "MemoryJournal",
+    "PendingCall",
+    "RunResult",
+    "SQLiteJournal",
+    "TextDelta",
+    "ThreadState",
+    "ToolSpec",
+    "Verdict",
+    "read_frames",
+    "replay",
+    "verify_capture",
+]

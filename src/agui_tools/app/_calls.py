@@ -1,0 +1,214 @@
+"""Disposition: every call a run left unanswered ends in exactly one answer.
+
+"The agent proposes, the application disposes" (FE-8): after a run finishes,
+each unanswered call is *executed* (its result), *fails* (a tool message with
+``error`` set), or is *declined* (saying so, and saying who declined). This
+module holds the per-call state machine and the wording of answers; the
+:class:`~agui_tools.app._conversation.Conversation` drives it.
+
+A call's life, as a UI card shows it::
+
+    streaming → awaiting_consent → approved → executing → done | failed
+                      └──────────────→ declined
+
+Arguments are model output and treated as untrusted (TOOL-21): parsed
+strictly, validated against the advertised schema, never acted on before the
+call closed (TOOL-5). The answer never claims an approval that did not happen
+(TOOL-22): a policy decision is worded as the policy's, a user's as the user's.
+Results are data (TOOL-23): whatever a handler returns is carried as content,
+never interpreted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+import orjson
+
+from ._arguments import FinalArguments, ParsedArguments, UnparseableArguments
+from ._consent import ConsentDecision, DecidedBy, Verdict, fingerprint
+from ._tools import ToolSpec
+from ._validation import ArgumentError
+
+__all__ = ["Answer", "CallStatus", "PendingCall", "normalize_result"]
+
+Outcome = Literal["executed", "failed", "declined"]
+
+
+class CallStatus(StrEnum):
+    STREAMING = "streaming"
+    AWAITING_CONSENT = "awaiting_consent"
+    APPROVED = "approved"
+    EXECUTING = "executing"
+    DONE = "done"
+    FAILED = "failed"
+    DECLINED = "declined"
+
+    @property
+    def answered(self) -> bool:
+        return self in (CallStatus.DONE, CallStatus.FAILED, CallStatus.DECLINED)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The one answer a call gets, as the tool message the next run carries."""
+
+    call_id: str
+    outcome: Outcome
+    content: str | list[dict[str, Any]]
+    error: str | None = None
+    decided_by: DecidedBy | None = None
+
+    def tool_message(self, message_id: str) -> dict[str, Any]:
+        """The wire ``ToolMessage`` (``content`` string or parts, FE-9)."""
+        msg: dict[str, Any] = {
+            "id": message_id,
+            "role": "tool",
+            "toolCallId": self.call_id,
+            "content": self.content,
+        }
+        if self.error is not None:
+            msg["error"] = self.error
+        return msg
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "callId": self.call_id,
+            "outcome": self.outcome,
+            "content": self.content,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        if self.decided_by is not None:
+            out["decidedBy"] = self.decided_by
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Answer:
+        return cls(
+            call_id=data["callId"],
+            outcome=data["outcome"],
+            content=data["content"],
+            error=data.get("error"),
+            decided_by=data.get("decidedBy"),
+        )
+
+    # -- the wordings ---------------------------------------------------------
+
+    @classmethod
+    def executed(cls, call_id: str, content: str | list[dict[str, Any]]) -> Answer:
+        return cls(call_id, "executed", content)
+
+    @classmethod
+    def failed(cls, call_id: str, error: str, content: str | list[dict[str, Any]] = "") -> Answer:
+        """A failure is still an answer: a tool message with ``error`` set (FE-8)."""
+        return cls(call_id, "failed", content or f"Error: {error}", error)
+
+    @classmethod
+    def declined(cls, call_id: str, by: DecidedBy, reason: str | None = None) -> Answer:
+        """Worded from who declined, never from a guess (TOOL-22)."""
+        if by == "user":
+            text = "The user declined this tool call; it was not executed."
+            if reason:
+                text += f" The user said: {reason}"
+            return cls(call_id, "declined", text, None, "user")
+        who = "the application's policy" if by == "policy" else "the application"
+        text = f"Not executed: {who} declined this tool call (no user was asked)."
+        if reason:
+            text += f" Reason: {reason}"
+        return cls(call_id, "declined", text, f"declined by {who}", by)
+
+
+def normalize_result(value: Any) -> str | list[dict[str, Any]]:
+    """What a handler returned, as tool-message content (TOOL-12, TOOL-13).
+
+    A string is content as is; a list of content-part dicts is parts; ``None``
+    is the empty string; anything else — a dict, a number, a list of values —
+    is structured data, which the protocol carries serialised as text.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in value)
+        and all(p["type"] in ("text", "image", "audio", "video", "document") for p in value)
+    ):
+        parts = [dict(p) for p in value]
+        try:  # parts travel as JSON: what cannot be serialised fails here, as the handler's
+            orjson.dumps(parts)
+        except TypeError as exc:
+            raise TypeError(
+                f"the handler returned content parts that are not JSON: {exc}"
+            ) from None
+        return parts
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return str(value)
+
+
+@dataclass
+class PendingCall:
+    """One call a run left unanswered, under disposition.
+
+    ``arguments`` is the strict parse of the closed call's text;
+    ``errors`` the schema violations (empty when valid); ``tool`` the
+    advertised spec, or ``None`` when the agent called a tool the input did not
+    advertise (TOOL-24, FE-11).
+    """
+
+    thread_id: str
+    run_id: str | None
+    call_id: str
+    name: str
+    text: str
+    arguments: FinalArguments
+    tool: ToolSpec | None
+    errors: list[ArgumentError] = field(default_factory=list)
+    verdict: Verdict | None = None
+    status: CallStatus = CallStatus.STREAMING
+    decision: ConsentDecision | None = None
+    answer: Answer | None = None
+    edited: dict[str, Any] | None = None
+    subagent_run_id: str | None = None
+
+    @property
+    def proposed(self) -> dict[str, Any] | None:
+        """The arguments the agent proposed, parsed; ``None`` when they did not parse."""
+        return self.arguments.value if isinstance(self.arguments, ParsedArguments) else None
+
+    @property
+    def effective_arguments(self) -> dict[str, Any] | None:
+        """What would execute: the user's edited arguments if any, else the proposal."""
+        return self.edited if self.edited is not None else self.proposed
+
+    @property
+    def fingerprint(self) -> str:
+        """Fingerprint of the exact arguments that would execute."""
+        effective = self.effective_arguments
+        return fingerprint(effective if effective is not None else self.text)
+
+    @property
+    def advertised(self) -> bool:
+        return self.tool is not None
+
+    def problems(self) -> str | None:
+        """Why this call cannot run as proposed, in words for the agent; ``None`` if it can."""
+        if isinstance(self.arguments, UnparseableArguments):
+            return f"the arguments are not valid JSON for a tool call: {self.arguments}"
+        if self.errors:
+            return "the arguments do not match the tool's schema: " + describe_errors(self.errors)
+        return None
+
+
+def describe_errors(errors: Sequence[ArgumentError], limit: int = 10) -> str:
+    parts = [str(e) for e in errors[:limit]]
+    if len(errors) > limit:
+        parts.append(f"… and {len(errors) - limit} more")
+    return "; ".join(parts)

@@ -1,0 +1,169 @@
+"""Replaying a captured stream through the whole consumer: pipeline + reducer.
+
+Used by ``agui-tools verify``, the conformance runner and tests. A captured
+stream is a JSON array of events, NDJSON, or an SSE body — sniffed from its
+first bytes — and goes through exactly the stages a live stream does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from .._errors import ProtocolViolation, ProtocolWarning
+from ..wire._codec import parse_json
+from ..wire._framing import NDJSONReader, SSEReader, sniff_format
+from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
+from ..wire._verify import Limits
+from ._reducer import ThreadState
+
+__all__ = ["CaptureVerdict", "read_frames", "replay", "verify_capture"]
+
+
+@dataclass
+class CaptureVerdict:
+    """What a stream amounted to: the verdict, what was delivered, and the thread."""
+
+    result: StreamResult
+    events: list[dict[str, Any]]
+    thread: ThreadState
+
+    @property
+    def warnings(self) -> list[ProtocolWarning]:
+        return self.result.warnings
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``verify --json`` document."""
+        error = self.result.error
+        return {
+            "outcome": self.result.outcome,
+            "error": None
+            if error is None
+            else {
+                "rule": error.rule,
+                "index": error.index,
+                "message": str(error),
+                **error.to_json(),
+            },
+            "warnings": [w.to_json() | {"text": str(w)} for w in self.result.warnings],
+            "events": self.events,
+            "runs": [r.to_json() for r in self.result.runs],
+            "messages": self.thread.messages,
+            "state": self.thread.state,
+        }
+
+
+_SSE_LINE: Final = re.compile(rb"^(?::|(?:data|event|id|retry)(?::|$))", re.MULTILINE)
+
+
+def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | str | Any]:
+    """Split a captured stream into frames (JSON texts or parsed events).
+
+    Raises :class:`ProtocolViolation` (rule TRANS-4) when the capture cannot
+    be read as any of the three formats: it is not UTF-8 text (every format
+    is), it is not valid JSON where JSON is expected, or nothing in it is an
+    event, an SSE field or an SSE comment — an empty or binary file is not an
+    empty stream, and judging it "completed" would say something untrue.
+    """
+    limits = limits or Limits()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolViolation(
+            "TRANS-4",
+            f"not UTF-8 text (byte {exc.start}); a JSON array, NDJSON or an SSE body always is.",
+            where="capture",
+        ) from None
+    kind = sniff_format(data[:64])
+    if kind == "json":
+        events = parse_json(data, where="capture")
+        if not isinstance(events, list):
+            raise ProtocolViolation(
+                "TRANS-4", "a JSON capture must be an array of events.", where="capture"
+            )
+        return list(events)
+    if kind == "ndjson":
+        reader = NDJSONReader(max_event_bytes=limits.max_event_bytes)
+        return [*reader.feed(data), *reader.close()]
+    sse = SSEReader(max_event_bytes=limits.max_event_bytes)
+    frames: list[bytes | str | Any] = list(sse.feed(data))
+    if not frames and _SSE_LINE.search(data.removeprefix(b"\xef\xbb\xbf")) is None:
+        raise ProtocolViolation(
+            "TRANS-4",
+            "no event found: not a JSON array, NDJSON, or an SSE body (no data, event, id or "
+            "retry field and no comment line).",
+            where="capture",
+        )
+    return frames
+
+
+def replay(
+    frames: Iterable[bytes | str | Mapping[str, Any]],
+    *,
+    run_input: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    middleware: Sequence[Middleware] = (),
+    limits: Limits | None = None,
+    initial_messages: Sequence[Mapping[str, Any]] | None = None,
+) -> CaptureVerdict:
+    """Run frames through pipeline and reducer; never raises for a bad stream.
+
+    A rejected stream shows as ``result.outcome == "failed"``; everything
+    delivered before the violation stays in ``events`` and the thread.
+    """
+    messages = (
+        initial_messages if initial_messages is not None else (run_input or {}).get("messages", ())
+    )
+    pipe = ConsumerPipeline(
+        run_input=run_input, strict=strict, middleware=middleware, limits=limits
+    )
+    # reducer warnings join the stream's, in order
+    thread = ThreadState(
+        messages,
+        (run_input or {}).get("state"),
+        on_warning=pipe.record_warning,
+        max_depth=(limits or Limits()).max_depth,
+    )
+    delivered: list[dict[str, Any]] = []
+    for frame in frames:
+        try:
+            events = pipe.feed(frame)
+        except ProtocolViolation:
+            events = pipe.partial
+            delivered += events
+            for ev in events:
+                thread.apply(ev, pipe.index)
+            break
+        delivered += events
+        for ev in events:
+            thread.apply(ev, pipe.index)
+    return CaptureVerdict(pipe.close(), delivered, thread)
+
+
+def verify_capture(
+    data: bytes | str,
+    *,
+    run_input: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    limits: Limits | None = None,
+) -> CaptureVerdict:
+    """Judge a captured stream as a conforming consumer would — ``agui-tools verify`` as a call.
+
+    ``data`` is a JSON array of events, NDJSON or an SSE body (sniffed from its
+    first bytes). The verdict's :meth:`CaptureVerdict.to_json` is the document
+    ``agui-tools verify --json`` prints. A stream that breaks a rule is a
+    verdict (``result.outcome == "failed"``), not an exception; only a capture
+    that is no stream at all raises :class:`ProtocolViolation` (TRANS-4).
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    return replay(
+        read_frames(raw, limits=limits), run_input=run_input, strict=strict, limits=limits
+    )
+
+
+def dumps(document: Any) -> bytes:
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2)

@@ -1,0 +1,133 @@
+"""Consent: who may let a tool call run, and the record of who did.
+
+The specification's two obligations (TOOL-22, SEC-1): an application SHOULD
+obtain the user's consent before executing a side-effectful call, and MUST NOT
+represent a call as user-approved when it was not. So every decision here
+names who made it — the ``user``, the application's ``policy``, or the
+``system`` (a crash recovery, a refusal of a malformed call) — and the answer
+sent back to the agent is worded from that, never from a guess.
+
+A decision binds the *exact* arguments through their fingerprint: approving
+edited arguments approves those, and only those; the call then executes with
+the edited arguments, and the approval of the original text is void.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+import orjson
+
+from ._tools import ToolSpec
+
+__all__ = [
+    "ConsentDecision",
+    "ConsentPolicy",
+    "DecidedBy",
+    "Verdict",
+    "fingerprint",
+]
+
+DecidedBy = Literal["user", "policy", "system"]
+
+
+def fingerprint(arguments: Any) -> str:
+    """A stable fingerprint of exact arguments: SHA-256 of canonical JSON.
+
+    Canonical (sorted keys, compact) so the same arguments always fingerprint
+    the same; a raw ``str`` (arguments that did not parse) is hashed as text.
+    """
+    if isinstance(arguments, str):
+        data = b"text:" + arguments.encode()
+    else:
+        data = b"json:" + orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class Verdict(StrEnum):
+    """What a consent policy says about one call before any user is involved."""
+
+    APPROVE = "approve"
+    """Run it without asking (decided by the policy, and recorded as such)."""
+    ASK = "ask"
+    """Ask the user; nothing runs until they decide."""
+    DENY = "deny"
+    """Do not run it; the answer says the application's policy refused."""
+
+
+@dataclass(frozen=True)
+class ConsentPolicy:
+    """Decides per call: approve, ask the user, or deny.
+
+    The default: read-only tools are approved, side-effectful tools ask the
+    user. ``overrides`` maps a tool name to a fixed verdict; ``decide`` (if
+    given) is consulted first and may return ``None`` to fall through.
+    """
+
+    read_only: Verdict = Verdict.APPROVE
+    side_effects: Verdict = Verdict.ASK
+    overrides: Mapping[str, Verdict] = field(default_factory=dict)
+    decide: Callable[[ToolSpec, Mapping[str, Any]], Verdict | None] | None = None
+
+    def verdict(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> Verdict:
+        if self.decide is not None:
+            verdict = self.decide(tool, arguments)
+            if verdict is not None:
+                return verdict
+        if tool.name in self.overrides:
+            return self.overrides[tool.name]
+        return self.side_effects if tool.side_effects else self.read_only
+
+    @classmethod
+    def always_ask(cls) -> ConsentPolicy:
+        return cls(read_only=Verdict.ASK, side_effects=Verdict.ASK)
+
+    @classmethod
+    def auto_approve(cls) -> ConsentPolicy:
+        """Approve everything without asking — for tests and trusted automation."""
+        return cls(read_only=Verdict.APPROVE, side_effects=Verdict.APPROVE)
+
+
+@dataclass(frozen=True)
+class ConsentDecision:
+    """One recorded decision about one call."""
+
+    thread_id: str
+    call_id: str
+    tool: str
+    fingerprint: str
+    approved: bool
+    decided_by: DecidedBy
+    decided_at: str
+    reason: str | None = None
+    edited_arguments: Mapping[str, Any] | None = None
+    """Set when the user approved different arguments than the agent proposed."""
+    supersedes: str | None = None
+    """The fingerprint this decision voids (the original arguments, when edited)."""
+
+    @staticmethod
+    def now() -> str:
+        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "threadId": self.thread_id,
+            "toolCallId": self.call_id,
+            "tool": self.tool,
+            "fingerprint": self.fingerprint,
+            "approved": self.approved,
+            "decidedBy": self.decided_by,
+            "decidedAt": self.decided_at,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.edited_arguments is not None:
+            out["editedArguments"] = dict(self.edited_arguments)
+        if self.supersedes is not None:
+            out["supersedes"] = self.supersedes
+        return out

@@ -1,0 +1,954 @@
+"""The application core: one thread, its runs, and the disposal of tool calls.
+
+Sans-I/O: a :class:`Conversation` does not open sockets or run an event loop.
+It hands out the ``RunAgentInput`` to send (:meth:`next_input`), takes the
+stream's frames in (:meth:`receive`), reports what the run amounted to
+(:meth:`end_run`), and then lets the application dispose of every call the run
+left pending — consent (:meth:`approve`, :meth:`decline`), execution exactly
+once through the journal (:meth:`execute`, :meth:`execute_async`) — before the
+next input can be built. Any transport, UI or test drives the same object.
+
+The rules it holds the application to:
+
+* the next input answers every call the thread left unanswered, one tool
+  message per call, and is refused while any is missing (FE-8);
+* a resuming input covers every interrupt of the interrupted run, names no
+  other, and only cancels an expired one (INT-6, INT-7, INT-8);
+* arguments are never acted on before the call closed (TOOL-5), never without
+  strict parsing and schema validation (TOOL-21), a call to a tool the input
+  did not advertise is not executed by default (TOOL-24);
+* consent is recorded with call id, tool, argument fingerprint, who and when,
+  and an answer never claims an approval that did not happen (TOOL-22);
+* a side effect runs at most once: the journal records intent before and the
+  answer after, and a call whose outcome is unknown is never re-run silently;
+* an answer, once given, is never replaced, and never lost from the thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .._errors import JournalError, ProtocolViolation, ProtocolWarning, UsageError
+from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
+from ..wire._verify import Limits, RunSummary
+from ._arguments import ParsedArguments, Preview, parse_arguments
+from ._calls import Answer, CallStatus, PendingCall, describe_errors, normalize_result
+from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
+from ._downgrade import prepare_run_input
+from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
+from ._reducer import ThreadState
+from ._tools import ToolSpec
+from ._validation import InvalidToolSchema
+
+__all__ = [
+    "CallUpdate",
+    "Conversation",
+    "RunResult",
+    "TextDelta",
+    "Update",
+]
+
+Handler = Callable[[dict[str, Any]], Any]
+AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+OutcomeUnknown = Callable[[PendingCall, datetime], Answer | None]
+
+
+# -- updates for a UI, as the stream arrives ----------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """Text (or reasoning) appended to a message."""
+
+    message_id: str
+    role: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class CallUpdate:
+    """A tool-call card changed: name, argument preview (a *prefix*), status, answer."""
+
+    call_id: str
+    name: str
+    status: CallStatus
+    preview: Preview | None = None
+    answer: Answer | None = None
+    agent_side: bool = False
+
+
+Update = TextDelta | CallUpdate | ProtocolWarning
+
+
+@dataclass
+class RunResult:
+    """What one run amounted to, for the application.
+
+    ``status`` is ``success``, ``interrupt``, ``cancelled``, ``error``,
+    ``truncated`` or ``rejected`` (the stream broke a rule); ``pending`` the
+    calls the run left for the application, derived from the stream whenever
+    ``pendingToolCallIds`` is absent or empty (FE-6, FE-7).
+    """
+
+    run_id: str | None
+    status: str
+    pending: list[PendingCall]
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    violation: ProtocolViolation | None = None
+    warnings: list[ProtocolWarning] = field(default_factory=list)
+    outcome: dict[str, Any] | None = None
+
+
+class Conversation:
+    """One thread between an application and an agent.
+
+    Args:
+        thread_id: the thread's id (minted when omitted).
+        tools: the frontend tools this application advertises and executes.
+        consent: the consent policy (default: read-only tools run, side-effectful
+            tools ask the user).
+        journal: where intents, answers and decisions are recorded. Default:
+            :class:`MemoryJournal`; use :class:`SQLiteJournal` for durability.
+        messages, state: history and state to start from.
+        context, forwarded_props: carried on every input.
+        unadvertised: called with ``(name, arguments)`` for a call naming a tool
+            the input did not advertise; return a :class:`ToolSpec` to treat the
+            call like a new tool — validated and put through consent — or
+            ``None`` to refuse it (the default, TOOL-24).
+        outcome_unknown: called with ``(call, started_at)`` for a call whose
+            execution started — in a process that stopped mid-handler, or in
+            another process still running it — and recorded no answer. Return
+            an :class:`Answer` once the application has established what
+            happened (checked the payment system, say): it is recorded as the
+            execution's answer. Return ``None`` (the default) to answer the call
+            as failed with an "outcome unknown" error; the call is never run
+            again either way.
+        strict, limits, middleware: passed to each run's pipeline.
+        peer_version: the agent's protocol version when known (downgrades).
+    """
+
+    def __init__(
+        self,
+        *,
+        thread_id: str | None = None,
+        tools: Iterable[ToolSpec] = (),
+        consent: ConsentPolicy | None = None,
+        journal: Journal | None = None,
+        messages: Iterable[Mapping[str, Any]] = (),
+        state: Any = None,
+        context: Sequence[Mapping[str, str]] = (),
+        forwarded_props: Any = None,
+        unadvertised: Callable[[str, Mapping[str, Any] | None], ToolSpec | None] | None = None,
+        strict: bool = False,
+        limits: Limits | None = None,
+        middleware: Sequence[Middleware] = (),
+        peer_version: str | None = None,
+        outcome_unknown: OutcomeUnknown | None = None,
+    ) -> None:
+        self.thread_id = thread_id or f"thread-{uuid.uuid4()}"
+        self.tools: dict[str, ToolSpec] = {}
+        for tool in tools:
+            if tool.name in self.tools:
+                raise UsageError(f"two tools are named {tool.name!r}")
+            tool.validator  # noqa: B018 - compile now: a bad schema fails at registration
+            self.tools[tool.name] = tool
+        self.consent = consent or ConsentPolicy()
+        self.journal: Journal = journal if journal is not None else MemoryJournal()
+        self.context = [dict(c) for c in context]
+        self.forwarded_props = forwarded_props
+        self.unadvertised = unadvertised
+        self.strict = strict
+        self.limits = limits
+        self.middleware = tuple(middleware)
+        self.peer_version = peer_version
+        self.outcome_unknown = outcome_unknown
+        self.runs: list[RunResult] = []
+        self.warnings: list[ProtocolWarning] = []
+        self._calls: dict[str, PendingCall] = {}
+        self._pipeline: ConsumerPipeline | None = None
+        self._run_input: dict[str, Any] | None = None
+        self._added: list[str] = []  # messages next_input() added for the run being sent
+        self._covering: set[str] = set()  # calls the resume list being sent answers
+        self._resumed: set[str] = set()  # calls answered by a resume entry (INT-6)
+        self._updates: list[Update] = []
+        self.thread = ThreadState(
+            messages,
+            state,
+            on_warning=self._updates.append,
+            max_depth=(limits or Limits()).max_depth,
+        )
+
+    # -- the next input ---------------------------------------------------------
+
+    @property
+    def pending(self) -> list[PendingCall]:
+        """Calls still waiting for an answer, in the order they were made."""
+        return [c for c in self._calls.values() if not c.status.answered]
+
+    def call(self, call_id: str) -> PendingCall:
+        try:
+            return self._calls[call_id]
+        except KeyError:
+            raise UsageError(
+                f"no call {call_id!r} is awaiting disposition in this conversation"
+            ) from None
+
+    def next_input(
+        self,
+        *,
+        messages: Iterable[Mapping[str, Any]] = (),
+        user: str | None = None,
+        resume: Sequence[Mapping[str, Any]] | None = None,
+        run_id: str | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """The ``RunAgentInput`` for the next run, exactly as it will be sent.
+
+        Appends ``messages`` (and a user message with text ``user``) to the
+        thread first. Raises :class:`UsageError` — and sends nothing — while a
+        call of the thread is unanswered (FE-8) or the resume list does not
+        cover the interrupted run (INT-6/7/8).
+        """
+        if self._pipeline is not None:
+            raise UsageError("the current run has not ended: call end_run() first")
+        covered = self._check_resume(resume, now or datetime.now(UTC))
+        dangling = [
+            c for c in self.thread.unanswered_calls() if c not in covered and c not in self._resumed
+        ]
+        if dangling:
+            raise UsageError(
+                "the thread cannot continue while tool call(s) "
+                f"{', '.join(map(repr, dangling))} are unanswered: every call the agent left must be "
+                "answered first — executed, failed or declined (FE-8)",
+                rule="FE-8",
+            )
+        new = [dict(m) for m in messages]
+        if user is not None:
+            new.append({"id": f"msg-{uuid.uuid4()}", "role": "user", "content": user})
+        for message in new:
+            self.thread.add_message(message)
+        self._added = [m["id"] for m in new]
+        self._covering = covered
+        raw: dict[str, Any] = {
+            "threadId": self.thread_id,
+            "runId": run_id or f"run-{uuid.uuid4()}",
+            "messages": self.thread.messages,
+            "tools": [t.to_wire() for t in self.tools.values()],
+            "state": self.thread.state,
+        }
+        if self.context:
+            raw["context"] = self.context
+        if self.forwarded_props is not None:
+            raw["forwardedProps"] = self.forwarded_props
+        if resume:
+            raw["resume"] = [dict(r) for r in resume]
+        try:
+            prepared, warnings = prepare_run_input(raw, peer_version=self.peer_version)
+        except BaseException:
+            self.thread.withdraw(self._added)  # nothing was sent: the thread is as it was
+            self._added = []
+            raise
+        self.warnings += warnings
+        self._run_input = prepared
+        return prepared
+
+    def _check_resume(self, resume: Sequence[Mapping[str, Any]] | None, now: datetime) -> set[str]:
+        """Judge a resume list against the last run; return the call ids its interrupts cover."""
+        last = self.runs[-1] if self.runs else None
+        interrupts = last.interrupts if last is not None and last.status == "interrupt" else []
+        if not interrupts:
+            if resume:
+                raise UsageError(
+                    "a resume list answers the interrupts of the run being continued, and the "
+                    "last run was not interrupted (INT-6)",
+                    rule="INT-6",
+                )
+            return set()
+        by_id = {i["id"]: i for i in interrupts}
+        entries = {e["interruptId"]: e for e in resume or ()}
+        unknown = sorted(set(entries) - set(by_id))
+        if unknown:
+            raise UsageError(
+                f"resume entries {unknown} name no interrupt of the interrupted run "
+                f"(its interrupts: {sorted(by_id)}) (INT-6)",
+                rule="INT-6",
+            )
+        missing = sorted(set(by_id) - set(entries))
+        if missing:
+            raise UsageError(
+                f"the resume list leaves interrupt(s) {missing} uncovered; answer each, or abandon "
+                "it explicitly with status 'cancelled' — omission is not abandonment (INT-7)",
+                rule="INT-7",
+            )
+        for iid, entry in entries.items():
+            if entry.get("status") == "resolved" and _expired(by_id[iid], now):
+                raise UsageError(
+                    f"interrupt {iid!r} expired at {by_id[iid]['expiresAt']}: it can no longer be "
+                    "answered, only abandoned with status 'cancelled' (INT-8)",
+                    rule="INT-8",
+                )
+        return {i["toolCallId"] for i in interrupts if "toolCallId" in i}
+
+    @property
+    def pending_input(self) -> dict[str, Any]:
+        """The input :meth:`next_input` prepared and the current run answers."""
+        if self._run_input is None:
+            raise UsageError("no run input is prepared: call next_input() first")
+        return self._run_input
+
+    @property
+    def run_in_progress(self) -> bool:
+        """True between :meth:`next_input` and :meth:`end_run`."""
+        return self._run_input is not None
+
+    def abandon_run(self) -> RunResult | None:
+        """Give up the current run (the transport failed, the user cancelled).
+
+        If nothing of the stream arrived, the run never started: nothing is
+        recorded (``None``) and the messages :meth:`next_input` added are taken
+        back, so a retry sends them once. Otherwise it ends as :meth:`end_run`
+        ends it — a truncated run, never a finished one (RUN-9).
+        """
+        if self._run_input is None:
+            return None
+        if self._pipeline is None or self._pipeline.index < 0:
+            self._pipeline = None
+            self._run_input = None
+            self.thread.withdraw(self._added)
+            self._added = []
+            self._covering = set()
+            return None
+        return self.end_run()
+
+    # -- receiving a run ----------------------------------------------------------
+
+    def _ensure_pipeline(self) -> ConsumerPipeline:
+        if self._pipeline is None:
+            if self._run_input is None:
+                raise UsageError("call next_input() before receiving a run")
+            self._pipeline = ConsumerPipeline(
+                run_input=self._run_input,
+                strict=self.strict,
+                limits=self.limits,
+                middleware=self.middleware,
+                on_warning=self._updates.append,
+            )
+        return self._pipeline
+
+    def receive(self, frame: bytes | str | Mapping[str, Any]) -> list[Update]:
+        """Take one frame of the current run's stream; return UI updates.
+
+        Raises :class:`ProtocolViolation` when the stream breaks a fatal rule;
+        the run then ends as ``rejected`` at :meth:`end_run`.
+        """
+        return self.receive_many((frame,))
+
+    def receive_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Update]:
+        """Take several frames (all a network chunk completed); return UI updates."""
+        pipe = self._ensure_pipeline()
+        try:
+            events = pipe.feed_many(frames)
+        except ProtocolViolation:
+            self._fold(pipe.partial, pipe.index)
+            raise
+        self._fold(events, pipe.index)
+        return self.take_updates()
+
+    def _fold(self, events: list[dict[str, Any]], index: int) -> None:
+        apply = self.thread.apply
+        updates = self._updates
+        for ev in events:
+            apply(ev, index)
+            kind = ev["type"]
+            if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
+                msg = self.thread.message(ev["messageId"])
+                role = msg["role"] if msg else "assistant"
+                updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
+            elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
+                call_id = ev["toolCallId"]
+                buffer = self.thread.argument_buffer(call_id)
+                preview = (
+                    buffer.preview() if buffer is not None and kind == "TOOL_CALL_ARGS" else None
+                )
+                updates.append(
+                    CallUpdate(
+                        call_id, self.thread.call_name(call_id) or "", CallStatus.STREAMING, preview
+                    )
+                )
+            elif kind == "TOOL_CALL_RESULT":
+                call_id = ev["toolCallId"]
+                answer = Answer.executed(call_id, ev["content"])
+                updates.append(
+                    CallUpdate(
+                        call_id,
+                        self.thread.call_name(call_id) or "",
+                        CallStatus.DONE,
+                        None,
+                        answer,
+                        True,
+                    )
+                )
+
+    def end_run(self) -> RunResult:
+        """The run's stream ended (or was abandoned): judge it and open its disposition.
+
+        Every call the run left unanswered gets a :class:`PendingCall`. One the
+        application cannot dispose of (a journal failure) is answered as failed
+        in memory, the run is recorded, and then the error is raised: the
+        conversation can always continue.
+        """
+        pipe = self._ensure_pipeline()
+        result: StreamResult = pipe.close()
+        self._pipeline = None
+        self._run_input = None
+        self._added = []
+        self._resumed |= self._covering
+        self._covering = set()
+        self.warnings += result.warnings
+        summary: RunSummary | None = result.runs[-1] if result.runs else None
+        status = summary.status if summary is not None else "truncated"
+        run_id = summary.run_id if summary is not None else None
+        interrupts = summary.interrupts if summary is not None and status == "interrupt" else []
+        # a call an interrupt names is answered by the resume entry, not by a tool message
+        gated = {i["toolCallId"] for i in interrupts if "toolCallId" in i}
+        unanswered = self.thread.unanswered_calls()
+        for call_id in unanswered:
+            known = self._calls.get(call_id)
+            if known is not None and known.answer is not None:
+                # a snapshot restated the history without our answer: the answer stands
+                self._post(known, known.answer)
+        pending: list[PendingCall] = []
+        failure: Exception | None = None
+        for call_id in unanswered:
+            if call_id in self._calls or call_id in gated or call_id in self._resumed:
+                continue
+            closed = pipe.verifier.was_closed("tool", call_id)
+            try:
+                pending.append(self._dispose(call_id, run_id, closed=closed))
+            except Exception as exc:
+                failure = failure or exc
+                pending.append(self._undisposable(call_id, run_id, exc))
+        run = RunResult(
+            run_id=run_id,
+            status=status,
+            pending=pending,
+            interrupts=summary.interrupts if summary is not None else [],
+            error=summary.error if summary is not None else None,
+            violation=result.error,
+            warnings=result.warnings,
+            outcome=summary.outcome if summary is not None else None,
+        )
+        self.runs.append(run)
+        if failure is not None:
+            raise failure
+        return run
+
+    # -- disposition -------------------------------------------------------------
+
+    def _pending_call(self, call_id: str, run_id: str | None) -> PendingCall:
+        """The call as the thread holds it, registered for disposition."""
+        name = self.thread.call_name(call_id) or ""
+        text = self.thread.arguments(call_id) or ""
+        call = PendingCall(
+            thread_id=self.thread_id,
+            run_id=run_id,
+            call_id=call_id,
+            name=name,
+            text=text,
+            arguments=parse_arguments(text),
+            tool=self.tools.get(name),
+            subagent_run_id=self.thread.call_owner(call_id),
+        )
+        self._calls[call_id] = call
+        return call
+
+    def _dispose(self, call_id: str, run_id: str | None, *, closed: bool = True) -> PendingCall:
+        call = self._pending_call(call_id, run_id)
+        name, parsed = call.name, call.arguments
+        # what the journal holds (a replay, a restart, another process) stands: an
+        # answer is reused, an execution that started is never run again
+        record = self.journal.lookup(self.thread_id, call_id)
+        if record is not None:
+            if record.claim is Claim.ANSWERED:
+                assert record.answer is not None
+                self._answer(call, Answer.from_json(record.answer))
+            else:
+                self._unknown(call, record)
+            return call
+        if not closed:
+            # never act on arguments before TOOL_CALL_END (TOOL-5): they are a prefix
+            self._settle(
+                call,
+                Answer.failed(
+                    call_id,
+                    "not executed: the call never closed (the run ended before TOOL_CALL_END), so "
+                    "its arguments are incomplete",
+                ),
+            )
+            return call
+        if call.tool is None and self.unadvertised is not None:
+            try:
+                call.tool = self.unadvertised(
+                    name, parsed.value if isinstance(parsed, ParsedArguments) else None
+                )
+            except Exception as exc:  # the application's hook failed: refuse, say why
+                self._settle(
+                    call,
+                    Answer.failed(
+                        call_id,
+                        f"not executed: {name!r} is not a tool this application advertised, and "
+                        f"its handler for such calls failed ({_describe_exception(exc)})",
+                    ),
+                )
+                return call
+        tool = call.tool
+        if tool is None:
+            self._settle(
+                call,
+                Answer.failed(
+                    call_id,
+                    f"not executed: {name!r} is not a tool this application advertised, and "
+                    "unadvertised tools are not executed",
+                ),
+            )
+            return call
+        if isinstance(parsed, ParsedArguments):
+            try:
+                call.errors = tool.validator.validate(parsed)
+            except InvalidToolSchema as exc:  # pragma: no cover - caught at registration
+                call.errors = []
+                self._settle(
+                    call, Answer.failed(call_id, f"not executed: the tool is misconfigured: {exc}")
+                )
+                return call
+        problem = call.problems()
+        if problem is not None:
+            self._settle(call, Answer.failed(call_id, f"not executed: {problem}"))
+            return call
+        # consent is never lost: the last decision the journal holds for this call
+        # stands, if it covers the arguments that would run (edited ones included)
+        decisions = self.journal.decisions(self.thread_id, call_id)
+        if decisions:
+            last = decisions[-1]
+            edited = last.get("editedArguments")
+            call.edited = dict(edited) if edited is not None else None
+            if last["fingerprint"] == call.fingerprint:
+                if last["approved"]:
+                    call.decision = _decision_from_json(last)
+                    call.status = CallStatus.APPROVED
+                else:
+                    self._settle(
+                        call,
+                        Answer.declined(call_id, last["decidedBy"], last.get("reason")),
+                        decision=_decision_from_json(last),
+                        record=False,
+                    )
+                return call
+            call.edited = None
+        try:
+            call.verdict = self.consent.verdict(tool, call.proposed or {})
+        except Exception as exc:  # the application's policy failed: nothing runs, say why
+            self._settle(
+                call,
+                Answer.failed(
+                    call_id,
+                    f"not executed: the application's consent policy failed "
+                    f"({_describe_exception(exc)})",
+                ),
+            )
+            return call
+        if call.verdict is Verdict.APPROVE:
+            self._record(
+                call,
+                self._decision(
+                    call, approved=True, by="policy", reason="approved by the consent policy"
+                ),
+            )
+            call.status = CallStatus.APPROVED
+        elif call.verdict is Verdict.DENY:
+            self._settle(
+                call,
+                Answer.declined(call_id, "policy"),
+                decision=self._decision(
+                    call, approved=False, by="policy", reason="denied by the consent policy"
+                ),
+            )
+        else:
+            call.status = CallStatus.AWAITING_CONSENT
+        return call
+
+    def _undisposable(self, call_id: str, run_id: str | None, exc: Exception) -> PendingCall:
+        """A call :meth:`_dispose` could not finish: answered failed, in memory only.
+
+        Nothing ran, so nothing is lost if the answer is not durable: after a
+        restart the call is disposed of again.
+        """
+        call = self._calls.get(call_id) or self._pending_call(call_id, run_id)
+        if call.answer is None:
+            self._answer(
+                call,
+                Answer.failed(
+                    call_id,
+                    f"not executed: the application could not dispose of the call "
+                    f"({_describe_exception(exc)})",
+                ),
+            )
+        return call
+
+    def approve(
+        self,
+        call_id: str,
+        *,
+        by: DecidedBy = "user",
+        arguments: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ConsentDecision:
+        """Approve a call — with edited ``arguments`` if the user changed them.
+
+        Edited arguments are validated against the schema like the proposal
+        was; the approval binds their fingerprint, and voids the original's.
+        """
+        call = self.call(call_id)
+        if call.status not in (CallStatus.AWAITING_CONSENT, CallStatus.APPROVED):
+            raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be approved now")
+        if arguments is not None:
+            edited = dict(arguments)
+            assert call.tool is not None
+            errors = call.tool.validator.validate(edited)
+            if errors:
+                raise UsageError(
+                    f"the edited arguments for {call_id!r} do not match the tool's schema: "
+                    f"{describe_errors(errors)}",
+                    rule="TOOL-21",
+                )
+            original = call.fingerprint
+            previous = call.edited
+            call.edited = edited
+            try:
+                decision = self._record(
+                    call,
+                    self._decision(call, approved=True, by=by, reason=reason, supersedes=original),
+                )
+            except BaseException:
+                call.edited = previous  # not recorded: the approval did not happen
+                raise
+        else:
+            decision = self._record(call, self._decision(call, approved=True, by=by, reason=reason))
+        call.status = CallStatus.APPROVED
+        self._updates.append(CallUpdate(call_id, call.name, call.status))
+        return decision
+
+    def decline(self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None) -> Answer:
+        """Decline a call: it is answered, saying so and saying who declined.
+
+        Returns the answer that stands: if the call's execution already started
+        elsewhere (another process, an earlier life of this one), that is not
+        undone by a decline — the call is answered "outcome unknown" instead.
+        """
+        call = self.call(call_id)
+        if call.status.answered or call.status is CallStatus.EXECUTING:
+            raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be declined now")
+        return self._settle(
+            call,
+            Answer.declined(call_id, by, reason),
+            decision=self._decision(call, approved=False, by=by, reason=reason),
+        )
+
+    def execute(self, call_id: str, handler: Handler) -> Answer:
+        """Run an approved call's handler exactly once and answer the call.
+
+        The handler gets the effective arguments (a dict) and returns the
+        result: a string, a list of content parts, or JSON-able data. An
+        exception becomes a ``failed`` answer with ``error`` set, never a crash.
+        """
+        if inspect.iscoroutinefunction(handler):
+            raise UsageError(f"the handler for {call_id!r} is async: use execute_async()")
+        call, key = self._claim(call_id)
+        if key is None:
+            assert call.answer is not None
+            return call.answer
+        try:
+            result = handler(dict(call.effective_arguments or {}))
+            if inspect.isawaitable(result):
+                answer = _unawaited(call_id, result)
+            else:
+                answer = Answer.executed(call_id, normalize_result(result))
+        except Exception as exc:  # a handler failure is an answer, not a crash
+            answer = Answer.failed(call_id, _describe_exception(exc))
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: it may have acted
+            self._executed(call, key, _interrupted(call_id, exc))
+            raise
+        return self._executed(call, key, answer)
+
+    async def execute_async(self, call_id: str, handler: Handler | AsyncHandler) -> Answer:
+        """:meth:`execute` for a handler that may be a coroutine function.
+
+        Cancelled while the handler runs, the call is answered "outcome
+        unknown" (the handler may have acted) before the cancellation goes on.
+        """
+        call, key = self._claim(call_id)
+        if key is None:
+            assert call.answer is not None
+            return call.answer
+        try:
+            result = handler(dict(call.effective_arguments or {}))
+            if inspect.isawaitable(result):
+                result = await result
+            answer = Answer.executed(call_id, normalize_result(result))
+        except Exception as exc:
+            answer = Answer.failed(call_id, _describe_exception(exc))
+        except BaseException as exc:  # cancelled: the handler may have acted
+            self._executed(call, key, _interrupted(call_id, exc))
+            raise
+        return self._executed(call, key, answer)
+
+    def fail(self, call_id: str, error: str) -> Answer:
+        """Answer a call as failed without running it (no handler, say).
+
+        Returns the answer that stands (see :meth:`decline`). A call that is
+        executing is answered by its handler's return, not by this.
+        """
+        call = self.call(call_id)
+        if call.status.answered:
+            raise UsageError(f"call {call_id!r} is already answered")
+        if call.status is CallStatus.EXECUTING:
+            raise UsageError(
+                f"call {call_id!r} is executing: its handler's return (or its failure) answers "
+                "it; a call is never answered twice"
+            )
+        return self._settle(call, Answer.failed(call_id, error))
+
+    def _claim(self, call_id: str) -> tuple[PendingCall, JournalKey | None]:
+        """Take the right to execute; ``(call, None)`` when the call got its answer instead."""
+        call = self.call(call_id)
+        if call.status is not CallStatus.APPROVED:
+            raise UsageError(
+                f"call {call_id!r} is {call.status.value}: only an approved call executes"
+                + (" (ask the user first)" if call.status is CallStatus.AWAITING_CONSENT else ""),
+                rule="TOOL-22",
+            )
+        decision = call.decision
+        if decision is None or not decision.approved or decision.fingerprint != call.fingerprint:
+            raise UsageError(
+                f"the recorded consent for {call_id!r} does not cover the arguments that would run",
+                rule="TOOL-22",
+            )
+        key = JournalKey(self.thread_id, call_id, call.fingerprint)
+        claim = self.journal.claim(key, tool=call.name)
+        if claim.claim is Claim.ANSWERED:
+            assert claim.answer is not None
+            self._answer(call, Answer.from_json(claim.answer))
+            return call, None
+        if claim.claim is Claim.UNKNOWN:
+            self._unknown(call, claim)
+            return call, None
+        call.status = CallStatus.EXECUTING
+        self._updates.append(CallUpdate(call_id, call.name, call.status))
+        return call, key
+
+    def _decision(
+        self,
+        call: PendingCall,
+        *,
+        approved: bool,
+        by: DecidedBy,
+        reason: str | None = None,
+        supersedes: str | None = None,
+    ) -> ConsentDecision:
+        # edited arguments travel with every decision about them, so a restart can
+        # rebuild what a later decline or re-approval was about
+        return ConsentDecision(
+            thread_id=self.thread_id,
+            call_id=call.call_id,
+            tool=call.name,
+            fingerprint=call.fingerprint,
+            approved=approved,
+            decided_by=by,
+            decided_at=ConsentDecision.now(),
+            reason=reason,
+            edited_arguments=call.edited,
+            supersedes=supersedes,
+        )
+
+    def _record(self, call: PendingCall, decision: ConsentDecision) -> ConsentDecision:
+        """A decision that answers nothing yet (an approval): recorded, then it holds."""
+        self.journal.record_decision(decision.to_json())
+        call.decision = decision
+        return decision
+
+    # -- answers: three ways in, one way to the thread ---------------------------------
+
+    def _answer(self, call: PendingCall, answer: Answer) -> Answer:
+        """Give ``call`` its answer in memory and in the thread; an answer is never replaced."""
+        if call.answer is not None:
+            return call.answer
+        call.answer = answer
+        call.status = {
+            "executed": CallStatus.DONE,
+            "failed": CallStatus.FAILED,
+            "declined": CallStatus.DECLINED,
+        }[answer.outcome]
+        self._post(call, answer)
+        self._updates.append(CallUpdate(call.call_id, call.name, call.status, None, answer))
+        return answer
+
+    def _post(self, call: PendingCall, answer: Answer) -> None:
+        """Put the answer's tool message in the thread, unless one already answers the call."""
+        if self.thread.has_result(call.call_id):
+            return
+        message_id = f"result-{call.call_id}"
+        n = 1
+        while self.thread.message(message_id) is not None:
+            n += 1
+            message_id = f"result-{call.call_id}-{n}"
+        message = answer.tool_message(message_id)
+        if call.subagent_run_id is not None:
+            message["subagentRunId"] = call.subagent_run_id
+        self.thread.add_tool_message(message)
+
+    def _settle(
+        self,
+        call: PendingCall,
+        answer: Answer,
+        *,
+        decision: ConsentDecision | None = None,
+        record: bool = True,
+    ) -> Answer:
+        """An answer that ran nothing: made durable, then given — unless the journal
+        already holds something for the call, which then stands (and is returned)."""
+        found = self.journal.settle(
+            JournalKey(self.thread_id, call.call_id, call.fingerprint),
+            answer.to_json(),
+            decision=decision.to_json() if decision is not None and record else None,
+        )
+        if found.claim is Claim.UNKNOWN:
+            return self._unknown(call, found)
+        assert found.answer is not None
+        if found.answer == answer.to_json():
+            if decision is not None:
+                call.decision = decision
+            return self._answer(call, answer)
+        return self._answer(call, Answer.from_json(found.answer))
+
+    def _executed(self, call: PendingCall, key: JournalKey, answer: Answer) -> Answer:
+        """An execution's answer: given first (the side effect happened), then made durable."""
+        given = self._answer(call, answer)
+        try:
+            self.journal.finish(key, answer.to_json())
+        except JournalError as exc:
+            raise JournalError(
+                f"call {call.call_id!r} was executed and is answered, but its answer could not be "
+                f"recorded ({exc}); the journal still holds its intent, so after a restart its "
+                "outcome reads as unknown and it is not run again"
+            ) from exc
+        return given
+
+    def _unknown(self, call: PendingCall, record: ClaimResult) -> Answer:
+        """A call whose execution started and recorded no answer: never run again."""
+        started = datetime.fromtimestamp(record.started_at or 0, UTC)
+        known: Answer | None = None
+        note = ""
+        if self.outcome_unknown is not None:
+            try:
+                known = self.outcome_unknown(call, started)
+            except Exception as exc:  # the hook could not tell: the outcome stays unknown
+                note = f"; the application's check of it failed ({_describe_exception(exc)})"
+        if known is None:
+            return self._answer(
+                call,
+                Answer.failed(
+                    call.call_id,
+                    f"outcome unknown: an execution of this call started at "
+                    f"{started.isoformat(timespec='seconds')} and recorded no result (the "
+                    "application may have stopped mid-call, or is still running it); it was not "
+                    f"run again{note}",
+                ),
+            )
+        # the application established what happened: that is the execution's answer
+        known = dataclasses.replace(known, call_id=call.call_id)
+        given = self._answer(call, known)
+        assert record.fingerprint is not None
+        self.journal.finish(
+            JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
+        )
+        return given
+
+    def take_updates(self) -> list[Update]:
+        """Updates produced since last asked (disposition calls produce them too)."""
+        out = self._updates[:]
+        self._updates.clear()
+        return out
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.thread.messages
+
+    @property
+    def state(self) -> Any:
+        return self.thread.state
+
+
+def _decision_from_json(data: Mapping[str, Any]) -> ConsentDecision:
+    return ConsentDecision(
+        thread_id=data["threadId"],
+        call_id=data["toolCallId"],
+        tool=data["tool"],
+        fingerprint=data["fingerprint"],
+        approved=data["approved"],
+        decided_by=data["decidedBy"],
+        decided_at=data["decidedAt"],
+        reason=data.get("reason"),
+        edited_arguments=data.get("editedArguments"),
+        supersedes=data.get("supersedes"),
+    )
+
+
+def _unawaited(call_id: str, result: Any) -> Answer:
+    """A sync ``execute`` got an awaitable back: a coroutine never started; other
+    awaitables (a task, a future) may already be doing something."""
+    if inspect.iscoroutine(result):
+        result.close()
+        return Answer.failed(
+            call_id,
+            "not executed: the handler returned a coroutine, which execute() cannot await; "
+            "use execute_async()",
+        )
+    return Answer.failed(
+        call_id,
+        "outcome unknown: the handler returned an awaitable, which execute() cannot wait for; "
+        "use execute_async()",
+    )
+
+
+def _interrupted(call_id: str, exc: BaseException) -> Answer:
+    return Answer.failed(
+        call_id,
+        f"outcome unknown: the handler was interrupted ({type(exc).__name__}) before it "
+        "returned; it may or may not have taken effect, and it was not run again",
+    )
+
+
+def _describe_exception(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _expired(interrupt: Mapping[str, Any], now: datetime) -> bool:
+    """The reference reading of ``expiresAt``: an ISO 8601 date, now-or-earlier is expired."""
+    raw = interrupt.get("expiresAt")
+    if not isinstance(raw, str):
+        return False
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return False  # unreadable: cannot judge it expired
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when <= now

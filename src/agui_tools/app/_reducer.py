@@ -1,0 +1,667 @@
+"""The thread reducer: verified events folded into messages and state.
+
+Input is the pipeline's output — expanded, verified wire events — so the
+reducer trusts the sequence and only assembles. Cost per event does not grow
+with the thread: text and argument deltas append to part lists (joined when
+read), items are found through id indexes, and nothing is cloned per event
+(the official reducer clones the whole thread on every event).
+
+What lands where (``basic/metadata``, ``events/*``):
+
+* text messages, with reopen appends (TEXT-2); a reopening start never changes
+  the established role or name (TEXT-3);
+* tool calls on their assistant message, ``arguments`` kept as the raw text
+  (TOOL-26); a call whose parent message does not exist gets one (below);
+* tool messages minted by ``TOOL_CALL_RESULT``, string or content parts as
+  given (TOOL-12) — results are data: nothing in them is parsed or obeyed
+  (TOOL-23); the tool message goes right after the assistant message that made
+  the call, after results already recorded for it, so the history keeps the
+  provider contract "a tool call is immediately followed by its result";
+* reasoning messages; activity messages (snapshot, ``replace: false``, delta);
+* ``MESSAGES_SNAPSHOT`` reconciled by id, in place, keeping client-only
+  activity and reasoning messages unless the snapshot carries that role
+  (STATE-1);
+* ``STATE_SNAPSHOT`` replaces; ``STATE_DELTA`` applies atomically with a
+  maintained JSON Patch library, and a patch that does not apply leaves the
+  prior state and warns (STATE-2);
+* ``encryptedValue`` (and ``encryptedValueType``) stored on the message or
+  call it names, returned unmodified later (REAS-1); an unknown entity warns
+  (REAS-2);
+* metadata merged per item, key by key, last write winning, never recursing
+  (META-4, META-5): tool-call events into the call, a result into its tool
+  message.
+
+A call's parent message: the assistant message named by ``parentMessageId``
+when it exists; otherwise a new assistant message with that id; with no
+``parentMessageId`` (or one naming a non-assistant message) a new assistant
+message keyed by the call's own id — the official client's resolution, so
+both produce the same history.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+import jsonpatch
+
+from .._errors import ProtocolWarning, UsageError
+from ..wire._enforce import DEFAULT_MAX_DEPTH, depth_excess
+from ._arguments import ArgumentBuffer
+
+__all__ = ["ThreadState"]
+
+Event = dict[str, Any]
+JsonObj = dict[str, Any]
+
+_TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
+# Enforcement bounds every event's nesting, but patches compose: each may add a
+# value as deep as one event allows under a path into what earlier ones built.
+# State sits at level 2 of the events and run inputs that carry it, hence the
+# value budget of max_depth - 1 (ThreadState._value_depth).
+
+
+class _Call:
+    __slots__ = ("buffer", "encrypted", "encrypted_type", "id", "message", "metadata", "name")
+
+    def __init__(self, call_id: str, name: str, message: _Message, arguments: str = "") -> None:
+        self.id = call_id
+        self.name = name
+        self.buffer = ArgumentBuffer(arguments)
+        self.metadata: dict[str, Any] | None = None
+        self.encrypted: str | None = None
+        self.encrypted_type: str | None = None
+        self.message = message
+
+    @property
+    def arguments(self) -> str:
+        return self.buffer.text
+
+    def to_wire(self) -> JsonObj:
+        out: JsonObj = {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+        if self.encrypted is not None:
+            out["encryptedValue"] = self.encrypted
+            if self.encrypted_type is not None:
+                out["encryptedValueType"] = self.encrypted_type
+        if self.metadata is not None:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+
+class _Message:
+    """A message under assembly. ``fields`` holds everything but content/calls/metadata."""
+
+    __slots__ = ("calls", "content", "fields", "id", "metadata", "parts", "role")
+
+    def __init__(self, message_id: str, role: str) -> None:
+        self.id = message_id
+        self.role = role
+        self.fields: dict[str, Any] = {}
+        self.parts: list[str] | None = None  # streamed string content
+        self.content: Any = None  # non-streamed content (parts list, activity object, …)
+        self.metadata: dict[str, Any] | None = None
+        self.calls: list[_Call] | None = None
+
+    def text(self) -> str | None:
+        parts = self.parts
+        if parts is None:
+            return self.content if isinstance(self.content, str) else None
+        if len(parts) > 1:
+            joined = "".join(parts)
+            parts.clear()
+            parts.append(joined)
+        return parts[0] if parts else ""
+
+    def to_wire(self) -> JsonObj:
+        out: JsonObj = {"id": self.id, "role": self.role}
+        if self.parts is not None:
+            out["content"] = self.text()
+        elif self.content is not None:
+            out["content"] = self.content
+        out.update(self.fields)
+        if self.calls:
+            out["toolCalls"] = [c.to_wire() for c in self.calls]
+        if self.metadata is not None:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+
+def _merge(target: _Message | _Call, event: Event) -> None:
+    meta = event.get("metadata")
+    if meta:
+        if target.metadata is None:
+            target.metadata = dict(meta)
+        else:
+            target.metadata.update(meta)  # key by key, last write wins, no recursion
+
+
+def _from_wire(msg: Mapping[str, Any]) -> tuple[_Message, list[_Call]]:
+    """A complete message (from input history or a snapshot) as a record."""
+    record = _Message(msg["id"], msg["role"])
+    calls: list[_Call] = []
+    for key, value in msg.items():
+        if key in ("id", "role"):
+            continue
+        if key == "content":
+            record.content = value
+        elif key == "metadata":
+            record.metadata = dict(value)
+        elif key == "toolCalls":
+            record.calls = []
+            for wire_call in value:
+                call = _Call(
+                    wire_call["id"],
+                    wire_call["function"]["name"],
+                    record,
+                    wire_call["function"]["arguments"],
+                )
+                call.encrypted = wire_call.get("encryptedValue")
+                call.encrypted_type = wire_call.get("encryptedValueType")
+                if "metadata" in wire_call:
+                    call.metadata = dict(wire_call["metadata"])
+                record.calls.append(call)
+                calls.append(call)
+        else:
+            record.fields[key] = value
+    return record, calls
+
+
+class ThreadState:
+    """A conversation's messages and state, folded from verified events.
+
+    Args:
+        messages: the history the run input carried (wire dicts).
+        state: the state the run starts from; absent means ``{}`` (INPUT-13).
+        on_warning: called with each warning (patch failures, unknown
+            encrypted-value entities, deltas for missing activities).
+        max_depth: how deeply state and activity content may nest — the
+            pipeline's ``Limits.max_depth``; a patch that would nest deeper does
+            not apply. Initial state deeper than this is refused
+            (:class:`UsageError`): it could never be sent again.
+    """
+
+    def __init__(
+        self,
+        messages: Iterable[Mapping[str, Any]] = (),
+        state: Any = None,
+        *,
+        on_warning: Callable[[ProtocolWarning], None] | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> None:
+        self._value_depth = max_depth - 1  # a state value sits one level inside its event
+        self._max_depth = max_depth
+        if state is not None:
+            too_deep = depth_excess(state, self._value_depth)
+            if too_deep is not None:
+                raise UsageError(
+                    f"the initial state nests deeper than max_depth={max_depth} levels allow, "
+                    f"at {too_deep or '/'}: it could not be sent to an agent (LIMIT)"
+                )
+        self._order: list[_Message] = []
+        self._by_id: dict[str, _Message] = {}
+        self._calls: dict[str, _Call] = {}
+        self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
+        self.state: Any = {} if state is None else copy.deepcopy(state)
+        self.warnings: list[ProtocolWarning] = []
+        self._on_warning = on_warning
+        for msg in messages:
+            self._append_wire(msg)
+        self._handlers: dict[str, Callable[[Event, int | None], None]] = {
+            "TEXT_MESSAGE_START": self._text_start,
+            "TEXT_MESSAGE_CONTENT": self._text_content,
+            "TEXT_MESSAGE_END": self._text_end,
+            "TOOL_CALL_START": self._call_start,
+            "TOOL_CALL_ARGS": self._call_args,
+            "TOOL_CALL_END": self._call_end,
+            "TOOL_CALL_RESULT": self._call_result,
+            "REASONING_MESSAGE_START": self._reasoning_start,
+            "REASONING_MESSAGE_CONTENT": self._text_content,
+            "REASONING_MESSAGE_END": self._text_end,
+            "REASONING_ENCRYPTED_VALUE": self._encrypted,
+            "STATE_SNAPSHOT": self._state_snapshot,
+            "STATE_DELTA": self._state_delta,
+            "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
+            "ACTIVITY_DELTA": self._activity_delta,
+            "RUN_STARTED": self._run_started,
+        }
+
+    # -- reading -----------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[JsonObj]:
+        """The thread's messages as wire dicts (built on each access)."""
+        return [m.to_wire() for m in self._order]
+
+    def message(self, message_id: str) -> JsonObj | None:
+        record = self._by_id.get(message_id)
+        return record.to_wire() if record is not None else None
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def tool_call(self, call_id: str) -> JsonObj | None:
+        """The call as it appears in history (``arguments`` is the raw text)."""
+        call = self._calls.get(call_id)
+        return call.to_wire() if call is not None else None
+
+    def arguments(self, call_id: str) -> str | None:
+        call = self._calls.get(call_id)
+        return call.arguments if call is not None else None
+
+    def argument_buffer(self, call_id: str) -> ArgumentBuffer | None:
+        """The live argument buffer of a call (for previews while it streams)."""
+        call = self._calls.get(call_id)
+        return call.buffer if call is not None else None
+
+    def call_name(self, call_id: str) -> str | None:
+        call = self._calls.get(call_id)
+        return call.name if call is not None else None
+
+    def call_owner(self, call_id: str) -> str | None:
+        """The ``subagentRunId`` of the message holding the call (None: the parent agent)."""
+        call = self._calls.get(call_id)
+        return call.message.fields.get("subagentRunId") if call is not None else None
+
+    def has_result(self, call_id: str) -> bool:
+        """Whether a tool message in the thread answers ``call_id``."""
+        return call_id in self._answers
+
+    def unanswered_calls(self) -> list[str]:
+        """Every tool call in the thread that no tool message answers, in order."""
+        return [c.id for m in self._order if m.calls for c in m.calls if c.id not in self._answers]
+
+    def calls(self) -> list[JsonObj]:
+        """Every tool call in the thread, in message order."""
+        return [c.to_wire() for m in self._order if m.calls for c in m.calls]
+
+    # -- folding -----------------------------------------------------------------
+
+    def apply(self, event: Event, index: int | None = None) -> None:
+        """Fold one verified event into the thread."""
+        handler = self._handlers.get(event["type"])
+        if handler is not None:
+            handler(event, index)
+
+    def apply_all(self, events: Iterable[Event]) -> None:
+        apply = self.apply
+        for ev in events:
+            apply(ev)
+
+    # -- messages ------------------------------------------------------------------
+
+    def _append(self, record: _Message) -> None:
+        self._order.append(record)
+        self._by_id[record.id] = record
+        if record.role == "tool":
+            self._answers.setdefault(record.fields["toolCallId"], record.id)
+
+    def _append_wire(self, msg: Mapping[str, Any]) -> None:
+        record, calls = _from_wire(msg)
+        self._append(record)
+        for call in calls:
+            self._calls[call.id] = call
+
+    def _text_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        record = self._by_id.get(ident)
+        if record is None:
+            record = _Message(ident, ev.get("role", "assistant"))
+            record.parts = []
+            if "name" in ev:
+                record.fields["name"] = ev["name"]
+            if "subagentRunId" in ev:
+                record.fields["subagentRunId"] = ev["subagentRunId"]
+            self._append(record)
+        elif record.role == "activity":
+            self._warn(
+                "EVT-8",
+                f"TEXT_MESSAGE_START names activity message {ident!r}; text dropped.",
+                index,
+                ev,
+            )
+            return
+        elif record.parts is None:
+            # reopening a message that arrived whole (history, snapshot, or a
+            # call-only assistant message): continue from its content
+            text = record.content if isinstance(record.content, str) else ""
+            record.parts = [text] if text else []
+            record.content = None
+        _merge(record, ev)
+
+    def _reasoning_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        record = self._by_id.get(ident)
+        if record is None:
+            record = _Message(ident, "reasoning")
+            record.parts = []
+            if "subagentRunId" in ev:
+                record.fields["subagentRunId"] = ev["subagentRunId"]
+            self._append(record)
+        elif record.role == "activity":
+            self._warn(
+                "EVT-8", f"REASONING_MESSAGE_START names activity message {ident!r}.", index, ev
+            )
+            return
+        elif record.parts is None:
+            text = record.content if isinstance(record.content, str) else ""
+            record.parts = [text] if text else []
+            record.content = None
+        _merge(record, ev)
+
+    def _text_content(self, ev: Event, index: int | None) -> None:
+        record = self._by_id.get(ev["messageId"])
+        if record is None or record.role == "activity":
+            # the message is gone (a snapshot dropped it) or the id names an activity:
+            # the delta has nowhere to land, and that is said, not swallowed
+            self._warn(
+                "STATE-1",
+                f"{ev['type']} for message {ev['messageId']!r}, which the thread no longer holds "
+                "as a text message (a MESSAGES_SNAPSHOT replaced the set); the delta was dropped.",
+                index,
+                ev,
+            )
+            return
+        if record.parts is None:
+            # a message restated whole (a snapshot) while it was still streaming:
+            # later deltas keep appending to it (STREAM-5)
+            text = record.content if isinstance(record.content, str) else ""
+            record.parts = [text] if text else []
+            record.content = None
+        record.parts.append(ev["delta"])
+        if "metadata" in ev:
+            _merge(record, ev)
+
+    def _text_end(self, ev: Event, index: int | None) -> None:
+        record = self._by_id.get(ev["messageId"])
+        if record is not None and "metadata" in ev:
+            _merge(record, ev)
+
+    # -- tool calls ------------------------------------------------------------------
+
+    def _call_start(self, ev: Event, index: int | None) -> None:
+        call_id = ev["toolCallId"]
+        call = self._calls.get(call_id)
+        if call is not None:  # a reopen: established values stand (TOOL-8), metadata merges
+            _merge(call, ev)
+            return
+        parent_id = ev.get("parentMessageId")
+        parent = self._by_id.get(parent_id) if parent_id is not None else None
+        if parent is None or parent.role != "assistant":
+            new_id = parent_id if parent_id is not None and parent is None else call_id
+            parent = _Message(new_id, "assistant")
+            if "subagentRunId" in ev:
+                parent.fields["subagentRunId"] = ev["subagentRunId"]
+            self._append(parent)
+        if parent.calls is None:
+            parent.calls = []
+        call = _Call(call_id, ev["toolCallName"], parent)
+        parent.calls.append(call)
+        self._calls[call_id] = call
+        _merge(call, ev)
+
+    def _call_args(self, ev: Event, index: int | None) -> None:
+        call = self._calls.get(ev["toolCallId"])
+        if call is None:
+            return
+        call.buffer.append(ev["delta"])
+        if "metadata" in ev:
+            _merge(call, ev)
+
+    def _call_end(self, ev: Event, index: int | None) -> None:
+        call = self._calls.get(ev["toolCallId"])
+        if call is not None and "metadata" in ev:
+            _merge(call, ev)
+
+    def _call_result(self, ev: Event, index: int | None) -> None:
+        record = _Message(ev["messageId"], "tool")
+        record.content = ev["content"]  # stored as given: data, never instructions (TOOL-23)
+        record.fields["toolCallId"] = ev["toolCallId"]
+        if "subagentRunId" in ev:
+            record.fields["subagentRunId"] = ev["subagentRunId"]
+        _merge(record, ev)
+        self._insert_result(record)
+
+    def add_message(self, message: Mapping[str, Any]) -> None:
+        """Append a complete message the application adds (a user turn, say)."""
+        if message["id"] in self._by_id:
+            raise ValueError(f"message id {message['id']!r} is already in the thread (EVT-8)")
+        self._append_wire(message)
+
+    def withdraw(self, message_ids: Iterable[str]) -> None:
+        """Take back messages the application added for a run that never started.
+
+        Only for messages the application itself added (:meth:`add_message`):
+        a retry after a failed POST then sends each of them once.
+        """
+        for ident in message_ids:
+            record = self._by_id.pop(ident, None)
+            if record is None:
+                continue
+            self._order.remove(record)
+            for call in record.calls or ():
+                self._calls.pop(call.id, None)
+            if record.role == "tool":
+                call_id = record.fields["toolCallId"]
+                if self._answers.get(call_id) == ident:
+                    del self._answers[call_id]
+                    for other in self._order:  # another tool message may answer it too
+                        if other.role == "tool" and other.fields.get("toolCallId") == call_id:
+                            self._answers[call_id] = other.id
+                            break
+
+    def add_tool_message(self, message: Mapping[str, Any]) -> None:
+        """Record the application's answer to a call, right after the call's message."""
+        if message["id"] in self._by_id:
+            raise ValueError(f"message id {message['id']!r} is already in the thread (EVT-8)")
+        record, _ = _from_wire(message)
+        self._insert_result(record)
+
+    def _insert_result(self, record: _Message) -> None:
+        call = self._calls.get(record.fields["toolCallId"])
+        position = len(self._order)
+        if call is not None:
+            owner = call.message
+            order = self._order
+            # scan back from the end: the owner is almost always recent
+            for i in range(len(order) - 1, -1, -1):
+                if order[i] is owner:
+                    position = i + 1
+                    while position < len(order) and order[position].role == "tool":
+                        position += 1
+                    break
+        self._order.insert(position, record)
+        self._by_id[record.id] = record
+        self._answers.setdefault(record.fields["toolCallId"], record.id)
+
+    def _encrypted(self, ev: Event, index: int | None) -> None:
+        target: _Message | _Call | None
+        if ev["subtype"] == "tool-call":
+            target = self._calls.get(ev["entityId"])
+        else:
+            message = self._by_id.get(ev["entityId"])
+            target = message if message is not None and message.role != "activity" else None
+        if target is None:
+            self._warn(
+                "REAS-2",
+                f"REASONING_ENCRYPTED_VALUE names {ev['subtype']} {ev['entityId']!r}, which this thread "
+                "does not hold; the value was not stored.",
+                index,
+                ev,
+            )
+            return
+        value_type = ev.get("encryptedValueType")
+        if isinstance(target, _Call):
+            target.encrypted = ev["encryptedValue"]
+            target.encrypted_type = value_type
+        else:
+            target.fields["encryptedValue"] = ev["encryptedValue"]
+            if value_type is None:
+                target.fields.pop(
+                    "encryptedValueType", None
+                )  # an old type would mislabel new bytes
+            else:
+                target.fields["encryptedValueType"] = value_type
+
+    # -- snapshots and state ---------------------------------------------------------
+
+    def _messages_snapshot(self, ev: Event, index: int | None) -> None:
+        incoming = ev["messages"]
+        has_activity = any(m["role"] == "activity" for m in incoming)
+        has_reasoning = any(m["role"] == "reasoning" for m in incoming)
+        by_id = {m["id"]: m for m in incoming}
+        order: list[_Message] = []
+        calls: dict[str, _Call] = {}
+        seen: set[str] = set()
+        for record in self._order:
+            wire = by_id.get(record.id)
+            if wire is not None:
+                replaced, new_calls = _from_wire(wire)
+                order.append(replaced)
+                seen.add(record.id)
+                for call in new_calls:
+                    calls[call.id] = call
+            elif (record.role == "activity" and not has_activity) or (
+                record.role == "reasoning" and not has_reasoning
+            ):
+                order.append(record)  # client-only material the producer cannot know about
+        for wire in incoming:
+            if wire["id"] not in seen:
+                record, new_calls = _from_wire(wire)
+                order.append(record)
+                seen.add(wire["id"])
+                for call in new_calls:
+                    calls[call.id] = call
+        self._order = order
+        self._by_id = {m.id: m for m in order}
+        self._calls = calls
+        self._answers = {}
+        for m in order:
+            if m.role == "tool":
+                self._answers.setdefault(m.fields["toolCallId"], m.id)
+
+    def _run_started(self, ev: Event, index: int | None) -> None:
+        run_input = ev.get("input")
+        if run_input is None:
+            return
+        for msg in run_input.get("messages", ()):
+            if msg["id"] not in self._by_id:
+                self._append_wire(msg)
+
+    def _state_snapshot(self, ev: Event, index: int | None) -> None:
+        self.state = copy.deepcopy(ev["snapshot"])
+
+    def _state_delta(self, ev: Event, index: int | None) -> None:
+        try:
+            state = jsonpatch.apply_patch(self.state, ev["delta"], in_place=False)
+        except (
+            jsonpatch.JsonPatchException,
+            jsonpatch.JsonPointerException,
+            TypeError,
+            KeyError,
+            IndexError,
+        ) as exc:
+            self._warn(
+                "STATE-2",
+                f"STATE_DELTA did not apply ({type(exc).__name__}: {exc}); the prior state is kept "
+                "until the next snapshot.",
+                index,
+                ev,
+            )
+            return
+        if self._too_deep(
+            state, "STATE_DELTA", "the prior state is kept until the next snapshot", index, ev
+        ):
+            return
+        self.state = state
+
+    def _activity_snapshot(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        record = self._by_id.get(ident)
+        replace = ev.get("replace", True)
+        if record is not None and record.role == "activity":
+            if replace:
+                record.content = copy.deepcopy(ev["content"])
+                record.fields["activityType"] = ev["activityType"]
+                # a replacing snapshot re-mints ownership, including to absent
+                if "subagentRunId" in ev:
+                    record.fields["subagentRunId"] = ev["subagentRunId"]
+                else:
+                    record.fields.pop("subagentRunId", None)
+            _merge(record, ev)
+            return
+        if record is not None and not replace:
+            return
+        new = _Message(ident, "activity")
+        new.fields["activityType"] = ev["activityType"]
+        new.content = copy.deepcopy(ev["content"])
+        if "subagentRunId" in ev:
+            new.fields["subagentRunId"] = ev["subagentRunId"]
+        _merge(new, ev)
+        if record is not None:  # replacing a non-activity message with the same id
+            self._order[self._order.index(record)] = new
+            self._by_id[ident] = new
+        else:
+            self._append(new)
+
+    def _activity_delta(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        record = self._by_id.get(ident)
+        if record is None or record.role != "activity":
+            what = "does not exist" if record is None else f"is a {record.role} message"
+            self._warn(
+                "STATE-2",
+                f"ACTIVITY_DELTA for message {ident!r}, which {what}; skipped.",
+                index,
+                ev,
+            )
+            return
+        _merge(record, ev)
+        try:
+            content = jsonpatch.apply_patch(record.content, ev["patch"], in_place=False)
+        except (
+            jsonpatch.JsonPatchException,
+            jsonpatch.JsonPointerException,
+            TypeError,
+            KeyError,
+            IndexError,
+        ) as exc:
+            self._warn(
+                "STATE-2",
+                f"ACTIVITY_DELTA for {ident!r} did not apply ({type(exc).__name__}: {exc}); the "
+                "activity keeps its prior content.",
+                index,
+                ev,
+            )
+            return
+        if self._too_deep(
+            content, "ACTIVITY_DELTA", "the activity keeps its prior content", index, ev
+        ):
+            return
+        record.content = content
+        record.fields["activityType"] = ev["activityType"]
+
+    def _too_deep(self, value: Any, what: str, kept: str, index: int | None, ev: Event) -> bool:
+        """A patched value nested past the limit is a patch that did not apply (STATE-2):
+        a later ``deepcopy`` or re-send of it would fail far from its cause."""
+        if depth_excess(value, self._value_depth) is None:
+            return False
+        self._warn(
+            "STATE-2",
+            f"{what} would nest the value deeper than max_depth={self._max_depth} levels allow "
+            f"(LIMIT); it is not applied and {kept}.",
+            index,
+            ev,
+        )
+        return True
+
+    def _warn(self, rule: str, message: str, index: int | None, ev: Event) -> None:
+        warning = ProtocolWarning(rule, message, index, "", ev["type"])
+        self.warnings.append(warning)
+        if self._on_warning is not None:
+            self._on_warning(warning)

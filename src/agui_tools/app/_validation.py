@@ -1,0 +1,393 @@
+"""Validate a closed call's arguments against the tool's advertised ``parameters`` schema.
+
+Arguments are model output and MUST be validated against the declared schema
+where one was advertised (TOOL-21). The schema itself is carried opaquely by
+the protocol (INPUT-17), so it can be anything — including broken, which is
+the tool's misconfiguration and gets its own exception,
+:class:`InvalidToolSchema`, raised when the validator is built.
+
+Engine: ``jsonschema-rs`` (Rust). Against the pure-Python ``jsonschema`` it
+is about 100× faster on valid tool arguments and about 10× when collecting
+every error (``bench/arguments.py``), and it has what this needs: drafts 4
+to 2020-12, instance paths, and the failing keyword.
+
+Dialect. The one the schema declares in ``$schema`` wins; absent, 2020-12
+(what current tool schemas are written in, and ``jsonschema-rs``'s default).
+A ``$schema`` naming anything else — a custom or vendor meta-schema — is
+refused rather than guessed at: validating under the wrong dialect silently
+accepts what the author meant to reject (draft-07 ``items: [...]`` is a
+tuple check; under 2020-12 it is not even a valid schema). Pass ``dialect=``
+to choose explicitly.
+
+Nothing is fetched. A ``$ref`` to a remote document fails compilation
+(``InvalidToolSchema``): a tool schema from run input is the peer's data, and
+a validator that dereferences it would issue requests on the peer's behalf.
+
+``format`` follows jsonschema-rs's per-dialect default — asserted in drafts
+4–7, an annotation only in 2019-09 and 2020-12, as those drafts specify —
+unless ``validate_formats`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final
+
+import jsonschema_rs
+import orjson
+
+from .._errors import AguiError, UsageError, json_type_name
+from ._arguments import ParsedArguments, Preview, UnparseableArguments
+
+__all__ = [
+    "ArgumentError",
+    "ArgumentValidator",
+    "Dialect",
+    "InvalidToolSchema",
+]
+
+
+class Dialect(Enum):
+    """The JSON Schema drafts a tool schema may declare."""
+
+    DRAFT_04 = "http://json-schema.org/draft-04/schema"
+    DRAFT_06 = "http://json-schema.org/draft-06/schema"
+    DRAFT_07 = "http://json-schema.org/draft-07/schema"
+    DRAFT_2019_09 = "https://json-schema.org/draft/2019-09/schema"
+    DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+    @classmethod
+    def from_uri(cls, uri: str) -> Dialect | None:
+        """The dialect a ``$schema`` URI names, tolerating the usual spellings.
+
+        Authors write these with and without the empty fragment (``#``) and
+        with either scheme; all name the same meta-schema.
+        """
+        key = _normalise_uri(uri)
+        for dialect in cls:
+            if _normalise_uri(dialect.value) == key:
+                return dialect
+        return None
+
+
+def _normalise_uri(uri: str) -> str:
+    uri = uri.strip()
+    uri = uri.removesuffix("#")
+    for scheme in ("https://", "http://"):
+        if uri.startswith(scheme):
+            return uri[len(scheme) :]
+    return uri
+
+
+_VALIDATOR_CLASS: Final[dict[Dialect, type[jsonschema_rs.Validator]]] = {
+    Dialect.DRAFT_04: jsonschema_rs.Draft4Validator,
+    Dialect.DRAFT_06: jsonschema_rs.Draft6Validator,
+    Dialect.DRAFT_07: jsonschema_rs.Draft7Validator,
+    Dialect.DRAFT_2019_09: jsonschema_rs.Draft201909Validator,
+    Dialect.DRAFT_2020_12: jsonschema_rs.Draft202012Validator,
+}
+
+_DIALECT_NAMES: Final = {
+    "draft-04": Dialect.DRAFT_04,
+    "draft-06": Dialect.DRAFT_06,
+    "draft-07": Dialect.DRAFT_07,
+    "2019-09": Dialect.DRAFT_2019_09,
+    "2020-12": Dialect.DRAFT_2020_12,
+}
+
+DEFAULT_DIALECT: Final = Dialect.DRAFT_2020_12
+
+# A rejected 1 MB string would otherwise be quoted whole in the message.
+_MESSAGE_LIMIT: Final = 240
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentError:
+    """One way the arguments fail the tool's schema.
+
+    Attributes:
+        path: JSON Pointer into the *arguments* (``"/items/0/qty"``; ``""``
+            for the arguments object itself — where ``required`` failures
+            land, the missing name being in the message).
+        keyword: the schema keyword that failed (``"required"``, ``"type"``,
+            ``"maximum"``, ``"additionalProperties"``…), or ``"falseSchema"``
+            when a ``false`` subschema rejected the value.
+        message: one sentence for a person or a model; long values are
+            elided in the middle.
+        schema_path: JSON Pointer to the failing keyword inside the *schema*
+            (after ``$ref`` resolution), for whoever maintains the tool.
+    """
+
+    path: str
+    keyword: str
+    message: str
+    schema_path: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path or '/'}: {self.message} [{self.keyword}]"
+
+
+class InvalidToolSchema(AguiError):
+    """A tool's ``parameters`` is not a usable JSON Schema: the tool is misconfigured.
+
+    Not a protocol violation (the protocol carries schemas opaquely, INPUT-17)
+    and not the model's fault: calls to this tool cannot be checked, so they
+    should be declined (answered with an error) rather than executed.
+
+    Attributes:
+        reason: what is wrong.
+        schema_path: JSON Pointer into the schema where it is wrong, when known.
+    """
+
+    def __init__(self, reason: str, *, schema_path: str = "") -> None:
+        self.reason = reason
+        self.schema_path = schema_path
+        where = f" at {schema_path}" if schema_path else ""
+        super().__init__(f"invalid tool parameters schema{where}: {reason}")
+
+
+class ArgumentValidator:
+    """Checks closed-call arguments against one tool's ``parameters`` schema.
+
+    Build once per tool; compilation is also cached process-wide by the
+    schema's JSON text, so building one per call is cheap too. Raises
+    :class:`InvalidToolSchema` at construction when the schema is unusable.
+
+    An absent schema (``None``) and an empty one (``{}``) impose no
+    constraints (INPUT-17) — except that a function call's arguments are
+    always a JSON object, which is checked whatever the schema says.
+    """
+
+    __slots__ = ("_compiled", "_dialect")
+
+    def __init__(
+        self,
+        schema: Mapping[str, Any] | bool | None,
+        *,
+        dialect: Dialect | str | None = None,
+        validate_formats: bool | None = None,
+    ) -> None:
+        document: dict[str, Any] | bool
+        if schema is None:
+            document = True
+        elif isinstance(schema, Mapping):
+            document = dict(schema) if schema else True
+        elif isinstance(schema, bool):
+            document = schema
+        else:
+            raise InvalidToolSchema(
+                f"a schema is a JSON object or boolean, not {json_type_name(schema)}"
+            )
+        self._dialect = _resolve_dialect(document, dialect)
+        if document is True:
+            self._compiled: jsonschema_rs.Validator | None = None
+        else:
+            self._compiled = _compiled_for(document, self._dialect, validate_formats)
+
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect the schema is validated under."""
+        return self._dialect
+
+    @property
+    def constrained(self) -> bool:
+        """Whether the schema says anything beyond "a JSON object"."""
+        return self._compiled is not None
+
+    def validate(
+        self, arguments: ParsedArguments | Mapping[str, Any], *, max_errors: int | None = None
+    ) -> list[ArgumentError]:
+        """Every way ``arguments`` fails the schema; empty means valid.
+
+        Takes the :class:`~agui_tools.app._arguments.ParsedArguments` from
+        ``ArgumentBuffer.final()`` (or an already-parsed mapping, e.g. from
+        history). Refuses a :class:`~agui_tools.app._arguments.Preview` — a prefix
+        is never checked as if it were the call (TOOL-5) — and
+        :class:`~agui_tools.app._arguments.UnparseableArguments`, which has no
+        value to check: answer the call with its ``reason`` instead.
+
+        ``max_errors`` stops collecting after that many (the cost of
+        collecting is already linear in the arguments' size; this bounds the
+        size of the answer sent back to a model).
+        """
+        if max_errors is not None and max_errors < 1:
+            raise UsageError(f"max_errors must be at least 1, not {max_errors}")
+        value = _instance(arguments)
+        if not isinstance(value, dict):
+            return [
+                ArgumentError(
+                    "",
+                    "type",
+                    f"the arguments must be a JSON object, got {json_type_name(value)}",
+                )
+            ]
+        if self._compiled is None or self._compiled.is_valid(value):
+            return []  # the common case, and is_valid skips building any error
+        out: list[ArgumentError] = []
+        for error in self._compiled.iter_errors(value):
+            out.append(
+                ArgumentError(
+                    _pointer(error.instance_path),
+                    _keyword(error),
+                    _shorten(error.message),
+                    _pointer(error.schema_path),
+                )
+            )
+            if max_errors is not None and len(out) >= max_errors:
+                break
+        return out
+
+    def is_valid(self, arguments: ParsedArguments | Mapping[str, Any]) -> bool:
+        """Whether ``arguments`` satisfies the schema (stops at the first failure)."""
+        value = _instance(arguments)
+        if not isinstance(value, dict):
+            return False
+        return self._compiled is None or self._compiled.is_valid(value)
+
+    def __repr__(self) -> str:
+        kind = "constrained" if self._compiled is not None else "unconstrained"
+        return f"ArgumentValidator({kind}, dialect={self._dialect.name})"
+
+
+def _instance(arguments: object) -> object:
+    if isinstance(arguments, Preview):
+        raise UsageError(
+            "a Preview is a prefix of a call still streaming and must not be validated "
+            "or acted on; wait for TOOL_CALL_END and validate ArgumentBuffer.final()",
+            rule="TOOL-5",
+        )
+    if isinstance(arguments, UnparseableArguments):
+        raise UsageError(
+            "unparseable arguments have no value to validate; answer the call with "
+            f"their reason instead ({arguments.reason})"
+        )
+    if isinstance(arguments, ParsedArguments):
+        return arguments.value
+    if isinstance(arguments, Mapping) and not isinstance(arguments, dict):
+        return dict(arguments)
+    return arguments
+
+
+def _resolve_dialect(schema: Mapping[str, Any] | bool, dialect: Dialect | str | None) -> Dialect:
+    if isinstance(dialect, Dialect):
+        return dialect
+    if isinstance(dialect, str):
+        named = _DIALECT_NAMES.get(dialect) or Dialect.from_uri(dialect)
+        if named is None:
+            raise UsageError(
+                f"unknown dialect {dialect!r}; use a Dialect or one of {sorted(_DIALECT_NAMES)}"
+            )
+        return named
+    declared = schema.get("$schema") if isinstance(schema, Mapping) else None
+    if declared is None:
+        return DEFAULT_DIALECT
+    if not isinstance(declared, str):
+        raise InvalidToolSchema(
+            f"$schema must be a URI string, got {json_type_name(declared)}", schema_path="/$schema"
+        )
+    found = Dialect.from_uri(declared)
+    if found is None:
+        supported = ", ".join(d.value for d in Dialect)
+        raise InvalidToolSchema(
+            f"unsupported dialect {declared!r}; supported: {supported} "
+            "(or pass dialect= to validate under one of them)",
+            schema_path="/$schema",
+        )
+    return found
+
+
+def _schema_key(schema: Mapping[str, Any] | bool) -> str:
+    """The schema's JSON text: the compile cache's key.
+
+    Key order is kept (not sorted) so errors come out in the author's order.
+    """
+    try:
+        return orjson.dumps(schema).decode()
+    except TypeError:
+        pass  # orjson refuses integers beyond 64 bits; the stdlib does not
+    try:
+        return json.dumps(schema, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidToolSchema(f"the schema is not JSON: {exc}") from None
+
+
+def _compiled_for(
+    schema: dict[str, Any] | bool, dialect: Dialect, validate_formats: bool | None
+) -> jsonschema_rs.Validator:
+    """The compiled validator, from the process-wide cache when this schema was seen."""
+    key = (_schema_key(schema), dialect, validate_formats)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    compiled = _compile(schema, dialect, validate_formats)
+    with _CACHE_LOCK:
+        _CACHE[key] = compiled
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return compiled
+
+
+_CACHE_SIZE: Final = 512
+_CACHE: Final[OrderedDict[tuple[str, Dialect, bool | None], jsonschema_rs.Validator]] = (
+    OrderedDict()
+)
+_CACHE_LOCK: Final = threading.Lock()
+
+
+def _compile(
+    schema: dict[str, Any] | bool, dialect: Dialect, validate_formats: bool | None
+) -> jsonschema_rs.Validator:
+    # From the Python object, not the JSON text: jsonschema-rs parses text with
+    # serde_json's 128-level nesting limit, which its object path does not have.
+    try:
+        return _VALIDATOR_CLASS[dialect](schema, validate_formats=validate_formats, offline=True)
+    except jsonschema_rs.ValidationError as exc:
+        # Meta-schema failures locate the problem in the schema (their
+        # "instance" is the schema); unresolvable $refs carry no path.
+        raise InvalidToolSchema(
+            _shorten(exc.message), schema_path=_pointer(exc.instance_path)
+        ) from None
+    except (ValueError, jsonschema_rs.ReferencingError) as exc:  # e.g. nesting too deep
+        raise InvalidToolSchema(_shorten(str(exc))) from None
+
+
+# Keywords whose value maps names to subschemas: the segment after one is a
+# name the author chose (a property called "type"), not a keyword.
+_NAME_MAPS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+
+
+def _keyword(error: jsonschema_rs.ValidationError) -> str:
+    """The schema keyword that failed.
+
+    The last segment of the schema path is the keyword that produced the
+    error; ``kind.name`` is jsonschema-rs's error category, which can differ
+    (``dependentRequired`` reports as ``required``, ``minContains`` as
+    ``contains``). The kind is the fallback when the path ends at a subschema
+    rather than a keyword — a ``false`` schema under ``properties`` or ``$defs``.
+    """
+    path = error.schema_path
+    if path and isinstance(path[-1], str) and not (len(path) > 1 and path[-2] in _NAME_MAPS):
+        return path[-1]
+    return error.kind.name
+
+
+def _pointer(parts: list[str | int]) -> str:
+    """RFC 6901: ``~`` and ``/`` inside a name are escaped, in that order."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _shorten(message: str) -> str:
+    """Elide the middle of an over-long message, keeping how it ends (the rule broken)."""
+    if len(message) <= _MESSAGE_LIMIT:
+        return message
+    head, tail = _MESSAGE_LIMIT * 2 // 3, _MESSAGE_LIMIT // 3
+    return f"{message[:head]} … {message[-tail:]}"

@@ -1,0 +1,1 @@
+"""Adapters from model providers to the agent side (``openai``: Chat Completions)."""

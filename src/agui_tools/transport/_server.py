@@ -1,0 +1,393 @@
+"""HTTP + Server-Sent Events, producer side: serve an agent at a POST endpoint.
+
+A thin adapter, in the h11 manner: the producer side (:mod:`agui_tools.agent._runner`,
+:mod:`agui_tools.agent._run`, :mod:`agui_tools.agent._emitter`) decides every event; this
+module only moves bytes. It is a plain ASGI application wrapped in
+a :class:`~starlette.applications.Starlette` router, so FastAPI mounts it
+unchanged (``api.mount("/agent", agent_app(agent))`` serves ``POST /agent/``).
+
+Theory of operation (``basic/transports/http-sse``):
+
+* **Before the stream** — the request is judged whole, and a rejection is an
+  HTTP error with a JSON body and no event stream (INPUT-15, TRANS-1): a body
+  over ``max_body_bytes`` is 413 (counted while reading, not only from
+  ``Content-Length``, and the connection is closed: its unread bytes cannot be
+  the next request); a body that is not JSON is 400; a body that is JSON but
+  not one unambiguous object — an array, a string, a name written twice, an
+  integer that would arrive rounded, nesting beyond ``max_depth`` — is 422, as
+  is a malformed run input, each naming the field; a history that leaves a
+  call unanswered, answers none or repeats an id is 409 naming the ids.
+  Unrecognised members are stripped and logged (INPUT-16). Judging a large
+  body runs in a worker thread, so other streams' keep-alives keep flowing.
+  Nothing a client sends produces a 500.
+* **The stream** — ``200 text/event-stream``, one JSON event per ``data:``
+  line, LF only (TRANS-5), a ``: keep-alive`` comment whenever the agent has
+  been quiet for ``keepalive`` seconds, and the body closed right after the
+  run's terminal event. Once the status is sent a failure can only travel
+  in-stream, so even a bug of ours ends with ``RUN_ERROR`` rather than a hung
+  or silently truncated response (TRANS-6).
+* **Disconnect** — a task watches for ``http.disconnect`` and cancels the run
+  (the agent sees ``asyncio.CancelledError`` and nothing more is emitted: a
+  consumer that abandons a stream has a truncated run, RUN-9). Every task
+  the request started is awaited before the handler returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .._errors import ProtocolViolation, describe_value, json_type_name
+from .._version import PROTOCOL_VERSION, parse_version
+from ..agent._channel import EventChannel
+from ..agent._history import ContinuationRejected, check_continuation
+from ..agent._runner import Agent, drive
+from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse_json
+from ..wire._enforce import DEFAULT_MAX_DEPTH
+from ..wire._framing import sse_comment, sse_frame
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "agent_app"]
+
+log = logging.getLogger("agui_tools.transport")
+
+DEFAULT_MAX_BODY_BYTES: Final = 8 * 1024 * 1024
+INLINE_JUDGE_BYTES: Final = 64 * 1024
+"""Bodies up to this size are judged on the event loop; larger ones in a worker
+thread. Judging is pure Python, proportional to the body (a 4 MB history takes
+most of a second): on the loop it would stall every other stream's keep-alives
+and events; for a small body a thread hop costs more than it saves."""
+_SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),  # proxies (nginx) must not hold events back
+]
+_FALLBACK_ERROR: Final = sse_frame(
+    encode_json(
+        {
+            "type": "RUN_ERROR",
+            "message": "internal error in the agent server",
+            "code": "InternalError",
+        }
+    )
+)
+
+
+class _Rejected(Exception):
+    """The request is refused before any stream exists: status + JSON error body."""
+
+    def __init__(self, status: int, error: Mapping[str, Any], *, close: bool = False) -> None:
+        super().__init__(error.get("message"))
+        self.status = status
+        self.error = {k: v for k, v in error.items() if v is not None}
+        self.close = close
+        """Answer with ``Connection: close``: the body was not read to its end."""
+
+
+class _ClientGone(Exception):
+    """The client disconnected before the request body was complete."""
+
+
+class AgentEndpoint:
+    """The ASGI application serving one agent (what :func:`agent_app` routes to).
+
+    Args:
+        agent: ``async def agent(run: Run) -> None``.
+        verify: judge every emitted event before it is sent (see
+            :class:`~agui_tools.agent._emitter.Emitter`). On by default — an agent
+            bug becomes ``RUN_ERROR`` naming the rule instead of a stream a
+            consumer rejects; turn it off only for throughput you have measured.
+        keepalive: seconds of agent silence before a ``: keep-alive`` comment
+            (``None``: never). Proxies and browsers drop idle connections.
+        max_body_bytes: the largest request body accepted (413 beyond).
+        strict_input: refuse a continuation that leaves a call unanswered or
+            answers none (409). ``False`` logs it and runs anyway — for agents
+            whose model tolerates a dangling call; the input is never repaired.
+        expose_errors: put the agent's exception text in ``RUN_ERROR.message``
+            (off: the text may hold what a client must not see).
+        high_water: events queued for a slow client before the agent waits.
+        max_depth: how deeply the run input may nest (422 beyond); see
+            :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        verify: bool = True,
+        keepalive: float | None = 15.0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        strict_input: bool = True,
+        expose_errors: bool = False,
+        high_water: int = 256,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> None:
+        if keepalive is not None and keepalive <= 0:
+            raise ValueError("keepalive must be a positive number of seconds, or None")
+        self.agent = agent
+        self.verify = verify
+        self.keepalive = keepalive
+        self.max_body_bytes = max_body_bytes
+        self.strict_input = strict_input
+        self.expose_errors = expose_errors
+        self.high_water = high_water
+        self.max_depth = max_depth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
+            raise RuntimeError("AgentEndpoint serves HTTP only")
+        try:
+            body = await self._read_body(scope, receive)
+            if len(body) > INLINE_JUDGE_BYTES:
+                run_input = await run_in_threadpool(self._judge, body)
+            else:
+                run_input = self._judge(body)
+        except _ClientGone:
+            return
+        except _Rejected as rejected:
+            headers = {"connection": "close"} if rejected.close else None
+            response = JSONResponse(
+                {"error": rejected.error}, status_code=rejected.status, headers=headers
+            )
+            await response(scope, receive, send)
+            return
+        await self._stream(run_input, receive, send)
+
+    # -- before the stream ---------------------------------------------------------
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        """Read the body, refusing it as soon as it is known to be too large."""
+        limit = self.max_body_bytes
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                raise _Rejected(
+                    400,
+                    {"rule": "TRANS-4", "path": "", "message": "Content-Length is not a number."},
+                ) from None
+            if size > limit:
+                raise _too_large(limit)
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            body += message.get("body", b"")
+            if len(body) > limit:
+                raise _too_large(limit)
+            if not message.get("more_body", False):
+                return bytes(body)
+
+    def _judge(self, body: bytes) -> dict[str, Any]:
+        """JSON, one unambiguous object, the run input's schema, the thread's continuation.
+
+        Synchronous and self-contained, so it can run in a worker thread.
+        """
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            try:  # a nesting the parser refuses is valid JSON: the limit, not a syntax error
+                parse_json(body, where="run input")
+            except ProtocolViolation as violation:
+                if violation.rule == "LIMIT":
+                    raise _Rejected(422, _error_json(violation)) from None
+            raise _Rejected(
+                400,
+                {
+                    "rule": "TRANS-4",
+                    "path": "",
+                    "message": f"the request body is not valid JSON ({exc.args[0]}); it must be "
+                    "one RunAgentInput object, UTF-8 encoded.",
+                },
+            ) from None
+        if type(obj) is not dict:
+            # judged here, before decoding: a JSON string would otherwise be read as JSON text
+            # a second time
+            raise _Rejected(
+                422,
+                {
+                    "rule": "TRANS-4",
+                    "path": "",
+                    "message": f"the request body is a JSON {json_type_name(obj)}, not an "
+                    "object; it must be one RunAgentInput object.",
+                    "value": describe_value(obj),
+                },
+            )
+        try:
+            check_exact_json(body, obj, max_depth=self.max_depth)
+            decoded = decode_run_input(obj, max_depth=self.max_depth)
+        except ProtocolViolation as exc:
+            raise _Rejected(422, _error_json(exc)) from None
+        except Exception:
+            # never a 500 for what a client sent; the log keeps what went wrong
+            log.exception("the run input could not be decoded")
+            raise _Rejected(
+                422,
+                {"rule": "PROC-2", "path": "", "message": "the run input could not be decoded."},
+            ) from None
+        wire = decoded.wire
+        for warning in decoded.warnings:
+            log.warning("run input of run %r: %s", wire.get("runId"), warning)
+        _note_version(wire)
+        try:
+            check_continuation(wire)
+        except ContinuationRejected as exc:
+            if self.strict_input:
+                raise _Rejected(409, _error_json(exc)) from None
+            log.warning("run input of run %r accepted despite: %s", wire.get("runId"), exc)
+        return wire
+
+    # -- the stream -------------------------------------------------------------------
+
+    async def _stream(self, run_input: dict[str, Any], receive: Receive, send: Send) -> None:
+        channel = EventChannel(high_water=self.high_water)
+        driver = asyncio.create_task(
+            drive(
+                self.agent,
+                run_input,
+                channel,
+                verify=self.verify,
+                expose_errors=self.expose_errors,
+            ),
+            name=f"agui-run-{run_input['runId']}",
+        )
+        # even if drive() itself died, the reader below must wake up and end the body
+        driver.add_done_callback(lambda _: channel.close())
+        watcher = asyncio.create_task(_watch_disconnect(receive, channel, driver))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            await self._pump(channel, send)
+        finally:
+            watcher.cancel()
+            driver.cancel()
+            await asyncio.wait({watcher, driver})
+            for task in (watcher, driver):
+                if not task.cancelled() and task.exception() is not None:
+                    log.error("run %r: task failed", run_input["runId"], exc_info=task.exception())
+
+    async def _pump(self, channel: EventChannel, send: Send) -> None:
+        """Move events to the wire until the run's terminal event (or the client leaves)."""
+        ended = False
+        try:
+            while not channel.aborted:
+                if not channel.has_events:
+                    if channel.closed:
+                        break
+                    if not await channel.wait(self.keepalive):
+                        await _body(send, sse_comment())
+                    continue
+                await _body(send, b"".join(sse_frame(payload) for payload in channel.take()))
+            if channel.aborted:
+                return
+            if channel.ended_with is None:
+                # the producer ended without a terminal event: a bug of ours, reported in-stream
+                log.error("the run ended without a terminal event; sending RUN_ERROR")
+                await _body(send, _FALLBACK_ERROR)
+            ended = True
+        except OSError:
+            channel.abort()  # ASGI 2.4 servers raise on send after a disconnect
+            return
+        except Exception:
+            log.exception("internal error while streaming the run")
+            if channel.ended_with != "RUN_ERROR":
+                await _body(send, _FALLBACK_ERROR)
+            ended = True
+        finally:
+            if ended:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _body(send: Send, chunk: bytes) -> None:
+    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+
+async def _watch_disconnect(
+    receive: Receive, channel: EventChannel, run: asyncio.Task[None]
+) -> None:
+    """The request body is read; the next message can only be the client leaving."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not channel.closed:
+                log.info("client disconnected; cancelling run %s", run.get_name())
+            channel.abort()
+            run.cancel()
+            return
+
+
+def _note_version(run_input: Mapping[str, Any]) -> None:
+    """A newer or uninterpretable declaration is served anyway, with a warning (VER-5).
+
+    The declaration is the client's text: logged truncated, never parsed beyond
+    what :func:`~agui_tools._version.parse_version` bounds.
+    """
+    declared = run_input.get("protocolVersion")
+    if declared is None:
+        return
+    theirs, ours = parse_version(declared), parse_version(PROTOCOL_VERSION)
+    if theirs is None or (ours is not None and theirs > ours):
+        log.warning(
+            "[VER-5] run %r: the client declares protocol version %s; this producer speaks %s "
+            "and serves the run under the processing model.",
+            run_input.get("runId"),
+            describe_value(declared),
+            PROTOCOL_VERSION,
+        )
+
+
+def _too_large(limit: int) -> _Rejected:
+    return _Rejected(
+        413,
+        {
+            "rule": "LIMIT",
+            "path": "",
+            "message": f"the request body exceeds max_body_bytes={limit}.",
+        },
+        close=True,
+    )
+
+
+def _error_json(exc: ProtocolViolation) -> dict[str, Any]:
+    out = exc.to_json()
+    out.pop("index", None)  # run input has no stream position
+    return out
+
+
+def agent_app(
+    agent: Agent,
+    *,
+    path: str = "/",
+    verify: bool = True,
+    keepalive: float | None = 15.0,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    strict_input: bool = True,
+    expose_errors: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Starlette:
+    """A Starlette application serving ``agent`` at ``POST path``.
+
+    Mount it in FastAPI or Starlette (``api.mount("/agent", agent_app(agent))``)
+    or run it directly (``uvicorn.run(agent_app(agent))``). Options: see
+    :class:`AgentEndpoint`.
+    """
+    endpoint = AgentEndpoint(
+        agent,
+        verify=verify,
+        keepalive=keepalive,
+        max_body_bytes=max_body_bytes,
+        strict_input=strict_input,
+        expose_errors=expose_errors,
+        max_depth=max_depth,
+    )
+    return Starlette(routes=[Route(path, endpoint, methods=["POST"])])

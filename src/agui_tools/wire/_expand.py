@@ -1,0 +1,441 @@
+"""Chunk expansion: the compact ``*_CHUNK`` spelling becomes start/content/end.
+
+A consumer MUST expand chunks before verification and before application code
+(CHUNK-1), so every triad rule applies to the expanded events. This module is
+the only place chunks exist; everything downstream sees triads.
+
+Lanes. Each owner — the parent agent (``None``) or a subagent invocation
+(``subagentRunId``) — has one lane, and a lane holds at most one open chunk
+stream. The stream closes (its ``*_END`` is synthesized, never sent) when
+(``basic/patterns/streaming`` "Closing a chunk stream", CHUNK-11):
+
+* a chunk opens a different item in the same lane;
+* a message, tool-call, step, state, custom or reasoning event arrives in the
+  lane — except ``RAW``, ``ACTIVITY_SNAPSHOT``, ``ACTIVITY_DELTA`` and
+  ``REASONING_ENCRYPTED_VALUE``, which stand aside, and ``SUBAGENT_STARTED``,
+  which opens a new lane;
+* an explicit event of the stream's family (text, tool call, reasoning
+  message) names the identifier the stream is assembling (mixing the
+  spellings ends the shorthand; what follows is judged by the triad rules,
+  CHUNK-3) — a reasoning *span*'s id is another namespace;
+* a run-level event arrives (``RUN_STARTED``, ``RUN_FINISHED``, ``RUN_ERROR``,
+  ``MESSAGES_SNAPSHOT``): every lane closes;
+* the subagent owning the lane terminates (CHUNK-14).
+
+An event arrives in the lane of its owner: its ``subagentRunId`` tag; or,
+untagged, the owner of the item it continues (an untagged continuation
+continues whatever its opener owns, SUB-10) or of the message a tool call
+belongs to (SUB-12); otherwise the parent's. A chunk carrying neither an identifier nor a tag is resolved:
+the parent's open stream of its kind, else the sole open stream of its kind;
+several candidates and none the parent's is ambiguous and fatal (CHUNK-12).
+
+What synthesized events carry (``basic/processing``; CHUNK-15, CHUNK-16):
+deltas, opener fields, ``metadata``, ``rawEvent`` and attribution — never the
+chunk's ``timestamp``. A continuation chunk with metadata and no delta still
+reaches its item, as a content event with an empty delta (the schema allows
+empty deltas, TEXT-9, TOOL-4).
+
+The closing rules above are one method, :meth:`Expander.closures`: which lanes
+an event would close, asked without closing them. :meth:`Expander.feed` closes
+exactly those, and a producer asks the same question before it emits (the
+emitter refuses an event that would close a chunk stream its agent is still
+writing), so both sides judge lanes by one set of rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from .._errors import LimitExceeded, ProtocolViolation, describe_value
+
+__all__ = ["Expander"]
+
+Event = dict[str, Any]
+
+# chunk type → (kind, id field, start, content, end, opener fields repeated by continuations,
+# the chunk type itself)
+_KINDS: Final = {
+    "TEXT_MESSAGE_CHUNK": (
+        "text",
+        "messageId",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        ("role", "name"),
+        "TEXT_MESSAGE_CHUNK",
+    ),
+    "TOOL_CALL_CHUNK": (
+        "tool",
+        "toolCallId",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        ("toolCallName", "parentMessageId"),
+        "TOOL_CALL_CHUNK",
+    ),
+    "REASONING_MESSAGE_CHUNK": (
+        "reasoning",
+        "messageId",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        (),
+        "REASONING_MESSAGE_CHUNK",
+    ),
+}
+_FIRST_CHUNK_RULE: Final = {"text": "CHUNK-4", "reasoning": "CHUNK-5", "tool": "CHUNK-6"}
+
+CHUNK_TYPES: Final = frozenset(_KINDS)
+RUN_LEVEL: Final = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
+STAND_ASIDE: Final = frozenset(
+    {"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED"}
+)
+SUBAGENT_TERMINAL: Final = frozenset({"SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
+# the streamed-item family of each explicit event (spans, steps and state have none):
+# only an event of a stream's own family ends it by naming its identifier
+FAMILY: Final = {
+    **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), "text"),
+    **dict.fromkeys(
+        ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"), "tool"
+    ),
+    **dict.fromkeys(
+        ("REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END"),
+        "reasoning",
+    ),
+}
+_CARRIED: Final = ("metadata", "rawEvent", "subagentRunId")
+
+
+def _missing_opener(chunk: Event, kind: str, id_field: str) -> str | None:
+    """What a chunk lacks to open an item (CHUNK-4, CHUNK-5, CHUNK-6), or ``None``."""
+    if chunk.get(id_field) is None:
+        return id_field
+    if kind == "tool" and chunk.get("toolCallName") is None:
+        return "toolCallName"
+    return None
+
+
+class _Stream:
+    """One open chunk stream: what its opener established."""
+
+    __slots__ = (
+        "chunk_type",
+        "content",
+        "end",
+        "fields",
+        "id_field",
+        "item_id",
+        "kind",
+        "lane",
+        "start_type",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        item_id: str,
+        lane: str | None,
+        fields: dict[str, Any],
+        spec: tuple[Any, ...],
+    ) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        self.lane = lane
+        self.fields = fields
+        self.id_field: str = spec[1]
+        self.chunk_type: str = spec[6]
+        self.start_type: str = spec[2]
+        self.content: str = spec[3]
+        self.end: str = spec[4]
+
+
+class Expander:
+    """Turns a stream of enforced events into one without chunks.
+
+    ``feed(event, index)`` returns the events to deliver, in order: any
+    synthesized ends first, then the event itself or its expansion. Raises
+    :class:`ProtocolViolation` on a malformed chunk sequence.
+
+    ``closures(event)`` asks, without changing anything, which lanes ``feed``
+    would close for ``event``; ``stream_in(lane)`` names the stream a lane
+    holds. ``owner_of(kind, id)`` — the verifier's — places untagged
+    continuations in their opener's lane (SUB-10, SUB-12); without it they
+    are the parent agent's.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_lanes: int = 1_000,
+        owner_of: Callable[[str, str], tuple[bool, str | None]] | None = None,
+    ) -> None:
+        self._lanes: dict[str | None, _Stream] = {}
+        self._max_lanes = max_lanes
+        self._owner_of = owner_of
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._lanes)
+
+    @property
+    def open_lanes(self) -> Mapping[str | None, object]:
+        """The live lane table (read-only view for callers' fast paths): empty means
+        no chunk stream is open, so a non-chunk event passes through unchanged."""
+        return self._lanes
+
+    def stream_in(self, lane: str | None) -> tuple[str, str] | None:
+        """The chunk stream ``lane`` holds, as ``(kind, item id)`` — kind ``text``,
+        ``tool`` or ``reasoning`` — or ``None`` when the lane holds none."""
+        stream = self._lanes.get(lane)
+        return None if stream is None else (stream.kind, stream.item_id)
+
+    def closures(self, event: Event) -> list[str | None]:
+        """The lanes whose open chunk stream ``event`` would close, in the order
+        :meth:`feed` closes them — asked without closing anything.
+
+        For a chunk: the lane it would close by opening a different item there
+        (a continuation closes nothing). Never raises on an event of the
+        schema's shape: a chunk :meth:`feed` would refuse (SUB-11, CHUNK-4..6,
+        CHUNK-12) closes nothing, and refusing it is ``feed``'s job.
+        """
+        if not self._lanes:
+            return []
+        kind = event["type"]
+        if kind in CHUNK_TYPES:
+            return self._opening_closes(event)
+        return self._closes(event, kind)
+
+    def feed(self, event: Event, index: int | None = None) -> list[Event]:
+        kind = event["type"]
+        lanes = self._lanes
+        if not lanes:
+            if kind in CHUNK_TYPES:
+                return self._chunk(event, index)
+            return [event]
+        if kind in CHUNK_TYPES:
+            return self._chunk(event, index)
+        out: list[Event] = []
+        for lane in self._closes(event, kind):  # a loop, not a comprehension: no cells here
+            out.append(self._end(lanes.pop(lane)))
+        out.append(event)
+        return out
+
+    # -- closing -----------------------------------------------------------
+
+    def _closes(self, event: Event, kind: str) -> list[str | None]:
+        """The closing rules for an event that is not a chunk (see the module doc)."""
+        lanes = self._lanes
+        if kind in STAND_ASIDE:
+            return []
+        if kind in RUN_LEVEL:
+            return list(lanes)
+        if kind in SUBAGENT_TERMINAL:
+            owner = event["subagentRunId"]
+            return [owner] if owner in lanes else []
+        closed: list[str | None] = []
+        # an explicit event of a stream's own family naming the identifier it is
+        # assembling ends the shorthand (a reasoning *span* id is another namespace)
+        family = FAMILY.get(kind)
+        if family is not None:
+            for lane, stream in lanes.items():
+                if stream.kind == family and event.get(stream.id_field) == stream.item_id:
+                    closed.append(lane)
+        # and any message/tool/step/state/custom/reasoning event closes its own lane
+        own = self._lane_of(event, kind, family)
+        if own in lanes and own not in closed:
+            closed.append(own)
+        return closed
+
+    def _opening_closes(self, chunk: Event) -> list[str | None]:
+        """The lane a chunk would close by opening a new item there: its tag's."""
+        spec = _KINDS[chunk["type"]]
+        kind, id_field = spec[0], spec[1]
+        if _missing_opener(chunk, kind, id_field) is not None:
+            return []  # a continuation, or a first chunk feed() refuses (CHUNK-4..6)
+        if self._assembling(kind, chunk[id_field]) is not None:
+            return []  # it continues its item's open stream
+        lane = chunk.get("subagentRunId")
+        return [lane] if lane in self._lanes else []
+
+    def _lane_of(self, event: Event, kind: str, family: str | None) -> str | None:
+        """The owner whose lane an explicit event arrives in.
+
+        Its tag when it carries one; an untagged continuation continues
+        whatever its opener owns (SUB-10), and an untagged tool-call start
+        inherits its parent message's owner (SUB-12) — so those ask the
+        verifier, which knows who opened what. Anything else untagged is the
+        parent agent's.
+        """
+        tag = event.get("subagentRunId")
+        if tag is not None or family is None or self._owner_of is None:
+            return tag
+        if kind.endswith("_START"):
+            parent = event.get("parentMessageId") if family == "tool" else None
+            if parent is None:
+                return None
+            found, owner = self._owner_of("text", parent)
+            return owner if found else None
+        ident = event.get("toolCallId" if family == "tool" else "messageId")
+        if ident is None or kind == "TOOL_CALL_RESULT":
+            return None
+        found, owner = self._owner_of(family, ident)
+        return owner if found else None
+
+    def _close_lane(self, lane: str | None) -> list[Event]:
+        stream = self._lanes.pop(lane, None)
+        if stream is None:
+            return []
+        return [self._end(stream)]
+
+    @staticmethod
+    def _end(stream: _Stream) -> Event:
+        end: Event = {"type": stream.end, stream.id_field: stream.item_id}
+        if stream.lane is not None:
+            end["subagentRunId"] = stream.lane
+        return end
+
+    # -- chunks --------------------------------------------------------------
+
+    def _chunk(self, chunk: Event, index: int | None) -> list[Event]:
+        if len(chunk) == 2:
+            # the commonest chunk of all: {"type", "delta"} continuing the parent's
+            # open stream of its kind — nothing to resolve, repeat or carry
+            parent = self._lanes.get(None)
+            delta = chunk.get("delta")
+            if parent is not None and delta is not None and parent.chunk_type == chunk["type"]:
+                return [{"type": parent.content, parent.id_field: parent.item_id, "delta": delta}]
+        spec = _KINDS[chunk["type"]]
+        kind, id_field = spec[0], spec[1]
+        item_id = chunk.get(id_field)
+        tag = chunk.get("subagentRunId")
+        lanes = self._lanes
+        stream: _Stream | None
+        if item_id is not None:
+            stream = self._assembling(kind, item_id)
+            if stream is not None and tag is not None and tag != stream.lane:
+                raise ProtocolViolation(
+                    "SUB-11",
+                    f"a continuation chunk is attributed to {tag!r} but the stream it continues "
+                    f"was opened by {stream.lane or 'the parent agent'!r}.",
+                    index=index,
+                    path="/subagentRunId",
+                    event_type=chunk["type"],
+                    ids={id_field: item_id},
+                )
+            lane = stream.lane if stream is not None else tag
+        elif tag is not None:
+            lane = tag
+            stream = lanes.get(lane)
+            if stream is not None and stream.kind != kind:
+                stream = None
+        else:
+            lane, stream = self._resolve(kind, chunk, index)
+
+        out: list[Event] = []
+        if stream is None:
+            # a first chunk: it opens an item (after closing whatever its lane held)
+            missing = _missing_opener(chunk, kind, id_field)
+            if missing is not None:
+                raise ProtocolViolation(
+                    _FIRST_CHUNK_RULE[kind],
+                    f"the first {chunk['type']} of an item must carry {missing}: no {kind} "
+                    "chunk stream is open for it to continue, and a consumer must not invent one "
+                    "(CHUNK-7).",
+                    index=index,
+                    path=f"/{missing}",
+                    event_type=chunk["type"],
+                )
+            assert item_id is not None  # _missing_opener checked it
+            out += self._close_lane(lane)
+            if lane not in lanes and len(lanes) >= self._max_lanes:
+                raise LimitExceeded(
+                    "LIMIT",
+                    f"more than max_lanes={self._max_lanes} chunk streams open at once.",
+                    index=index,
+                    event_type=chunk["type"],
+                )
+            fields = {f: chunk[f] for f in spec[5] if f in chunk}
+            stream = _Stream(kind, item_id, lane, fields, spec)
+            lanes[lane] = stream
+            start: Event = {"type": stream.start_type, id_field: item_id}
+            if kind == "reasoning":
+                start["role"] = "reasoning"
+            start.update(fields)
+            self._carry(chunk, start)
+            out.append(start)
+            delta = chunk.get("delta")
+            if delta is not None:
+                content: Event = {"type": stream.content, id_field: item_id, "delta": delta}
+                self._carry(chunk, content)
+                out.append(content)
+            return out
+
+        self._check_repeats(stream, chunk, index, spec)
+        delta = chunk.get("delta")
+        if delta is None and "metadata" not in chunk:
+            return out  # a bare continuation: nothing to add
+        content = {"type": stream.content, id_field: stream.item_id, "delta": delta or ""}
+        self._carry(chunk, content)
+        out.append(content)
+        return out
+
+    def _assembling(self, kind: str, item_id: str) -> _Stream | None:
+        """The open stream assembling ``item_id``, in whichever lane it is."""
+        for stream in self._lanes.values():
+            if stream.item_id == item_id and stream.kind == kind:
+                return stream
+        return None
+
+    def _resolve(
+        self, kind: str, chunk: Event, index: int | None
+    ) -> tuple[str | None, _Stream | None]:
+        lanes = self._lanes
+        parent = lanes.get(None)
+        if parent is not None and parent.kind == kind:
+            return None, parent
+        candidates = [s for s in lanes.values() if s.kind == kind]
+        if len(candidates) == 1:
+            return candidates[0].lane, candidates[0]
+        if len(candidates) > 1:
+            raise ProtocolViolation(
+                "CHUNK-12",
+                f"an untagged {chunk['type']} without an identifier could continue "
+                f"{len(candidates)} open streams in different lanes "
+                f"({', '.join(repr(s.lane) for s in candidates)}) and none is the parent's; a "
+                "producer running parallel subagents must attribute its continuations (CHUNK-13).",
+                index=index,
+                event_type=chunk["type"],
+            )
+        return None, None
+
+    def _check_repeats(
+        self, stream: _Stream, chunk: Event, index: int | None, spec: tuple[Any, ...]
+    ) -> None:
+        for field in spec[5]:
+            if field not in chunk:
+                continue
+            value = chunk[field]
+            established = stream.fields.get(field)
+            if established is None and field == "role":
+                established = "assistant"  # established by omission (CHUNK-10, TEXT-1)
+            if value != established:
+                opener = "omitted it" if field not in stream.fields else f"set {established!r}"
+                if field == "role" and field not in stream.fields:
+                    opener = "omitted it, which means 'assistant'"
+                raise ProtocolViolation(
+                    "CHUNK-10",
+                    f"a continuation chunk repeats {field} with a value that does not match the open "
+                    f"stream's {field}: the opener {opener}.",
+                    index=index,
+                    path=f"/{field}",
+                    value=describe_value(value),
+                    event_type=chunk["type"],
+                    ids={spec[1]: stream.item_id},
+                )
+
+    @staticmethod
+    def _carry(chunk: Event, target: Event) -> None:
+        for field in _CARRIED:
+            if field in chunk:
+                target[field] = chunk[field]

@@ -1,0 +1,1083 @@
+"""Verification: the sequence rules of a stream, after chunk expansion.
+
+Theory of operation (the h11 habit: every rule that decides whether a stream
+is acceptable lives in this file, next to the rule ID that states it).
+
+The verifier consumes expanded events in arrival order and keeps:
+
+* the **stream** state: before the first event, a run active, a run closed by
+  ``RUN_FINISHED`` or by ``RUN_ERROR`` (``events/lifecycle``);
+* **run-scoped** tracking, reset by every ``RUN_STARTED`` (RUN-15): the open
+  streamed items — text messages, tool calls, reasoning messages (one table
+  keyed by item kind, since the streaming pattern is one discipline), plus
+  reasoning spans, steps per owner, and active subagent invocations;
+* **thread-scoped** knowledge that crosses runs: every message id and tool call
+  seen (from the run input's history and the stream), which calls have results,
+  so that results, reopens and ``pendingToolCallIds`` can be judged.
+
+Fatal sequences raise :class:`ProtocolViolation` with the rule's ID. The
+"beyond the official client" checks — rules a consumer may skip but that cost
+users real bugs (TOOL-8, TOOL-10, EVT-8, FE-2, FE-3, FE-5, SUB-4, SUB-14) — go
+through :meth:`Verifier._beyond`: a warning by default, a violation in strict
+mode.
+
+The verifier never repairs: it does not close what a producer left open, does
+not synthesize ``RUN_FINISHED`` for a truncated run (RUN-9, TRANS-2), and does
+not invent an item an orphaned fragment names (REAS-4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
+from .._version import PROTOCOL_VERSION, parse_version
+from ._enforce import DEFAULT_MAX_DEPTH
+
+__all__ = ["Limits", "RunStatus", "RunSummary", "Verifier"]
+
+Event = dict[str, Any]
+RunStatus = Literal[
+    "running", "success", "interrupt", "cancelled", "error", "truncated", "rejected"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one consumer. Exceeding one raises :class:`LimitExceeded`.
+
+    The defaults are generous for real traffic and keep a hostile or broken
+    producer from growing memory without bound.
+    """
+
+    max_event_bytes: int = 16 * 1024 * 1024
+    """Largest single event (one SSE ``data`` payload / NDJSON line)."""
+    max_argument_bytes: int = 8 * 1024 * 1024
+    """Largest argument text of one tool call, across all its deltas and reopens."""
+    max_open_items: int = 10_000
+    """Items open at once in one run: messages, calls, reasoning, steps, subagents."""
+    max_lanes: int = 1_000
+    """Chunk streams open at once (one per owner lane)."""
+    max_tracked_ids: int = 1_000_000
+    """Message and tool-call ids remembered for one thread."""
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """How deeply one event may nest (the event itself is level 1). Enforced where
+    open values enter, by enforcement; 128 by default, below the 254 levels orjson
+    can write — a client re-sends the state it receives — and far from the depth
+    at which the reducer's ``deepcopy`` exhausts Python's stack (see
+    :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`)."""
+
+
+@dataclass
+class RunSummary:
+    """What one run on the stream amounted to.
+
+    ``pending`` lists the tool calls the run started and did not answer with
+    ``TOOL_CALL_RESULT``, in the order they were made — derived from the
+    stream, never read from an absent ``pendingToolCallIds`` as "nothing"
+    (FE-6, FE-7).
+    """
+
+    thread_id: str | None
+    run_id: str | None
+    status: RunStatus = "running"
+    outcome: dict[str, Any] | None = None
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    protocol_version: str | None = None
+    started: list[str] = field(default_factory=list)
+    """Tool calls this run started, in order."""
+    answered: set[str] = field(default_factory=set)
+    """Tool calls this run answered with ``TOOL_CALL_RESULT``."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "threadId": self.thread_id,
+            "runId": self.run_id,
+            "status": self.status,
+            "pending": list(self.pending),
+        }
+        if self.interrupts:
+            out["interrupts"] = self.interrupts
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(slots=True)
+class _Item:
+    """A streamed item (text/reasoning message or tool call) the stream opened."""
+
+    kind: str
+    owner: str | None
+    tag: str | None  # the opener's own subagentRunId (None when untagged)
+    run: int
+    name: str | None = None  # toolCallName / role
+    parent: str | None = None  # parentMessageId / message name
+    open: bool = True
+    args: int = 0
+    ended: bool = False  # closed by its END (not abandoned by RUN_ERROR or truncation)
+
+
+_BEFORE, _ACTIVE, _FINISHED, _ERRORED = range(4)
+_ALL_TYPES: Final = [
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_RESULT",
+    "STATE_SNAPSHOT",
+    "STATE_DELTA",
+    "MESSAGES_SNAPSHOT",
+    "ACTIVITY_SNAPSHOT",
+    "ACTIVITY_DELTA",
+    "RAW",
+    "CUSTOM",
+    "RUN_STARTED",
+    "RUN_FINISHED",
+    "RUN_ERROR",
+    "STEP_STARTED",
+    "STEP_FINISHED",
+    "REASONING_START",
+    "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_CONTENT",
+    "REASONING_MESSAGE_END",
+    "REASONING_END",
+    "REASONING_ENCRYPTED_VALUE",
+    "SUBAGENT_STARTED",
+    "SUBAGENT_FINISHED",
+    "SUBAGENT_ERROR",
+]
+_MISSING: Final = object()
+
+_NOUN: Final = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
+# the rule that states the streaming discipline for each kind
+_RULE: Final = {"text": "TEXT-8", "tool": "TOOL-20", "reasoning": "REAS-4"}
+
+
+class Verifier:
+    """The sequence-rule state machine for one stream.
+
+    Args:
+        strict: make the beyond-the-official-client checks violations instead
+            of warnings.
+        thread_id: the run input's ``threadId``; every run must carry it
+            (INPUT-3). Without it, the first run's thread id is used.
+        frontend_tools: names of the tools the run input advertised (FE-2, FE-3).
+        history: the run input's ``messages`` (wire dicts), so results and
+            reopens of earlier calls are judged against the whole thread.
+        limits: resource limits.
+        on_warning: called with each warning as it is raised.
+    """
+
+    def __init__(
+        self,
+        *,
+        strict: bool = False,
+        thread_id: str | None = None,
+        frontend_tools: Iterable[str] = (),
+        history: Iterable[Mapping[str, Any]] = (),
+        limits: Limits | None = None,
+        on_warning: Callable[[ProtocolWarning], None] | None = None,
+    ) -> None:
+        self.strict = strict
+        self.limits = limits or Limits()
+        self._max_args = self.limits.max_argument_bytes
+        self.frontend_tools = frozenset(frontend_tools)
+        self.warnings: list[ProtocolWarning] = []
+        self.runs: list[RunSummary] = []
+        self._on_warning = on_warning
+        self._state = _BEFORE
+        self._thread_id = thread_id
+        self._run_no = 0
+        self._run: RunSummary | None = None
+        self._run_ids: set[str] = set()
+        # thread-scoped knowledge
+        self._messages: dict[str, str] = {}  # id → what minted it ("text", "tool", …)
+        self._items: dict[tuple[str, str], _Item] = {}  # (kind, id) → item
+        self._results: dict[str, str] = {}  # toolCallId → result messageId
+        # run-scoped tracking
+        # open streamed items, one table per kind keyed by id (no tuple per lookup)
+        self._open_text: dict[str, _Item] = {}
+        self._open_tool: dict[str, _Item] = {}
+        self._open_reasoning: dict[str, _Item] = {}
+        self._open: dict[str, dict[str, _Item]] = {
+            "text": self._open_text,
+            "tool": self._open_tool,
+            "reasoning": self._open_reasoning,
+        }
+        self._spans: set[str] = set()
+        self._steps: set[tuple[str | None, str]] = set()
+        self._subagents: set[str] = set()
+        self._subagents_done: set[str] = set()
+        self._tags_seen: set[str] = set()
+        self._activities: dict[str, str | None] = {}  # activity id → owner (this run)
+        self._seed(history)
+        handlers: dict[str, Callable[[Event, int | None], None]] = {
+            "TEXT_MESSAGE_START": self._text_start,
+            "TEXT_MESSAGE_CONTENT": self._text_content,
+            "TEXT_MESSAGE_END": self._text_end,
+            "TOOL_CALL_START": self._tool_start,
+            "TOOL_CALL_ARGS": self._tool_args,
+            "TOOL_CALL_END": self._tool_end,
+            "REASONING_MESSAGE_START": self._reasoning_start,
+            "REASONING_MESSAGE_CONTENT": self._reasoning_content,
+            "REASONING_MESSAGE_END": self._reasoning_end,
+            "TOOL_CALL_RESULT": self._tool_result,
+            "REASONING_START": self._span_start,
+            "REASONING_END": self._span_end,
+            "STEP_STARTED": self._step_start,
+            "STEP_FINISHED": self._step_end,
+            "SUBAGENT_STARTED": self._subagent_start,
+            "SUBAGENT_FINISHED": self._subagent_end,
+            "SUBAGENT_ERROR": self._subagent_end,
+            "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
+            "ACTIVITY_DELTA": self._activity_delta,
+            "RUN_STARTED": self._nested_run_started,
+            "RUN_FINISHED": self._run_finished,
+            "RUN_ERROR": self._run_error,
+        }
+        # everything else (state, activity, RAW, CUSTOM, encrypted values) stands alone
+        self._active: dict[str, Callable[[Event, int | None], None]] = {
+            kind: handlers.get(kind, self._standalone) for kind in _ALL_TYPES
+        }
+        self._gated: dict[str, Callable[[Event, int | None], None]] = dict.fromkeys(
+            _ALL_TYPES, self._gate
+        )
+        self.dispatch = self._gated
+        """Event type → the handler for the current state. Callers that already
+        know the type (the pipeline's loop) may call ``dispatch[type](event, index)``
+        instead of :meth:`feed`; the table is swapped on every state change."""
+
+    # -- public --------------------------------------------------------------
+
+    @property
+    def current_run(self) -> RunSummary | None:
+        return self._run
+
+    def owner_of(self, kind: str, ident: str) -> tuple[bool, str | None]:
+        """Who owns item ``ident``: ``(found, subagentRunId or None for the parent)``.
+
+        Open items for continuations; for ``text``, any message the thread
+        knows (a tool call inherits its message's owner).
+        """
+        item = self._open[kind].get(ident)
+        if item is None and kind == "text":
+            item = self._items.get((kind, ident))
+        return (True, item.owner) if item is not None else (False, None)
+
+    def was_closed(self, kind: str, ident: str) -> bool:
+        """Whether item ``ident`` (``kind``: text/tool/reasoning) was closed by its END.
+
+        A call abandoned by ``RUN_ERROR``, cut off by truncation or left open
+        by a rejected stream was never closed: its arguments are a prefix.
+        """
+        item = self._items.get((kind, ident))
+        return item is not None and item.ended and not item.open
+
+    def feed(self, ev: Event, index: int | None = None) -> None:
+        """Judge one expanded event; raise :class:`ProtocolViolation` if fatal."""
+        self.dispatch[ev["type"]](ev, index)
+
+    def _enter(self, state: int) -> None:
+        self._state = state
+        self.dispatch = self._active if state is _ACTIVE else self._gated
+
+    def _gate(self, ev: Event, index: int | None) -> None:
+        self._lifecycle_gate(ev, ev["type"], index)
+
+    def _standalone(self, ev: Event, index: int | None) -> None:
+        """State, activity, passthrough and encrypted-value events: no sequence of their own."""
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._tags_seen.add(tag)
+
+    def _nested_run_started(self, ev: Event, index: int | None) -> None:
+        raise self._violation(
+            "RUN-13",
+            "a RUN_STARTED arrived while the current run is still active; a producer must "
+            "close a run before opening the next.",
+            ev,
+            index,
+            ids={"runId": self._run.run_id} if self._run and self._run.run_id else None,
+        )
+
+    def rejected(self) -> None:
+        """The consumer rejected the stream: the active run ends as ``rejected``.
+
+        Kept apart from ``error`` (a producer's own RUN_ERROR): a consumer MUST
+        NOT present one as the other (RUN-16).
+        """
+        if self._state is _ACTIVE and self._run is not None:
+            self._run.status = "rejected"
+            self._run.pending = self._pending()
+        self._enter(_FINISHED)
+
+    def end_of_stream(self) -> None:
+        """The byte stream ended. An active run is truncated — never finished (TRANS-2)."""
+        if self._state is _ACTIVE and self._run is not None:
+            self._run.status = "truncated"
+            self._run.pending = self._pending()
+            self._enter(_FINISHED)
+        elif self._state is _BEFORE:
+            self.runs.append(RunSummary(None, None, "truncated"))
+            self._enter(_FINISHED)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def _lifecycle_gate(self, ev: Event, kind: str, index: int | None) -> None:
+        """Events arriving while no run is active (RUN-1, RUN-12)."""
+        if kind == "RUN_STARTED":
+            self._run_started(ev, index)
+            return
+        if kind == "RUN_ERROR":
+            if self._state is _BEFORE:
+                run = RunSummary(None, None, "error", error=_error_of(ev))
+                self.runs.append(run)
+                self._enter(_ERRORED)
+                return
+            if self._state is _FINISHED and self._run is not None:
+                # a late failure after RUN_FINISHED: the run is failed (RUN-12)
+                self._run.status = "error"
+                self._run.error = _error_of(ev)
+                self._enter(_ERRORED)
+                return
+        if self._state is _BEFORE:
+            raise self._violation(
+                "RUN-1",
+                f"the first event must be RUN_STARTED (or RUN_ERROR), not {kind}.",
+                ev,
+                index,
+            )
+        closed_by = "RUN_FINISHED" if self._state is _FINISHED else "RUN_ERROR"
+        allowed = (
+            "only a new RUN_STARTED or a late RUN_ERROR may follow"
+            if closed_by == "RUN_FINISHED"
+            else "only a new RUN_STARTED may follow"
+        )
+        raise self._violation(
+            "RUN-12",
+            f"the run has already closed with {closed_by}; {allowed}, not {kind}.",
+            ev,
+            index,
+            ids={"runId": self._run.run_id or ""} if self._run and self._run.run_id else None,
+        )
+
+    def _run_started(self, ev: Event, index: int | None) -> None:
+        thread_id, run_id = ev["threadId"], ev["runId"]
+        if self._thread_id is None:
+            self._thread_id = thread_id
+        elif thread_id != self._thread_id:
+            raise self._violation(
+                "INPUT-3",
+                f"every run on the stream must carry the input's threadId {self._thread_id!r}; "
+                f"this RUN_STARTED carries {thread_id!r}.",
+                ev,
+                index,
+                path="/threadId",
+                ids={"runId": run_id},
+            )
+        if run_id in self._run_ids:
+            self._beyond(
+                "EVT-7",
+                f"runId {run_id!r} was already used by an earlier run of this thread.",
+                index,
+                "RUN_STARTED",
+                {"runId": run_id},
+            )
+        self._run_ids.add(run_id)
+        self._run_no += 1
+        run = RunSummary(thread_id, run_id, protocol_version=ev.get("protocolVersion"))
+        self.runs.append(run)
+        self._run = run
+        self._enter(_ACTIVE)
+        for table in self._open.values():
+            table.clear()
+        self._spans.clear()
+        self._steps.clear()
+        self._subagents.clear()
+        self._subagents_done.clear()
+        self._tags_seen.clear()
+        self._activities.clear()
+        version = ev.get("protocolVersion")
+        if version is not None:
+            self._check_version(version, index)
+        if "input" in ev:
+            self._seed(ev["input"].get("messages", ()))
+
+    def _check_version(self, declared: str, index: int | None) -> None:
+        ours = parse_version(PROTOCOL_VERSION)
+        theirs = parse_version(declared)
+        if theirs is None:
+            self._warn(
+                "VER-5",
+                f"cannot interpret the producer's protocolVersion {describe_value(declared)}; "
+                f"proceeding as for a newer version (this consumer speaks {PROTOCOL_VERSION}).",
+                index,
+                "RUN_STARTED",
+                path="/protocolVersion",
+            )
+        elif ours is not None and theirs > ours:
+            self._warn(
+                "VER-5",
+                f"the producer declares protocol version {declared}, newer than the "
+                f"{PROTOCOL_VERSION} this consumer speaks; proceeding under the processing model.",
+                index,
+                "RUN_STARTED",
+                path="/protocolVersion",
+            )
+
+    def _run_finished(self, ev: Event, index: int | None) -> None:
+        run = self._run
+        assert run is not None
+        for key in ("threadId", "runId"):
+            expected = run.thread_id if key == "threadId" else run.run_id
+            if ev[key] != expected:
+                raise self._violation(
+                    "INPUT-3",
+                    f"RUN_FINISHED names {key} {ev[key]!r} but the run it would close started as "
+                    f"{expected!r}; both boundary events must carry the input's threadId and agree on "
+                    "their runId.",
+                    ev,
+                    index,
+                    path=f"/{key}",
+                )
+        self._require_all_closed(ev, index)
+        outcome = ev.get("outcome")
+        pending = self._pending()
+        run.pending = pending
+        run.outcome = outcome
+        kind = outcome["type"] if outcome is not None else "success"
+        if kind == "interrupt":
+            interrupts = outcome["interrupts"] if outcome is not None else []
+            seen: set[str] = set()
+            for i, interrupt in enumerate(interrupts):
+                if interrupt["id"] in seen:
+                    raise self._violation(
+                        "INT-3",
+                        f"interrupt id {interrupt['id']!r} appears twice in one run; each "
+                        "interrupt's id must be unique within the run.",
+                        ev,
+                        index,
+                        path=f"/outcome/interrupts/{i}/id",
+                    )
+                seen.add(interrupt["id"])
+            run.interrupts = list(interrupts)
+            frontend = [c for c in pending if self._call_name(c) in self.frontend_tools]
+            if frontend:
+                self._beyond(
+                    "FE-3",
+                    "the run left advertised frontend tool call(s) "
+                    f"{', '.join(map(repr, frontend))} unanswered but reports itself interrupted; "
+                    "a run that stops on a frontend call must finish with the success outcome.",
+                    index,
+                    "RUN_FINISHED",
+                    {"toolCallIds": ",".join(frontend)},
+                )
+        elif kind == "success" and outcome is not None and outcome.get("pendingToolCallIds"):
+            named = outcome["pendingToolCallIds"]
+            if set(named) != set(pending) or len(named) != len(pending):
+                self._beyond(
+                    "FE-5",
+                    f"pendingToolCallIds names {named} but the run started and left unanswered "
+                    f"{pending}; when sent, the list must contain exactly those calls.",
+                    index,
+                    "RUN_FINISHED",
+                    {"runId": run.run_id or ""},
+                )
+        run.status = kind  # type: ignore[assignment]
+        self._enter(_FINISHED)
+
+    def _require_all_closed(self, ev: Event, index: int | None) -> None:
+        for kind, ident in ((k, i) for k, table in self._open.items() for i in table):
+            raise self._violation(
+                _RULE[kind] if kind != "text" else "STREAM-4",
+                f"cannot finish the run while {_NOUN[kind]} {ident!r} is still open; every item a "
+                "producer opens must be closed before the run finishes.",
+                ev,
+                index,
+                ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+            )
+        for span in self._spans:
+            raise self._violation(
+                "REAS-4",
+                f"cannot finish the run while reasoning span {span!r} is still open.",
+                ev,
+                index,
+                ids={"messageId": span},
+            )
+        for owner, name in self._steps:
+            raise self._violation(
+                "STEP-2",
+                f"cannot finish the run while step {name!r}"
+                f"{f' of subagent {owner!r}' if owner else ''} is still open.",
+                ev,
+                index,
+                ids={"stepName": name},
+            )
+        for sub in self._subagents:
+            raise self._violation(
+                "SUB-6",
+                f"cannot finish the run while subagent invocation {sub!r} is still active; close "
+                "it with SUBAGENT_FINISHED or SUBAGENT_ERROR first.",
+                ev,
+                index,
+                ids={"subagentRunId": sub},
+            )
+
+    def _run_error(self, ev: Event, index: int | None) -> None:
+        run = self._run
+        assert run is not None
+        run.status = "error"
+        run.error = _error_of(ev)
+        run.pending = self._pending()
+        # RUN_ERROR ends whatever was still open along with the run (RUN-15, SUB-17)
+        for table in self._open.values():
+            for item in table.values():
+                item.open = False
+            table.clear()
+        self._enter(_ERRORED)
+
+    def _pending(self) -> list[str]:
+        run = self._run
+        if run is None:
+            return []
+        return [c for c in run.started if c not in self._results]
+
+    # -- streamed items (text, tool calls, reasoning messages) ----------------
+
+    # The hot path: one small method per event type, no dispatch inside.
+
+    def _text_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        self._start(ev, index, "text", ident, ("text", ident))
+
+    def _text_content(self, ev: Event, index: int | None) -> None:
+        item = self._open_text.get(ev["messageId"])
+        if item is None:
+            self._not_open(ev, index, "text", ev["messageId"])
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+
+    def _text_end(self, ev: Event, index: int | None) -> None:
+        self._end(ev, index, "text", ev["messageId"])
+
+    def _reasoning_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["messageId"]
+        self._start(ev, index, "reasoning", ident, ("reasoning", ident))
+
+    def _reasoning_content(self, ev: Event, index: int | None) -> None:
+        item = self._open_reasoning.get(ev["messageId"])
+        if item is None:
+            self._not_open(ev, index, "reasoning", ev["messageId"])
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+
+    def _reasoning_end(self, ev: Event, index: int | None) -> None:
+        self._end(ev, index, "reasoning", ev["messageId"])
+
+    def _tool_start(self, ev: Event, index: int | None) -> None:
+        ident = ev["toolCallId"]
+        self._start(ev, index, "tool", ident, ("tool", ident))
+
+    def _tool_args(self, ev: Event, index: int | None) -> None:
+        ident = ev["toolCallId"]
+        item = self._open_tool.get(ident)
+        if item is None:
+            self._not_open(ev, index, "tool", ident)
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+        item.args += len(ev["delta"])  # type: ignore[union-attr]
+        if item.args > self._max_args:  # type: ignore[union-attr]
+            raise LimitExceeded(
+                "LIMIT",
+                f"tool call {ident!r} has more than max_argument_bytes="
+                f"{self.limits.max_argument_bytes} of argument text.",
+                index=index,
+                event_type=ev["type"],
+                ids={"toolCallId": ident},
+            )
+
+    def _tool_end(self, ev: Event, index: int | None) -> None:
+        self._end(ev, index, "tool", ev["toolCallId"])
+
+    def _end(self, ev: Event, index: int | None, kind: str, ident: str) -> None:
+        table = self._open[kind]
+        item = table.get(ident)
+        if item is None:
+            self._not_open(ev, index, kind, ident)
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._continuation_tag(ev, index, item, tag)
+        del table[ident]
+        item.open = False  # type: ignore[union-attr]
+        item.ended = True  # type: ignore[union-attr]
+
+    def _continuation_tag(self, ev: Event, index: int | None, item: _Item | None, tag: str) -> None:
+        """A tagged continuation must agree with its opener (SUB-11); untagged is fine."""
+        assert item is not None
+        if tag != item.owner:
+            ident = ev["toolCallId" if item.kind == "tool" else "messageId"]
+            self._mismatch(ev, index, item.kind, ident, item.owner)
+        self._tags_seen.add(tag)
+
+    def _start(
+        self, ev: Event, index: int | None, kind: str, ident: str, key: tuple[str, str]
+    ) -> None:
+        if ident in self._open[kind]:
+            raise self._violation(
+                _RULE[kind] if kind != "text" else "STREAM-2",
+                f"{ev['type']} reopens {_NOUN[kind]} {ident!r}, which is still open; close it "
+                "before its id is used again.",
+                ev,
+                index,
+                ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+            )
+        open_items = len(self._open_text) + len(self._open_tool) + len(self._open_reasoning)
+        if open_items + len(self._spans) + len(self._steps) + len(self._subagents) >= (
+            self.limits.max_open_items
+        ):
+            raise LimitExceeded(
+                "LIMIT",
+                f"more than max_open_items={self.limits.max_open_items} items open in one run.",
+                index=index,
+                event_type=ev["type"],
+            )
+        tag = ev.get("subagentRunId")
+        if tag is not None:
+            self._tags_seen.add(tag)
+        owner = tag
+        if kind == "tool":
+            name, parent = ev["toolCallName"], ev.get("parentMessageId")
+            if parent is not None:
+                parent_item = self._items.get(("text", parent))
+                if parent_item is not None:
+                    if tag is None:
+                        owner = parent_item.owner  # a call inherits its message's owner (SUB-12)
+                    elif tag != parent_item.owner:
+                        raise self._violation(
+                            "SUB-12",
+                            f"tool call {ident!r} is attributed to {tag!r} but the message carrying "
+                            f"it, {parent!r}, belongs to {parent_item.owner or 'the parent agent'!r}; "
+                            "a tool call inherits the attribution of its message.",
+                            ev,
+                            index,
+                            path="/subagentRunId",
+                            ids={"toolCallId": ident, "parentMessageId": parent},
+                        )
+        else:
+            name, parent = ev.get("role"), ev.get("name")
+        known = self._items.get(key)
+        if known is not None:
+            self._reopen(ev, index, kind, ident, known, tag, owner, name, parent)
+            known.open = True
+            known.ended = False
+            item = known
+        else:
+            if len(self._items) >= self.limits.max_tracked_ids:
+                raise LimitExceeded(
+                    "LIMIT",
+                    f"more than max_tracked_ids={self.limits.max_tracked_ids} items in one thread.",
+                    index=index,
+                    event_type=ev["type"],
+                )
+            item = _Item(kind, owner, tag, self._run_no, name, parent)
+            self._items[key] = item
+            if kind != "tool":
+                self._mint_message(ident, kind, ev, index)
+            else:
+                assert self._run is not None
+                self._run.started.append(ident)
+        if item.run != self._run_no:
+            item.run = self._run_no
+            if kind == "tool" and self._run is not None and ident not in self._run.started:
+                self._run.started.append(ident)
+        self._open[kind][ident] = item
+
+    def _reopen(
+        self,
+        ev: Event,
+        index: int | None,
+        kind: str,
+        ident: str,
+        known: _Item,
+        tag: str | None,
+        owner: str | None,
+        name: str | None,
+        parent: str | None,
+    ) -> None:
+        """A closed item reopened: allowed (TEXT-2, TOOL-7); it must agree with itself."""
+        same_run = known.run == self._run_no
+        if kind == "tool":
+            diffs = []
+            if name != known.name:
+                diffs.append(f"toolCallName {name!r} ≠ {known.name!r}")
+            if parent != known.parent:
+                diffs.append(f"parentMessageId {parent!r} ≠ {known.parent!r}")
+            if owner != known.owner:
+                diffs.append(f"owner {owner!r} ≠ {known.owner!r}")
+            if diffs:
+                self._beyond(
+                    "TOOL-8",
+                    f"a reopening TOOL_CALL_START disagrees with the call it reopens ({'; '.join(diffs)}); "
+                    "the established values are kept.",
+                    index,
+                    ev["type"],
+                    {"toolCallId": ident},
+                )
+            return
+        if same_run and tag is not None and tag != known.owner:
+            raise self._violation(
+                "TEXT-4",
+                f"{ev['type']} reopens {_NOUN[kind]} {ident!r} under owner {tag!r}, but it was opened by "
+                f"{known.owner or 'the parent agent'!r}; within a run that is an attribution mismatch.",
+                ev,
+                index,
+                path="/subagentRunId",
+                ids={"messageId": ident},
+            )
+        # an absent role on the reopening start means "assistant" (TEXT-1) and must agree too
+        if kind == "text" and (
+            (name or "assistant") != (known.name or "assistant")
+            or (parent is not None and parent != known.parent)
+        ):
+            self._beyond(
+                "TEXT-3",
+                f"a reopening TEXT_MESSAGE_START disagrees with message {ident!r} (role/name); the "
+                "message's established values stand.",
+                index,
+                ev["type"],
+                {"messageId": ident},
+            )
+
+    def _mint_message(self, ident: str, minted_by: str, ev: Event, index: int | None) -> None:
+        existing = self._messages.get(ident)
+        if existing is not None and existing != minted_by:
+            self._beyond(
+                "EVT-8",
+                f"{ev['type']} uses messageId {ident!r}, which already identifies a {existing} "
+                "message of this thread; a messageId must be unique within its thread.",
+                index,
+                ev["type"],
+                {"messageId": ident},
+            )
+        self._messages.setdefault(ident, minted_by)
+
+    def _not_open(self, ev: Event, index: int | None, kind: str, ident: str) -> None:
+        known = self._items.get((kind, ident))
+        why = "it was closed" if known is not None and not known.open else "nothing opened it"
+        raise self._violation(
+            _RULE[kind] if kind != "text" else "STREAM-3",
+            f"{ev['type']} names {_NOUN[kind]} {ident!r}, but no active {_NOUN[kind]} has that id "
+            f"({why}); content and end events must follow an open start.",
+            ev,
+            index,
+            ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+        )
+
+    def _mismatch(
+        self, ev: Event, index: int | None, kind: str, ident: str, owner: str | None
+    ) -> None:
+        raise self._violation(
+            "SUB-11",
+            f"{ev['type']} is attributed to {ev.get('subagentRunId')!r} but {_NOUN[kind]} {ident!r} "
+            f"was opened by {owner or 'the parent agent'!r}; a continuation must agree with its "
+            "opener about the owner.",
+            ev,
+            index,
+            path="/subagentRunId",
+            ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+        )
+
+    # -- results ----------------------------------------------------------------
+
+    def _tool_result(self, ev: Event, index: int | None) -> None:
+        call_id, message_id = ev["toolCallId"], ev["messageId"]
+        ids = {"toolCallId": call_id, "messageId": message_id}
+        item = self._items.get(("tool", call_id))
+        if item is None:
+            self._beyond(
+                "TOOL-10",
+                f"TOOL_CALL_RESULT answers tool call {call_id!r}, which this thread never started.",
+                index,
+                ev["type"],
+                ids,
+            )
+        elif item.open:
+            self._beyond(
+                "TOOL-10",
+                f"TOOL_CALL_RESULT answers tool call {call_id!r} while it is still open; its "
+                "arguments are not complete until TOOL_CALL_END.",
+                index,
+                ev["type"],
+                ids,
+            )
+        previous = self._results.get(call_id)
+        if previous is not None:
+            self._beyond(
+                "TOOL-10",
+                f"a second TOOL_CALL_RESULT for tool call {call_id!r} (the first was message "
+                f"{previous!r}); a call has one result.",
+                index,
+                ev["type"],
+                ids,
+            )
+        if message_id in self._messages:
+            self._beyond(
+                "EVT-8",
+                f"TOOL_CALL_RESULT mints tool message {message_id!r}, but that id already identifies a "
+                f"{self._messages[message_id]} message of this thread.",
+                index,
+                ev["type"],
+                ids,
+            )
+        if item is not None and item.name in self.frontend_tools:
+            self._beyond(
+                "FE-2",
+                f"the producer answered tool call {call_id!r} to {item.name!r}, a frontend tool the "
+                "run input advertised; its result is the application's to produce.",
+                index,
+                ev["type"],
+                ids,
+            )
+        self._messages.setdefault(message_id, "tool")
+        self._results.setdefault(call_id, message_id)
+        if self._run is not None:
+            self._run.answered.add(call_id)
+
+    def _call_name(self, call_id: str) -> str | None:
+        item = self._items.get(("tool", call_id))
+        return item.name if item is not None else None
+
+    # -- reasoning spans, steps, subagents ----------------------------------------
+
+    def _span_start(self, ev: Event, index: int | None) -> None:
+        span = ev["messageId"]
+        if span in self._spans:
+            raise self._violation(
+                "REAS-4",
+                f"REASONING_START reopens reasoning span {span!r}, which is still open.",
+                ev,
+                index,
+                ids={"messageId": span},
+            )
+        self._spans.add(span)
+
+    def _span_end(self, ev: Event, index: int | None) -> None:
+        span = ev["messageId"]
+        if span not in self._spans:
+            raise self._violation(
+                "REAS-4",
+                f"REASONING_END names reasoning span {span!r}, but no active span has that id.",
+                ev,
+                index,
+                ids={"messageId": span},
+            )
+        self._spans.discard(span)
+
+    def _step_start(self, ev: Event, index: int | None) -> None:
+        key = (ev.get("subagentRunId"), ev["stepName"])
+        if key in self._steps:
+            raise self._violation(
+                "STEP-1",
+                f"STEP_STARTED opens step {key[1]!r}, which its owner already has open.",
+                ev,
+                index,
+                ids={"stepName": key[1]},
+            )
+        self._steps.add(key)
+
+    def _step_end(self, ev: Event, index: int | None) -> None:
+        key = (ev.get("subagentRunId"), ev["stepName"])
+        if key not in self._steps:
+            owner = f" by {key[0]!r}" if key[0] else ""
+            raise self._violation(
+                "STEP-1",
+                f"STEP_FINISHED closes step {key[1]!r}{owner}, that was not started (steps are "
+                "per owner: a STEP_FINISHED carries its STEP_STARTED's attribution).",
+                ev,
+                index,
+                ids={"stepName": key[1]},
+            )
+        self._steps.discard(key)
+
+    def _subagent_start(self, ev: Event, index: int | None) -> None:
+        sub = ev["subagentRunId"]
+        if sub in self._subagents or sub in self._subagents_done:
+            state = (
+                "is already active" if sub in self._subagents else "already finished in this run"
+            )
+            raise self._violation(
+                "SUB-5",
+                f"SUBAGENT_STARTED announces invocation {sub!r}, which {state}; each invocation "
+                "gets its own id.",
+                ev,
+                index,
+                ids={"subagentRunId": sub},
+            )
+        parent = ev.get("parentSubagentRunId")
+        if (
+            parent is not None
+            and parent not in self._subagents
+            and parent not in self._subagents_done
+        ):
+            self._beyond(
+                "SUB-14",
+                f"SUBAGENT_STARTED names parent invocation {parent!r}, which was not announced in "
+                "this run.",
+                index,
+                ev["type"],
+                {"subagentRunId": sub},
+            )
+        if sub in self._tags_seen:
+            self._beyond(
+                "SUB-4",
+                f"invocation {sub!r} is announced after events already attributed to it; a "
+                "producer announces an invocation before its events.",
+                index,
+                ev["type"],
+                {"subagentRunId": sub},
+            )
+        self._subagents.add(sub)
+
+    def _subagent_end(self, ev: Event, index: int | None) -> None:
+        sub = ev["subagentRunId"]
+        if sub not in self._subagents:
+            raise self._violation(
+                "SUB-6",
+                f"{ev['type']} closes invocation {sub!r}, which was never announced (or already "
+                "ended) in this run; there is nothing to close.",
+                ev,
+                index,
+                ids={"subagentRunId": sub},
+            )
+        self._subagents.discard(sub)
+        self._subagents_done.add(sub)
+
+    def _activity_snapshot(self, ev: Event, index: int | None) -> None:
+        """A snapshot that creates or replaces an activity (re-)mints its owner."""
+        ident, tag = ev["messageId"], ev.get("subagentRunId")
+        if ev.get("replace", True) or ident not in self._activities:
+            self._activities[ident] = tag
+        if tag is not None:
+            self._tags_seen.add(tag)
+
+    def _activity_delta(self, ev: Event, index: int | None) -> None:
+        """A delta continues the activity its snapshot opened: a disagreeing tag is fatal."""
+        ident, tag = ev["messageId"], ev.get("subagentRunId")
+        if tag is None:
+            return
+        self._tags_seen.add(tag)
+        if ident in self._activities and self._activities[ident] != tag:
+            owner = self._activities[ident]
+            raise self._violation(
+                "SUB-11",
+                f"ACTIVITY_DELTA is attributed to {tag!r} but activity {ident!r} was opened by "
+                f"{owner or 'the parent agent'!r}; a continuation must agree with its opener.",
+                ev,
+                index,
+                path="/subagentRunId",
+                ids={"messageId": ident},
+            )
+
+    def _messages_snapshot(self, ev: Event, index: int | None) -> None:
+        self._seed(ev["messages"])
+
+    # -- thread knowledge ------------------------------------------------------------
+
+    def _seed(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Learn message ids, tool calls and results from restated history."""
+        for msg in messages:
+            ident, role = msg["id"], msg["role"]
+            minted = {
+                "assistant": "text",
+                "user": "text",
+                "system": "text",
+                "developer": "text",
+            }.get(role, role)
+            self._messages.setdefault(ident, minted)
+            if (
+                role in ("assistant", "user", "system", "developer")
+                and ("text", ident) not in self._items
+            ):
+                self._items[("text", ident)] = _Item(
+                    "text",
+                    msg.get("subagentRunId"),
+                    msg.get("subagentRunId"),
+                    0,
+                    role,
+                    msg.get("name"),
+                    open=False,
+                    ended=True,
+                )
+            if role == "assistant":
+                for call in msg.get("toolCalls", ()):
+                    key = ("tool", call["id"])
+                    if key not in self._items:
+                        self._items[key] = _Item(
+                            "tool",
+                            msg.get("subagentRunId"),
+                            None,
+                            0,
+                            call["function"]["name"],
+                            ident,
+                            open=False,
+                            ended=True,
+                        )
+            elif role == "tool":
+                self._results.setdefault(msg["toolCallId"], ident)
+
+    # -- reporting --------------------------------------------------------------------
+
+    def _violation(
+        self,
+        rule: str,
+        explanation: str,
+        ev: Event,
+        index: int | None,
+        *,
+        path: str = "",
+        ids: Mapping[str, str] | None = None,
+    ) -> ProtocolViolation:
+        value = describe_value(ev[path[1:]]) if path and path[1:] in ev else None
+        return ProtocolViolation(
+            rule, explanation, index=index, path=path, value=value, event_type=ev["type"], ids=ids
+        )
+
+    def _warn(
+        self,
+        rule: str,
+        message: str,
+        index: int | None,
+        event_type: str | None,
+        ids: Mapping[str, str] | None = None,
+        path: str = "",
+    ) -> None:
+        warning = ProtocolWarning(rule, message, index, path, event_type, dict(ids or {}))
+        self.warnings.append(warning)
+        if self._on_warning is not None:
+            self._on_warning(warning)
+
+    def _beyond(
+        self, rule: str, message: str, index: int | None, event_type: str, ids: Mapping[str, str]
+    ) -> None:
+        """A rule the official client does not check: warn, or fail in strict mode."""
+        if self.strict:
+            raise ProtocolViolation(rule, message, index=index, event_type=event_type, ids=ids)
+        self._warn(rule, message, index, event_type, ids)
+
+
+def _error_of(ev: Event) -> dict[str, Any]:
+    out = {"message": ev["message"]}
+    if "code" in ev:
+        out["code"] = ev["code"]
+    return out

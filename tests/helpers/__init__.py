@@ -1,0 +1,1 @@
+"""Shared test helpers: stream DSL, samples, servers, strategies."""
