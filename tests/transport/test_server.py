@@ -372,9 +372,7 @@ def test_a_newer_client_version_is_served_with_a_warning(
     assert response.status_code == 200
     judge(raw, body)
     assert any(
-        "VER-5" in r.getMessage()
-        for r in caplog.records
-        if r.name == "agui_tools.transport"
+        "VER-5" in r.getMessage() for r in caplog.records if r.name == "agui_tools.transport"
     )
 
 
