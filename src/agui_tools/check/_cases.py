@@ -1,0 +1,1168 @@
+"""The case catalogue: what ``agui-tools check`` asks an agent, and how it judges the answer.
+
+Each :class:`Case` names the rules it checks (``spec/RULES.md`` IDs), the spec
+page they come from, and what a conforming producer does; its function makes
+the requests it needs (or reads the shared ones from the :class:`Context`) and
+records :class:`~agui_tools.check._report.Finding` objects. The verdict is the
+worst finding; no finding at all is a pass.
+
+Sections, in the order they run: ``input`` (how the agent meets good, bad and
+unusual run input), ``lifecycle`` (the shape of its runs), ``frontend`` (the
+frontend-tool round trip), ``history`` (a continuation that leaves a call
+unanswered), ``interrupts`` (when the agent interrupts), ``transport`` (the
+HTTP + SSE binding). Cases marked ``late`` run after all others, because they
+judge every stream the others received.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from ..app._arguments import ParsedArguments, parse_arguments
+from ..app._calls import Answer
+from ..app._validation import ArgumentValidator, InvalidToolSchema
+from ._context import Context, Stream, add, findings_of, new_input, use
+from ._report import CaseResult, Verdict
+
+__all__ = ["CASES", "SECTIONS", "Case"]
+
+PAGES: Final = {
+    "run-input": "basic/run-input",
+    "http-sse": "basic/transports/http-sse",
+    "lifecycle": "events/lifecycle",
+    "tool-calls": "events/tool-calls#frontend-tools",
+    "interrupts": "basic/patterns/interrupt-resume",
+    "versioning": "basic/versioning",
+}
+
+CaseFn = Callable[[Context, CaseResult], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    section: str
+    title: str
+    rules: tuple[str, ...]
+    page: str
+    expected: str
+    run: CaseFn
+    late: bool = False
+
+    def result(self) -> CaseResult:
+        return CaseResult(
+            id=self.id,
+            section=self.section,
+            title=self.title,
+            rules=self.rules,
+            page=self.page,
+            expected=self.expected,
+        )
+
+
+CASES: list[Case] = []
+
+
+def case(
+    id: str,
+    title: str,
+    rules: Sequence[str],
+    page: str,
+    expected: str,
+    *,
+    late: bool = False,
+) -> Callable[[CaseFn], CaseFn]:
+    def register(fn: CaseFn) -> CaseFn:
+        CASES.append(
+            Case(id, id.split(".")[0], title, tuple(rules), PAGES[page], expected, fn, late)
+        )
+        return fn
+
+    return register
+
+
+# -- helpers --------------------------------------------------------------------
+
+
+def describe(stream: Stream) -> str:
+    """What the agent did, in one sentence (for "not exercised" and observations)."""
+    ex = stream.exchange
+    if stream.judged is None:
+        if ex.status is None:
+            return f"no answer ({ex.error or 'connection failed'})"
+        body = " ".join(ex.body.split())[:160]
+        return f"HTTP {ex.status} {ex.content_type or '(no content type)'}" + (
+            f": {body}" if body else ""
+        )
+    judged = stream.judged
+    parts = []
+    text = "".join(
+        str(ev.get("delta", "")) for _, ev in judged.of_type("TEXT_MESSAGE_CONTENT")
+    ) + "".join(
+        str(ev.get("delta", ""))
+        for _, ev in judged.of_type("TEXT_MESSAGE_CHUNK")
+        if isinstance(ev.get("delta"), str)
+    )
+    if text.strip():
+        short = " ".join(text.split())
+        parts.append(f"said {short[:100]!r}" + ("…" if len(short) > 100 else ""))
+    answered = {ev.get("toolCallId") for _, ev in judged.of_type("TOOL_CALL_RESULT")}
+    calls = []
+    for _, ev in judged.of_type("TOOL_CALL_START") + judged.of_type("TOOL_CALL_CHUNK"):
+        name = ev.get("toolCallName")
+        if name is None:
+            continue
+        how = "answered in-stream" if ev.get("toolCallId") in answered else "left unanswered"
+        calls.append(f"{name} ({how})")
+    if calls:
+        parts.append("called " + ", ".join(dict.fromkeys(calls)))
+    last = judged.last
+    status = last.status if last is not None else "no run"
+    parts.append(f"the run ended {status} after {len(ex.frames)} event(s)")
+    return "; ".join(parts)
+
+
+def calls_made(stream: Stream) -> list[tuple[str, str, int]]:
+    """Tool calls the stream started: (toolCallId, name, index of the opening event)."""
+    if stream.judged is None:
+        return []
+    out: dict[str, tuple[str, str, int]] = {}
+    for i, ev in enumerate(stream.judged.events):
+        if ev.get("type") in ("TOOL_CALL_START", "TOOL_CALL_CHUNK"):
+            cid, name = ev.get("toolCallId"), ev.get("toolCallName")
+            if isinstance(cid, str) and isinstance(name, str) and cid not in out:
+                out[cid] = (cid, name, i)
+    return list(out.values())
+
+
+def unanswered(stream: Stream) -> list[str]:
+    """Calls of the thread the stream leaves unanswered (the reducer's view)."""
+    if stream.judged is None or stream.judged.thread is None:
+        return []
+    return stream.judged.thread.unanswered_calls()
+
+
+def _error_status(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
+    """The verdict on an input the agent must refuse before any stream (INPUT-15)."""
+    ex = stream.exchange
+    if ex.status is None:
+        add(
+            res,
+            Verdict.FAIL,
+            rule,
+            f"{what}: no HTTP answer ({ex.error}); a rejected input is an HTTP error status, "
+            "never a hang or a dropped connection.",
+            stream,
+        )
+    elif 400 <= ex.status < 500:
+        if stream.judged is not None:
+            add(res, Verdict.FAIL, rule, f"{what}: HTTP {ex.status} but with an event stream.")
+        else:
+            res.observed = f"HTTP {ex.status}, no event stream" + (
+                f": {' '.join(ex.body.split())[:200]}" if ex.body else ""
+            )
+            use(res, stream)
+    elif ex.status >= 500:
+        add(
+            res,
+            Verdict.FAIL,
+            rule,
+            f"{what}: HTTP {ex.status}. Malformed input is the client's error — refused before "
+            "the run starts with a 4xx status naming the problem, never a server error.",
+            stream,
+        )
+    elif stream.judged is not None:
+        first = stream.judged.events[0] if stream.judged.events else {}
+        verdict = Verdict.FAIL
+        add(
+            res,
+            verdict,
+            rule,
+            f"{what}: HTTP {ex.status} with an event stream opening with "
+            f"{first.get('type', 'nothing')}; input that cannot be parsed is rejected before "
+            "RUN_STARTED, through the transport's error path: no stream exists for it.",
+            stream,
+            0 if stream.judged.events else None,
+        )
+    else:
+        add(
+            res,
+            Verdict.FAIL,
+            rule,
+            f"{what}: HTTP {ex.status} {ex.content_type}; expected a 4xx error status.",
+            stream,
+        )
+
+
+def _must_run(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
+    """An input the agent must serve: a 200 event stream, judged whole."""
+    ex = stream.exchange
+    if stream.judged is None:
+        add(
+            res,
+            Verdict.FAIL,
+            rule,
+            f"{what}, but the agent answered {describe(stream)}; it must strip what it does not "
+            "recognise and run.",
+            stream,
+        )
+        return
+    findings_of(res, stream)
+    res.observed = describe(stream)
+
+
+# -- input ----------------------------------------------------------------------------
+
+
+def _basic_input(**kw: Any) -> dict[str, Any]:
+    return new_input(user="Say hello in one short sentence.", **kw)
+
+
+@case(
+    "input.malformed-json",
+    "Malformed JSON is refused before any stream",
+    ("INPUT-15", "TRANS-4"),
+    "run-input",
+    "HTTP 4xx, no event stream; never a 500, a stream or a hang.",
+)
+async def _malformed_json(ctx: Context, res: CaseResult) -> None:
+    body = orjson.dumps(_basic_input())[:-7]  # cut mid-document
+    stream = await ctx.send(res, "a body that is not JSON (cut off mid-document)", body)
+    _error_status(res, stream, "INPUT-15", "a body that is not JSON")
+
+
+@case(
+    "input.wrong-type",
+    "A known member of the wrong type is refused",
+    ("INPUT-15", "PROC-2"),
+    "run-input",
+    'HTTP 4xx for `"messages": "hello"`, no event stream.',
+)
+async def _wrong_type(ctx: Context, res: CaseResult) -> None:
+    body = _basic_input()
+    body["messages"] = "hello"
+    stream = await ctx.send(res, "messages is a string, not a list", orjson.dumps(body))
+    _error_status(res, stream, "INPUT-15", "messages of the wrong type")
+
+
+@case(
+    "input.missing-member",
+    "A missing required member is refused",
+    ("INPUT-2", "INPUT-15"),
+    "run-input",
+    "HTTP 4xx for an input without runId, no event stream.",
+)
+async def _missing_member(ctx: Context, res: CaseResult) -> None:
+    body = _basic_input()
+    del body["runId"]
+    stream = await ctx.send(res, "no runId", orjson.dumps(body))
+    _error_status(res, stream, "INPUT-15", "an input without its required runId")
+
+
+@case(
+    "input.unknown-members",
+    "Unrecognised input members are tolerated",
+    ("INPUT-16",),
+    "run-input",
+    "The run starts and streams as usual: unknown members are stripped (with a warning "
+    "on the agent's side), never a reason to refuse.",
+)
+async def _unknown_members(ctx: Context, res: CaseResult) -> None:
+    good = _basic_input()
+    body = dict(good)
+    body["xAguiCheckFuture"] = {"added": "in a later version"}
+    body["messages"] = [dict(m, xAguiCheckNote=1) for m in good["messages"]]
+    stream = await ctx.send(
+        res, "input with unknown members", orjson.dumps(body), judge_as=good
+    )
+    _must_run(res, stream, "INPUT-16", "the input carried unrecognised members")
+
+
+@case(
+    "input.tools-absent",
+    "An absent tools list means no tools",
+    ("INPUT-11",),
+    "run-input",
+    "The run starts exactly as with an empty list.",
+)
+async def _tools_absent(ctx: Context, res: CaseResult) -> None:
+    stream = await ctx.send(res, "input without tools", _basic_input(tools=None))
+    _must_run(res, stream, "INPUT-11", "the input had no tools member")
+
+
+@case(
+    "input.newer-version",
+    "A newer minor version is served, and not echoed",
+    ("VER-5", "RUN-2"),
+    "versioning",
+    "The run is served (a producer MAY reject only another major line); RUN_STARTED "
+    "declares the producer's own version, never an echo of the input's.",
+)
+async def _newer_version(ctx: Context, res: CaseResult) -> None:
+    body = _basic_input()
+    body["protocolVersion"] = "1.9"
+    stream = await ctx.send(res, 'input declaring protocolVersion "1.9"', body)
+    if stream.judged is None:
+        add(
+            res,
+            Verdict.FAIL,
+            "VER-5",
+            f"the agent answered {describe(stream)}; a producer meeting a newer minor of its "
+            "line MUST serve the run (and SHOULD warn).",
+            stream,
+        )
+        return
+    findings_of(res, stream)
+    for i, ev in stream.judged.of_type("RUN_STARTED"):
+        if ev.get("protocolVersion") == "1.9":
+            add(
+                res,
+                Verdict.FAIL,
+                "RUN-2",
+                f'event #{i} RUN_STARTED declares protocolVersion "1.9", the input\'s own '
+                "declaration echoed; a producer declares the version it speaks.",
+                stream,
+                i,
+            )
+    res.observed = describe(stream)
+
+
+@case(
+    "input.oversized",
+    "An oversized body is refused",
+    ("TRANS-1", "INPUT-15"),
+    "http-sse",
+    "An HTTP 4xx (413) before any stream; never a 500 or a dropped connection. Accepting "
+    "it is allowed (the spec sets no size) and reported as info.",
+)
+async def _oversized(ctx: Context, res: CaseResult) -> None:
+    body = _basic_input()
+    size = ctx.settings.oversize_bytes
+    body["forwardedProps"] = {"padding": "x" * size}
+    raw = orjson.dumps(body)
+    exchange = await ctx.probe.post_large(
+        f"a {len(raw) / 1048576:.0f} MiB run input", raw, res.exchanges
+    )
+    stream = Stream({}, exchange, None)
+    ex = stream.exchange
+    if ex.content_type.split(";")[0].strip() == "text/event-stream":
+        # accepted and streaming: judged like any stream (read here only up to its head)
+        add(
+            res,
+            Verdict.INFO,
+            "TRANS-1",
+            f"the agent accepted a {len(raw) / 1048576:.0f} MiB input and ran "
+            "(the spec sets no limit; consider one).",
+            stream,
+        )
+        return
+    if ex.status is not None and 400 <= ex.status < 500:
+        res.observed = f"HTTP {ex.status}: refused"
+        use(res, stream)
+    elif ex.status is None:
+        add(
+            res,
+            Verdict.WARN,
+            "TRANS-1",
+            f"no HTTP answer to a {len(raw) / 1048576:.0f} MiB input ({ex.error}); refuse "
+            "it with 413 so the client learns why.",
+            stream,
+        )
+    else:
+        _error_status(res, stream, "INPUT-15", "an oversized input")
+
+
+# -- lifecycle ----------------------------------------------------------------------
+
+
+async def _basic(ctx: Context) -> Stream:
+    async def make() -> Stream:
+        res = CaseResult("", "", "", (), "", "")
+        return await ctx.send(res, "a plain prompt, no tools", _basic_input(tools=[]))
+
+    stream: Stream = await ctx.once("basic", make)
+    return stream
+
+
+@case(
+    "lifecycle.stream",
+    "A plain run is a well-formed stream",
+    ("RUN-1", "RUN-12", "STREAM-4", "TRANS-4", "EVT-1"),
+    "lifecycle",
+    "200 text/event-stream; the stream opens with RUN_STARTED, closes every item, ends with "
+    "one terminal event and nothing after it — the full consumer pipeline accepts it.",
+)
+async def _lifecycle_stream(ctx: Context, res: CaseResult) -> None:
+    stream = await _basic(ctx)
+    if stream.judged is None:
+        add(
+            res,
+            Verdict.FAIL,
+            "TRANS-4",
+            f"a well-formed input was answered {describe(stream)}; a run that starts answers "
+            "200 with Content-Type text/event-stream.",
+            stream,
+        )
+        return
+    findings_of(res, stream)
+    res.observed = describe(stream)
+
+
+@case(
+    "lifecycle.protocol-version",
+    "RUN_STARTED declares the producer's protocol version",
+    ("RUN-2", "VER-5"),
+    "versioning",
+    "RUN_STARTED carries protocolVersion (this checker speaks 1.1); an implementation of "
+    "this version MUST send its declaration.",
+)
+async def _protocol_version(ctx: Context, res: CaseResult) -> None:
+    stream = await _basic(ctx)
+    if stream.judged is None:
+        res.observed = f"not exercised: {describe(stream)}"
+        add(res, Verdict.NOT_EXERCISED, "RUN-2", "no stream to read RUN_STARTED from.", stream)
+        return
+    started = stream.judged.of_type("RUN_STARTED")
+    if not started:
+        add(res, Verdict.NOT_EXERCISED, "RUN-2", "the stream had no RUN_STARTED.", stream)
+        return
+    i, ev = started[-1]
+    version = ev.get("protocolVersion")
+    use(res, stream)
+    if version is None:
+        add(
+            res,
+            Verdict.FAIL,
+            "RUN-2",
+            f"event #{i} RUN_STARTED declares no protocolVersion; an implementation of this "
+            "version MUST send its declaration (absence means a peer from before the field).",
+            stream,
+            i,
+        )
+    else:
+        res.observed = f"RUN_STARTED declares protocolVersion {version!r}"
+        findings_of(res, stream, only=frozenset({"VER-5"}))
+
+
+@case(
+    "lifecycle.ids-echoed",
+    "threadId and runId are the input's",
+    ("INPUT-3",),
+    "lifecycle",
+    "RUN_STARTED and RUN_FINISHED carry the input's threadId; the requested run echoes its runId.",
+)
+async def _ids_echoed(ctx: Context, res: CaseResult) -> None:
+    stream = await _basic(ctx)
+    if stream.judged is None:
+        add(res, Verdict.NOT_EXERCISED, "INPUT-3", f"no stream: {describe(stream)}", stream)
+        return
+    use(res, stream)
+    thread, run = stream.input["threadId"], stream.input["runId"]
+    for i, ev in stream.judged.of_type("RUN_STARTED") + stream.judged.of_type("RUN_FINISHED"):
+        if ev.get("threadId") != thread:
+            add(
+                res,
+                Verdict.FAIL,
+                "INPUT-3",
+                f"event #{i} {ev['type']} carries threadId {ev.get('threadId')!r}; every run "
+                f"on the stream carries the input's threadId {thread!r}.",
+                stream,
+                i,
+            )
+    findings_of(res, stream, only=frozenset({"INPUT-3"}))
+    if not res.findings:
+        res.observed = f"threadId {thread!r} and runId {run!r} echoed"
+
+
+@case(
+    "lifecycle.errored-runs",
+    "Errored and cancelled runs are shaped as the spec says",
+    ("RUN-10", "RUN-12", "RUN-5", "RUN-6"),
+    "lifecycle",
+    "A RUN_ERROR carries a message and nothing follows it but a new RUN_STARTED; a "
+    "cancelled run closes what it opened and finishes with the cancelled outcome.",
+    late=True,
+)
+async def _errored_runs(ctx: Context, res: CaseResult) -> None:
+    seen = []
+    for stream in ctx.streams:
+        if stream.judged is None:
+            continue
+        kinds = [r.status for r in stream.judged.runs]
+        if "error" in kinds or "cancelled" in kinds:
+            seen.append(stream)
+            findings_of(
+                res, stream, only=frozenset({"RUN-10", "RUN-12", "RUN-5", "RUN-6", "PROC-2"})
+            )
+    if not seen:
+        add(
+            res,
+            Verdict.NOT_EXERCISED,
+            "RUN-10",
+            f"none of the {sum(1 for s in ctx.streams if s.judged)} run(s) this check "
+            "received ended with RUN_ERROR or the cancelled outcome.",
+        )
+    else:
+        res.observed = f"{len(seen)} errored or cancelled run(s) judged"
+
+
+# -- frontend tools ------------------------------------------------------------------
+
+
+@dataclass
+class Invite:
+    """The first leg of the frontend round trip: a prompt inviting an advertised call."""
+
+    stream: Stream
+    tools: list[dict[str, Any]]
+    attempts: list[Stream]
+    adopted: list[str]
+
+    @property
+    def frontend_calls(self) -> list[tuple[str, str, int]]:
+        names = {t["name"] for t in self.tools}
+        return [c for c in calls_made(self.stream) if c[1] in names]
+
+
+async def _invite(ctx: Context, *, key: str = "invite", tools: Sequence[Mapping[str, Any]] | None = None) -> Invite:
+    async def make() -> Invite:
+        advertised = [dict(t) for t in (tools if tools is not None else ctx.settings.tools)]
+        res = CaseResult("", "", "", (), "", "")
+        prompt = ctx.settings.prompt_for(advertised)
+        first = await ctx.send(
+            res, "a prompt inviting a frontend call", new_input(user=prompt, tools=advertised)
+        )
+        invite = Invite(first, advertised, [first], [])
+        names = {t["name"] for t in advertised}
+        if tools is None and not invite.frontend_calls and first.judged is not None:
+            # the agent called tools of its own naming and left them to the application:
+            # advertise those too (no schema) and ask again on a new thread
+            left = set(unanswered(first))
+            adopted = [
+                name for cid, name, _ in calls_made(first) if cid in left and name not in names
+            ]
+            if adopted:
+                adopted = list(dict.fromkeys(adopted))
+                advertised += [
+                    {
+                        "name": name,
+                        "description": "adopted by agui-tools check: the agent called this "
+                        "tool unadvertised and left it to the application.",
+                        "parameters": {"type": "object"},
+                    }
+                    for name in adopted
+                ]
+                second = await ctx.send(
+                    res,
+                    f"the same prompt, now also advertising {', '.join(adopted)}",
+                    new_input(user=prompt, tools=advertised),
+                )
+                invite = Invite(second, advertised, [first, second], adopted)
+        return invite
+
+    invite: Invite = await ctx.once(key, make)
+    return invite
+
+
+def _not_invited(res: CaseResult, invite: Invite, rule: str) -> bool:
+    if invite.stream.judged is not None and invite.frontend_calls:
+        return False
+    for attempt in invite.attempts:
+        use(res, attempt)
+    names = ", ".join(t["name"] for t in invite.tools)
+    add(
+        res,
+        Verdict.NOT_EXERCISED,
+        rule,
+        f"the agent called none of the advertised tools ({names}): it "
+        f"{describe(invite.stream)}. Give it a prompt that leads to a call (--prompt) or "
+        "the tools it knows (--tools).",
+    )
+    return True
+
+
+_FE_OWN: Final = frozenset({"FE-2", "FE-3", "FE-5"})
+
+
+@case(
+    "frontend.invite",
+    "The agent calls an advertised frontend tool",
+    ("FE-11", "FE-15", "TOOL-1"),
+    "tool-calls",
+    "Asked to, the agent calls an advertised tool; the stream is well-formed.",
+)
+async def _frontend_invite(ctx: Context, res: CaseResult) -> None:
+    invite = await _invite(ctx)
+    for attempt in invite.attempts:
+        findings_of(res, attempt, exclude=_FE_OWN)
+    if _not_invited(res, invite, "FE-15"):
+        return
+    calls = ", ".join(f"{name} ({cid})" for cid, name, _ in invite.frontend_calls)
+    res.observed = f"called {calls}"
+    if invite.adopted:
+        res.observed += (
+            f" — after the checker adopted {', '.join(invite.adopted)}, which the agent "
+            "called unadvertised on a first attempt"
+        )
+
+
+@case(
+    "frontend.no-self-answer",
+    "The agent does not answer a frontend call",
+    ("FE-2",),
+    "tool-calls",
+    "No TOOL_CALL_RESULT (and no fabricated tool message) for a call to an advertised tool.",
+)
+async def _no_self_answer(ctx: Context, res: CaseResult) -> None:
+    invite = await _invite(ctx)
+    if _not_invited(res, invite, "FE-2"):
+        return
+    findings_of(res, invite.stream, only=frozenset({"FE-2"}))
+    if not res.findings:
+        res.observed = "no result for the frontend call(s)"
+
+
+@case(
+    "frontend.success-outcome",
+    "A run stopped on a frontend call finishes as success",
+    ("FE-3", "FE-13"),
+    "tool-calls",
+    "RUN_FINISHED with the success outcome (or none) — never the interrupt outcome.",
+)
+async def _success_outcome(ctx: Context, res: CaseResult) -> None:
+    invite = await _invite(ctx)
+    if _not_invited(res, invite, "FE-3"):
+        return
+    use(res, invite.stream)
+    findings_of(res, invite.stream, only=frozenset({"FE-3"}))
+    last = invite.stream.judged.last if invite.stream.judged else None
+    status = last.status if last else "none"
+    if not res.findings:
+        if status in ("success",):
+            res.observed = "RUN_FINISHED with the success outcome"
+        else:
+            add(
+                res,
+                Verdict.NOT_EXERCISED,
+                "FE-3",
+                f"the run ended {status}, not with RUN_FINISHED; nothing to judge.",
+                invite.stream,
+            )
+
+
+@case(
+    "frontend.pending-ids",
+    "pendingToolCallIds names exactly the unanswered calls",
+    ("FE-5", "FE-14"),
+    "tool-calls",
+    "The success outcome's pendingToolCallIds lists exactly the calls the run started and "
+    "did not answer (a SHOULD to send it; a MUST to be exact when sent).",
+)
+async def _pending_ids(ctx: Context, res: CaseResult) -> None:
+    invite = await _invite(ctx)
+    if _not_invited(res, invite, "FE-5"):
+        return
+    stream = invite.stream
+    use(res, stream)
+    if findings_of(res, stream, only=frozenset({"FE-5"})):
+        return
+    assert stream.judged is not None
+    finished = stream.judged.of_type("RUN_FINISHED")
+    if not finished:
+        add(res, Verdict.NOT_EXERCISED, "FE-5", "the run did not finish with RUN_FINISHED.", stream)
+        return
+    i, ev = finished[-1]
+    outcome = ev.get("outcome")
+    named = outcome.get("pendingToolCallIds") if isinstance(outcome, dict) else None
+    last = stream.judged.last
+    pending = last.pending if last is not None else []
+    if named:
+        res.observed = f"pendingToolCallIds {named} — exactly the calls left unanswered"
+    elif pending:
+        add(
+            res,
+            Verdict.WARN,
+            "FE-5",
+            f"event #{i} RUN_FINISHED leaves {pending} unanswered without naming them in "
+            "pendingToolCallIds; a producer SHOULD send the list (a consumer then derives it "
+            "from the stream, FE-6).",
+            stream,
+            i,
+        )
+
+
+@case(
+    "frontend.arguments",
+    "The call's arguments fit the advertised schema",
+    ("TOOL-21", "TOOL-6"),
+    "tool-calls",
+    "The closed call's argument text is a JSON object valid against the tool's parameters "
+    "(a warning when not: the model's fault, not the protocol's).",
+)
+async def _arguments(ctx: Context, res: CaseResult) -> None:
+    invite = await _invite(ctx)
+    if _not_invited(res, invite, "TOOL-21"):
+        return
+    stream = invite.stream
+    use(res, stream)
+    thread = stream.judged.thread if stream.judged else None
+    schemas = {t["name"]: t.get("parameters") for t in invite.tools}
+    good = []
+    for cid, name, index in invite.frontend_calls:
+        text = thread.arguments(cid) if thread is not None else None
+        parsed = parse_arguments(text or "")
+        if not isinstance(parsed, ParsedArguments):
+            add(
+                res,
+                Verdict.WARN,
+                "TOOL-6",
+                f"call {cid!r} to {name!r}: the argument text {text!r} does not parse as a "
+                f"JSON object ({parsed.reason}).",
+                stream,
+                index,
+            )
+            continue
+        try:
+            errors = ArgumentValidator(schemas.get(name)).validate(parsed)
+        except InvalidToolSchema as exc:
+            add(res, Verdict.INFO, "TOOL-21", f"the schema of {name!r} cannot be used: {exc}")
+            continue
+        if errors:
+            add(
+                res,
+                Verdict.WARN,
+                "TOOL-21",
+                f"call {cid!r} to {name!r}: arguments {text!r} do not match the advertised "
+                f"schema: {'; '.join(str(e) for e in errors[:5])}.",
+                stream,
+                index,
+            )
+        else:
+            good.append(f"{name} {text}")
+    if good and not res.findings:
+        res.observed = "valid: " + "; ".join(good)
+
+
+def _answer_all(stream: Stream, how: str) -> dict[str, Any]:
+    """The continuation input answering every call the thread left (FE-8)."""
+    judged = stream.judged
+    assert judged is not None and judged.thread is not None
+    thread = judged.thread
+    for cid in thread.unanswered_calls():
+        name = thread.call_name(cid) or "tool"
+        if how == "decline":
+            answer = Answer.declined(cid, "user", "agui-tools check declines this call")
+        else:
+            answer = Answer.executed(cid, f"{name} done (answered by agui-tools check)")
+        thread.add_tool_message(answer.tool_message(f"check-tool-{uuid.uuid4().hex[:12]}"))
+    out = {
+        "threadId": stream.input["threadId"],
+        "runId": f"check-run-{uuid.uuid4().hex[:12]}",
+        "protocolVersion": stream.input.get("protocolVersion"),
+        "messages": thread.messages,
+        "tools": stream.input.get("tools", []),
+    }
+    if thread.state is not None:
+        out["state"] = thread.state
+    return {k: v for k, v in out.items() if v is not None}
+
+
+async def _continue(
+    ctx: Context, res: CaseResult, stream: Stream, how: str, label: str
+) -> Stream | None:
+    if stream.judged is None or not stream.judged.clean:
+        add(
+            res,
+            Verdict.NOT_EXERCISED,
+            "FE-8",
+            "the first run's stream was rejected, so there is no thread to continue.",
+            stream,
+        )
+        return None
+    return await ctx.send(res, label, _answer_all(stream, how))
+
+
+def _judge_continuation(res: CaseResult, nxt: Stream, what: str) -> None:
+    if nxt.judged is None:
+        add(
+            res,
+            Verdict.FAIL,
+            "FE-8",
+            f"the continuation ({what}) was answered {describe(nxt)}; it answers every call "
+            "with one tool message, as a continuation must, and must be served.",
+            nxt,
+        )
+        return
+    findings_of(res, nxt)
+    last = nxt.judged.last
+    if last is not None and last.status == "error":
+        add(
+            res,
+            Verdict.WARN,
+            "FE-8",
+            f"the continuation ({what}) ended with RUN_ERROR {last.error}; the agent did not "
+            "survive a well-formed answer.",
+            nxt,
+        )
+    res.observed = f"continuation: {describe(nxt)}"
+
+
+@case(
+    "frontend.continuation",
+    "The answered call's continuation runs cleanly",
+    ("FE-8", "TOOL-11", "RUN-14", "TOOL-10"),
+    "tool-calls",
+    "Sent the thread with a tool message answering each call, the agent runs on: a "
+    "well-formed stream that does not re-stream the answered call (RUN-14) nor answer it again.",
+)
+async def _continuation(ctx: Context, res: CaseResult) -> None:
+    invite = await _invite(ctx)
+    if _not_invited(res, invite, "FE-8"):
+        return
+    use(res, invite.stream)
+    nxt = await _continue(ctx, res, invite.stream, "answer", "the thread with every call answered")
+    if nxt is not None:
+        _judge_continuation(res, nxt, "every call answered")
+
+
+@case(
+    "frontend.decline",
+    "The agent survives a declined call",
+    ("FE-8",),
+    "tool-calls",
+    "Sent the thread with the call declined (a tool message saying so), the agent runs on "
+    "with a well-formed stream.",
+)
+async def _decline(ctx: Context, res: CaseResult) -> None:
+    first = await _invite(ctx)
+    if _not_invited(res, first, "FE-8"):
+        return
+    invite = await _invite(ctx, key="invite-decline", tools=first.tools)
+    if _not_invited(res, invite, "FE-8"):
+        return
+    use(res, invite.stream)
+    findings_of(res, invite.stream, exclude=_FE_OWN)
+    nxt = await _continue(ctx, res, invite.stream, "decline", "the thread with every call declined")
+    if nxt is not None:
+        _judge_continuation(res, nxt, "every call declined")
+
+
+# -- history ----------------------------------------------------------------------------
+
+
+@case(
+    "history.dangling",
+    "A history with an unanswered call is refused",
+    ("FE-8", "INPUT-5"),
+    "tool-calls",
+    "The agent refuses before running — an HTTP 4xx, or a stream opening with RUN_ERROR — "
+    "and never hands the unanswered call to its model.",
+)
+async def _dangling(ctx: Context, res: CaseResult) -> None:
+    tools = [dict(t) for t in ctx.settings.tools]
+    name = tools[0]["name"] if tools else "get_weather"
+    history = [
+        {"id": f"msg-{uuid.uuid4().hex[:8]}", "role": "user", "content": "Hello."},
+        {
+            "id": f"msg-{uuid.uuid4().hex[:8]}",
+            "role": "assistant",
+            "toolCalls": [
+                {
+                    "id": "check-dangling-call",
+                    "type": "function",
+                    "function": {"name": name, "arguments": "{}"},
+                }
+            ],
+        },
+    ]
+    body = new_input(user="And now?", tools=tools, messages=history)
+    stream = await ctx.send(res, "history with call check-dangling-call unanswered", body)
+    ex = stream.exchange
+    if ex.status is not None and 400 <= ex.status < 500 and stream.judged is None:
+        res.observed = f"HTTP {ex.status}: refused"
+        use(res, stream)
+        return
+    if stream.judged is not None:
+        findings_of(res, stream)
+        events = stream.judged.events
+        if events and events[0].get("type") == "RUN_ERROR":
+            res.observed = "refused: the stream opens with RUN_ERROR"
+            return
+        add(
+            res,
+            Verdict.FAIL,
+            "FE-8",
+            f"the agent ran on a history whose call 'check-dangling-call' has no answer "
+            f"({describe(stream)}); a thread that continues MUST answer every call first, and a "
+            "producer that runs anyway hands its model a dangling call (providers answer 400).",
+            stream,
+            0 if events else None,
+        )
+        return
+    if ex.status is not None and ex.status >= 500:
+        add(
+            res,
+            Verdict.FAIL,
+            "FE-8",
+            f"HTTP {ex.status}: the agent crashed on a dangling call instead of refusing it with "
+            "a 4xx naming the call.",
+            stream,
+        )
+        return
+    add(res, Verdict.FAIL, "FE-8", f"unexpected answer: {describe(stream)}", stream)
+
+
+# -- interrupts ----------------------------------------------------------------------------
+
+
+def _interrupted(ctx: Context) -> list[Stream]:
+    return [
+        s
+        for s in ctx.streams
+        if s.judged is not None and s.judged.last is not None and s.judged.last.status == "interrupt"
+    ]
+
+
+def _no_interrupt(ctx: Context, res: CaseResult, rule: str) -> bool:
+    if _interrupted(ctx):
+        return False
+    add(
+        res,
+        Verdict.NOT_EXERCISED,
+        rule,
+        f"none of the {sum(1 for s in ctx.streams if s.judged)} run(s) this check received "
+        "ended with the interrupt outcome.",
+    )
+    return True
+
+
+@case(
+    "interrupts.ids",
+    "Interrupt ids are unique and the outcome well-formed",
+    ("INT-1", "INT-3"),
+    "interrupts",
+    "Each interrupt outcome carries at least one interrupt, each with an id unique in the run.",
+    late=True,
+)
+async def _interrupt_ids(ctx: Context, res: CaseResult) -> None:
+    if _no_interrupt(ctx, res, "INT-3"):
+        return
+    for stream in _interrupted(ctx):
+        findings_of(res, stream, only=frozenset({"INT-1", "INT-3"}))
+    res.observed = f"{len(_interrupted(ctx))} interrupted run(s) judged"
+
+
+def _resume_input(stream: Stream, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    judged = stream.judged
+    assert judged is not None and judged.thread is not None
+    return {
+        "threadId": stream.input["threadId"],
+        "runId": f"check-run-{uuid.uuid4().hex[:12]}",
+        "protocolVersion": stream.input.get("protocolVersion"),
+        "messages": judged.thread.messages,
+        "tools": stream.input.get("tools", []),
+        "resume": entries,
+    }
+
+
+@case(
+    "interrupts.uncovered-resume",
+    "A resume that leaves an interrupt uncovered is not run as success",
+    ("INT-7", "INT-10"),
+    "interrupts",
+    "Refused (4xx or RUN_ERROR first) or interrupted again — the run MUST NOT end as success "
+    "while an interrupt stands unanswered.",
+    late=True,
+)
+async def _uncovered(ctx: Context, res: CaseResult) -> None:
+    if _no_interrupt(ctx, res, "INT-10"):
+        return
+    source = _interrupted(ctx)[0]
+    use(res, source)
+    body = _resume_input(source, [])
+    body.pop("resume")
+    nxt = await ctx.send(res, "continuation with no resume entry", body)
+    if nxt.judged is None:
+        ex = nxt.exchange
+        verdict = Verdict.PASS if ex.status and 400 <= ex.status < 500 else Verdict.FAIL
+        if verdict is Verdict.FAIL:
+            add(res, verdict, "INT-10", f"answered {describe(nxt)}; expected 4xx", nxt)
+        else:
+            res.observed = f"HTTP {ex.status}: refused"
+        return
+    findings_of(res, nxt)
+    last = nxt.judged.last
+    if last is not None and last.status == "success":
+        add(
+            res,
+            Verdict.FAIL,
+            "INT-10",
+            "the run ended as success while the interrupted run's interrupts stood unanswered.",
+            nxt,
+            len(nxt.exchange.frames) - 1,
+        )
+    res.observed = describe(nxt)
+
+
+@case(
+    "interrupts.resume",
+    "A covering resume (abandoning every interrupt) is served",
+    ("INT-6", "INT-8", "INT-9"),
+    "interrupts",
+    "A resume list cancelling every interrupt — the way expired ones are abandoned — "
+    "continues the thread with a well-formed run.",
+    late=True,
+)
+async def _resume(ctx: Context, res: CaseResult) -> None:
+    if _no_interrupt(ctx, res, "INT-6"):
+        return
+    source = _interrupted(ctx)[0]
+    use(res, source)
+    last = source.judged.last if source.judged else None
+    entries = [
+        {"interruptId": i["id"], "status": "cancelled"} for i in (last.interrupts if last else [])
+    ]
+    nxt = await ctx.send(res, "continuation cancelling every interrupt", _resume_input(source, entries))
+    if nxt.judged is None:
+        add(res, Verdict.FAIL, "INT-6", f"a covering resume was answered {describe(nxt)}", nxt)
+        return
+    findings_of(res, nxt)
+    res.observed = describe(nxt)
+
+
+# -- transport -----------------------------------------------------------------------------
+
+
+@case(
+    "transport.framing",
+    "SSE framed with LF, one JSON event per data payload",
+    ("TRANS-5", "TRANS-4"),
+    "http-sse",
+    "Every stream uses LF line endings only, and each data payload is exactly one JSON object.",
+    late=True,
+)
+async def _framing(ctx: Context, res: CaseResult) -> None:
+    streams = [s for s in ctx.streams if s.judged is not None]
+    if not streams:
+        add(res, Verdict.NOT_EXERCISED, "TRANS-5", "no event stream was received.")
+        return
+    for stream in streams:
+        if ctx.probe.sent(stream.exchange).cr:
+            add(
+                res,
+                Verdict.FAIL,
+                "TRANS-5",
+                f"the stream of {stream.exchange.label!r} uses CR line endings; a producer MUST "
+                "frame the stream with LF.",
+                stream,
+            )
+        for i, ev in enumerate(stream.judged.events if stream.judged else []):
+            if not ev and i < len(stream.exchange.frames):
+                add(
+                    res,
+                    Verdict.FAIL,
+                    "TRANS-4",
+                    f"event #{i} of {stream.exchange.label!r} is not one JSON object; each SSE "
+                    "data payload is exactly one protocol event.",
+                    stream,
+                    i,
+                )
+                break
+    if not res.findings:
+        res.observed = f"{len(streams)} stream(s): LF framing, one JSON object per event"
+
+
+@case(
+    "transport.keep-alive",
+    "Keep-alive comments",
+    ("TRANS-5",),
+    "http-sse",
+    "Comment lines (': keep-alive') MAY be sent at any cadence; reported, not judged.",
+    late=True,
+)
+async def _keep_alive(ctx: Context, res: CaseResult) -> None:
+    comments = sum(s.exchange.comments for s in ctx.streams)
+    streams = sum(1 for s in ctx.streams if s.judged is not None)
+    add(
+        res,
+        Verdict.INFO,
+        "TRANS-5",
+        f"{comments} comment line(s) across {streams} stream(s)"
+        + ("" if comments else " — the agent was never idle long enough to need one, or sends none"),
+    )
+
+
+@case(
+    "transport.disconnect",
+    "After a client disconnects mid-stream, the next request is served",
+    ("RUN-9", "TRANS-1"),
+    "http-sse",
+    "Dropping the connection after the first event leaves the agent able to serve the next "
+    "request with a well-formed stream.",
+)
+async def _disconnect(ctx: Context, res: CaseResult) -> None:
+    dropped = await ctx.send(
+        res, "a run the checker abandons after one event", _basic_input(tools=[]), stop_after=1
+    )
+    if dropped.judged is None:
+        add(res, Verdict.NOT_EXERCISED, "RUN-9", f"no stream to abandon: {describe(dropped)}", dropped)
+        return
+    findings_of(res, dropped)
+    nxt = await ctx.send(res, "the next request", _basic_input(tools=[]))
+    if nxt.judged is None:
+        add(
+            res,
+            Verdict.FAIL,
+            "TRANS-1",
+            f"after the client disconnected, the next request was answered {describe(nxt)}.",
+            nxt,
+        )
+        return
+    findings_of(res, nxt)
+    res.observed = f"next request: {describe(nxt)}"
+
+
+@case(
+    "transport.protobuf",
+    "The binary binding, when offered",
+    ("TRANS-7", "TRANS-3"),
+    "http-sse",
+    "Asked for protobuf and SSE, the agent answers either; SSE is mandatory, protobuf "
+    "OPTIONAL. Reported, and judged when the answer is SSE.",
+)
+async def _protobuf(ctx: Context, res: CaseResult) -> None:
+    stream = await ctx.send(
+        res,
+        "Accept: protobuf, then SSE",
+        _basic_input(tools=[]),
+        accept="application/vnd.ag-ui.event+proto, text/event-stream;q=0.5",
+    )
+    kind = stream.exchange.content_type.split(";")[0].strip().lower()
+    if stream.judged is not None:
+        findings_of(res, stream)
+        add(res, Verdict.INFO, "TRANS-3", "the agent answers SSE (protobuf not offered).", stream)
+    elif kind == "application/vnd.ag-ui.event+proto":
+        add(
+            res,
+            Verdict.INFO,
+            "TRANS-7",
+            "the agent offers the protobuf binding; this checker does not judge it yet.",
+            stream,
+        )
+    else:
+        add(
+            res,
+            Verdict.FAIL,
+            "TRANS-7",
+            f"answered {describe(stream)}; a producer MUST answer SSE when it does not answer "
+            "protobuf.",
+            stream,
+        )
+
+
+SECTIONS: Final = tuple(dict.fromkeys(c.section for c in CASES))

@@ -1,0 +1,199 @@
+"""Judging one stream the agent sent: the full consumer pipeline, then the producer's duties.
+
+Every stream a case receives goes through the same
+:class:`~agui_tools.wire.ConsumerPipeline` and
+:class:`~agui_tools.app.ThreadState` a conforming client uses (compatibility
+boundary, enforcement, chunk expansion, verification, the reducer), seeded with
+the run input the stream answers. On top, what only a checker can judge
+because it knows what it asked:
+
+* a fatal violation is a ``fail`` naming its rule and event;
+* the pipeline's "beyond the official client" findings are producer MUSTs
+  (:data:`PRODUCER_MUSTS`: FE-2, FE-3, FE-5, TOOL-10 …): ``fail``; every other
+  warning (stripped material, an uninterpretable version, the producer slips
+  of ``docs/conformance.md``) is a ``warn``;
+* a body that ends without a terminal event is a truncated run (TRANS-1);
+* the requested run echoes the input's ``runId`` (INPUT-3);
+* history the input already carried is restated as snapshots, never re-streamed
+  as START/CONTENT/END (RUN-14) — a re-sent tool call appends its arguments
+  to the call's own (TOOL-7), doubling them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from .._errors import LimitExceeded, ProtocolViolation
+from ..app._reducer import ThreadState
+from ..wire._pipeline import ConsumerPipeline
+from ..wire._verify import Limits, RunSummary
+from ._report import Exchange, Finding, Verdict
+
+__all__ = ["PRODUCER_MUSTS", "Judged", "judge_stream"]
+
+PRODUCER_MUSTS: Final = frozenset(
+    {"FE-2", "FE-3", "FE-5", "TOOL-10", "EVT-7", "EVT-8", "TOOL-8", "TEXT-3", "SUB-4", "SUB-14"}
+)
+"""Rules the pipeline reports as warnings (a consumer need not reject the stream)
+that bind the producer with a MUST: a checker judging the producer fails them."""
+
+_RESTREAM: Final = {
+    "TOOL_CALL_START": ("toolCallId", "tool call"),
+    "TOOL_CALL_CHUNK": ("toolCallId", "tool call"),
+    "TEXT_MESSAGE_START": ("messageId", "message"),
+    "TEXT_MESSAGE_CHUNK": ("messageId", "message"),
+}
+
+
+@dataclass
+class Judged:
+    """What one stream amounted to."""
+
+    findings: list[Finding] = field(default_factory=list)
+    runs: list[RunSummary] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """The raw events as parsed (``{}`` for a frame that is not a JSON object)."""
+    thread: ThreadState | None = None
+    error: ProtocolViolation | None = None
+
+    @property
+    def clean(self) -> bool:
+        return not any(f.verdict is Verdict.FAIL for f in self.findings)
+
+    @property
+    def last(self) -> RunSummary | None:
+        return self.runs[-1] if self.runs else None
+
+    def of_type(self, kind: str) -> list[tuple[int, dict[str, Any]]]:
+        return [(i, ev) for i, ev in enumerate(self.events) if ev.get("type") == kind]
+
+
+def judge_stream(
+    exchange: Exchange,
+    at: int,
+    run_input: Mapping[str, Any],
+    *,
+    abandoned: bool = False,
+) -> Judged:
+    """Judge ``exchange`` (the ``at``-th of its case) as the answer to ``run_input``.
+
+    ``abandoned``: the checker dropped the connection on purpose, so a missing
+    terminal event is not the agent's fault.
+    """
+    out = Judged()
+    out.events = [_parse(f) for f in exchange.frames]
+    pipe = ConsumerPipeline(run_input=run_input, limits=Limits())
+    thread = ThreadState(
+        run_input.get("messages") or (), run_input.get("state"), on_warning=pipe.record_warning
+    )
+    out.thread = thread
+    for frame in exchange.frames:
+        try:
+            delivered = pipe.feed(frame)
+        except ProtocolViolation:
+            for ev in pipe.partial:
+                thread.apply(ev, pipe.index)
+            break
+        for ev in delivered:
+            thread.apply(ev, pipe.index)
+    result = pipe.close()
+    out.runs = result.runs
+    out.error = result.error
+    if result.error is not None:
+        err = result.error
+        verdict = Verdict.WARN if isinstance(err, LimitExceeded) else Verdict.FAIL
+        out.findings.append(Finding(verdict, err.rule, str(err), at, err.index))
+    for warning in result.warnings:
+        verdict = Verdict.FAIL if warning.rule in PRODUCER_MUSTS else Verdict.WARN
+        out.findings.append(Finding(verdict, warning.rule, str(warning), at, warning.index))
+    if result.error is None and not abandoned:
+        for run in result.runs:
+            if run.status == "truncated":
+                last = len(exchange.frames) - 1 if exchange.frames else None
+                why = f" ({exchange.error})" if exchange.error else ""
+                out.findings.append(
+                    Finding(
+                        Verdict.FAIL,
+                        "TRANS-1",
+                        f"the response body ended without a terminal event{why}: a truncated "
+                        "run; the producer closes the body after the run's RUN_FINISHED or "
+                        "RUN_ERROR.",
+                        at,
+                        last,
+                    )
+                )
+    if result.error is None:
+        _check_echo(out, at, run_input)
+    _check_restream(out, at, run_input)
+    return out
+
+
+def _parse(frame: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _check_echo(out: Judged, at: int, run_input: Mapping[str, Any]) -> None:
+    """The requested run echoes the input's runId (INPUT-3); replayed runs come first."""
+    wanted = run_input.get("runId")
+    started = out.of_type("RUN_STARTED")
+    if not started or wanted is None:
+        return
+    index, last = started[-1]
+    if last.get("runId") != wanted:
+        out.findings.append(
+            Finding(
+                Verdict.FAIL,
+                "INPUT-3",
+                f"event #{index} RUN_STARTED carries runId {last.get('runId')!r}, but the "
+                f"requested run must echo the input's runId {wanted!r} (replayed runs carry "
+                "their own, before it).",
+                at,
+                index,
+            )
+        )
+
+
+def _check_restream(out: Judged, at: int, run_input: Mapping[str, Any]) -> None:
+    """History restated by re-streaming instead of a snapshot (RUN-14)."""
+    known: dict[str, str] = {}
+    for message in run_input.get("messages") or ():
+        if isinstance(message, Mapping):
+            known[str(message.get("id"))] = "message"
+            for call in message.get("toolCalls") or ():
+                if isinstance(call, Mapping):
+                    known[str(call.get("id"))] = "tool call"
+    if not known:
+        return
+    for index, ev in enumerate(out.events):
+        spec = _RESTREAM.get(ev.get("type", ""))
+        if spec is None:
+            continue
+        key, noun = spec
+        ident = ev.get(key)
+        if isinstance(ident, str) and known.get(ident) == noun:
+            what = (
+                "its arguments are appended to the call's own (TOOL-7), so the thread now holds "
+                "them twice"
+                if noun == "tool call"
+                else "its text is appended to the message's own (TEXT-2)"
+            )
+            out.findings.append(
+                Finding(
+                    Verdict.FAIL,
+                    "RUN-14",
+                    f"event #{index} {ev['type']} re-streams {noun} {ident!r}, which the run "
+                    f"input already carried; {what}. History is restated as MESSAGES_SNAPSHOT, "
+                    "never re-streamed.",
+                    at,
+                    index,
+                )
+            )
+            return

@@ -1,0 +1,198 @@
+"""The checker's HTTP side: send exactly the bytes a case chooses, keep everything.
+
+Not :class:`~agui_tools.transport.AgentClient`: that client prepares and
+judges the run input before sending (it refuses malformed input, which is the
+point of a client), and a checker must be able to send malformed input on
+purpose. Everything that comes back is kept for the transcript — status,
+content type, every SSE ``data`` payload in order, comment lines, and the raw
+line endings the framing case judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+from ..wire._framing import SSEReader
+from ._report import Exchange
+
+__all__ = ["BODY_CAP", "Probe", "Sent"]
+
+BODY_CAP = 64 * 1024
+"""An error body is kept up to this many bytes (the rest is not read)."""
+RAW_CAP = 4 * 1024 * 1024
+"""Raw stream bytes kept for the framing checks (events are kept whole regardless)."""
+_SHOWN_REQUEST = 2000
+
+
+class Sent:
+    """What one exchange's stream looked like on the wire, beyond its events."""
+
+    def __init__(self) -> None:
+        self.raw = bytearray()
+        self.cr = False  # a CR anywhere in the stream (TRANS-5: LF only)
+
+
+class Probe:
+    """POSTs to one agent endpoint, with the user's extra headers on every request."""
+
+    def __init__(
+        self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 10.0
+    ) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=timeout, read=timeout, write=timeout, pool=timeout)
+        )
+        self.raw: dict[int, Sent] = {}
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def post(
+        self,
+        label: str,
+        body: Mapping[str, Any] | bytes,
+        into: list[Exchange],
+        *,
+        accept: str = "text/event-stream",
+        stop_after: int | None = None,
+    ) -> Exchange:
+        """POST ``body``; return the :class:`Exchange`, already appended to ``into``.
+
+        Appended *before* the request is sent, and filled as bytes arrive, so a
+        case cancelled by its timeout still shows what had arrived.
+        ``stop_after``: drop the connection once that many events arrived (a
+        client that abandons the stream).
+        """
+        if isinstance(body, bytes):
+            content = body
+            shown = body[:_SHOWN_REQUEST].decode("utf-8", "replace")
+            exchange = Exchange(label, None, raw_request=_shorten(shown, len(body)))
+        else:
+            content = orjson.dumps(body)
+            exchange = Exchange(label, dict(body))
+        into.append(exchange)
+        sent = self.raw[id(exchange)] = Sent()
+        headers = {"Content-Type": "application/json", "Accept": accept, **self.headers}
+        reader = SSEReader()
+        start = time.perf_counter()
+        try:
+            async with self.http.stream("POST", self.url, content=content, headers=headers) as resp:
+                exchange.status = resp.status_code
+                exchange.content_type = resp.headers.get("content-type", "")
+                kind = exchange.content_type.split(";")[0].strip().lower()
+                if resp.status_code >= 300 or kind != "text/event-stream":
+                    exchange.body = await _read_body(resp)
+                    return exchange
+                async for chunk in resp.aiter_raw():
+                    if len(sent.raw) < RAW_CAP:
+                        sent.raw += chunk[: RAW_CAP - len(sent.raw)]
+                    if b"\r" in chunk:
+                        sent.cr = True
+                    # a frame the reader cannot produce stays in place as a BrokenFrame,
+                    # which the judge's pipeline rejects at its position
+                    exchange.frames.extend(reader.feed_frames(chunk))
+                    if stop_after is not None and len(exchange.frames) >= stop_after:
+                        exchange.error = (
+                            f"the checker dropped the connection after {len(exchange.frames)} "
+                            "event(s), on purpose"
+                        )
+                        break
+                exchange.comments = _comments(sent.raw)
+        except httpx.TimeoutException as exc:
+            exchange.error = f"timed out after {self.timeout:g} s ({type(exc).__name__})"
+        except httpx.HTTPError as exc:
+            exchange.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        finally:
+            exchange.seconds = time.perf_counter() - start
+        return exchange
+
+    async def post_large(self, label: str, body: bytes, into: list[Exchange]) -> Exchange:
+        """POST a large body while listening for an early answer.
+
+        A server that refuses a body by its ``Content-Length`` answers 413 and
+        closes the connection without reading the rest — correct HTTP, which
+        an ordinary client reports as a broken upload without ever seeing the
+        413. Here the answer is read whenever it comes, before the upload ends
+        or after it fails.
+        """
+        exchange = Exchange(label, None, raw_request=_shorten(body[:_SHOWN_REQUEST].decode(
+            "utf-8", "replace"), len(body)))
+        into.append(exchange)
+        url = httpx.URL(self.url)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        start = time.perf_counter()
+        writer = None
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(url.host, port, ssl=url.scheme == "https"), self.timeout
+            )
+            target = url.raw_path.decode("ascii") or "/"
+            head = [
+                f"POST {target} HTTP/1.1",
+                f"Host: {url.netloc.decode('ascii')}",
+                "Content-Type: application/json",
+                "Accept: text/event-stream",
+                f"Content-Length: {len(body)}",
+                "Connection: close",
+                *(f"{k}: {v}" for k, v in self.headers.items()),
+            ]
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+            answer = asyncio.create_task(reader.read(BODY_CAP))
+            try:
+                for i in range(0, len(body), 256 * 1024):
+                    if answer.done():
+                        break
+                    writer.write(body[i : i + 256 * 1024])
+                    await writer.drain()
+            except OSError:
+                pass  # the server stopped reading: its answer, if any, is waiting
+            raw = await asyncio.wait_for(answer, self.timeout)
+            status_line, _, rest = raw.partition(b"\r\n")
+            parts = status_line.split(b" ", 2)
+            if len(parts) >= 2 and parts[1].isdigit():
+                exchange.status = int(parts[1])
+                headers, _, payload = rest.partition(b"\r\n\r\n")
+                for line in headers.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-type":
+                        exchange.content_type = value.strip().decode("latin-1")
+                exchange.body = payload[:BODY_CAP].decode("utf-8", "replace")
+            else:
+                exchange.error = "the connection closed without an HTTP answer"
+        except (OSError, TimeoutError) as exc:
+            exchange.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        finally:
+            if writer is not None:
+                writer.close()
+            exchange.seconds = time.perf_counter() - start
+        return exchange
+
+    def sent(self, exchange: Exchange) -> Sent:
+        return self.raw.get(id(exchange)) or Sent()
+
+
+async def _read_body(resp: httpx.Response) -> str:
+    body = bytearray()
+    async for chunk in resp.aiter_bytes():
+        body += chunk
+        if len(body) >= BODY_CAP:
+            break
+    return bytes(body[:BODY_CAP]).decode("utf-8", "replace")
+
+
+def _comments(raw: bytes) -> int:
+    return sum(1 for line in raw.replace(b"\r", b"\n").split(b"\n") if line.startswith(b":"))
+
+
+def _shorten(text: str, size: int) -> str:
+    if size <= _SHOWN_REQUEST:
+        return text
+    return f"{text}… ({size} bytes in all)"

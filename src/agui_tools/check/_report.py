@@ -1,0 +1,223 @@
+"""What a check found: verdicts, findings, the wire transcript, the report.
+
+Autobahn|Testsuite's vocabulary, adapted to a specification whose rules say
+MUST and SHOULD: every case ends in one :class:`Verdict`, decided by the worst
+:class:`Finding` it recorded, and every finding names the rule (``spec/RULES.md``
+ID) that decided it and, where there is one, the exchange and the event.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+__all__ = ["CaseResult", "CheckReport", "Exchange", "Finding", "Verdict"]
+
+
+class Verdict(enum.Enum):
+    """A case's verdict, from best to worst (the order :func:`worst` uses)."""
+
+    PASS = "pass"
+    """Every rule the case checks held."""
+    INFO = "info"
+    """Nothing broken; the case reports what it saw (a choice the spec leaves open)."""
+    NOT_EXERCISED = "not exercised"
+    """The agent never did what the case needs (the observation says what it did)."""
+    WARN = "warn"
+    """A SHOULD was not followed, or the model (not the protocol) erred."""
+    FAIL = "fail"
+    """A MUST (or MUST NOT) was broken."""
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {v: i for i, v in enumerate(Verdict)}
+
+
+def worst(verdicts: Iterable[Verdict], default: Verdict = Verdict.PASS) -> Verdict:
+    out = default
+    for v in verdicts:
+        if v.rank > out.rank:
+            out = v
+    return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One observation a case made, with the rule that decides it.
+
+    ``exchange`` indexes the case's :attr:`CaseResult.exchanges`; ``event`` the
+    offending event of that exchange's stream (both ``None`` when the finding
+    concerns no event, an HTTP status say).
+    """
+
+    verdict: Verdict
+    rule: str
+    message: str
+    exchange: int | None = None
+    event: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "rule": self.rule,
+            "message": self.message,
+            "exchange": self.exchange,
+            "event": self.event,
+        }
+
+
+@dataclass
+class Exchange:
+    """One HTTP request to the agent and everything that came back.
+
+    ``frames`` are the SSE ``data`` payloads in arrival order — the event
+    indexes findings point at; ``body`` the response body as received (capped
+    at :data:`BODY_CAP` bytes for the transcript) when it was not an event stream.
+    """
+
+    label: str
+    request: dict[str, Any] | None
+    """The JSON body sent, or ``None`` when the body was not JSON (see ``raw_request``)."""
+    raw_request: str = ""
+    """The body as sent when it was not a JSON object, shortened for display."""
+    status: int | None = None
+    content_type: str = ""
+    frames: list[str] = field(default_factory=list)
+    comments: int = 0
+    body: str = ""
+    error: str = ""
+    """Why the exchange ended abnormally (connection refused, timed out, disconnected)."""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "label": self.label,
+            "request": self.request if self.request is not None else self.raw_request,
+            "status": self.status,
+            "contentType": self.content_type,
+            "events": list(self.frames),
+            "comments": self.comments,
+            "seconds": round(self.seconds, 3),
+        }
+        if self.body:
+            out["body"] = self.body
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class CaseResult:
+    """One case of the catalogue, run against the agent."""
+
+    id: str
+    section: str
+    title: str
+    rules: tuple[str, ...]
+    page: str
+    expected: str
+    verdict: Verdict = Verdict.PASS
+    observed: str = ""
+    findings: list[Finding] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def offending(self) -> set[tuple[int, int]]:
+        """(exchange, event) pairs a failing or warning finding points at."""
+        return {
+            (f.exchange, f.event)
+            for f in self.findings
+            if f.exchange is not None
+            and f.event is not None
+            and f.verdict in (Verdict.FAIL, Verdict.WARN)
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "section": self.section,
+            "title": self.title,
+            "verdict": self.verdict.value,
+            "rules": list(self.rules),
+            "page": self.page,
+            "expected": self.expected,
+            "observed": self.observed,
+            "findings": [f.to_json() for f in self.findings],
+            "exchanges": [e.to_json() for e in self.exchanges],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class CheckReport:
+    """Everything ``agui-tools check`` found about one agent endpoint."""
+
+    url: str
+    cases: list[CaseResult]
+    strict: bool = False
+    seconds: float = 0.0
+    started: str = ""
+    version: str = ""
+
+    def counts(self) -> dict[str, int]:
+        out = {v.value: 0 for v in Verdict}
+        for case in self.cases:
+            out[case.verdict.value] += 1
+        return out
+
+    def failed(self) -> list[CaseResult]:
+        """The cases that make the check fail: ``fail``, and ``warn`` under strict."""
+        bad = {Verdict.FAIL, Verdict.WARN} if self.strict else {Verdict.FAIL}
+        return [c for c in self.cases if c.verdict in bad]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed()
+
+    @property
+    def exit_code(self) -> int:
+        """0 when no case failed (with ``strict``, none warned either), else 1."""
+        return 0 if self.ok else 1
+
+    def sections(self) -> list[tuple[str, list[CaseResult]]]:
+        order: dict[str, list[CaseResult]] = {}
+        for case in self.cases:
+            order.setdefault(case.section, []).append(case)
+        return list(order.items())
+
+    def case(self, case_id: str) -> CaseResult:
+        for case in self.cases:
+            if case.id == case_id:
+                return case
+        raise KeyError(case_id)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``agui-tools check --json`` document (docs/cli.md describes it)."""
+        return {
+            "url": self.url,
+            "agui_tools": self.version,
+            "started": self.started,
+            "seconds": round(self.seconds, 3),
+            "strict": self.strict,
+            "ok": self.ok,
+            "counts": self.counts(),
+            "cases": [c.to_json() for c in self.cases],
+        }
+
+    def dumps(self) -> bytes:
+        return orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2)
+
+
+def summary_line(cases: Sequence[CaseResult]) -> str:
+    counts: dict[str, int] = {}
+    for case in cases:
+        counts[case.verdict.value] = counts.get(case.verdict.value, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in counts.items())

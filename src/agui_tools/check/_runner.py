@@ -1,0 +1,158 @@
+"""Running the catalogue against one endpoint: selection, time bounds, the report."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from .._errors import TransportError, UsageError
+from .._version import __version__
+from ._cases import CASES, SECTIONS, Case
+from ._context import DEFAULT_TOOLS, Context, Settings
+from ._probe import Probe
+from ._report import CaseResult, CheckReport, Finding, Verdict, worst
+
+__all__ = ["acheck_agent", "check_agent", "select_cases"]
+
+
+def select_cases(
+    cases: Iterable[str] | None = None, sections: Iterable[str] | None = None
+) -> list[Case]:
+    """The catalogue's cases matching ``cases`` (ids or globs) and ``sections``.
+
+    Raises :class:`UsageError` naming a pattern or section that matches nothing.
+    """
+    chosen = list(CASES)
+    if sections:
+        wanted = list(sections)
+        unknown = [s for s in wanted if s not in SECTIONS]
+        if unknown:
+            raise UsageError(
+                f"unknown section(s) {', '.join(unknown)}; the sections are {', '.join(SECTIONS)}"
+            )
+        chosen = [c for c in chosen if c.section in wanted]
+    if cases:
+        patterns = list(cases)
+        for pattern in patterns:
+            if not any(fnmatch.fnmatchcase(c.id, pattern) for c in CASES):
+                raise UsageError(
+                    f"no case matches {pattern!r}; `agui-tools check --list` shows them all"
+                )
+        chosen = [c for c in chosen if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
+    return chosen
+
+
+async def acheck_agent(
+    url: str,
+    *,
+    cases: Iterable[str] | None = None,
+    sections: Iterable[str] | None = None,
+    timeout: float = 10.0,
+    strict: bool = False,
+    headers: Mapping[str, str] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    prompt: str | None = None,
+    oversize_bytes: int = 16 * 1024 * 1024,
+) -> CheckReport:
+    """Run the conformance cases against the agent at ``url``; see :func:`check_agent`."""
+    if timeout <= 0:
+        raise UsageError(f"timeout must be a positive number of seconds, not {timeout}")
+    chosen = select_cases(cases, sections)
+    settings = Settings(
+        url=url,
+        headers=dict(headers or {}),
+        timeout=timeout,
+        strict=strict,
+        tools=[dict(t) for t in tools] if tools is not None else DEFAULT_TOOLS,
+        prompt=prompt,
+        oversize_bytes=oversize_bytes,
+    )
+    started = datetime.now(UTC)
+    start = time.perf_counter()
+    probe = Probe(url, headers=settings.headers, timeout=timeout)
+    try:
+        await _reachable(probe)
+        ctx = Context(settings, probe)
+        results: dict[str, CaseResult] = {}
+        for case in [c for c in chosen if not c.late] + [c for c in chosen if c.late]:
+            results[case.id] = await _run_case(ctx, case)
+    finally:
+        await probe.aclose()
+    return CheckReport(
+        url=url,
+        cases=[results[c.id] for c in chosen],
+        strict=strict,
+        seconds=time.perf_counter() - start,
+        started=started.isoformat(timespec="seconds"),
+        version=__version__,
+    )
+
+
+def check_agent(url: str, **options: Any) -> CheckReport:
+    """Check the AG-UI agent at ``url`` and return the :class:`CheckReport`.
+
+    Options: ``cases`` (ids or globs), ``sections``, ``timeout`` (seconds per
+    case), ``strict`` (warnings fail), ``headers``, ``tools`` (the frontend
+    tools to advertise, wire ``Tool`` dicts), ``prompt`` (the message inviting
+    a call). Blocking; inside a running event loop use :func:`acheck_agent`.
+
+    Raises :class:`~agui_tools.TransportError` when the agent cannot be reached
+    at all and :class:`~agui_tools.UsageError` for bad options; everything the
+    agent does wrong is in the report, never an exception.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(acheck_agent(url, **options))
+    raise UsageError(
+        "check_agent() blocks and cannot run inside an event loop; use `await acheck_agent(...)`"
+    )
+
+
+async def _reachable(probe: Probe) -> None:
+    """One GET, so an unreachable URL is one clear error, not thirty failed cases."""
+    try:
+        await probe.http.get(probe.url, headers=probe.headers)
+    except httpx.HTTPError as exc:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise TransportError(f"cannot reach the agent at {probe.url} ({detail})", url=probe.url) from None
+
+
+async def _run_case(ctx: Context, case: Case) -> CaseResult:
+    res = case.result()
+    start = time.perf_counter()
+    try:
+        await asyncio.wait_for(case.run(ctx, res), ctx.settings.timeout)
+    except TimeoutError:
+        last = res.exchanges[-1] if res.exchanges else None
+        doing = f" (waiting on {last.label!r}, {len(last.frames)} event(s) so far)" if last else ""
+        res.findings.append(
+            Finding(
+                Verdict.FAIL,
+                case.rules[0],
+                f"the case did not finish within {ctx.settings.timeout:g} s{doing}; the agent "
+                "must answer — a refusal, a stream, a terminal event — not hang.",
+                len(res.exchanges) - 1 if last else None,
+                len(last.frames) - 1 if last and last.frames else None,
+            )
+        )
+    except Exception as exc:  # a checker bug must show, not hide behind a verdict
+        res.findings.append(
+            Finding(
+                Verdict.FAIL,
+                "CHECKER",
+                f"internal error in the checker ({type(exc).__name__}: {exc}); please report it.",
+            )
+        )
+    res.seconds = time.perf_counter() - start
+    res.verdict = worst(f.verdict for f in res.findings)
+    if not res.observed:
+        shown = [f for f in res.findings if f.verdict is res.verdict]
+        res.observed = shown[0].message if shown else "as expected"
+    return res

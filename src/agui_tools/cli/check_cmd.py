@@ -1,0 +1,171 @@
+"""``agui-tools check URL`` — a conformance tester you point at a live agent."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HELP = """\
+Run the conformance cases against the AG-UI agent at URL (its POST endpoint)
+and judge the producer: how it meets good, malformed and unusual input, the
+shape of its runs (every stream through the full consumer pipeline), the
+frontend-tool round trip (advertise, invite a call, answer it, decline one), a
+history with an unanswered call, interrupts when it interrupts, and the HTTP +
+SSE binding. Each case cites the rules it checks (spec/RULES.md IDs) and ends
+pass, fail (a MUST broken), warn (a SHOULD, or the model's fault), info, or
+not exercised (the agent never did what the case needs; the report says what
+it did instead).
+
+Reports: a table per section on the terminal; --json prints one JSON document
+instead (docs/cli.md describes it); --junit FILE writes JUnit XML for CI;
+--html FILE a self-contained page with every wire transcript.
+
+Exit codes: 0 no case failed (with --strict: none warned either), 1 a case
+failed, 2 bad usage or the agent cannot be reached at all.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="run the conformance cases against a live agent endpoint and judge it",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("url", metavar="URL", nargs="?", help="the agent's POST endpoint")
+    p.add_argument(
+        "--case",
+        action="append",
+        metavar="ID",
+        help="run only this case (an id or a glob like 'frontend.*'; repeatable)",
+    )
+    p.add_argument(
+        "--section", action="append", metavar="NAME", help="run only this section (repeatable)"
+    )
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="time bound of each case (default 10)",
+    )
+    p.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    p.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an extra request header, e.g. -H 'Authorization: Bearer …' (repeatable)",
+    )
+    p.add_argument("--prompt", help="the user message that invites a frontend tool call")
+    p.add_argument(
+        "--tools",
+        metavar="FILE|MODULE:ATTR",
+        help="the frontend tools to advertise: a JSON file (a list of Tool objects, or "
+        '{"tools": [...], "prompt": "..."}) or a Python module attribute holding the list',
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON document instead")
+    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report to FILE")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE")
+    p.set_defaults(func=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
+    return value
+
+
+def _headers(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"-H {item!r} is not 'Name: value'")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def load_tools(spec: str) -> tuple[list[dict[str, Any]], str | None]:
+    """``--tools``: the Tool list (and an optional prompt) from a JSON file or a module."""
+    path = Path(spec)
+    if path.suffix == ".json" or path.exists():
+        data: Any = orjson.loads(path.read_bytes())
+    else:
+        module_name, sep, attr = spec.partition(":")
+        if "" not in sys.path:
+            sys.path.insert(0, "")
+        data = getattr(importlib.import_module(module_name), attr if sep else "TOOLS")
+    prompt = None
+    if isinstance(data, dict):
+        prompt = data.get("prompt")
+        data = data.get("tools")
+    if not isinstance(data, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"] for t in data
+    ):
+        raise ValueError("expected a list of Tool objects, each with a non-empty name")
+    tools = [{"description": "", **t} for t in data]
+    if prompt is not None and not isinstance(prompt, str):
+        raise ValueError("prompt must be a string")
+    return tools, prompt
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._errors import TransportError, UsageError
+    from ..check import CASES, check_agent
+    from ..check.reports import html_report, junit_xml, print_report
+
+    if args.list:
+        for case in CASES:
+            print(f"{case.id:32} {', '.join(case.rules):28} {case.title}")
+        return 0
+    if not args.url:
+        print("agui-tools check: give the agent's URL (or --list)", file=sys.stderr)
+        return 2
+    try:
+        headers = _headers(args.header)
+        tools, prompt = load_tools(args.tools) if args.tools else (None, None)
+    except Exception as exc:  # the user's file or module: any failure is bad usage
+        print(f"agui-tools check: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = check_agent(
+            args.url,
+            cases=args.case,
+            sections=args.section,
+            timeout=args.timeout,
+            strict=args.strict,
+            headers=headers,
+            tools=tools,
+            prompt=args.prompt or prompt,
+        )
+    except KeyboardInterrupt:
+        print("\nagui-tools check: interrupted", file=sys.stderr)
+        return 130
+    except (UsageError, TransportError) as exc:
+        print(f"agui-tools check: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.junit:
+            Path(args.junit).write_text(junit_xml(report), encoding="utf-8")
+        if args.html:
+            Path(args.html).write_text(html_report(report), encoding="utf-8")
+    except OSError as exc:
+        print(f"agui-tools check: cannot write the report: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.buffer.write(report.dumps() + b"\n")
+    else:
+        print_report(report)
+    return report.exit_code
