@@ -25,6 +25,7 @@ import orjson
 
 from ..app._arguments import ParsedArguments, parse_arguments
 from ..app._calls import Answer
+from ..app._reducer import ThreadState
 from ..app._validation import ArgumentValidator, InvalidToolSchema
 from ._context import Context, Stream, add, findings_of, new_input, use
 from ._report import CaseResult, Verdict
@@ -570,7 +571,19 @@ async def _invite(ctx: Context, *, key: str = "invite", tools: Sequence[Mapping[
 
 
 def _not_invited(res: CaseResult, invite: Invite, rule: str) -> bool:
-    if invite.stream.judged is not None and invite.frontend_calls:
+    judged = invite.stream.judged
+    if judged is not None and judged.error is not None:
+        use(res, invite.stream)
+        err = judged.error
+        add(
+            res,
+            Verdict.NOT_EXERCISED,
+            rule,
+            f"the stream was rejected at event #{err.index} [{err.rule}] before any call could "
+            "be judged (frontend.invite reports it).",
+        )
+        return True
+    if judged is not None and invite.frontend_calls:
         return False
     for attempt in invite.attempts:
         use(res, attempt)
@@ -678,6 +691,18 @@ async def _pending_ids(ctx: Context, res: CaseResult) -> None:
         return
     i, ev = finished[-1]
     outcome = ev.get("outcome")
+    kind = outcome.get("type") if isinstance(outcome, dict) else "success"
+    if kind != "success":
+        add(
+            res,
+            Verdict.NOT_EXERCISED,
+            "FE-5",
+            f"the run finished with the {kind} outcome; pendingToolCallIds lives only on the "
+            "success outcome (frontend.success-outcome judges the outcome).",
+            stream,
+            i,
+        )
+        return
     named = outcome.get("pendingToolCallIds") if isinstance(outcome, dict) else None
     last = stream.judged.last
     pending = last.pending if last is not None else []
@@ -752,7 +777,8 @@ def _answer_all(stream: Stream, how: str) -> dict[str, Any]:
     """The continuation input answering every call the thread left (FE-8)."""
     judged = stream.judged
     assert judged is not None and judged.thread is not None
-    thread = judged.thread
+    # a copy: the judged thread is shared with the other cases reading this stream
+    thread = ThreadState(judged.thread.messages, judged.thread.state)
     for cid in thread.unanswered_calls():
         name = thread.call_name(cid) or "tool"
         if how == "decline":
@@ -775,7 +801,7 @@ def _answer_all(stream: Stream, how: str) -> dict[str, Any]:
 async def _continue(
     ctx: Context, res: CaseResult, stream: Stream, how: str, label: str
 ) -> Stream | None:
-    if stream.judged is None or not stream.judged.clean:
+    if stream.judged is None or stream.judged.error is not None:
         add(
             res,
             Verdict.NOT_EXERCISED,

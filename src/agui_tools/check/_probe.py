@@ -142,19 +142,33 @@ class Probe:
                 "Accept: text/event-stream",
                 f"Content-Length: {len(body)}",
                 "Connection: close",
+                "Expect: 100-continue",
                 *(f"{k}: {v}" for k, v in self.headers.items()),
             ]
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-            answer = asyncio.create_task(reader.read(BODY_CAP))
+            await writer.drain()
+            # a server refusing by Content-Length answers now, before the body: read it
+            # without sending the body, so it is not lost to the reset that closing a
+            # socket with unread data causes
             try:
-                for i in range(0, len(body), 256 * 1024):
-                    if answer.done():
-                        break
-                    writer.write(body[i : i + 256 * 1024])
-                    await writer.drain()
-            except OSError:
-                pass  # the server stopped reading: its answer, if any, is waiting
-            raw = await asyncio.wait_for(answer, self.timeout)
+                early = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _EXPECT_WAIT)
+            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                early = b""
+            if _status(early) >= 200:
+                raw = early + await asyncio.wait_for(_read_answer(reader), self.timeout)
+            else:
+                answer = asyncio.create_task(_read_answer(reader))
+                try:
+                    for i in range(0, len(body), 256 * 1024):
+                        if answer.done():
+                            break
+                        writer.write(body[i : i + 256 * 1024])
+                        await writer.drain()
+                except OSError:
+                    pass  # the server stopped reading: its answer, if any, is being read
+                raw = await asyncio.wait_for(answer, self.timeout)
+            while 100 <= _status(raw) < 200:  # interim answers (100 Continue) precede the final one
+                raw = raw.partition(b"\r\n\r\n")[2]
             status_line, _, rest = raw.partition(b"\r\n")
             parts = status_line.split(b" ", 2)
             if len(parts) >= 2 and parts[1].isdigit():
@@ -177,6 +191,29 @@ class Probe:
 
     def sent(self, exchange: Exchange) -> Sent:
         return self.raw.get(id(exchange)) or Sent()
+
+
+_EXPECT_WAIT = 1.0
+"""How long to wait for an answer to ``Expect: 100-continue`` before sending the body anyway."""
+
+
+def _status(head: bytes) -> int:
+    parts = head.split(b"\r\n", 1)[0].split(b" ", 2)
+    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else 0
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> bytes:
+    """Everything the server sends, up to :data:`BODY_CAP`; a reset keeps what arrived."""
+    data = bytearray()
+    try:
+        while len(data) < BODY_CAP:
+            chunk = await reader.read(64 * 1024)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    return bytes(data)
 
 
 async def _read_body(resp: httpx.Response) -> str:

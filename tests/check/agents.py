@@ -1,0 +1,228 @@
+"""Agents for testing the checker: one raw-SSE agent with a switch per fault, and one
+built only with the official ``ag-ui-protocol`` package.
+
+The raw agent is a plain Starlette app writing SSE text by hand — not our
+emitter, which would refuse to break a rule — so each fault class of issue 14
+can be produced exactly: with ``fault=None`` it is a conforming agent; each
+fault breaks one rule and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+FAULTS = (
+    "self-answer",  # FE-2: a TOOL_CALL_RESULT for the advertised tool it called
+    "interrupt-outcome",  # FE-3: the run stopped on a frontend call reports interrupt
+    "wrong-pending",  # FE-5: pendingToolCallIds names a call it never made
+    "result-unknown-call",  # TOOL-10: a result for a call never started
+    "resend-on-resume",  # RUN-14: START/ARGS/END of the answered call re-sent
+    "finished-after-error",  # RUN-12: RUN_FINISHED after RUN_ERROR
+    "missing-thread-id",  # RUN_STARTED without threadId (malformed known event)
+    "500-on-malformed",  # INPUT-15: a server error for a body that is not JSON
+    "dangling-accepted",  # FE-8: a history with an unanswered call is run
+)
+
+MAX_BODY = 1024 * 1024
+
+
+def _sse(event: dict[str, Any]) -> str:
+    return "data: " + json.dumps(event, separators=(",", ":")) + "\n\n"
+
+
+def sample_arguments(schema: Any) -> dict[str, Any]:
+    """Arguments that satisfy a simple object schema (what a good model would send)."""
+    out: dict[str, Any] = {}
+    if not isinstance(schema, dict):
+        return out
+    props = schema.get("properties") or {}
+    for name in schema.get("required") or []:
+        kind = (props.get(name) or {}).get("type")
+        out[name] = {"integer": 2, "number": 1.5, "boolean": True, "array": [], "object": {}}.get(
+            kind, "Paris"
+        )
+    return out
+
+
+def _dangling(messages: list[Any]) -> list[str]:
+    calls = [
+        c["id"]
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "assistant"
+        for c in m.get("toolCalls") or []
+    ]
+    answered = {m.get("toolCallId") for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
+    return [c for c in calls if c not in answered]
+
+
+def raw_agent(fault: str | None = None, *, text: str = "Hello.") -> Starlette:
+    """A conforming agent written as raw SSE — or, with ``fault``, one that breaks one rule."""
+    if fault is not None and fault not in FAULTS:
+        raise ValueError(f"unknown fault {fault!r}")
+
+    async def endpoint(request: Request) -> Response:
+        declared = int(request.headers.get("content-length") or 0)
+        if declared > MAX_BODY:
+            return JSONResponse({"error": "body too large"}, status_code=413, headers={"connection": "close"})
+        body = await request.body()
+        try:
+            data = json.loads(body)
+        except ValueError:
+            if fault == "500-on-malformed":
+                return Response("Internal Server Error", status_code=500)
+            return JSONResponse({"error": "not JSON"}, status_code=400)
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("threadId"), str)
+            or not isinstance(data.get("runId"), str)
+            or not isinstance(data.get("messages"), list)
+        ):
+            return JSONResponse({"error": "not a RunAgentInput"}, status_code=422)
+        messages = data["messages"]
+        if fault != "dangling-accepted" and not data.get("resume") and _dangling(messages):
+            return JSONResponse({"error": f"unanswered calls {_dangling(messages)}"}, status_code=409)
+        return StreamingResponse(_run(data), media_type="text/event-stream")
+
+    async def _run(data: dict[str, Any]) -> Any:
+        thread, run = data["threadId"], data["runId"]
+        started: dict[str, Any] = {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"}
+        if fault == "missing-thread-id":
+            del started["threadId"]
+        yield _sse(started)
+        await asyncio.sleep(0)
+        messages = data["messages"]
+        tools = data.get("tools") or []
+        last = messages[-1] if messages else {}
+        finished: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread, "runId": run}
+        mid = f"m-{run}"
+        if last.get("role") == "tool":
+            if fault == "resend-on-resume":
+                call = last["toolCallId"]
+                name = next(
+                    (c["function"]["name"] for m in messages if m.get("role") == "assistant"
+                     for c in m.get("toolCalls") or [] if c["id"] == call),
+                    "tool",
+                )
+                yield _sse({"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": name})
+                yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": "{}"})
+                yield _sse({"type": "TOOL_CALL_END", "toolCallId": call})
+            for ev in _say(mid, "Thanks, done."):
+                yield ev
+            yield _sse(finished)
+            return
+        if not tools or data.get("resume"):
+            for ev in _say(mid, text):
+                yield ev
+            if fault == "finished-after-error":
+                yield _sse({"type": "RUN_ERROR", "message": "the model failed"})
+            yield _sse(finished)
+            return
+        tool = tools[0]
+        call = f"call-{run}"
+        for ev in _say(mid, f"Calling {tool['name']}."):
+            yield ev
+        args = json.dumps(sample_arguments(tool.get("parameters")))
+        yield _sse({"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": tool["name"], "parentMessageId": mid})
+        yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": args[:5]})
+        yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": args[5:]})
+        yield _sse({"type": "TOOL_CALL_END", "toolCallId": call})
+        pending = [call]
+        if fault == "self-answer":
+            yield _sse({"type": "TOOL_CALL_RESULT", "messageId": f"r-{run}", "toolCallId": call, "content": "sunny"})
+            pending = []
+        if fault == "result-unknown-call":
+            yield _sse({"type": "TOOL_CALL_RESULT", "messageId": f"r-{run}", "toolCallId": "never-started", "content": "?"})
+        if fault == "wrong-pending":
+            pending = [call, "call-never-made"]
+        if fault == "interrupt-outcome":
+            finished["outcome"] = {
+                "type": "interrupt",
+                "interrupts": [{"id": f"i-{run}", "reason": "tool_call", "toolCallId": call}],
+            }
+        elif pending:
+            finished["outcome"] = {"type": "success", "pendingToolCallIds": pending}
+        yield _sse(finished)
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def _say(mid: str, text: str) -> list[str]:
+    return [
+        _sse({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"}),
+        _sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": text}),
+        _sse({"type": "TEXT_MESSAGE_END", "messageId": mid}),
+    ]
+
+
+def official_agent() -> Starlette:
+    """A conforming agent built only with the official ``ag-ui-protocol`` package.
+
+    Input parsed and validated by the official ``RunAgentInput`` model; every
+    event an official model instance, encoded by the official ``EventEncoder``.
+    """
+    from ag_ui.core import (
+        EventType,
+        RunAgentInput,
+        RunFinishedEvent,
+        RunFinishedSuccessOutcome,
+        RunStartedEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageStartEvent,
+        ToolCallArgsEvent,
+        ToolCallEndEvent,
+        ToolCallStartEvent,
+    )
+    from ag_ui.encoder import EventEncoder
+    from pydantic import ValidationError
+
+    encoder = EventEncoder()
+
+    async def endpoint(request: Request) -> Response:
+        if int(request.headers.get("content-length") or 0) > MAX_BODY:
+            return JSONResponse({"error": "body too large"}, status_code=413, headers={"connection": "close"})
+        try:
+            data = json.loads(await request.body())
+            run_input = RunAgentInput.model_validate(data)
+        except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
+            status = 422 if isinstance(exc, ValidationError) else 400
+            return JSONResponse({"error": str(exc)[:500]}, status_code=status)
+        messages = [m.model_dump(by_alias=True) for m in run_input.messages]
+        if not run_input.resume and _dangling(messages):
+            return JSONResponse({"error": f"unanswered calls {_dangling(messages)}"}, status_code=409)
+        return StreamingResponse(_events(run_input), media_type=encoder.get_content_type())
+
+    async def _events(run_input: Any) -> Any:
+        thread, run = run_input.thread_id, run_input.run_id
+        yield encoder.encode(RunStartedEvent(thread_id=thread, run_id=run, protocol_version="1.1"))
+        mid = f"m-{run}"
+        last_role = run_input.messages[-1].role if run_input.messages else None
+        tools = run_input.tools or []
+        say = "Thanks, done." if last_role == "tool" or not tools else f"Calling {tools[0].name}."
+        yield encoder.encode(TextMessageStartEvent(message_id=mid, role="assistant"))
+        yield encoder.encode(TextMessageContentEvent(message_id=mid, delta=say))
+        yield encoder.encode(TextMessageEndEvent(message_id=mid))
+        if last_role == "tool" or not tools:
+            yield encoder.encode(RunFinishedEvent(thread_id=thread, run_id=run))
+            return
+        tool, call = tools[0], f"call-{run}"
+        yield encoder.encode(ToolCallStartEvent(tool_call_id=call, tool_call_name=tool.name, parent_message_id=mid))
+        yield encoder.encode(ToolCallArgsEvent(tool_call_id=call, delta=json.dumps(sample_arguments(tool.parameters))))
+        yield encoder.encode(ToolCallEndEvent(tool_call_id=call))
+        yield encoder.encode(
+            RunFinishedEvent(
+                thread_id=thread,
+                run_id=run,
+                outcome=RunFinishedSuccessOutcome(type="success", pending_tool_call_ids=[call]),
+            )
+        )
+        assert EventType.RUN_FINISHED  # the official enum, imported to show it is the real package
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])

@@ -1,0 +1,127 @@
+"""The checker catches each fault class of issue 14, with the right rule and verdict.
+
+One deliberately broken agent per fault (``tests/check/agents.py``: raw SSE,
+not our emitter, so it can break anything), run through the whole default
+catalogue: the expected case fails naming the expected rule, the report exits
+1, the HTML report highlights the offending event — and the cases the fault
+does not touch are not failed (the checker is precise, not merely loud).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+
+import pytest
+
+from agui_tools.check import CheckReport, Verdict, acheck_agent
+from agui_tools.check.reports import html_report
+from agui_tools.testing import serving
+
+from .agents import FAULTS, raw_agent
+
+# fault → (the case that must fail, the rule it must name, every case allowed to fail)
+EXPECTED: dict[str, tuple[str, str, set[str]]] = {
+    "self-answer": ("frontend.no-self-answer", "FE-2", {"frontend.no-self-answer"}),
+    "interrupt-outcome": ("frontend.success-outcome", "FE-3", {"frontend.success-outcome"}),
+    "wrong-pending": ("frontend.pending-ids", "FE-5", {"frontend.pending-ids"}),
+    # the stray result is in every stream that invites a call: both cases that make one say so
+    "result-unknown-call": ("frontend.invite", "TOOL-10", {"frontend.invite", "frontend.decline"}),
+    "resend-on-resume": (
+        "frontend.continuation",
+        "RUN-14",
+        {"frontend.continuation", "frontend.decline"},
+    ),
+    # every plain run breaks it, so every case that makes one fails
+    "finished-after-error": (
+        "lifecycle.errored-runs",
+        "RUN-12",
+        {
+            "input.unknown-members",
+            "input.tools-absent",
+            "input.newer-version",
+            "lifecycle.stream",
+            "lifecycle.errored-runs",
+            "transport.disconnect",
+            "transport.protobuf",
+        },
+    ),
+    "missing-thread-id": (
+        "lifecycle.stream",
+        "PROC-2",
+        {
+            "input.unknown-members",
+            "input.tools-absent",
+            "input.newer-version",
+            "lifecycle.stream",
+            "lifecycle.ids-echoed",
+            "frontend.invite",
+            "transport.disconnect",
+            "transport.protobuf",
+        },
+    ),
+    "500-on-malformed": ("input.malformed-json", "INPUT-15", {"input.malformed-json"}),
+    "dangling-accepted": ("history.dangling", "FE-8", {"history.dangling"}),
+}
+
+
+def _check(app: object, **options: object) -> CheckReport:
+    async def main() -> CheckReport:
+        async with serving(app) as base:
+            return await acheck_agent(base + "/", **options)  # type: ignore[arg-type]
+
+    return asyncio.run(main())
+
+
+def test_every_fault_class_has_a_broken_agent() -> None:
+    assert set(EXPECTED) == set(FAULTS)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_each_fault_fails_its_case_with_its_rule(fault: str) -> None:
+    case_id, rule, allowed = EXPECTED[fault]
+    report = _check(raw_agent(fault))
+    case = report.case(case_id)
+    assert case.verdict is Verdict.FAIL, (case.verdict, case.findings)
+    failing = [f for f in case.findings if f.verdict is Verdict.FAIL]
+    assert rule in {f.rule for f in failing}, failing
+    assert report.exit_code == 1 and not report.ok
+    failed = {c.id for c in report.cases if c.verdict is Verdict.FAIL}
+    assert failed <= allowed, failed - allowed
+    # the HTML report highlights the offending event (or shows the offending status)
+    page = html_report(report)
+    finding = next(f for f in failing if f.rule == rule)
+    if finding.event is not None:
+        assert finding.exchange is not None
+        frame = case.exchanges[finding.exchange].frames[finding.event]
+        assert f'class="offending">{html.escape(frame)}</li>' in page
+    else:
+        assert case.exchanges[finding.exchange or 0].status == 500
+        assert "HTTP 500" in page
+
+
+def test_the_conforming_raw_agent_gets_no_failure_and_no_warning() -> None:
+    report = _check(raw_agent())
+    assert report.exit_code == 0
+    bad = [(c.id, c.findings) for c in report.cases if c.verdict in (Verdict.FAIL, Verdict.WARN)]
+    assert bad == []
+    # everything the agent does is exercised; only what it never does is not
+    not_exercised = {c.id for c in report.cases if c.verdict is Verdict.NOT_EXERCISED}
+    assert not_exercised == {
+        "lifecycle.errored-runs",
+        "interrupts.ids",
+        "interrupts.uncovered-resume",
+        "interrupts.resume",
+    }
+
+
+def test_interrupting_agent_exercises_the_interrupt_cases() -> None:
+    """The FE-3 agent interrupts: the interrupt cases judge it (409 for an uncovered resume)."""
+    report = _check(raw_agent("interrupt-outcome"), sections=["frontend", "interrupts"])
+    verdicts = {c.id: c.verdict for c in report.cases if c.section == "interrupts"}
+    assert verdicts == {
+        "interrupts.ids": Verdict.PASS,
+        "interrupts.uncovered-resume": Verdict.PASS,
+        "interrupts.resume": Verdict.PASS,
+    }
+    assert "409" in report.case("interrupts.uncovered-resume").observed
