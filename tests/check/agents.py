@@ -62,12 +62,25 @@ def _dangling(messages: list[Any]) -> list[str]:
     return [c for c in calls if c not in answered]
 
 
-def raw_agent(fault: str | None = None, *, text: str = "Hello.") -> Starlette:
-    """A conforming agent written as raw SSE — or, with ``fault``, one that breaks one rule."""
+def raw_agent(
+    fault: str | None = None,
+    *,
+    text: str = "Hello.",
+    pending_ids: bool = True,
+    token: str | None = None,
+) -> Starlette:
+    """A conforming agent written as raw SSE — or, with ``fault``, one that breaks one rule.
+
+    ``text``: what a plain run says; ``pending_ids=False`` leaves out the
+    (recommended, not required) ``pendingToolCallIds``; ``token``: answer 401
+    unless the request carries ``Authorization: Bearer <token>``.
+    """
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}")
 
     async def endpoint(request: Request) -> Response:
+        if token is not None and request.headers.get("authorization") != f"Bearer {token}":
+            return JSONResponse({"error": "unauthorized"}, status_code=401)
         declared = int(request.headers.get("content-length") or 0)
         if declared > MAX_BODY:
             return JSONResponse({"error": "body too large"}, status_code=413, headers={"connection": "close"})
@@ -146,9 +159,24 @@ def raw_agent(fault: str | None = None, *, text: str = "Hello.") -> Starlette:
                 "type": "interrupt",
                 "interrupts": [{"id": f"i-{run}", "reason": "tool_call", "toolCallId": call}],
             }
-        elif pending:
+        elif pending and pending_ids:
             finished["outcome"] = {"type": "success", "pendingToolCallIds": pending}
         yield _sse(finished)
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def hanging_agent() -> Starlette:
+    """An agent that opens the stream and then never sends anything."""
+
+    async def endpoint(request: Request) -> Response:
+        await request.body()
+
+        async def forever() -> Any:
+            yield _sse({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+            await asyncio.sleep(3600)
+
+        return StreamingResponse(forever(), media_type="text/event-stream")
 
     return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
 

@@ -258,7 +258,8 @@ def _case_html(case: CaseResult) -> str:
         "<dl>",
         "<dt>rules</dt><dd>",
     ]
-    for rule in case.rules:
+    named = [f.rule for f in case.findings if f.rule not in case.rules and f.rule in RULES]
+    for rule in dict.fromkeys([*case.rules, *named]):
         parts.append(f'<div class="rule"><code>{_e(rule)}</code> {_e(RULES.get(rule, ""))}</div>')
     parts += [
         f"</dd><dt>spec page</dt><dd><code>{_e(case.page)}</code></dd>",

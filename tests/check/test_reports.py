@@ -1,0 +1,160 @@
+"""The reports: JUnit XML valid against the schema CI systems read, a self-contained and
+escaped HTML page, the JSON document docs/cli.md describes, the terminal tables."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+import xmlschema
+from rich.console import Console
+
+from agui_tools.check import CheckReport, Verdict, acheck_agent
+from agui_tools.check.reports import html_report, junit_xml, print_report
+from agui_tools.testing import serving
+
+from .agents import raw_agent
+
+XSD = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit.xsd")
+HOSTILE = '</li><script>alert(1)</script><img src=x onerror=alert(2)> & "quotes" \x07'
+
+
+def _check(app: object, **options: object) -> CheckReport:
+    async def main() -> CheckReport:
+        async with serving(app) as base:
+            return await acheck_agent(base + "/", **options)  # type: ignore[arg-type]
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def failing() -> CheckReport:
+    # a MUST broken (a result for a call never started) and a SHOULD skipped (no pendingToolCallIds)
+    return _check(raw_agent("result-unknown-call", pending_ids=False))
+
+
+@pytest.fixture(scope="module")
+def passing() -> CheckReport:
+    return _check(raw_agent(), sections=["input", "lifecycle", "interrupts"])
+
+
+@pytest.fixture(scope="module")
+def hostile() -> CheckReport:
+    """An agent whose every word is markup, and a fault so its events are shown highlighted."""
+    return _check(raw_agent("finished-after-error", text=HOSTILE), cases=["lifecycle.*"])
+
+
+def test_junit_is_valid_against_the_schema(failing: CheckReport, passing: CheckReport) -> None:
+    for report in (failing, passing):
+        XSD.validate(junit_xml(report))  # raises, naming the element, when invalid
+
+
+def test_the_schema_rejects_what_ci_systems_would() -> None:
+    """The validator can fail: a testcase without a name, a count that is not a number."""
+    good = (
+        '<testsuites><testsuite name="s" tests="1" failures="0" errors="0" time="0.1" '
+        'timestamp="2026-01-01T00:00:00" hostname="h"><testcase name="c" classname="k" '
+        'time="0.1"/></testsuite></testsuites>'
+    )
+    XSD.validate(good)
+    for bad in (
+        good.replace('name="c" ', ""),
+        good.replace('tests="1"', 'tests="one"'),
+        good.replace("<testcase", "<system-out/><testcase"),
+    ):
+        assert not XSD.is_valid(bad), bad
+
+
+def test_junit_counts_and_outcomes(failing: CheckReport) -> None:
+    root = ET.fromstring(junit_xml(failing))
+    cases = {tc.get("name", "").split(":")[0]: tc for tc in root.iter("testcase")}
+    assert len(cases) == len(failing.cases)
+    assert int(root.get("failures", "-1")) == len(failing.failed()) >= 1
+    failure = cases["frontend.invite"].find("failure")
+    assert failure is not None and failure.get("type") == "TOOL-10"
+    assert "[TOOL-10]" in (failure.get("message") or "")
+    skipped = [k for k, tc in cases.items() if tc.find("skipped") is not None]
+    assert set(skipped) == {c.id for c in failing.cases if c.verdict is Verdict.NOT_EXERCISED}
+
+
+def test_strict_makes_warnings_junit_failures(failing: CheckReport) -> None:
+    warned = [c.id for c in failing.cases if c.verdict is Verdict.WARN]
+    assert "frontend.pending-ids" in warned  # pendingToolCallIds left out: a SHOULD
+    failing.strict = True
+    try:
+        root = ET.fromstring(junit_xml(failing))
+        failed = {
+            tc.get("name", "").split(":")[0]
+            for tc in root.iter("testcase")
+            if tc.find("failure") is not None
+        }
+        assert set(warned) <= failed
+        assert failing.exit_code == 1
+    finally:
+        failing.strict = False
+
+
+def test_html_is_one_self_contained_page(failing: CheckReport) -> None:
+    page = html_report(failing)
+    assert page.startswith("<!DOCTYPE html>")
+    for external in ("<script", "<link", " src=", "@import", "url("):
+        assert external not in page, external
+    assert not re.search(r'href="(?!#)', page)  # only in-page anchors
+    # per case: verdict, rule text, expected, observed, transcript
+    assert 'id="case-frontend-invite"' in page
+    assert "A producer that calls a frontend tool MUST NOT answer it" in page  # FE-2's text
+    assert "is a message in its own right" in page  # TOOL-10's, the failing rule
+    assert "<dt>expected</dt>" in page and "<dt>observed</dt>" in page
+    assert '<ol class="events" start="0">' in page and 'class="offending"' in page
+
+
+def test_html_escapes_everything_the_agent_sent(hostile: CheckReport) -> None:
+    page = html_report(hostile)
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'class="offending"' in page  # the RUN_FINISHED after RUN_ERROR
+    XSD.validate(junit_xml(hostile))  # the control character is not carried into XML
+
+
+def test_json_document_has_the_documented_shape(failing: CheckReport) -> None:
+    doc = failing.to_json()
+    assert set(doc) == {"url", "agui_tools", "started", "seconds", "strict", "ok", "counts", "cases"}
+    assert doc["ok"] is False and doc["counts"]["fail"] >= 1
+    case = next(c for c in doc["cases"] if c["id"] == "frontend.invite")
+    assert set(case) == {
+        "id",
+        "section",
+        "title",
+        "verdict",
+        "rules",
+        "page",
+        "expected",
+        "observed",
+        "findings",
+        "exchanges",
+        "seconds",
+    }
+    finding = next(f for f in case["findings"] if f["verdict"] == "fail")
+    assert set(finding) == {"verdict", "rule", "message", "exchange", "event"}
+    exchange = case["exchanges"][finding["exchange"]]
+    assert {"label", "request", "status", "contentType", "events", "comments", "seconds"} <= set(
+        exchange
+    )
+    assert '"TOOL_CALL_RESULT"' in exchange["events"][finding["event"]]
+    # every key the document has is documented in docs/cli.md
+    cli_doc = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    for key in [*doc, *case, *finding, *exchange]:
+        assert f"`{key}`" in cli_doc, key
+
+
+def test_terminal_report_groups_by_section(failing: CheckReport) -> None:
+    out = io.StringIO()
+    print_report(failing, Console(file=out, width=160, color_system=None))
+    text = out.getvalue()
+    positions = [text.index(f"\n{section}") for section, _ in failing.sections()]
+    assert positions == sorted(positions)
+    assert "[TOOL-10]" in text and "FAILED" in text
