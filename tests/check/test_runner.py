@@ -1,0 +1,194 @@
+"""Running the catalogue: selection, time bounds, strictness, headers, bad usage — through
+the Python API and the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agui_tools import TransportError, UsageError
+from agui_tools.check import CASES, CheckReport, Verdict, acheck_agent, check_agent, select_cases
+from agui_tools.testing import free_port, serving
+
+from .agents import hanging_agent, raw_agent
+
+ROOT = Path(__file__).resolve().parents[2]
+AGUI = [sys.executable, "-m", "agui_tools"]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "160"}
+
+
+def _check(app: object, **options: object) -> CheckReport:
+    async def main() -> CheckReport:
+        async with serving(app) as base:
+            return await acheck_agent(base + "/", **options)  # type: ignore[arg-type]
+
+    return asyncio.run(main())
+
+
+def test_every_case_cites_known_rules_and_a_spec_page() -> None:
+    from agui_tools.check._cases import PAGES
+    from agui_tools.check._rules import RULES
+
+    assert len({c.id for c in CASES}) == len(CASES)
+    for case in CASES:
+        assert case.rules and all(rule in RULES for rule in case.rules), case.id
+        assert case.page in PAGES.values() and case.expected and case.title
+
+
+def test_the_rule_texts_are_current() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_rules.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_selection_by_id_glob_and_section() -> None:
+    assert [c.id for c in select_cases(["input.wrong-type"])] == ["input.wrong-type"]
+    frontend = [c.id for c in select_cases(["frontend.*"])]
+    assert frontend and all(c.startswith("frontend.") for c in frontend)
+    assert {c.section for c in select_cases(sections=["history", "transport"])} == {
+        "history",
+        "transport",
+    }
+    with pytest.raises(UsageError, match="no case matches 'frontend.nope'"):
+        select_cases(["frontend.nope"])
+    with pytest.raises(UsageError, match="unknown section"):
+        select_cases(sections=["nope"])
+
+
+def test_only_the_selected_cases_run() -> None:
+    report = _check(raw_agent(), cases=["input.missing-member", "history.*"])
+    assert [c.id for c in report.cases] == ["input.missing-member", "history.dangling"]
+    assert all(c.verdict is Verdict.PASS for c in report.cases)
+
+
+def test_a_hanging_agent_fails_within_the_case_timeout() -> None:
+    report = _check(hanging_agent(), cases=["lifecycle.stream", "input.wrong-type"], timeout=0.5)
+    stream = report.case("lifecycle.stream")
+    assert stream.verdict is Verdict.FAIL
+    assert "did not finish within 0.5 s" in stream.findings[0].message
+    # the case after it still ran (and is judged on its own)
+    assert report.case("input.wrong-type").findings or report.case("input.wrong-type").observed
+    assert report.exit_code == 1
+
+
+def test_strict_turns_warnings_into_failures() -> None:
+    agent = raw_agent(pending_ids=False)  # leaves out pendingToolCallIds: a SHOULD
+    lenient = _check(agent, cases=["frontend.pending-ids"])
+    assert lenient.case("frontend.pending-ids").verdict is Verdict.WARN
+    assert lenient.exit_code == 0
+    strict = _check(agent, cases=["frontend.pending-ids"], strict=True)
+    assert strict.exit_code == 1 and strict.failed()[0].id == "frontend.pending-ids"
+
+
+def test_extra_headers_reach_the_agent() -> None:
+    agent = raw_agent(token="s3cret")
+    refused = _check(agent, cases=["lifecycle.stream"])
+    assert refused.case("lifecycle.stream").verdict is Verdict.FAIL
+    assert "HTTP 401" in refused.case("lifecycle.stream").findings[0].message
+    allowed = _check(agent, cases=["lifecycle.stream"], headers={"Authorization": "Bearer s3cret"})
+    assert allowed.case("lifecycle.stream").verdict is Verdict.PASS
+
+
+def test_custom_tools_and_prompt_are_advertised() -> None:
+    tool = {
+        "name": "lookup_order",
+        "description": "Find an order by number.",
+        "parameters": {
+            "type": "object",
+            "properties": {"number": {"type": "integer"}},
+            "required": ["number"],
+        },
+    }
+    report = _check(raw_agent(), sections=["frontend"], tools=[tool], prompt="Find order 7.")
+    invite = report.case("frontend.invite")
+    assert invite.verdict is Verdict.PASS and "lookup_order" in invite.observed
+    request = invite.exchanges[0].request
+    assert request is not None and request["tools"] == [tool]
+    assert request["messages"][-1]["content"] == "Find order 7."
+    assert report.case("frontend.arguments").verdict is Verdict.PASS
+
+
+def test_an_unreachable_agent_is_one_clear_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/"
+    with pytest.raises(TransportError, match="cannot reach the agent"):
+        check_agent(url, cases=["input.*"])
+    proc = subprocess.run(
+        [*AGUI, "check", url], capture_output=True, text=True, timeout=60, env=ENV
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "cannot reach the agent" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_check_agent_refuses_to_block_an_event_loop() -> None:
+    async def main() -> None:
+        with pytest.raises(UsageError, match="acheck_agent"):
+            check_agent("http://127.0.0.1:1/")
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--case", "nope.*"], "no case matches 'nope.*'"),
+        (["--section", "nope"], "unknown section"),
+        (["-H", "no colon here"], "is not 'Name: value'"),
+        (["--timeout", "0"], "the timeout must be positive"),
+        (["--tools", "missing-file.json"], "missing-file.json"),
+    ],
+)
+def test_cli_bad_usage_is_exit_2_and_one_line(args: list[str], message: str) -> None:
+    proc = subprocess.run(
+        [*AGUI, "check", "http://127.0.0.1:1/", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=ENV,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_list_and_a_selected_run_with_tools_file(tmp_path: Path) -> None:
+    listed = subprocess.run(
+        [*AGUI, "check", "--list"], capture_output=True, text=True, timeout=60, env=ENV
+    )
+    assert listed.returncode == 0
+    assert all(case.id in listed.stdout for case in CASES)
+
+    tools = tmp_path / "tools.json"
+    tools.write_text(
+        json.dumps(
+            {
+                "tools": [{"name": "pick_color", "description": "Let the user pick a color."}],
+                "prompt": "Ask me for a color.",
+            }
+        )
+    )
+
+    async def main() -> subprocess.CompletedProcess[str]:
+        async with serving(raw_agent("self-answer")) as base:
+            return await asyncio.to_thread(
+                subprocess.run,
+                [*AGUI, "check", base + "/", "--section", "frontend", "--tools", str(tools)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=ENV,
+            )
+
+    proc = asyncio.run(main())
+    assert proc.returncode == 1, proc.stderr
+    assert "frontend.no-self-answer" in proc.stdout and "[FE-2]" in proc.stdout
+    assert "pick_color" in proc.stdout
