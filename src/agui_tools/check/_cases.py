@@ -708,7 +708,9 @@ async def _pending_ids(ctx: Context, res: CaseResult) -> None:
     pending = last.pending if last is not None else []
     if named:
         res.observed = f"pendingToolCallIds {named} — exactly the calls left unanswered"
-    elif pending:
+    elif not pending:
+        res.observed = "the run left no call unanswered, so there was nothing to name"
+    else:
         add(
             res,
             Verdict.WARN,

@@ -106,10 +106,11 @@ def judge_stream(
     if result.error is not None:
         err = result.error
         verdict = Verdict.WARN if isinstance(err, LimitExceeded) else Verdict.FAIL
-        out.findings.append(Finding(verdict, err.rule, str(err), at, err.index))
+        out.findings.append(Finding(verdict, err.rule, _text(err.rule, err), at, err.index))
     for warning in result.warnings:
         verdict = Verdict.FAIL if warning.rule in PRODUCER_MUSTS else Verdict.WARN
-        out.findings.append(Finding(verdict, warning.rule, str(warning), at, warning.index))
+        text = _text(warning.rule, warning)
+        out.findings.append(Finding(verdict, warning.rule, text, at, warning.index))
     if result.error is None and not abandoned:
         for run in result.runs:
             if run.status == "truncated":
@@ -130,6 +131,11 @@ def judge_stream(
         _check_echo(out, at, run_input)
     _check_restream(out, at, run_input)
     return out
+
+
+def _text(rule: str, what: object) -> str:
+    """The pipeline's message without its ``[RULE]`` prefix: the finding carries the rule."""
+    return str(what).removeprefix(f"[{rule}] ")
 
 
 def _parse(frame: str) -> dict[str, Any]:
