@@ -19,10 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
+from tests.check.agents import raw_agent  # noqa: E402
+
 from agui_tools.check import acheck_agent  # noqa: E402
 from agui_tools.check.reports import html_report  # noqa: E402
 from agui_tools.testing import serving  # noqa: E402
-from tests.check.agents import raw_agent  # noqa: E402
 
 TARGET = ROOT / "docs" / "images" / "check-report.png"
 

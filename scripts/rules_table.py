@@ -51,7 +51,9 @@ EXTRA: dict[str, list[str]] = {
     ],
     "TRANS-5": ["tests/wire/test_framing.py"],
     "TRANS-6": ["tests/transport/test_client.py::test_a_200_never_implies_success_truncated_body"],
-    "RUN-9": ["tests/transport/test_client.py::test_abandoning_a_stream_never_synthesizes_a_finish"],
+    "RUN-9": [
+        "tests/transport/test_client.py::test_abandoning_a_stream_never_synthesizes_a_finish"
+    ],
     "INPUT-4": [
         "tests/app/test_conversation.py::test_parallel_frontend_calls_answered_together_and_next_input_carries_them",
         "tests/app/test_conformance_runner.py::test_fixture[current-peer-declares-protocol-version]",
@@ -59,12 +61,16 @@ EXTRA: dict[str, list[str]] = {
     "INPUT-7": ["tests/app/test_conversation.py::test_next_input_strips_activity_messages"],
     "INPUT-16": ["tests/wire/test_enforce.py::test_run_input_unknown_material_is_stripped"],
     "STATE-1": ["tests/app/test_reducer.py"],
-    "STATE-2": ["tests/app/test_conformance_runner.py::test_fixture[state-delta-unknown-op-dropped]"],
+    "STATE-2": [
+        "tests/app/test_conformance_runner.py::test_fixture[state-delta-unknown-op-dropped]"
+    ],
     "REAS-1": ["tests/app/test_reducer.py"],
     "REAS-2": [
         "tests/app/test_conformance_runner.py::test_fixture[encrypted-value-unknown-entity-tolerated]"
     ],
-    "META-4": ["tests/app/test_conformance_runner.py::test_fixture[metadata-merges-last-write-wins]"],
+    "META-4": [
+        "tests/app/test_conformance_runner.py::test_fixture[metadata-merges-last-write-wins]"
+    ],
     "META-2": ["tests/app/test_conformance_runner.py::test_fixture[open-metadata-preserved]"],
     "FE-6": [
         "tests/app/test_conversation.py::test_pending_is_derived_from_the_stream_not_from_absent_pending_ids"
@@ -87,7 +93,9 @@ EXTRA: dict[str, list[str]] = {
     ],
     "TOOL-22": ["tests/app/test_conversation.py::test_policy_decisions_never_claim_the_user"],
     "TOOL-23": ["tests/app/test_conversation.py::test_results_are_data_not_instructions"],
-    "TOOL-24": ["tests/app/test_conversation.py::test_unadvertised_tool_is_never_executed_by_default"],
+    "TOOL-24": [
+        "tests/app/test_conversation.py::test_unadvertised_tool_is_never_executed_by_default"
+    ],
 }
 
 EXTRA.update(
@@ -131,7 +139,9 @@ EXTRA.update(
             "tests/app/test_reducer.py::test_tool_call_arguments_raw_metadata_on_the_call_not_the_message",
             "tests/app/test_reducer.py::test_activity_snapshot_replace_false_and_delta",
         ],
-        "VER-2": ["tests/app/test_conformance_runner.py::test_fixture[era-0-0-39-flattens-content]"],
+        "VER-2": [
+            "tests/app/test_conformance_runner.py::test_fixture[era-0-0-39-flattens-content]"
+        ],
         "VER-3": [
             "tests/app/test_conformance_runner.py::test_fixture[era-0-0-57-subagent-dropped-with-warning]",
             "tests/app/test_conformance_runner.py::test_fixture[era-0-0-39-flattens-content]",
@@ -144,7 +154,9 @@ EXTRA.update(
         "TRANS-7": [
             "tests/transport/test_client.py::test_request_shape_and_a_full_run (explicit Accept: text/event-stream)"
         ],
-        "SEC-4": ["tests/app/test_conformance_runner.py::test_fixture[raw-and-custom-pass-through]"],
+        "SEC-4": [
+            "tests/app/test_conformance_runner.py::test_fixture[raw-and-custom-pass-through]"
+        ],
     }
 )
 

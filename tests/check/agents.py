@@ -58,7 +58,9 @@ def _dangling(messages: list[Any]) -> list[str]:
         if isinstance(m, dict) and m.get("role") == "assistant"
         for c in m.get("toolCalls") or []
     ]
-    answered = {m.get("toolCallId") for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
+    answered = {
+        m.get("toolCallId") for m in messages if isinstance(m, dict) and m.get("role") == "tool"
+    }
     return [c for c in calls if c not in answered]
 
 
@@ -83,7 +85,9 @@ def raw_agent(
             return JSONResponse({"error": "unauthorized"}, status_code=401)
         declared = int(request.headers.get("content-length") or 0)
         if declared > MAX_BODY:
-            return JSONResponse({"error": "body too large"}, status_code=413, headers={"connection": "close"})
+            return JSONResponse(
+                {"error": "body too large"}, status_code=413, headers={"connection": "close"}
+            )
         body = await request.body()
         try:
             data = json.loads(body)
@@ -100,12 +104,19 @@ def raw_agent(
             return JSONResponse({"error": "not a RunAgentInput"}, status_code=422)
         messages = data["messages"]
         if fault != "dangling-accepted" and not data.get("resume") and _dangling(messages):
-            return JSONResponse({"error": f"unanswered calls {_dangling(messages)}"}, status_code=409)
+            return JSONResponse(
+                {"error": f"unanswered calls {_dangling(messages)}"}, status_code=409
+            )
         return StreamingResponse(_run(data), media_type="text/event-stream")
 
     async def _run(data: dict[str, Any]) -> Any:
         thread, run = data["threadId"], data["runId"]
-        started: dict[str, Any] = {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"}
+        started: dict[str, Any] = {
+            "type": "RUN_STARTED",
+            "threadId": thread,
+            "runId": run,
+            "protocolVersion": "1.1",
+        }
         if fault == "missing-thread-id":
             del started["threadId"]
         yield _sse(started)
@@ -119,8 +130,13 @@ def raw_agent(
             if fault == "resend-on-resume":
                 call = last["toolCallId"]
                 name = next(
-                    (c["function"]["name"] for m in messages if m.get("role") == "assistant"
-                     for c in m.get("toolCalls") or [] if c["id"] == call),
+                    (
+                        c["function"]["name"]
+                        for m in messages
+                        if m.get("role") == "assistant"
+                        for c in m.get("toolCalls") or []
+                        if c["id"] == call
+                    ),
                     "tool",
                 )
                 yield _sse({"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": name})
@@ -142,16 +158,37 @@ def raw_agent(
         for ev in _say(mid, f"Calling {tool['name']}."):
             yield ev
         args = json.dumps(sample_arguments(tool.get("parameters")))
-        yield _sse({"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": tool["name"], "parentMessageId": mid})
+        yield _sse(
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": call,
+                "toolCallName": tool["name"],
+                "parentMessageId": mid,
+            }
+        )
         yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": args[:5]})
         yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": args[5:]})
         yield _sse({"type": "TOOL_CALL_END", "toolCallId": call})
         pending = [call]
         if fault == "self-answer":
-            yield _sse({"type": "TOOL_CALL_RESULT", "messageId": f"r-{run}", "toolCallId": call, "content": "sunny"})
+            yield _sse(
+                {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": f"r-{run}",
+                    "toolCallId": call,
+                    "content": "sunny",
+                }
+            )
             pending = []
         if fault == "result-unknown-call":
-            yield _sse({"type": "TOOL_CALL_RESULT", "messageId": f"r-{run}", "toolCallId": "never-started", "content": "?"})
+            yield _sse(
+                {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": f"r-{run}",
+                    "toolCallId": "never-started",
+                    "content": "?",
+                }
+            )
         if fault == "wrong-pending":
             pending = [call, "call-never-made"]
         if fault == "interrupt-outcome":
@@ -215,7 +252,9 @@ def official_agent() -> Starlette:
 
     async def endpoint(request: Request) -> Response:
         if int(request.headers.get("content-length") or 0) > MAX_BODY:
-            return JSONResponse({"error": "body too large"}, status_code=413, headers={"connection": "close"})
+            return JSONResponse(
+                {"error": "body too large"}, status_code=413, headers={"connection": "close"}
+            )
         try:
             data = json.loads(await request.body())
             run_input = RunAgentInput.model_validate(data)
@@ -224,7 +263,9 @@ def official_agent() -> Starlette:
             return JSONResponse({"error": str(exc)[:500]}, status_code=status)
         messages = [m.model_dump(by_alias=True) for m in run_input.messages]
         if not run_input.resume and _dangling(messages):
-            return JSONResponse({"error": f"unanswered calls {_dangling(messages)}"}, status_code=409)
+            return JSONResponse(
+                {"error": f"unanswered calls {_dangling(messages)}"}, status_code=409
+            )
         return StreamingResponse(_events(run_input), media_type=encoder.get_content_type())
 
     async def _events(run_input: Any) -> Any:
@@ -241,8 +282,14 @@ def official_agent() -> Starlette:
             yield encoder.encode(RunFinishedEvent(thread_id=thread, run_id=run))
             return
         tool, call = tools[0], f"call-{run}"
-        yield encoder.encode(ToolCallStartEvent(tool_call_id=call, tool_call_name=tool.name, parent_message_id=mid))
-        yield encoder.encode(ToolCallArgsEvent(tool_call_id=call, delta=json.dumps(sample_arguments(tool.parameters))))
+        yield encoder.encode(
+            ToolCallStartEvent(tool_call_id=call, tool_call_name=tool.name, parent_message_id=mid)
+        )
+        yield encoder.encode(
+            ToolCallArgsEvent(
+                tool_call_id=call, delta=json.dumps(sample_arguments(tool.parameters))
+            )
+        )
         yield encoder.encode(ToolCallEndEvent(tool_call_id=call))
         yield encoder.encode(
             RunFinishedEvent(

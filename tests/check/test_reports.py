@@ -122,7 +122,16 @@ def test_html_escapes_everything_the_agent_sent(hostile: CheckReport) -> None:
 
 def test_json_document_has_the_documented_shape(failing: CheckReport) -> None:
     doc = failing.to_json()
-    assert set(doc) == {"url", "agui_tools", "started", "seconds", "strict", "ok", "counts", "cases"}
+    assert set(doc) == {
+        "url",
+        "agui_tools",
+        "started",
+        "seconds",
+        "strict",
+        "ok",
+        "counts",
+        "cases",
+    }
     assert doc["ok"] is False and doc["counts"]["fail"] >= 1
     case = next(c for c in doc["cases"] if c["id"] == "frontend.invite")
     assert set(case) == {

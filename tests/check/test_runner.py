@@ -59,7 +59,7 @@ def test_selection_by_id_glob_and_section() -> None:
         "history",
         "transport",
     }
-    with pytest.raises(UsageError, match="no case matches 'frontend.nope'"):
+    with pytest.raises(UsageError, match=r"no case matches 'frontend\.nope'"):
         select_cases(["frontend.nope"])
     with pytest.raises(UsageError, match="unknown section"):
         select_cases(sections=["nope"])

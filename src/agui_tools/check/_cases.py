@@ -202,7 +202,6 @@ def _error_status(res: CaseResult, stream: Stream, rule: str, what: str) -> None
 
 def _must_run(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
     """An input the agent must serve: a 200 event stream, judged whole."""
-    ex = stream.exchange
     if stream.judged is None:
         add(
             res,
@@ -278,9 +277,7 @@ async def _unknown_members(ctx: Context, res: CaseResult) -> None:
     body = dict(good)
     body["xAguiCheckFuture"] = {"added": "in a later version"}
     body["messages"] = [dict(m, xAguiCheckNote=1) for m in good["messages"]]
-    stream = await ctx.send(
-        res, "input with unknown members", orjson.dumps(body), judge_as=good
-    )
+    stream = await ctx.send(res, "input with unknown members", orjson.dumps(body), judge_as=good)
     _must_run(res, stream, "INPUT-16", "the input carried unrecognised members")
 
 
@@ -530,7 +527,9 @@ class Invite:
         return [c for c in calls_made(self.stream) if c[1] in names]
 
 
-async def _invite(ctx: Context, *, key: str = "invite", tools: Sequence[Mapping[str, Any]] | None = None) -> Invite:
+async def _invite(
+    ctx: Context, *, key: str = "invite", tools: Sequence[Mapping[str, Any]] | None = None
+) -> Invite:
     async def make() -> Invite:
         advertised = [dict(t) for t in (tools if tools is not None else ctx.settings.tools)]
         res = CaseResult("", "", "", (), "", "")
@@ -894,7 +893,7 @@ async def _decline(ctx: Context, res: CaseResult) -> None:
 async def _dangling(ctx: Context, res: CaseResult) -> None:
     tools = [dict(t) for t in ctx.settings.tools]
     name = tools[0]["name"] if tools else "get_weather"
-    history = [
+    history: list[dict[str, Any]] = [
         {"id": f"msg-{uuid.uuid4().hex[:8]}", "role": "user", "content": "Hello."},
         {
             "id": f"msg-{uuid.uuid4().hex[:8]}",
@@ -952,7 +951,9 @@ def _interrupted(ctx: Context) -> list[Stream]:
     return [
         s
         for s in ctx.streams
-        if s.judged is not None and s.judged.last is not None and s.judged.last.status == "interrupt"
+        if s.judged is not None
+        and s.judged.last is not None
+        and s.judged.last.status == "interrupt"
     ]
 
 
@@ -1055,7 +1056,9 @@ async def _resume(ctx: Context, res: CaseResult) -> None:
     entries = [
         {"interruptId": i["id"], "status": "cancelled"} for i in (last.interrupts if last else [])
     ]
-    nxt = await ctx.send(res, "continuation cancelling every interrupt", _resume_input(source, entries))
+    nxt = await ctx.send(
+        res, "continuation cancelling every interrupt", _resume_input(source, entries)
+    )
     if nxt.judged is None:
         add(res, Verdict.FAIL, "INT-6", f"a covering resume was answered {describe(nxt)}", nxt)
         return
@@ -1121,7 +1124,9 @@ async def _keep_alive(ctx: Context, res: CaseResult) -> None:
         Verdict.INFO,
         "TRANS-5",
         f"{comments} comment line(s) across {streams} stream(s)"
-        + ("" if comments else " — the agent was never idle long enough to need one, or sends none"),
+        + (
+            "" if comments else " — the agent was never idle long enough to need one, or sends none"
+        ),
     )
 
 
@@ -1138,7 +1143,13 @@ async def _disconnect(ctx: Context, res: CaseResult) -> None:
         res, "a run the checker abandons after one event", _basic_input(tools=[]), stop_after=1
     )
     if dropped.judged is None:
-        add(res, Verdict.NOT_EXERCISED, "RUN-9", f"no stream to abandon: {describe(dropped)}", dropped)
+        add(
+            res,
+            Verdict.NOT_EXERCISED,
+            "RUN-9",
+            f"no stream to abandon: {describe(dropped)}",
+            dropped,
+        )
         return
     findings_of(res, dropped)
     nxt = await ctx.send(res, "the next request", _basic_input(tools=[]))

@@ -168,8 +168,10 @@ class Context:
 
 def _is_stream(exchange: Exchange) -> bool:
     kind = exchange.content_type.split(";")[0].strip().lower()
-    return exchange.status is not None and 200 <= exchange.status < 300 and kind == (
-        "text/event-stream"
+    return (
+        exchange.status is not None
+        and 200 <= exchange.status < 300
+        and kind == ("text/event-stream")
     )
 
 

@@ -123,8 +123,11 @@ class Probe:
         413. Here the answer is read whenever it comes, before the upload ends
         or after it fails.
         """
-        exchange = Exchange(label, None, raw_request=_shorten(body[:_SHOWN_REQUEST].decode(
-            "utf-8", "replace"), len(body)))
+        exchange = Exchange(
+            label,
+            None,
+            raw_request=_shorten(body[:_SHOWN_REQUEST].decode("utf-8", "replace"), len(body)),
+        )
         into.append(exchange)
         url = httpx.URL(self.url)
         port = url.port or (443 if url.scheme == "https" else 80)
@@ -225,7 +228,7 @@ async def _read_body(resp: httpx.Response) -> str:
     return bytes(body[:BODY_CAP]).decode("utf-8", "replace")
 
 
-def _comments(raw: bytes) -> int:
+def _comments(raw: bytes | bytearray) -> int:
     return sum(1 for line in raw.replace(b"\r", b"\n").split(b"\n") if line.startswith(b":"))
 
 

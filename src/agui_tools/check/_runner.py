@@ -121,7 +121,9 @@ async def _reachable(probe: Probe) -> None:
         await probe.http.get(probe.url, headers=probe.headers)
     except httpx.HTTPError as exc:
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise TransportError(f"cannot reach the agent at {probe.url} ({detail})", url=probe.url) from None
+        raise TransportError(
+            f"cannot reach the agent at {probe.url} ({detail})", url=probe.url
+        ) from None
 
 
 async def _run_case(ctx: Context, case: Case) -> CaseResult:

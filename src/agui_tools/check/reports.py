@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import socket
+from collections.abc import Mapping
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -148,7 +149,9 @@ def _case_text(case: CaseResult) -> str:
     for f in case.findings:
         where = ""
         if f.exchange is not None:
-            where = f" (exchange {f.exchange}" + (f", event #{f.event})" if f.event is not None else ")")
+            where = f" (exchange {f.exchange}" + (
+                f", event #{f.event})" if f.event is not None else ")"
+            )
         lines.append(f"{f.verdict.value} [{f.rule}]{where}: {f.message}")
     return "\n".join(lines)
 
@@ -157,7 +160,9 @@ def _xml_text(text: str) -> str:
     """Drop what XML 1.0 cannot carry at all (control characters an agent may send)."""
     return "".join(
         ch
-        if ch in "\t\n\r" or 0x20 <= ord(ch) <= 0xD7FF or 0xE000 <= ord(ch) <= 0xFFFD
+        if ch in "\t\n\r"
+        or 0x20 <= ord(ch) <= 0xD7FF
+        or 0xE000 <= ord(ch) <= 0xFFFD
         or 0x10000 <= ord(ch) <= 0x10FFFF
         else "\ufffd"
         for ch in text
@@ -274,15 +279,20 @@ def _case_html(case: CaseResult) -> str:
             link = ""
             if f.exchange is not None and f.event is not None:
                 link = f' — <a href="#{_anchor(case.id, f.exchange, f.event)}">event #{f.event}</a>'
-            parts.append(f"<li>{_badge(f.verdict)} <code>{_e(f.rule)}</code> {_e(f.message)}{link}</li>")
+            parts.append(
+                f"<li>{_badge(f.verdict)} <code>{_e(f.rule)}</code> {_e(f.message)}{link}</li>"
+            )
         parts.append("</ul>")
     if case.exchanges:
         opened = " open" if case.verdict in (Verdict.FAIL, Verdict.WARN) else ""
-        parts.append(f"<details{opened}><summary>wire transcript ({len(case.exchanges)} exchange(s))</summary>")
+        parts.append(
+            f"<details{opened}><summary>wire transcript ({len(case.exchanges)} exchange(s))</summary>"
+        )
         offending = {
             (f.exchange, f.event): f.verdict
             for f in case.findings
-            if f.exchange is not None and f.event is not None
+            if f.exchange is not None
+            and f.event is not None
             and f.verdict in (Verdict.FAIL, Verdict.WARN)
         }
         for i, ex in enumerate(case.exchanges):
@@ -296,7 +306,7 @@ _SHOWN_JSON = 20_000
 
 
 def _exchange_html(
-    case: CaseResult, index: int, ex: Exchange, offending: dict[tuple[int, int], Verdict]
+    case: CaseResult, index: int, ex: Exchange, offending: Mapping[tuple[int, int], Verdict]
 ) -> str:
     request = (
         orjson.dumps(ex.request, option=orjson.OPT_INDENT_2).decode()
