@@ -8,7 +8,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import httpx
 
 import pytest
 
@@ -192,3 +195,35 @@ def test_cli_list_and_a_selected_run_with_tools_file(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "frontend.no-self-answer" in proc.stdout and "[FE-2]" in proc.stdout
     assert "pick_color" in proc.stdout
+
+
+def test_an_early_413_is_heard_before_the_upload_ends() -> None:
+    """A server refusing a body by its Content-Length answers 413 and closes unread: the
+    close resets the connection, and an ordinary upload mostly loses the answer. Asked
+    with ``Expect: 100-continue`` the refusal comes before the body is sent. A real
+    ``agui-tools serve`` process (in-process, the shared event loop hides the race)."""
+    server = subprocess.Popen(
+        [*AGUI, "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().rsplit(" ", 1)[-1].strip()
+        deadline = time.monotonic() + 30
+        while True:  # the server prints before uvicorn binds: wait until it answers
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        for _ in range(10):
+            case = check_agent(url, cases=["input.oversized"]).case("input.oversized")
+            assert case.observed == "HTTP 413: refused", case.findings
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
