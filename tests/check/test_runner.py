@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 import pytest
 
 from agui_tools import TransportError, UsageError
