@@ -70,12 +70,16 @@ def raw_agent(
     text: str = "Hello.",
     pending_ids: bool = True,
     token: str | None = None,
+    slip: str | None = None,
 ) -> Starlette:
     """A conforming agent written as raw SSE — or, with ``fault``, one that breaks one rule.
 
     ``text``: what a plain run says; ``pending_ids=False`` leaves out the
     (recommended, not required) ``pendingToolCallIds``; ``token``: answer 401
-    unless the request carries ``Authorization: Bearer <token>``.
+    unless the request carries ``Authorization: Bearer <token>``. ``slip``: a producer
+    slip a closing ``MESSAGES_SNAPSHOT`` reveals (issue 17) — ``"dropped-first-chunk"``
+    (the first argument chunk never sent, the snapshot restating the whole) or
+    ``"args-rewritten"`` (the snapshot restating other arguments than were streamed).
     """
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}")
@@ -166,9 +170,25 @@ def raw_agent(
                 "parentMessageId": mid,
             }
         )
-        yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": args[:5]})
+        if slip != "dropped-first-chunk":
+            yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": args[:5]})
         yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": args[5:]})
         yield _sse({"type": "TOOL_CALL_END", "toolCallId": call})
+        if slip is not None:
+            restated = args if slip == "dropped-first-chunk" else json.dumps({"city": "Lyon"})
+            assistant = {
+                "id": mid,
+                "role": "assistant",
+                "content": f"Calling {tool['name']}.",
+                "toolCalls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": tool["name"], "arguments": restated},
+                    }
+                ],
+            }
+            yield _sse({"type": "MESSAGES_SNAPSHOT", "messages": [*messages, assistant]})
         pending = [call]
         if fault == "self-answer":
             yield _sse(

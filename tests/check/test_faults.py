@@ -125,3 +125,19 @@ def test_interrupting_agent_exercises_the_interrupt_cases() -> None:
         "interrupts.resume": Verdict.PASS,
     }
     assert "409" in report.case("interrupts.uncovered-resume").observed
+
+
+@pytest.mark.parametrize(
+    ("slip", "rule"), [("dropped-first-chunk", "AGT-ARGS-1"), ("args-rewritten", "AGT-SNAP-1")]
+)
+def test_producer_slips_a_snapshot_reveals_are_warnings_by_rule(slip: str, rule: str) -> None:
+    """Issue 17's producer checks (docs/conformance.md, our AGT-* namespace) reach the
+    checker as warnings with their own rule IDs — failures under strict."""
+    agent = raw_agent(slip=slip)
+    report = _check(agent, cases=["frontend.invite"])
+    case = report.case("frontend.invite")
+    assert case.verdict is Verdict.WARN, case.findings
+    assert rule in {f.rule for f in case.findings if f.verdict is Verdict.WARN}
+    assert report.exit_code == 0
+    strict = _check(agent, cases=["frontend.invite"], strict=True)
+    assert strict.exit_code == 1
