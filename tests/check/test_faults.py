@@ -141,3 +141,17 @@ def test_producer_slips_a_snapshot_reveals_are_warnings_by_rule(slip: str, rule:
     assert report.exit_code == 0
     strict = _check(agent, cases=["frontend.invite"], strict=True)
     assert strict.exit_code == 1
+
+
+def test_an_agent_whose_runs_fail_says_so_without_failing_the_check() -> None:
+    """RUN_ERROR is well-formed: not a failure — but reported, never a silent pass."""
+    from agui_tools.transport import agent_app
+
+    async def failing(run: object) -> None:
+        raise RuntimeError("the model is down")
+
+    report = _check(agent_app(failing), cases=["lifecycle.stream", "input.tools-absent"])
+    for case in report.cases:
+        assert case.verdict is Verdict.INFO, case.findings
+        assert "RUN_ERROR" in case.findings[-1].message
+    assert report.exit_code == 0

@@ -123,7 +123,9 @@ def describe(stream: Stream) -> str:
     if calls:
         parts.append("called " + ", ".join(dict.fromkeys(calls)))
     last = judged.last
-    status = last.status if last is not None else "no run"
+    status: str = last.status if last is not None else "no run"
+    if last is not None and last.error:
+        status += f" ({' '.join(str(last.error.get('message', '')).split())[:120]!r})"
     parts.append(f"the run ended {status} after {len(ex.frames)} event(s)")
     return "; ".join(parts)
 
@@ -213,7 +215,22 @@ def _must_run(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
         )
         return
     findings_of(res, stream)
+    _ran_into_error(res, stream, rule)
     res.observed = describe(stream)
+
+
+def _ran_into_error(res: CaseResult, stream: Stream, rule: str) -> None:
+    """A run that ended with RUN_ERROR is well-formed, but judges little: say so."""
+    last = stream.judged.last if stream.judged is not None else None
+    if last is not None and last.status == "error":
+        add(
+            res,
+            Verdict.INFO,
+            rule,
+            f"the run started and then failed with RUN_ERROR {last.error}; well-formed, "
+            "but nothing of the run itself could be judged.",
+            stream,
+        )
 
 
 # -- input ----------------------------------------------------------------------------
@@ -408,6 +425,7 @@ async def _lifecycle_stream(ctx: Context, res: CaseResult) -> None:
         )
         return
     findings_of(res, stream)
+    _ran_into_error(res, stream, "RUN-10")
     res.observed = describe(stream)
 
 
