@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 from starlette.applications import Starlette
@@ -223,11 +224,14 @@ def raw_agent(
     return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
 
 
-def hanging_agent() -> Starlette:
-    """An agent that opens the stream and then never sends anything."""
+def hanging_agent(arrived: threading.Event | None = None) -> Starlette:
+    """An agent that opens the stream and then never sends anything (``arrived`` is set
+    when a request comes in)."""
 
     async def endpoint(request: Request) -> Response:
         await request.body()
+        if arrived is not None:
+            arrived.set()
 
         async def forever() -> Any:
             yield _sse({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})

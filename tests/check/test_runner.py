@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -226,3 +228,44 @@ def test_an_early_413_is_heard_before_the_upload_ends() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_tools_from_a_module_attribute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agui_tools.cli.check_cmd import load_tools
+
+    (tmp_path / "my_check_tools.py").write_text(
+        "TOOLS = [{'name': 'pick_color', 'description': 'Pick a color.'}]\n"
+        "OTHER = {'tools': [{'name': 'pick_size'}], 'prompt': 'Which size?'}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert load_tools("my_check_tools") == (
+        [{"name": "pick_color", "description": "Pick a color."}],
+        None,
+    )
+    assert load_tools("my_check_tools:OTHER") == (
+        [{"description": "", "name": "pick_size"}],
+        "Which size?",
+    )
+    (tmp_path / "bad_tools.json").write_text('[{"description": "no name"}]')
+    with pytest.raises(ValueError, match="non-empty name"):
+        load_tools(str(tmp_path / "bad_tools.json"))
+
+
+def test_ctrl_c_ends_the_check_with_one_line() -> None:
+    from agui_tools.check.pytest_plugin import serving_in_thread
+
+    arrived = threading.Event()
+    with serving_in_thread(hanging_agent(arrived)) as url:
+        proc = subprocess.Popen(
+            [*AGUI, "check", url, "--case", "lifecycle.stream", "--timeout", "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        assert arrived.wait(60)  # the check is waiting on the hanging stream
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert err.strip() == "agui-tools check: interrupted", err
