@@ -11,13 +11,69 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from agui_tools.check import CheckReport, acheck_agent
+from agui_tools.testing import serving
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def check_app(app: Any, **options: Any) -> CheckReport:
+    """Serve ``app`` on a free loopback port and run the checker against it (real HTTP)."""
+
+    async def main() -> CheckReport:
+        async with serving(app) as base:
+            return await acheck_agent(base + "/", **options)
+
+    return asyncio.run(main())
+
+
+@contextmanager
+def agui_tools_serve() -> Iterator[str]:
+    """``agui-tools serve --port 0`` (the demo agent) as a real process; yield its URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agui_tools", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        cwd=ROOT,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        match = re.match(r"Serving AG-UI agent at (http://127\.0\.0\.1:\d+/agent)", line)
+        assert match, line
+        url = match.group(1)
+        deadline = time.monotonic() + 30
+        while True:  # the server prints before uvicorn binds: wait until it answers
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
 
 FAULTS = (
     "self-answer",  # FE-2: a TOOL_CALL_RESULT for the advertised tool it called

@@ -9,21 +9,16 @@ the whole default run is printed (``pytest -s`` shows it), never asserted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
+from agui_tools.check import Verdict
 
-from agui_tools.check import CheckReport, Verdict, acheck_agent
-from agui_tools.testing import serving
-
-from .agents import official_agent
+from .agents import agui_tools_serve, check_app, official_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 AGUI = [sys.executable, "-m", "agui_tools"]
@@ -32,29 +27,8 @@ ALLOWED = {Verdict.PASS, Verdict.INFO, Verdict.NOT_EXERCISED}
 
 
 def test_agui_tools_check_against_agui_tools_serve(tmp_path: Path) -> None:
-    server = subprocess.Popen(
-        [*AGUI, "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        match = re.match(r"Serving AG-UI agent at (http://127\.0\.0\.1:\d+/agent)", line)
-        assert match, line
-        url = match.group(1)
-        deadline = time.monotonic() + 30
-        while True:  # the server prints before uvicorn binds: wait until it answers
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-        junit, page = tmp_path / "check.xml", tmp_path / "check.html"
+    junit, page = tmp_path / "check.xml", tmp_path / "check.html"
+    with agui_tools_serve() as url:
         start = time.perf_counter()
         proc = subprocess.run(
             [*AGUI, "check", url, "--json", "--junit", str(junit), "--html", str(page)],
@@ -64,9 +38,6 @@ def test_agui_tools_check_against_agui_tools_serve(tmp_path: Path) -> None:
             env=ENV,
         )
         elapsed = time.perf_counter() - start
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     document = json.loads(proc.stdout)
     print(f"\nagui-tools check against agui-tools serve: {elapsed:.1f} s, {document['counts']}")
@@ -84,16 +55,8 @@ def test_agui_tools_check_against_agui_tools_serve(tmp_path: Path) -> None:
     assert "<testsuites" in junit.read_text() and "<!DOCTYPE html>" in page.read_text()
 
 
-def _check(app: object) -> CheckReport:
-    async def main() -> CheckReport:
-        async with serving(app) as base:
-            return await acheck_agent(base + "/")
-
-    return asyncio.run(main())
-
-
 def test_an_agent_built_only_with_the_official_package_gets_no_failure() -> None:
-    report = _check(official_agent())
+    report = check_app(official_agent())
     assert report.exit_code == 0
     assert {c.verdict for c in report.cases} <= ALLOWED, [
         (c.id, c.findings) for c in report.cases if c.verdict not in ALLOWED

@@ -9,16 +9,14 @@ does not touch are not failed (the checker is precise, not merely loud).
 
 from __future__ import annotations
 
-import asyncio
 import html
 
 import pytest
 
-from agui_tools.check import CheckReport, Verdict, acheck_agent
+from agui_tools.check import Verdict
 from agui_tools.check.reports import html_report
-from agui_tools.testing import serving
 
-from .agents import FAULTS, raw_agent
+from .agents import FAULTS, check_app, raw_agent
 
 # fault → (the case that must fail, the rule it must name, every case allowed to fail)
 EXPECTED: dict[str, tuple[str, str, set[str]]] = {
@@ -65,14 +63,6 @@ EXPECTED: dict[str, tuple[str, str, set[str]]] = {
 }
 
 
-def _check(app: object, **options: object) -> CheckReport:
-    async def main() -> CheckReport:
-        async with serving(app) as base:
-            return await acheck_agent(base + "/", **options)  # type: ignore[arg-type]
-
-    return asyncio.run(main())
-
-
 def test_every_fault_class_has_a_broken_agent() -> None:
     assert set(EXPECTED) == set(FAULTS)
 
@@ -80,7 +70,7 @@ def test_every_fault_class_has_a_broken_agent() -> None:
 @pytest.mark.parametrize("fault", FAULTS)
 def test_each_fault_fails_its_case_with_its_rule(fault: str) -> None:
     case_id, rule, allowed = EXPECTED[fault]
-    report = _check(raw_agent(fault))
+    report = check_app(raw_agent(fault))
     case = report.case(case_id)
     assert case.verdict is Verdict.FAIL, (case.verdict, case.findings)
     failing = [f for f in case.findings if f.verdict is Verdict.FAIL]
@@ -101,7 +91,7 @@ def test_each_fault_fails_its_case_with_its_rule(fault: str) -> None:
 
 
 def test_the_conforming_raw_agent_gets_no_failure_and_no_warning() -> None:
-    report = _check(raw_agent())
+    report = check_app(raw_agent())
     assert report.exit_code == 0
     bad = [(c.id, c.findings) for c in report.cases if c.verdict in (Verdict.FAIL, Verdict.WARN)]
     assert bad == []
@@ -117,7 +107,7 @@ def test_the_conforming_raw_agent_gets_no_failure_and_no_warning() -> None:
 
 def test_interrupting_agent_exercises_the_interrupt_cases() -> None:
     """The FE-3 agent interrupts: the interrupt cases judge it (409 for an uncovered resume)."""
-    report = _check(raw_agent("interrupt-outcome"), sections=["frontend", "interrupts"])
+    report = check_app(raw_agent("interrupt-outcome"), sections=["frontend", "interrupts"])
     verdicts = {c.id: c.verdict for c in report.cases if c.section == "interrupts"}
     assert verdicts == {
         "interrupts.ids": Verdict.PASS,
@@ -134,12 +124,12 @@ def test_producer_slips_a_snapshot_reveals_are_warnings_by_rule(slip: str, rule:
     """Issue 17's producer checks (docs/conformance.md, our AGT-* namespace) reach the
     checker as warnings with their own rule IDs — failures under strict."""
     agent = raw_agent(slip=slip)
-    report = _check(agent, cases=["frontend.invite"])
+    report = check_app(agent, cases=["frontend.invite"])
     case = report.case("frontend.invite")
     assert case.verdict is Verdict.WARN, case.findings
     assert rule in {f.rule for f in case.findings if f.verdict is Verdict.WARN}
     assert report.exit_code == 0
-    strict = _check(agent, cases=["frontend.invite"], strict=True)
+    strict = check_app(agent, cases=["frontend.invite"], strict=True)
     assert strict.exit_code == 1
 
 
@@ -150,7 +140,7 @@ def test_an_agent_whose_runs_fail_says_so_without_failing_the_check() -> None:
     async def failing(run: object) -> None:
         raise RuntimeError("the model is down")
 
-    report = _check(agent_app(failing), cases=["lifecycle.stream", "input.tools-absent"])
+    report = check_app(agent_app(failing), cases=["lifecycle.stream", "input.tools-absent"])
     for case in report.cases:
         assert case.verdict is Verdict.INFO, case.findings
         assert "RUN_ERROR" in case.findings[-1].message

@@ -3,7 +3,6 @@ escaped HTML page, the JSON document docs/cli.md describes, the terminal tables.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import re
 from pathlib import Path
@@ -13,39 +12,30 @@ import pytest
 import xmlschema
 from rich.console import Console
 
-from agui_tools.check import CheckReport, Verdict, acheck_agent
+from agui_tools.check import CheckReport, Verdict
 from agui_tools.check.reports import html_report, junit_xml, print_report
-from agui_tools.testing import serving
 
-from .agents import raw_agent
+from .agents import check_app, raw_agent
 
 XSD = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit.xsd")
 HOSTILE = '</li><script>alert(1)</script><img src=x onerror=alert(2)> & "quotes" \x07'
 
 
-def _check(app: object, **options: object) -> CheckReport:
-    async def main() -> CheckReport:
-        async with serving(app) as base:
-            return await acheck_agent(base + "/", **options)  # type: ignore[arg-type]
-
-    return asyncio.run(main())
-
-
 @pytest.fixture(scope="module")
 def failing() -> CheckReport:
     # a MUST broken (a result for a call never started) and a SHOULD skipped (no pendingToolCallIds)
-    return _check(raw_agent("result-unknown-call", pending_ids=False))
+    return check_app(raw_agent("result-unknown-call", pending_ids=False))
 
 
 @pytest.fixture(scope="module")
 def passing() -> CheckReport:
-    return _check(raw_agent(), sections=["input", "lifecycle", "interrupts"])
+    return check_app(raw_agent(), sections=["input", "lifecycle", "interrupts"])
 
 
 @pytest.fixture(scope="module")
 def hostile() -> CheckReport:
     """An agent whose every word is markup, and a fault so its events are shown highlighted."""
-    return _check(raw_agent("finished-after-error", text=HOSTILE), cases=["lifecycle.*"])
+    return check_app(raw_agent("finished-after-error", text=HOSTILE), cases=["lifecycle.*"])
 
 
 def test_junit_is_valid_against_the_schema(failing: CheckReport, passing: CheckReport) -> None:

@@ -13,26 +13,17 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agui_tools import TransportError, UsageError
-from agui_tools.check import CASES, CheckReport, Verdict, acheck_agent, check_agent, select_cases
+from agui_tools.check import CASES, Verdict, check_agent, select_cases
 from agui_tools.testing import free_port, serving
 
-from .agents import hanging_agent, raw_agent
+from .agents import agui_tools_serve, check_app, hanging_agent, raw_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 AGUI = [sys.executable, "-m", "agui_tools"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "160"}
-
-
-def _check(app: object, **options: object) -> CheckReport:
-    async def main() -> CheckReport:
-        async with serving(app) as base:
-            return await acheck_agent(base + "/", **options)  # type: ignore[arg-type]
-
-    return asyncio.run(main())
 
 
 def test_every_case_cites_known_rules_and_a_spec_page() -> None:
@@ -70,13 +61,13 @@ def test_selection_by_id_glob_and_section() -> None:
 
 
 def test_only_the_selected_cases_run() -> None:
-    report = _check(raw_agent(), cases=["input.missing-member", "history.*"])
+    report = check_app(raw_agent(), cases=["input.missing-member", "history.*"])
     assert [c.id for c in report.cases] == ["input.missing-member", "history.dangling"]
     assert all(c.verdict is Verdict.PASS for c in report.cases)
 
 
 def test_a_hanging_agent_fails_within_the_case_timeout() -> None:
-    report = _check(hanging_agent(), cases=["lifecycle.stream", "input.wrong-type"], timeout=0.5)
+    report = check_app(hanging_agent(), cases=["lifecycle.stream", "input.wrong-type"], timeout=0.5)
     stream = report.case("lifecycle.stream")
     assert stream.verdict is Verdict.FAIL
     assert "did not finish within 0.5 s" in stream.findings[0].message
@@ -87,19 +78,21 @@ def test_a_hanging_agent_fails_within_the_case_timeout() -> None:
 
 def test_strict_turns_warnings_into_failures() -> None:
     agent = raw_agent(pending_ids=False)  # leaves out pendingToolCallIds: a SHOULD
-    lenient = _check(agent, cases=["frontend.pending-ids"])
+    lenient = check_app(agent, cases=["frontend.pending-ids"])
     assert lenient.case("frontend.pending-ids").verdict is Verdict.WARN
     assert lenient.exit_code == 0
-    strict = _check(agent, cases=["frontend.pending-ids"], strict=True)
+    strict = check_app(agent, cases=["frontend.pending-ids"], strict=True)
     assert strict.exit_code == 1 and strict.failed()[0].id == "frontend.pending-ids"
 
 
 def test_extra_headers_reach_the_agent() -> None:
     agent = raw_agent(token="s3cret")
-    refused = _check(agent, cases=["lifecycle.stream"])
+    refused = check_app(agent, cases=["lifecycle.stream"])
     assert refused.case("lifecycle.stream").verdict is Verdict.FAIL
     assert "HTTP 401" in refused.case("lifecycle.stream").findings[0].message
-    allowed = _check(agent, cases=["lifecycle.stream"], headers={"Authorization": "Bearer s3cret"})
+    allowed = check_app(
+        agent, cases=["lifecycle.stream"], headers={"Authorization": "Bearer s3cret"}
+    )
     assert allowed.case("lifecycle.stream").verdict is Verdict.PASS
 
 
@@ -113,7 +106,7 @@ def test_custom_tools_and_prompt_are_advertised() -> None:
             "required": ["number"],
         },
     }
-    report = _check(raw_agent(), sections=["frontend"], tools=[tool], prompt="Find order 7.")
+    report = check_app(raw_agent(), sections=["frontend"], tools=[tool], prompt="Find order 7.")
     invite = report.case("frontend.invite")
     assert invite.verdict is Verdict.PASS and "lookup_order" in invite.observed
     request = invite.exchanges[0].request
@@ -203,31 +196,10 @@ def test_an_early_413_is_heard_before_the_upload_ends() -> None:
     close resets the connection, and an ordinary upload mostly loses the answer. Asked
     with ``Expect: 100-continue`` the refusal comes before the body is sent. A real
     ``agui-tools serve`` process (in-process, the shared event loop hides the race)."""
-    server = subprocess.Popen(
-        [*AGUI, "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-    )
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().rsplit(" ", 1)[-1].strip()
-        deadline = time.monotonic() + 30
-        while True:  # the server prints before uvicorn binds: wait until it answers
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+    with agui_tools_serve() as url:
         for _ in range(10):
             case = check_agent(url, cases=["input.oversized"]).case("input.oversized")
             assert case.observed == "HTTP 413: refused", case.findings
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def test_tools_from_a_module_attribute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
