@@ -128,6 +128,8 @@ def raw_agent(
     pending_ids: bool = True,
     token: str | None = None,
     slip: str | None = None,
+    arguments: dict[str, Any] | None = None,
+    calls_tools: bool = True,
 ) -> Starlette:
     """A conforming agent written as raw SSE — or, with ``fault``, one that breaks one rule.
 
@@ -137,6 +139,8 @@ def raw_agent(
     slip a closing ``MESSAGES_SNAPSHOT`` reveals (issue 17) — ``"dropped-first-chunk"``
     (the first argument chunk never sent, the snapshot restating the whole) or
     ``"args-rewritten"`` (the snapshot restating other arguments than were streamed).
+    ``arguments``: what the model puts in the call (default: what the schema asks for);
+    ``calls_tools=False``: a model that only ever talks.
     """
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}")
@@ -207,7 +211,7 @@ def raw_agent(
                 yield ev
             yield _sse(finished)
             return
-        if not tools or data.get("resume"):
+        if not tools or data.get("resume") or not calls_tools:
             for ev in _say(mid, text):
                 yield ev
             if fault == "finished-after-error":
@@ -218,7 +222,9 @@ def raw_agent(
         call = f"call-{run}"
         for ev in _say(mid, f"Calling {tool['name']}."):
             yield ev
-        args = json.dumps(sample_arguments(tool.get("parameters")))
+        args = json.dumps(
+            arguments if arguments is not None else sample_arguments(tool.get("parameters"))
+        )
         yield _sse(
             {
                 "type": "TOOL_CALL_START",

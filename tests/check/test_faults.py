@@ -145,3 +145,22 @@ def test_an_agent_whose_runs_fail_says_so_without_failing_the_check() -> None:
         assert case.verdict is Verdict.INFO, case.findings
         assert "RUN_ERROR" in case.findings[-1].message
     assert report.exit_code == 0
+
+
+def test_arguments_that_miss_the_schema_are_the_models_fault_a_warning() -> None:
+    report = check_app(raw_agent(arguments={"city": 42}), cases=["frontend.arguments"])
+    case = report.case("frontend.arguments")
+    assert case.verdict is Verdict.WARN and case.findings[0].rule == "TOOL-21"
+    assert "42" in case.findings[0].message and "get_weather" in case.findings[0].message
+    assert report.exit_code == 0
+
+
+def test_an_agent_that_never_calls_a_tool_is_not_exercised_and_says_what_it_did() -> None:
+    report = check_app(
+        raw_agent(calls_tools=False, text="I never use tools."), sections=["frontend"]
+    )
+    for case in report.cases:
+        assert case.verdict is Verdict.NOT_EXERCISED, (case.id, case.findings)
+        assert "called none of the advertised tools" in case.findings[-1].message
+        assert "I never use tools." in case.findings[-1].message
+    assert report.exit_code == 0
