@@ -304,6 +304,28 @@ def hanging_agent(arrived: threading.Event | None = None) -> Starlette:
     return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
 
 
+def endless_agent() -> Starlette:
+    """An agent whose run never ends: text content as fast as the socket takes it."""
+
+    async def endpoint(request: Request) -> Response:
+        data = json.loads(await request.body())
+
+        async def forever() -> Any:
+            yield _sse(
+                {"type": "RUN_STARTED", "threadId": data["threadId"], "runId": data["runId"]}
+            )
+            yield _sse({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+            chunk = (
+                _sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x" * 4000}) * 64
+            )
+            while not await request.is_disconnected():  # endless, until the client leaves
+                yield chunk
+
+        return StreamingResponse(forever(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
 def _say(mid: str, text: str) -> list[str]:
     return [
         _sse({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"}),

@@ -19,7 +19,7 @@ from agui_tools import TransportError, UsageError
 from agui_tools.check import CASES, Verdict, check_agent, select_cases
 from agui_tools.testing import free_port, serving
 
-from .agents import agui_tools_serve, check_app, hanging_agent, raw_agent
+from .agents import agui_tools_serve, check_app, endless_agent, hanging_agent, raw_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 AGUI = [sys.executable, "-m", "agui_tools"]
@@ -246,3 +246,14 @@ def test_ctrl_c_ends_the_check_with_one_line() -> None:
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, (out, err)
     assert err.strip() == "agui-tools check: interrupted", err
+
+
+def test_a_stream_that_never_ends_is_read_up_to_a_cap_and_judged() -> None:
+    from agui_tools.check._probe import STREAM_CAP
+
+    report = check_app(endless_agent(), cases=["lifecycle.stream"], timeout=60)
+    case = report.case("lifecycle.stream")
+    assert case.verdict is Verdict.WARN, case.findings
+    assert [f.rule for f in case.findings] == ["LIMIT"]
+    assert f"stopped reading after {STREAM_CAP // 1048576} MiB" in case.findings[0].message
+    assert STREAM_CAP / 5 < len(case.exchanges[0].frames) * 4000 < STREAM_CAP * 1.5

@@ -146,12 +146,14 @@ class Context:
         )
         judged = None
         basis = judge_as if judge_as is not None else run_input
+        capped = self.probe.sent(exchange).capped
         if _is_stream(exchange) and isinstance(basis, Mapping):
             judged = judge_stream(
                 exchange,
                 0,  # re-indexed to each case's transcript by findings_of()
                 basis,
                 abandoned=stop_after is not None,
+                capped=capped,
             )
         stream = Stream(dict(basis) if isinstance(basis, Mapping) else {}, exchange, judged)
         self.streams.append(stream)

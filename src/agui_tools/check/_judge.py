@@ -78,11 +78,14 @@ def judge_stream(
     run_input: Mapping[str, Any],
     *,
     abandoned: bool = False,
+    capped: bool = False,
 ) -> Judged:
     """Judge ``exchange`` (the ``at``-th of its case) as the answer to ``run_input``.
 
     ``abandoned``: the checker dropped the connection on purpose, so a missing
-    terminal event is not the agent's fault.
+    terminal event is not the agent's fault. ``capped``: the checker stopped
+    reading a stream that would not end (``_probe.STREAM_CAP``): a warning, and
+    what arrived is judged.
     """
     out = Judged()
     out.events = [_parse(f) for f in exchange.frames]
@@ -111,7 +114,18 @@ def judge_stream(
         verdict = Verdict.FAIL if warning.rule in PRODUCER_MUSTS else Verdict.WARN
         text = _text(warning.rule, warning)
         out.findings.append(Finding(verdict, warning.rule, text, at, warning.index))
-    if result.error is None and not abandoned:
+    if capped:
+        out.findings.append(
+            Finding(
+                Verdict.WARN,
+                "LIMIT",
+                f"{exchange.error}: a run that does not end within that is not one a client "
+                "can hold; what arrived is judged.",
+                at,
+                len(exchange.frames) - 1 if exchange.frames else None,
+            )
+        )
+    if result.error is None and not abandoned and not capped:
         for run in result.runs:
             if run.status == "truncated":
                 last = len(exchange.frames) - 1 if exchange.frames else None

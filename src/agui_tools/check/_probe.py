@@ -27,6 +27,9 @@ BODY_CAP = 64 * 1024
 """An error body is kept up to this many bytes (the rest is not read)."""
 RAW_CAP = 4 * 1024 * 1024
 """Raw stream bytes kept for the framing checks (events are kept whole regardless)."""
+STREAM_CAP = 32 * 1024 * 1024
+"""A stream is read up to this many bytes: an agent that never stops cannot fill memory
+within a case's time bound."""
 _SHOWN_REQUEST = 2000
 
 
@@ -36,6 +39,8 @@ class Sent:
     def __init__(self) -> None:
         self.raw = bytearray()
         self.cr = False  # a CR anywhere in the stream (TRANS-5: LF only)
+        self.received = 0
+        self.capped = False  # the checker stopped reading at STREAM_CAP
 
 
 class Probe:
@@ -99,6 +104,14 @@ class Probe:
                     # a frame the reader cannot produce stays in place as a BrokenFrame,
                     # which the judge's pipeline rejects at its position
                     exchange.frames.extend(reader.feed_frames(chunk))
+                    sent.received += len(chunk)
+                    if sent.received > STREAM_CAP:
+                        sent.capped = True
+                        exchange.error = (
+                            f"the checker stopped reading after {STREAM_CAP // 1048576} MiB "
+                            f"({len(exchange.frames)} events)"
+                        )
+                        break
                     if stop_after is not None and len(exchange.frames) >= stop_after:
                         exchange.error = (
                             f"the checker dropped the connection after {len(exchange.frames)} "
