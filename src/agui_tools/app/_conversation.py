@@ -37,14 +37,14 @@ from typing import Any
 from .._errors import JournalError, ProtocolViolation, ProtocolWarning, UsageError
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
-from ._arguments import ParsedArguments, Preview, parse_arguments
+from ._arguments import Preview, parse_arguments
 from ._calls import Answer, CallStatus, PendingCall, describe_errors, normalize_result
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
+from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
+from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._reducer import ThreadState
 from ._tools import ToolSpec
-from ._validation import InvalidToolSchema
 
 __all__ = [
     "CallUpdate",
@@ -470,116 +470,25 @@ class Conversation:
         return call
 
     def _dispose(self, call_id: str, run_id: str | None, *, closed: bool = True) -> PendingCall:
+        """Put a call through the disposition gates (:mod:`._disposition`) and carry
+        out their ruling: durable first, then in memory."""
         call = self._pending_call(call_id, run_id)
-        name, parsed = call.name, call.arguments
-        # what the journal holds (a replay, a restart, another process) stands: an
-        # answer is reused, an execution that started is never run again
-        record = self.journal.lookup(self.thread_id, call_id)
-        if record is not None:
-            if record.claim is Claim.ANSWERED:
-                assert record.answer is not None
-                self._answer(call, Answer.from_json(record.answer))
+        desk = Desk(self.journal, self.consent, self.unadvertised, closed)
+        ruling = rule_on(call, desk)
+        if isinstance(ruling, Stand):
+            if ruling.record.claim is Claim.ANSWERED:
+                assert ruling.record.answer is not None
+                self._answer(call, Answer.from_json(ruling.record.answer))
             else:
-                self._unknown(call, record)
-            return call
-        if not closed:
-            # never act on arguments before TOOL_CALL_END (TOOL-5): they are a prefix
-            self._settle(
-                call,
-                Answer.failed(
-                    call_id,
-                    "not executed: the call never closed (the run ended before TOOL_CALL_END), so "
-                    "its arguments are incomplete",
-                ),
-            )
-            return call
-        if call.tool is None and self.unadvertised is not None:
-            try:
-                call.tool = self.unadvertised(
-                    name, parsed.value if isinstance(parsed, ParsedArguments) else None
-                )
-            except Exception as exc:  # the application's hook failed: refuse, say why
-                self._settle(
-                    call,
-                    Answer.failed(
-                        call_id,
-                        f"not executed: {name!r} is not a tool this application advertised, and "
-                        f"its handler for such calls failed ({_describe_exception(exc)})",
-                    ),
-                )
-                return call
-        tool = call.tool
-        if tool is None:
-            self._settle(
-                call,
-                Answer.failed(
-                    call_id,
-                    f"not executed: {name!r} is not a tool this application advertised, and "
-                    "unadvertised tools are not executed",
-                ),
-            )
-            return call
-        if isinstance(parsed, ParsedArguments):
-            try:
-                call.errors = tool.validator.validate(parsed)
-            except InvalidToolSchema as exc:  # pragma: no cover - caught at registration
-                call.errors = []
-                self._settle(
-                    call, Answer.failed(call_id, f"not executed: the tool is misconfigured: {exc}")
-                )
-                return call
-        problem = call.problems()
-        if problem is not None:
-            self._settle(call, Answer.failed(call_id, f"not executed: {problem}"))
-            return call
-        # consent is never lost: the last decision the journal holds for this call
-        # stands, if it covers the arguments that would run (edited ones included)
-        decisions = self.journal.decisions(self.thread_id, call_id)
-        if decisions:
-            last = decisions[-1]
-            edited = last.get("editedArguments")
-            call.edited = dict(edited) if edited is not None else None
-            if last["fingerprint"] == call.fingerprint:
-                if last["approved"]:
-                    call.decision = _decision_from_json(last)
-                    call.status = CallStatus.APPROVED
-                else:
-                    self._settle(
-                        call,
-                        Answer.declined(call_id, last["decidedBy"], last.get("reason")),
-                        decision=_decision_from_json(last),
-                        record=False,
-                    )
-                return call
-            call.edited = None
-        try:
-            call.verdict = self.consent.verdict(tool, call.proposed or {})
-        except Exception as exc:  # the application's policy failed: nothing runs, say why
-            self._settle(
-                call,
-                Answer.failed(
-                    call_id,
-                    f"not executed: the application's consent policy failed "
-                    f"({_describe_exception(exc)})",
-                ),
-            )
-            return call
-        if call.verdict is Verdict.APPROVE:
-            self._record(
-                call,
-                self._decision(
-                    call, approved=True, by="policy", reason="approved by the consent policy"
-                ),
-            )
+                self._unknown(call, ruling.record)
+        elif isinstance(ruling, Settle):
+            self._settle(call, ruling.answer, decision=ruling.decision, record=ruling.record)
+        elif isinstance(ruling, Approve):
+            if ruling.record:
+                self._record(call, ruling.decision)
+            else:
+                call.decision = ruling.decision
             call.status = CallStatus.APPROVED
-        elif call.verdict is Verdict.DENY:
-            self._settle(
-                call,
-                Answer.declined(call_id, "policy"),
-                decision=self._decision(
-                    call, approved=False, by="policy", reason="denied by the consent policy"
-                ),
-            )
         else:
             call.status = CallStatus.AWAITING_CONSENT
         return call
@@ -597,7 +506,7 @@ class Conversation:
                 Answer.failed(
                     call_id,
                     f"not executed: the application could not dispose of the call "
-                    f"({_describe_exception(exc)})",
+                    f"({describe_exception(exc)})",
                 ),
             )
         return call
@@ -634,13 +543,13 @@ class Conversation:
             try:
                 decision = self._record(
                     call,
-                    self._decision(call, approved=True, by=by, reason=reason, supersedes=original),
+                    decide(call, approved=True, by=by, reason=reason, supersedes=original),
                 )
             except BaseException:
                 call.edited = previous  # not recorded: the approval did not happen
                 raise
         else:
-            decision = self._record(call, self._decision(call, approved=True, by=by, reason=reason))
+            decision = self._record(call, decide(call, approved=True, by=by, reason=reason))
         call.status = CallStatus.APPROVED
         self._updates.append(CallUpdate(call_id, call.name, call.status))
         return decision
@@ -658,7 +567,7 @@ class Conversation:
         return self._settle(
             call,
             Answer.declined(call_id, by, reason),
-            decision=self._decision(call, approved=False, by=by, reason=reason),
+            decision=decide(call, approved=False, by=by, reason=reason),
         )
 
     def execute(self, call_id: str, handler: Handler) -> Answer:
@@ -681,7 +590,7 @@ class Conversation:
             else:
                 answer = Answer.executed(call_id, normalize_result(result))
         except Exception as exc:  # a handler failure is an answer, not a crash
-            answer = Answer.failed(call_id, _describe_exception(exc))
+            answer = Answer.failed(call_id, describe_exception(exc))
         except BaseException as exc:  # KeyboardInterrupt, SystemExit: it may have acted
             self._executed(call, key, _interrupted(call_id, exc))
             raise
@@ -703,7 +612,7 @@ class Conversation:
                 result = await result
             answer = Answer.executed(call_id, normalize_result(result))
         except Exception as exc:
-            answer = Answer.failed(call_id, _describe_exception(exc))
+            answer = Answer.failed(call_id, describe_exception(exc))
         except BaseException as exc:  # cancelled: the handler may have acted
             self._executed(call, key, _interrupted(call_id, exc))
             raise
@@ -752,30 +661,6 @@ class Conversation:
         call.status = CallStatus.EXECUTING
         self._updates.append(CallUpdate(call_id, call.name, call.status))
         return call, key
-
-    def _decision(
-        self,
-        call: PendingCall,
-        *,
-        approved: bool,
-        by: DecidedBy,
-        reason: str | None = None,
-        supersedes: str | None = None,
-    ) -> ConsentDecision:
-        # edited arguments travel with every decision about them, so a restart can
-        # rebuild what a later decline or re-approval was about
-        return ConsentDecision(
-            thread_id=self.thread_id,
-            call_id=call.call_id,
-            tool=call.name,
-            fingerprint=call.fingerprint,
-            approved=approved,
-            decided_by=by,
-            decided_at=ConsentDecision.now(),
-            reason=reason,
-            edited_arguments=call.edited,
-            supersedes=supersedes,
-        )
 
     def _record(self, call: PendingCall, decision: ConsentDecision) -> ConsentDecision:
         """A decision that answers nothing yet (an approval): recorded, then it holds."""
@@ -859,7 +744,7 @@ class Conversation:
             try:
                 known = self.outcome_unknown(call, started)
             except Exception as exc:  # the hook could not tell: the outcome stays unknown
-                note = f"; the application's check of it failed ({_describe_exception(exc)})"
+                note = f"; the application's check of it failed ({describe_exception(exc)})"
         if known is None:
             return self._answer(
                 call,
@@ -895,21 +780,6 @@ class Conversation:
         return self.thread.state
 
 
-def _decision_from_json(data: Mapping[str, Any]) -> ConsentDecision:
-    return ConsentDecision(
-        thread_id=data["threadId"],
-        call_id=data["toolCallId"],
-        tool=data["tool"],
-        fingerprint=data["fingerprint"],
-        approved=data["approved"],
-        decided_by=data["decidedBy"],
-        decided_at=data["decidedAt"],
-        reason=data.get("reason"),
-        edited_arguments=data.get("editedArguments"),
-        supersedes=data.get("supersedes"),
-    )
-
-
 def _unawaited(call_id: str, result: Any) -> Answer:
     """A sync ``execute`` got an awaitable back: a coroutine never started; other
     awaitables (a task, a future) may already be doing something."""
@@ -933,11 +803,6 @@ def _interrupted(call_id: str, exc: BaseException) -> Answer:
         f"outcome unknown: the handler was interrupted ({type(exc).__name__}) before it "
         "returned; it may or may not have taken effect, and it was not run again",
     )
-
-
-def _describe_exception(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _expired(interrupt: Mapping[str, Any], now: datetime) -> bool:
