@@ -29,7 +29,8 @@ from agui_tools.agent import (
     drive,
 )
 from agui_tools.wire._enforce import Enforcer
-from agui_tools.wire._expand import CHUNK_TYPES, Expander
+from agui_tools.wire._expand import Expander
+from agui_tools.wire._kinds import CHUNK_TYPES
 from agui_tools.wire._pipeline import ConsumerPipeline, StreamResult
 from agui_tools.wire._verify import Verifier
 from tests.helpers import conformance

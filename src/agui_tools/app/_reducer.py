@@ -48,11 +48,11 @@ import jsonpatch
 
 from .._errors import ProtocolWarning, UsageError
 from ..wire._enforce import DEFAULT_MAX_DEPTH, depth_excess
+from ..wire._kinds import WireEvent, handlers
 from ._arguments import ArgumentBuffer
 
 __all__ = ["ThreadState"]
 
-Event = dict[str, Any]
 JsonObj = dict[str, Any]
 
 _TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
@@ -131,7 +131,7 @@ class _Message:
         return out
 
 
-def _merge(target: _Message | _Call, event: Event) -> None:
+def _merge(target: _Message | _Call, event: WireEvent) -> None:
     meta = event.get("metadata")
     if meta:
         if target.metadata is None:
@@ -208,28 +208,10 @@ class ThreadState:
         self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
         self.state: Any = {} if state is None else copy.deepcopy(state)
         self.warnings: list[ProtocolWarning] = []
-        self._on_warning = on_warning
+        self._warning_sink = on_warning
         for msg in messages:
             self._append_wire(msg)
-        self._handlers: dict[str, Callable[[Event, int | None], None]] = {
-            "TEXT_MESSAGE_START": self._text_start,
-            "TEXT_MESSAGE_CONTENT": self._text_content,
-            "TEXT_MESSAGE_END": self._text_end,
-            "TOOL_CALL_START": self._call_start,
-            "TOOL_CALL_ARGS": self._call_args,
-            "TOOL_CALL_END": self._call_end,
-            "TOOL_CALL_RESULT": self._call_result,
-            "REASONING_MESSAGE_START": self._reasoning_start,
-            "REASONING_MESSAGE_CONTENT": self._text_content,
-            "REASONING_MESSAGE_END": self._text_end,
-            "REASONING_ENCRYPTED_VALUE": self._encrypted,
-            "STATE_SNAPSHOT": self._state_snapshot,
-            "STATE_DELTA": self._state_delta,
-            "MESSAGES_SNAPSHOT": self._messages_snapshot,
-            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
-            "ACTIVITY_DELTA": self._activity_delta,
-            "RUN_STARTED": self._run_started,
-        }
+        self._handlers = handlers(self)
 
     # -- reading -----------------------------------------------------------------
 
@@ -282,13 +264,13 @@ class ThreadState:
 
     # -- folding -----------------------------------------------------------------
 
-    def apply(self, event: Event, index: int | None = None) -> None:
+    def apply(self, event: WireEvent, index: int | None = None) -> None:
         """Fold one verified event into the thread."""
         handler = self._handlers.get(event["type"])
         if handler is not None:
             handler(event, index)
 
-    def apply_all(self, events: Iterable[Event]) -> None:
+    def apply_all(self, events: Iterable[WireEvent]) -> None:
         apply = self.apply
         for ev in events:
             apply(ev)
@@ -307,7 +289,7 @@ class ThreadState:
         for call in calls:
             self._calls[call.id] = call
 
-    def _text_start(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_start(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         if record is None:
@@ -334,7 +316,7 @@ class ThreadState:
             record.content = None
         _merge(record, ev)
 
-    def _reasoning_start(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_message_start(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         if record is None:
@@ -354,7 +336,7 @@ class ThreadState:
             record.content = None
         _merge(record, ev)
 
-    def _text_content(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_content(self, ev: WireEvent, index: int | None) -> None:
         record = self._by_id.get(ev["messageId"])
         if record is None or record.role == "activity":
             # the message is gone (a snapshot dropped it) or the id names an activity:
@@ -377,14 +359,18 @@ class ThreadState:
         if "metadata" in ev:
             _merge(record, ev)
 
-    def _text_end(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_end(self, ev: WireEvent, index: int | None) -> None:
         record = self._by_id.get(ev["messageId"])
         if record is not None and "metadata" in ev:
             _merge(record, ev)
 
+    # a reasoning message folds like a text message once it has started
+    _on_reasoning_message_content = _on_text_message_content
+    _on_reasoning_message_end = _on_text_message_end
+
     # -- tool calls ------------------------------------------------------------------
 
-    def _call_start(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_start(self, ev: WireEvent, index: int | None) -> None:
         call_id = ev["toolCallId"]
         call = self._calls.get(call_id)
         if call is not None:  # a reopen: established values stand (TOOL-8), metadata merges
@@ -405,7 +391,7 @@ class ThreadState:
         self._calls[call_id] = call
         _merge(call, ev)
 
-    def _call_args(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_args(self, ev: WireEvent, index: int | None) -> None:
         call = self._calls.get(ev["toolCallId"])
         if call is None:
             return
@@ -413,12 +399,12 @@ class ThreadState:
         if "metadata" in ev:
             _merge(call, ev)
 
-    def _call_end(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_end(self, ev: WireEvent, index: int | None) -> None:
         call = self._calls.get(ev["toolCallId"])
         if call is not None and "metadata" in ev:
             _merge(call, ev)
 
-    def _call_result(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_result(self, ev: WireEvent, index: int | None) -> None:
         record = _Message(ev["messageId"], "tool")
         record.content = ev["content"]  # stored as given: data, never instructions (TOOL-23)
         record.fields["toolCallId"] = ev["toolCallId"]
@@ -479,7 +465,7 @@ class ThreadState:
         self._by_id[record.id] = record
         self._answers.setdefault(record.fields["toolCallId"], record.id)
 
-    def _encrypted(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_encrypted_value(self, ev: WireEvent, index: int | None) -> None:
         target: _Message | _Call | None
         if ev["subtype"] == "tool-call":
             target = self._calls.get(ev["entityId"])
@@ -510,7 +496,7 @@ class ThreadState:
 
     # -- snapshots and state ---------------------------------------------------------
 
-    def _messages_snapshot(self, ev: Event, index: int | None) -> None:
+    def _on_messages_snapshot(self, ev: WireEvent, index: int | None) -> None:
         incoming = ev["messages"]
         has_activity = any(m["role"] == "activity" for m in incoming)
         has_reasoning = any(m["role"] == "reasoning" for m in incoming)
@@ -545,7 +531,7 @@ class ThreadState:
             if m.role == "tool":
                 self._answers.setdefault(m.fields["toolCallId"], m.id)
 
-    def _run_started(self, ev: Event, index: int | None) -> None:
+    def _on_run_started(self, ev: WireEvent, index: int | None) -> None:
         run_input = ev.get("input")
         if run_input is None:
             return
@@ -553,10 +539,10 @@ class ThreadState:
             if msg["id"] not in self._by_id:
                 self._append_wire(msg)
 
-    def _state_snapshot(self, ev: Event, index: int | None) -> None:
+    def _on_state_snapshot(self, ev: WireEvent, index: int | None) -> None:
         self.state = copy.deepcopy(ev["snapshot"])
 
-    def _state_delta(self, ev: Event, index: int | None) -> None:
+    def _on_state_delta(self, ev: WireEvent, index: int | None) -> None:
         try:
             state = jsonpatch.apply_patch(self.state, ev["delta"], in_place=False)
         except (
@@ -580,7 +566,7 @@ class ThreadState:
             return
         self.state = state
 
-    def _activity_snapshot(self, ev: Event, index: int | None) -> None:
+    def _on_activity_snapshot(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         replace = ev.get("replace", True)
@@ -609,7 +595,7 @@ class ThreadState:
         else:
             self._append(new)
 
-    def _activity_delta(self, ev: Event, index: int | None) -> None:
+    def _on_activity_delta(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         if record is None or record.role != "activity":
@@ -646,7 +632,7 @@ class ThreadState:
         record.content = content
         record.fields["activityType"] = ev["activityType"]
 
-    def _too_deep(self, value: Any, what: str, kept: str, index: int | None, ev: Event) -> bool:
+    def _too_deep(self, value: Any, what: str, kept: str, index: int | None, ev: WireEvent) -> bool:
         """A patched value nested past the limit is a patch that did not apply (STATE-2):
         a later ``deepcopy`` or re-send of it would fail far from its cause."""
         if depth_excess(value, self._value_depth) is None:
@@ -660,8 +646,8 @@ class ThreadState:
         )
         return True
 
-    def _warn(self, rule: str, message: str, index: int | None, ev: Event) -> None:
+    def _warn(self, rule: str, message: str, index: int | None, ev: WireEvent) -> None:
         warning = ProtocolWarning(rule, message, index, "", ev["type"])
         self.warnings.append(warning)
-        if self._on_warning is not None:
-            self._on_warning(warning)
+        if self._warning_sink is not None:
+            self._warning_sink(warning)
