@@ -28,6 +28,20 @@ def test_reopen_appends_and_keeps_established_values() -> None:
     assert t.messages == [{"id": "m", "role": "user", "content": "ab", "name": "ann"}]
 
 
+def test_a_reasoning_message_folds_its_deltas_and_end_metadata_like_text() -> None:
+    t = fold(
+        [
+            {"type": "REASONING_MESSAGE_START", "messageId": "r", "role": "reasoning"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r", "delta": "think"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r", "delta": "ing"},
+            {"type": "REASONING_MESSAGE_END", "messageId": "r", "metadata": {"model": "m"}},
+        ]
+    )
+    [message] = t.messages
+    assert message["role"] == "reasoning" and message["content"] == "thinking"
+    assert message["metadata"] == {"model": "m"}
+
+
 def test_tool_call_arguments_raw_metadata_on_the_call_not_the_message() -> None:
     t = fold(
         [
