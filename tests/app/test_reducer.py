@@ -438,3 +438,24 @@ def test_the_depth_limit_is_the_conversations_and_deep_initial_state_is_refused(
             assert "/x/x/x" in str(exc)
         else:
             raise AssertionError("deep initial state was accepted")
+
+
+def test_a_patch_that_does_not_apply_is_named_and_the_prior_value_kept() -> None:
+    t = ThreadState(state={"a": 1})
+    t.apply({"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/nope"}]})
+    t.apply({"type": "ACTIVITY_SNAPSHOT", "messageId": "x", "activityType": "p", "content": {}})
+    t.apply(
+        {
+            "type": "ACTIVITY_DELTA",
+            "messageId": "x",
+            "activityType": "p",
+            "patch": [{"op": "remove", "path": "/nope"}],
+        }
+    )
+    assert t.state == {"a": 1} and (t.message("x") or {})["content"] == {}
+    state, activity = t.warnings
+    assert state.rule == activity.rule == "STATE-2"
+    assert state.message.startswith("STATE_DELTA did not apply (")
+    assert "the prior state is kept until the next snapshot" in state.message
+    assert activity.message.startswith("ACTIVITY_DELTA for 'x' did not apply (")
+    assert "the activity keeps its prior content" in activity.message

@@ -673,22 +673,14 @@ class Conversation:
         """
         if inspect.iscoroutinefunction(handler):
             raise UsageError(f"the handler for {call_id!r} is async: use execute_async()")
-        call, key = self._claim(call_id)
-        if key is None:
-            assert call.answer is not None
-            return call.answer
-        try:
-            result = handler(dict(call.effective_arguments or {}))
-            if inspect.isawaitable(result):
-                answer = _unawaited(call_id, result)
-            else:
-                answer = Answer.executed(call_id, normalize_result(result))
-        except Exception as exc:  # a handler failure is an answer, not a crash
-            answer = Answer.failed(call_id, describe_exception(exc))
-        except BaseException as exc:  # KeyboardInterrupt, SystemExit: it may have acted
-            self._executed(call, key, _interrupted(call_id, exc))
-            raise
-        return self._executed(call, key, answer)
+        with _Execution(self, call_id) as run:
+            if run.claimed:
+                result = handler(run.arguments)
+                if inspect.isawaitable(result):
+                    run.returned(_unawaited(call_id, result))
+                else:
+                    run.returned(Answer.executed(call_id, normalize_result(result)))
+        return run.answer
 
     async def execute_async(self, call_id: str, handler: Handler | AsyncHandler) -> Answer:
         """:meth:`execute` for a handler that may be a coroutine function.
@@ -696,21 +688,13 @@ class Conversation:
         Cancelled while the handler runs, the call is answered "outcome
         unknown" (the handler may have acted) before the cancellation goes on.
         """
-        call, key = self._claim(call_id)
-        if key is None:
-            assert call.answer is not None
-            return call.answer
-        try:
-            result = handler(dict(call.effective_arguments or {}))
-            if inspect.isawaitable(result):
-                result = await result
-            answer = Answer.executed(call_id, normalize_result(result))
-        except Exception as exc:
-            answer = Answer.failed(call_id, describe_exception(exc))
-        except BaseException as exc:  # cancelled: the handler may have acted
-            self._executed(call, key, _interrupted(call_id, exc))
-            raise
-        return self._executed(call, key, answer)
+        with _Execution(self, call_id) as run:
+            if run.claimed:
+                result = handler(run.arguments)
+                if inspect.isawaitable(result):
+                    result = await result
+                run.returned(Answer.executed(call_id, normalize_result(result)))
+        return run.answer
 
     def fail(self, call_id: str, error: str) -> Answer:
         """Answer a call as failed without running it (no handler, say).
@@ -890,6 +874,60 @@ def call_update(call: PendingCall, answer: Answer | None = None) -> CallUpdate:
         answer=answer,
         arguments=effective if effective is not None else _shown(call.text),
     )
+
+
+class _Execution:
+    """One execution of a call, answered however its handler ends — written once
+    for :meth:`Conversation.execute` and :meth:`Conversation.execute_async`.
+
+    Entering claims the call through the journal (:meth:`Conversation._claim`);
+    when the claim finds an answer instead, ``claimed`` is False and ``answer``
+    is that answer. The body runs the handler and hands its answer to
+    :meth:`returned`. Leaving records the answer — or, when the handler raised,
+    a ``failed`` answer (an ``Exception``: a handler failure is an answer, not
+    a crash) or an "outcome unknown" one before the interruption goes on
+    (``KeyboardInterrupt``, ``SystemExit``, cancellation: it may have acted).
+    """
+
+    def __init__(self, conversation: Conversation, call_id: str) -> None:
+        self._conversation = conversation
+        self._call_id = call_id
+        self._result: Answer | None = None
+        self.answer: Answer
+
+    def __enter__(self) -> _Execution:
+        self._call, self._key = self._conversation._claim(self._call_id)
+        if self._key is None:
+            assert self._call.answer is not None
+            self.answer = self._call.answer
+        self.arguments = dict(self._call.effective_arguments or {})
+        return self
+
+    @property
+    def claimed(self) -> bool:
+        return self._key is not None
+
+    def returned(self, answer: Answer) -> None:
+        self._result = answer
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        key = self._key
+        if key is None:
+            return False
+        record = self._conversation._executed
+        if exc is None:
+            assert self._result is not None
+            self.answer = record(self._call, key, self._result)
+            return False
+        if isinstance(exc, Exception):
+            self.answer = record(
+                self._call, key, Answer.failed(self._call_id, describe_exception(exc))
+            )
+            return True
+        record(self._call, key, _interrupted(self._call_id, exc))
+        return False
 
 
 def _unawaited(call_id: str, result: Any) -> Answer:

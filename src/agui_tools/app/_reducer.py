@@ -62,6 +62,16 @@ _TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
 # value budget of max_depth - 1 (ThreadState._value_depth).
 
 
+_UNCHANGED: Final[Any] = object()  # a patch that did not apply
+_PATCH_ERRORS: Final = (
+    jsonpatch.JsonPatchException,
+    jsonpatch.JsonPointerException,
+    TypeError,
+    KeyError,
+    IndexError,
+)
+
+
 class _Call:
     __slots__ = ("buffer", "encrypted", "encrypted_type", "id", "message", "metadata", "name")
 
@@ -106,6 +116,14 @@ class _Message:
         self.content: Any = None  # non-streamed content (parts list, activity object, …)
         self.metadata: dict[str, Any] | None = None
         self.calls: list[_Call] | None = None
+
+    def stream(self) -> list[str]:
+        """The streamed parts, starting from the whole content a message may hold."""
+        if self.parts is None:
+            text = self.content if isinstance(self.content, str) else ""
+            self.parts = [text] if text else []
+            self.content = None
+        return self.parts
 
     def text(self) -> str | None:
         parts = self.parts
@@ -290,50 +308,34 @@ class ThreadState:
             self._calls[call.id] = call
 
     def _on_text_message_start(self, ev: WireEvent, index: int | None) -> None:
-        ident = ev["messageId"]
-        record = self._by_id.get(ident)
-        if record is None:
-            record = _Message(ident, ev.get("role", "assistant"))
-            record.parts = []
-            if "name" in ev:
-                record.fields["name"] = ev["name"]
-            if "subagentRunId" in ev:
-                record.fields["subagentRunId"] = ev["subagentRunId"]
-            self._append(record)
-        elif record.role == "activity":
-            self._warn(
-                "EVT-8",
-                f"TEXT_MESSAGE_START names activity message {ident!r}; text dropped.",
-                index,
-                ev,
-            )
-            return
-        elif record.parts is None:
-            # reopening a message that arrived whole (history, snapshot, or a
-            # call-only assistant message): continue from its content
-            text = record.content if isinstance(record.content, str) else ""
-            record.parts = [text] if text else []
-            record.content = None
-        _merge(record, ev)
+        self._open_message(ev, index, ev.get("role", "assistant"), ("name",), "; text dropped")
 
     def _on_reasoning_message_start(self, ev: WireEvent, index: int | None) -> None:
+        self._open_message(ev, index, "reasoning", (), "")
+
+    def _open_message(
+        self, ev: WireEvent, index: int | None, role: str, kept: tuple[str, ...], dropped: str
+    ) -> None:
+        """A message (re)opens: a new one takes ``role`` and the ``kept`` fields; a
+        known one continues from what it holds; an activity's id takes no text."""
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         if record is None:
-            record = _Message(ident, "reasoning")
+            record = _Message(ident, role)
             record.parts = []
-            if "subagentRunId" in ev:
-                record.fields["subagentRunId"] = ev["subagentRunId"]
+            for name in (*kept, "subagentRunId"):
+                if name in ev:
+                    record.fields[name] = ev[name]
             self._append(record)
         elif record.role == "activity":
             self._warn(
-                "EVT-8", f"REASONING_MESSAGE_START names activity message {ident!r}.", index, ev
+                "EVT-8", f"{ev['type']} names activity message {ident!r}{dropped}.", index, ev
             )
             return
-        elif record.parts is None:
-            text = record.content if isinstance(record.content, str) else ""
-            record.parts = [text] if text else []
-            record.content = None
+        else:
+            # reopening a message that arrived whole (history, snapshot, or a
+            # call-only assistant message): continue from its content
+            record.stream()
         _merge(record, ev)
 
     def _on_text_message_content(self, ev: WireEvent, index: int | None) -> None:
@@ -349,13 +351,9 @@ class ThreadState:
                 ev,
             )
             return
-        if record.parts is None:
-            # a message restated whole (a snapshot) while it was still streaming:
-            # later deltas keep appending to it (STREAM-5)
-            text = record.content if isinstance(record.content, str) else ""
-            record.parts = [text] if text else []
-            record.content = None
-        record.parts.append(ev["delta"])
+        # a message restated whole (a snapshot) while it was still streaming:
+        # later deltas keep appending to it (STREAM-5)
+        record.stream().append(ev["delta"])
         if "metadata" in ev:
             _merge(record, ev)
 
@@ -543,28 +541,17 @@ class ThreadState:
         self.state = copy.deepcopy(ev["snapshot"])
 
     def _on_state_delta(self, ev: WireEvent, index: int | None) -> None:
-        try:
-            state = jsonpatch.apply_patch(self.state, ev["delta"], in_place=False)
-        except (
-            jsonpatch.JsonPatchException,
-            jsonpatch.JsonPointerException,
-            TypeError,
-            KeyError,
-            IndexError,
-        ) as exc:
-            self._warn(
-                "STATE-2",
-                f"STATE_DELTA did not apply ({type(exc).__name__}: {exc}); the prior state is kept "
-                "until the next snapshot.",
-                index,
-                ev,
-            )
-            return
-        if self._too_deep(
-            state, "STATE_DELTA", "the prior state is kept until the next snapshot", index, ev
-        ):
-            return
-        self.state = state
+        state = self._patched(
+            self.state,
+            ev["delta"],
+            "STATE_DELTA",
+            "",
+            "the prior state is kept until the next snapshot",
+            index,
+            ev,
+        )
+        if state is not _UNCHANGED:
+            self.state = state
 
     def _on_activity_snapshot(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
@@ -608,29 +595,45 @@ class ThreadState:
             )
             return
         _merge(record, ev)
-        try:
-            content = jsonpatch.apply_patch(record.content, ev["patch"], in_place=False)
-        except (
-            jsonpatch.JsonPatchException,
-            jsonpatch.JsonPointerException,
-            TypeError,
-            KeyError,
-            IndexError,
-        ) as exc:
-            self._warn(
-                "STATE-2",
-                f"ACTIVITY_DELTA for {ident!r} did not apply ({type(exc).__name__}: {exc}); the "
-                "activity keeps its prior content.",
-                index,
-                ev,
-            )
-            return
-        if self._too_deep(
-            content, "ACTIVITY_DELTA", "the activity keeps its prior content", index, ev
-        ):
+        content = self._patched(
+            record.content,
+            ev["patch"],
+            "ACTIVITY_DELTA",
+            f" for {ident!r}",
+            "the activity keeps its prior content",
+            index,
+            ev,
+        )
+        if content is _UNCHANGED:
             return
         record.content = content
         record.fields["activityType"] = ev["activityType"]
+
+    def _patched(
+        self,
+        value: Any,
+        patch: Any,
+        what: str,
+        subject: str,
+        kept: str,
+        index: int | None,
+        ev: WireEvent,
+    ) -> Any:
+        """``value`` with a JSON Patch applied — or ``_UNCHANGED``, said as a warning
+        (STATE-2), when the patch does not apply or would nest too deeply."""
+        try:
+            patched = jsonpatch.apply_patch(value, patch, in_place=False)
+        except _PATCH_ERRORS as exc:
+            self._warn(
+                "STATE-2",
+                f"{what}{subject} did not apply ({type(exc).__name__}: {exc}); {kept}.",
+                index,
+                ev,
+            )
+            return _UNCHANGED
+        if self._too_deep(patched, what, kept, index, ev):
+            return _UNCHANGED
+        return patched
 
     def _too_deep(self, value: Any, what: str, kept: str, index: int | None, ev: WireEvent) -> bool:
         """A patched value nested past the limit is a patch that did not apply (STATE-2):

@@ -189,6 +189,21 @@ _Step = _Turn | _Ask | _Execute
 Steps = Generator[_Step, Any, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """The loop returned ``value``: nothing more to perform."""
+
+    value: Any
+
+
+def _advance(steps: Steps, reply: Any) -> _Step | _Done:
+    """Hand the loop the outcome of its last step; take its next step, or its end."""
+    try:
+        return steps.send(reply)
+    except StopIteration as done:
+        return _Done(done.value)
+
+
 class BaseSession(Generic[C]):
     """A conversation with one agent, carried turn by turn: what both faces share.
 
@@ -380,12 +395,9 @@ class Session(BaseSession[AgentClient]):
         await self._perform(self._dispose_steps(emit), emit)
 
     async def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
-        reply: Any = None
-        while True:
-            try:
-                step = steps.send(reply)
-            except StopIteration as done:
-                return done.value
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            reply: Any
             if isinstance(step, _Turn):
                 reply = await self.client.run(self._conversation(), on_update=emit)
             elif isinstance(step, _Ask):
@@ -395,6 +407,8 @@ class Session(BaseSession[AgentClient]):
                     reply = await reply
             else:
                 reply = await self._execute(step)
+            step = _advance(steps, reply)
+        return step.value
 
     async def _execute(self, step: _Execute) -> Answer:
         handler, timeout = step.handler, step.timeout
@@ -454,12 +468,9 @@ class SyncSession(BaseSession[SyncAgentClient]):
         self._perform(self._dispose_steps(emit), emit)
 
     def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
-        reply: Any = None
-        while True:
-            try:
-                step = steps.send(reply)
-            except StopIteration as done:
-                return done.value
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            reply: Any
             if isinstance(step, _Turn):
                 reply = self.client.run(self._conversation(), on_update=emit)
             elif isinstance(step, _Ask):
@@ -474,6 +485,8 @@ class SyncSession(BaseSession[SyncAgentClient]):
                     )
             else:
                 reply = self._execute(step)
+            step = _advance(steps, reply)
+        return step.value
 
     def _execute(self, step: _Execute) -> Answer:
         handler, timeout = step.handler, step.timeout
