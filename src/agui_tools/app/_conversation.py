@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._errors import JournalError, ProtocolViolation, ProtocolWarning, UsageError
+from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
 from ._arguments import ParsedArguments, Preview, parse_arguments
@@ -424,7 +425,7 @@ class Conversation:
         self._fold(events, pipe.index)
         return self.take_updates()
 
-    def _fold(self, events: list[dict[str, Any]], index: int) -> None:
+    def _fold(self, events: list[WireEvent], index: int) -> None:
         apply = self.thread.apply
         updates = self._updates
         for ev in events:
@@ -462,7 +463,7 @@ class Conversation:
                     )
                 )
 
-    def _fold_snapshot(self, ev: dict[str, Any], index: int) -> None:
+    def _fold_snapshot(self, ev: WireEvent, index: int) -> None:
         """Apply a snapshot; every call it restates with other arguments gets a fresh card.
 
         The reducer takes the snapshot's arguments (they are what will run); a
