@@ -353,7 +353,10 @@ class ThreadState:
             return
         # a message restated whole (a snapshot) while it was still streaming:
         # later deltas keep appending to it (STREAM-5)
-        record.stream().append(ev["delta"])
+        parts = record.parts
+        if parts is None:
+            parts = record.stream()
+        parts.append(ev["delta"])
         if "metadata" in ev:
             _merge(record, ev)
 
