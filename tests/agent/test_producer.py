@@ -197,6 +197,39 @@ def test_each_kinds_misuse_is_refused_under_its_own_rule(kind: str) -> None:
     assert info.value.rule == left_open
 
 
+SCOPE_DISCIPLINE = {
+    "span": ("REAS-4", "REAS-4", "REAS-4"),
+    "step": ("STEP-1", "STEP-1", "STEP-2"),
+    "subagent": ("SUB-5", "SUB-6", "SUB-6"),
+}
+
+
+@pytest.mark.parametrize("scope", SCOPE_DISCIPLINE)
+def test_each_scopes_misuse_is_refused_under_its_own_rule(scope: str) -> None:
+    twice, not_open, left_open = SCOPE_DISCIPLINE[scope]
+    em, _ = emitter()
+    start: Callable[[str], Any] = {
+        "span": em.reasoning_start,
+        "step": em.step_start,
+        "subagent": lambda i: em.subagent_start(i, "helper"),
+    }[scope]
+    end: Callable[[str], Any] = {
+        "span": em.reasoning_end,
+        "step": em.step_end,
+        "subagent": em.subagent_finish,
+    }[scope]
+    start("s1")
+    with pytest.raises(UsageError) as info:
+        start("s1")
+    assert info.value.rule == twice
+    with pytest.raises(UsageError) as info:
+        end("s9")
+    assert info.value.rule == not_open
+    with pytest.raises(UsageError) as info:
+        em.finish()
+    assert info.value.rule == left_open
+
+
 def test_ids_are_minted_when_not_given() -> None:
     ids: list[str] = []
 
