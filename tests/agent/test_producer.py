@@ -162,12 +162,16 @@ def test_chunked_spelling_sends_only_chunks_and_the_consumer_assembles_the_same(
     assert pipe.close().warnings == []
 
 
-# the rule each kind's discipline states, written out here (not read from wire/_kinds.py,
-# which the emitter uses: the test must not share the table it checks)
+# the rules of each discipline — opened twice, continued or closed while not open, left
+# open at the finish — written out here, not read from wire/_kinds.py (which the
+# emitter uses: the test must not share the table it checks)
 DISCIPLINE = {
     "text": ("STREAM-2", "STREAM-3", "STREAM-4"),
     "tool": ("TOOL-20", "TOOL-20", "TOOL-20"),
     "reasoning": ("REAS-4", "REAS-4", "REAS-4"),
+    "span": ("REAS-4", "REAS-4", "REAS-4"),
+    "step": ("STEP-1", "STEP-1", "STEP-2"),
+    "subagent": ("SUB-5", "SUB-6", "SUB-6"),
 }
 
 
@@ -175,22 +179,33 @@ DISCIPLINE = {
 def test_each_kinds_misuse_is_refused_under_its_own_rule(kind: str) -> None:
     twice, not_open, left_open = DISCIPLINE[kind]
     em, _ = emitter()
-    start: dict[str, Callable[[str], Any]] = {
+    start: Callable[[str], Any] = {
         "text": em.text_start,
         "tool": lambda i: em.tool_start(i, "lookup"),
         "reasoning": em.reasoning_message_start,
-    }
+        "span": em.reasoning_start,
+        "step": em.step_start,
+        "subagent": lambda i: em.subagent_start(i, "helper"),
+    }[kind]
+    end: Callable[[str], Any] = {
+        "text": em.text_end,
+        "tool": em.tool_end,
+        "reasoning": em.reasoning_message_end,
+        "span": em.reasoning_end,
+        "step": em.step_end,
+        "subagent": em.subagent_finish,
+    }[kind]
     content = {"text": em.text_content, "tool": em.tool_args, "reasoning": em.reasoning_content}
-    end = {"text": em.text_end, "tool": em.tool_end, "reasoning": em.reasoning_message_end}
-    start[kind]("i1")
+    start("i1")
     with pytest.raises(UsageError) as info:
-        start[kind]("i1")
+        start("i1")
     assert info.value.rule == twice
+    if kind in content:  # scopes hold no content
+        with pytest.raises(UsageError) as info:
+            content[kind]("i9", "x")
+        assert info.value.rule == not_open
     with pytest.raises(UsageError) as info:
-        content[kind]("i9", "x")
-    assert info.value.rule == not_open
-    with pytest.raises(UsageError) as info:
-        end[kind]("i9")
+        end("i9")
     assert info.value.rule == not_open
     with pytest.raises(UsageError) as info:
         em.finish()

@@ -18,6 +18,7 @@ from agui_tools.wire._kinds import (
     CHUNK_TYPES,
     FAMILY,
     KINDS,
+    SCOPES,
     STREAMED,
     event_types,
     handler_name,
@@ -65,6 +66,15 @@ def test_rule_ids_in_the_table_are_the_specs() -> None:
     for k in STREAMED.values():
         for rule in (k.opened_twice, k.not_open, k.left_open, k.first_chunk_rule):
             assert rule in RULE_IDS, (k.name, rule)
+
+
+@pytest.mark.parametrize("scope", SCOPES.values(), ids=lambda s: s.name)
+def test_a_scopes_events_are_the_schemas_and_its_rules_the_specs(scope: object) -> None:
+    s = SCOPES[scope.name]  # type: ignore[attr-defined]
+    for event_type in (s.start, s.end):
+        assert s.id_field in variant(event_type).required, (event_type, s.id_field)
+    for rule in (s.opened_twice, s.not_open, s.left_open):
+        assert rule in RULE_IDS, (s.name, rule)
 
 
 def test_chunk_types_and_families_are_derived_from_the_rows() -> None:

@@ -54,7 +54,17 @@ from .._version import PROTOCOL_VERSION
 from ..wire._codec import refuse_non_finite
 from ..wire._enforce import shared_enforcer
 from ..wire._expand import RUN_LEVEL, SUBAGENT_TERMINAL, Expander
-from ..wire._kinds import CHUNK_TYPES, FAMILY, STREAMED, WireEvent, message_kind
+from ..wire._kinds import (
+    CHUNK_TYPES,
+    FAMILY,
+    SCOPES,
+    STREAMED,
+    SUBAGENT,
+    Scope,
+    StreamedKind,
+    WireEvent,
+    message_kind,
+)
 from ..wire._verify import Limits, Verifier
 
 __all__ = ["Emitter", "Owner"]
@@ -65,20 +75,11 @@ log = logging.getLogger("agui_tools.agent")
 Owner = str | None  # a subagent invocation id, or None for the parent agent
 
 
-# what the run can have open besides the streamed items (spans, steps, subagents):
-# their nouns, and the rule broken by finishing the run with one open
-_NOUN: Final = {
-    **{k.name: k.noun for k in STREAMED.values()},
-    "span": "reasoning span",
-    "step": "step",
-    "subagent": "subagent invocation",
-}
-_LIVE_RULE: Final = {
-    **{k.name: k.left_open for k in STREAMED.values()},
-    "span": "REAS-4",
-    "step": "STEP-2",
-    "subagent": "SUB-6",
-}
+# everything the run can open, items and scopes: what an error calls it, and the
+# rule broken by finishing the run with one open
+_OPENED: Final[Mapping[str, StreamedKind | Scope]] = {**STREAMED, **SCOPES}
+_NOUN: Final = {k: v.noun for k, v in _OPENED.items()}
+_LIVE_RULE: Final = {k: v.left_open for k, v in _OPENED.items()}
 # Only JSON-native values: a datetime or dataclass would be encoded as
 # something other than what was verified.
 _STRICT_JSON: Final = (
@@ -641,10 +642,9 @@ class Emitter:
         if entry.kind in STREAMED:
             spec = STREAMED[entry.kind]
             ev: WireEvent = {"type": spec.end, spec.id_field: entry.ident}
-        elif entry.kind == "span":
-            ev = {"type": "REASONING_END", "messageId": entry.ident}
-        elif entry.kind == "step":
-            ev = {"type": "STEP_FINISHED", "stepName": entry.ident}
+        elif entry.kind in ("span", "step"):
+            scope = SCOPES[entry.kind]
+            ev = {"type": scope.end, scope.id_field: entry.ident}
         else:  # pragma: no cover - subagents close through _subagent_terminal
             raise AssertionError(entry.kind)
         # a continuation MAY omit its tag (SUB-10); it must once the owner has ended
@@ -665,7 +665,7 @@ class Emitter:
 
     def reasoning_start(self, span_id: str, *, owner: Owner = None) -> list[WireEvent]:
         """Open a reasoning span; its messages carry their own ids (spans namespace nothing)."""
-        self._open_simple("span", span_id, owner, {"type": "REASONING_START", "messageId": span_id})
+        self._open_simple("span", span_id, owner)
         return self._drain()
 
     def reasoning_end(self, span_id: str) -> list[WireEvent]:
@@ -674,22 +674,21 @@ class Emitter:
 
     def step_start(self, name: str, *, owner: Owner = None) -> list[WireEvent]:
         """Open a step; steps are per owner, so parent and subagent may share a name (SUB-13)."""
-        self._open_simple("step", name, owner, {"type": "STEP_STARTED", "stepName": name})
+        self._open_simple("step", name, owner)
         return self._drain()
 
     def step_end(self, name: str, *, owner: Owner = None) -> list[WireEvent]:
         self._close_simple("step", name, owner)
         return self._drain()
 
-    def _open_simple(self, kind: str, ident: str, owner: Owner, ev: WireEvent) -> None:
+    def _open_simple(self, kind: str, ident: str, owner: Owner) -> None:
         self._require_active()
         self._check_owner(owner)
+        scope = SCOPES[kind]
         key = _key(kind, ident, owner)
         if key in self._open:
-            raise UsageError(
-                f"{_NOUN[kind]} {ident!r} is already open.",
-                rule="STEP-1" if kind == "step" else "REAS-4",
-            )
+            raise UsageError(f"{scope.noun} {ident!r} is already open.", rule=scope.opened_twice)
+        ev: WireEvent = {"type": scope.start, scope.id_field: ident}
         self._tag(ev, owner)
         self._send(ev)
         self._open[key] = _Open(kind, ident, owner)
@@ -702,7 +701,7 @@ class Emitter:
         if entry is None:
             raise UsageError(
                 f"cannot close {_NOUN[kind]} {ident!r}: it is not open.",
-                rule="STEP-1" if kind == "step" else "REAS-4",
+                rule=SCOPES[kind].not_open,
             )
         self._close_entry(entry)
 
@@ -723,7 +722,7 @@ class Emitter:
             raise UsageError(
                 f"subagent invocation {sid!r} was already announced in this run; each invocation "
                 "gets its own id.",
-                rule="SUB-5",
+                rule=SUBAGENT.opened_twice,
             )
         if sid in self._tags:
             raise UsageError(
@@ -816,7 +815,7 @@ class Emitter:
         self._require_active()
         entry = self._open.get(_key("subagent", sid))
         if entry is None:
-            raise UsageError(f"subagent invocation {sid!r} is not active.", rule="SUB-6")
+            raise UsageError(f"subagent invocation {sid!r} is not active.", rule=SUBAGENT.not_open)
         return entry
 
     def _owned_by(self, sid: str) -> list[_Open]:

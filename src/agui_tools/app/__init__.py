@@ -9,7 +9,8 @@ Sans-I/O, in the order a verified event travels::
     _consent       who decided, over which exact arguments (ConsentPolicy)
     _journal       intent before, answer after: a side effect runs at most once
     _calls         one pending call and its one answer (PendingCall, Answer)
-    _conversation  all of it for one thread: Conversation
+    _disposition   the gates a pending call passes, one small function each
+    _conversation  all of it for one thread, carrying out the gates' rulings
     _downgrade     the next RunAgentInput, shaped for older peers
     _capture       a captured stream through pipeline + reducer (verify_capture)
 """

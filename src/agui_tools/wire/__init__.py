@@ -12,6 +12,11 @@ module; the pipeline runs them all)::
     _expand    chunk lanes → START / CONTENT / END
     _verify    the sequence rules (STREAM, TOOL, RUN, SUB, INT …) and Limits
     _pipeline  all of the above, in order: ConsumerPipeline
+
+and beside them, read by the stages on both sides of the wire::
+
+    _kinds     WireEvent, the schema's event types, the item-kinds table (ids,
+               triads, chunks, nouns, rule IDs), one handler name per event type
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ by the code that needs it, not an ``if`` repeated where it is needed).
   discipline breaks) is one row of :data:`KINDS`; the emitter, chunk
   expansion and the verifier read the rows and spell no kind's events
   themselves.
+* **The scopes.** Reasoning spans, steps and subagent invocations are opened
+  and closed by a pair of events and hold no content; each is a row of
+  :data:`SCOPES` (events, id member, noun, the rules of its discipline).
 """
 
 from __future__ import annotations
@@ -39,10 +42,15 @@ __all__ = [
     "FAMILY",
     "KINDS",
     "REASONING",
+    "SCOPES",
+    "SPAN",
+    "STEP",
     "STREAMED",
+    "SUBAGENT",
     "TEXT",
     "TOOL",
     "ItemKind",
+    "Scope",
     "StreamedKind",
     "WireEvent",
     "event_types",
@@ -143,6 +151,7 @@ ACTIVITY: Final = ItemKind(
     "activity", "messageId", "activity", ("ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA")
 )
 
+
 STREAMED: Final[Mapping[str, StreamedKind]] = {k.name: k for k in (TEXT, TOOL, REASONING)}
 KINDS: Final[Mapping[str, ItemKind]] = {**STREAMED, ACTIVITY.name: ACTIVITY}
 BY_CHUNK: Final[Mapping[str, StreamedKind]] = {k.chunk: k for k in STREAMED.values()}
@@ -150,6 +159,40 @@ CHUNK_TYPES: Final = frozenset(BY_CHUNK)
 FAMILY: Final[Mapping[str, str]] = {e: k.name for k in STREAMED.values() for e in k.events}
 """Explicit event type → the streamed kind whose family it belongs to (spans, steps,
 state and activities have none)."""
+
+# -- the scopes: what a run opens besides items ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A span, a step or a subagent invocation: opened and closed by a pair of events,
+    holding no content of its own, and closed before the run finishes."""
+
+    name: str  # span / step / subagent
+    id_field: str
+    noun: str
+    start: str
+    end: str
+    opened_twice: str  # the rule broken by opening one that is open
+    not_open: str  # … by closing one that is not open
+    left_open: str  # … by finishing the run with one open
+
+
+SPAN: Final = Scope(
+    "span", "messageId", "reasoning span", "REASONING_START", "REASONING_END",
+    opened_twice="REAS-4", not_open="REAS-4", left_open="REAS-4",
+)  # fmt: skip
+STEP: Final = Scope(
+    "step", "stepName", "step", "STEP_STARTED", "STEP_FINISHED",
+    opened_twice="STEP-1", not_open="STEP-1", left_open="STEP-2",
+)  # fmt: skip
+SUBAGENT: Final = Scope(
+    # SUBAGENT_ERROR closes one too
+    "subagent", "subagentRunId", "subagent invocation", "SUBAGENT_STARTED", "SUBAGENT_FINISHED",
+    opened_twice="SUB-5", not_open="SUB-6", left_open="SUB-6",
+)  # fmt: skip
+SCOPES: Final[Mapping[str, Scope]] = {s.name: s for s in (SPAN, STEP, SUBAGENT)}
+
 
 _MINTED_BY_ROLE: Final = dict.fromkeys(("assistant", "user", "system", "developer"), "text")
 

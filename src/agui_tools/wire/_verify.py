@@ -38,7 +38,18 @@ import orjson
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
 from .._version import PROTOCOL_VERSION, parse_version
 from ._enforce import DEFAULT_MAX_DEPTH
-from ._kinds import CHUNK_TYPES, STREAMED, Handler, WireEvent, event_types, handlers, message_kind
+from ._kinds import (
+    CHUNK_TYPES,
+    SPAN,
+    STEP,
+    STREAMED,
+    SUBAGENT,
+    Handler,
+    WireEvent,
+    event_types,
+    handlers,
+    message_kind,
+)
 
 __all__ = ["Limits", "RunStatus", "RunSummary", "Verifier"]
 
@@ -460,16 +471,16 @@ class Verifier:
             )
         for span in self._spans:
             raise self._violation(
-                "REAS-4",
-                f"cannot finish the run while reasoning span {span!r} is still open.",
+                SPAN.left_open,
+                f"cannot finish the run while {SPAN.noun} {span!r} is still open.",
                 ev,
                 index,
                 ids={"messageId": span},
             )
         for owner, name in self._steps:
             raise self._violation(
-                "STEP-2",
-                f"cannot finish the run while step {name!r}"
+                STEP.left_open,
+                f"cannot finish the run while {STEP.noun} {name!r}"
                 f"{f' of subagent {owner!r}' if owner else ''} is still open.",
                 ev,
                 index,
@@ -477,8 +488,8 @@ class Verifier:
             )
         for sub in self._subagents:
             raise self._violation(
-                "SUB-6",
-                f"cannot finish the run while subagent invocation {sub!r} is still active; close "
+                SUBAGENT.left_open,
+                f"cannot finish the run while {SUBAGENT.noun} {sub!r} is still active; close "
                 "it with SUBAGENT_FINISHED or SUBAGENT_ERROR first.",
                 ev,
                 index,
@@ -825,8 +836,8 @@ class Verifier:
         span = ev["messageId"]
         if span in self._spans:
             raise self._violation(
-                "REAS-4",
-                f"REASONING_START reopens reasoning span {span!r}, which is still open.",
+                SPAN.opened_twice,
+                f"REASONING_START reopens {SPAN.noun} {span!r}, which is still open.",
                 ev,
                 index,
                 ids={"messageId": span},
@@ -837,8 +848,8 @@ class Verifier:
         span = ev["messageId"]
         if span not in self._spans:
             raise self._violation(
-                "REAS-4",
-                f"REASONING_END names reasoning span {span!r}, but no active span has that id.",
+                SPAN.not_open,
+                f"REASONING_END names {SPAN.noun} {span!r}, but no active span has that id.",
                 ev,
                 index,
                 ids={"messageId": span},
@@ -849,7 +860,7 @@ class Verifier:
         key = (ev.get("subagentRunId"), ev["stepName"])
         if key in self._steps:
             raise self._violation(
-                "STEP-1",
+                STEP.opened_twice,
                 f"STEP_STARTED opens step {key[1]!r}, which its owner already has open.",
                 ev,
                 index,
@@ -862,7 +873,7 @@ class Verifier:
         if key not in self._steps:
             owner = f" by {key[0]!r}" if key[0] else ""
             raise self._violation(
-                "STEP-1",
+                STEP.not_open,
                 f"STEP_FINISHED closes step {key[1]!r}{owner}, that was not started (steps are "
                 "per owner: a STEP_FINISHED carries its STEP_STARTED's attribution).",
                 ev,
@@ -878,7 +889,7 @@ class Verifier:
                 "is already active" if sub in self._subagents else "already finished in this run"
             )
             raise self._violation(
-                "SUB-5",
+                SUBAGENT.opened_twice,
                 f"SUBAGENT_STARTED announces invocation {sub!r}, which {state}; each invocation "
                 "gets its own id.",
                 ev,
@@ -915,7 +926,7 @@ class Verifier:
         sub = ev["subagentRunId"]
         if sub not in self._subagents:
             raise self._violation(
-                "SUB-6",
+                SUBAGENT.not_open,
                 f"{ev['type']} closes invocation {sub!r}, which was never announced (or already "
                 "ended) in this run; there is nothing to close.",
                 ev,
