@@ -148,6 +148,7 @@ def test_async_iterables_work_too() -> None:
         ["not a chunk"],
     ],
 )
+@pytest.mark.run_error("ProviderStreamError")
 def test_a_malformed_provider_stream_ends_the_run_with_run_error(bad: list[Any]) -> None:
     async def agent(run: Run) -> None:
         await stream_completion(run, bad)
