@@ -19,7 +19,7 @@ while a test runs and, when the test itself passed, fails it:
   in which case at least one such ending must happen (a stale mark fails too),
   and every ending must match one of the names.
 
-Loaded for every test by tests/conftest.py; proven by tests/test_run_errors.py.
+Loaded for every test by tests/conftest.py; proven by tests/test_guards.py.
 Agents run in another process (the CLI, the killed e2e server) are not seen
 here: their tests judge the stream with :func:`tests.helpers.judging` helpers,
 which refuse a ``RUN_ERROR`` the test did not ask for.

@@ -1,6 +1,7 @@
-"""The guard of :mod:`tests.helpers.run_errors` itself: an agent body's failed
+"""The suite's own guards. :mod:`tests.helpers.run_errors`: an agent body's failed
 assertion fails its test — in process, behind a server, and with a ``run_error``
 mark naming something else — and a mark that nothing honours fails too.
+:mod:`tests.helpers.no_skips_in_ci`: under ``CI`` a skip is an error.
 
 Run as a real pytest session in a subprocess (``pytester``), so the outcomes are
 pytest's own and the inner agents' failures stay out of this session's log.
@@ -103,3 +104,41 @@ def test_an_agent_bodys_failure_fails_the_test_that_did_not_ask_for_it(
     assert 'assert run.thread_id == "not-t"' in text and "- not-t" in text
     assert "a RUN_ERROR other than the declared KeyError" in text
     assert "@pytest.mark.run_error(AssertionError) is declared, but no run ended" in text
+
+
+SKIPS = """
+import pytest
+
+
+def test_skips():
+    pytest.skip("node not found")
+
+
+@pytest.mark.skipif(True, reason="needs something missing")
+def test_skipped_by_mark():
+    pass
+
+
+@pytest.mark.xfail(reason="a known gap", strict=True)
+def test_expected_to_fail():
+    assert False
+"""
+
+
+@pytest.mark.parametrize(("ci", "skipped", "errors"), [("true", 0, 2), ("", 2, 0), ("0", 2, 0)])
+def test_a_skip_under_ci_is_an_error_naming_its_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ci: str, skipped: int, errors: int
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("CI", ci)
+    pytester.makeconftest(
+        "from tests.helpers.no_skips_in_ci import pytest_runtest_makereport  # noqa: F401\n"
+    )
+    pytester.makepyfile(test_inner=SKIPS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped", 0) == skipped
+    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == errors
+    assert outcomes.get("xfailed") == 1  # an expected failure is not a skip
+    if errors:
+        assert "skipped under CI='true': node not found" in result.stdout.str()
