@@ -52,6 +52,17 @@ def test_served_agent_assertion():
     assert asyncio.run(main()) == 200
 
 
+def test_a_task_failing_unseen():
+    async def orphan() -> None:
+        raise ValueError("nobody awaited me")
+
+    async def main() -> None:
+        asyncio.get_running_loop().create_task(orphan())
+        await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+
+
 @pytest.mark.run_error("AssertionError")
 def test_declared_and_happening():
     asyncio.run(collect(asserts_falsely, INPUT))
@@ -90,11 +101,12 @@ def test_an_agent_bodys_failure_fails_the_test_that_did_not_ask_for_it(
     )
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rfE")
-    result.assert_outcomes(passed=2, failed=4)
+    result.assert_outcomes(passed=2, failed=5)
     result.stdout.fnmatch_lines_random(
         [
             "FAILED test_inner.py::test_in_process_agent_assertion - *",
             "FAILED test_inner.py::test_served_agent_assertion - *",
+            "FAILED test_inner.py::test_a_task_failing_unseen - *",
             "FAILED test_inner.py::test_declared_something_else - *",
             "FAILED test_inner.py::test_declared_but_nothing_failed - *",
         ]
@@ -103,6 +115,7 @@ def test_an_agent_bodys_failure_fails_the_test_that_did_not_ask_for_it(
     # the agent's own line is shown, with pytest's introspection of its assertion
     assert 'assert run.thread_id == "not-t"' in text and "- not-t" in text
     assert "a RUN_ERROR other than the declared KeyError" in text
+    assert "asyncio logged: Task exception was never retrieved" in text
     assert "@pytest.mark.run_error(AssertionError) is declared, but no run ended" in text
 
 

@@ -8,8 +8,10 @@ false. The same holds for a run the agent could not end cleanly (a protocol
 rule it broke) and for a bug of ours in the producer or the server.
 
 Every one of those is logged at ERROR by a logger under ``agui_tools``, with
-the exception attached when there is one. This plugin keeps those records
-while a test runs and, when the test itself passed, fails it:
+the exception attached when there is one; so is, by ``asyncio``, a task's
+exception that nobody retrieved (a background task's failure). This plugin
+keeps those records while a test runs and, when the test itself passed, fails
+it:
 
 * with the agent's own exception as the cause (so the report shows the agent
   body's line and pytest's assertion introspection), unless
@@ -35,7 +37,10 @@ import pytest
 
 __all__ = ["AgentFailed", "RunErrorLog", "unexpected_endings"]
 
-LOGGER = "agui_tools"
+# ours (the runner, the server), and asyncio's, where a task's exception nobody retrieved
+# is logged. Not uvicorn's: its logging config replaces the handlers of its loggers
+# whenever a server starts (an escaped exception is a 500 the tests see anyway).
+LOGGERS = ("agui_tools", "asyncio")
 MARK = "run_error"
 
 
@@ -105,8 +110,9 @@ def unexpected_endings(
     first = stray[0]
     more = f" (and {len(stray) - 1} more)" if len(stray) > 1 else ""
     hint = (
-        f"a RUN_ERROR this test did not ask for{more}; if it is the point of the test, "
-        f"say so with @pytest.mark.{MARK}(<exception class or rule ID>)"
+        f"a failure this test did not ask for{more} (a run ending with RUN_ERROR, or a "
+        "task failing unseen); if a run's RUN_ERROR is the point of the test, say so "
+        f"with @pytest.mark.{MARK}(<exception class or rule ID>)"
         if wanted is None
         else f"a RUN_ERROR other than the declared {', '.join(wanted)}{more}"
     )
@@ -127,18 +133,22 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     handler = RunErrorLog()
     config.stash[_STASH] = handler
-    logging.getLogger(LOGGER).addHandler(handler)
+    for name in LOGGERS:
+        logging.getLogger(name).addHandler(handler)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     handler = config.stash.get(_STASH, None)
     if handler is not None:
-        logging.getLogger(LOGGER).removeHandler(handler)
+        for name in LOGGERS:
+            logging.getLogger(name).removeHandler(handler)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     handler = item.config.stash[_STASH]
+    for name in LOGGERS:  # again, in case a logging config replaced the handlers since
+        logging.getLogger(name).addHandler(handler)
     handler.take()  # what happened before this test's body is not its doing
     marker = item.get_closest_marker(MARK)
     wanted = None if marker is None else tuple(str(a) for a in marker.args)
