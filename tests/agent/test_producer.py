@@ -87,6 +87,29 @@ def test_run_started_declares_our_protocol_version_and_echoes_the_input_ids() ->
     assert judge(events).runs[0].status == "success"
 
 
+def test_the_agent_reads_its_input_through_the_run() -> None:
+    """Asserted inside the agent body: a failure there fails the test (tests/helpers/run_errors)."""
+    run_input = {
+        **INPUT,
+        "state": {"cart": ["tea"]},
+        "context": [{"description": "timezone", "value": "Europe/Paris"}],
+        "forwardedProps": {"tenant": "acme"},
+        "resume": [{"interruptId": "i1", "status": "resolved"}],
+    }
+
+    async def agent(run: Run) -> None:
+        assert run.input == run_input
+        assert run.tools == INPUT["tools"]
+        assert run.state == {"cart": ["tea"]}
+        assert run.context == [{"description": "timezone", "value": "Europe/Paris"}]
+        assert run.forwarded_props == {"tenant": "acme"}
+        assert run.resume == [{"interruptId": "i1", "status": "resolved"}]
+        run.messages.clear()  # a copy: the agent cannot rewrite the input
+        assert run.messages == INPUT["messages"]
+
+    judge(run_agent(agent, run_input), run_input)
+
+
 def test_set_result_and_usage_travel_on_run_finished() -> None:
     async def agent(run: Run) -> None:
         run.set_result({"answer": 42})
