@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from agui_tools._errors import InputRejected, ProtocolViolation, UsageError
 from agui_tools._version import PROTOCOL_VERSION
 from agui_tools.agent import (
+    Agent,
     ContinuationRejected,
     Emitter,
     EventChannel,
@@ -33,7 +34,7 @@ from agui_tools.wire._expand import Expander
 from agui_tools.wire._kinds import CHUNK_TYPES
 from agui_tools.wire._pipeline import ConsumerPipeline, StreamResult
 from agui_tools.wire._verify import Verifier
-from tests.helpers import conformance
+from tests.helpers import conformance, judging
 from tests.helpers.gen_streams import GeneratedStream, streams
 
 Event = dict[str, Any]
@@ -46,21 +47,15 @@ INPUT: dict[str, Any] = {
 }
 
 
-def judge(events: list[Event], run_input: dict[str, Any] = INPUT) -> StreamResult:
-    """Feed a stream to the strict consumer pipeline; it must complete without warnings."""
-    pipe = ConsumerPipeline(run_input=run_input, strict=True)
-    for ev in events:
-        pipe.feed(ev)
-    result = pipe.close()
-    assert result.completed, result.error
-    assert result.warnings == [], [str(w) for w in result.warnings]
-    return result
+def judge(
+    events: list[Event], run_input: dict[str, Any] = INPUT, *, run_error: bool = False
+) -> StreamResult:
+    """The strict consumer's verdict on ``events`` (:func:`tests.helpers.judging.judge`)."""
+    return judging.judge(events, run_input, run_error=run_error)
 
 
-def run_agent(
-    agent: Callable[[Run], Awaitable[None]], run_input: dict[str, Any] = INPUT
-) -> list[Event]:
-    return asyncio.run(collect(agent, run_input))
+def run_agent(agent: Agent, run_input: dict[str, Any] = INPUT) -> list[Event]:
+    return judging.run_agent(agent, run_input)
 
 
 def types(events: list[Event]) -> list[str]:
@@ -91,6 +86,29 @@ def test_run_started_declares_our_protocol_version_and_echoes_the_input_ids() ->
     }
     assert events[-1] == {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
     assert judge(events).runs[0].status == "success"
+
+
+def test_the_agent_reads_its_input_through_the_run() -> None:
+    """Asserted inside the agent body: a failure there fails the test (tests/helpers/run_errors)."""
+    run_input = {
+        **INPUT,
+        "state": {"cart": ["tea"]},
+        "context": [{"description": "timezone", "value": "Europe/Paris"}],
+        "forwardedProps": {"tenant": "acme"},
+        "resume": [{"interruptId": "i1", "status": "resolved"}],
+    }
+
+    async def agent(run: Run) -> None:
+        assert run.input == run_input
+        assert run.tools == INPUT["tools"]
+        assert run.state == {"cart": ["tea"]}
+        assert run.context == [{"description": "timezone", "value": "Europe/Paris"}]
+        assert run.forwarded_props == {"tenant": "acme"}
+        assert run.resume == [{"interruptId": "i1", "status": "resolved"}]
+        run.messages.clear()  # a copy: the agent cannot rewrite the input
+        assert run.messages == INPUT["messages"]
+
+    judge(run_agent(agent, run_input), run_input)
 
 
 def test_set_result_and_usage_travel_on_run_finished() -> None:
@@ -699,6 +717,7 @@ def test_a_failing_subagent_reports_subagent_error_and_the_parent_may_continue()
     assert judge(events).runs[0].status == "success"
 
 
+@pytest.mark.run_error("RuntimeError")
 def test_a_subagent_failure_that_propagates_ends_the_run_with_run_error() -> None:
     async def agent(run: Run) -> None:
         async with run.subagent("flaky", subagent_run_id="s1") as sub:
@@ -708,7 +727,7 @@ def test_a_subagent_failure_that_propagates_ends_the_run_with_run_error() -> Non
 
     events = run_agent(agent)
     assert types(events)[-3:] == ["TOOL_CALL_ARGS", "SUBAGENT_ERROR", "RUN_ERROR"]
-    assert judge(events).runs[0].status == "error"
+    judge(events, run_error=True)
 
 
 def test_a_failed_subagents_abandoned_call_is_closed_untagged_when_the_run_ends_cleanly() -> None:
@@ -810,6 +829,7 @@ def test_interrupt_ends_with_the_outcome_and_suspends_active_subagents() -> None
     assert result.runs[0].status == "interrupt" and result.runs[0].pending == ["c1"]
 
 
+@pytest.mark.run_error("FE-3")
 def test_interrupt_after_an_unanswered_frontend_call_is_refused() -> None:
     async def agent(run: Run) -> None:
         async with run.tool_call("confirm_booking"):
@@ -822,7 +842,7 @@ def test_interrupt_after_an_unanswered_frontend_call_is_refused() -> None:
         "message": "the agent broke a protocol rule (FE-3)",
         "code": "UsageError",
     }
-    judge(events)
+    judge(events, run_error=True)
 
 
 def test_malformed_interrupts_are_refused_before_anything_is_closed() -> None:
@@ -836,6 +856,7 @@ def test_malformed_interrupts_are_refused_before_anything_is_closed() -> None:
     assert em.is_open("text", "m1")
 
 
+@pytest.mark.run_error("KeyError")
 def test_an_exception_becomes_run_error_and_everything_open_is_abandoned() -> None:
     async def agent(run: Run) -> None:
         async with run.step("work"), run.message(message_id="m1") as m:
@@ -861,6 +882,7 @@ def test_an_exception_becomes_run_error_and_everything_open_is_abandoned() -> No
     assert not pipe.verifier.was_closed("tool", "c1"), "truncated arguments were declared complete"
 
 
+@pytest.mark.run_error("ValueError")
 def test_expose_errors_puts_the_exception_text_in_the_message() -> None:
     async def agent(run: Run) -> None:
         raise ValueError("bad city")
@@ -889,6 +911,7 @@ def test_an_abandoned_item_is_closed_if_the_run_still_ends_cleanly(
     judge(events)
 
 
+@pytest.mark.run_error("STREAM-4")
 def test_finishing_while_a_block_is_still_live_is_an_error_not_a_bad_stream() -> None:
     left_running: list[asyncio.Task[None]] = []
 
@@ -916,7 +939,7 @@ def test_finishing_while_a_block_is_still_live_is_an_error_not_a_bad_stream() ->
         "message": "the agent broke a protocol rule (STREAM-4)",
         "code": "UsageError",
     }
-    judge(events)
+    judge(events, run_error=True)
 
 
 def test_a_cancelled_task_the_agent_awaited_ends_the_run_cancelled() -> None:
@@ -983,7 +1006,7 @@ def test_nothing_before_start_nothing_after_the_end_except_a_late_error() -> Non
 def test_run_error_may_open_a_stream() -> None:
     em = Emitter(INPUT)
     events = em.error("could not reach the model")
-    assert judge(events).runs[0].status == "error"
+    judge(events, run_error=True)
 
 
 def test_a_verifier_refusal_poisons_the_emitter_until_run_error() -> None:

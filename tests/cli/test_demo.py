@@ -34,6 +34,7 @@ def test_demo_thread_every_call_answered_once_declined_says_so_invalid_errors() 
         )
     )
     assert result.status == "success" and conv.pending == []
+    assert [run.status for run in conv.runs] == ["success"] * 5  # no run ended in error
     messages = conv.messages
     calls = [c for m in messages if m.get("toolCalls") for c in m["toolCalls"]]
     answers = [m for m in messages if m["role"] == "tool"]

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agui_tools._errors import InputRejected
+from agui_tools._errors import InputRejected, UsageError
 from agui_tools.app._calls import CallStatus, PendingCall
 from agui_tools.app._conversation import CallUpdate, Conversation, TextDelta
 from agui_tools.transport._client import AgentClient, SyncAgentClient, TransportError
@@ -196,9 +196,9 @@ def test_dangling_call_rejected_by_the_server(url: str) -> None:
     )
     # and our own client refuses to send such an input in the first place
     conv = Conversation(thread_id="t", messages=body["messages"])
-    with pytest.raises(Exception) as info:
+    with pytest.raises(UsageError) as info:  # not any exception: a bug could raise one too
         conv.next_input()
-    assert "c-dangling" in str(info.value)
+    assert info.value.rule == "FE-8" and "c-dangling" in str(info.value)
 
 
 def test_malformed_input_is_4xx_naming_the_field(url: str) -> None:

@@ -31,7 +31,8 @@ import agui_tools.transport._server as server_module
 from agui_tools.agent import Emitter, EventChannel, Run
 from agui_tools.transport._server import agent_app
 from agui_tools.wire._framing import SSEReader
-from agui_tools.wire._pipeline import ConsumerPipeline, StreamResult
+from agui_tools.wire._pipeline import StreamResult
+from tests.helpers.judging import judge_sse
 
 Event = dict[str, Any]
 
@@ -157,18 +158,11 @@ def post_stream(client: httpx.Client, url: str, body: Any) -> tuple[httpx.Respon
     return response, raw
 
 
-def judge(raw: bytes, run_input: dict[str, Any] = INPUT) -> tuple[StreamResult, list[Event]]:
-    """Parse raw SSE bytes and run them through the strict consumer pipeline."""
-    reader = SSEReader()
-    frames = reader.feed(raw)
-    assert not reader.has_partial_event, "the stream ended mid-event"
-    pipe = ConsumerPipeline(run_input=run_input, strict=True)
-    for frame in frames:
-        pipe.feed(frame)
-    result = pipe.close()
-    assert result.completed, result.error
-    assert result.warnings == [], [str(w) for w in result.warnings]
-    return result, [orjson.loads(f) for f in frames]
+def judge(
+    raw: bytes, run_input: dict[str, Any] = INPUT, *, run_error: bool = False
+) -> tuple[StreamResult, list[Event]]:
+    """The strict consumer's verdict on raw SSE bytes (:func:`tests.helpers.judging.judge_sse`)."""
+    return judge_sse(raw, run_input, run_error=run_error)
 
 
 def assert_rejected(response: httpx.Response, raw: bytes, status: int) -> dict[str, Any]:
@@ -226,13 +220,13 @@ def test_keepalive_comments_while_the_agent_is_quiet(base_url: str, client: http
     assert [e["type"] for e in events].count("TEXT_MESSAGE_START") == 2
 
 
+@pytest.mark.run_error("RuntimeError")
 def test_an_agent_exception_is_run_error_in_a_200_stream_that_ends(
     base_url: str, client: httpx.Client
 ) -> None:
     response, raw = post_stream(client, f"{base_url}/boom/", INPUT)
     assert response.status_code == 200
-    result, events = judge(raw)
-    assert result.runs[0].status == "error"
+    _, events = judge(raw, run_error=True)
     assert events[-1] == {
         "type": "RUN_ERROR",
         "message": "the agent failed (RuntimeError)",
@@ -587,6 +581,7 @@ def test_starlette_testclient_in_process() -> None:
         assert tc.post("/agent", content=b"nope").status_code == 400
 
 
+@pytest.mark.run_error("RuntimeError")
 def test_a_bug_of_ours_still_ends_the_stream_with_run_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -597,11 +592,11 @@ def test_a_bug_of_ours_still_ends_the_stream_with_run_error(
     with TestClient(agent_app(happy)) as tc:
         response = tc.post("/", json=INPUT)
     assert response.status_code == 200
-    result, events = judge(response.content)
-    assert result.runs[0].status == "error"
+    _, events = judge(response.content, run_error=True)
     assert events[-1]["code"] == "InternalError"
 
 
+@pytest.mark.run_error("RuntimeError", "without a terminal event")
 def test_a_producer_that_dies_without_a_word_still_yields_run_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -612,9 +607,8 @@ def test_a_producer_that_dies_without_a_word_still_yields_run_error(
     with TestClient(agent_app(happy)) as tc:
         response = tc.post("/", json=INPUT)
     assert response.status_code == 200
-    result, events = judge(response.content)
+    _, events = judge(response.content, run_error=True)
     assert [e["type"] for e in events] == ["RUN_ERROR"]  # a stream may open with RUN_ERROR (RUN-1)
-    assert result.runs[0].status == "error"
 
 
 def test_the_channel_never_reorders_concurrent_writers() -> None:
