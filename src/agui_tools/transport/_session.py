@@ -27,13 +27,14 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+import threading
 from typing import Any, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .._errors import UsageError
 from ..app._calls import Answer, CallStatus, PendingCall
-from ..app._consent import ConsentPolicy
+from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import CallUpdate, Conversation, RunResult, Update
 from ..app._journal import Journal
 from ..app._tools import ToolSpec
@@ -44,23 +45,27 @@ __all__ = ["Approval", "RegisteredTool", "Session", "tool_spec_from_function"]
 
 @dataclass(frozen=True)
 class Approval:
-    """The user's answer to a consent prompt.
+    """The answer to a consent prompt.
 
     ``approved`` False declines; ``arguments`` approves *edited* arguments
     (which then run instead of the proposal, and are validated first).
+    ``decided_by`` says who answered: ``"user"`` for a person, ``"system"``
+    when nobody could — the prompt's input ended, a script ran out — so the
+    answer the agent reads never claims a user decided (TOOL-22).
     """
 
     approved: bool
     arguments: Mapping[str, Any] | None = None
     reason: str | None = None
+    decided_by: DecidedBy = "user"
 
     @classmethod
     def approve(cls, arguments: Mapping[str, Any] | None = None) -> Approval:
         return cls(True, arguments)
 
     @classmethod
-    def decline(cls, reason: str | None = None) -> Approval:
-        return cls(False, None, reason)
+    def decline(cls, reason: str | None = None, *, by: DecidedBy = "user") -> Approval:
+        return cls(False, None, reason, by)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,7 +97,8 @@ def tool_spec_from_function(
     """
     sig = inspect.signature(fn)
     try:
-        hints = get_type_hints(fn)
+        # include_extras: Annotated[int, Field(ge=1, description=…)] keeps its constraints
+        hints = get_type_hints(fn, include_extras=True)
     except NameError as exc:
         raise UsageError(
             f"cannot resolve the type hints of tool {fn.__name__!r} ({exc}); define the types "
@@ -122,11 +128,15 @@ def tool_spec_from_function(
     schema = model.model_json_schema()
     schema.pop("title", None)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    if not single_model:
-        schema.setdefault("additionalProperties", False)
+    _refuse_unknown_members(schema)
     adapter = TypeAdapter(model)
+    closed = schema.get("additionalProperties") is False
+    declared = frozenset(schema.get("properties", ()))
 
     def handler(arguments: dict[str, Any]) -> Any:
+        unknown = sorted(set(arguments) - declared) if closed else []
+        if unknown:  # the schema refuses them; a direct call must not slip them past
+            raise ValueError(f"unknown argument(s) {unknown}: {fn.__name__!r} does not declare them")
         parsed = adapter.validate_python(arguments)
         if single_model:
             return fn(parsed)
@@ -280,14 +290,16 @@ class Session:
                     if approval.approved:
                         conv.approve(
                             call.call_id,
-                            by="user",
+                            by=approval.decided_by,
                             arguments=approval.arguments,
                             reason=approval.reason,
                         )
                     else:
-                        conv.decline(call.call_id, by="user", reason=approval.reason)
+                        conv.decline(
+                            call.call_id, by=approval.decided_by, reason=approval.reason
+                        )
             if call.status is CallStatus.APPROVED:
-                await self._execute(call)
+                await self._execute(call, emit)
             for update in conv.take_updates():
                 emit(update)
 
@@ -300,7 +312,7 @@ class Session:
             return Approval(answer)
         return answer
 
-    async def _execute(self, call: PendingCall) -> Answer:
+    async def _execute(self, call: PendingCall, emit: Callable[[Update], Any]) -> Answer:
         conv = self._conversation()
         registered = self._tools.get(call.name)
         if registered is None:  # an unadvertised tool routed elsewhere has no handler here
@@ -309,10 +321,13 @@ class Session:
         handler = registered.handler
 
         async def run(arguments: dict[str, Any]) -> Any:
+            # the call is claimed and marked executing: a UI shows it running from now on
+            for update in conv.take_updates():
+                emit(update)
             if inspect.iscoroutinefunction(handler):
                 coro = handler(arguments)
             else:
-                result = await asyncio.to_thread(handler, arguments)
+                result = await _in_daemon_thread(handler, arguments)
                 if not inspect.isawaitable(result):
                     return result
                 coro = result
@@ -335,3 +350,54 @@ class Session:
                 ) from None
 
         return await conv.execute_async(call.call_id, bounded)
+
+
+def _refuse_unknown_members(schema: dict[str, Any]) -> None:
+    """``additionalProperties: false`` on the argument object and every model it uses.
+
+    pydantic ignores unknown members by default and its schema says nothing
+    about them, so a model-typed tool would run with arguments it never
+    declared. A model that states its own policy (``extra="allow"`` writes
+    ``additionalProperties: true``) keeps it.
+    """
+    objects = [schema, *schema.get("$defs", {}).values()]
+    for node in objects:
+        if isinstance(node, dict) and node.get("type") == "object" and "properties" in node:
+            node.setdefault("additionalProperties", False)
+
+
+async def _in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
+    """Run a blocking handler in a daemon thread of its own and await its result.
+
+    Not the loop's default executor: a handler that outlives its timeout (or a
+    Ctrl-C) keeps running there, and ``asyncio.run`` — then the interpreter at
+    exit — would wait for it, holding the terminal long after the conversation
+    ended. A daemon thread is abandoned at exit instead; the call is already
+    answered "outcome unknown" and the journal holds its intent.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(error: BaseException | None, value: Any) -> None:
+        if future.done():  # timed out or cancelled meanwhile: nobody waits for it
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value = fn(arguments)
+        except BaseException as exc:  # handed to the awaiting task, which judges it
+            outcome: tuple[BaseException | None, Any] = (exc, None)
+        else:
+            outcome = (None, value)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop closed while the handler ran
+            pass
+
+    name = getattr(fn, "__name__", "handler")
+    threading.Thread(target=work, name=f"agui-tool-{name}", daemon=True).start()
+    return await future
