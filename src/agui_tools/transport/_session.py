@@ -24,10 +24,11 @@ journal with a timeout, a handler exception becomes an ``error`` tool message
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-import threading
 from typing import Any, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
@@ -136,7 +137,9 @@ def tool_spec_from_function(
     def handler(arguments: dict[str, Any]) -> Any:
         unknown = sorted(set(arguments) - declared) if closed else []
         if unknown:  # the schema refuses them; a direct call must not slip them past
-            raise ValueError(f"unknown argument(s) {unknown}: {fn.__name__!r} does not declare them")
+            raise ValueError(
+                f"unknown argument(s) {unknown}: {fn.__name__!r} does not declare them"
+            )
         parsed = adapter.validate_python(arguments)
         if single_model:
             return fn(parsed)
@@ -243,6 +246,16 @@ class Session:
             )
         return self.conversation
 
+    def find_call(self, call_id: str) -> PendingCall | None:
+        """The call ``call_id`` of this session's thread (``None``: not one the
+        application disposed of — an agent-side call, or no thread yet)."""
+        if self.conversation is None:
+            return None
+        try:
+            return self.conversation.call(call_id)
+        except UsageError:
+            return None
+
     # -- the loop ---------------------------------------------------------------------
 
     async def send(
@@ -295,9 +308,7 @@ class Session:
                             reason=approval.reason,
                         )
                     else:
-                        conv.decline(
-                            call.call_id, by=approval.decided_by, reason=approval.reason
-                        )
+                        conv.decline(call.call_id, by=approval.decided_by, reason=approval.reason)
             if call.status is CallStatus.APPROVED:
                 await self._execute(call, emit)
             for update in conv.take_updates():
@@ -393,10 +404,8 @@ async def _in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict
             outcome: tuple[BaseException | None, Any] = (exc, None)
         else:
             outcome = (None, value)
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed while the handler ran
             loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # the loop closed while the handler ran
-            pass
 
     name = getattr(fn, "__name__", "handler")
     threading.Thread(target=work, name=f"agui-tool-{name}", daemon=True).start()
