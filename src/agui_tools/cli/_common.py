@@ -28,7 +28,9 @@ EXIT_INTERRUPTED: Final = 130
 def interrupted(command: str, *, journal: str | None = None) -> int:
     """Say, in one line, that Ctrl-C ended ``command``; the exit code to return."""
     kept = f"; what was decided and run is in {journal}" if journal else ""
-    print(f"agui-tools {command}: interrupted{kept}", file=sys.stderr, flush=True)
+    # on a terminal, over the "^C" it echoed: the line reads whole
+    start = "\r" if sys.stderr.isatty() else ""
+    print(f"{start}agui-tools {command}: interrupted{kept}", file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED
 
 

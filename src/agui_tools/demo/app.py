@@ -139,9 +139,9 @@ async def run_demo(
         register(session)
         try:
             result = await session.send(PROMPT, on_update=ui.on_update)
-        finally:
+        finally:  # interrupted too: the live area is printed and stopped
+            ui.finish_run()
             await session.client.aclose()
-        ui.finish_run()
     conversation = session.conversation
     assert conversation is not None
     console.print(Rule("the thread"))
