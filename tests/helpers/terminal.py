@@ -39,21 +39,25 @@ class Terminal:
             os.chdir(cwd)
             os.execvpe(sys.executable, [*AGUI, *args], env or ENV)
         self.output = ""
+        self._pos = 0
         self.status: int | None = None
 
     def expect(self, pattern: str, timeout: float = 60.0) -> str:
-        """Read until ``pattern`` matches the output (ANSI stripped) after what was seen."""
-        start = len(plain(self.output))
+        """Read until ``pattern`` matches the output (ANSI stripped) past the last match."""
         deadline = time.monotonic() + timeout
         while True:
             text = plain(self.output)
-            if re.search(pattern, text[start:]):
+            match = re.compile(pattern).search(text, self._pos)
+            if match:
+                self._pos = match.end()
                 return text
             remaining = deadline - time.monotonic()
             assert remaining > 0, f"did not see {pattern!r}; got:\n{text[-3000:]}"
             if not self._read(min(remaining, 0.5)):
                 text = plain(self.output)
-                assert re.search(pattern, text[start:]), f"EOF before {pattern!r}:\n{text[-3000:]}"
+                assert re.compile(pattern).search(text, self._pos), (
+                    f"EOF before {pattern!r}:\n{text[-3000:]}"
+                )
                 return text
 
     def _read(self, timeout: float) -> bool:
