@@ -93,3 +93,28 @@ def journal_rows(path: str) -> dict[str, Any]:
         }
         decisions = [json.loads(row[0]) for row in db.execute("SELECT decision FROM decisions")]
     return {"answers": calls, "decisions": decisions}
+
+
+TOKEN = "s3cret-token"
+
+
+def guarded_api() -> Any:
+    """A FastAPI application mounting the scripted agent behind a bearer-token hook."""
+    from fastapi import FastAPI
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+
+    from agui_tools.transport import agent_app
+
+    async def require_token(request: Request) -> Response | None:
+        if request.headers.get("authorization") == f"Bearer {TOKEN}":
+            return None
+        return JSONResponse(
+            {"error": {"message": "a bearer token is required"}},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    api = FastAPI()
+    api.mount("/agent", agent_app(scripted, authorize=require_token))
+    return api

@@ -150,3 +150,32 @@ def one_line_interrupt(text: str, command: str) -> None:
         -2000:
     ]
     assert text.count(f"agui-tools {command}: interrupted") == 1
+
+
+@contextmanager
+def serving_in_thread(app: object) -> Iterator[str]:
+    """An ASGI app on a real uvicorn server in a thread of this process; yields its base URL."""
+    import asyncio
+    import threading
+
+    from agui_tools.testing import serving
+
+    ready: list[str] = []
+    stop = threading.Event()
+    started = threading.Event()
+
+    async def main() -> None:
+        async with serving(app) as base:
+            ready.append(base)
+            started.set()
+            while not stop.is_set():
+                await asyncio.sleep(0.05)
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    thread.start()
+    try:
+        assert started.wait(30), "the server did not start"
+        yield ready[0]
+    finally:
+        stop.set()
+        thread.join(30)
