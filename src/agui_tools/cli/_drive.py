@@ -158,7 +158,6 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     http = httpx.AsyncClient(timeout=timeout, transport=recorder.transport())
     client = AgentClient(args.url, http=http, headers=dict(args.headers))
     session = Session(client, ask=ui.consent(decide), timeout=args.timeout, journal=journal)
-    ui.calls = session.find_call
     driver = Driver(command, args, console, ui, session, http, recorder, journal, sink)
     if args.tools:
         try:

@@ -135,7 +135,6 @@ async def run_demo(
         console.print(f"[bold]you:[/bold] {PROMPT}")
 
         session = Session(AgentClient(url), ask=ui.consent(decide), journal=journal)
-        ui.calls = session.find_call
         register(session)
         try:
             result = await session.send(PROMPT, on_update=ui.on_update)

@@ -148,7 +148,7 @@ class _Card:
         self.status = CallStatus.STREAMING
         self.preview: Any = None
         self.arguments: Any = None
-        """Once the call is answered: what ran (edited or proposed), or the raw text received."""
+        """Once no longer a preview: what runs (edits included), or the raw text received."""
         self.incomplete = False
         self.answer: Any = None
         self.agent_side = False
@@ -197,14 +197,10 @@ class TerminalUI:
         *,
         prompt: Callable[[str], str] | None = None,
         live: bool = True,
-        calls: Callable[[str], PendingCall | None] | None = None,
     ) -> None:
-        """``prompt`` reads one answer (the terminal by default); ``calls`` looks a
-        call up by id (``Session.find_call``) so an answered card shows the
-        arguments that ran, or the text received when the call never closed."""
+        """``prompt`` reads one answer (the terminal by default)."""
         self.console = console or Console(highlight=False)
         self._prompt = prompt or self._read_terminal
-        self.calls = calls
         self._cards: dict[str, _Card] = {}
         self._text: Text | None = None
         self._live: Live | None = None
@@ -253,14 +249,16 @@ class TerminalUI:
                 card = self._cards[update.call_id] = _Card(update.call_id, update.name)
             card.status = update.status
             card.agent_side = update.agent_side
-            if update.preview is not None:
+            if update.has_arguments:
+                # what runs (or ran): no longer a preview; text when it never parsed
+                card.arguments = update.arguments
+                card.incomplete = isinstance(update.arguments, str)
+            elif update.preview is not None:
                 card.preview = update.preview.value
             if update.answer is not None:
                 card.answer = update.answer
             if update.status is CallStatus.EXECUTING and card.running is None:
                 card.running = _Running(time.monotonic())
-            if update.status.answered and not update.agent_side:
-                self._final_arguments(card)
             if update.status.answered:
                 self._flush()
                 self.console.print(card.render())
@@ -269,21 +267,6 @@ class TerminalUI:
         elif isinstance(update, ProtocolWarning):
             self._flush()
             self.console.print(safe_text(f"warning {update}", "yellow"))
-
-    def _final_arguments(self, card: _Card) -> None:
-        """The arguments an answered card shows: what the thread holds, not the preview.
-
-        The preview is a lenient parse of a prefix — of a call cut off mid-way it
-        shows a complete-looking ``{"x": "abc"}`` where ``{"x": "abc`` arrived.
-        """
-        call = self.calls(card.call_id) if self.calls is not None else None
-        if call is None:
-            return
-        effective = call.effective_arguments
-        if effective is not None:
-            card.arguments, card.incomplete = effective, False
-        elif call.text:
-            card.arguments, card.incomplete = call.text, True
 
     def finish_run(self) -> None:
         self._flush()
