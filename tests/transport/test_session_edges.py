@@ -17,26 +17,10 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from agui_tools.app._calls import CallStatus
-from agui_tools.app._conversation import Conversation
 from agui_tools.transport._session import Approval, Session, tool_spec_from_function
+from tests.transport.test_session import _pending_call
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _pending_call(session: Session, name: str, args: str) -> Conversation:
-    conv = session._conversation()
-    conv.next_input(user="go", run_id="r1")
-    conv.receive_many(
-        [
-            {"type": "RUN_STARTED", "threadId": conv.thread_id, "runId": "r1"},
-            {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": name},
-            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": args},
-            {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-            {"type": "RUN_FINISHED", "threadId": conv.thread_id, "runId": "r1"},
-        ]
-    )
-    conv.end_run()
-    return conv
 
 
 def test_annotated_constraints_and_descriptions_reach_the_schema() -> None:
@@ -142,7 +126,7 @@ def test_a_sync_handler_past_its_timeout_does_not_hold_the_process(tmp_path: Pat
             import asyncio, threading
             from agui_tools.app._calls import CallStatus
             from agui_tools.transport._session import Session
-            import tests.transport.test_session_edges as t
+            import tests.transport.test_session as t
 
             session = Session(client=None, timeout=0.2)
 
