@@ -52,6 +52,10 @@ async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncI
         await asyncio.sleep(0.01)
     try:
         yield f"http://{host}:{config.port}"
+    except BaseException:
+        # interrupted (Ctrl-C, a cancelled test): stop now, not after open connections drain
+        server.force_exit = True
+        raise
     finally:
         server.should_exit = True
         await task

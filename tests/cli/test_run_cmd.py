@@ -126,12 +126,14 @@ def test_a_handler_past_its_timeout_does_not_hold_the_command(url: str) -> None:
         (["-H", "no colon"], "a header is written 'Name: value'"),
         (["-H", "Bad Name: v"], "'Bad Name' is not a valid header name"),
         (["-H", "Accept: text/html"], "Accept is written by the client itself"),
+        (["-H", "X-Name: café"], "holds a character other than printable ASCII"),
         (["--tools", "cli_agents.py"], "--tools takes a module name, not a file: run --tools cli"),
         (["--save", "/no/such/dir/x.sse"], "cannot write --save /no/such/dir/x.sse"),
         (["--journal", "/no/such/dir/j.db"], "cannot open --journal /no/such/dir/j.db"),
     ],
     ids=["timeout-negative", "timeout-zero", "timeout-nan", "read-timeout-zero",
          "connect-timeout-text", "header-no-colon", "header-bad-name", "header-reserved",
+         "header-not-ascii",
          "tools-file-name", "save-unwritable", "journal-unwritable"],
 )  # fmt: skip
 def test_bad_options_are_one_line_and_exit_2(url: str, args: list[str], says: str) -> None:

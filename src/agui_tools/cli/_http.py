@@ -65,9 +65,10 @@ def header(text: str) -> tuple[str, str]:
     if not _TOKEN.match(name):
         raise argparse.ArgumentTypeError(f"{name!r} is not a valid header name")
     value = value.strip()
-    if any(c in value for c in "\r\n\x00"):
+    if any(not (" " <= c <= "~" or c == "\t") for c in value):
         raise argparse.ArgumentTypeError(
-            f"the value of header {name} holds a line break or a NUL, which no header may"
+            f"the value of header {name} holds a character other than printable ASCII (a line "
+            "break, a control character, a letter like é), which a header cannot carry"
         )
     if name.lower() in _RESERVED:
         raise argparse.ArgumentTypeError(
