@@ -15,7 +15,9 @@ never interpreted, never silently dropped.
 from __future__ import annotations
 
 import re
+import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,6 +57,22 @@ def interruptible(read: Callable[[], T]) -> T:
         return read()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _wait_readable(stream: Any) -> None:
+    """Wait until ``stream`` has a line (or its end) in short, interruptible waits.
+
+    The kernel may deliver Ctrl-C's SIGINT to any thread of the process — an
+    idle worker of the event loop's executor, say — and then a main thread
+    blocked in ``read()`` is never interrupted: Python only runs its handler
+    when the main thread next executes bytecode. Waking every 100 ms lets it.
+    """
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: read it directly
+        return
+    while not select.select([fd], [], [], 0.1)[0]:
+        pass
 
 
 # C0 controls except TAB and LF, DEL, C1 controls, and the Unicode format
@@ -274,9 +292,14 @@ class TerminalUI:
     # -- reading the terminal ------------------------------------------------------------
 
     def _read_terminal(self, question: str) -> str:
-        # a Text prompt: "[a]pprove" must not be read as rich markup
+        def read() -> str:
+            # a Text prompt: "[a]pprove" must not be read as rich markup
+            self.console.print(Text(question, style="bold yellow"), end="")
+            _wait_readable(sys.stdin)
+            return input()
+
         try:
-            return interruptible(lambda: self.console.input(Text(question, style="bold yellow")))
+            return interruptible(read)
         except KeyboardInterrupt:
             self.console.print()  # the caller's one line starts on a line of its own
             raise
