@@ -33,13 +33,14 @@ def test_run_interrupted_while_text_streams(url: str) -> None:
 def test_run_interrupted_before_the_agent_answers() -> None:
     """Connected, request sent, nothing back yet: the client is waiting for headers."""
     listener = socket.create_server(("127.0.0.1", 0))
-    accepted = threading.Event()
+    accepted, release = threading.Event(), threading.Event()
 
     def hold() -> None:
         conn, _ = listener.accept()
         accepted.set()
         conn.recv(65536)
-        accepted.wait(60)  # hold the connection; never answer
+        release.wait(60)  # hold the connection open; never answer
+        conn.close()
 
     holder = threading.Thread(target=hold, daemon=True)
     holder.start()
@@ -51,6 +52,7 @@ def test_run_interrupted_before_the_agent_answers() -> None:
             assert term.wait() == 130
             one_line_interrupt(term.text, "run")
     finally:
+        release.set()
         listener.close()
 
 

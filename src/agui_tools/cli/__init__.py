@@ -58,7 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except KeyboardInterrupt:  # past the command's own handling (its last words): still one line
+        from ._common import interrupted
+
+        return interrupted(args.command)
     return result
 
 
