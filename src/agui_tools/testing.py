@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import uvicorn
@@ -24,13 +24,26 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+class _InProcessServer(uvicorn.Server):
+    """uvicorn, minus its Ctrl-C handling: in-process, Ctrl-C belongs to the application.
+
+    ``uvicorn.Server`` takes SIGINT for itself while it serves and raises it
+    again once stopped; inside a demo or a test that makes Ctrl-C first cut
+    the application's own stream, then interrupt it a second time, late.
+    """
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 @asynccontextmanager
 async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
     """Serve ``app`` with uvicorn in this event loop; yield ``http://host:port``."""
     config = uvicorn.Config(
         app, host=host, port=port or free_port(host), log_level="warning", lifespan="off"
     )
-    server = uvicorn.Server(config)
+    server = _InProcessServer(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -39,6 +52,10 @@ async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncI
         await asyncio.sleep(0.01)
     try:
         yield f"http://{host}:{config.port}"
+    except BaseException:
+        # interrupted (Ctrl-C, a cancelled test): stop now, not after open connections drain
+        server.force_exit = True
+        raise
     finally:
         server.should_exit = True
         await task

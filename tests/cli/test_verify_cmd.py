@@ -272,3 +272,39 @@ def test_hostile_payloads_are_verdicts_not_tracebacks(tmp_path: Path) -> None:
             assert doc["error"]["rule"] == "LIMIT" and doc["runs"][0]["status"] == "rejected"
         else:
             assert [w["rule"] for w in doc["warnings"]] == ["VER-5"]
+
+
+def test_a_limit_refusal_names_the_option_that_raises_it(tmp_path: Path) -> None:
+    """It used to say "raise the limit" with no way to; --limit NAME=N is that way."""
+    deep = {"a": {"b": {"c": {"d": 1}}}}
+    capture = tmp_path / "deep.json"
+    capture.write_text(
+        json.dumps(
+            [
+                {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                {"type": "STATE_SNAPSHOT", "snapshot": deep},
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+            ]
+        )
+    )
+
+    def verify(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agui_tools", "verify", str(capture), *extra],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    low = verify("--limit", "max_depth=3")
+    assert low.returncode == 1 and "[LIMIT]" in low.stdout and "--limit NAME=N" in low.stdout
+    assert verify("--limit", "max_depth=30").returncode == 0
+    bad = verify("--limit", "max_deep=3")
+    assert bad.returncode == 2 and "NAME one of max_event_bytes" in bad.stderr
+
+
+def test_the_limit_names_in_help_are_the_limits_fields() -> None:
+    import dataclasses
+
+    from agui_tools.cli.verify_cmd import LIMIT_NAMES
+    from agui_tools.wire import Limits
+
+    assert tuple(f.name for f in dataclasses.fields(Limits)) == LIMIT_NAMES

@@ -136,3 +136,53 @@ def test_summary_states_a_failed_answers_error_once() -> None:
     text = out.getvalue()
     assert text.count("boom") == 1
     assert "partial" in text and "(error: timeout)" in text
+
+
+def test_thread_table_numbers_calls_and_orders_answers_by_call() -> None:
+    """Tool rows say which call they answer (#n) and follow the calls' order, even
+    when the answers were given in another order (a decline before a slow run)."""
+    con, out = console()
+    call = lambda cid, name: {"id": cid, "type": "function",  # noqa: E731
+                              "function": {"name": name, "arguments": "{}"}}  # fmt: skip
+    TerminalUI(con, live=False).summary(
+        [
+            {"id": "u", "role": "user", "content": "go"},
+            {
+                "id": "a",
+                "role": "assistant",
+                "toolCalls": [call("c1", "first"), call("c2", "second")],
+            },
+            {"id": "t2", "role": "tool", "toolCallId": "c2", "content": "answer two"},
+            {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "answer one"},
+            {"id": "a2", "role": "assistant", "toolCalls": [call("c3", "third")]},
+            {"id": "t3", "role": "tool", "toolCallId": "c3", "content": "answer three"},
+        ]
+    )
+    text = out.getvalue()
+    assert "#1 first({}), #2 second({})" in text and "#3 third({})" in text
+    rows = [line for line in text.splitlines() if "tool #" in line]
+    assert [r.split("│")[1].strip() for r in rows] == ["tool #1", "tool #2", "tool #3"]
+    assert text.index("answer one") < text.index("answer two") < text.index("answer three")
+
+
+def test_a_failed_card_states_its_error_once_and_the_decision_is_said() -> None:
+    con, out = console()
+    ui = TerminalUI(con, live=False)
+    ui.on_update(CallUpdate("c1", "f", CallStatus.STREAMING))
+    ui.on_update(CallUpdate("c1", "f", CallStatus.FAILED, None, Answer.failed("c1", "boom")))
+    assert out.getvalue().count("boom") == 1
+    answers = iter(["a"])
+    ask = TerminalUI(con, prompt=lambda q: next(answers), live=False).consent()
+    call = PendingCall("t", "r", "c2", "g", "{}", parse_arguments("{}"), None)
+    assert ask(call).approved and "→ approved" in out.getvalue()
+
+
+def test_end_of_input_at_the_prompt_is_a_decline_nobody_gave() -> None:
+    def eof(question: str) -> str:
+        raise EOFError
+
+    con, out = console()
+    call = PendingCall("t", "r", "c1", "g", "{}", parse_arguments("{}"), None)
+    answer = TerminalUI(con, prompt=eof, live=False).consent()(call)
+    assert not answer.approved and answer.decided_by == "system"
+    assert "→ declined — nobody answered" in out.getvalue()

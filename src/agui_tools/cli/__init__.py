@@ -4,7 +4,8 @@ Exit codes (every command):
 
 * ``0`` — success: the stream was consumed / every fixture passed;
 * ``1`` — the stream was rejected / a fixture failed;
-* ``2`` — bad usage or unreadable input (a missing file, invalid JSON input).
+* ``2`` — bad usage or unreadable input (a missing file, invalid JSON input);
+* ``130`` — interrupted (Ctrl-C), said in one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from .._version import PROTOCOL_VERSION, __version__
-from . import check_cmd, conformance_cmd, demo_cmd, run_cmd, serve_cmd, verify_cmd
+from . import check_cmd, chat_cmd, conformance_cmd, demo_cmd, run_cmd, serve_cmd, verify_cmd
 
 __all__ = ["main"]
 
@@ -33,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agui-tools",
         description="AG-UI tool-call machinery: verify streams, run conformance fixtures, "
         "serve agents and drive them.",
-        epilog="Exit codes: 0 success, 1 stream rejected / fixture failed, 2 bad usage or "
-        "unreadable input.",
+        epilog="Exit codes: 0 success, 1 stream rejected / fixture failed / run failed, 2 bad "
+        "usage or unreadable input, 130 interrupted (Ctrl-C).",
     )
     parser.add_argument(
         "--version",
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_cmd.register(sub)
     serve_cmd.register(sub)
     run_cmd.register(sub)
+    chat_cmd.register(sub)
     verify_cmd.register(sub)
     conformance_cmd.register(sub)
     check_cmd.register(sub)
@@ -57,7 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except KeyboardInterrupt:  # past the command's own handling (its last words): still one line
+        from ._common import interrupted
+
+        return interrupted(args.command)
     return result
 
 

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ._answers import add_answer_flags, flag_answers, stdin_lines
+from ._common import add_journal_option, interrupted, open_journal
 
 HELP = """\
 Start the scripted demo agent on a free loopback port and a terminal
@@ -20,9 +21,11 @@ and a tool the application never advertised (refused, and explained).
 Consent: asked on the terminal by default. --yes approves everything,
 --decline declines everything, --script FILE answers from a file, one line per
 prompt: "approve", "decline [reason]" or "edit {json}". With no flag and no
-terminal on stdin, answers are read from stdin the same way.
+terminal on stdin, answers are read from stdin the same way; when they run
+out, the remaining calls are declined, and the answers say nobody decided.
 
-Exit codes: 0 the demo ran to the end, 1 it stopped early, 2 bad usage.
+Exit codes: 0 the demo ran to the end, 1 it stopped early, 2 bad usage, 130
+interrupted (Ctrl-C).
 """
 
 
@@ -35,6 +38,7 @@ def register(sub: Any) -> None:
     )
     add_answer_flags(p)
     p.add_argument("--fast", action="store_true", help="stream without the human-pace pauses")
+    add_journal_option(p)
     p.set_defaults(func=run)
 
 
@@ -47,12 +51,14 @@ def run(args: argparse.Namespace) -> int:
     if not ok:
         return 2
     if decide is None and not sys.stdin.isatty():
-        decide = scripted(stdin_lines(sys.stdin))
+        decide = scripted(stdin_lines(sys.stdin), exhausted="standard input ended")
+    ok, journal = open_journal(args, "demo")
+    if not ok:
+        return 2
     try:
-        _, result = asyncio.run(run_demo(decide=decide, fast=args.fast))
+        _, result = asyncio.run(run_demo(decide=decide, fast=args.fast, journal=journal))
     except KeyboardInterrupt:
-        print("\ndemo interrupted", file=sys.stderr)
-        return 1
+        return interrupted("demo", journal=args.journal)
     except ScriptError as exc:  # an answer read from stdin as its prompt came
         print(f"agui-tools demo: the consent answers on stdin, {exc}", file=sys.stderr)
         return 2

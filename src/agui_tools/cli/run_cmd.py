@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._answers import add_answer_flags
+from ._common import interrupted
+from ._drive import Driver, add_drive_options, describe_run, prepare
+
+if TYPE_CHECKING:
+    from ..app._conversation import RunResult
 
 HELP = """\
 Send PROMPT to the AG-UI agent at URL and carry the conversation until the
 agent leaves nothing pending, with the same terminal UI as the demo: streamed
 text, tool-call cards with argument previews, consent prompts for
-side-effectful calls, a summary of the thread.
+side-effectful calls ("→ approved / declined" after each), a spinner with the
+elapsed time while a tool runs, a summary of the thread.
 
 --tools MODULE loads the frontend tools you offer the agent from a Python
 module importable from the current directory: either a function
@@ -22,11 +26,17 @@ docs/transport.md), or a list TOOLS of typed, documented functions (read-only)
 — a (function, {"side_effects": True}) pair marks one as side-effectful.
 
 Consent is asked on the terminal; --yes, --decline or --script FILE answer it
-non-interactively (see `agui-tools demo --help` for the script format).
+non-interactively (see `agui-tools demo --help` for the script format). At the
+end of input (Ctrl-D, stdin at end of file) a pending call is declined, and
+the answer says nobody decided.
+
+--save FILE writes the raw event streams as they arrive (SSE, one run after
+another): `agui-tools verify FILE` judges them. --json prints the outcome as
+one JSON document on stdout (the terminal UI then goes to stderr).
 
 Exit codes: 0 the agent finished with nothing pending, 1 the run ended in an
 error, was cancelled, truncated or rejected, 2 bad usage or an unreachable
-agent.
+agent, 130 interrupted (Ctrl-C).
 """
 
 
@@ -39,126 +49,103 @@ def register(sub: Any) -> None:
     )
     p.add_argument("url", metavar="URL")
     p.add_argument("prompt", metavar="PROMPT")
-    p.add_argument("--tools", metavar="MODULE", help="offer the frontend tools this module defines")
-    add_answer_flags(p)
-    p.add_argument("--timeout", type=float, default=60.0, help="handler timeout in seconds")
+    add_drive_options(p, save_help="write the raw event streams to FILE as they arrive")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the outcome as one JSON document on stdout (the UI goes to stderr)",
+    )
     p.set_defaults(func=run)
 
 
-def describe_exception(exc: BaseException) -> str:
-    """One line for an exception raised while importing user code (no traceback).
-
-    A syntax error names its file and line, which is what the user must fix.
-    """
-    if isinstance(exc, SyntaxError):
-        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
-        return f"SyntaxError: {exc.msg}{where}"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def load_tools(session: Any, module_name: str) -> None:
-    from ..transport._session import tool_spec_from_function
-
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    module = importlib.import_module(module_name)
-    if callable(getattr(module, "register", None)):
-        module.register(session)
-        return
-    tools = getattr(module, "TOOLS", None)
-    if not isinstance(tools, (list, tuple)):
-        raise ValueError(f"{module_name!r} defines neither register(session) nor a TOOLS list")
-    for entry in tools:
-        fn, options = entry if isinstance(entry, tuple) else (entry, {})
-        spec, handler = tool_spec_from_function(fn, **options)
-        session.add_tool(spec, handler)
-
-
-def check_url(url: str) -> str | None:
-    """Why ``url`` cannot be an agent endpoint (``None`` when it can).
-
-    Checked before anything starts: httpx only parses the URL when the request
-    is sent, and its ``InvalidURL`` is not a transport error.
-    """
-    import httpx
-
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        return f"{url!r} is not a valid URL ({exc})"
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        return f"{url!r} is not an http:// or https:// URL with a host"
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
     from rich.console import Console
 
+    if not args.prompt.strip():
+        print(
+            "agui-tools run: PROMPT is empty; say what the agent should do (an empty message "
+            "is not sent)",
+            file=sys.stderr,
+        )
+        return 2
+    # with --json, stdout carries the document alone
+    driver = prepare(args, "run", Console(highlight=False, stderr=args.json))
+    if isinstance(driver, int):
+        return driver
+    try:
+        return _run(driver)
+    finally:
+        driver.close()
+
+
+def _run(driver: Driver) -> int:
+    import asyncio
+
     from .._errors import ProtocolViolation
-    from ..app._calls import PendingCall
     from ..demo.app import ScriptError
-    from ..transport._client import AgentClient, TransportError
-    from ..transport._session import Approval, Session
-    from ..ui.terminal import TerminalUI
-    from ._answers import flag_answers
+    from ..transport._client import TransportError
+    from ._http import describe_transport_error
 
-    problem = check_url(args.url)
-    if problem is not None:
-        print(f"agui-tools run: {problem}", file=sys.stderr)
-        return 2
-    console = Console(highlight=False)
-    ui = TerminalUI(console)
-    ok, decide = flag_answers(args, "run")
-    if not ok:
-        return 2
+    args, ui, session = driver.args, driver.ui, driver.session
 
-    def ask(call: PendingCall) -> Approval:
-        if decide is None:
-            return ui.ask(call)
-        ui.show_consent(call)
-        answer: Approval = decide(call)
-        return answer
-
-    session = Session(AgentClient(args.url), ask=ask, timeout=args.timeout)
-    if args.tools:
-        try:
-            load_tools(session, args.tools)
-        except Exception as exc:  # the module's own code runs here: any failure is bad usage
-            print(
-                f"agui-tools run: cannot load --tools {args.tools}: {describe_exception(exc)}",
-                file=sys.stderr,
-            )
-            return 2
-
-    async def main() -> Any:
+    async def main() -> RunResult:
         try:
             return await session.send(args.prompt, on_update=ui.on_update)
         finally:
-            await session.client.aclose()
+            await driver.aclose()
 
+    problem: str | None = None
     try:
-        result = asyncio.run(main())
+        result: RunResult | None = asyncio.run(main())
+    except KeyboardInterrupt:
+        ui.finish_run()
+        return interrupted("run", journal=args.journal)
     except ScriptError as exc:
         print(f"agui-tools run: --script {args.script}, {exc}", file=sys.stderr)
         return 2
     except TransportError as exc:
-        if exc.truncated:  # the run started and broke off: it did not end in success
-            ui.finish_run()
-            print(f"agui-tools run: {exc}", file=sys.stderr)
-            return 1
-        print(f"agui-tools run: {exc}", file=sys.stderr)
-        return 2
+        ui.finish_run()
+        print(f"agui-tools run: {describe_transport_error(exc, args.url)}", file=sys.stderr)
+        if not exc.truncated:  # never reached, or refused before any stream: exit 2
+            return 2
+        result, problem = None, str(exc)
     except ProtocolViolation as exc:
         ui.finish_run()
         print(f"agui-tools run: the agent's stream was rejected: {exc}", file=sys.stderr)
-        return 1
+        result, problem = None, f"the agent's stream was rejected: {exc}"
     ui.finish_run()
-    if session.conversation is not None:
-        ui.summary(session.conversation.messages)
-    if result.status != "success":
-        print(f"agui-tools run: the run ended {result.status}", file=sys.stderr)
-        return 1
-    return 0
+    conversation = session.conversation
+    if conversation is not None and result is not None:
+        ui.summary(conversation.messages)
+    if result is not None and result.status != "success":
+        problem = describe_run(result)
+        print(f"agui-tools run: {problem}", file=sys.stderr)
+    if args.json:
+        _print_json(driver, problem)
+    return 0 if problem is None else 1
+
+
+def _print_json(driver: Driver, problem: str | None) -> None:
+    """The outcome for a script: the runs, the thread, the state, what went wrong."""
+    import orjson
+
+    conversation = driver.session.conversation
+    runs = conversation.runs if conversation is not None else []
+    document = {
+        "status": runs[-1].status if runs else "truncated",
+        "threadId": conversation.thread_id if conversation is not None else None,
+        "runs": [
+            {
+                "runId": r.run_id,
+                "status": r.status,
+                "pending": [c.call_id for c in r.pending],
+                "error": r.error,
+            }
+            for r in runs
+        ],
+        "messages": conversation.messages if conversation is not None else [],
+        "state": conversation.state if conversation is not None else None,
+        "error": problem,
+    }
+    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import socket
 import sys
-from typing import Any
+from typing import Any, Final
 
 HELP = """\
 Serve an agent over AG-UI's HTTP + SSE binding. AGENT is "module:function" — an
 async function taking a Run (see docs/agent.md), importable from the current
 directory — or omitted for the scripted demo agent.
 
-On start it prints one line, "Serving AG-UI agent at URL", so scripts can find
-the endpoint (with --port 0 a free port is chosen and printed).
+The port is bound first; then it prints one line on stdout, "Serving AG-UI
+agent at URL", so scripts can find the endpoint — and connect at once (with
+--port 0 a free port is chosen and printed). Logs go to stderr: --log-level
+sets how much (warnings by default), --access-log adds one line per request.
 
-Exit codes: 0 stopped cleanly, 2 bad usage (the agent cannot be imported, the
+Exit codes: 0 stopped cleanly (Ctrl-C), 2 bad usage (the agent cannot be
+imported or is not an async function, the path does not start with "/", the
 port is taken).
 """
+
+LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
 
 
 def register(sub: Any) -> None:
@@ -35,9 +41,30 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)"
     )
-    p.add_argument("--path", default="/agent", help="the POST endpoint's path (default /agent)")
+    p.add_argument(
+        "--path", type=_path, default="/agent", help="the POST endpoint's path (default /agent)"
+    )
     p.add_argument("--no-verify", action="store_true", help="do not verify emitted events (faster)")
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="how much the server logs on stderr (default warning; info adds disconnects and "
+        "stripped input members)",
+    )
+    p.add_argument("--access-log", action="store_true", help="log one line per request on stderr")
     p.set_defaults(func=run)
+
+
+def _path(text: str) -> str:
+    """The endpoint path: judged while parsing, before anything is bound or printed."""
+    if not text.startswith("/"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a path: it must start with '/'")
+    if any(c.isspace() or c in "?#" for c in text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a path: no spaces, '?' or '#' (it is matched literally)"
+        )
+    return text
 
 
 def _port(text: str) -> int:
@@ -62,7 +89,60 @@ def load_agent(spec: str) -> Any:
     agent = getattr(module, attr, None)
     if agent is None or not callable(agent):
         raise ValueError(f"{module_name!r} has no callable {attr!r}")
+    if not _is_async(agent):
+        raise ValueError(
+            f"{spec} is not an async function: an agent is `async def {attr}(run): …` "
+            "(see docs/agent.md)"
+        )
     return agent
+
+
+def _is_async(agent: Any) -> bool:
+    """An agent the runner can await: an async function, or an object with an async
+    ``__call__`` (a plain ``def`` would fail every request with a TypeError)."""
+    target = inspect.unwrap(agent)
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None)  # noqa: B004 - an object whose __call__ is async
+    )
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before "Serving …" is printed: a taken port is
+    reported alone, and the printed URL answers as soon as it is read."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _log_config(level: str, access: bool) -> dict[str, Any]:
+    """uvicorn's and our loggers, all on stderr: stdout carries the one "Serving" line."""
+    handler = {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        },
+        "handlers": {"stderr": handler},
+        "loggers": {
+            "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+            "uvicorn.access": {
+                "handlers": ["stderr"],
+                "level": "INFO" if access else "CRITICAL",
+                "propagate": False,
+            },
+            "agui_tools": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+        },
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..demo.agent import demo_agent
     from ..transport._server import agent_app
-    from .run_cmd import describe_exception
+    from ._common import describe_exception
 
     try:
         agent = load_agent(args.agent) if args.agent else demo_agent()
@@ -79,20 +159,29 @@ def run(args: argparse.Namespace) -> int:
             f"agui-tools serve: cannot load the agent: {describe_exception(exc)}", file=sys.stderr
         )
         return 2
-    port = args.port
-    if port == 0:
-        try:
-            with socket.socket() as s:
-                s.bind((args.host, 0))
-                port = s.getsockname()[1]
-        except OSError as exc:
-            print(f"agui-tools serve: cannot bind {args.host}: {exc}", file=sys.stderr)
-            return 2
-    app = agent_app(agent, path=args.path, verify=not args.no_verify)
-    print(f"Serving AG-UI agent at http://{args.host}:{port}{args.path}", flush=True)
     try:
-        uvicorn.run(app, host=args.host, port=port, log_level="warning", lifespan="off")
-    except (OSError, SystemExit) as exc:
-        print(f"agui-tools serve: cannot serve on {args.host}:{port}: {exc}", file=sys.stderr)
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        print(
+            f"agui-tools serve: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
+    app = agent_app(agent, path=args.path, verify=not args.no_verify)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_config=_log_config(args.log_level, args.access_log),
+        log_level=args.log_level,
+        access_log=args.access_log,
+    )
+    print(f"Serving AG-UI agent at http://{shown}:{port}{args.path}", flush=True)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: cleanly
+        pass
+    finally:
+        sock.close()
     return 0

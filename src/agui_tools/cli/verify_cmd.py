@@ -32,15 +32,48 @@ index, then a summary per run. --json prints one object:
 was rejected; a producer's RUN_ERROR is delivered, not a rejection, and shows
 as a run with status "error".
 
+--limit NAME=N raises (or lowers) one of the consumer's resource limits, for
+a stream refused with rule LIMIT that you know to be legitimate; NAME is one
+of: {limits}.
+
 Exit codes: 0 completed, 1 failed (rejected), 2 bad usage or unreadable input.
 """
+
+
+LIMIT_NAMES = (
+    "max_event_bytes",
+    "max_argument_bytes",
+    "max_open_items",
+    "max_lanes",
+    "max_tracked_ids",
+    "max_depth",
+)
+"""The fields of :class:`~agui_tools.wire.Limits`, written out so ``--help`` does not
+import the consumer core (tests/cli/test_cli_docs.py holds the two equal)."""
+
+
+def _limit(text: str) -> tuple[str, int]:
+    """``NAME=N``: one field of :class:`~agui_tools.wire.Limits`, a positive integer."""
+    name, sep, value = text.partition("=")
+    names = LIMIT_NAMES
+    if not sep or name not in names:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=N with NAME one of {', '.join(names)}"
+        )
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{name} must be a positive integer, not {value!r}")
+    return name, number
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "verify",
         help="judge a captured stream (JSON array, NDJSON or SSE) and report violations",
-        description=HELP,
+        description=HELP.replace("{limits}", ", ".join(LIMIT_NAMES)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("source", metavar="SOURCE", help='a capture file, or "-" for stdin')
@@ -49,6 +82,14 @@ def register(sub: Any) -> None:
         "--strict", action="store_true", help="make the beyond-the-official-client checks fatal"
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    p.add_argument(
+        "--limit",
+        metavar="NAME=N",
+        type=_limit,
+        action="append",
+        default=[],
+        help="set a consumer limit (repeatable), e.g. --limit max_depth=256",
+    )
     p.set_defaults(func=run)
 
 
@@ -94,6 +135,9 @@ def _read_input(path: str) -> dict[str, Any] | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..app._capture import read_frames, replay
+    from ..wire._verify import Limits
+
+    limits = Limits(**dict(args.limit))
 
     try:
         data = _read(args.source)
@@ -108,12 +152,14 @@ def run(args: argparse.Namespace) -> int:
         if run_input is None:
             return 2
     try:
-        frames = read_frames(data)
+        frames = read_frames(data, limits=limits)
     except ProtocolViolation as exc:
         print(f"agui-tools verify: {args.source} is not a readable capture: {exc}", file=sys.stderr)
+        if exc.rule == "LIMIT":
+            print("agui-tools verify: --limit NAME=N sets a limit (see --help)", file=sys.stderr)
         return 2
     try:
-        outcome = replay(frames, run_input=run_input, strict=args.strict)
+        outcome = replay(frames, run_input=run_input, strict=args.strict, limits=limits)
     except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
         print(f"agui-tools verify: {exc}", file=sys.stderr)
         return 2
@@ -130,6 +176,8 @@ def _print_human(outcome: CaptureVerdict) -> None:
         print(f"warning {w}")
     if result.error is not None:
         print(f"VIOLATION {result.error}")
+        if result.error.rule == "LIMIT":
+            print(f"  (a limit: --limit NAME=N sets it; NAME one of {', '.join(LIMIT_NAMES)})")
     print(
         f"{result.events} event(s) read, {len(outcome.events)} delivered, {len(result.warnings)} warning(s)"
     )

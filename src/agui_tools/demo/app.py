@@ -15,6 +15,7 @@ from rich.rule import Rule
 
 from ..app._calls import PendingCall
 from ..app._conversation import Conversation, RunResult
+from ..app._journal import Journal
 from ..testing import serving
 from ..transport._client import AgentClient
 from ..transport._server import agent_app
@@ -86,12 +87,15 @@ def load_script(lines: Iterable[str]) -> list[str]:
     return out
 
 
-def scripted(answers: Iterator[str]) -> Decider:
+def scripted(
+    answers: Iterator[str], *, exhausted: str = "the script had no answer for this call"
+) -> Decider:
     """Consent decisions from a script: ``approve``, ``decline [reason]``, ``edit {json}``.
 
     Lines are read as prompts come (a pipe on stdin may never end): a line that
     is not an answer raises :class:`ScriptError` naming it when its prompt comes.
-    Validate a file up front with :func:`load_script`.
+    Validate a file up front with :func:`load_script`. When the lines run out,
+    a call is declined for the reason ``exhausted``, as nobody's decision.
     """
     used = 0
 
@@ -99,8 +103,8 @@ def scripted(answers: Iterator[str]) -> Decider:
         nonlocal used
         try:
             line = next(answers)
-        except StopIteration:
-            return Approval.decline("the script had no answer for this call")
+        except StopIteration:  # nobody decided: never worded as the user's decline (TOOL-22)
+            return Approval.decline(exhausted, by="system")
         used += 1
         try:
             return parse_answer(line)
@@ -116,8 +120,12 @@ async def run_demo(
     decide: Decider | None = None,
     prompt: Callable[[str], str] | None = None,
     fast: bool = False,
+    journal: Journal | None = None,
 ) -> tuple[Conversation, RunResult]:
-    """Run the whole demo once; ``decide`` answers consent (else the terminal asks)."""
+    """Run the whole demo once; ``decide`` answers consent (else the terminal asks).
+
+    ``journal`` records intents, answers and decisions (in memory by default).
+    """
     console = console or Console(highlight=False)
     ui = TerminalUI(console, prompt=prompt)
     app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
@@ -126,21 +134,13 @@ async def run_demo(
         console.print(Rule(f"AG-UI demo — agent at {url}"))
         console.print(f"[bold]you:[/bold] {PROMPT}")
 
-        def ask(call: PendingCall) -> Approval:
-            answer = decide(call) if decide is not None else ui.ask(call)
-            verdict = "approved" if answer.approved else "declined"
-            console.print(
-                f"[dim]→ {verdict}{' (edited arguments)' if answer.arguments else ''}[/dim]"
-            )
-            return answer
-
-        session = Session(AgentClient(url), ask=ask)
+        session = Session(AgentClient(url), ask=ui.consent(decide), journal=journal)
         register(session)
         try:
             result = await session.send(PROMPT, on_update=ui.on_update)
-        finally:
+        finally:  # interrupted too: the live area is printed and stopped
+            ui.finish_run()
             await session.client.aclose()
-        ui.finish_run()
     conversation = session.conversation
     assert conversation is not None
     console.print(Rule("the thread"))

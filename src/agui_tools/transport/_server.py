@@ -55,6 +55,7 @@ from ..agent._runner import Agent, drive
 from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse_json
 from ..wire._enforce import DEFAULT_MAX_DEPTH
 from ..wire._framing import sse_comment, sse_frame
+from ._auth import Authorize, Authorized
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "agent_app"]
 
@@ -374,12 +375,14 @@ def agent_app(
     strict_input: bool = True,
     expose_errors: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    authorize: Authorize | None = None,
 ) -> Starlette:
     """A Starlette application serving ``agent`` at ``POST path``.
 
     Mount it in FastAPI or Starlette (``api.mount("/agent", agent_app(agent))``)
-    or run it directly (``uvicorn.run(agent_app(agent))``). Options: see
-    :class:`AgentEndpoint`.
+    or run it directly (``uvicorn.run(agent_app(agent))``). ``authorize``
+    judges each request before its body is read (see
+    :mod:`agui_tools.transport._auth`). Other options: see :class:`AgentEndpoint`.
     """
     endpoint = AgentEndpoint(
         agent,
@@ -390,4 +393,5 @@ def agent_app(
         expose_errors=expose_errors,
         max_depth=max_depth,
     )
-    return Starlette(routes=[Route(path, endpoint, methods=["POST"])])
+    app: Any = endpoint if authorize is None else Authorized(endpoint, authorize)
+    return Starlette(routes=[Route(path, app, methods=["POST"])])

@@ -39,6 +39,7 @@ the library, applied to the application's own loop).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
@@ -50,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .._errors import UsageError
 from ..app._calls import Answer, CallStatus, PendingCall
-from ..app._consent import ConsentPolicy
+from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._journal import Journal
 from ..app._tools import ToolSpec
@@ -68,23 +69,27 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Approval:
-    """The user's answer to a consent prompt.
+    """The answer to a consent prompt.
 
     ``approved`` False declines; ``arguments`` approves *edited* arguments
     (which then run instead of the proposal, and are validated first).
+    ``decided_by`` says who answered: ``"user"`` for a person, ``"system"``
+    when nobody could — the prompt's input ended, a script ran out — so the
+    answer the agent reads never claims a user decided (TOOL-22).
     """
 
     approved: bool
     arguments: Mapping[str, Any] | None = None
     reason: str | None = None
+    decided_by: DecidedBy = "user"
 
     @classmethod
     def approve(cls, arguments: Mapping[str, Any] | None = None) -> Approval:
         return cls(True, arguments)
 
     @classmethod
-    def decline(cls, reason: str | None = None) -> Approval:
-        return cls(False, None, reason)
+    def decline(cls, reason: str | None = None, *, by: DecidedBy = "user") -> Approval:
+        return cls(False, None, reason, by)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -117,7 +122,8 @@ def tool_spec_from_function(
     """
     sig = inspect.signature(fn)
     try:
-        hints = get_type_hints(fn)
+        # include_extras: Annotated[int, Field(ge=1, description=…)] keeps its constraints
+        hints = get_type_hints(fn, include_extras=True)
     except NameError as exc:
         raise UsageError(
             f"cannot resolve the type hints of tool {fn.__name__!r} ({exc}); define the types "
@@ -147,11 +153,17 @@ def tool_spec_from_function(
     schema = model.model_json_schema()
     schema.pop("title", None)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    if not single_model:
-        schema.setdefault("additionalProperties", False)
+    _refuse_unknown_members(schema)
     adapter = TypeAdapter(model)
+    closed = schema.get("additionalProperties") is False
+    declared = frozenset(schema.get("properties", ()))
 
     def handler(arguments: dict[str, Any]) -> Any:
+        unknown = sorted(set(arguments) - declared) if closed else []
+        if unknown:  # the schema refuses them; a direct call must not slip them past
+            raise ValueError(
+                f"unknown argument(s) {unknown}: {fn.__name__!r} does not declare them"
+            )
         parsed = adapter.validate_python(arguments)
         if single_model:
             return fn(parsed)
@@ -178,11 +190,20 @@ class _Ask:
 
 @dataclass(frozen=True, slots=True)
 class _Execute:
-    """Execute the approved ``call``; the face replies with its Answer."""
+    """Execute the approved ``call``; the face replies with its Answer.
+
+    ``emit`` takes the updates of the claim (the call is executing) before the
+    handler runs, so a UI shows it running while it runs, not after.
+    """
 
     call: PendingCall
     handler: Callable[[dict[str, Any]], Any]
     timeout: float | None
+    emit: Callable[[Update], Any]
+
+    def announce(self, conversation: Conversation) -> None:
+        for update in conversation.take_updates():
+            self.emit(update)
 
 
 _Step = _Turn | _Ask | _Execute
@@ -342,19 +363,19 @@ class BaseSession(Generic[C]):
                     if approval.approved:
                         conv.approve(
                             call.call_id,
-                            by="user",
+                            by=approval.decided_by,
                             arguments=approval.arguments,
                             reason=approval.reason,
                         )
                     else:
-                        conv.decline(call.call_id, by="user", reason=approval.reason)
+                        conv.decline(call.call_id, by=approval.decided_by, reason=approval.reason)
             if call.status is CallStatus.APPROVED:
                 registered = self._tools.get(call.name)
                 if registered is None:  # an unadvertised tool routed elsewhere has no handler here
                     conv.fail(call.call_id, f"no handler is registered for {call.name!r}")
                 else:
                     timeout = registered.timeout if registered.timeout is not None else self.timeout
-                    yield _Execute(call, registered.handler, timeout)
+                    yield _Execute(call, registered.handler, timeout, emit)
             for update in conv.take_updates():
                 emit(update)
 
@@ -374,7 +395,9 @@ class Session(BaseSession[AgentClient]):
         result = await session.send("Order two widgets", on_update=render)
 
     ``ask`` may be a coroutine function; tool handlers may be too (a plain
-    one runs in a worker thread, so it does not block the event loop).
+    one runs in a daemon thread of its own, so it does not block the event
+    loop — and, left behind by its timeout or a Ctrl-C, does not hold the
+    process at exit).
     """
 
     async def send(
@@ -412,12 +435,14 @@ class Session(BaseSession[AgentClient]):
 
     async def _execute(self, step: _Execute) -> Answer:
         handler, timeout = step.handler, step.timeout
+        conv = self._conversation()
 
         async def run(arguments: dict[str, Any]) -> Any:
+            step.announce(conv)
             if inspect.iscoroutinefunction(handler):
                 coro = handler(arguments)
             else:
-                result = await asyncio.to_thread(handler, arguments)
+                result = await _in_daemon_thread(handler, arguments)
                 if not inspect.isawaitable(result):
                     return result
                 coro = result
@@ -437,7 +462,7 @@ class Session(BaseSession[AgentClient]):
                     raise
                 raise _deadline(timeout) from None
 
-        return await self._conversation().execute_async(step.call.call_id, bounded)
+        return await conv.execute_async(step.call.call_id, bounded)
 
 
 class SyncSession(BaseSession[SyncAgentClient]):
@@ -490,8 +515,10 @@ class SyncSession(BaseSession[SyncAgentClient]):
 
     def _execute(self, step: _Execute) -> Answer:
         handler, timeout = step.handler, step.timeout
+        conv = self._conversation()
 
         def bounded(arguments: dict[str, Any]) -> Any:
+            step.announce(conv)
             if timeout is None:
                 return _complete(handler, arguments)
             outcome: Future[Any] = Future()
@@ -512,7 +539,7 @@ class SyncSession(BaseSession[SyncAgentClient]):
                     raise
                 raise _deadline(timeout) from None
 
-        return self._conversation().execute(step.call.call_id, bounded)
+        return conv.execute(step.call.call_id, bounded)
 
 
 def _complete(handler: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
@@ -525,3 +552,52 @@ def _complete(handler: Callable[[dict[str, Any]], Any], arguments: dict[str, Any
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
+
+
+def _refuse_unknown_members(schema: dict[str, Any]) -> None:
+    """``additionalProperties: false`` on the argument object and every model it uses.
+
+    pydantic ignores unknown members by default and its schema says nothing
+    about them, so a model-typed tool would run with arguments it never
+    declared. A model that states its own policy (``extra="allow"`` writes
+    ``additionalProperties: true``) keeps it.
+    """
+    objects = [schema, *schema.get("$defs", {}).values()]
+    for node in objects:
+        if isinstance(node, dict) and node.get("type") == "object" and "properties" in node:
+            node.setdefault("additionalProperties", False)
+
+
+async def _in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
+    """Run a blocking handler in a daemon thread of its own and await its result.
+
+    Not the loop's default executor: a handler that outlives its timeout (or a
+    Ctrl-C) keeps running there, and ``asyncio.run`` — then the interpreter at
+    exit — would wait for it, holding the terminal long after the conversation
+    ended. A daemon thread is abandoned at exit instead; the call is already
+    answered "outcome unknown" and the journal holds its intent.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(error: BaseException | None, value: Any) -> None:
+        if future.done():  # timed out or cancelled meanwhile: nobody waits for it
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value = fn(arguments)
+        except BaseException as exc:  # handed to the awaiting task, which judges it
+            outcome: tuple[BaseException | None, Any] = (exc, None)
+        else:
+            outcome = (None, value)
+        with contextlib.suppress(RuntimeError):  # the loop closed while the handler ran
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    name = getattr(fn, "__name__", "handler")
+    threading.Thread(target=work, name=f"agui-tool-{name}", daemon=True).start()
+    return await future

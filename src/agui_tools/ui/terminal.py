@@ -15,13 +15,19 @@ never interpreted, never silently dropped.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+import select
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 import orjson
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.panel import Panel
+from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
@@ -30,7 +36,44 @@ from ..app._calls import CallStatus, PendingCall
 from ..app._conversation import CallUpdate, TextDelta, Update
 from ..transport._session import Approval
 
-__all__ = ["TerminalUI", "safe", "safe_text"]
+__all__ = ["TerminalUI", "interruptible", "safe", "safe_text"]
+
+T = TypeVar("T")
+
+
+def interruptible(read: Callable[[], T]) -> T:
+    """Call a blocking ``read`` (a prompt) so that Ctrl-C interrupts it at once.
+
+    ``asyncio.run`` answers the first Ctrl-C by cancelling its task and only
+    the second by raising ``KeyboardInterrupt``: a prompt that blocks the loop
+    thread would swallow the first and die of the second in a heap of chained
+    tracebacks. While ``read`` blocks, Ctrl-C raises ``KeyboardInterrupt`` at
+    once — which ends the command, one line said by the caller.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return read()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return read()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _wait_readable(stream: Any) -> None:
+    """Wait until ``stream`` has a line (or its end) in short, interruptible waits.
+
+    The kernel may deliver Ctrl-C's SIGINT to any thread of the process — an
+    idle worker of the event loop's executor, say — and then a main thread
+    blocked in ``read()`` is never interrupted: Python only runs its handler
+    when the main thread next executes bytecode. Waking every 100 ms lets it.
+    """
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: read it directly
+        return
+    while not select.select([fd], [], [], 0.1)[0]:
+        pass
+
 
 # C0 controls except TAB and LF, DEL, C1 controls, and the Unicode format
 # characters that reorder or hide text (bidi embeddings/overrides/isolates,
@@ -86,16 +129,48 @@ _STATUS_STYLE: Final = {
 }
 
 
+class _Running:
+    """A spinner with the seconds a tool has been running, re-rendered at each refresh."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.spinner = Spinner("dots", style="blue")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        elapsed = time.monotonic() - self.started
+        self.spinner.update(text=Text(f"running for {elapsed:.0f} s", style="blue"))
+        yield self.spinner.render(console.get_time())
+
+
+def _restates(content: str, error: str) -> bool:
+    """A failed answer's content that only repeats its error (``"Error: …"``)."""
+    return content.strip() in (error.strip(), f"Error: {error}".strip())
+
+
 class _Card:
-    __slots__ = ("agent_side", "answer", "call_id", "name", "preview", "status")
+    __slots__ = (
+        "agent_side",
+        "answer",
+        "arguments",
+        "call_id",
+        "incomplete",
+        "name",
+        "preview",
+        "running",
+        "status",
+    )
 
     def __init__(self, call_id: str, name: str) -> None:
         self.call_id = call_id
         self.name = name
         self.status = CallStatus.STREAMING
         self.preview: Any = None
+        self.arguments: Any = None
+        """Once no longer a preview: what runs (edits included), or the raw text received."""
+        self.incomplete = False
         self.answer: Any = None
         self.agent_side = False
+        self.running: _Running | None = None
 
     def render(self) -> Panel:
         label, colour = _STATUS_STYLE[self.status]
@@ -104,8 +179,13 @@ class _Card:
         body = Table.grid(padding=(0, 1))
         body.add_column(style="dim", no_wrap=True)
         body.add_column()
-        if self.preview is not None:
+        if self.arguments is not None:
+            name = "arguments (as received)" if self.incomplete else "arguments"
+            body.add_row(name, safe_text(self.arguments))
+        elif self.preview is not None:
             body.add_row("arguments", safe_text(self.preview))
+        if self.running is not None and self.status is CallStatus.EXECUTING:
+            body.add_row("", self.running)
         if self.answer is not None:
             content = self.answer.content
             if isinstance(content, list):
@@ -113,9 +193,11 @@ class _Card:
                     p.get("text", f"<{p.get('type')} part>") if isinstance(p, dict) else str(p)
                     for p in content
                 )
-            body.add_row("result", safe_text(content))
-            if self.answer.error:
-                body.add_row("error", safe_text(self.answer.error, "red"))
+            error = self.answer.error
+            if not (error and _restates(str(content), error)):
+                body.add_row("result", safe_text(content))
+            if error:
+                body.add_row("error", safe_text(error, "red"))
         title = Text.assemble(("🔧 ", ""), safe_text(self.name, "bold"), (f"  [{label}]", colour))
         return Panel(body, title=title, title_align="left", border_style=colour, expand=False)
 
@@ -134,9 +216,9 @@ class TerminalUI:
         prompt: Callable[[str], str] | None = None,
         live: bool = True,
     ) -> None:
+        """``prompt`` reads one answer (the terminal by default)."""
         self.console = console or Console(highlight=False)
-        # a Text prompt: "[a]pprove" must not be read as rich markup
-        self._prompt = prompt or (lambda q: self.console.input(Text(q, style="bold yellow")))
+        self._prompt = prompt or self._read_terminal
         self._cards: dict[str, _Card] = {}
         self._text: Text | None = None
         self._live: Live | None = None
@@ -186,11 +268,15 @@ class TerminalUI:
             card.status = update.status
             card.agent_side = update.agent_side
             if update.has_arguments:
-                card.preview = update.arguments  # what runs (or ran): no longer a preview
+                # what runs (or ran): no longer a preview; text when it never parsed
+                card.arguments = update.arguments
+                card.incomplete = isinstance(update.arguments, str)
             elif update.preview is not None:
                 card.preview = update.preview.value
             if update.answer is not None:
                 card.answer = update.answer
+            if update.status is CallStatus.EXECUTING and card.running is None:
+                card.running = _Running(time.monotonic())
             if update.status.answered:
                 self._flush()
                 self.console.print(card.render())
@@ -202,6 +288,27 @@ class TerminalUI:
 
     def finish_run(self) -> None:
         self._flush()
+
+    # -- reading the terminal ------------------------------------------------------------
+
+    def _read_terminal(self, question: str) -> str:
+        def read() -> str:
+            # a Text prompt: "[a]pprove" must not be read as rich markup
+            self.console.print(Text(question, style="bold yellow"), end="")
+            _wait_readable(sys.stdin)
+            return input()
+
+        try:
+            return interruptible(read)
+        except KeyboardInterrupt:
+            self.console.print()  # the caller's one line starts on a line of its own
+            raise
+
+    def read_line(self, question: str) -> str:
+        """One line from the terminal (``EOFError`` at end of input, ``KeyboardInterrupt``
+        on Ctrl-C, at once — see :func:`interruptible`)."""
+        self._flush()
+        return self._prompt(question)
 
     # -- consent ---------------------------------------------------------------------
 
@@ -222,14 +329,55 @@ class TerminalUI:
         )
 
     def ask(self, call: PendingCall) -> Approval:
-        """Show the call and ask: approve, decline, or edit the arguments."""
+        """Show the call and ask: approve, decline, or edit the arguments.
+
+        At the end of input (Ctrl-D, a closed pipe) nobody can answer: the call
+        is declined and the answer says so, never that a user decided (TOOL-22).
+        """
         self.show_consent(call)
+        try:
+            return self._ask_until_answered()
+        except EOFError:
+            self.console.print()
+            return Approval.decline(NO_ANSWER, by="system")
+
+    def consent(
+        self, decide: Callable[[PendingCall], Approval] | None = None
+    ) -> Callable[[PendingCall], Approval]:
+        """The ``ask`` for a session: the consent card, the answer — asked here, or
+        given by ``decide`` (``--yes``, ``--script``) — and "→ approved / declined"."""
+
+        def ask(call: PendingCall) -> Approval:
+            if decide is None:
+                answer = self.ask(call)
+            else:
+                self.show_consent(call)
+                answer = interruptible(lambda: decide(call))  # it may read a pipe
+            self.decided(answer)
+            return answer
+
+        return ask
+
+    def decided(self, answer: Approval) -> None:
+        """One line after each decision, so the transcript says what was decided."""
+        if answer.approved:
+            line = "→ approved" + (" (edited arguments)" if answer.arguments is not None else "")
+        elif answer.decided_by != "user":
+            line = f"→ declined — nobody answered ({answer.reason})"
+        else:
+            line = "→ declined" + (f": {answer.reason}" if answer.reason else "")
+        self.console.print(safe_text(line, "green" if answer.approved else "magenta"))
+
+    def _ask_until_answered(self) -> Approval:
         while True:
             answer = self._prompt("[a]pprove / [d]ecline / [e]dit arguments? ").strip().lower()
             if answer in ("a", "approve", "y", "yes"):
                 return Approval.approve()
             if answer in ("d", "decline", "n", "no"):
-                reason = self._prompt("reason (optional): ").strip()
+                try:
+                    reason = self._prompt("reason (optional): ").strip()
+                except EOFError:  # the user declined; the reason is what ended
+                    reason = ""
                 return Approval.decline(reason or None)
             if answer in ("e", "edit"):
                 raw = self._prompt("new arguments (JSON object): ")
@@ -247,15 +395,22 @@ class TerminalUI:
     # -- summary -----------------------------------------------------------------------
 
     def summary(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """The thread as a table: each call numbered (``#1``), each tool row saying
+        which call it answers, tool rows in the order of the calls they answer."""
         self._flush()
         table = Table(title="The thread", show_lines=True, expand=False)
         table.add_column("role", style="bold")
         table.add_column("content")
+        numbers: dict[str, int] = {}
         for msg in messages:
+            for c in msg.get("toolCalls") or ():
+                numbers.setdefault(str(c.get("id")), len(numbers) + 1)
+        for msg in _calls_order(messages, numbers):
             role = str(msg.get("role"))
             if msg.get("toolCalls"):
                 calls = ", ".join(
-                    f"{c['function']['name']}({c['function']['arguments']})"
+                    f"#{numbers[str(c.get('id'))]} {c['function']['name']}"
+                    f"({c['function']['arguments']})"
                     for c in msg["toolCalls"]
                 )
                 text = f"{msg.get('content') or ''}\n→ calls {calls}".strip()
@@ -268,5 +423,31 @@ class TerminalUI:
             else:
                 content = msg.get("content")
                 text = content if isinstance(content, str) else orjson.dumps(content).decode()
+            if role == "tool":
+                number = numbers.get(str(msg.get("toolCallId")))
+                role = f"tool #{number}" if number is not None else "tool"
             table.add_row(safe_text(role), safe_text(text))
         self.console.print(table)
+
+
+NO_ANSWER: Final = "the input ended before an answer was given"
+"""The reason of a decline nobody gave: end of input at the consent prompt."""
+
+
+def _calls_order(
+    messages: Sequence[Mapping[str, Any]], numbers: Mapping[str, int]
+) -> Iterator[Mapping[str, Any]]:
+    """``messages`` with each run of consecutive tool messages sorted by call number.
+
+    Answers arrive in the order they were given — a declined call before a slow
+    one approved earlier —; a reader follows them in the order of the calls.
+    """
+    block: list[Mapping[str, Any]] = []
+    for msg in messages:
+        if msg.get("role") == "tool":
+            block.append(msg)
+            continue
+        yield from sorted(block, key=lambda m: numbers.get(str(m.get("toolCallId")), 1 << 30))
+        block = []
+        yield msg
+    yield from sorted(block, key=lambda m: numbers.get(str(m.get("toolCallId")), 1 << 30))

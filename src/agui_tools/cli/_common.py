@@ -1,0 +1,69 @@
+"""What the commands share beyond HTTP: the interrupt exit, ``--journal``, user-code errors.
+
+Ctrl-C ends any command with one line on stderr and exit code 130 (128 +
+SIGINT, the shell's convention) — never a traceback; what was recorded before
+it (``--journal``, ``--save``) stays recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ..app._journal import Journal
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "add_journal_option",
+    "describe_exception",
+    "interrupted",
+    "open_journal",
+]
+
+EXIT_INTERRUPTED: Final = 130
+
+
+def interrupted(command: str, *, journal: str | None = None) -> int:
+    """Say, in one line, that Ctrl-C ended ``command``; the exit code to return."""
+    kept = f"; what was decided and run is in {journal}" if journal else ""
+    # on a terminal, over the "^C" it echoed: the line reads whole
+    start = "\r" if sys.stderr.isatty() else ""
+    print(f"{start}agui-tools {command}: interrupted{kept}", file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
+def add_journal_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="record consent decisions, tool intents and answers in this SQLite file "
+        "(default: in memory) — a call it records as executed is never run again",
+    )
+
+
+def open_journal(args: argparse.Namespace, command: str) -> tuple[bool, Journal | None]:
+    """``(ok, journal)``: the ``--journal`` file opened, or ``ok`` false after saying why."""
+    if not args.journal:
+        return True, None
+    from .._errors import JournalError
+    from ..app._journal import SQLiteJournal
+
+    try:
+        return True, SQLiteJournal(args.journal)
+    except (JournalError, OSError) as exc:
+        print(f"agui-tools {command}: cannot open --journal {args.journal}: {exc}", file=sys.stderr)
+        return False, None
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line for an exception raised while importing user code (no traceback).
+
+    A syntax error names its file and line, which is what the user must fix.
+    """
+    if isinstance(exc, SyntaxError):
+        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
+        return f"SyntaxError: {exc.msg}{where}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

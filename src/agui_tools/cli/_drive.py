@@ -1,0 +1,193 @@
+"""The set-up ``run`` and ``chat`` share: judge the arguments, build the session.
+
+Everything a user can get wrong — the URL, the consent flags, the tools
+module, the journal file, the capture file — is judged before anything is
+sent, and reported as one line and exit 2. What is left (:class:`Driver`) is
+a session with its terminal UI, consent, tools, journal and stream recorder,
+and the words for how a run ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from ._answers import add_answer_flags
+from ._common import add_journal_option, describe_exception, open_journal
+from ._http import Recorder, add_http_options, positive_seconds
+
+if TYPE_CHECKING:
+    import httpx
+    from rich.console import Console
+
+    from ..app._conversation import RunResult
+    from ..app._journal import Journal
+    from ..transport._session import Session
+    from ..ui.terminal import TerminalUI
+
+__all__ = ["Driver", "add_drive_options", "check_url", "describe_run", "load_tools", "prepare"]
+
+
+def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> None:
+    """``--tools``, the consent flags, ``--timeout``, ``--journal``, ``--save`` and HTTP."""
+    parser.add_argument(
+        "--tools", metavar="MODULE", help="offer the frontend tools this module defines"
+    )
+    add_answer_flags(parser)
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=positive_seconds,
+        default=60.0,
+        help="seconds a tool handler may run before its call is answered as timed out (default 60)",
+    )
+    add_journal_option(parser)
+    parser.add_argument("--save", metavar="FILE", help=save_help)
+    add_http_options(parser)
+
+
+def check_url(url: str) -> str | None:
+    """Why ``url`` cannot be an agent endpoint (``None`` when it can).
+
+    Checked before anything starts: httpx only parses the URL when the request
+    is sent, and its ``InvalidURL`` is not a transport error.
+    """
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        return f"{url!r} is not a valid URL ({exc})"
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return f"{url!r} is not an http:// or https:// URL with a host"
+    return None
+
+
+def load_tools(session: Any, module_name: str) -> None:
+    """Register the tools of ``module_name``: its ``register(session)`` or its ``TOOLS``."""
+    from ..transport._session import tool_spec_from_function
+
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    module = importlib.import_module(module_name)
+    if callable(getattr(module, "register", None)):
+        module.register(session)
+        return
+    tools = getattr(module, "TOOLS", None)
+    if not isinstance(tools, (list, tuple)):
+        raise ValueError(f"{module_name!r} defines neither register(session) nor a TOOLS list")
+    for entry in tools:
+        fn, options = entry if isinstance(entry, tuple) else (entry, {})
+        spec, handler = tool_spec_from_function(fn, **options)
+        session.add_tool(spec, handler)
+
+
+def _module_hint(name: str) -> str:
+    """What to type instead, when ``--tools`` was given a file name."""
+    path = Path(name)
+    if name.endswith(".py") or "/" in name:
+        stem = path.stem if path.suffix == ".py" else path.name
+        where = "" if path.parent == Path() else f" from {path.parent} (or add it to PYTHONPATH)"
+        return f" — --tools takes a module name, not a file: run --tools {stem}{where}"
+    return ""
+
+
+@dataclass
+class Driver:
+    """A session ready to send, with what the command needs around it."""
+
+    command: str
+    args: argparse.Namespace
+    console: Console
+    ui: TerminalUI
+    session: Session
+    http: httpx.AsyncClient
+    recorder: Recorder
+    journal: Journal | None
+    sink: IO[bytes] | None
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def close(self) -> None:
+        """Release the files (the journal, the ``--save`` capture): all recorded is kept."""
+        if self.sink is not None:
+            self.sink.close()
+        close = getattr(self.journal, "close", None)
+        if close is not None:
+            close()
+
+
+def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver | int:
+    """The :class:`Driver` for ``args`` — or an exit code, after saying in one line why not."""
+    import httpx
+
+    from ..transport._client import AgentClient
+    from ..transport._session import Session
+    from ..ui.terminal import TerminalUI
+    from ._answers import flag_answers
+
+    def usage(message: str) -> int:
+        print(f"agui-tools {command}: {message}", file=sys.stderr)
+        return 2
+
+    problem = check_url(args.url)
+    if problem is not None:
+        return usage(problem)
+    ok, decide = flag_answers(args, command)
+    if not ok:
+        return 2
+    ok, journal = open_journal(args, command)
+    if not ok:
+        return 2
+    sink: IO[bytes] | None = None
+    if args.save:
+        try:
+            sink = open(args.save, "wb")  # noqa: SIM115 - closed by Driver.close()
+        except OSError as exc:
+            return usage(f"cannot write --save {args.save}: {exc.strerror or exc}")
+    ui = TerminalUI(console)
+    recorder = Recorder(sink)
+    timeout = httpx.Timeout(
+        connect=args.connect_timeout, read=args.read_timeout, write=30.0, pool=10.0
+    )
+    http = httpx.AsyncClient(timeout=timeout, transport=recorder.transport())
+    client = AgentClient(args.url, http=http, headers=dict(args.headers))
+    session = Session(client, ask=ui.consent(decide), timeout=args.timeout, journal=journal)
+    driver = Driver(command, args, console, ui, session, http, recorder, journal, sink)
+    if args.tools:
+        try:
+            load_tools(session, args.tools)
+        except Exception as exc:  # the module's own code runs here: any failure is bad usage
+            driver.close()
+            return usage(
+                f"cannot load --tools {args.tools}: {describe_exception(exc)}"
+                + _module_hint(args.tools)
+            )
+    return driver
+
+
+def describe_run(result: RunResult) -> str:
+    """How a run that did not succeed ended, in words — the agent's own message included."""
+    status = result.status
+    if status == "error":
+        error = result.error or {}
+        message = error.get("message") or "no message"
+        code = error.get("code")
+        shown = f" (code {code})" if code and str(code) not in message else ""
+        return f"the agent ended the run with an error: {message}{shown}"
+    if status == "rejected" and result.violation is not None:
+        return f"the agent's stream was rejected: {result.violation}"
+    if status == "truncated":
+        return "the stream ended before the run's terminal event: the run is truncated"
+    if status == "interrupt":
+        ids = ", ".join(str(i.get("id")) for i in result.interrupts)
+        return (
+            f"the run ended interrupted ({ids}); answering interrupts is not something this "
+            "command does"
+        )
+    return f"the run ended {status}"

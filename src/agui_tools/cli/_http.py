@@ -1,0 +1,216 @@
+"""What every command that talks to an agent shares: headers, timeouts, the raw stream.
+
+``-H 'Name: value'`` (repeatable) sends a request header — authentication,
+typically; ``--connect-timeout`` and ``--read-timeout`` bound the waits for
+the agent; :class:`Recorder` keeps the raw bytes of every event stream read
+(``run --save``, ``chat``'s ``/save``). A command adds the options with
+:func:`add_http_options`, so they are spelled, judged and documented the
+same way everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..transport._client import TransportError
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_READ_TIMEOUT",
+    "Recorder",
+    "add_http_options",
+    "describe_transport_error",
+    "header",
+    "positive_seconds",
+]
+
+DEFAULT_CONNECT_TIMEOUT: Final = 10.0
+DEFAULT_READ_TIMEOUT: Final = 300.0
+
+# RFC 9110 field-name: a token
+_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+# the client writes these itself, as the binding requires (TRANS-4, TRANS-7)
+_RESERVED: Final = frozenset(
+    {"content-type", "accept", "content-length", "transfer-encoding", "host"}
+)
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds above zero, judged while parsing (exit 2 otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+def header(text: str) -> tuple[str, str]:
+    """``'Name: value'`` → ``(name, value)``. The value is never echoed (it is a secret)."""
+    name, sep, value = text.partition(":")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(
+            "a header is written 'Name: value', e.g. -H 'Authorization: Bearer TOKEN'"
+        )
+    if not _TOKEN.match(name):
+        raise argparse.ArgumentTypeError(f"{name!r} is not a valid header name")
+    value = value.strip()
+    if any(not (" " <= c <= "~" or c == "\t") for c in value):
+        raise argparse.ArgumentTypeError(
+            f"the value of header {name} holds a character other than printable ASCII (a line "
+            "break, a control character, a letter like é), which a header cannot carry"
+        )
+    if name.lower() in _RESERVED:
+        raise argparse.ArgumentTypeError(
+            f"{name} is written by the client itself, as the AG-UI binding requires; it cannot "
+            "be set with -H"
+        )
+    return name, value
+
+
+def add_http_options(parser: argparse.ArgumentParser) -> None:
+    """``-H/--header``, ``--connect-timeout``, ``--read-timeout``."""
+    group = parser.add_argument_group("HTTP")
+    group.add_argument(
+        "-H",
+        "--header",
+        dest="headers",
+        metavar="'NAME: VALUE'",
+        type=header,
+        action="append",
+        default=[],
+        help="send this header with every request (repeatable), "
+        "e.g. -H 'Authorization: Bearer TOKEN'",
+    )
+    group.add_argument(
+        "--connect-timeout",
+        metavar="S",
+        type=positive_seconds,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        help=f"seconds to wait for the connection (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
+    group.add_argument(
+        "--read-timeout",
+        metavar="S",
+        type=positive_seconds,
+        default=DEFAULT_READ_TIMEOUT,
+        help="seconds the agent may stay silent mid-stream before the run is given up "
+        f"as truncated (default {DEFAULT_READ_TIMEOUT:g}; servers send keep-alives)",
+    )
+
+
+class Recorder:
+    """The raw bytes of every event stream a client reads, in order.
+
+    Given a ``sink``, each chunk is also written and flushed as it arrives, so
+    an interrupted command keeps what came. The bodies join into one SSE
+    capture — ``agui-tools verify`` judges it run after run — with a blank
+    line after a body that broke off mid-event, so the break shows as the
+    broken event it is instead of fusing with the next run's first event.
+    Error answers (non-2xx, not an event stream) are not recorded.
+    """
+
+    def __init__(self, sink: IO[bytes] | None = None) -> None:
+        self.streams = 0
+        self._data = bytearray()
+        self._sink = sink
+
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """An httpx transport that records what the real one reads."""
+        return _recording_transport(self)
+
+    @property
+    def data(self) -> bytes:
+        return bytes(self._data)
+
+    def save(self, path: str | Path) -> int:
+        """Write every stream so far to ``path``; the number of bytes written."""
+        data = self.data
+        Path(path).write_bytes(data)
+        return len(data)
+
+    def _start(self) -> None:
+        self.streams += 1
+        if self._data and not self._data.endswith(b"\n\n"):
+            self._write(b"\n\n")
+
+    def _write(self, chunk: bytes) -> None:
+        self._data += chunk
+        if self._sink is not None:
+            self._sink.write(chunk)
+            self._sink.flush()
+
+
+def _recording_classes() -> tuple[type, type]:
+    """Built on first use: httpx is imported lazily, like every I/O dependency."""
+    import httpx
+
+    class Stream(httpx.AsyncByteStream):
+        def __init__(self, inner: httpx.AsyncByteStream, recorder: Recorder) -> None:
+            self._inner = inner
+            self._recorder = recorder
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            self._recorder._start()
+            async for chunk in self._inner:
+                self._recorder._write(chunk)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    class Transport(httpx.AsyncBaseTransport):
+        def __init__(self, recorder: Recorder) -> None:
+            self._inner = httpx.AsyncHTTPTransport()
+            self._recorder = recorder
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            response = await self._inner.handle_async_request(request)
+            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            if response.status_code >= 300 or kind != "text/event-stream":
+                return response
+            assert isinstance(response.stream, httpx.AsyncByteStream)
+            return httpx.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=Stream(response.stream, self._recorder),
+                extensions=response.extensions,
+            )
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return Stream, Transport
+
+
+def _recording_transport(recorder: Recorder) -> httpx.AsyncBaseTransport:
+    transport: httpx.AsyncBaseTransport = _recording_classes()[1](recorder)
+    return transport
+
+
+def describe_transport_error(exc: TransportError, url: str) -> str:
+    """The error, and what to try when the answer says it: a redirect, a refusal."""
+    text = str(exc)
+    status = exc.status
+    if status in (301, 302, 303, 307, 308):
+        hint = (
+            f" — a redirect: an agent mounted in FastAPI or Starlette answers at its path with a "
+            f"trailing slash; try {url}/"
+            if not url.endswith("/")
+            else " — a redirect: use the URL the agent is served at (agui-tools does not follow "
+            "redirects, which would re-send the run elsewhere)"
+        )
+        return text.rstrip(": ") + hint
+    if status in (401, 403):
+        return text + " — pass credentials with -H, e.g. -H 'Authorization: Bearer TOKEN'"
+    return text

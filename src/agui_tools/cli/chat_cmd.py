@@ -1,0 +1,231 @@
+"""``agui-tools chat URL`` — a conversation with any AG-UI agent, turn after turn.
+
+The interactive face of :class:`~agui_tools.transport.Session`: each line you
+type is a user message on the same thread; the reply streams, tool calls show
+as cards, side-effectful ones ask for consent, exactly as in ``run`` and the
+demo. Lines starting with ``/`` are commands (:data:`COMMANDS`).
+
+The thread lives in this process (and its decisions and answers in
+``--journal``). A thread store resuming it elsewhere hooks in at
+:func:`_open_session`: the session is built there, once, before the first turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any, Final
+
+from ._common import interrupted
+from ._drive import Driver, add_drive_options, describe_run, prepare
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+COMMANDS: Final = {
+    "/save FILE": "write the raw event streams so far to FILE (check it: agui-tools verify FILE)",
+    "/state": "show the thread's state",
+    "/events": "list the events of the thread so far, one per line",
+    "/thread": "show the thread as a table",
+    "/help": "list these commands",
+    "/quit": "leave (so does Ctrl-D)",
+}
+
+HELP = f"""\
+Talk to the AG-UI agent at URL: each line you type is sent as a user message
+on one thread kept across turns; the answer streams, tool calls show as cards,
+side-effectful ones ask for consent ("→ approved / declined" after each), a
+spinner shows a tool that is running. Frontend tools, consent flags, the
+journal and the HTTP options are those of `agui-tools run`.
+
+Commands (a line starting with "/"):
+{chr(10).join(f"  {name:<11} {what}" for name, what in COMMANDS.items())}
+
+--save FILE writes the raw event streams to FILE as they arrive, like /save at
+the end. A run that fails (an error, a cut connection) is reported and the
+chat goes on: calls it left are answered as not executed.
+
+Exit codes: 0 you left (/quit, Ctrl-D), 2 bad usage, 130 interrupted (Ctrl-C).
+"""
+
+QUIT: Final = "quit"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "chat",
+        help="talk to an AG-UI agent at URL, turn after turn, with local frontend tools",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("url", metavar="URL")
+    add_drive_options(p, save_help="also write the raw event streams to FILE as they arrive")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.console import Console
+
+    from ..demo.app import ScriptError
+
+    driver = _open_session(args, Console(highlight=False))
+    if isinstance(driver, int):
+        return driver
+    try:
+        return asyncio.run(_chat(driver))
+    except KeyboardInterrupt:
+        driver.ui.finish_run()
+        return interrupted("chat", journal=args.journal)
+    except ScriptError as exc:
+        print(f"agui-tools chat: --script {args.script}, {exc}", file=sys.stderr)
+        return 2
+    finally:
+        driver.close()
+
+
+def _open_session(args: argparse.Namespace, console: Any) -> Driver | int:
+    """The session of this chat: a new thread (a thread store would restore one here)."""
+    return prepare(args, "chat", console)
+
+
+async def _chat(driver: Driver) -> int:
+    from rich.text import Text
+
+    ui = driver.ui
+    try:
+        ui.console.print(
+            Text(
+                f"chatting with {driver.args.url} — /help lists the commands, /quit or Ctrl-D "
+                "leaves",
+                style="dim",
+            )
+        )
+        while True:
+            try:
+                line = ui.read_line("you> ").strip()
+            except EOFError:
+                ui.console.print()
+                return 0
+            if not line:
+                continue
+            if line.startswith("/"):
+                if _command(driver, line) == QUIT:
+                    return 0
+                continue
+            await _turn(driver, line)
+    finally:
+        await driver.aclose()
+
+
+async def _turn(driver: Driver, text: str) -> None:
+    """One user message and everything it sets off; a failure is said, and the chat goes on."""
+    from .._errors import ProtocolViolation
+    from ..transport._client import TransportError
+    from ._http import describe_transport_error
+
+    ui, session = driver.ui, driver.session
+    problem: str | None = None
+    try:
+        result = await session.send(text, on_update=ui.on_update)
+    except TransportError as exc:
+        problem = describe_transport_error(exc, driver.args.url)
+    except ProtocolViolation as exc:
+        problem = f"the agent's stream was rejected: {exc}"
+    else:
+        if result.status != "success":
+            problem = describe_run(result)
+    ui.finish_run()
+    if problem is not None:
+        _say(driver, problem, "red")
+        _answer_leftovers(driver, problem)
+
+
+def _answer_leftovers(driver: Driver, why: str) -> None:
+    """Calls a failed run left unanswered: answered "not executed", so the thread goes on.
+
+    The next input must answer every call (FE-8); a call of a run that failed
+    is not one to execute or to ask about.
+    """
+    conversation = driver.session.conversation
+    if conversation is None:
+        return
+    for call in conversation.pending:
+        conversation.fail(call.call_id, f"not executed: the run that made this call failed ({why})")
+    for update in conversation.take_updates():
+        driver.ui.on_update(update)
+    driver.ui.finish_run()
+
+
+def _say(driver: Driver, text: str, style: str = "dim") -> None:
+    from ..ui.terminal import safe_text
+
+    driver.ui.console.print(safe_text(text, style))
+
+
+def _command(driver: Driver, line: str) -> str | None:
+    name, _, rest = line.partition(" ")
+    rest = rest.strip()
+    conversation = driver.session.conversation
+    if name in ("/quit", "/exit", "/q"):
+        return QUIT
+    if name == "/help":
+        for usage, what in COMMANDS.items():
+            _say(driver, f"{usage:<11} {what}")
+    elif name == "/save":
+        _save(driver, rest)
+    elif name == "/state":
+        from ..ui.terminal import safe_text
+
+        state = conversation.state if conversation is not None else None
+        driver.ui.console.print(safe_text(state if state is not None else "no state yet"))
+    elif name == "/events":
+        _events(driver)
+    elif name == "/thread":
+        driver.ui.summary(conversation.messages if conversation is not None else [])
+    else:
+        _say(driver, f"unknown command {name}; /help lists them", "yellow")
+    return None
+
+
+def _save(driver: Driver, path: str) -> None:
+    if not path:
+        _say(driver, "/save needs a file name: /save FILE", "yellow")
+        return
+    try:
+        size = driver.recorder.save(path)
+    except OSError as exc:
+        _say(driver, f"cannot write {path}: {exc.strerror or exc}", "red")
+        return
+    _say(
+        driver,
+        f"saved {size} bytes, {driver.recorder.streams} run(s), to {path} — check it with "
+        f"agui-tools verify {path}",
+    )
+
+
+_SHOWN: Final = ("runId", "messageId", "toolCallId", "toolCallName", "role", "delta", "message")
+
+
+def _events(driver: Driver) -> None:
+    """The thread's events as this chat received them (judged again, as verify would)."""
+    from ..app._capture import read_frames, replay
+
+    data = driver.recorder.data
+    if not data:
+        _say(driver, "no events yet")
+        return
+    outcome = replay(read_frames(data))
+    for index, event in enumerate(outcome.events):
+        _say(driver, f"{index:>4} {event.get('type')}{_fields(event)}", "")
+    _say(driver, f"{len(outcome.events)} event(s) in {driver.recorder.streams} run(s)")
+
+
+def _fields(event: Mapping[str, Any]) -> str:
+    parts = []
+    for key in _SHOWN:
+        if key in event:
+            value = str(event[key])
+            parts.append(f"{key}={value[:40] + '…' if len(value) > 40 else value}")
+    return "  " + " ".join(parts) if parts else ""
