@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .._version import PROTOCOL_VERSION, __version__
-from . import conformance_cmd, demo_cmd, run_cmd, serve_cmd, verify_cmd
+from . import conformance_cmd, demo_cmd, inspect_cmd, run_cmd, serve_cmd, verify_cmd
 
 __all__ = ["main"]
 
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_cmd.register(sub)
     serve_cmd.register(sub)
     run_cmd.register(sub)
+    inspect_cmd.register(sub)
     verify_cmd.register(sub)
     conformance_cmd.register(sub)
     return parser

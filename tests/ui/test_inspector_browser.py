@@ -1,0 +1,233 @@
+"""The inspector page in real Chromium (issue 15): prompts, cards, consent, violations,
+hostile markup, mock tools and a foreign origin — every check through the page a person uses."""
+
+from __future__ import annotations
+
+import json
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from agui_tools.demo.agent import demo_agent
+from agui_tools.demo.app import PROMPT
+from agui_tools.demo.tools import register as register_demo
+from agui_tools.testing import serving
+from agui_tools.transport import agent_app
+from agui_tools.ui.inspector import Inspector
+
+from .conftest import inspector_server, open_page, screenshot
+from .inspector_agents import (
+    HOSTILE,
+    THREE_ARGS,
+    broken_app,
+    markup_agent,
+    register_three,
+    three_calls_agent,
+)
+
+
+def agent_setup(app: Any, **inspector: Any) -> Any:
+    async def setup(stack: AsyncExitStack) -> Inspector:
+        base = await stack.enter_async_context(serving(app))
+        return Inspector(f"{base}/agent", **inspector)
+
+    return setup
+
+
+def card(page: Any, call_id: str) -> Any:
+    return page.locator(f'article.card[data-call-id="{call_id}"]')
+
+
+def send(page: Any, text: str) -> None:
+    page.get_by_label("Your message to the agent").fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def test_prompt_cards_fill_in_then_approve_decline_and_edit(browser: Any, tmp_path: Path) -> None:
+    app = agent_app(three_calls_agent(), path="/agent")
+    with (
+        inspector_server(agent_setup(app, register=register_three)) as served,
+        open_page(browser, served.url) as page,
+    ):
+        send(page, "Do the three things")
+        page.locator("#log").get_by_text("Three things need your consent.").wait_for()
+        approve = page.get_by_role("button", name="Approve place_order")
+        approve.wait_for()
+
+        # the card's arguments filled in while they streamed: growing prefixes, then the whole
+        seen = page.evaluate("window.__args['c0']")
+        final = json.dumps(THREE_ARGS["place_order"], indent=2)
+        partial = [s for s in seen if s and s != final]
+        assert len(partial) >= 3, seen
+        assert json.loads(seen[-1]) == THREE_ARGS["place_order"]
+        assert card(page, "c0").locator(".badge").inner_text() == "awaiting consent"
+        screenshot(page, "inspector-consent.png", tmp_path)
+
+        # approve with the keyboard: the button is focusable and labelled
+        approve.focus()
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name="Decline email_receipt").wait_for()
+        assert card(page, "c0").locator(".badge").inner_text() == "done"
+
+        page.get_by_label("Reason for declining email_receipt").fill("not today")
+        page.get_by_role("button", name="Decline email_receipt").click()
+
+        page.get_by_role("button", name="Edit the arguments of delete_account").click()
+        editor = page.get_by_label("Edited arguments for delete_account (JSON)")
+        editor.fill('{"user": 5}')
+        save = page.get_by_role("button", name="Approve delete_account with the edited arguments")
+        save.click()
+        # refused at its JSON path, and nothing ran
+        error = card(page, "c2").locator(".edit-errors")
+        error.locator("code.path", has_text="/user").wait_for()
+        assert card(page, "c2").locator(".badge").inner_text() == "awaiting consent"
+        editor.fill('{"user": "bob"}')
+        save.click()
+
+        answer = page.locator(".bubble.assistant", has_text="Final answer.")
+        answer.wait_for()
+        text = answer.inner_text()
+        assert "c0: placed 2 x widget" in text
+        assert (
+            "c1: The user declined this tool call; it was not executed. The user said: not today"
+            in text
+        )
+        assert "c2: deleted bob" in text
+        assert card(page, "c1").locator(".badge").inner_text() == "declined"
+        assert card(page, "c2").locator(".label", has_text="edited by you").count() == 1
+        page.get_by_role("status").filter(has_text="idle").wait_for()
+        screenshot(page, "inspector-done.png", tmp_path)
+
+
+def test_a_violation_shows_its_rule_and_the_page_does_not_hang(
+    browser: Any, tmp_path: Path
+) -> None:
+    # the broken agent holds its connection open for a minute after the violation
+    with (
+        inspector_server(agent_setup(broken_app())) as served,
+        open_page(browser, served.url, scheme="dark") as page,
+    ):
+        send(page, "hello")
+        note = page.locator(".note.violation")
+        note.wait_for()
+        assert "TOOL-20" in note.inner_text() and "ghost" in note.inner_text()
+        assert note.locator("xpath=ancestor::li").get_attribute("data-index") == "4"
+        page.locator(".run-end.status-rejected").wait_for()
+        page.locator(".bubble.failure", has_text="TOOL-20").wait_for()
+        # the turn is over: the page is idle and usable again
+        page.get_by_role("status").filter(has_text="idle").wait_for()
+        assert page.get_by_role("button", name="Send").is_enabled()
+        # the rule ID links to the rule's text
+        note.get_by_role("link", name="TOOL-20").click()
+        page.locator(
+            "#rule-text", has_text="continuing or closing a call that is not open"
+        ).wait_for()
+        screenshot(page, "inspector-violation-dark.png", tmp_path)
+
+
+def test_hostile_markup_in_text_and_results_renders_literally(browser: Any) -> None:
+    app = agent_app(markup_agent(), path="/agent")
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        send(page, "show me markup")
+        page.locator(".bubble.assistant", has_text="Done.").wait_for()
+        result = card(page, "m1").locator("pre.result-text")
+        assert result.inner_text() == HOSTILE
+        assert HOSTILE in page.locator(".bubble.assistant").first.inner_text()
+        assert page.evaluate("window.pwned") is None
+        assert page.locator("#log img, #log script, #log b").count() == 0
+
+
+def test_a_mock_tool_defined_in_the_page_is_answered_with_a_generated_form(
+    browser: Any,
+) -> None:
+    from .inspector_agents import weather_agent
+
+    app = agent_app(weather_agent(), path="/agent")
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        page.get_by_role("tab", name="Tools").click()
+        page.get_by_label("Name").fill("get_weather")
+        page.get_by_label("Description").fill("The weather in a city.")
+        page.get_by_label("Parameters (JSON Schema)").fill(
+            '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}'
+        )
+        page.get_by_label("Result (JSON Schema of your answer)").fill(
+            '{"type": "object", "properties": {"temp": {"type": "integer"},'
+            ' "sky": {"enum": ["sunny", "cloudy"]}}, "required": ["temp"]}'
+        )
+        page.get_by_role("button", name="Add tool").click()
+        page.locator("#tools li", has_text="get_weather").wait_for()
+
+        send(page, "weather in Lisbon?")
+        form = card(page, "w1")
+        form.get_by_label("temp *").fill("21")
+        form.get_by_label("sky").select_option(label="cloudy")
+        form.get_by_role("button", name="Send the answer for get_weather").click()
+        answer = page.locator(".bubble.assistant", has_text="The weather:")
+        answer.wait_for()
+        assert '{"temp":21,"sky":"cloudy"}' in answer.inner_text()
+        assert json.loads(card(page, "w1").locator("pre.args").inner_text()) == {"city": "Lisbon"}
+
+
+def test_a_page_on_another_origin_cannot_drive_the_inspector(browser: Any) -> None:
+    app = agent_app(demo_agent(delay=0), path="/agent")
+
+    async def foreign(request: Any) -> HTMLResponse:
+        return HTMLResponse("<!doctype html><title>elsewhere</title><p>another site</p>")
+
+    other = Starlette(routes=[Route("/", foreign)])
+
+    async def setup(stack: AsyncExitStack) -> Inspector:
+        base = await stack.enter_async_context(serving(app))
+        setup.other = await stack.enter_async_context(serving(other))  # type: ignore[attr-defined]
+        return Inspector(f"{base}/agent", register=register_demo)
+
+    with inspector_server(setup) as served, open_page(browser, setup.other) as page:  # type: ignore[attr-defined]
+        target = served.url + "api/prompt"
+        # a "simple" request needs no preflight: it arrives, and is refused
+        status = page.evaluate(
+            """async (url) => {
+                await fetch(url, {method: "POST", mode: "no-cors",
+                                  headers: {"Content-Type": "text/plain"},
+                                  body: JSON.stringify({text: "Order 99 widgets"})});
+                return "sent";
+            }""",
+            target,
+        )
+        assert status == "sent"
+        # a JSON request needs a preflight, which is refused: the browser never sends it
+        outcome = page.evaluate(
+            """async (url) => {
+                try {
+                    await fetch(url, {method: "POST", headers: {"Content-Type": "application/json",
+                                      "X-Inspector-Token": "guess"},
+                                      body: JSON.stringify({text: "Order 99 widgets"})});
+                    return "sent";
+                } catch (err) { return "blocked: " + err.message; }
+            }""",
+            target,
+        )
+        assert outcome.startswith("blocked")
+        kinds = served.call(lambda: [m["kind"] for m in served.inspector.hub.messages])
+        assert "user" not in kinds and not served.inspector.captures
+
+
+def test_the_page_is_usable_at_1280x800_in_both_schemes(browser: Any, tmp_path: Path) -> None:
+    app = agent_app(demo_agent(delay=0), path="/agent")
+    setup = agent_setup(app, register=register_demo, prompt=PROMPT)
+    with inspector_server(setup) as served:
+        colours = {}
+        for scheme in ("light", "dark"):
+            with open_page(browser, served.url, scheme=scheme) as page:
+                colours[scheme] = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                controls = [("button", "Send"), ("button", "Switch between light and dark colours")]
+                controls += [("tab", n) for n in ("Timeline", "State", "Next input", "Export")]
+                for role, name in controls:
+                    box = page.get_by_role(role, name=name).bounding_box()
+                    assert box is not None and box["x"] + box["width"] <= 1280, name
+                    assert box["y"] + box["height"] <= 800, name
+                screenshot(page, f"inspector-empty-{scheme}.png", tmp_path)
+        assert colours["light"] != colours["dark"]
