@@ -4,6 +4,10 @@ hostile markup, mock tools and a foreign origin — every check through the page
 from __future__ import annotations
 
 import json
+import re
+import signal
+import subprocess
+import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -115,7 +119,9 @@ def test_a_violation_shows_its_rule_and_the_page_does_not_hang(
         note = page.locator(".note.violation")
         note.wait_for()
         assert "TOOL-20" in note.inner_text() and "ghost" in note.inner_text()
-        assert note.locator("xpath=ancestor::li").get_attribute("data-index") == "4"
+        row = note.locator("xpath=ancestor::li")
+        assert row.get_attribute("data-index") == "4"
+        assert row.get_attribute("data-type") == "TOOL_CALL_ARGS"  # the frame that broke it
         page.locator(".run-end.status-rejected").wait_for()
         page.locator(".bubble.failure", has_text="TOOL-20").wait_for()
         # the turn is over: the page is idle and usable again
@@ -231,3 +237,65 @@ def test_the_page_is_usable_at_1280x800_in_both_schemes(browser: Any, tmp_path: 
                     assert box["y"] + box["height"] <= 800, name
                 screenshot(page, f"inspector-empty-{scheme}.png", tmp_path)
         assert colours["light"] != colours["dark"]
+
+
+TERMINAL_DEMO = """
+import asyncio, io, json
+from rich.console import Console
+from agui_tools.demo.app import run_demo, scripted
+answers = iter(["approve", "decline not now"])
+conv, _ = asyncio.run(run_demo(console=Console(file=io.StringIO()), decide=scripted(answers), fast=True))
+print(json.dumps(conv.messages))
+"""
+
+
+def _without_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages minus their minted ids (random per run); every other field compared."""
+    return [{k: v for k, v in m.items() if k != "id"} for m in messages]
+
+
+def test_demo_web_clicked_through_reaches_the_terminal_demos_thread(browser: Any) -> None:
+    cli = Path(sys.executable).with_name("agui-tools")
+    web = subprocess.Popen(
+        [str(cli), "demo", "--web", "--no-browser", "--fast"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = web.stdout.readline()  # type: ignore[union-attr]
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert url is not None, line
+        with open_page(browser, url.group(0)) as page:
+            assert page.get_by_label("Your message to the agent").input_value() == PROMPT
+            page.get_by_role("button", name="Send").click()
+            page.get_by_role("button", name="Approve place_order").click()
+            page.get_by_label("Reason for declining email_receipt").fill("not now")
+            page.get_by_role("button", name="Decline email_receipt").click()
+            page.locator(".bubble.assistant", has_text="Done —").wait_for()
+            page.get_by_role("status").filter(has_text="idle").wait_for()
+            web_thread = page.evaluate(
+                """async () => {
+                    const config = JSON.parse(
+                        document.querySelector('meta[name="inspector-config"]').content);
+                    const r = await fetch(`/api/export/thread.json?token=${config.token}`);
+                    return (await r.json()).messages;
+                }"""
+            )
+        web.send_signal(signal.SIGINT)
+        assert web.wait(15) == 0
+        assert web.stderr.read().strip() == "agui-tools demo: stopped"  # type: ignore[union-attr]
+    finally:
+        if web.poll() is None:
+            web.kill()
+            web.wait()
+    terminal = subprocess.run(
+        [sys.executable, "-c", TERMINAL_DEMO],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    terminal_thread = json.loads(terminal.stdout)
+    assert _without_ids(web_thread) == _without_ids(terminal_thread)
+    assert any("you declined the receipt email" in str(m.get("content")) for m in web_thread)

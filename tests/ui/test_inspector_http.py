@@ -1,0 +1,328 @@
+"""The inspector's HTTP face without a browser (issue 15): the security checks, the
+decision API's refusals, exports that ``agui-tools verify`` judges, and peers —
+our server and the server built only with the official Python package."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agui_tools.cli import main
+from agui_tools.demo.agent import demo_agent
+from agui_tools.demo.tools import register as register_demo
+from agui_tools.testing import serving
+from agui_tools.transport import agent_app
+from agui_tools.ui.inspector import Inspector, serve_inspector
+
+from .inspector_agents import broken_app, register_three, three_calls_agent
+
+
+@asynccontextmanager
+async def running(inspector: Inspector) -> AsyncIterator[httpx.AsyncClient]:
+    """Serve ``inspector``; yield a client that posts as its own page does."""
+    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(serve_inspector(inspector, ready=ready.set_result))
+    url = await asyncio.wait_for(ready, 10)
+    headers = {
+        "Origin": url.rstrip("/"),
+        "X-Inspector-Token": inspector.token,
+        "Content-Type": "application/json",
+    }
+    try:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as client:
+            yield client
+    finally:
+        server.cancel()
+        await asyncio.gather(server, return_exceptions=True)
+
+
+async def until(
+    inspector: Inspector, predicate: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The first hub message matching ``predicate`` (waiting for it, 10 s at most)."""
+
+    async def find() -> dict[str, Any]:
+        async for message in inspector.hub.follow():
+            if predicate(message):
+                return message
+        raise AssertionError("the hub closed")
+
+    return await asyncio.wait_for(find(), 10)
+
+
+def idle(m: dict[str, Any]) -> bool:
+    return m["kind"] == "busy" and not m["busy"]
+
+
+# -- security ------------------------------------------------------------------------------
+
+
+def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down() -> None:
+    async def go() -> None:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                ok = await page.get("/")
+                assert ok.status_code == 200
+                assert "script-src 'self'" in ok.headers["content-security-policy"]
+                assert inspector.token in ok.text  # only the page this server rendered knows it
+
+                async def post(**headers: str) -> httpx.Response:
+                    return await page.post("/api/prompt", json={"text": "hi"}, headers=headers)
+
+                no_token = {"X-Inspector-Token": ""}
+                refused = {
+                    "another Host (DNS rebinding)": await page.get(
+                        "/", headers={"Host": "evil.example:80"}
+                    ),
+                    "another Origin": await post(Origin="http://evil.example"),
+                    "no Origin": await post(Origin=""),
+                    "a wrong token": await post(**{"X-Inspector-Token": "guess"}),
+                    "no token": await post(**{"X-Inspector-Token": ""}),
+                    "a form post": await post(**{"Content-Type": "text/plain"}),
+                    "a cross-site fetch": await post(**{"Sec-Fetch-Site": "cross-site"}),
+                    "the events without a token": await page.get("/api/events", headers=no_token),
+                    "an export with a wrong token": await page.get(
+                        "/api/export/thread.json", params={"token": "guess"}, headers=no_token
+                    ),
+                    "a preflight": await page.options("/api/prompt"),
+                }
+                for why, response in refused.items():
+                    assert response.status_code == 403, why
+                    assert response.json()["error"].startswith("refused"), why
+                assert not [m for m in inspector.hub.messages if m["kind"] == "user"]
+                assert (await post()).status_code == 200  # the page itself may
+                await until(inspector, idle)
+
+    asyncio.run(go())
+
+
+def test_the_inspector_listens_on_loopback_only_by_default() -> None:
+    import argparse
+
+    from agui_tools.cli.inspect_cmd import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["inspect", "http://127.0.0.1:1/agent"])
+    assert args.host == "127.0.0.1"
+
+
+# -- the decision API: bad input is refused, and nothing is lost ------------------------------
+
+
+def test_bad_decisions_are_refused_and_the_call_still_awaits_consent() -> None:
+    async def go() -> None:
+        async with serving(agent_app(three_calls_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent", register=register_three)
+            async with running(inspector) as page:
+                assert (await page.post("/api/prompt", json={"text": "go"})).status_code == 200
+                await until(inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c0")
+                busy = await page.post("/api/prompt", json={"text": "again"})
+                assert busy.status_code == 409 and "in progress" in busy.json()["error"]
+
+                bad = await page.post(
+                    "/api/consent",
+                    json={"callId": "c0", "decision": "edit", "arguments": {"sku": 1, "qty": "x"}},
+                )
+                assert bad.status_code == 422 and "TOOL-21" in bad.json()["error"]
+                assert {e["path"] for e in bad.json()["errors"]} == {"/sku", "/qty"}
+                for body, status in [
+                    ({"callId": "c0", "decision": "maybe"}, 422),
+                    ({"callId": "c0", "decision": "edit", "arguments": [1]}, 422),
+                    ({"callId": "nope", "decision": "approve"}, 409),
+                ]:
+                    response = await page.post("/api/consent", json=body)
+                    assert response.status_code == status, body
+                not_json = await page.post("/api/consent", content=b"{nope")
+                assert not_json.status_code == 400
+                # nothing was decided: the call still waits, and a good decision still works
+                call = inspector.session.conversation.call("c0")  # type: ignore[union-attr]
+                assert call.status.value == "awaiting_consent" and call.decision is None
+                good = await page.post(
+                    "/api/consent",
+                    json={"callId": "c0", "decision": "edit", "arguments": {"sku": "w", "qty": 3}},
+                )
+                assert good.status_code == 200
+                await until(inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c1")
+                assert call.answer is not None and call.answer.content == "placed 3 x w"
+                for cid in ("c1", "c2"):
+                    await page.post("/api/consent", json={"callId": cid, "decision": "decline"})
+                    if cid == "c1":
+                        await until(
+                            inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c2"
+                        )
+                await until(inspector, idle)
+
+    asyncio.run(go())
+
+
+# -- exports ---------------------------------------------------------------------------------
+
+
+def _export(tmp_path: Path, response: httpx.Response, name: str) -> Path:
+    assert response.status_code == 200, response.text
+    assert response.headers["content-disposition"].startswith("attachment")
+    path = tmp_path / name
+    path.write_bytes(response.content)
+    return path
+
+
+def test_exported_streams_are_judged_by_verify_as_the_inspector_judged_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def go() -> tuple[int, list[str]]:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent", register=register_demo)
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "Order two widgets for me."})
+                for _ in range(2):  # place_order, then email_receipt
+                    ask = await until(
+                        inspector,
+                        lambda m: (
+                            m["kind"] == "consent"
+                            and not any(
+                                d["kind"] == "consent-done" and d["callId"] == m["callId"]
+                                for d in inspector.hub.messages
+                            )
+                        ),
+                    )
+                    await page.post(
+                        "/api/consent", json={"callId": ask["callId"], "decision": "approve"}
+                    )
+                await until(inspector, idle)
+                token = {"token": inspector.token}
+                runs = len(inspector.captures)
+                for n in range(1, runs + 1):
+                    for what in (f"run-{n}.sse", f"run-{n}.input.json"):
+                        r = await page.get(f"/api/export/{what}", params=token)
+                        _export(tmp_path, r, what)
+                thread = await page.get("/api/export/thread.json", params=token)
+                data = json.loads(_export(tmp_path, thread, "thread.json").read_text())
+                assert data["messages"] == inspector.session.conversation.messages  # type: ignore[union-attr]
+                statuses = [r["status"] for r in data["runs"]]
+                return runs, statuses
+
+    runs, statuses = asyncio.run(go())
+    assert runs == 5 and statuses == ["success"] * 5
+    for n in range(1, runs + 1):
+        code = main(
+            [
+                "verify",
+                str(tmp_path / f"run-{n}.sse"),
+                "--input",
+                str(tmp_path / f"run-{n}.input.json"),
+            ]
+        )
+        assert code == 0, capsys.readouterr().out
+
+
+def test_a_broken_agent_ends_the_turn_rejected_and_its_export_fails_verify_by_the_same_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def go() -> None:
+        async with serving(broken_app()) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "hi"})
+                violation = await until(inspector, lambda m: m["kind"] == "violation")
+                assert violation["rule"] == "TOOL-20" and violation["index"] == 4
+                # the timeline's frame at that index is the one that broke the rule
+                frames = {m["index"]: m for m in inspector.hub.messages if m["kind"] == "event"}
+                assert frames[4]["type"] == "TOOL_CALL_ARGS"
+                assert frames[4]["event"]["toolCallId"] == "ghost"
+                end = await until(inspector, lambda m: m["kind"] == "run-end")
+                assert end["status"] == "rejected"
+                await until(inspector, idle)  # within seconds, while the agent still stalls
+                failed = await until(inspector, lambda m: m["kind"] == "failed")
+                assert failed["rule"] == "TOOL-20"
+                params = {"token": inspector.token}
+                for what in ("run-1.sse", "run-1.input.json"):
+                    _export(tmp_path, await page.get(f"/api/export/{what}", params=params), what)
+
+    asyncio.run(go())
+    code = main(
+        ["verify", str(tmp_path / "run-1.sse"), "--input", str(tmp_path / "run-1.input.json")]
+    )
+    assert code == 1
+    assert "[TOOL-20] event #4" in capsys.readouterr().out
+
+
+# -- peers ----------------------------------------------------------------------------------
+
+
+def test_inspect_drives_the_server_built_only_with_the_official_package() -> None:
+    pytest.importorskip("fastapi")
+    from tests.interop.official_server import app
+
+    async def go() -> None:
+        async with serving(app) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                seen: list[dict[str, Any]] = []
+
+                async def read_page_stream() -> None:
+                    # read the page's own event stream, as the browser does
+                    params = {"token": inspector.token}
+                    async with page.stream("GET", "/api/events", params=params) as r:
+                        assert r.headers["content-type"].startswith("text/event-stream")
+                        async for line in r.aiter_lines():
+                            if line.startswith("data: "):
+                                seen.append(json.loads(line[6:]))
+                                if idle(seen[-1]) and any(m["kind"] == "user" for m in seen):
+                                    return
+
+                reader = asyncio.create_task(read_page_stream())
+                await page.post("/api/prompt", json={"text": "hello"})
+                await asyncio.wait_for(reader, 10)
+        text = "".join(m["delta"] for m in seen if m["kind"] == "text")
+        assert text == "Hello from the agent."
+        ends = [m for m in seen if m["kind"] == "run-end"]
+        assert [e["status"] for e in ends] == ["success"]
+        events = [m["type"] for m in seen if m["kind"] == "event"]
+        assert events[0] == "RUN_STARTED" and events[-1] == "RUN_FINISHED"
+        assert not [m for m in seen if m["kind"] in ("warning", "violation", "failed")]
+
+    asyncio.run(go())
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["inspect", "not a url"], "is not an http:// or https:// URL"),
+        (["inspect", "http://127.0.0.1:9/agent", "-H", "NoColon"], "is not a header"),
+        (
+            ["inspect", "http://127.0.0.1:9/agent", "--tools", "no_such_module_x"],
+            "cannot load --tools",
+        ),
+        (["inspect", "http://127.0.0.1:9/agent", "--port", "70000"], "is not a TCP port"),
+        (["demo", "--web", "--yes"], "--web asks for consent in the page"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_port_in_use_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["inspect", "http://127.0.0.1:9/agent", "--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
