@@ -97,6 +97,17 @@ def weather_agent() -> Any:
     return agent
 
 
+def state_agent() -> Any:
+    """Sets the state with a snapshot, changes it with a delta, and says so."""
+
+    async def agent(run: Run) -> None:
+        await run.state_snapshot({"cart": [], "step": 1})
+        await run.state_delta([{"op": "add", "path": "/cart/-", "value": "widget"}])
+        await run.text("Your cart has a widget.")
+
+    return agent
+
+
 def _sse(event: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(event)}\n\n".encode()
 

@@ -299,3 +299,35 @@ def test_demo_web_clicked_through_reaches_the_terminal_demos_thread(browser: Any
     terminal_thread = json.loads(terminal.stdout)
     assert _without_ids(web_thread) == _without_ids(terminal_thread)
     assert any("you declined the receipt email" in str(m.get("content")) for m in web_thread)
+
+
+def test_state_deltas_the_next_input_and_the_exports_are_viewable(browser: Any) -> None:
+    from .inspector_agents import state_agent
+
+    app = agent_app(state_agent(), path="/agent")
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        send(page, "fill my cart")
+        page.locator(".bubble.assistant", has_text="Your cart has a widget.").wait_for()
+        page.get_by_role("status").filter(has_text="idle").wait_for()
+
+        page.get_by_role("tab", name="State").click()
+        assert json.loads(page.locator("#state").inner_text()) == {"cart": ["widget"], "step": 1}
+        deltas = page.locator("#deltas li")
+        assert deltas.count() == 2
+        assert "STATE_DELTA" in deltas.nth(1).inner_text()
+
+        page.get_by_role("tab", name="Next input").click()
+        page.get_by_label("Your message to the agent").fill("and another")
+        page.get_by_role("button", name="Build the next input").click()
+        page.locator("#next-input", has_text="threadId").wait_for()
+        built = json.loads(page.locator("#next-input").inner_text())
+        assert built["state"] == {"cart": ["widget"], "step": 1}
+        assert [m["role"] for m in built["messages"]] == ["user", "assistant", "user"]
+        assert built["messages"][-1]["content"] == "and another"
+        # built and withdrawn: the thread itself did not change
+        messages = served.call(lambda: served.inspector.session.conversation.messages)
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+
+        page.get_by_role("tab", name="Export").click()
+        names = page.locator("#exports a").all_inner_texts()
+        assert [n.split(" ")[0] for n in names] == ["thread.json", "run-1.sse", "run-1.input.json"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -326,3 +327,27 @@ def test_a_port_in_use_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
         port = taken.getsockname()[1]
         assert main(["inspect", "http://127.0.0.1:9/agent", "--port", str(port)]) == 2
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+# -- the page's source and its docs ---------------------------------------------------------
+
+
+def test_the_page_never_turns_data_into_markup() -> None:
+    """A static guard beside the browser test: no HTML-parsing sink in the page's script."""
+    from importlib import resources
+
+    source = resources.files("agui_tools.ui.inspector").joinpath("static", "app.js").read_text()
+    script = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script, sink
+
+
+def test_the_docs_show_screenshots_the_tests_take() -> None:
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "inspector.md").read_text()
+    images = re.findall(r"!\[[^\]]*\]\((img/[^)]+)\)", text)
+    assert len(images) >= 3
+    tests = (root / "tests" / "ui" / "test_inspector_browser.py").read_text()
+    for image in images:
+        assert (root / "docs" / image).stat().st_size > 10_000, image
+        assert f'"{Path(image).name}"' in tests, f"{image} is not taken by a test"
