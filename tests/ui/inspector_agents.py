@@ -108,6 +108,26 @@ def state_agent() -> Any:
     return agent
 
 
+def echo_header_app() -> Starlette:
+    """Says which Authorization header it was sent (for ``-H``)."""
+
+    async def endpoint(request: Request) -> StreamingResponse:
+        body = await request.json()
+        ids = {"threadId": body["threadId"], "runId": body["runId"]}
+        said = request.headers.get("authorization", "(none)")
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield _sse({"type": "RUN_STARTED", **ids})
+            yield _sse({"type": "TEXT_MESSAGE_START", "messageId": "h1", "role": "assistant"})
+            yield _sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": "h1", "delta": said})
+            yield _sse({"type": "TEXT_MESSAGE_END", "messageId": "h1"})
+            yield _sse({"type": "RUN_FINISHED", **ids})
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
+
+
 def _sse(event: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(event)}\n\n".encode()
 

@@ -169,6 +169,8 @@ def test_a_mock_tool_defined_in_the_page_is_answered_with_a_generated_form(
 
         send(page, "weather in Lisbon?")
         form = card(page, "w1")
+        form.get_by_label("temp *").wait_for()
+        assert form.locator(".badge").inner_text() == "running"
         form.get_by_label("temp *").fill("21")
         form.get_by_label("sky").select_option(label="cloudy")
         form.get_by_role("button", name="Send the answer for get_weather").click()
@@ -236,7 +238,13 @@ def test_the_page_is_usable_at_1280x800_in_both_schemes(browser: Any, tmp_path: 
                     assert box is not None and box["x"] + box["width"] <= 1280, name
                     assert box["y"] + box["height"] <= 800, name
                 screenshot(page, f"inspector-empty-{scheme}.png", tmp_path)
+                # the Theme button switches to the other scheme, whatever the system prefers
+                page.get_by_role("button", name="Switch between light and dark colours").click()
+                flipped = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                colours[f"{scheme} flipped"] = flipped
         assert colours["light"] != colours["dark"]
+        assert colours["light flipped"] == colours["dark"]
+        assert colours["dark flipped"] == colours["light"]
 
 
 TERMINAL_DEMO = """
@@ -270,6 +278,10 @@ def test_demo_web_clicked_through_reaches_the_terminal_demos_thread(browser: Any
             assert page.get_by_label("Your message to the agent").input_value() == PROMPT
             page.get_by_role("button", name="Send").click()
             page.get_by_role("button", name="Approve place_order").click()
+            # the agent's first place_order failed the schema: the error at its path
+            invalid = card(page, "s2-order")
+            assert invalid.locator(".badge").inner_text() == "failed"
+            assert invalid.locator(".validation code.path").all_inner_texts() == ["/qty"]
             page.get_by_label("Reason for declining email_receipt").fill("not now")
             page.get_by_role("button", name="Decline email_receipt").click()
             page.locator(".bubble.assistant", has_text="Done —").wait_for()

@@ -294,6 +294,25 @@ def test_inspect_drives_the_server_built_only_with_the_official_package() -> Non
     asyncio.run(go())
 
 
+def test_extra_headers_reach_the_agent() -> None:
+    from agui_tools.cli.inspect_cmd import parse_headers
+
+    from .inspector_agents import echo_header_app
+
+    headers = parse_headers(["Authorization: Bearer s3cret"])
+    assert headers == {"Authorization": "Bearer s3cret"}
+
+    async def go() -> str:
+        async with serving(echo_header_app()) as base:
+            inspector = Inspector(f"{base}/agent", headers=headers)
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "who am I?"})
+                await until(inspector, idle)
+                return "".join(m["delta"] for m in inspector.hub.messages if m["kind"] == "text")
+
+    assert asyncio.run(go()) == "Bearer s3cret"
+
+
 # -- the command line ----------------------------------------------------------------------
 
 

@@ -163,13 +163,21 @@ class _InspectorSession(Session):
         timeout: float | None = None,
     ) -> None:
         inspector = self.inspector
+        name = spec.name
+        running: Callable[[dict[str, Any]], Any]
+        if inspect.iscoroutinefunction(handler):
 
-        async def running(arguments: dict[str, Any]) -> Any:
-            inspector.executing(spec.name)
-            if inspect.iscoroutinefunction(handler):
+            async def running(arguments: dict[str, Any]) -> Any:
+                inspector.executing(name)
                 return await handler(arguments)
-            result = await asyncio.to_thread(handler, arguments)
-            return await result if inspect.isawaitable(result) else result
+
+        else:  # the session runs it in a worker thread: tell the page from the loop
+
+            def running(arguments: dict[str, Any]) -> Any:
+                loop = inspector.loop
+                assert loop is not None  # handlers run only inside a turn send() started
+                loop.call_soon_threadsafe(inspector.executing, name)
+                return handler(arguments)
 
         super().add_tool(spec, running, timeout=timeout)
         self.specs[spec.name] = spec
@@ -211,6 +219,7 @@ class Inspector:
         self._answers: dict[str, asyncio.Future[tuple[bool, Any]]] = {}
         self._mocks: dict[str, MockTool] = {}
         self._task: asyncio.Task[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._http = httpx.AsyncClient(
             transport=TeeTransport(lambda: self._current, self._sent, transport),
             timeout=DEFAULT_TIMEOUT,
@@ -260,6 +269,7 @@ class Inspector:
             raise Busy()
         if not text.strip():
             raise Refused(422, "the prompt is empty")
+        self.loop = asyncio.get_running_loop()
         self.hub.push("user", text=text)
         self.hub.push("busy", busy=True)
         self._task = asyncio.create_task(self._turn(text))
