@@ -116,6 +116,36 @@ def test_the_inspector_listens_on_loopback_only_by_default() -> None:
     assert args.host == "127.0.0.1"
 
 
+def test_a_reconnecting_page_is_replayed_exactly_what_it_missed() -> None:
+    async def go() -> None:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "hello"})
+                await until(inspector, idle)
+                total = len(inspector.hub.messages)
+                assert total > 10
+
+                async def read(last: str | None) -> list[int]:
+                    headers = {"Last-Event-ID": last} if last is not None else {}
+                    ids: list[int] = []
+                    params = {"token": inspector.token}
+                    async with page.stream(
+                        "GET", "/api/events", params=params, headers=headers
+                    ) as r:
+                        async for line in r.aiter_lines():
+                            if line.startswith("id: "):
+                                ids.append(int(line[4:]))
+                                if ids[-1] == total - 1:
+                                    return ids
+                    return ids
+
+                assert await read(None) == list(range(total))
+                assert await read("6") == list(range(7, total))
+
+    asyncio.run(go())
+
+
 # -- the decision API: bad input is refused, and nothing is lost ------------------------------
 
 

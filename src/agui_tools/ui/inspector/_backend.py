@@ -403,6 +403,8 @@ class Inspector:
                 {"path": e.path, "keyword": e.keyword, "message": e.message} for e in call.errors
             ]
             card["advertised"] = call.advertised
+        elif update.has_arguments:  # a snapshot restated the call: what runs, not the preview
+            card["arguments"] = update.arguments
         if tool is not None:
             card["description"] = tool.description
             card["sideEffects"] = tool.side_effects
