@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -108,46 +108,71 @@ def state_agent() -> Any:
     return agent
 
 
-def echo_header_app() -> Starlette:
-    """Says which Authorization header it was sent (for ``-H``)."""
-
-    async def endpoint(request: Request) -> StreamingResponse:
-        body = await request.json()
-        ids = {"threadId": body["threadId"], "runId": body["runId"]}
-        said = request.headers.get("authorization", "(none)")
-
-        async def stream() -> AsyncIterator[bytes]:
-            yield _sse({"type": "RUN_STARTED", **ids})
-            yield _sse({"type": "TEXT_MESSAGE_START", "messageId": "h1", "role": "assistant"})
-            yield _sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": "h1", "delta": said})
-            yield _sse({"type": "TEXT_MESSAGE_END", "messageId": "h1"})
-            yield _sse({"type": "RUN_FINISHED", **ids})
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
-
-    return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
-
-
 def _sse(event: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(event)}\n\n".encode()
 
 
-def broken_app() -> Starlette:
-    """An agent whose stream sends arguments for a call it never started, then stalls."""
+def raw_app(
+    events: Callable[[Request, dict[str, str]], list[dict[str, Any]]], *, stall: bool = False
+) -> Starlette:
+    """An agent that writes the SSE by hand (what our emitter would refuse to send).
+
+    ``events(request, ids)`` gives the run's events; with ``stall`` the
+    response then stays open for a minute instead of ending.
+    """
 
     async def endpoint(request: Request) -> StreamingResponse:
         body = await request.json()
         ids = {"threadId": body["threadId"], "runId": body["runId"]}
 
         async def stream() -> AsyncIterator[bytes]:
-            yield _sse({"type": "RUN_STARTED", **ids})
-            yield _sse({"type": "TEXT_MESSAGE_START", "messageId": "b1", "role": "assistant"})
-            yield _sse({"type": "TEXT_MESSAGE_CONTENT", "messageId": "b1", "delta": "Working"})
-            yield _sse({"type": "TEXT_MESSAGE_END", "messageId": "b1"})
-            yield _sse({"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"})
-            await asyncio.sleep(60)  # and never ends the run: the inspector must not wait for it
-            yield _sse({"type": "RUN_FINISHED", **ids})
+            for event in events(request, ids):
+                yield _sse(event)
+            if stall:
+                await asyncio.sleep(60)
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
     return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
+
+
+def _text(mid: str, delta: str, **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant", **extra},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": delta},
+        {"type": "TEXT_MESSAGE_END", "messageId": mid},
+    ]
+
+
+def broken_app() -> Starlette:
+    """Sends arguments for a call it never started (TOOL-20 at event #4), then stalls."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            *_text("b1", "Working"),
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
+        ],
+        stall=True,
+    )
+
+
+def echo_header_app() -> Starlette:
+    """Says which Authorization header it was sent (for ``-H``)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            *_text("h1", request.headers.get("authorization", "(none)")),
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )
+
+
+def future_prop_app() -> Starlette:
+    """A run that succeeds with one warning: an unknown property (PROC-3 at event #1)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            *_text("f1", "From the future.", futureProp=1),
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )

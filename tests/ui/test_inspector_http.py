@@ -324,6 +324,50 @@ def test_inspect_drives_the_server_built_only_with_the_official_package() -> Non
     asyncio.run(go())
 
 
+def test_a_warning_is_shown_on_its_frame_and_the_run_still_succeeds() -> None:
+    from .inspector_agents import future_prop_app
+
+    async def go() -> list[dict[str, Any]]:
+        async with serving(future_prop_app()) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "hi"})
+                await until(inspector, idle)
+                return inspector.hub.messages
+
+    messages = asyncio.run(go())
+    warnings = [m for m in messages if m["kind"] == "warning"]
+    assert [(w["rule"], w["index"], w["run"]) for w in warnings] == [("PROC-3", 1, 1)]
+    assert "/futureProp" in warnings[0]["message"]
+    frame = next(m for m in messages if m["kind"] == "event" and m["index"] == 1)
+    assert frame["event"]["futureProp"] == 1  # the timeline shows the frame as received
+    assert [m["status"] for m in messages if m["kind"] == "run-end"] == ["success"]
+    assert not [m for m in messages if m["kind"] == "failed"]
+
+
+def test_an_unreachable_agent_fails_the_turn_in_words_and_a_retry_sends_the_prompt_once() -> None:
+    from agui_tools.testing import free_port
+
+    async def go() -> None:
+        port = free_port()
+        inspector = Inspector(f"http://127.0.0.1:{port}/agent")
+        async with running(inspector) as page:
+            await page.post("/api/prompt", json={"text": "hello"})
+            failed = await until(inspector, lambda m: m["kind"] == "failed")
+            assert f"cannot reach the agent at http://127.0.0.1:{port}/agent" in failed["message"]
+            assert not inspector.busy
+            conv = inspector.session.conversation
+            assert conv is not None and conv.messages == []  # nothing was sent: withdrawn
+            async with serving(agent_app(demo_agent(delay=0), path="/agent"), port=port):
+                await page.post("/api/prompt", json={"text": "hello"})
+                await until(
+                    inspector, lambda m: m["kind"] == "run-end" and m["status"] == "success"
+                )
+            assert [m["content"] for m in conv.messages if m["role"] == "user"] == ["hello"]
+
+    asyncio.run(go())
+
+
 def test_extra_headers_reach_the_agent() -> None:
     from agui_tools.cli.inspect_cmd import parse_headers
 
