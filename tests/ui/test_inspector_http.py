@@ -444,3 +444,58 @@ def test_the_docs_show_screenshots_the_tests_take() -> None:
     for image in images:
         assert (root / "docs" / image).stat().st_size > 10_000, image
         assert f'"{Path(image).name}"' in tests, f"{image} is not taken by a test"
+
+
+TOOLS_MODULE = '''
+def lookup_sku(name: str) -> str:
+    """Find the SKU of a product by name."""
+    return "W-1"
+
+
+def refund(order: str) -> str:
+    """Refund an order."""
+    return "refunded"
+
+
+TOOLS = [lookup_sku, (refund, {"side_effects": True})]
+'''
+
+
+def test_the_inspect_command_serves_a_page_with_the_tools_module_and_stops_on_ctrl_c(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "shop_tools.py").write_text(TOOLS_MODULE)
+    cli = Path(sys.executable).with_name("agui-tools")
+    proc = subprocess.Popen(
+        [str(cli), "inspect", "http://127.0.0.1:9/agent", "--tools", "shop_tools", "--no-browser"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found is not None, line
+        url = found.group(0)
+        with httpx.Client(base_url=url, timeout=10) as client:
+            page = client.get("/")
+            config = re.search(r'name="inspector-config" content="([^"]+)"', page.text)
+            assert config is not None
+            token = json.loads(config.group(1).replace("&quot;", '"').replace("&amp;", "&"))[
+                "token"
+            ]
+            thread = client.get("/api/export/thread.json", params={"token": token}).json()
+        tools = {t["name"]: t["sideEffects"] for t in thread["tools"]}
+        assert tools == {"lookup_sku": False, "refund": True}
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
+        assert proc.stderr.read().strip() == "agui-tools inspect: stopped"  # type: ignore[union-attr]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
