@@ -176,3 +176,16 @@ def future_prop_app() -> Starlette:
             {"type": "RUN_FINISHED", **ids},
         ]
     )
+
+
+def broken_after_call_app() -> Starlette:
+    """Makes a whole call to ``place_order``, then breaks a rule: the call is left pending."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "TOOL_CALL_START", "toolCallId": "c9", "toolCallName": "place_order"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c9", "delta": '{"sku": "w", "qty": 1}'},
+            {"type": "TOOL_CALL_END", "toolCallId": "c9"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
+        ]
+    )

@@ -345,6 +345,34 @@ def test_a_warning_is_shown_on_its_frame_and_the_run_still_succeeds() -> None:
     assert not [m for m in messages if m["kind"] == "failed"]
 
 
+def test_calls_a_rejected_run_left_are_answered_before_the_next_prompt() -> None:
+    from .inspector_agents import broken_after_call_app
+
+    async def go() -> None:
+        async with serving(broken_after_call_app()) as base:
+            inspector = Inspector(f"{base}/agent", register=register_three)
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "first"})
+                await until(inspector, lambda m: m["kind"] == "failed")
+                await until(inspector, idle)
+                conv = inspector.session.conversation
+                assert conv is not None and [c.call_id for c in conv.pending] == ["c9"]
+                # the next prompt asks about the call first instead of failing with FE-8
+                await page.post("/api/prompt", json={"text": "second"})
+                await until(inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c9")
+                await page.post(
+                    "/api/consent", json={"callId": "c9", "decision": "decline", "reason": "no"}
+                )
+                start = await until(inspector, lambda m: m["kind"] == "run-start" and m["run"] == 2)
+                tool = [m for m in start["input"]["messages"] if m["role"] == "tool"]
+                assert [t["toolCallId"] for t in tool] == ["c9"]
+                assert "The user said: no" in tool[0]["content"]
+                await until(inspector, lambda m: m["kind"] == "run-end" and m["run"] == 2)
+                await until(inspector, lambda m: idle(m) and m["seq"] > start["seq"])
+
+    asyncio.run(go())
+
+
 def test_an_unreachable_agent_fails_the_turn_in_words_and_a_retry_sends_the_prompt_once() -> None:
     from agui_tools.testing import free_port
 

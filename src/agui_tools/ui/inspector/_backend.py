@@ -277,6 +277,11 @@ class Inspector:
     async def _turn(self, text: str) -> None:
         failed: dict[str, Any] | None = None
         try:
+            conv = self.session.conversation
+            if conv is not None and conv.pending:
+                # a run that ended early (rejected, truncated) left calls unanswered: they
+                # are answered first — asked, executed, refused — or no input could be sent (FE-8)
+                await self.session.dispose(self._update)
             result = await self.session.send(text, on_update=self._update)
         except ProtocolViolation as exc:  # the run ended rejected; run-end already said so
             failed = {"message": f"the agent's stream was rejected: {exc}", "rule": exc.rule}
