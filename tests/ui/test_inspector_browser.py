@@ -76,6 +76,11 @@ def test_prompt_cards_fill_in_then_approve_decline_and_edit(browser: Any, tmp_pa
         page.keyboard.press("Enter")
         page.get_by_role("button", name="Decline email_receipt").wait_for()
         assert card(page, "c0").locator(".badge").inner_text() == "done"
+        # the keyboard lands on the next question, not on a button; Tab reaches the buttons
+        focused = "document.activeElement.getAttribute('aria-label') || document.activeElement.textContent"
+        assert page.evaluate(focused).startswith("The agent wants to run email_receipt")
+        page.keyboard.press("Tab")
+        assert page.evaluate(focused) == "Approve email_receipt"
 
         page.get_by_label("Reason for declining email_receipt").fill("not today")
         page.get_by_role("button", name="Decline email_receipt").click()

@@ -194,10 +194,14 @@ function showConsent(msg) {
       edit.setAttribute("aria-expanded", String(!editBox.hidden));
       if (!editBox.hidden) editor.focus();
     } });
-  c.actions.replaceChildren(
-    el("p", { class: "ask", text: `The agent wants to run ${msg.name}${msg.sideEffects ? ", which has side effects" : ""}. Your decision:` }),
-    el("div", { class: "buttons" }, approve, decline, reason, edit, save), editBox);
+  const ask = el("p", { class: "ask", tabindex: "-1", text: `The agent wants to run ${msg.name}${msg.sideEffects ? ", which has side effects" : ""}. Your decision:` });
+  c.actions.replaceChildren(ask,
+    el("div", { class: "buttons", role: "group", "aria-label": `Your decision on ${msg.name}` }, approve, decline, reason, edit, save), editBox);
   announce(`${msg.name} awaits your consent`);
+  // a keyboard user lands on the question, one Tab from its buttons — never on Approve
+  // itself, where a second press of Enter would approve a call nobody read
+  const active = document.activeElement;
+  if (!active || active === document.body || !document.contains(active)) ask.focus();
 }
 
 function consentDone(msg) {
