@@ -348,3 +348,25 @@ def test_state_deltas_the_next_input_and_the_exports_are_viewable(browser: Any) 
         page.get_by_role("tab", name="Export").click()
         names = page.locator("#exports a").all_inner_texts()
         assert [n.split(" ")[0] for n in names] == ["thread.json", "run-1.sse", "run-1.input.json"]
+
+
+def test_a_second_tab_replays_the_session_and_a_decision_in_one_shows_in_both(
+    browser: Any,
+) -> None:
+    app = agent_app(three_calls_agent(delay=0), path="/agent")
+    with (
+        inspector_server(agent_setup(app, register=register_three)) as served,
+        open_page(browser, served.url) as first,
+    ):
+        send(first, "Do the three things")
+        first.get_by_role("button", name="Approve place_order").wait_for()
+        with open_page(browser, served.url) as second:
+            # the whole session so far, replayed: the prompt, the cards, the open question
+            second.locator(".bubble.user", has_text="Do the three things").wait_for()
+            assert second.locator("article.card").count() == 3
+            second.get_by_role("button", name="Approve place_order").click()
+            second.get_by_role("button", name="Decline email_receipt").wait_for()
+        # the first tab saw the decision: its buttons for that call are gone, the next is asked
+        first.get_by_role("button", name="Decline email_receipt").wait_for()
+        assert first.get_by_role("button", name="Approve place_order").count() == 0
+        assert card(first, "c0").locator(".badge").inner_text() == "done"
