@@ -11,6 +11,10 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import re
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -130,6 +134,28 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+@contextmanager
+def cli_inspector(argv: list[str], *, cwd: Path | None = None) -> Iterator[str]:
+    """Run ``agui-tools ARGV`` (an inspector), yield the URL it prints; on leaving,
+    Ctrl-C must stop it with exit 0 and one line on stderr."""
+    cli = Path(sys.executable).with_name("agui-tools")
+    proc = subprocess.Popen(
+        [str(cli), *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert found is not None, line
+        yield found.group(0)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
+        assert proc.stderr.read().strip() == f"agui-tools {argv[0]}: stopped"  # type: ignore[union-attr]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @contextmanager

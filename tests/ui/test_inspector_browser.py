@@ -4,8 +4,6 @@ hostile markup, mock tools and a foreign origin — every check through the page
 from __future__ import annotations
 
 import json
-import re
-import signal
 import subprocess
 import sys
 from contextlib import AsyncExitStack
@@ -23,7 +21,7 @@ from agui_tools.testing import serving
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector
 
-from .conftest import inspector_server, open_page, screenshot
+from .conftest import cli_inspector, inspector_server, open_page, screenshot
 from .inspector_agents import (
     HOSTILE,
     THREE_ARGS,
@@ -268,18 +266,8 @@ def _without_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_demo_web_clicked_through_reaches_the_terminal_demos_thread(browser: Any) -> None:
-    cli = Path(sys.executable).with_name("agui-tools")
-    web = subprocess.Popen(
-        [str(cli), "demo", "--web", "--no-browser", "--fast"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = web.stdout.readline()  # type: ignore[union-attr]
-        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert url is not None, line
-        with open_page(browser, url.group(0)) as page:
+    with cli_inspector(["demo", "--web", "--no-browser", "--fast"]) as url:
+        with open_page(browser, url) as page:
             assert page.get_by_label("Your message to the agent").input_value() == PROMPT
             page.get_by_role("button", name="Send").click()
             page.get_by_role("button", name="Approve place_order").click()
@@ -299,13 +287,6 @@ def test_demo_web_clicked_through_reaches_the_terminal_demos_thread(browser: Any
                     return (await r.json()).messages;
                 }"""
             )
-        web.send_signal(signal.SIGINT)
-        assert web.wait(15) == 0
-        assert web.stderr.read().strip() == "agui-tools demo: stopped"  # type: ignore[union-attr]
-    finally:
-        if web.poll() is None:
-            web.kill()
-            web.wait()
     terminal = subprocess.run(
         [sys.executable, "-c", TERMINAL_DEMO],
         capture_output=True,
