@@ -105,6 +105,14 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
     asyncio.run(go())
 
 
+def test_the_hosts_a_page_may_name() -> None:
+    from agui_tools.ui.inspector import loopback_hosts
+
+    assert loopback_hosts("127.0.0.1", 8) == {"127.0.0.1:8", "localhost:8", "[::1]:8"}
+    assert loopback_hosts("192.168.1.5", 8) == {"192.168.1.5:8"}
+    assert loopback_hosts("0.0.0.0", 8) is None  # any name; Origin and token still checked
+
+
 def test_the_inspector_listens_on_loopback_only_by_default() -> None:
     import argparse
 

@@ -21,10 +21,17 @@ from ._backend import Hub, Inspector, Refused
 __all__ = ["Hub", "Inspector", "Refused", "inspector_app", "loopback_hosts", "serve_inspector"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WILDCARD = ("0.0.0.0", "::", "")
 
 
-def loopback_hosts(host: str, port: int) -> set[str]:
-    """The ``Host`` header values a page of this server legitimately sends."""
+def loopback_hosts(host: str, port: int) -> set[str] | None:
+    """The ``Host`` header values a page of this server legitimately sends.
+
+    ``None`` (any) for a wildcard bind (``0.0.0.0``, ``::``), which answers to
+    names this process cannot know; the Origin and token checks still hold.
+    """
+    if host in WILDCARD:
+        return None
     names = {host, *LOOPBACK} if host in LOOPBACK else {host}
     return {f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names}
 

@@ -65,7 +65,7 @@ def _refuse(status: int, message: str) -> Response:
 class _Guard:
     """ASGI middleware: the Host, Origin, Sec-Fetch-Site and token checks, before any route."""
 
-    def __init__(self, app: ASGIApp, *, hosts: set[str], token: str) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: set[str] | None, token: str) -> None:
         self.app = app
         self.hosts = hosts
         self.token = token
@@ -83,7 +83,7 @@ class _Guard:
     def problem(self, scope: Scope) -> str | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "")
-        if host not in self.hosts:
+        if self.hosts is not None and host not in self.hosts:
             return f"refused: Host {host!r} is not this inspector (DNS rebinding?)"
         if headers.get("sec-fetch-site") == "cross-site":
             return "refused: a cross-site request"
@@ -158,8 +158,8 @@ def _answer(exc: Refused) -> Response:
     return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status)
 
 
-def inspector_app(inspector: Inspector, *, hosts: set[str]) -> ASGIApp:
-    """The ASGI app serving ``inspector`` to a page, answering only to ``hosts``."""
+def inspector_app(inspector: Inspector, *, hosts: set[str] | None) -> ASGIApp:
+    """The ASGI app serving ``inspector`` to a page, answering only to ``hosts`` (``None``: any)."""
 
     async def page(request: Request) -> Response:
         html = _asset("index.html").decode()
