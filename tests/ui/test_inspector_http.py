@@ -89,6 +89,9 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
                     "no token": await post(**{"X-Inspector-Token": ""}),
                     "a form post": await post(**{"Content-Type": "text/plain"}),
                     "a cross-site fetch": await post(**{"Sec-Fetch-Site": "cross-site"}),
+                    "a cross-site read of the page": await page.get(
+                        "/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"}
+                    ),
                     "the events without a token": await page.get("/api/events", headers=no_token),
                     "an export with a wrong token": await page.get(
                         "/api/export/thread.json", params={"token": "guess"}, headers=no_token
@@ -99,6 +102,11 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
                     assert response.status_code == 403, why
                     assert response.json()["error"].startswith("refused"), why
                 assert not [m for m in inspector.hub.messages if m["kind"] == "user"]
+                followed = await page.get(
+                    "/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
+                )
+                assert followed.status_code == 200  # a link to the page may be followed
+                assert "frame-ancestors 'none'" in followed.headers["content-security-policy"]
                 assert (await post()).status_code == 200  # the page itself may
                 await until(inspector, idle)
 

@@ -85,10 +85,14 @@ class _Guard:
         host = headers.get("host", "")
         if self.hosts is not None and host not in self.hosts:
             return f"refused: Host {host!r} is not this inspector (DNS rebinding?)"
-        if headers.get("sec-fetch-site") == "cross-site":
-            return "refused: a cross-site request"
         path: str = scope["path"]
         method: str = scope["method"]
+        if headers.get("sec-fetch-site") == "cross-site" and not (
+            # following a link to the page is fine: it cannot be framed (CSP), and what it
+            # holds — the token — is not readable from the page that linked to it
+            method == "GET" and path == "/" and headers.get("sec-fetch-mode") == "navigate"
+        ):
+            return "refused: a cross-site request"
         if method == "GET" and (path == "/" or path.startswith("/static/")):
             return None
         if method == "POST":
