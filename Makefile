@@ -18,12 +18,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $@
 
+# The inspector's browser tests (tests/ui/) drive Debian's Chromium through the
+# pinned playwright package: scripts/browser_setup.sh installs chromium with
+# apt-get when missing (as root), and never lets CI skip them quietly.
 # The interop tests drive the official TypeScript client: scripts/interop_setup.sh
 # installs interop/node_modules from the lockfile (npm ci) when missing or stale —
 # a failed install fails the target — and, as root on a bare machine with apt-get,
 # installs Node itself first. Without Node those tests skip, saying why.
 test: $(STAMP)
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
+	@scripts/browser_setup.sh
 	$(BIN)/pytest -q
 
 lint: $(STAMP)

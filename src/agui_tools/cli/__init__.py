@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from .._version import PROTOCOL_VERSION, __version__
-from . import check_cmd, chat_cmd, conformance_cmd, demo_cmd, run_cmd, serve_cmd, verify_cmd
+from . import check_cmd, chat_cmd, conformance_cmd, demo_cmd, inspect_cmd, run_cmd, serve_cmd, verify_cmd
 
 __all__ = ["main"]
 
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd.register(sub)
     run_cmd.register(sub)
     chat_cmd.register(sub)
+    inspect_cmd.register(sub)
     verify_cmd.register(sub)
     conformance_cmd.register(sub)
     check_cmd.register(sub)

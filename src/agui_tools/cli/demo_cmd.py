@@ -8,6 +8,7 @@ from typing import Any
 
 from ._answers import add_answer_flags, flag_answers, stdin_lines
 from ._common import add_journal_option, interrupted, open_journal
+from .inspect_cmd import add_web_flags
 
 HELP = """\
 Start the scripted demo agent on a free loopback port and a terminal
@@ -24,8 +25,12 @@ prompt: "approve", "decline [reason]" or "edit {json}". With no flag and no
 terminal on stdin, answers are read from stdin the same way; when they run
 out, the remaining calls are declined, and the answers say nobody decided.
 
-Exit codes: 0 the demo ran to the end, 1 it stopped early, 2 bad usage, 130
-interrupted (Ctrl-C).
+--web runs the same demo in a browser page instead (the `agui-tools inspect`
+page, with the demo's tools): it prints the page's URL and opens it unless
+--no-browser; consent is then given in the page.
+
+Exit codes: 0 the demo ran to the end (or --web was stopped with Ctrl-C),
+1 it stopped early, 2 bad usage, 130 interrupted (Ctrl-C).
 """
 
 
@@ -39,6 +44,8 @@ def register(sub: Any) -> None:
     add_answer_flags(p)
     p.add_argument("--fast", action="store_true", help="stream without the human-pace pauses")
     add_journal_option(p)
+    p.add_argument("--web", action="store_true", help="run the demo in a browser page")
+    add_web_flags(p)
     p.set_defaults(func=run)
 
 
@@ -47,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..demo.app import ScriptError, run_demo, scripted
 
+    if args.web:
+        return run_web(args)
     ok, decide = flag_answers(args, "demo")
     if not ok:
         return 2
@@ -69,3 +78,15 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     return 0 if result.status == "success" else 1
+
+
+def run_web(args: argparse.Namespace) -> int:
+    """``demo --web``: the demo agent on loopback, and the inspector page in front of it."""
+    from ..demo.app import web_demo
+    from .inspect_cmd import serve
+
+    if args.yes or args.decline or args.script:
+        print("agui-tools demo: --web asks for consent in the page", file=sys.stderr)
+        return 2
+    agent, make = web_demo(fast=args.fast)
+    return serve(make, args, "demo", agent=agent)

@@ -7,7 +7,9 @@ whole loop, prints the thread, and stops the server — offline, in one call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import orjson
 from rich.console import Console
@@ -32,6 +34,7 @@ __all__ = [
     "parse_answer",
     "run_demo",
     "scripted",
+    "web_demo",
 ]
 
 PROMPT = "Order two widgets for me."
@@ -150,3 +153,29 @@ async def run_demo(
         f"{sum(1 for m in conversation.messages if m['role'] == 'tool')} tool results in the thread."
     )
     return conversation, result
+
+
+def web_demo(*, fast: bool = False) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """The web demo's two halves: a context serving the demo agent, and the inspector for it.
+
+    ``agent()`` serves the scripted agent on a free loopback port; ``make()``,
+    called inside it, builds the inspector driving it with the demo's tools —
+    the same agent, tools and consent rules as :func:`run_demo`, in a page.
+    """
+    from ..ui.inspector import Inspector
+
+    app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
+    url: list[str] = []
+
+    @asynccontextmanager
+    async def agent() -> AsyncIterator[None]:
+        async with serving(app) as base:
+            url.append(f"{base}/agent")
+            yield
+
+    def make() -> Inspector:
+        return Inspector(
+            url[-1], register=register, prompt=PROMPT, title=f"the demo agent at {url[-1]}"
+        )
+
+    return agent, make

@@ -1,0 +1,298 @@
+"""The inspector's web app: the page, its message stream, and the few things it may post.
+
+Why Server-Sent Events for the page's updates (and plain ``POST`` for what the
+page sends): the traffic is a one-way, ordered log from the back end, which is
+exactly what SSE is — with resumption built in (``Last-Event-ID`` replays what
+a reconnecting page missed, so a dropped connection loses nothing), no extra
+server dependency, and the same wire the agent side speaks. What the page
+sends is rare and request-shaped (a prompt, a decision), and as ``POST`` with a
+JSON body and a token header it gets the browser's own cross-origin defences
+for free: a foreign page cannot send such a request without a CORS preflight,
+which this app never answers.
+
+Security (a page on another origin must not be able to drive the inspector):
+
+* it listens on loopback unless told otherwise;
+* every request's ``Host`` must name this server (``127.0.0.1:PORT``,
+  ``localhost:PORT``) — a DNS-rebinding page arrives with its own host name;
+* every ``POST`` must come from this origin (``Origin`` equal to ours) and
+  carry the session's secret token (``X-Inspector-Token``), which only the
+  page this server rendered knows; the event stream and the exports want the
+  token too;
+* ``Sec-Fetch-Site: cross-site`` is refused outright;
+* the page is served with a Content-Security-Policy that allows only its own
+  script and style: even a rendering bug could not run injected markup.
+  Model output travels as JSON data and the page shows it with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import AsyncIterator, Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._backend import Inspector, Refused
+
+__all__ = ["inspector_app"]
+
+CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+)
+_STATIC: Final = {
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+_MAX_BODY: Final = 4 * 1024 * 1024
+_RULE_ID: Final = re.compile(r"^[A-Z]+-\d+$")
+
+
+def _refuse(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class _Guard:
+    """ASGI middleware: the Host, Origin, Sec-Fetch-Site and token checks, before any route."""
+
+    def __init__(self, app: ASGIApp, *, hosts: set[str] | None, token: str) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = self.problem(scope)
+        if problem is not None:
+            await _refuse(403, problem)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def problem(self, scope: Scope) -> str | None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "")
+        if self.hosts is not None and host not in self.hosts:
+            return f"refused: Host {host!r} is not this inspector (DNS rebinding?)"
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if headers.get("sec-fetch-site") == "cross-site" and not (
+            # following a link to the page is fine: it cannot be framed (CSP), and what it
+            # holds — the token — is not readable from the page that linked to it
+            method == "GET" and path == "/" and headers.get("sec-fetch-mode") == "navigate"
+        ):
+            return "refused: a cross-site request"
+        if method == "GET" and (path == "/" or path.startswith("/static/")):
+            return None
+        if method == "POST":
+            origin = headers.get("origin")
+            if origin != f"http://{host}":
+                return f"refused: a request from origin {origin!r}, not from this inspector's page"
+            if headers.get("content-type", "").split(";")[0].strip() != "application/json":
+                return "refused: the body must be application/json"
+            supplied = headers.get("x-inspector-token", "")
+        elif method == "GET":
+            query = scope.get("query_string", b"").decode("latin-1")
+            supplied = next(
+                (p[6:] for p in query.split("&") if p.startswith("token=")),
+                headers.get("x-inspector-token", ""),
+            )
+        else:
+            return f"refused: method {method}"
+        if not hmac.compare_digest(supplied.encode(), self.token.encode()):
+            return "refused: missing or wrong inspector token"
+        return None
+
+
+@cache
+def _asset(name: str) -> bytes:
+    return resources.files(__package__).joinpath("static", name).read_bytes()
+
+
+def _rules_file() -> Path | None:
+    """``spec/RULES.md`` of the checkout this package runs from, when there is one."""
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "spec" / "RULES.md"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@cache
+def _rules() -> dict[str, dict[str, str]]:
+    """Rule ID → its text in ``spec/RULES.md`` (the second cell of its table row)."""
+    path = _rules_file()
+    out: dict[str, dict[str, str]] = {}
+    if path is None:
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and _RULE_ID.match(cells[0]):
+            out[cells[0]] = {"id": cells[0], "text": cells[1]}
+    return out
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _MAX_BODY:
+            raise Refused(413, "the request body is too large")
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Refused(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise Refused(422, "the body must be a JSON object")
+    return data
+
+
+def _answer(exc: Refused) -> Response:
+    return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status)
+
+
+def inspector_app(inspector: Inspector, *, hosts: set[str] | None) -> ASGIApp:
+    """The ASGI app serving ``inspector`` to a page, answering only to ``hosts`` (``None``: any)."""
+
+    async def page(request: Request) -> Response:
+        html = _asset("index.html").decode()
+        config = orjson.dumps(
+            {"token": inspector.token, "title": inspector.title, "prompt": inspector.prompt}
+        ).decode()
+        # JSON in an attribute: every character that could end it is escaped
+        escaped = config.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+        html = html.replace("{{CONFIG}}", escaped)
+        return Response(html, media_type="text/html; charset=utf-8", headers=_headers())
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in _STATIC:
+            return _refuse(404, "not found")
+        return Response(_asset(name), media_type=_STATIC[name], headers=_headers())
+
+    async def events(request: Request) -> Response:
+        last = request.headers.get("last-event-id", "")
+        start = int(last) + 1 if last.isdigit() else 0
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield b": inspector\n\n"
+            async for message in inspector.hub.follow(start):
+                yield b"id: %d\ndata: %s\n\n" % (message["seq"], orjson.dumps(message))
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def post(request: Request) -> Response:
+        action = request.path_params["action"]
+        try:
+            data = await _json_body(request)
+            if action == "prompt":
+                text = data.get("text")
+                if not isinstance(text, str):
+                    raise Refused(422, "the prompt must be text")
+                inspector.send(text)
+            elif action == "consent":
+                inspector.decide(
+                    str(data.get("callId")),
+                    str(data.get("decision")),
+                    reason=data.get("reason"),
+                    arguments=data.get("arguments"),
+                )
+            elif action == "answer":
+                error = data.get("error")
+                inspector.answer(
+                    str(data.get("callId")),
+                    value=data.get("value"),
+                    error=str(error) if error is not None else None,
+                )
+            elif action == "tools":
+                inspector.add_mock_tool(
+                    data.get("name"),
+                    data.get("description"),
+                    data.get("parameters"),
+                    data.get("result"),
+                    data.get("sideEffects", False),
+                )
+            elif action == "next-input":
+                prompt = data.get("prompt")
+                return JSONResponse(
+                    inspector.next_input(prompt if isinstance(prompt, str) else None)
+                )
+            else:
+                return _refuse(404, f"no action {action!r}")
+        except Refused as exc:
+            return _answer(exc)
+        return JSONResponse({"ok": True})
+
+    async def rule(request: Request) -> Response:
+        found = _rules().get(request.path_params["rule"])
+        if found is None:
+            return _refuse(404, "this rule's text is not available (see spec/RULES.md)")
+        return JSONResponse(found)
+
+    async def export(request: Request) -> Response:
+        what = request.path_params["what"]
+        if what == "thread.json":
+            body = orjson.dumps(inspector.thread_export(), option=orjson.OPT_INDENT_2)
+            return _download(body, "application/json", f"thread-{_slug(inspector)}.json")
+        match = re.fullmatch(r"run-(\d+)\.(sse|input\.json)", what)
+        if match is None:
+            return _refuse(404, "not found")
+        number = int(match.group(1))
+        if not 1 <= number <= len(inspector.captures):
+            return _refuse(404, f"no run {number} was captured")
+        capture = inspector.captures[number - 1]
+        if match.group(2) == "sse":
+            return _download(bytes(capture.body), "text/event-stream", what)
+        return _download(capture.request, "application/json", what)
+
+    routes = [
+        Route("/", page),
+        Route("/static/{name}", static),
+        Route("/api/events", events),
+        Route("/api/rules/{rule}", rule),
+        Route("/api/export/{what}", export),
+        Route("/api/{action}", post, methods=["POST"]),
+    ]
+    return _Guard(Starlette(routes=routes), hosts=hosts, token=inspector.token)
+
+
+def _headers() -> Mapping[str, str]:
+    return {
+        "Content-Security-Policy": CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+
+
+def _download(body: bytes, media_type: str, filename: str) -> Response:
+    # an attachment is saved, never rendered: a captured "<script>" stays bytes
+    return Response(
+        body,
+        media_type=media_type,
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+        },
+    )
+
+
+def _slug(inspector: Inspector) -> str:
+    conv = inspector.session.conversation
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", conv.thread_id if conv is not None else "empty")[:80]

@@ -1,0 +1,191 @@
+"""Agents and tools the inspector's tests drive: real servers, real SSE, on loopback.
+
+* :func:`three_calls_agent` — three side-effectful calls in one run (one to
+  approve, one to decline, one to edit), arguments streamed in small pieces,
+  then a final answer that quotes each answer;
+* :func:`markup_agent` — text and an agent-side result full of hostile markup;
+* :func:`broken_app` — a stream that breaks a rule and then keeps the
+  connection open, so a client that waits for the body to end would hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from agui_tools.agent import Run
+from agui_tools.transport import Session
+
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"><b>bold</b>'
+
+THREE_ARGS = {
+    "place_order": {"sku": "widget", "qty": 2, "note": "leave it at the door please"},
+    "email_receipt": {"to": "you@example.com"},
+    "delete_account": {"user": "alice"},
+}
+
+
+def three_calls_agent(delay: float = 0.02) -> Any:
+    async def agent(run: Run) -> None:
+        answers = {m["toolCallId"]: m for m in run.messages if m.get("role") == "tool"}
+        if not answers:
+            mid = await run.text("Three things need your consent.")
+            for n, (name, arguments) in enumerate(THREE_ARGS.items()):
+                text = json.dumps(arguments)
+                async with run.tool_call(name, call_id=f"c{n}", parent_message_id=mid) as call:
+                    for i in range(
+                        0, len(text), 3
+                    ):  # the card fills in, a few characters at a time
+                        await call.args(text[i : i + 3])
+                        await asyncio.sleep(delay)
+            return
+        summary = "; ".join(f"{cid}: {answers[cid]['content']}" for cid in sorted(answers))
+        await run.text(f"Final answer. {summary}")
+
+    return agent
+
+
+def register_three(session: Session) -> None:
+    """The real frontend tools for :func:`three_calls_agent` (all side-effectful)."""
+
+    @session.tool(side_effects=True)
+    def place_order(sku: str, qty: int, note: str = "") -> str:
+        """Place an order. Charges the user's card."""
+        return f"placed {qty} x {sku}"
+
+    @session.tool(side_effects=True)
+    def email_receipt(to: str) -> str:
+        """Email the receipt."""
+        return f"emailed {to}"
+
+    @session.tool(side_effects=True)
+    def delete_account(user: str) -> str:
+        """Delete a user's account."""
+        return f"deleted {user}"
+
+
+def markup_agent() -> Any:
+    async def agent(run: Run) -> None:
+        mid = await run.text(f"Here is markup: {HOSTILE}")
+        async with run.tool_call("lookup", call_id="m1", parent_message_id=mid) as call:
+            await call.args(json.dumps({"q": HOSTILE}))
+        await run.result(call.id, HOSTILE)
+        await run.text("Done.")
+
+    return agent
+
+
+def weather_agent() -> Any:
+    """Calls ``get_weather`` (a mock tool the test defines in the page), then quotes the answer."""
+
+    async def agent(run: Run) -> None:
+        answers = [m for m in run.messages if m.get("role") == "tool"]
+        if answers:
+            await run.text(f"The weather: {answers[-1]['content']}")
+            return
+        mid = await run.text("Let me look.")
+        async with run.tool_call("get_weather", call_id="w1", parent_message_id=mid) as call:
+            await call.args('{"city": "Lisbon"}')
+
+    return agent
+
+
+def state_agent() -> Any:
+    """Sets the state with a snapshot, changes it with a delta, and says so."""
+
+    async def agent(run: Run) -> None:
+        await run.state_snapshot({"cart": [], "step": 1})
+        await run.state_delta([{"op": "add", "path": "/cart/-", "value": "widget"}])
+        await run.text("Your cart has a widget.")
+
+    return agent
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+def raw_app(
+    events: Callable[[Request, dict[str, str]], list[dict[str, Any]]], *, stall: bool = False
+) -> Starlette:
+    """An agent that writes the SSE by hand (what our emitter would refuse to send).
+
+    ``events(request, ids)`` gives the run's events; with ``stall`` the
+    response then stays open for a minute instead of ending.
+    """
+
+    async def endpoint(request: Request) -> StreamingResponse:
+        body = await request.json()
+        ids = {"threadId": body["threadId"], "runId": body["runId"]}
+
+        async def stream() -> AsyncIterator[bytes]:
+            for event in events(request, ids):
+                yield _sse(event)
+            if stall:
+                await asyncio.sleep(60)
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
+
+
+def _text(mid: str, delta: str, **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant", **extra},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": delta},
+        {"type": "TEXT_MESSAGE_END", "messageId": mid},
+    ]
+
+
+def broken_app() -> Starlette:
+    """Sends arguments for a call it never started (TOOL-20 at event #4), then stalls."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            *_text("b1", "Working"),
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
+        ],
+        stall=True,
+    )
+
+
+def echo_header_app() -> Starlette:
+    """Says which Authorization header it was sent (for ``-H``)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            *_text("h1", request.headers.get("authorization", "(none)")),
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )
+
+
+def future_prop_app() -> Starlette:
+    """A run that succeeds with one warning: an unknown property (PROC-3 at event #1)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            *_text("f1", "From the future.", futureProp=1),
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )
+
+
+def broken_after_call_app() -> Starlette:
+    """Makes a whole call to ``place_order``, then breaks a rule: the call is left pending."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "TOOL_CALL_START", "toolCallId": "c9", "toolCallName": "place_order"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c9", "delta": '{"sku": "w", "qty": 1}'},
+            {"type": "TOOL_CALL_END", "toolCallId": "c9"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
+        ]
+    )

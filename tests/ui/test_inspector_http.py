@@ -1,0 +1,522 @@
+"""The inspector's HTTP face without a browser (issue 15): the security checks, the
+decision API's refusals, exports that ``agui-tools verify`` judges, and peers —
+our server and the server built only with the official Python package."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agui_tools.cli import main
+from agui_tools.demo.agent import demo_agent
+from agui_tools.demo.tools import register as register_demo
+from agui_tools.testing import serving
+from agui_tools.transport import agent_app
+from agui_tools.ui.inspector import Inspector, serve_inspector
+
+from .inspector_agents import broken_app, register_three, three_calls_agent
+
+
+@asynccontextmanager
+async def running(inspector: Inspector) -> AsyncIterator[httpx.AsyncClient]:
+    """Serve ``inspector``; yield a client that posts as its own page does."""
+    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(serve_inspector(inspector, ready=ready.set_result))
+    url = await asyncio.wait_for(ready, 10)
+    headers = {
+        "Origin": url.rstrip("/"),
+        "X-Inspector-Token": inspector.token,
+        "Content-Type": "application/json",
+    }
+    try:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as client:
+            yield client
+    finally:
+        server.cancel()
+        await asyncio.gather(server, return_exceptions=True)
+
+
+async def until(
+    inspector: Inspector, predicate: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The first hub message matching ``predicate`` (waiting for it, 10 s at most)."""
+
+    async def find() -> dict[str, Any]:
+        async for message in inspector.hub.follow():
+            if predicate(message):
+                return message
+        raise AssertionError("the hub closed")
+
+    return await asyncio.wait_for(find(), 10)
+
+
+def idle(m: dict[str, Any]) -> bool:
+    return m["kind"] == "busy" and not m["busy"]
+
+
+# -- security ------------------------------------------------------------------------------
+
+
+def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down() -> None:
+    async def go() -> None:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                ok = await page.get("/")
+                assert ok.status_code == 200
+                assert "script-src 'self'" in ok.headers["content-security-policy"]
+                assert inspector.token in ok.text  # only the page this server rendered knows it
+
+                async def post(**headers: str) -> httpx.Response:
+                    return await page.post("/api/prompt", json={"text": "hi"}, headers=headers)
+
+                no_token = {"X-Inspector-Token": ""}
+                refused = {
+                    "another Host (DNS rebinding)": await page.get(
+                        "/", headers={"Host": "evil.example:80"}
+                    ),
+                    "another Origin": await post(Origin="http://evil.example"),
+                    "no Origin": await post(Origin=""),
+                    "a wrong token": await post(**{"X-Inspector-Token": "guess"}),
+                    "no token": await post(**{"X-Inspector-Token": ""}),
+                    "a form post": await post(**{"Content-Type": "text/plain"}),
+                    "a cross-site fetch": await post(**{"Sec-Fetch-Site": "cross-site"}),
+                    "a cross-site read of the page": await page.get(
+                        "/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"}
+                    ),
+                    "the events without a token": await page.get("/api/events", headers=no_token),
+                    "an export with a wrong token": await page.get(
+                        "/api/export/thread.json", params={"token": "guess"}, headers=no_token
+                    ),
+                    "a preflight": await page.options("/api/prompt"),
+                }
+                for why, response in refused.items():
+                    assert response.status_code == 403, why
+                    assert response.json()["error"].startswith("refused"), why
+                assert not [m for m in inspector.hub.messages if m["kind"] == "user"]
+                followed = await page.get(
+                    "/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
+                )
+                assert followed.status_code == 200  # a link to the page may be followed
+                assert "frame-ancestors 'none'" in followed.headers["content-security-policy"]
+                assert (await post()).status_code == 200  # the page itself may
+                await until(inspector, idle)
+
+    asyncio.run(go())
+
+
+def test_the_hosts_a_page_may_name() -> None:
+    from agui_tools.ui.inspector import loopback_hosts
+
+    assert loopback_hosts("127.0.0.1", 8) == {"127.0.0.1:8", "localhost:8", "[::1]:8"}
+    assert loopback_hosts("192.168.1.5", 8) == {"192.168.1.5:8"}
+    assert loopback_hosts("0.0.0.0", 8) is None  # any name; Origin and token still checked
+
+
+def test_the_inspector_listens_on_loopback_only_by_default() -> None:
+    import argparse
+
+    from agui_tools.cli.inspect_cmd import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["inspect", "http://127.0.0.1:1/agent"])
+    assert args.host == "127.0.0.1"
+
+
+def test_a_reconnecting_page_is_replayed_exactly_what_it_missed() -> None:
+    async def go() -> None:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "hello"})
+                await until(inspector, idle)
+                total = len(inspector.hub.messages)
+                assert total > 10
+
+                async def read(last: str | None) -> list[int]:
+                    headers = {"Last-Event-ID": last} if last is not None else {}
+                    ids: list[int] = []
+                    params = {"token": inspector.token}
+                    async with page.stream(
+                        "GET", "/api/events", params=params, headers=headers
+                    ) as r:
+                        async for line in r.aiter_lines():
+                            if line.startswith("id: "):
+                                ids.append(int(line[4:]))
+                                if ids[-1] == total - 1:
+                                    return ids
+                    return ids
+
+                assert await read(None) == list(range(total))
+                assert await read("6") == list(range(7, total))
+
+    asyncio.run(go())
+
+
+# -- the decision API: bad input is refused, and nothing is lost ------------------------------
+
+
+def test_bad_decisions_are_refused_and_the_call_still_awaits_consent() -> None:
+    async def go() -> None:
+        async with serving(agent_app(three_calls_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent", register=register_three)
+            async with running(inspector) as page:
+                assert (await page.post("/api/prompt", json={"text": "go"})).status_code == 200
+                await until(inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c0")
+                busy = await page.post("/api/prompt", json={"text": "again"})
+                assert busy.status_code == 409 and "in progress" in busy.json()["error"]
+
+                bad = await page.post(
+                    "/api/consent",
+                    json={"callId": "c0", "decision": "edit", "arguments": {"sku": 1, "qty": "x"}},
+                )
+                assert bad.status_code == 422 and "TOOL-21" in bad.json()["error"]
+                assert {e["path"] for e in bad.json()["errors"]} == {"/sku", "/qty"}
+                for body, status in [
+                    ({"callId": "c0", "decision": "maybe"}, 422),
+                    ({"callId": "c0", "decision": "edit", "arguments": [1]}, 422),
+                    ({"callId": "nope", "decision": "approve"}, 409),
+                ]:
+                    response = await page.post("/api/consent", json=body)
+                    assert response.status_code == status, body
+                not_json = await page.post("/api/consent", content=b"{nope")
+                assert not_json.status_code == 400
+                # nothing was decided: the call still waits, and a good decision still works
+                call = inspector.session.conversation.call("c0")  # type: ignore[union-attr]
+                assert call.status.value == "awaiting_consent" and call.decision is None
+                good = await page.post(
+                    "/api/consent",
+                    json={"callId": "c0", "decision": "edit", "arguments": {"sku": "w", "qty": 3}},
+                )
+                assert good.status_code == 200
+                await until(inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c1")
+                assert call.answer is not None and call.answer.content == "placed 3 x w"
+                for cid in ("c1", "c2"):
+                    await page.post("/api/consent", json={"callId": cid, "decision": "decline"})
+                    if cid == "c1":
+                        await until(
+                            inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c2"
+                        )
+                await until(inspector, idle)
+
+    asyncio.run(go())
+
+
+# -- exports ---------------------------------------------------------------------------------
+
+
+def _export(tmp_path: Path, response: httpx.Response, name: str) -> Path:
+    assert response.status_code == 200, response.text
+    assert response.headers["content-disposition"].startswith("attachment")
+    path = tmp_path / name
+    path.write_bytes(response.content)
+    return path
+
+
+def test_exported_streams_are_judged_by_verify_as_the_inspector_judged_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def go() -> tuple[int, list[str]]:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent", register=register_demo)
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "Order two widgets for me."})
+                for _ in range(2):  # place_order, then email_receipt
+                    ask = await until(
+                        inspector,
+                        lambda m: (
+                            m["kind"] == "consent"
+                            and not any(
+                                d["kind"] == "consent-done" and d["callId"] == m["callId"]
+                                for d in inspector.hub.messages
+                            )
+                        ),
+                    )
+                    await page.post(
+                        "/api/consent", json={"callId": ask["callId"], "decision": "approve"}
+                    )
+                await until(inspector, idle)
+                token = {"token": inspector.token}
+                runs = len(inspector.captures)
+                for n in range(1, runs + 1):
+                    for what in (f"run-{n}.sse", f"run-{n}.input.json"):
+                        r = await page.get(f"/api/export/{what}", params=token)
+                        _export(tmp_path, r, what)
+                thread = await page.get("/api/export/thread.json", params=token)
+                data = json.loads(_export(tmp_path, thread, "thread.json").read_text())
+                assert data["messages"] == inspector.session.conversation.messages  # type: ignore[union-attr]
+                statuses = [r["status"] for r in data["runs"]]
+                return runs, statuses
+
+    runs, statuses = asyncio.run(go())
+    assert runs == 5 and statuses == ["success"] * 5
+    for n in range(1, runs + 1):
+        code = main(
+            [
+                "verify",
+                str(tmp_path / f"run-{n}.sse"),
+                "--input",
+                str(tmp_path / f"run-{n}.input.json"),
+            ]
+        )
+        assert code == 0, capsys.readouterr().out
+
+
+def test_a_broken_agent_ends_the_turn_rejected_and_its_export_fails_verify_by_the_same_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def go() -> None:
+        async with serving(broken_app()) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "hi"})
+                violation = await until(inspector, lambda m: m["kind"] == "violation")
+                assert violation["rule"] == "TOOL-20" and violation["index"] == 4
+                # the timeline's frame at that index is the one that broke the rule
+                frames = {m["index"]: m for m in inspector.hub.messages if m["kind"] == "event"}
+                assert frames[4]["type"] == "TOOL_CALL_ARGS"
+                assert frames[4]["event"]["toolCallId"] == "ghost"
+                end = await until(inspector, lambda m: m["kind"] == "run-end")
+                assert end["status"] == "rejected"
+                await until(inspector, idle)  # within seconds, while the agent still stalls
+                failed = await until(inspector, lambda m: m["kind"] == "failed")
+                assert failed["rule"] == "TOOL-20"
+                params = {"token": inspector.token}
+                for what in ("run-1.sse", "run-1.input.json"):
+                    _export(tmp_path, await page.get(f"/api/export/{what}", params=params), what)
+
+    asyncio.run(go())
+    code = main(
+        ["verify", str(tmp_path / "run-1.sse"), "--input", str(tmp_path / "run-1.input.json")]
+    )
+    assert code == 1
+    assert "[TOOL-20] event #4" in capsys.readouterr().out
+
+
+# -- peers ----------------------------------------------------------------------------------
+
+
+def test_inspect_drives_the_server_built_only_with_the_official_package() -> None:
+    pytest.importorskip("fastapi")
+    from tests.interop.official_server import app
+
+    async def go() -> None:
+        async with serving(app) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                seen: list[dict[str, Any]] = []
+
+                async def read_page_stream() -> None:
+                    # read the page's own event stream, as the browser does
+                    params = {"token": inspector.token}
+                    async with page.stream("GET", "/api/events", params=params) as r:
+                        assert r.headers["content-type"].startswith("text/event-stream")
+                        async for line in r.aiter_lines():
+                            if line.startswith("data: "):
+                                seen.append(json.loads(line[6:]))
+                                if idle(seen[-1]) and any(m["kind"] == "user" for m in seen):
+                                    return
+
+                reader = asyncio.create_task(read_page_stream())
+                await page.post("/api/prompt", json={"text": "hello"})
+                await asyncio.wait_for(reader, 10)
+        text = "".join(m["delta"] for m in seen if m["kind"] == "text")
+        assert text == "Hello from the agent."
+        ends = [m for m in seen if m["kind"] == "run-end"]
+        assert [e["status"] for e in ends] == ["success"]
+        events = [m["type"] for m in seen if m["kind"] == "event"]
+        assert events[0] == "RUN_STARTED" and events[-1] == "RUN_FINISHED"
+        assert not [m for m in seen if m["kind"] in ("warning", "violation", "failed")]
+
+    asyncio.run(go())
+
+
+def test_a_warning_is_shown_on_its_frame_and_the_run_still_succeeds() -> None:
+    from .inspector_agents import future_prop_app
+
+    async def go() -> list[dict[str, Any]]:
+        async with serving(future_prop_app()) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "hi"})
+                await until(inspector, idle)
+                return inspector.hub.messages
+
+    messages = asyncio.run(go())
+    warnings = [m for m in messages if m["kind"] == "warning"]
+    assert [(w["rule"], w["index"], w["run"]) for w in warnings] == [("PROC-3", 1, 1)]
+    assert "/futureProp" in warnings[0]["message"]
+    frame = next(m for m in messages if m["kind"] == "event" and m["index"] == 1)
+    assert frame["event"]["futureProp"] == 1  # the timeline shows the frame as received
+    assert [m["status"] for m in messages if m["kind"] == "run-end"] == ["success"]
+    assert not [m for m in messages if m["kind"] == "failed"]
+
+
+def test_calls_a_rejected_run_left_are_answered_before_the_next_prompt() -> None:
+    from .inspector_agents import broken_after_call_app
+
+    async def go() -> None:
+        async with serving(broken_after_call_app()) as base:
+            inspector = Inspector(f"{base}/agent", register=register_three)
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "first"})
+                await until(inspector, lambda m: m["kind"] == "failed")
+                await until(inspector, idle)
+                conv = inspector.session.conversation
+                assert conv is not None and [c.call_id for c in conv.pending] == ["c9"]
+                # the next prompt asks about the call first instead of failing with FE-8
+                await page.post("/api/prompt", json={"text": "second"})
+                await until(inspector, lambda m: m["kind"] == "consent" and m["callId"] == "c9")
+                await page.post(
+                    "/api/consent", json={"callId": "c9", "decision": "decline", "reason": "no"}
+                )
+                start = await until(inspector, lambda m: m["kind"] == "run-start" and m["run"] == 2)
+                tool = [m for m in start["input"]["messages"] if m["role"] == "tool"]
+                assert [t["toolCallId"] for t in tool] == ["c9"]
+                assert "The user said: no" in tool[0]["content"]
+                await until(inspector, lambda m: m["kind"] == "run-end" and m["run"] == 2)
+                await until(inspector, lambda m: idle(m) and m["seq"] > start["seq"])
+
+    asyncio.run(go())
+
+
+def test_an_unreachable_agent_fails_the_turn_in_words_and_a_retry_sends_the_prompt_once() -> None:
+    from agui_tools.testing import free_port
+
+    async def go() -> None:
+        port = free_port()
+        inspector = Inspector(f"http://127.0.0.1:{port}/agent")
+        async with running(inspector) as page:
+            await page.post("/api/prompt", json={"text": "hello"})
+            failed = await until(inspector, lambda m: m["kind"] == "failed")
+            assert f"cannot reach the agent at http://127.0.0.1:{port}/agent" in failed["message"]
+            assert not inspector.busy
+            conv = inspector.session.conversation
+            assert conv is not None and conv.messages == []  # nothing was sent: withdrawn
+            async with serving(agent_app(demo_agent(delay=0), path="/agent"), port=port):
+                await page.post("/api/prompt", json={"text": "hello"})
+                await until(
+                    inspector, lambda m: m["kind"] == "run-end" and m["status"] == "success"
+                )
+            assert [m["content"] for m in conv.messages if m["role"] == "user"] == ["hello"]
+
+    asyncio.run(go())
+
+
+def test_extra_headers_reach_the_agent() -> None:
+    from agui_tools.cli.inspect_cmd import parse_headers
+
+    from .inspector_agents import echo_header_app
+
+    headers = parse_headers(["Authorization: Bearer s3cret"])
+    assert headers == {"Authorization": "Bearer s3cret"}
+
+    async def go() -> str:
+        async with serving(echo_header_app()) as base:
+            inspector = Inspector(f"{base}/agent", headers=headers)
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "who am I?"})
+                await until(inspector, idle)
+                return "".join(m["delta"] for m in inspector.hub.messages if m["kind"] == "text")
+
+    assert asyncio.run(go()) == "Bearer s3cret"
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["inspect", "not a url"], "is not an http:// or https:// URL"),
+        (["inspect", "http://127.0.0.1:9/agent", "-H", "NoColon"], "is not a header"),
+        (
+            ["inspect", "http://127.0.0.1:9/agent", "--tools", "no_such_module_x"],
+            "cannot load --tools",
+        ),
+        (["inspect", "http://127.0.0.1:9/agent", "--port", "70000"], "is not a TCP port"),
+        (["demo", "--web", "--yes"], "--web asks for consent in the page"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_port_in_use_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["inspect", "http://127.0.0.1:9/agent", "--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+# -- the page's source and its docs ---------------------------------------------------------
+
+
+def test_the_page_never_turns_data_into_markup() -> None:
+    """A static guard beside the browser test: no HTML-parsing sink in the page's script."""
+    from importlib import resources
+
+    source = resources.files("agui_tools.ui.inspector").joinpath("static", "app.js").read_text()
+    script = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script, sink
+
+
+def test_the_docs_show_screenshots_the_tests_take() -> None:
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "inspector.md").read_text()
+    images = re.findall(r"!\[[^\]]*\]\((img/[^)]+)\)", text)
+    assert len(images) >= 3
+    tests = (root / "tests" / "ui" / "test_inspector_browser.py").read_text()
+    for image in images:
+        assert (root / "docs" / image).stat().st_size > 10_000, image
+        assert f'"{Path(image).name}"' in tests, f"{image} is not taken by a test"
+
+
+TOOLS_MODULE = '''
+def lookup_sku(name: str) -> str:
+    """Find the SKU of a product by name."""
+    return "W-1"
+
+
+def refund(order: str) -> str:
+    """Refund an order."""
+    return "refunded"
+
+
+TOOLS = [lookup_sku, (refund, {"side_effects": True})]
+'''
+
+
+def test_the_inspect_command_serves_a_page_with_the_tools_module_and_stops_on_ctrl_c(
+    tmp_path: Path,
+) -> None:
+    from .conftest import cli_inspector
+
+    (tmp_path / "shop_tools.py").write_text(TOOLS_MODULE)
+    argv = ["inspect", "http://127.0.0.1:9/agent", "--tools", "shop_tools", "--no-browser"]
+    with cli_inspector(argv, cwd=tmp_path) as url, httpx.Client(base_url=url, timeout=10) as client:
+        page = client.get("/")
+        config = re.search(r'name="inspector-config" content="([^"]+)"', page.text)
+        assert config is not None
+        token = json.loads(config.group(1).replace("&quot;", '"').replace("&amp;", "&"))["token"]
+        thread = client.get("/api/export/thread.json", params={"token": token}).json()
+    tools = {t["name"]: t["sideEffects"] for t in thread["tools"]}
+    assert tools == {"lookup_sku": False, "refund": True}
