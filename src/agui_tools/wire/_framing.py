@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from .._errors import LimitExceeded, ProtocolViolation
+from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "BrokenFrame",
+    "FrameNote",
     "NDJSONReader",
     "SSEReader",
     "ndjson_frame",
@@ -80,6 +81,31 @@ class BrokenFrame(str):
 
     def __repr__(self) -> str:
         return f"BrokenFrame({self.violation!r})"
+
+
+class FrameNote(str):
+    """Stands in the frame sequence where the framing layer dropped something and
+    said so: a whole frame (``dropped``: the binary binding's event from a later
+    protocol, which has no type string to hand onward — TRANS-7), or a part of the
+    event that follows (a content part naming no arm this build knows).
+
+    A ``str`` like :class:`BrokenFrame`, so it travels wherever frames travel. The
+    pipeline records ``warning`` — at the dropped frame's own stream position, or
+    at the next event's — and delivers nothing for it: the answer enforcement
+    gives an unknown event on SSE, spelled at the transport.
+    """
+
+    warning: ProtocolWarning
+    dropped: bool
+
+    def __new__(cls, warning: ProtocolWarning, *, dropped: bool = False) -> FrameNote:
+        frame = super().__new__(cls, "")
+        frame.warning = warning
+        frame.dropped = dropped
+        return frame
+
+    def __repr__(self) -> str:
+        return f"FrameNote({self.warning!r}, dropped={self.dropped})"
 
 
 def _decode(raw: bytes, what: str) -> str:
@@ -274,11 +300,16 @@ class NDJSONReader:
 
 
 def sniff_format(head: bytes) -> str:
-    """Guess how a captured stream is framed: ``"json"``, ``"ndjson"`` or ``"sse"``.
+    """Guess how a captured stream is framed: ``"json"``, ``"ndjson"``, ``"proto"``
+    or ``"sse"``.
 
-    A JSON array starts with ``[``; NDJSON with ``{``; anything else (``data:``,
-    ``:`` comments, ``event:``) is taken for SSE.
+    A binary-binding body starts with a frame's 4-byte big-endian length, whose
+    first byte is zero for any frame under 16 MiB — a byte no text format starts
+    with. A JSON array starts with ``[``; NDJSON with ``{``; anything else
+    (``data:``, ``:`` comments, ``event:``) is taken for SSE.
     """
+    if head[:1] == b"\x00":
+        return "proto"
     text = head.lstrip(_BOM).lstrip()
     if text.startswith(b"["):
         return "json"

@@ -1,0 +1,151 @@
+"""Framing for the binary binding: length-prefixed protobuf frames out of bytes, and back.
+
+Sans-I/O, beside the SSE reader (``_framing``) and shaped like it: feed bytes as
+they arrive, in any split, and take out what the frames carried — here already
+decoded (``_proto_codec``), since a binary frame has no text form to hand on.
+
+``pages/basic/transports/http-protobuf.mdx`` (TRANS-7):
+
+* a frame is a 4-byte unsigned big-endian length, then exactly that many bytes
+  of one encoded event; frames abut; a frame may be split across chunks and a
+  chunk may hold many frames;
+* a length over ``max_event_bytes`` is refused as soon as its header is read,
+  before the bytes it announces arrive (or are buffered);
+* a frame whose bytes do not decode is fatal to the stream; a frame naming only
+  an envelope arm this build predates is dropped with a warning;
+* a body that ends mid-frame is a *truncated run*, not an error: the reader
+  keeps the partial frame (:attr:`ProtoReader.has_partial_event`) and the
+  pipeline's end of stream reports the run truncated (TRANS-2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
+from ._framing import DEFAULT_MAX_EVENT_BYTES, BrokenFrame, FrameNote
+from ._proto_codec import PROTO_MEDIA_TYPE, UnknownEventArm, decode_proto_event
+
+__all__ = ["PROTO_MEDIA_TYPE", "ProtoReader", "proto_frame"]
+
+_HEADER: Final = 4
+_WHERE: Final = "binary framing"
+
+
+def proto_frame(message: bytes) -> bytes:
+    """One encoded event as a frame: its length (uint32, big-endian), then its bytes."""
+    return len(message).to_bytes(_HEADER, "big") + message
+
+
+class ProtoReader:
+    """Incremental reader of a binary-binding body, yielding the events it carries.
+
+    >>> from agui_tools.wire._proto_codec import encode_proto_event
+    >>> body = proto_frame(encode_proto_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}))
+    >>> r = ProtoReader()
+    >>> r.feed(body[:5]), r.has_partial_event
+    ([], True)
+    >>> r.feed(body[5:])
+    [{'threadId': 't', 'runId': 'r', 'type': 'RUN_STARTED'}]
+    """
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._buf = bytearray()
+        self._max = max_event_bytes
+        self._offset = 0  # stream offset of _buf[0], to say where a bad frame began
+        self._frames = 0
+        self._broken = False
+        self.warnings: list[ProtocolWarning] = []
+        """Frames dropped by :meth:`feed` (an event this build predates), with why."""
+        self.closed = False
+
+    @property
+    def has_partial_event(self) -> bool:
+        """True when bytes of a frame arrived that did not complete it."""
+        return bool(self._buf)
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """Consume ``chunk``; return the events of every frame it completed.
+
+        Raises :class:`ProtocolViolation` (TRANS-7) for a frame that does not
+        decode and :class:`LimitExceeded` for a length header over
+        ``max_event_bytes``; the events this chunk completed before it are lost
+        with the exception — the client uses :meth:`feed_frames`. A frame
+        dropped with a warning is recorded in :attr:`warnings`.
+        """
+        out: list[Any] = []
+        self._feed(chunk, out)
+        events = []
+        for item in out:
+            if isinstance(item, FrameNote):
+                self.warnings.append(item.warning)
+            else:
+                events.append(item)
+        return events
+
+    def feed_frames(self, chunk: bytes) -> list[Any]:
+        """Like :meth:`feed`, but never raises: what the pipeline takes, in order.
+
+        Events (dicts), a :class:`~agui_tools.wire._framing.FrameNote` where a
+        frame was dropped or a part of it was (the pipeline records its warning),
+        and a :class:`~agui_tools.wire._framing.BrokenFrame` where the stream
+        broke — after which the reader is finished and later chunks give nothing.
+        """
+        if self._broken:
+            return []
+        out: list[Any] = []
+        try:
+            self._feed(chunk, out)
+        except ProtocolViolation as exc:
+            self._broken = True
+            out.append(BrokenFrame(exc))
+        return out
+
+    def _feed(self, chunk: bytes, out: list[Any]) -> None:
+        buf = self._buf
+        buf += chunk
+        pos = 0
+        end = len(buf)
+        try:
+            while end - pos >= _HEADER:
+                length = int.from_bytes(buf[pos : pos + _HEADER], "big")
+                if length > self._max:
+                    raise LimitExceeded(
+                        "LIMIT",
+                        f"binary frame #{self._frames} (at byte {self._offset + pos}) announces "
+                        f"{length} bytes, over max_event_bytes={self._max}; refused before they "
+                        "arrive. Raise the limit if such events are expected.",
+                        where=_WHERE,
+                    )
+                stop = pos + _HEADER + length
+                if stop > end:
+                    break
+                self._frame(bytes(buf[pos + _HEADER : stop]), self._offset + pos, out)
+                pos = stop
+        finally:
+            del buf[:pos]
+            self._offset += pos
+
+    def _frame(self, message: bytes, offset: int, out: list[Any]) -> None:
+        index = self._frames
+        self._frames += 1
+        notes: list[ProtocolWarning] = []
+        try:
+            event = decode_proto_event(message, warnings=notes)
+        except UnknownEventArm as exc:
+            out.append(FrameNote(exc.warning, dropped=True))
+            return
+        except ProtocolViolation as exc:
+            raise ProtocolViolation(
+                exc.rule,
+                f"{exc.explanation} (binary frame #{index}, {len(message)} bytes at byte "
+                f"{offset} of the body)",
+                event_type=exc.event_type,
+                where=_WHERE,
+            ) from None
+        out.extend(FrameNote(note) for note in notes)
+        out.append(event)
+
+    def close(self) -> None:
+        """Mark the end of the body; a partial frame is discarded (a truncated run)."""
+        self.closed = True
