@@ -17,12 +17,22 @@ What the binding requires of a client (``basic/transports/http-sse``):
 * a body that ends without a terminal event is a *truncated* run, and an
   abandoned stream (cancelled, timed out) never gets a synthetic
   ``RUN_FINISHED`` (TRANS-2, RUN-9).
+
+The binary binding (``basic/transports/http-protobuf``, TRANS-7): with
+``transport="proto"`` or ``"auto"`` the request's ``Accept`` names
+``application/vnd.ag-ui.event+proto`` beside ``text/event-stream``; the parser
+is chosen by the response's ``Content-Type`` — length-prefixed protobuf frames
+(:class:`~agui_tools.wire._proto_framing.ProtoReader`) or SSE, which a client
+MUST always be prepared for — and the decoded events enter the same pipeline.
+``"proto"`` logs when the agent answered SSE instead; ``"auto"`` takes either
+quietly. ``"sse"`` (the default) asks for SSE only.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import httpx
 import orjson
@@ -31,13 +41,31 @@ from .._errors import TransportError, UsageError
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
-from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, SSEReader
+from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, SSEReader
 
-__all__ = ["AgentClient", "SyncAgentClient", "TransportError"]
+__all__ = ["AgentClient", "SyncAgentClient", "Transport", "TransportError"]
+
+log = logging.getLogger("agui_tools.transport")
+
+Transport = Literal["sse", "proto", "auto"]
+"""Which binding a client asks for: SSE only, or the binary one (SSE still accepted)."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 _BODY_LIMIT = 64 * 1024
-_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+_HEADERS = {"Content-Type": "application/json", "Accept": SSE_MEDIA_TYPE}
+_ACCEPT: dict[str, str] = {
+    "sse": SSE_MEDIA_TYPE,
+    "proto": f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}",
+    "auto": f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}",
+}
+
+
+def _headers(transport: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    if transport not in _ACCEPT:
+        raise UsageError(
+            f"transport={transport!r}: choose 'sse', 'proto' or 'auto'.", rule="TRANS-7"
+        )
+    return {**_HEADERS, "Accept": _ACCEPT[transport], **(extra or {})}
 
 
 def _connection_error(url: str, exc: httpx.HTTPError, streaming: bool) -> TransportError:
@@ -85,15 +113,30 @@ def _status_error(response: httpx.Response, body: bytes) -> TransportError:
     )
 
 
-def _check_stream(response: httpx.Response) -> None:
+class _Reader(Protocol):
+    def feed_frames(self, chunk: bytes) -> list[Any]: ...
+
+
+def _reader_for(response: httpx.Response, transport: str, max_event_bytes: int) -> _Reader:
+    """The parser the response's ``Content-Type`` calls for (TRANS-7), or an error."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "text/event-stream":
-        raise TransportError(
-            f"the agent at {response.request.url} answered {response.status_code} with "
-            f"Content-Type {kind or '(none)'!r}, not an event stream",
-            status=response.status_code,
-            url=str(response.request.url),
-        )
+    if kind == PROTO_MEDIA_TYPE:
+        from ..wire._proto_framing import ProtoReader
+
+        return ProtoReader(max_event_bytes=max_event_bytes)
+    if kind == SSE_MEDIA_TYPE:
+        if transport == "proto":
+            log.info(
+                "the agent at %s answered SSE: it does not serve the binary binding",
+                response.request.url,
+            )
+        return SSEReader(max_event_bytes=max_event_bytes)
+    raise TransportError(
+        f"the agent at {response.request.url} answered {response.status_code} with "
+        f"Content-Type {kind or '(none)'!r}, not an event stream",
+        status=response.status_code,
+        url=str(response.request.url),
+    )
 
 
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
@@ -123,6 +166,8 @@ class AgentClient:
             :meth:`aclose`, otherwise). Timeouts are on by default.
         headers: extra request headers (authentication, say).
         peer_version: the agent's protocol version when known (downgrades).
+        transport: ``"sse"`` (the default), or ``"proto"`` / ``"auto"`` to ask for
+            the binary binding — the answer's ``Content-Type`` decides the parser.
     """
 
     def __init__(
@@ -134,11 +179,13 @@ class AgentClient:
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         peer_version: str | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        transport: Transport = "sse",
     ) -> None:
         self.url = url
+        self.transport = transport
         self._own = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout)
-        self.headers = {**_HEADERS, **(headers or {})}
+        self.headers = _headers(transport, headers)
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
 
@@ -152,14 +199,14 @@ class AgentClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def frames(self, run_input: Mapping[str, Any]) -> AsyncIterator[list[str]]:
-        """POST the input; yield the SSE ``data`` payloads each network chunk completes.
+    async def frames(self, run_input: Mapping[str, Any]) -> AsyncIterator[list[Any]]:
+        """POST the input; yield what each network chunk completes, for the pipeline:
+        SSE ``data`` payloads, or the events of binary frames.
 
         The input is checked and prepared exactly as it will be sent (unknown
         material stripped, malformed fields refused — before anything is sent).
         """
         body = _body(run_input, self.peer_version)
-        reader = SSEReader(max_event_bytes=self.max_event_bytes)
         streaming = False
         try:
             async with self._http.stream(
@@ -167,7 +214,7 @@ class AgentClient:
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, await _error_body(response))
-                _check_stream(response)
+                reader = _reader_for(response, self.transport, self.max_event_bytes)
                 streaming = True
                 async for chunk in response.aiter_raw():
                     # a frame the reader cannot produce travels as a BrokenFrame, so the
@@ -212,11 +259,13 @@ class SyncAgentClient:
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         peer_version: str | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        transport: Transport = "sse",
     ) -> None:
         self.url = url
+        self.transport = transport
         self._own = http is None
         self._http = http or httpx.Client(timeout=timeout)
-        self.headers = {**_HEADERS, **(headers or {})}
+        self.headers = _headers(transport, headers)
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
 
@@ -230,9 +279,8 @@ class SyncAgentClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[str]]:
+    def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[Any]]:
         body = _body(run_input, self.peer_version)
-        reader = SSEReader(max_event_bytes=self.max_event_bytes)
         streaming = False
         try:
             with self._http.stream(
@@ -240,7 +288,7 @@ class SyncAgentClient:
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, _error_body_sync(response))
-                _check_stream(response)
+                reader = _reader_for(response, self.transport, self.max_event_bytes)
                 streaming = True
                 for chunk in response.iter_raw():
                     frames = reader.feed_frames(chunk)

@@ -26,6 +26,8 @@ from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
+    "PROTO_MEDIA_TYPE",
+    "SSE_MEDIA_TYPE",
     "BrokenFrame",
     "FrameNote",
     "NDJSONReader",
@@ -37,6 +39,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+PROTO_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
+"""The binary binding's media type (http-protobuf, TRANS-7); its frames: ``_proto_framing``."""
+SSE_MEDIA_TYPE: Final = "text/event-stream"
 _BOM: Final = b"\xef\xbb\xbf"
 
 

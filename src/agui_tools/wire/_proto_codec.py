@@ -46,6 +46,7 @@ from google.protobuf import message as _pb_message
 
 from .._errors import ProtocolViolation, ProtocolWarning
 from . import _proto_events_pb2 as pb
+from ._framing import PROTO_MEDIA_TYPE
 
 __all__ = [
     "PROTO_MEDIA_TYPE",
@@ -54,7 +55,6 @@ __all__ = [
     "encode_proto_event",
 ]
 
-PROTO_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
 _RULE: Final = "TRANS-7"
 _SAFE: Final = 9007199254740991  # 2^53 - 1: JSON numbers round-trip up to here
 
