@@ -35,6 +35,11 @@ def register(sub: Any) -> None:
     )
     add_answer_flags(p)
     p.add_argument("--fast", action="store_true", help="stream without the human-pace pauses")
+    p.add_argument(
+        "--proto",
+        action="store_true",
+        help="run over the binary binding (HTTP + protobuf) instead of SSE",
+    )
     p.set_defaults(func=run)
 
 
@@ -49,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     if decide is None and not sys.stdin.isatty():
         decide = scripted(stdin_lines(sys.stdin))
     try:
-        _, result = asyncio.run(run_demo(decide=decide, fast=args.fast))
+        _, result = asyncio.run(
+            run_demo(decide=decide, fast=args.fast, transport="proto" if args.proto else "sse")
+        )
     except KeyboardInterrupt:
         print("\ndemo interrupted", file=sys.stderr)
         return 1

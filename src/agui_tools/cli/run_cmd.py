@@ -42,6 +42,12 @@ def register(sub: Any) -> None:
     p.add_argument("--tools", metavar="MODULE", help="offer the frontend tools this module defines")
     add_answer_flags(p)
     p.add_argument("--timeout", type=float, default=60.0, help="handler timeout in seconds")
+    p.add_argument(
+        "--proto",
+        action="store_true",
+        help="ask for the binary binding (HTTP + protobuf); SSE is still read if the agent "
+        "answers with it",
+    )
     p.set_defaults(func=run)
 
 
@@ -122,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         answer: Approval = decide(call)
         return answer
 
-    session = Session(AgentClient(args.url), ask=ask, timeout=args.timeout)
+    client = AgentClient(args.url, transport="proto" if args.proto else "sse")
+    session = Session(client, ask=ask, timeout=args.timeout)
     if args.tools:
         try:
             load_tools(session, args.tools)

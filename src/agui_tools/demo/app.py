@@ -16,7 +16,7 @@ from rich.rule import Rule
 from ..app._calls import PendingCall
 from ..app._conversation import Conversation, RunResult
 from ..testing import serving
-from ..transport._client import AgentClient
+from ..transport._client import AgentClient, Transport
 from ..transport._server import agent_app
 from ..transport._session import Approval, Session
 from ..ui.terminal import TerminalUI
@@ -116,14 +116,18 @@ async def run_demo(
     decide: Decider | None = None,
     prompt: Callable[[str], str] | None = None,
     fast: bool = False,
+    transport: Transport = "sse",
 ) -> tuple[Conversation, RunResult]:
-    """Run the whole demo once; ``decide`` answers consent (else the terminal asks)."""
+    """Run the whole demo once; ``decide`` answers consent (else the terminal asks).
+
+    ``transport="proto"`` runs it over the binary binding (TRANS-7)."""
     console = console or Console(highlight=False)
     ui = TerminalUI(console, prompt=prompt)
     app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
     async with serving(app) as base:
         url = f"{base}/agent"
-        console.print(Rule(f"AG-UI demo — agent at {url}"))
+        binding = " (binary binding)" if transport != "sse" else ""
+        console.print(Rule(f"AG-UI demo — agent at {url}{binding}"))
         console.print(f"[bold]you:[/bold] {PROMPT}")
 
         def ask(call: PendingCall) -> Approval:
@@ -134,7 +138,7 @@ async def run_demo(
             )
             return answer
 
-        session = Session(AgentClient(url), ask=ask)
+        session = Session(AgentClient(url, transport=transport), ask=ask)
         register(session)
         try:
             result = await session.send(PROMPT, on_update=ui.on_update)
