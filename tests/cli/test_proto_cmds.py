@@ -75,7 +75,7 @@ def test_verify_rejects_a_binary_capture_at_its_undecodable_frame(
 def test_verify_calls_a_binary_capture_cut_mid_frame_truncated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, doc = verify(tmp_path, binary(GOOD)[:-5], capsys)
+    _, doc = verify(tmp_path, binary(GOOD)[:-5], capsys)
     assert doc["outcome"] == "completed"
     assert doc["runs"][0]["status"] == "truncated"
 

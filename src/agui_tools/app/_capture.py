@@ -76,7 +76,16 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
 
         # events, notes of dropped frames, and a BrokenFrame where a frame did not decode:
         # the pipeline judges each at its position; a body cut mid-frame is a truncated run
-        return ProtoReader(max_event_bytes=limits.max_event_bytes).feed_frames(data)
+        binary = ProtoReader(max_event_bytes=limits.max_event_bytes).feed_frames(data)
+        if not binary:
+            announced = int.from_bytes(data[:4].ljust(4, b"\x00"), "big")
+            raise ProtocolViolation(
+                "TRANS-7",
+                f"no complete binary frame: the first announces {announced} bytes and "
+                f"{max(len(data) - 4, 0)} follow — not a binary-binding body, or a cut one.",
+                where="capture",
+            )
+        return binary
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
