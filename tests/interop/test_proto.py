@@ -30,8 +30,8 @@ from agui_tools.app._capture import read_frames, replay
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE
 from agui_tools.wire._proto_codec import UnknownEventArm, decode_proto_event, encode_proto_event
 from tests.helpers.gen_proto_corpus import C as CORPUS_EVENTS
-from tests.helpers.strategies import event
 from tests.helpers.scripted_server import serve
+from tests.helpers.strategies import event
 from tests.interop.node import run_node, skip_reason
 from tests.interop.our_agent import FRONTEND_TOOLS, SCENARIOS, Recorder, app
 
