@@ -12,7 +12,7 @@
 //       decode — proto.decode(bytes) (an AGUIUnknownEventTypeError is {unknown: true})
 //       frame  — a whole body as EventEncoder({accept: the media type}).encodeBinary
 //                writes it: 4-byte big-endian length + message, per event
-//   node interop/ts/proto.mjs bench FILE REPEAT
+//   node interop/ts/proto.mjs bench FILE REPEAT   (or FILE bench REPEAT)
 //     FILE: a JSON array of events; encodes and decodes the whole array REPEAT times
 //     prints {"events", "bytes", "encode_s", "decode_s"} (best of the repetitions)
 import fs from "node:fs";
@@ -21,7 +21,10 @@ import { encode, decode, AGUIUnknownEventTypeError, AGUI_MEDIA_TYPE } from "@ag-
 import { EventEncoder } from "@ag-ui/encoder";
 import { captureConsole, print, usage } from "./lib.mjs";
 
-const [mode, file, repeat] = process.argv.slice(2);
+// the mode comes first (tests/interop/node.py) or after the file (bench/peers.py)
+const argv = process.argv.slice(2);
+if (!["codec", "bench"].includes(argv[0])) [argv[0], argv[1]] = [argv[1], argv[0]];
+const [mode, file, repeat] = argv;
 if (!mode || !file) usage("usage: node proto.mjs codec FILE | bench FILE REPEAT");
 const request = JSON.parse(fs.readFileSync(file, "utf8"));
 

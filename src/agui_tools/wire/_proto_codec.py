@@ -224,21 +224,59 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
     A reader mirrors the official (ts-proto) decoder: a field without presence
     is always there with its default, an ``optional`` one only when set, a
     repeated one always a list (the mapping below removes the empty ones the
-    official decoder removes).
+    official decoder removes). An envelope arm's writer and reader handle its
+    ``base_event`` inline — the event's own ``type``, ``timestamp``,
+    ``rawEvent`` and ``metadata`` — so an event needs no reshaping to be written
+    and comes back flat; the reader refuses a base whose type is not the arm's.
     """
     sources: list[str] = []
     done: set[str] = set()
+    envelope: Any = _ENVELOPE
+    arms = {fd.message_type.full_name: fd.name.upper() for fd in envelope.fields}
+
+    def base_writer(kind: str) -> list[str]:
+        return [
+            "    b = m.base_event",
+            "    b.SetInParent()",
+            f"    b.type = {_TYPE_NUMBER_OF[kind]}",
+            "    v = get('timestamp')",
+            "    if v is not None: b.timestamp = v",
+            "    v = get('rawEvent')",
+            "    if v is not None: fill_value(b.raw_event, v)",
+            "    v = get('metadata')",
+            "    if v is not None and isinstance(v, Mapping):",
+            "        o = b.metadata; o.SetInParent(); fill_object(o, v)",
+        ]
+
+    def base_reader(kind: str) -> list[str]:
+        return [
+            "    if not m.HasField('base_event'): raise NoBase()",
+            "    b = m.base_event",
+            f"    if b.type != {_TYPE_NUMBER_OF[kind]}: raise WrongBase(b.type)",
+            f"    d = {{'type': {kind!r}}}",
+            "    if b.HasField('timestamp'): d['timestamp'] = b.timestamp",
+            "    if b.HasField('raw_event'):",
+            "        v = read_value(b.raw_event)",
+            "        if v is not NO_VALUE: d['rawEvent'] = v",
+            "    if b.HasField('metadata'): d['metadata'] = read_object(b.metadata)",
+        ]
 
     def gen(md: Any) -> None:
         if md.full_name in done:
             return
         done.add(md.full_name)
+        kind = arms.get(md.full_name)
         w = [f"def {_fname('w_', md)}(m, d):", "    m.SetInParent()", "    get = d.get"]
         r = [f"def {_fname('r_', md)}(m):", "    d = {}"]
+        if kind is not None:
+            r = r[:1] + base_reader(kind)
         for fd in sorted(md.fields, key=lambda f: f.number):
             name, key = fd.name, fd.json_name
             sub: Any = fd.message_type
             acc = _attr(name)
+            if kind is not None and name == "base_event":
+                w += base_writer(kind)
+                continue
             w.append(f"    v = get({key!r})")
             w.append("    if v is not None:")
             if fd.is_repeated:
@@ -297,6 +335,9 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
         "read_object": _read_object,
         "NO_VALUE": _NO_VALUE,
         "MISSING": _MISSING,
+        "Mapping": Mapping,
+        "NoBase": _NoBase,
+        "WrongBase": _WrongBase,
     }
     exec(compile("\n\n".join(sources), "<agui_tools proto converters>", "exec"), namespace)
     writers = {}
@@ -307,12 +348,23 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
     return writers, readers
 
 
+class _NoBase(Exception):
+    """An event message without its ``base_event``."""
+
+
+class _WrongBase(Exception):
+    """An event message whose base declares another type than its envelope arm."""
+
+    def __init__(self, declared: int) -> None:
+        self.declared = declared
+
+
+_TYPE_NUMBER_OF: Final = {v.name: v.number for v in pb.EventType.DESCRIPTOR.values}
 _WRITERS, _READERS = _compile()
 
 _ARM_OF_TYPE: Final = {fd.name.upper(): fd.name for fd in _ENVELOPE.fields}
 _TYPE_OF_ARM: Final = {fd.name: fd.name.upper() for fd in _ENVELOPE.fields}
 _ARM_NUMBERS: Final = frozenset(fd.number for fd in _ENVELOPE.fields)
-_TYPE_NUMBER: Final = {v.name: v.number for v in pb.EventType.DESCRIPTOR.values}
 _TYPE_NAME: Final = {v.number: v.name for v in pb.EventType.DESCRIPTOR.values}
 _PATCH_OP: Final = {v.name.lower(): v.number for v in pb.JsonPatchOperationType.DESCRIPTOR.values}
 _PATCH_NAME: Final = {v.number: v.name.lower() for v in pb.JsonPatchOperationType.DESCRIPTOR.values}
@@ -442,24 +494,14 @@ def _patch_to_wire(ops: Any, at: str) -> Any:
     return out
 
 
-def _shape(
-    event: Mapping[str, Any], notes: list[ProtocolWarning] | None
-) -> tuple[str, dict[str, Any]]:
-    """The event in the shape of its envelope arm's message (still camelCase keys)."""
-    kind = event.get("type")
-    if not isinstance(kind, str) or kind not in _ARM_OF_TYPE:
-        raise ValueError(f"no binary wire form for an event of type {kind!r}")
-    arm = _ARM_OF_TYPE[kind]
+def _reshape(
+    kind: str, event: Mapping[str, Any], notes: list[ProtocolWarning] | None
+) -> Mapping[str, Any]:
+    """The event with the members the wire spells differently respelled (the
+    official mapping); most events need none and pass through untouched."""
+    if kind not in _RESHAPED:
+        return event
     rest = dict(event)
-    del rest["type"]
-    base: dict[str, Any] = {"type": _TYPE_NUMBER[kind]}
-    if "timestamp" in rest:
-        base["timestamp"] = rest.pop("timestamp")
-    if "rawEvent" in rest:
-        base["rawEvent"] = rest.pop("rawEvent")
-    if "metadata" in rest:
-        base["metadata"] = _object_or_none(rest.pop("metadata"))
-    rest["baseEvent"] = base
     if kind == "MESSAGES_SNAPSHOT" and isinstance(rest.get("messages"), list):
         rest["messages"] = [
             _message_to_wire(m, f"/messages/{i}", notes) for i, m in enumerate(rest["messages"])
@@ -491,13 +533,35 @@ def _shape(
         if isinstance(content, list):
             rest["contentParts"] = _parts_to_wire(content, "/content", notes)
             rest["content"] = None
-        else:
-            rest["contentParts"] = None
     elif kind == "RUN_STARTED" and rest.get("input") is not None:
         rest["input"] = _input_to_wire(rest["input"], notes)
     elif kind == "ACTIVITY_SNAPSHOT":
         rest["content"] = _object_or_none(rest.get("content"))
-    return arm, rest
+    return rest
+
+
+_RESHAPED: Final = frozenset(
+    {
+        "MESSAGES_SNAPSHOT",
+        "RUN_FINISHED",
+        "SUBAGENT_FINISHED",
+        "STATE_DELTA",
+        "ACTIVITY_DELTA",
+        "TOOL_CALL_RESULT",
+        "RUN_STARTED",
+        "ACTIVITY_SNAPSHOT",
+    }
+)
+
+
+def _shape(
+    event: Mapping[str, Any], notes: list[ProtocolWarning] | None
+) -> tuple[str, Mapping[str, Any]]:
+    """The envelope arm for ``event`` and the event as its writer takes it."""
+    kind = event.get("type")
+    if not isinstance(kind, str) or kind not in _ARM_OF_TYPE:
+        raise ValueError(f"no binary wire form for an event of type {kind!r}")
+    return _ARM_OF_TYPE[kind], _reshape(kind, event, notes)
 
 
 def encode_proto_event(
@@ -512,16 +576,19 @@ def encode_proto_event(
     said in ``warnings`` (the official encoder warns the same way).
 
     Raises ``ValueError`` for an event no frame can carry (no type, an unknown
-    type, a JSON Patch op that is not one) and ``TypeError`` for a value that
-    is not JSON.
+    type, a JSON Patch op that is not one, a value of the wrong type or not JSON).
     """
     arm, shaped = _shape(event, warnings)
-    envelope = pb.Event()
+    envelope = _Envelope()
     try:
         _WRITERS[arm](getattr(envelope, arm), shaped)
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{event.get('type')}: {exc}") from None
-    return envelope.SerializeToString()
+    data: bytes = envelope.SerializeToString()
+    return data
+
+
+_Envelope: Final = pb.Event
 
 
 # -- decode ---------------------------------------------------------------------------
@@ -673,6 +740,11 @@ def _unknown(message: Any) -> list[Any]:
 def _one_field(data: bytes) -> bool:
     """Whether the frame is exactly one length-delimited field, as every frame an
     encoder writes is (the envelope's one arm). Reads only the tag and length."""
+    size = len(data)
+    if size > 3 and data[0] < 0x80 and data[1] < 0x80:  # arms 1-15, under 128 bytes
+        return data[0] & 7 == 2 and data[1] + 2 == size
+    if size > 4 and data[1] < 0x80 and data[2] < 0x80:  # arms 16-31, under 128 bytes
+        return data[0] & 7 == 2 and data[2] + 3 == size
     pos = 0
     for _ in range(2):  # the tag, then the length
         value = shift = 0
@@ -711,9 +783,8 @@ def decode_proto_event(data: bytes, *, warnings: list[ProtocolWarning] | None = 
     bytes that are not one known event. A content part naming no known arm is
     dropped and said in ``warnings``.
     """
-    envelope = pb.Event()
     try:
-        envelope.ParseFromString(data)
+        envelope = _parse(data)
     except _pb_message.DecodeError as exc:
         raise _malformed(f"not a protobuf message ({exc})") from None
     arm = envelope.WhichOneof("event")
@@ -722,24 +793,44 @@ def decode_proto_event(data: bytes, *, warnings: list[ProtocolWarning] | None = 
         if future:
             raise UnknownEventArm(future)
         raise _malformed("the envelope names no event")
-    kind = _TYPE_OF_ARM[arm]
     if not _one_field(data) and len(_arms_in(data)) > 1:
-        raise _malformed("the envelope names more than one event", kind)
-    body = getattr(envelope, arm)
-    if not body.HasField("base_event"):
-        raise _malformed("the event carries no base_event", kind)
-    event = _READERS[arm](body)
-    base = event.pop("baseEvent")
-    declared = _TYPE_NAME.get(base["type"], str(base["type"]))
-    if declared != kind:
+        raise _malformed("the envelope names more than one event", _TYPE_OF_ARM[arm])
+    try:
+        event = _READERS[arm](getattr(envelope, arm))
+    except _NoBase:
+        raise _malformed("the event carries no base_event", _TYPE_OF_ARM[arm]) from None
+    except _WrongBase as exc:
+        kind = _TYPE_OF_ARM[arm]
+        declared = _TYPE_NAME.get(exc.declared, str(exc.declared))
         raise _malformed(
             f"the envelope carries {kind} but the base event declares {declared}", kind
-        )
-    event["type"] = kind
-    for key in ("timestamp", "rawEvent", "metadata"):
-        if key in base:
-            event[key] = base[key]
-    notes: list[ProtocolWarning] = []
+        ) from None
+    kind = event["type"]
+    if kind in _REBUILT:
+        notes: list[ProtocolWarning] = []
+        _rebuild(kind, event, notes)
+        if notes and warnings is not None:
+            warnings.extend(ProtocolWarning(w.rule, w.message, event_type=kind) for w in notes)
+    return event
+
+
+_parse: Final = pb.Event.FromString
+_REBUILT: Final = frozenset(
+    {
+        "MESSAGES_SNAPSHOT",
+        "RUN_FINISHED",
+        "SUBAGENT_FINISHED",
+        "STATE_DELTA",
+        "ACTIVITY_DELTA",
+        "RUN_ERROR",
+        "TOOL_CALL_RESULT",
+        "RUN_STARTED",
+    }
+)
+
+
+def _rebuild(kind: str, event: Event, notes: list[ProtocolWarning]) -> None:
+    """The members the wire spells differently, back in their JSON spelling."""
     if kind == "MESSAGES_SNAPSHOT":
         event["messages"] = [_message_from_wire(m, notes, kind) for m in event["messages"]]
     elif kind == "RUN_FINISHED":
@@ -763,6 +854,3 @@ def decode_proto_event(data: bytes, *, warnings: list[ProtocolWarning] | None = 
             event["content"] = _parts_from_wire(parts, notes)
     elif kind == "RUN_STARTED" and "input" in event:
         event["input"] = _input_from_wire(event["input"], notes, kind)
-    if notes and warnings is not None:
-        warnings.extend(ProtocolWarning(w.rule, w.message, event_type=kind) for w in notes)
-    return event

@@ -20,6 +20,7 @@ decoded (``_proto_codec``), since a binary frame has no text form to hand on.
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Final
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
@@ -29,6 +30,7 @@ from ._proto_codec import PROTO_MEDIA_TYPE, UnknownEventArm, decode_proto_event
 __all__ = ["PROTO_MEDIA_TYPE", "ProtoReader", "proto_frame"]
 
 _HEADER: Final = 4
+_LENGTH: Final = struct.Struct(">I")
 _WHERE: Final = "binary framing"
 
 
@@ -55,6 +57,7 @@ class ProtoReader:
         self._offset = 0  # stream offset of _buf[0], to say where a bad frame began
         self._frames = 0
         self._broken = False
+        self._notes: list[ProtocolWarning] = []  # a decoded frame's dropped parts, handed on
         self.warnings: list[ProtocolWarning] = []
         """Frames dropped by :meth:`feed` (an event this build predates), with why."""
         self.closed = False
@@ -106,9 +109,12 @@ class ProtoReader:
         buf += chunk
         pos = 0
         end = len(buf)
+        unpack = _LENGTH.unpack_from
+        append = out.append
+        notes = self._notes
         try:
             while end - pos >= _HEADER:
-                length = int.from_bytes(buf[pos : pos + _HEADER], "big")
+                (length,) = unpack(buf, pos)
                 if length > self._max:
                     raise LimitExceeded(
                         "LIMIT",
@@ -120,31 +126,29 @@ class ProtoReader:
                 stop = pos + _HEADER + length
                 if stop > end:
                     break
-                self._frame(bytes(buf[pos + _HEADER : stop]), self._offset + pos, out)
+                message = bytes(buf[pos + _HEADER : stop])
+                try:
+                    event = decode_proto_event(message, warnings=notes)
+                except UnknownEventArm as exc:
+                    append(FrameNote(exc.warning, dropped=True))
+                except ProtocolViolation as exc:
+                    raise ProtocolViolation(
+                        exc.rule,
+                        f"{exc.explanation} (binary frame #{self._frames}, {length} bytes at byte "
+                        f"{self._offset + pos} of the body)",
+                        event_type=exc.event_type,
+                        where=_WHERE,
+                    ) from None
+                else:
+                    if notes:
+                        out.extend(FrameNote(note) for note in notes)
+                        notes.clear()
+                    append(event)
+                self._frames += 1
                 pos = stop
         finally:
             del buf[:pos]
             self._offset += pos
-
-    def _frame(self, message: bytes, offset: int, out: list[Any]) -> None:
-        index = self._frames
-        self._frames += 1
-        notes: list[ProtocolWarning] = []
-        try:
-            event = decode_proto_event(message, warnings=notes)
-        except UnknownEventArm as exc:
-            out.append(FrameNote(exc.warning, dropped=True))
-            return
-        except ProtocolViolation as exc:
-            raise ProtocolViolation(
-                exc.rule,
-                f"{exc.explanation} (binary frame #{index}, {len(message)} bytes at byte "
-                f"{offset} of the body)",
-                event_type=exc.event_type,
-                where=_WHERE,
-            ) from None
-        out.extend(FrameNote(note) for note in notes)
-        out.append(event)
 
     def close(self) -> None:
         """Mark the end of the body; a partial frame is discarded (a truncated run)."""
