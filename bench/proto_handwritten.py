@@ -161,9 +161,17 @@ _ARMS = {
 _DARMS = {fd.number: (fd.name, _dec_table(fd.message_type)) for fd in pb.Event.DESCRIPTOR.fields}
 
 
-def encode(arm: str, shaped: dict[str, Any]) -> bytes:
+_TYPE = {v.name: v.number for v in pb.EventType.DESCRIPTOR.values}
+
+
+def encode(arm: str, event: Any) -> bytes:
+    """``event`` as ``_proto_codec._shape`` leaves it: flat, the base members beside the rest."""
+    base = {"type": _TYPE[event["type"]]}
+    for key in ("timestamp", "rawEvent", "metadata"):
+        if key in event:
+            base[key] = event[key]
     tag, t = _ARMS[arm]
-    b = _enc_msg(t, shaped)
+    b = _enc_msg(t, {**event, "baseEvent": base})
     return tag + varint(len(b)) + b
 
 
