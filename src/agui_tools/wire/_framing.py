@@ -20,7 +20,7 @@ pipeline reports, never repairs.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
 
@@ -125,7 +125,39 @@ def _decode(raw: bytes, what: str) -> str:
         ) from None
 
 
-class SSEReader:
+class _StreamReader:
+    """What every stream reader shares: :meth:`feed_frames`, which never raises.
+
+    A subclass implements ``_feed(chunk, out)`` (which may raise a
+    :class:`ProtocolViolation`) and sets ``_broken = False`` on construction.
+    """
+
+    _broken: bool
+
+    def _feed(self, chunk: bytes, out: list[Any]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def feed_frames(self, chunk: bytes) -> list[Any]:
+        """Like ``feed``, but never raises: a violation takes its place in the
+        frames, as a :class:`BrokenFrame` after the frames completed before it.
+
+        For a reader feeding the consumer pipeline (the client): the pipeline
+        rejects the stream at that position, so the run ends ``rejected`` with
+        the violation like any other. The reader is finished after a broken
+        frame; later chunks give nothing.
+        """
+        if self._broken:
+            return []
+        out: list[Any] = []
+        try:
+            self._feed(chunk, out)
+        except ProtocolViolation as exc:
+            self._broken = True
+            out.append(BrokenFrame(exc))
+        return out
+
+
+class SSEReader(_StreamReader):
     """Incremental Server-Sent Events parser yielding each event's ``data``.
 
     >>> r = SSEReader()
@@ -165,26 +197,7 @@ class SSEReader:
         self._feed(chunk, out)
         return out
 
-    def feed_frames(self, chunk: bytes) -> list[str]:
-        """Like :meth:`feed`, but never raises: a violation takes its place in the
-        frames, as a :class:`BrokenFrame` after the events completed before it.
-
-        For a reader feeding the consumer pipeline (the client): the pipeline
-        rejects the stream at that position, so the run ends ``rejected`` with
-        the violation like any other. The reader is finished after a broken
-        frame; later chunks give nothing.
-        """
-        if self._broken:
-            return []
-        out: list[str] = []
-        try:
-            self._feed(chunk, out)
-        except ProtocolViolation as exc:
-            self._broken = True
-            out.append(BrokenFrame(exc))
-        return out
-
-    def _feed(self, chunk: bytes, out: list[str]) -> None:
+    def _feed(self, chunk: bytes, out: list[Any]) -> None:
         if not chunk:
             return
         self._total += len(chunk)

@@ -24,7 +24,7 @@ import struct
 from typing import Any, Final
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
-from ._framing import DEFAULT_MAX_EVENT_BYTES, BrokenFrame, FrameNote
+from ._framing import DEFAULT_MAX_EVENT_BYTES, FrameNote, _StreamReader
 from ._proto_codec import PROTO_MEDIA_TYPE, UnknownEventArm, decode_proto_event
 
 __all__ = ["PROTO_MEDIA_TYPE", "ProtoReader", "proto_frame"]
@@ -39,7 +39,7 @@ def proto_frame(message: bytes) -> bytes:
     return len(message).to_bytes(_HEADER, "big") + message
 
 
-class ProtoReader:
+class ProtoReader(_StreamReader):
     """Incremental reader of a binary-binding body, yielding the events it carries.
 
     >>> from agui_tools.wire._proto_codec import encode_proto_event
@@ -73,8 +73,10 @@ class ProtoReader:
         Raises :class:`ProtocolViolation` (TRANS-7) for a frame that does not
         decode and :class:`LimitExceeded` for a length header over
         ``max_event_bytes``; the events this chunk completed before it are lost
-        with the exception — the client uses :meth:`feed_frames`. A frame
-        dropped with a warning is recorded in :attr:`warnings`.
+        with the exception — the client uses :meth:`feed_frames`, which hands
+        on events (dicts), a :class:`~agui_tools.wire._framing.FrameNote` where a
+        frame (or a part of one) was dropped, and a ``BrokenFrame`` where the
+        stream broke. Here a dropped frame is recorded in :attr:`warnings`.
         """
         out: list[Any] = []
         self._feed(chunk, out)
@@ -85,24 +87,6 @@ class ProtoReader:
             else:
                 events.append(item)
         return events
-
-    def feed_frames(self, chunk: bytes) -> list[Any]:
-        """Like :meth:`feed`, but never raises: what the pipeline takes, in order.
-
-        Events (dicts), a :class:`~agui_tools.wire._framing.FrameNote` where a
-        frame was dropped or a part of it was (the pipeline records its warning),
-        and a :class:`~agui_tools.wire._framing.BrokenFrame` where the stream
-        broke — after which the reader is finished and later chunks give nothing.
-        """
-        if self._broken:
-            return []
-        out: list[Any] = []
-        try:
-            self._feed(chunk, out)
-        except ProtocolViolation as exc:
-            self._broken = True
-            out.append(BrokenFrame(exc))
-        return out
 
     def _feed(self, chunk: bytes, out: list[Any]) -> None:
         buf = self._buf
