@@ -161,3 +161,17 @@ def test_run_asks_for_the_binding_it_is_told_to(
     assert proc.returncode == 0, proc.stderr
     assert "Hello over protobuf — ✓" in proc.stdout
     assert requests[-1]["answered"].endswith(answered)
+
+
+def test_demo_proto_flag_runs_the_demo_over_the_binary_binding() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "agui_tools", "demo", "--proto", "--yes", "--fast"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "(binary binding)" in proc.stdout
+    assert "last status success" in proc.stdout
