@@ -181,3 +181,52 @@ def test_a_binary_capture_is_recognised() -> None:
     assert sniff_format(BODY[:64]) == "proto"
     assert sniff_format(b'data: {"type":"RUN_STARTED"}\n\n') == "sse"
     assert sniff_format(b'{"type":"RUN_STARTED"}\n') == "ndjson"
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "streams"
+NO_BINARY_FORM = {
+    # an event or value the binary wire has no spelling for: nothing to send
+    "era-0-0-45-thinking-translated.json": "no binary wire form for an event of type 'THINKING_START'",
+    "unknown-event-dropped.json": "no binary wire form for an event of type 'FUTURE_EVENT'",
+    "state-delta-unknown-op-dropped.json": "'increment' is not a JSON Patch operation",
+    "malformed-known-field-fatal.json": "TEXT_MESSAGE_CONTENT",
+}
+MALFORMED_THE_WIRE_CANNOT_CARRY = {
+    # a malformed value of a known field: its binary spelling is a well-formed one (a
+    # missing required string reads as "", an array outcome as no outcome), exactly as
+    # the official encoder and decoder do — the verdict on the bytes is not the JSON one
+    "subagent-started-missing-name-fatal.json",
+    "unknown-outcome-array-fatal.json",
+}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.json")))
+def test_every_conformance_fixture_gets_the_same_verdict_on_both_bindings(name: str) -> None:
+    """PROC-6: "if a stream survives as JSON, it MUST survive as protobuf, and if it
+    fails, it MUST fail the same way" — the same outcome, run statuses, thread and state
+    — except where the binary wire cannot spell the stream at all (listed, with why)."""
+    from agui_tools.app._capture import replay
+
+    fixture = json.loads((FIXTURES / name).read_text())
+    stream, run_input = fixture["stream"], fixture.get("input")
+    try:
+        body = body_of(stream)
+    except ValueError as exc:
+        assert NO_BINARY_FORM.get(name, "(unexpected)") in str(exc)
+        return
+    assert name not in NO_BINARY_FORM
+    sse = replay([json.dumps(e) for e in stream], run_input=run_input)
+    binary = replay(ProtoReader().feed_frames(body), run_input=run_input)
+
+    def verdict(v: Any) -> Any:
+        return (
+            v.result.outcome,
+            [r.status for r in v.result.runs],
+            v.thread.messages,
+            v.thread.state,
+        )
+
+    if name in MALFORMED_THE_WIRE_CANNOT_CARRY:
+        assert sse.result.outcome == "failed" and binary.result.outcome == "completed"
+    else:
+        assert verdict(binary) == verdict(sse)
