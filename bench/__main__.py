@@ -16,7 +16,10 @@ Groups (``--only`` runs one):
   previewed after every delta) vs naive re-parsing, and schema validation with
   jsonschema-rs vs jsonschema;
 * ``transport`` — one server process to one client vs the official
-  quickstart's FastAPI endpoint, and memory with 1,000 idle streams.
+  quickstart's FastAPI endpoint, and memory with 1,000 idle streams;
+* ``binding`` — the binary binding (HTTP + protobuf) beside SSE: codec vs the
+  official ``@ag-ui/proto`` in Node, decode + pipeline, one server → one client,
+  and the codec choice (upb vs hand-written).
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -32,11 +35,12 @@ import time
 from . import arguments as arguments_bench
 from . import codec, corpus, peers
 from . import pipeline as pipeline_bench
+from . import proto as proto_bench
 from . import reducer as reducer_bench
 from . import transport as transport_bench
 from .harness import table
 
-GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport")
+GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "binding")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if "transport" in groups:
         print(transport_bench.report())
+    if "binding" in groups:
+        print(proto_bench.report(events))
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

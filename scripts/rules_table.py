@@ -149,10 +149,20 @@ EXTRA.update(
         "VER-6": [
             "tests/app/test_conformance_runner.py::test_fixture[era-0-0-57-subagent-dropped-with-warning]"
         ],
-        "TRANS-3": ["tests/transport/test_client.py"],
+        "TRANS-3": ["tests/transport/test_client.py", "tests/transport/test_proto_transport.py"],
         "TRANS-4": ["tests/transport/test_client.py::test_request_shape_and_a_full_run"],
         "TRANS-7": [
-            "tests/transport/test_client.py::test_request_shape_and_a_full_run (explicit Accept: text/event-stream)"
+            "tests/transport/test_client.py::test_request_shape_and_a_full_run (explicit Accept: text/event-stream)",
+            "tests/transport/test_proto_transport.py",
+            "tests/wire/test_proto_codec.py",
+            "tests/wire/test_proto_framing.py",
+            "tests/interop/test_proto.py",
+            "clause by clause: the binary-binding table below",
+        ],
+        "PROC-6": [
+            "tests/wire/test_proto_framing.py::test_an_unknown_outcome_reaches_enforcement_and_is_stripped_as_on_sse",
+            "tests/wire/test_proto_framing.py::test_a_frame_from_a_later_protocol_is_dropped_with_a_warning_and_the_run_goes_on",
+            "tests/cli/test_proto_cmds.py::test_verify_reads_a_binary_capture_as_it_reads_the_same_stream_as_json",
         ],
         "SEC-4": [
             "tests/app/test_conformance_runner.py::test_fixture[raw-and-custom-pass-through]"
@@ -164,7 +174,6 @@ EXTRA.update(
 NOT_APPLICABLE: dict[str, str] = {
     "FE-16": "n/a: capability declarations are not read by this library",
     "RUN-11": "usage is carried as data, never summed or defaulted (round-trip tests)",
-    "PROC-6": "n/a: one transport binding (JSON over SSE/NDJSON); protobuf is OPTIONAL (TRANS-3) and not implemented",
     "SEC-3": "SHOULD: reasoning and encrypted values are stored as given and returned only to the producer",
     "CAP-1": "n/a: capability declarations are not read by this library",
     "CAP-2": "n/a: no declaration is read, so none can reject a stream",

@@ -14,7 +14,11 @@
 //   3. stop when nothing is pending (or after --max-runs).
 //
 // usage: node interop/ts/httpagent.mjs URL [--scenario NAME] [--thread-id ID]
-//          [--tools JSON|@FILE] [--user TEXT] [--max-runs N]
+//          [--tools JSON|@FILE] [--user TEXT] [--max-runs N] [--binary 1]
+//   --binary 1: ask for the binary binding — HttpAgent with its request's Accept naming
+//   application/vnd.ag-ui.event+proto beside text/event-stream (the documented way: the
+//   package's HttpAgent asks for SSE only); the client then picks its parser by the
+//   answer's Content-Type (transformHttpEventStream → parseProtoStream).
 // prints one JSON document:
 //   {"outcome": "completed"|"failed", "error", "runs": [{runId, outcome, error,
 //    finishOutcome, pendingToolCallIds, answered, messages, state, newMessages}],
@@ -26,6 +30,7 @@
 // documented (docs/conformance.md); the caller decides what to count.
 import fs from "node:fs";
 import { HttpAgent } from "@ag-ui/client";
+import { AGUI_MEDIA_TYPE } from "@ag-ui/proto";
 import { captureConsole, errorText, print, usage } from "./lib.mjs";
 
 function parse(argv) {
@@ -55,7 +60,15 @@ const tools = jsonArg(flags.tools, []);
 const maxRuns = Number(flags["max-runs"] ?? 4);
 const frontend = new Set(tools.map((t) => t.name));
 
-const agent = new HttpAgent({
+class BinaryHttpAgent extends HttpAgent {
+  requestInit(input) {
+    const init = super.requestInit(input);
+    return { ...init, headers: { ...init.headers, Accept: `${AGUI_MEDIA_TYPE}, text/event-stream` } };
+  }
+}
+
+const Agent = flags.binary ? BinaryHttpAgent : HttpAgent;
+const agent = new Agent({
   url,
   threadId: flags["thread-id"] ?? `ts-${scenario}`,
   initialMessages: [{ id: "u-1", role: "user", content: flags.user ?? `scenario ${scenario}` }],

@@ -46,7 +46,8 @@ def app_for(script: Script) -> Starlette:
         body = await request.body()
         script.requests.append({"headers": dict(request.headers), "body": body})
         streamed = script.hang_after or (
-            script.content_type == "text/event-stream" and script.status == 200
+            script.content_type in ("text/event-stream", "application/vnd.ag-ui.event+proto")
+            and script.status == 200
         )
         if not streamed:
             return Response(

@@ -158,6 +158,7 @@ class Exchange:
     """One HTTP exchange as it crossed the socket: the request body and the response bytes."""
 
     request_body: bytes = b""
+    request_headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
@@ -193,6 +194,7 @@ class Recorder:
             await self.inner(scope, receive, send)
             return
         ex = Exchange()
+        ex.request_headers = {k.decode(): v.decode() for k, v in scope.get("headers", [])}
         self.exchanges.append(ex)
 
         async def recv() -> Message:

@@ -35,6 +35,9 @@ from agui_tools.wire._pipeline import StreamResult
 from tests.helpers.judging import judge_sse
 
 Event = dict[str, Any]
+SSE = {"accept": "text/event-stream"}
+"""What a client that reads SSE only sends: a default ``*/*`` admits the binary
+binding (TRANS-7), which tests/transport/test_proto_transport.py covers."""
 
 INPUT: dict[str, Any] = {
     "threadId": "t1",
@@ -206,7 +209,9 @@ def test_fastapi_mount_coexists_with_the_hosts_routes(base_url: str, client: htt
 def test_keepalive_comments_while_the_agent_is_quiet(base_url: str, client: httpx.Client) -> None:
     saw_keepalive.clear()
     raw = b""
-    headers = {"content-type": "application/json"}
+    # explicit, as a client that cannot read the binary binding must be: httpx's default
+    # Accept, */*, admits it (TRANS-7)
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
     with client.stream(
         "POST", f"{base_url}/slow/", content=orjson.dumps(INPUT), headers=headers
     ) as response:
@@ -242,7 +247,7 @@ def test_client_disconnect_cancels_the_agent_and_the_server_keeps_serving(
     hang_streaming.clear()
     hang_cancelled.clear()
     reader = SSEReader()
-    with client.stream("POST", f"{base_url}/hang/", json=INPUT) as response:
+    with client.stream("POST", f"{base_url}/hang/", json=INPUT, headers=SSE) as response:
         assert response.status_code == 200
         for chunk in response.iter_raw():
             frames = reader.feed(chunk)
@@ -574,7 +579,7 @@ def test_only_post_is_served(base_url: str, client: httpx.Client) -> None:
 
 def test_starlette_testclient_in_process() -> None:
     with TestClient(agent_app(happy, path="/agent")) as tc:
-        response = tc.post("/agent", json=INPUT)
+        response = tc.post("/agent", json=INPUT, headers=SSE)
         assert response.status_code == 200
         result, _ = judge(response.content)
         assert result.runs[0].status == "success"
@@ -590,7 +595,7 @@ def test_a_bug_of_ours_still_ends_the_stream_with_run_error(
 
     monkeypatch.setattr(Emitter, "finish", broken_finish)
     with TestClient(agent_app(happy)) as tc:
-        response = tc.post("/", json=INPUT)
+        response = tc.post("/", json=INPUT, headers=SSE)
     assert response.status_code == 200
     _, events = judge(response.content, run_error=True)
     assert events[-1]["code"] == "InternalError"
@@ -605,7 +610,7 @@ def test_a_producer_that_dies_without_a_word_still_yields_run_error(
 
     monkeypatch.setattr(server_module, "drive", dead_drive)
     with TestClient(agent_app(happy)) as tc:
-        response = tc.post("/", json=INPUT)
+        response = tc.post("/", json=INPUT, headers=SSE)
     assert response.status_code == 200
     _, events = judge(response.content, run_error=True)
     assert [e["type"] for e in events] == ["RUN_ERROR"]  # a stream may open with RUN_ERROR (RUN-1)

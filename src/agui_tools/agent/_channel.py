@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..wire._codec import encode_json
 from ..wire._kinds import WireEvent
@@ -28,9 +28,18 @@ class EventChannel:
     pushed, so an agent that mutates a dict it emitted (a state object, a
     list of parts) cannot change what was verified. Backpressure is separate
     (:meth:`flow`): a writer waits there once ``high_water`` events are queued.
+
+    ``encode`` turns one event into its payload: compact JSON by default, one
+    binary frame for the protobuf binding.
     """
 
-    def __init__(self, *, high_water: int | None = 256) -> None:
+    def __init__(
+        self,
+        *,
+        high_water: int | None = 256,
+        encode: Callable[[WireEvent], bytes] = encode_json,
+    ) -> None:
+        self._encode = encode
         self._payloads: deque[bytes] = deque()
         self._readable = asyncio.Event()
         self._writable = asyncio.Event()
@@ -46,8 +55,9 @@ class EventChannel:
     def push(self, events: Iterable[WireEvent]) -> None:
         if self.aborted:
             return
+        encode = self._encode
         for ev in events:
-            self._payloads.append(encode_json(ev))
+            self._payloads.append(encode(ev))
             if ev["type"] in ("RUN_FINISHED", "RUN_ERROR"):
                 self.ended_with = ev["type"]
         if self._payloads:
@@ -65,7 +75,7 @@ class EventChannel:
         return bool(self._payloads)
 
     def take(self) -> list[bytes]:
-        """Every queued event, as its compact JSON payload."""
+        """Every queued event, as its payload (see ``encode``)."""
         out = list(self._payloads)
         self._payloads.clear()
         if not self.closed and not self.aborted:

@@ -1,8 +1,9 @@
 """Replaying a captured stream through the whole consumer: pipeline + reducer.
 
 Used by ``agui-tools verify``, the conformance runner and tests. A captured
-stream is a JSON array of events, NDJSON, or an SSE body — sniffed from its
-first bytes — and goes through exactly the stages a live stream does.
+stream is a JSON array of events, NDJSON, an SSE body or a binary-binding body
+(length-prefixed protobuf frames, TRANS-7) — sniffed from its first bytes — and
+goes through exactly the stages a live stream does.
 """
 
 from __future__ import annotations
@@ -71,6 +72,21 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
     empty stream, and judging it "completed" would say something untrue.
     """
     limits = limits or Limits()
+    if sniff_format(data[:64]) == "proto":
+        from ..wire._proto_framing import ProtoReader
+
+        # events, notes of dropped frames, and a BrokenFrame where a frame did not decode:
+        # the pipeline judges each at its position; a body cut mid-frame is a truncated run
+        binary = ProtoReader(max_event_bytes=limits.max_event_bytes).feed_frames(data)
+        if not binary:
+            announced = int.from_bytes(data[:4].ljust(4, b"\x00"), "big")
+            raise ProtocolViolation(
+                "TRANS-7",
+                f"no complete binary frame: the first announces {announced} bytes and "
+                f"{max(len(data) - 4, 0)} follow — not a binary-binding body, or a cut one.",
+                where="capture",
+            )
+        return binary
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -154,8 +170,8 @@ def verify_capture(
 ) -> CaptureVerdict:
     """Judge a captured stream as a conforming consumer would — ``agui-tools verify`` as a call.
 
-    ``data`` is a JSON array of events, NDJSON or an SSE body (sniffed from its
-    first bytes). The verdict's :meth:`CaptureVerdict.to_json` is the document
+    ``data`` is a JSON array of events, NDJSON, an SSE body or a binary-binding
+    body (sniffed from its first bytes). The verdict's :meth:`CaptureVerdict.to_json` is the document
     ``agui-tools verify --json`` prints. A stream that breaks a rule is a
     verdict (``result.outcome == "failed"``), not an exception; only a capture
     that is no stream at all raises :class:`ProtocolViolation` (TRANS-4).

@@ -15,7 +15,16 @@ import sys
 from collections.abc import Sequence
 
 from .._version import PROTOCOL_VERSION, __version__
-from . import check_cmd, chat_cmd, conformance_cmd, demo_cmd, inspect_cmd, run_cmd, serve_cmd, verify_cmd
+from . import (
+    chat_cmd,
+    check_cmd,
+    conformance_cmd,
+    demo_cmd,
+    inspect_cmd,
+    run_cmd,
+    serve_cmd,
+    verify_cmd,
+)
 
 __all__ = ["main"]
 

@@ -47,6 +47,12 @@ def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> Non
     )
     add_journal_option(parser)
     parser.add_argument("--save", metavar="FILE", help=save_help)
+    parser.add_argument(
+        "--proto",
+        action="store_true",
+        help="ask for the binary binding (HTTP + protobuf); SSE is still read if the agent "
+        "answers with it",
+    )
     add_http_options(parser)
 
 
@@ -156,7 +162,12 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
         connect=args.connect_timeout, read=args.read_timeout, write=30.0, pool=10.0
     )
     http = httpx.AsyncClient(timeout=timeout, transport=recorder.transport())
-    client = AgentClient(args.url, http=http, headers=dict(args.headers))
+    client = AgentClient(
+        args.url,
+        http=http,
+        headers=dict(args.headers),
+        transport="proto" if args.proto else "sse",
+    )
     session = Session(client, ask=ui.consent(decide), timeout=args.timeout, journal=journal)
     driver = Driver(command, args, console, ui, session, http, recorder, journal, sink)
     if args.tools:

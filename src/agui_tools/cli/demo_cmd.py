@@ -46,6 +46,11 @@ def register(sub: Any) -> None:
     add_journal_option(p)
     p.add_argument("--web", action="store_true", help="run the demo in a browser page")
     add_web_flags(p)
+    p.add_argument(
+        "--proto",
+        action="store_true",
+        help="run over the binary binding (HTTP + protobuf) instead of SSE",
+    )
     p.set_defaults(func=run)
 
 
@@ -65,7 +70,14 @@ def run(args: argparse.Namespace) -> int:
     if not ok:
         return 2
     try:
-        _, result = asyncio.run(run_demo(decide=decide, fast=args.fast, journal=journal))
+        _, result = asyncio.run(
+            run_demo(
+                decide=decide,
+                fast=args.fast,
+                journal=journal,
+                transport="proto" if args.proto else "sse",
+            )
+        )
     except KeyboardInterrupt:
         return interrupted("demo", journal=args.journal)
     except ScriptError as exc:  # an answer read from stdin as its prompt came

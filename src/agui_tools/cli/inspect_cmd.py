@@ -137,7 +137,8 @@ def serve(
 
 def run(args: argparse.Namespace) -> int:
     from ..ui.inspector import Inspector
-    from .run_cmd import check_url, describe_exception, load_tools
+    from ._common import describe_exception
+    from ._drive import check_url, load_tools
 
     problem = check_url(args.url)
     if problem is not None:

@@ -18,9 +18,10 @@ HELP = """\
 Judge a captured AG-UI stream as a conforming consumer would: compatibility
 boundary, enforcement, chunk expansion, verification and the thread reducer.
 
-SOURCE is a file holding a JSON array of events, NDJSON (one event per line)
-or a captured SSE body — the format is detected from the first bytes — or "-"
-to read standard input.
+SOURCE is a file holding a JSON array of events, NDJSON (one event per line),
+a captured SSE body or a captured binary-binding body (length-prefixed
+protobuf frames, application/vnd.ag-ui.event+proto) — the format is detected
+from the first bytes — or "-" to read standard input.
 
 Human output: one line per violation or warning with its rule ID and event
 index, then a summary per run. --json prints one object:

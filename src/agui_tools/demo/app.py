@@ -19,7 +19,7 @@ from ..app._calls import PendingCall
 from ..app._conversation import Conversation, RunResult
 from ..app._journal import Journal
 from ..testing import serving
-from ..transport._client import AgentClient
+from ..transport._client import AgentClient, Transport
 from ..transport._server import agent_app
 from ..transport._session import Approval, Session
 from ..ui.terminal import TerminalUI
@@ -124,20 +124,25 @@ async def run_demo(
     prompt: Callable[[str], str] | None = None,
     fast: bool = False,
     journal: Journal | None = None,
+    transport: Transport = "sse",
 ) -> tuple[Conversation, RunResult]:
     """Run the whole demo once; ``decide`` answers consent (else the terminal asks).
 
-    ``journal`` records intents, answers and decisions (in memory by default).
+    ``journal`` records intents, answers and decisions (in memory by default);
+    ``transport="proto"`` runs it over the binary binding (TRANS-7).
     """
     console = console or Console(highlight=False)
     ui = TerminalUI(console, prompt=prompt)
     app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
     async with serving(app) as base:
         url = f"{base}/agent"
-        console.print(Rule(f"AG-UI demo — agent at {url}"))
+        binding = " (binary binding)" if transport != "sse" else ""
+        console.print(Rule(f"AG-UI demo — agent at {url}{binding}"))
         console.print(f"[bold]you:[/bold] {PROMPT}")
 
-        session = Session(AgentClient(url), ask=ui.consent(decide), journal=journal)
+        session = Session(
+            AgentClient(url, transport=transport), ask=ui.consent(decide), journal=journal
+        )
         register(session)
         try:
             result = await session.send(PROMPT, on_update=ui.on_update)

@@ -17,13 +17,23 @@ What the binding requires of a client (``basic/transports/http-sse``):
 * a body that ends without a terminal event is a *truncated* run, and an
   abandoned stream (cancelled, timed out) never gets a synthetic
   ``RUN_FINISHED`` (TRANS-2, RUN-9).
+
+The binary binding (``basic/transports/http-protobuf``, TRANS-7): with
+``transport="proto"`` or ``"auto"`` the request's ``Accept`` names
+``application/vnd.ag-ui.event+proto`` beside ``text/event-stream``; the parser
+is chosen by the response's ``Content-Type`` — length-prefixed protobuf frames
+(:class:`~agui_tools.wire._proto_framing.ProtoReader`) or SSE, which a client
+MUST always be prepared for — and the decoded events enter the same pipeline.
+``"proto"`` logs when the agent answered SSE instead; ``"auto"`` takes either
+quietly. ``"sse"`` (the default) asks for SSE only.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import httpx
 import orjson
@@ -32,13 +42,31 @@ from .._errors import TransportError, UsageError
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
-from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, SSEReader
+from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, SSEReader
 
-__all__ = ["AgentClient", "BaseAgentClient", "SyncAgentClient", "TransportError"]
+__all__ = ["AgentClient", "BaseAgentClient", "SyncAgentClient", "Transport", "TransportError"]
+
+log = logging.getLogger("agui_tools.transport")
+
+Transport = Literal["sse", "proto", "auto"]
+"""Which binding a client asks for: SSE only, or the binary one (SSE still accepted)."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 _BODY_LIMIT = 64 * 1024
-_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+_HEADERS = {"Content-Type": "application/json", "Accept": SSE_MEDIA_TYPE}
+_ACCEPT: dict[str, str] = {
+    "sse": SSE_MEDIA_TYPE,
+    "proto": f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}",
+    "auto": f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}",
+}
+
+
+def _headers(transport: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    if transport not in _ACCEPT:
+        raise UsageError(
+            f"transport={transport!r}: choose 'sse', 'proto' or 'auto'.", rule="TRANS-7"
+        )
+    return {**_HEADERS, "Accept": _ACCEPT[transport], **(extra or {})}
 
 
 def _connection_error(url: str, exc: httpx.HTTPError, streaming: bool) -> TransportError:
@@ -90,15 +118,30 @@ def _status_error(response: httpx.Response, body: bytes) -> TransportError:
     )
 
 
-def _check_stream(response: httpx.Response) -> None:
+class _Reader(Protocol):
+    def feed_frames(self, chunk: bytes) -> list[Any]: ...
+
+
+def _reader_for(response: httpx.Response, transport: str, max_event_bytes: int) -> _Reader:
+    """The parser the response's ``Content-Type`` calls for (TRANS-7), or an error."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "text/event-stream":
-        raise TransportError(
-            f"the agent at {response.request.url} answered {response.status_code} with "
-            f"Content-Type {kind or '(none)'!r}, not an event stream",
-            status=response.status_code,
-            url=str(response.request.url),
-        )
+    if kind == PROTO_MEDIA_TYPE:
+        from ..wire._proto_framing import ProtoReader
+
+        return ProtoReader(max_event_bytes=max_event_bytes)
+    if kind == SSE_MEDIA_TYPE:
+        if transport == "proto":
+            log.info(
+                "the agent at %s answered SSE: it does not serve the binary binding",
+                response.request.url,
+            )
+        return SSEReader(max_event_bytes=max_event_bytes)
+    raise TransportError(
+        f"the agent at {response.request.url} answered {response.status_code} with "
+        f"Content-Type {kind or '(none)'!r}, not an event stream",
+        status=response.status_code,
+        url=str(response.request.url),
+    )
 
 
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
@@ -130,22 +173,28 @@ class _Exchange:
     is called is decided here, once.
     """
 
-    __slots__ = ("body", "reader", "streaming", "url")
+    __slots__ = ("body", "max_event_bytes", "reader", "streaming", "transport", "url")
 
     def __init__(self, client: BaseAgentClient[Any], run_input: Mapping[str, Any]) -> None:
         self.url = client.url
         # checked and prepared exactly as it will be sent (unknown material stripped,
         # malformed fields refused — before anything is sent)
         self.body = _body(run_input, client.peer_version)
-        self.reader = SSEReader(max_event_bytes=client.max_event_bytes)
+        self.transport = client.transport
+        self.max_event_bytes = client.max_event_bytes
+        self.reader: _Reader | None = None
         self.streaming = False
 
     def accept(self, response: httpx.Response) -> None:
-        """A 2xx answer: it must be an event stream, which from now on is being read."""
-        _check_stream(response)
+        """A 2xx answer: an event stream in the binding its Content-Type names, which
+        from now on is being read."""
+        self.reader = _reader_for(response, self.transport, self.max_event_bytes)
         self.streaming = True
 
-    def frames(self, chunk: bytes) -> list[str]:
+    def frames(self, chunk: bytes) -> list[Any]:
+        """What ``chunk`` completes, for the pipeline: SSE ``data`` payloads, or the
+        events (and notes) of binary frames."""
+        assert self.reader is not None, "accept() the response first"
         # a frame the reader cannot produce travels as a BrokenFrame, so the
         # conversation rejects the run at its position like any stream violation
         return self.reader.feed_frames(chunk)
@@ -164,7 +213,9 @@ class BaseAgentClient(Generic[H]):
         headers: extra request headers (authentication, say).
         timeout: for the httpx client this one creates.
         peer_version: the agent's protocol version when known (downgrades).
-        max_event_bytes: the largest SSE event accepted.
+        max_event_bytes: the largest event accepted (an SSE event, a binary frame).
+        transport: ``"sse"`` (the default), or ``"proto"`` / ``"auto"`` to ask for
+            the binary binding — the answer's ``Content-Type`` decides the parser.
     """
 
     def __init__(
@@ -176,11 +227,13 @@ class BaseAgentClient(Generic[H]):
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         peer_version: str | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        transport: Transport = "sse",
     ) -> None:
         self.url = url
+        self.transport = transport
+        self.headers = _headers(transport, headers)
         self._own = http is None
         self._http: H = http if http is not None else self._new_http(timeout)
-        self.headers = {**_HEADERS, **(headers or {})}
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
 
@@ -204,7 +257,7 @@ def _ending(conversation: Conversation) -> Iterator[None]:
 
 
 def _deliver(
-    conversation: Conversation, frames: list[str], on_update: Callable[[Update], Any] | None
+    conversation: Conversation, frames: list[Any], on_update: Callable[[Update], Any] | None
 ) -> None:
     updates = conversation.receive_many(frames)
     if on_update is not None:
@@ -229,8 +282,9 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def frames(self, run_input: Mapping[str, Any]) -> AsyncIterator[list[str]]:
-        """POST the input; yield the SSE ``data`` payloads each network chunk completes."""
+    async def frames(self, run_input: Mapping[str, Any]) -> AsyncIterator[list[Any]]:
+        """POST the input; yield what each network chunk completes (SSE ``data``
+        payloads, or the events of binary frames)."""
         exchange = self._exchange(run_input)
         try:
             async with self._http.stream(
@@ -278,7 +332,7 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[str]]:
+    def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[Any]]:
         """POST the input; yield the SSE ``data`` payloads each network chunk completes."""
         exchange = self._exchange(run_input)
         try:

@@ -26,6 +26,15 @@ Theory of operation (``basic/transports/http-sse``):
   run's terminal event. Once the status is sent a failure can only travel
   in-stream, so even a bug of ours ends with ``RUN_ERROR`` rather than a hung
   or silently truncated response (TRANS-6).
+* **The binary binding** (``basic/transports/http-protobuf``, TRANS-7) — when
+  the request's ``Accept`` admits ``application/vnd.ag-ui.event+proto`` with a
+  positive quality (a wildcard range admits it too), the same run is answered
+  ``200 application/vnd.ag-ui.event+proto``, one length-prefixed protobuf frame
+  per event; otherwise — no ``Accept``, or one that does not admit it — SSE.
+  Errors are the same: a rejection before the stream is an HTTP error, a
+  failure inside it a ``RUN_ERROR`` frame. The binding has no comment frame, so
+  a quiet binary stream sends nothing (no keep-alives: set idle timeouts
+  accordingly).
 * **Disconnect** — a task watches for ``http.disconnect`` and cancels the run
   (the agent sees ``asyncio.CancelledError`` and nothing more is emitted: a
   consumer that abandons a stream has a truncated run, RUN-9). Every task
@@ -36,7 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import orjson
@@ -54,10 +63,10 @@ from ..agent._history import ContinuationRejected, check_continuation
 from ..agent._runner import Agent, drive
 from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse_json
 from ..wire._enforce import DEFAULT_MAX_DEPTH
-from ..wire._framing import sse_comment, sse_frame
+from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, sse_comment, sse_frame
 from ._auth import Authorize, Authorized
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "agent_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "accepts_proto", "agent_app"]
 
 log = logging.getLogger("agui_tools.transport")
 
@@ -68,19 +77,62 @@ thread. Judging is pure Python, proportional to the body (a 4 MB history takes
 most of a second): on the loop it would stall every other stream's keep-alives
 and events; for a small body a thread hop costs more than it saves."""
 _SSE_HEADERS: Final = [
-    (b"content-type", b"text/event-stream"),
+    (b"content-type", SSE_MEDIA_TYPE.encode()),
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),  # proxies (nginx) must not hold events back
 ]
-_FALLBACK_ERROR: Final = sse_frame(
-    encode_json(
-        {
-            "type": "RUN_ERROR",
-            "message": "internal error in the agent server",
-            "code": "InternalError",
-        }
-    )
-)
+_PROTO_HEADERS: Final = [(b"content-type", PROTO_MEDIA_TYPE.encode()), *_SSE_HEADERS[1:]]
+_INTERNAL_ERROR: Final = {
+    "type": "RUN_ERROR",
+    "message": "internal error in the agent server",
+    "code": "InternalError",
+}
+_FALLBACK_ERROR: Final = sse_frame(encode_json(_INTERNAL_ERROR))
+
+
+def accepts_proto(accept: str | None) -> bool:
+    """Whether an ``Accept`` header admits the binary binding with a positive quality.
+
+    The most specific range that matches the media type decides its quality
+    (``application/vnd.ag-ui.event+proto`` over ``application/*`` over ``*/*``;
+    among equals the higher quality, then the earlier one) — RFC 9110 as the
+    official encoder's negotiator reads it. Quality relative to
+    ``text/event-stream`` is not consulted (http-protobuf: admission is what
+    opts in). No header, or an empty one, is SSE: a client that wants the
+    binding says so.
+    """
+    if not accept:
+        return False
+    kind, sub = PROTO_MEDIA_TYPE.split("/")
+    best: tuple[int, float] | None = None
+    for entry in accept.split(","):
+        media, *params = (p.strip() for p in entry.split(";"))
+        if "/" not in media:
+            continue
+        etype, esub = (x.strip().lower() for x in media.split("/", 1))
+        quality, extra = 1.0, False
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value.strip().strip('"'))
+                except ValueError:
+                    quality = 0.0
+                break  # parameters after q are accept-extensions
+            extra = True
+        if extra:
+            continue  # a parameter the media type does not carry: not this range
+        if etype == kind and esub == sub:
+            specificity = 6
+        elif etype == kind and esub == "*":
+            specificity = 4
+        elif etype == "*" and esub == "*":
+            specificity = 0
+        else:
+            continue
+        if best is None or specificity > best[0] or (specificity == best[0] and quality > best[1]):
+            best = (specificity, quality)
+    return best is not None and best[1] > 0
 
 
 class _Rejected(Exception):
@@ -161,7 +213,9 @@ class AgentEndpoint:
             )
             await response(scope, receive, send)
             return
-        await self._stream(run_input, receive, send)
+        await self._stream(
+            run_input, receive, send, binary=accepts_proto(Headers(scope=scope).get("accept"))
+        )
 
     # -- before the stream ---------------------------------------------------------
 
@@ -251,8 +305,23 @@ class AgentEndpoint:
 
     # -- the stream -------------------------------------------------------------------
 
-    async def _stream(self, run_input: dict[str, Any], receive: Receive, send: Send) -> None:
-        channel = EventChannel(high_water=self.high_water)
+    async def _stream(
+        self, run_input: dict[str, Any], receive: Receive, send: Send, *, binary: bool = False
+    ) -> None:
+        if binary:
+            from ..wire._proto_codec import encode_proto_event
+            from ..wire._proto_framing import proto_frame
+
+            def encode(event: dict[str, Any]) -> bytes:
+                return proto_frame(encode_proto_event(event))
+
+            channel = EventChannel(high_water=self.high_water, encode=encode)
+            headers, frame, keepalive = _PROTO_HEADERS, _as_is, None
+            fallback = encode(_INTERNAL_ERROR)
+        else:
+            channel = EventChannel(high_water=self.high_water)
+            headers, frame, keepalive = _SSE_HEADERS, sse_frame, sse_comment()
+            fallback = _FALLBACK_ERROR
         driver = asyncio.create_task(
             drive(
                 self.agent,
@@ -267,8 +336,8 @@ class AgentEndpoint:
         driver.add_done_callback(lambda _: channel.close())
         watcher = asyncio.create_task(_watch_disconnect(receive, channel, driver))
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            await self._pump(channel, send)
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await self._pump(channel, send, frame, keepalive, fallback)
         finally:
             watcher.cancel()
             driver.cancel()
@@ -277,24 +346,35 @@ class AgentEndpoint:
                 if not task.cancelled() and task.exception() is not None:
                     log.error("run %r: task failed", run_input["runId"], exc_info=task.exception())
 
-    async def _pump(self, channel: EventChannel, send: Send) -> None:
-        """Move events to the wire until the run's terminal event (or the client leaves)."""
+    async def _pump(
+        self,
+        channel: EventChannel,
+        send: Send,
+        frame: Callable[[bytes], bytes],
+        keepalive: bytes | None,
+        fallback: bytes,
+    ) -> None:
+        """Move events to the wire until the run's terminal event (or the client leaves).
+
+        ``frame`` wraps one payload for the binding, ``keepalive`` is what a quiet
+        stream sends (``None``: nothing), ``fallback`` the ``RUN_ERROR`` for a bug
+        of ours."""
         ended = False
         try:
             while not channel.aborted:
                 if not channel.has_events:
                     if channel.closed:
                         break
-                    if not await channel.wait(self.keepalive):
-                        await _body(send, sse_comment())
+                    if not await channel.wait(self.keepalive) and keepalive is not None:
+                        await _body(send, keepalive)
                     continue
-                await _body(send, b"".join(sse_frame(payload) for payload in channel.take()))
+                await _body(send, b"".join(frame(payload) for payload in channel.take()))
             if channel.aborted:
                 return
             if channel.ended_with is None:
                 # the producer ended without a terminal event: a bug of ours, reported in-stream
                 log.error("the run ended without a terminal event; sending RUN_ERROR")
-                await _body(send, _FALLBACK_ERROR)
+                await _body(send, fallback)
             ended = True
         except OSError:
             channel.abort()  # ASGI 2.4 servers raise on send after a disconnect
@@ -302,11 +382,15 @@ class AgentEndpoint:
         except Exception:
             log.exception("internal error while streaming the run")
             if channel.ended_with != "RUN_ERROR":
-                await _body(send, _FALLBACK_ERROR)
+                await _body(send, fallback)
             ended = True
         finally:
             if ended:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _as_is(payload: bytes) -> bytes:
+    return payload  # a binary payload is already its frame
 
 
 async def _body(send: Send, chunk: bytes) -> None:

@@ -20,13 +20,16 @@ pipeline reports, never repairs.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
-from .._errors import LimitExceeded, ProtocolViolation
+from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
+    "PROTO_MEDIA_TYPE",
+    "SSE_MEDIA_TYPE",
     "BrokenFrame",
+    "FrameNote",
     "NDJSONReader",
     "SSEReader",
     "ndjson_frame",
@@ -36,6 +39,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+PROTO_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
+"""The binary binding's media type (http-protobuf, TRANS-7); its frames: ``_proto_framing``."""
+SSE_MEDIA_TYPE: Final = "text/event-stream"
 _BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -82,6 +88,31 @@ class BrokenFrame(str):
         return f"BrokenFrame({self.violation!r})"
 
 
+class FrameNote(str):
+    """Stands in the frame sequence where the framing layer dropped something and
+    said so: a whole frame (``dropped``: the binary binding's event from a later
+    protocol, which has no type string to hand onward — TRANS-7), or a part of the
+    event that follows (a content part naming no arm this build knows).
+
+    A ``str`` like :class:`BrokenFrame`, so it travels wherever frames travel. The
+    pipeline records ``warning`` — at the dropped frame's own stream position, or
+    at the next event's — and delivers nothing for it: the answer enforcement
+    gives an unknown event on SSE, spelled at the transport.
+    """
+
+    warning: ProtocolWarning
+    dropped: bool
+
+    def __new__(cls, warning: ProtocolWarning, *, dropped: bool = False) -> FrameNote:
+        frame = super().__new__(cls, "")
+        frame.warning = warning
+        frame.dropped = dropped
+        return frame
+
+    def __repr__(self) -> str:
+        return f"FrameNote({self.warning!r}, dropped={self.dropped})"
+
+
 def _decode(raw: bytes, what: str) -> str:
     try:
         return raw.decode("utf-8")
@@ -94,7 +125,39 @@ def _decode(raw: bytes, what: str) -> str:
         ) from None
 
 
-class SSEReader:
+class _StreamReader:
+    """What every stream reader shares: :meth:`feed_frames`, which never raises.
+
+    A subclass implements ``_feed(chunk, out)`` (which may raise a
+    :class:`ProtocolViolation`) and sets ``_broken = False`` on construction.
+    """
+
+    _broken: bool
+
+    def _feed(self, chunk: bytes, out: list[Any]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def feed_frames(self, chunk: bytes) -> list[Any]:
+        """Like ``feed``, but never raises: a violation takes its place in the
+        frames, as a :class:`BrokenFrame` after the frames completed before it.
+
+        For a reader feeding the consumer pipeline (the client): the pipeline
+        rejects the stream at that position, so the run ends ``rejected`` with
+        the violation like any other. The reader is finished after a broken
+        frame; later chunks give nothing.
+        """
+        if self._broken:
+            return []
+        out: list[Any] = []
+        try:
+            self._feed(chunk, out)
+        except ProtocolViolation as exc:
+            self._broken = True
+            out.append(BrokenFrame(exc))
+        return out
+
+
+class SSEReader(_StreamReader):
     """Incremental Server-Sent Events parser yielding each event's ``data``.
 
     >>> r = SSEReader()
@@ -134,26 +197,7 @@ class SSEReader:
         self._feed(chunk, out)
         return out
 
-    def feed_frames(self, chunk: bytes) -> list[str]:
-        """Like :meth:`feed`, but never raises: a violation takes its place in the
-        frames, as a :class:`BrokenFrame` after the events completed before it.
-
-        For a reader feeding the consumer pipeline (the client): the pipeline
-        rejects the stream at that position, so the run ends ``rejected`` with
-        the violation like any other. The reader is finished after a broken
-        frame; later chunks give nothing.
-        """
-        if self._broken:
-            return []
-        out: list[str] = []
-        try:
-            self._feed(chunk, out)
-        except ProtocolViolation as exc:
-            self._broken = True
-            out.append(BrokenFrame(exc))
-        return out
-
-    def _feed(self, chunk: bytes, out: list[str]) -> None:
+    def _feed(self, chunk: bytes, out: list[Any]) -> None:
         if not chunk:
             return
         self._total += len(chunk)
@@ -274,11 +318,16 @@ class NDJSONReader:
 
 
 def sniff_format(head: bytes) -> str:
-    """Guess how a captured stream is framed: ``"json"``, ``"ndjson"`` or ``"sse"``.
+    """Guess how a captured stream is framed: ``"json"``, ``"ndjson"``, ``"proto"``
+    or ``"sse"``.
 
-    A JSON array starts with ``[``; NDJSON with ``{``; anything else (``data:``,
-    ``:`` comments, ``event:``) is taken for SSE.
+    A binary-binding body starts with a frame's 4-byte big-endian length, whose
+    first byte is zero for any frame under 16 MiB — a byte no text format starts
+    with. A JSON array starts with ``[``; NDJSON with ``{``; anything else
+    (``data:``, ``:`` comments, ``event:``) is taken for SSE.
     """
+    if head[:1] == b"\x00":
+        return "proto"
     text = head.lstrip(_BOM).lstrip()
     if text.startswith(b"["):
         return "json"

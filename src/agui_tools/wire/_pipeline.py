@@ -33,7 +33,7 @@ from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageEr
 from ._codec import Decoder, parse_json
 from ._enforce import Enforcer
 from ._expand import Expander
-from ._framing import BrokenFrame
+from ._framing import BrokenFrame, FrameNote
 from ._kinds import CHUNK_TYPES, WireEvent
 from ._verify import Limits, RunSummary, Verifier
 
@@ -139,6 +139,9 @@ class ConsumerPipeline:
             raise self.error
         if self._closed:
             raise UsageError("feed() after close(): the stream has ended.")
+        if isinstance(frame, FrameNote):
+            self._note(frame, self.index + 1)
+            return []
         self.index += 1
         index = self.index
         try:
@@ -222,6 +225,11 @@ class ConsumerPipeline:
                         obj = parse_json(frame, index)  # type: ignore[arg-type]  # raises
                 elif isinstance(frame, BrokenFrame):
                     raise frame.violation  # the framing layer's verdict, at this position
+                elif isinstance(frame, FrameNote):
+                    index -= 1  # a note is not a frame of its own …
+                    self._note(frame, index + 1)  # … unless it stands for a dropped one
+                    index += frame.dropped
+                    continue
                 elif isinstance(frame, Mapping):
                     obj = dict(frame)
                 else:
@@ -317,6 +325,13 @@ class ConsumerPipeline:
             raise
         self.delivered += len(expanded)
         return expanded
+
+    def _note(self, note: FrameNote, index: int) -> None:
+        """A framing layer's drop: the frame it stood for takes a stream position,
+        a note about the next event's part does not."""
+        self.record_warning(note.warning.at(index))
+        if note.dropped:
+            self.index = index
 
     def _notes(self, warnings: list[ProtocolWarning]) -> None:
         for w in warnings:

@@ -1,0 +1,139 @@
+"""Framing for the binary binding: length-prefixed protobuf frames out of bytes, and back.
+
+Sans-I/O, beside the SSE reader (``_framing``) and shaped like it: feed bytes as
+they arrive, in any split, and take out what the frames carried — here already
+decoded (``_proto_codec``), since a binary frame has no text form to hand on.
+
+``pages/basic/transports/http-protobuf.mdx`` (TRANS-7):
+
+* a frame is a 4-byte unsigned big-endian length, then exactly that many bytes
+  of one encoded event; frames abut; a frame may be split across chunks and a
+  chunk may hold many frames;
+* a length over ``max_event_bytes`` is refused as soon as its header is read,
+  before the bytes it announces arrive (or are buffered);
+* a frame whose bytes do not decode is fatal to the stream; a frame naming only
+  an envelope arm this build predates is dropped with a warning;
+* a body that ends mid-frame is a *truncated run*, not an error: the reader
+  keeps the partial frame (:attr:`ProtoReader.has_partial_event`) and the
+  pipeline's end of stream reports the run truncated (TRANS-2).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Final
+
+from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
+from ._framing import DEFAULT_MAX_EVENT_BYTES, FrameNote, _StreamReader
+from ._proto_codec import PROTO_MEDIA_TYPE, UnknownEventArm, decode_proto_event
+
+__all__ = ["PROTO_MEDIA_TYPE", "ProtoReader", "proto_frame"]
+
+_HEADER: Final = 4
+_LENGTH: Final = struct.Struct(">I")
+_WHERE: Final = "binary framing"
+
+
+def proto_frame(message: bytes) -> bytes:
+    """One encoded event as a frame: its length (uint32, big-endian), then its bytes."""
+    return len(message).to_bytes(_HEADER, "big") + message
+
+
+class ProtoReader(_StreamReader):
+    """Incremental reader of a binary-binding body, yielding the events it carries.
+
+    >>> from agui_tools.wire._proto_codec import encode_proto_event
+    >>> body = proto_frame(encode_proto_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}))
+    >>> r = ProtoReader()
+    >>> r.feed(body[:5]), r.has_partial_event
+    ([], True)
+    >>> r.feed(body[5:])
+    [{'threadId': 't', 'runId': 'r', 'type': 'RUN_STARTED'}]
+    """
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._buf = bytearray()
+        self._max = max_event_bytes
+        self._offset = 0  # stream offset of _buf[0], to say where a bad frame began
+        self._frames = 0
+        self._broken = False
+        self._notes: list[ProtocolWarning] = []  # a decoded frame's dropped parts, handed on
+        self.warnings: list[ProtocolWarning] = []
+        """Frames dropped by :meth:`feed` (an event this build predates), with why."""
+        self.closed = False
+
+    @property
+    def has_partial_event(self) -> bool:
+        """True when bytes of a frame arrived that did not complete it."""
+        return bool(self._buf)
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """Consume ``chunk``; return the events of every frame it completed.
+
+        Raises :class:`ProtocolViolation` (TRANS-7) for a frame that does not
+        decode and :class:`LimitExceeded` for a length header over
+        ``max_event_bytes``; the events this chunk completed before it are lost
+        with the exception — the client uses :meth:`feed_frames`, which hands
+        on events (dicts), a :class:`~agui_tools.wire._framing.FrameNote` where a
+        frame (or a part of one) was dropped, and a ``BrokenFrame`` where the
+        stream broke. Here a dropped frame is recorded in :attr:`warnings`.
+        """
+        out: list[Any] = []
+        self._feed(chunk, out)
+        events = []
+        for item in out:
+            if isinstance(item, FrameNote):
+                self.warnings.append(item.warning)
+            else:
+                events.append(item)
+        return events
+
+    def _feed(self, chunk: bytes, out: list[Any]) -> None:
+        buf = self._buf
+        buf += chunk
+        pos = 0
+        end = len(buf)
+        unpack = _LENGTH.unpack_from
+        append = out.append
+        notes = self._notes
+        try:
+            while end - pos >= _HEADER:
+                (length,) = unpack(buf, pos)
+                if length > self._max:
+                    raise LimitExceeded(
+                        "LIMIT",
+                        f"binary frame #{self._frames} (at byte {self._offset + pos}) announces "
+                        f"{length} bytes, over max_event_bytes={self._max}; refused before they "
+                        "arrive. Raise the limit if such events are expected.",
+                        where=_WHERE,
+                    )
+                stop = pos + _HEADER + length
+                if stop > end:
+                    break
+                message = bytes(buf[pos + _HEADER : stop])
+                try:
+                    event = decode_proto_event(message, warnings=notes)
+                except UnknownEventArm as exc:
+                    append(FrameNote(exc.warning, dropped=True))
+                except ProtocolViolation as exc:
+                    raise ProtocolViolation(
+                        exc.rule,
+                        f"{exc.explanation} (binary frame #{self._frames}, {length} bytes at byte "
+                        f"{self._offset + pos} of the body)",
+                        event_type=exc.event_type,
+                        where=_WHERE,
+                    ) from None
+                else:
+                    if notes:
+                        out.extend(FrameNote(note) for note in notes)
+                        notes.clear()
+                    append(event)
+                self._frames += 1
+                pos = stop
+        finally:
+            del buf[:pos]
+            self._offset += pos
+
+    def close(self) -> None:
+        """Mark the end of the body; a partial frame is discarded (a truncated run)."""
+        self.closed = True
