@@ -28,6 +28,8 @@ from ._errors import (
     LimitExceeded,
     ProtocolViolation,
     ProtocolWarning,
+    StaleThread,
+    StoreError,
     TransportError,
     UsageError,
 )
@@ -45,7 +47,9 @@ if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily b
         MemoryJournal,
         PendingCall,
         RunResult,
+        PostgresStore,
         SQLiteJournal,
+        SQLiteStore,
         TextDelta,
         ToolSpec,
         Verdict,
@@ -78,6 +82,9 @@ _LAZY: dict[str, str] = {
     "Verdict": "app",
     "MemoryJournal": "app",
     "SQLiteJournal": "app",
+    # keep a thread between processes (docs/deployment.md)
+    "SQLiteStore": "app",
+    "PostgresStore": "app",
     # verify a stream
     "verify_capture": "app",
     "CaptureVerdict": "app",
@@ -108,6 +115,8 @@ __all__ = [
     "LimitExceeded",
     "ProtocolViolation",
     "ProtocolWarning",
+    "StaleThread",
+    "StoreError",
     "TransportError",
     "UsageError",
     # versions

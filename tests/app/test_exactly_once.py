@@ -261,14 +261,15 @@ def test_fail_is_refused_while_the_call_is_executing(
     conv = received(journal_factory(), READ)
 
     async def scenario() -> Answer:
-        gate = asyncio.Event()
+        gate, started = asyncio.Event(), asyncio.Event()
 
         async def slow(_a: dict[str, Any]) -> str:
+            started.set()
             await gate.wait()
             return "the real result"
 
         task = asyncio.create_task(conv.execute_async("c1", slow))
-        await asyncio.sleep(0)
+        await started.wait()  # the claim may be recorded in a worker thread first
         assert conv.call("c1").status is CallStatus.EXECUTING
         with pytest.raises(UsageError, match="executing"):
             conv.fail("c1", "timed out")

@@ -53,7 +53,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import orjson
 
@@ -140,6 +140,9 @@ def _result(record: _Record) -> ClaimResult:
 
 class MemoryJournal:
     """The journal's semantics in memory; lost when the process exits."""
+
+    blocking: ClassVar[bool] = False
+    """Never waits on I/O: async callers call it inline (see ``Conversation.off_loop``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -236,6 +239,9 @@ class SQLiteJournal:
     the record). Every method commits before it returns; a failure of the
     database is raised as :class:`JournalError` saying what was being recorded.
     """
+
+    blocking: ClassVar[bool] = True
+    """May wait for another process's lock: async callers run it in a worker thread."""
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         self.path = Path(path)

@@ -197,7 +197,8 @@ class AgentClient:
         except BaseException:
             conversation.abandon_run()
             raise
-        return conversation.end_run()
+        # ending a run saves it and disposes of its calls: store I/O, off the event loop
+        return await conversation.off_loop(conversation.end_run)
 
 
 class SyncAgentClient:

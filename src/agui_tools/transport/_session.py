@@ -36,6 +36,7 @@ from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy
 from ..app._conversation import CallUpdate, Conversation, RunResult, Update
 from ..app._journal import Journal
+from ..app._store import Store
 from ..app._tools import ToolSpec
 from ._client import AgentClient
 
@@ -145,6 +146,12 @@ class Session:
             :class:`Approval` (or a bool). Without it, such calls are declined
             by the policy — a session never runs a side effect nobody approved.
         consent, journal, thread_id: as for :class:`Conversation`.
+        store: where the thread is kept (:class:`~agui_tools.app._store.Store`).
+            With a ``thread_id`` the store holds, the session picks the thread
+            up where any process left it: :meth:`send` first disposes of the
+            calls still pending (asking, executing — never re-running a call
+            another process claimed), then continues. The tools advertised are
+            the ones registered on this session, never the store's.
         timeout: default handler timeout in seconds.
         max_turns: a safety stop for agents that keep calling tools.
     """
@@ -161,6 +168,7 @@ class Session:
         max_turns: int = 10,
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
+        store: Store | None = None,
     ) -> None:
         self.client = client
         self.ask = ask
@@ -169,6 +177,7 @@ class Session:
         self._tools: dict[str, RegisteredTool] = {t.spec.name: t for t in tools}
         self._consent = consent
         self._journal = journal
+        self._store = store
         self._thread_id = thread_id
         self.conversation = conversation
 
@@ -230,8 +239,16 @@ class Session:
                 tools=[t.spec for t in self._tools.values()],
                 consent=self._consent,
                 journal=self._journal,
+                store=self._store,
             )
         return self.conversation
+
+    async def _open(self) -> Conversation:
+        """The conversation, made off the event loop (restoring reads the store)."""
+        if self.conversation is not None:
+            return self.conversation
+        blocking = self._store is not None and getattr(self._store, "blocking", True)
+        return await asyncio.to_thread(self._conversation) if blocking else self._conversation()
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -244,8 +261,10 @@ class Session:
         the agent is done, or whatever stopped the loop (an interrupt, an
         error, a truncated or rejected stream, ``max_turns``).
         """
-        conv = self._conversation()
+        conv = await self._open()
         emit = on_update or (lambda _u: None)
+        if conv.pending:  # a restored thread: finish what the last process left first
+            await self.dispose(emit)
         if text is not None:
             conv.next_input(user=text)
         else:
@@ -272,20 +291,26 @@ class Session:
                 emit(CallUpdate(call.call_id, call.name, call.status))
                 if self.ask is None:
                     # nobody to ask: the policy declines — never worded as the user's decision
-                    conv.decline(
-                        call.call_id, by="policy", reason="no one was available to ask for consent"
+                    await conv.off_loop(
+                        conv.decline,
+                        call.call_id,
+                        by="policy",
+                        reason="no one was available to ask for consent",
                     )
                 else:
                     approval = await self._ask(call)
                     if approval.approved:
-                        conv.approve(
+                        await conv.off_loop(
+                            conv.approve,
                             call.call_id,
                             by="user",
                             arguments=approval.arguments,
                             reason=approval.reason,
                         )
                     else:
-                        conv.decline(call.call_id, by="user", reason=approval.reason)
+                        await conv.off_loop(
+                            conv.decline, call.call_id, by="user", reason=approval.reason
+                        )
             if call.status is CallStatus.APPROVED:
                 await self._execute(call)
             for update in conv.take_updates():
@@ -304,7 +329,9 @@ class Session:
         conv = self._conversation()
         registered = self._tools.get(call.name)
         if registered is None:  # an unadvertised tool routed elsewhere has no handler here
-            return conv.fail(call.call_id, f"no handler is registered for {call.name!r}")
+            return await conv.off_loop(
+                conv.fail, call.call_id, f"no handler is registered for {call.name!r}"
+            )
         timeout = registered.timeout if registered.timeout is not None else self.timeout
         handler = registered.handler
 
