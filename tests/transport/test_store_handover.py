@@ -15,16 +15,20 @@ import multiprocessing
 import os
 import signal
 import socket
+import sqlite3
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agui_tools import AgentClient, Run, Session, agent_app
 from agui_tools.app._store_postgres import PostgresStore
-from agui_tools.testing import free_port
+from agui_tools.app._store_sqlite import SQLiteStore
+from agui_tools.testing import free_port, serving
 
+from ..conftest import StoreFactory
 from ..helpers.store_worker import Effects
 
 FORK = multiprocessing.get_context("fork")
@@ -140,3 +144,94 @@ def test_replica_b_resumes_the_thread_replica_a_left_and_finishes_it(
     else:  # A's execution started: B never runs it again, and says so
         assert "outcome unknown" in tool_answer
     assert result["final"] == f"Done: {tool_answer}"  # the agent finished the thread
+
+
+# -- the same hand-over in one process, on every backend; and a locked store --------------
+
+
+def test_a_session_resumes_a_thread_on_every_backend(open_store: StoreFactory) -> None:
+    charges: list[int] = []
+
+    def session(url: str, ask: Any) -> Session:
+        s = Session(AgentClient(url), store=open_store(), thread_id="resume-me", ask=ask)
+
+        @s.tool(side_effects=True)
+        def charge_card(cents: int) -> str:
+            """Charge the user's card."""
+            charges.append(cents)
+            return f"charged {cents} cents"
+
+        return s
+
+    async def scenario() -> tuple[str, Any]:
+        async with serving(agent_app(pays, path="/agent")) as base:
+            url = f"{base}/agent"
+            asking = asyncio.Event()
+
+            async def never(_call: Any) -> bool:
+                asking.set()
+                await asyncio.sleep(3600)
+                return False
+
+            first = asyncio.create_task(session(url, never).send("pay five dollars"))
+            await asking.wait()
+            first.cancel()  # this replica is gone while the user was being asked
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            second = session(url, lambda _call: True)
+            result = await second.send()
+            assert second.conversation is not None
+            return result.status, second.conversation.messages[-1]["content"]
+
+    status, final = asyncio.run(scenario())
+    assert (status, final) == ("success", "Done: charged 500 cents")
+    assert charges == [500]
+
+
+def test_a_locked_store_does_not_stall_the_event_loop(tmp_path: Path) -> None:
+    """The agent server runs in the same event loop as the session, and the only one
+    who can release the store's lock is another task of that loop: a session that
+    blocked the loop while waiting for the store would time out instead."""
+    path = tmp_path / "app.sqlite"
+    store = SQLiteStore(path, timeout=5)
+    blocker = sqlite3.connect(path, isolation_level=None)
+
+    async def scenario() -> str:
+        served = asyncio.Event()
+
+        async def agent(r: Run) -> None:
+            await pays(r)
+            served.set()  # the run's stream ends now: the session saves it next
+
+        async with serving(agent_app(agent, path="/agent")) as base:
+            session = Session(
+                AgentClient(f"{base}/agent"), store=store, thread_id="t", ask=lambda _c: True
+            )
+
+            @session.tool(side_effects=True)
+            def charge_card(cents: int) -> str:
+                """Charge the user's card."""
+                return f"charged {cents} cents"
+
+            ticks = 0
+
+            async def other_work() -> None:
+                nonlocal ticks
+                blocker.execute("BEGIN IMMEDIATE")  # another process writes, for a while
+                await served.wait()
+                for _ in range(30):
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+                blocker.execute("ROLLBACK")
+
+            work = asyncio.create_task(other_work())
+            await asyncio.sleep(0)
+            result = await session.send("pay five dollars")
+            await work
+            assert ticks == 30
+            assert session.conversation is not None
+            return f"{result.status}: {session.conversation.messages[-1]['content']}"
+
+    assert asyncio.run(scenario()) == "success: Done: charged 500 cents"
+    blocker.close()
+    store.close()

@@ -13,6 +13,7 @@ process's write lock: async callers run it in a worker thread
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -158,10 +159,6 @@ _ADVICE = (
         "was written",
     ),
     (
-        ("unable to open",),
-        "the file cannot be opened: check that its folder exists and is writable",
-    ),
-    (
         ("locked", "busy"),
         "another process held the file's write lock longer than the timeout: retry, or "
         "raise timeout=",
@@ -173,6 +170,14 @@ def _advised(path: Path, exc: JournalError, cause: BaseException | None = None) 
     """The journal's error as a StoreError that says what to do about it."""
     text = str(exc)
     low = f"{text} {cause or exc.__cause__ or ''}".lower()
+    if "unable to open" in low:
+        writable = os.access(path.parent, os.W_OK) and (
+            not path.exists() or os.access(path, os.W_OK)
+        )
+        if path.parent.is_dir() and not writable:
+            low += " read-only"
+        elif not path.parent.is_dir():
+            return StoreError(f"{text} — the folder {path.parent} does not exist")
     for needles, advice in _ADVICE:
         if any(n in low for n in needles):
             return StoreError(f"{text} — {advice}")
