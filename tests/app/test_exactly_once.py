@@ -289,13 +289,16 @@ def test_a_cancelled_execution_is_answered_unknown_and_the_thread_continues(
     effects: list[str] = []
 
     async def scenario() -> None:
+        started = asyncio.Event()
+
         async def charge(_a: dict[str, Any]) -> str:
             effects.append("charged")
+            started.set()
             await asyncio.sleep(30)
             return "never"
 
         task = asyncio.create_task(conv.execute_async("c1", charge))
-        await asyncio.sleep(0.01)
+        await started.wait()  # cancelled mid-handler
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

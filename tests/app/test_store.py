@@ -412,3 +412,29 @@ def _hold_write_lock(open_store: StoreFactory, fingerprint: str) -> _Held:
         blocker_pg.close()
 
     return _Held(release_pg)
+
+
+def test_a_cancel_while_the_claim_is_recorded_answers_not_executed(
+    open_store: StoreFactory,
+) -> None:
+    if open_store.backend == "memory":
+        pytest.skip("the memory store claims inline: there is no moment to cancel in")
+    conv = first_process(open_store(), consent=ConsentPolicy.auto_approve())
+    lock = _hold_write_lock(open_store, conv.call("c2").fingerprint)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(conv.execute_async("c2", lambda _a: pytest.fail("ran")))
+        await asyncio.sleep(0.1)  # the claim waits for the lock in its thread
+        task.cancel()
+        await asyncio.sleep(0.05)
+        lock.release()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    answer = conv.call("c2").answer
+    assert answer is not None and "not executed: cancelled" in str(answer.content)
+    assert open_store().answer_for(THREAD, "c2") == answer.to_json()  # durable, as the truth
+    conv.call("c1")  # and the thread goes on once c1 is answered
+    conv.decline("c1")
+    conv.next_input()

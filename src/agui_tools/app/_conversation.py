@@ -918,8 +918,18 @@ class Conversation:
 
         Cancelled while the handler runs, the call is answered "outcome
         unknown" (the handler may have acted) before the cancellation goes on.
+        Cancelled while the claim is being recorded (in a worker thread, for a
+        store that may wait), the claim is seen through and, as nothing ran,
+        the call is answered "not executed" — never left executing.
         """
-        call, key = await self.off_loop(self._claim, call_id)
+        claiming = asyncio.ensure_future(self.off_loop(self._claim, call_id))
+        try:
+            call, key = await asyncio.shield(claiming)
+        except asyncio.CancelledError:
+            call, key = await claiming  # the thread finishes the claim either way
+            if key is not None:
+                self._executed(call, key, _cancelled_before(call_id))
+            raise
         if key is None:
             assert call.answer is not None
             return call.answer
@@ -1226,6 +1236,14 @@ def _unawaited(call_id: str, result: Any) -> Answer:
         call_id,
         "outcome unknown: the handler returned an awaitable, which execute() cannot wait for; "
         "use execute_async()",
+    )
+
+
+def _cancelled_before(call_id: str) -> Answer:
+    return Answer.failed(
+        call_id,
+        "not executed: cancelled while the execution was being recorded, before the "
+        "handler started",
     )
 
 
