@@ -16,7 +16,10 @@ Groups (``--only`` runs one):
   previewed after every delta) vs naive re-parsing, and schema validation with
   jsonschema-rs vs jsonschema;
 * ``transport`` — one server process to one client vs the official
-  quickstart's FastAPI endpoint, and memory with 1,000 idle streams.
+  quickstart's FastAPI endpoint, and memory with 1,000 idle streams;
+* ``store`` — the thread store: claims/s and round trips/s for memory, SQLite
+  and PostgreSQL (a throw-away server) at 1, 4 and 16 workers, and the time to
+  restore threads of 10, 100 and 1,000 runs.
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -33,10 +36,11 @@ from . import arguments as arguments_bench
 from . import codec, corpus, peers
 from . import pipeline as pipeline_bench
 from . import reducer as reducer_bench
+from . import store as store_bench
 from . import transport as transport_bench
 from .harness import table
 
-GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport")
+GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "store")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if "transport" in groups:
         print(transport_bench.report())
+    if "store" in groups:
+        print(store_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

@@ -1,7 +1,8 @@
 """A throw-away PostgreSQL server for the test session (and the benchmark).
 
 ``initdb`` into a temporary folder, listening on a Unix socket in that folder
-only (no TCP port at all), ``fsync=off`` (the data is thrown away), stopped
+only (no TCP port at all), ``fsync=off`` for tests (the data is thrown away;
+``durable=True`` for the benchmark), stopped
 and removed at the end. As root, the server runs as the ``postgres`` user
 (PostgreSQL refuses to run as root); scripts/postgres_setup.sh installs the
 binaries on a machine that lacks them.
@@ -51,7 +52,8 @@ def find_bindir() -> Path:
 class PostgresServer:
     """One server: ``start()``, ``conninfo``, ``restart()``, ``stop()``/``destroy()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.bindir = find_bindir()
         self.root = Path(tempfile.mkdtemp(prefix="agui-pg-"))
         self.data = self.root / "data"
@@ -86,10 +88,16 @@ class PostgresServer:
                 "initdb", "-D", str(self.data), "-U", "agui", "--auth=trust", "--no-sync",
                 "-E", "UTF8", "--locale=C",
             )  # fmt: skip
+        # tests throw the data away: no fsync; the benchmark compares like with like
+        # (SQLite's store commits with synchronous=FULL): fsync on, as deployed
+        durability = (
+            ""
+            if self.durable
+            else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        )
         options = (
             f"-c listen_addresses='' -c unix_socket_directories={self.socket_dir} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=300 -c shared_buffers=64MB"
+            f"{durability}-c max_connections=300 -c shared_buffers=64MB"
         )
         self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
