@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from ._answers import add_answer_flags, flag_answers, stdin_lines
@@ -35,12 +36,19 @@ def register(sub: Any) -> None:
     )
     add_answer_flags(p)
     p.add_argument("--fast", action="store_true", help="stream without the human-pace pauses")
+    p.add_argument(
+        "--store",
+        metavar="FILE",
+        type=Path,
+        help="keep the demo's thread in this SQLite file (default: a temporary one)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from .._errors import StoreError
     from ..demo.app import ScriptError, run_demo, scripted
 
     ok, decide = flag_answers(args, "demo")
@@ -49,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if decide is None and not sys.stdin.isatty():
         decide = scripted(stdin_lines(sys.stdin))
     try:
-        _, result = asyncio.run(run_demo(decide=decide, fast=args.fast))
+        conversation, result = asyncio.run(
+            run_demo(decide=decide, fast=args.fast, store=args.store)
+        )
     except KeyboardInterrupt:
         print("\ndemo interrupted", file=sys.stderr)
         return 1
@@ -62,4 +72,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    except StoreError as exc:  # --store names a file that cannot hold the thread
+        print(f"agui-tools demo: {exc}", file=sys.stderr)
+        return 1
+    if args.store is not None:
+        print(f"the thread is kept in {args.store} as {conversation.thread_id!r}")
     return 0 if result.status == "success" else 1

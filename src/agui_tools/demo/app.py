@@ -7,7 +7,10 @@ whole loop, prints the thread, and stops the server — offline, in one call.
 
 from __future__ import annotations
 
+import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import orjson
 from rich.console import Console
@@ -15,6 +18,7 @@ from rich.rule import Rule
 
 from ..app._calls import PendingCall
 from ..app._conversation import Conversation, RunResult
+from ..app._store_sqlite import SQLiteStore
 from ..testing import serving
 from ..transport._client import AgentClient
 from ..transport._server import agent_app
@@ -116,8 +120,19 @@ async def run_demo(
     decide: Decider | None = None,
     prompt: Callable[[str], str] | None = None,
     fast: bool = False,
+    store: Path | None = None,
 ) -> tuple[Conversation, RunResult]:
-    """Run the whole demo once; ``decide`` answers consent (else the terminal asks)."""
+    """Run the whole demo once; ``decide`` answers consent (else the terminal asks).
+
+    The thread is kept in a SQLite store — the embedded default an application
+    gets without any set-up: ``store`` names the file (the thread is then left
+    in it, under a new ``demo-…`` id), else a temporary one is used.
+    """
+    if store is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return await run_demo(
+                console=console, decide=decide, prompt=prompt, fast=fast, store=Path(tmp) / "t.db"
+            )
     console = console or Console(highlight=False)
     ui = TerminalUI(console, prompt=prompt)
     app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
@@ -134,12 +149,16 @@ async def run_demo(
             )
             return answer
 
-        session = Session(AgentClient(url), ask=ask)
+        threads = SQLiteStore(store)
+        session = Session(
+            AgentClient(url), ask=ask, store=threads, thread_id=f"demo-{uuid.uuid4().hex[:12]}"
+        )
         register(session)
         try:
             result = await session.send(PROMPT, on_update=ui.on_update)
         finally:
             await session.client.aclose()
+            threads.close()
         ui.finish_run()
     conversation = session.conversation
     assert conversation is not None
