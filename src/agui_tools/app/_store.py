@@ -66,7 +66,7 @@ class ThreadRecord:
 class Store(Journal, Protocol):
     """A journal that also keeps threads (see the module docstring)."""
 
-    blocking: bool
+    blocking: ClassVar[bool]
     """Whether a call may wait on I/O or a lock: async callers run it in a worker thread."""
 
     def load(self, thread_id: str) -> ThreadRecord | None:
