@@ -13,7 +13,6 @@ for each of the hundred crash trials.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sqlite3
@@ -27,37 +26,10 @@ from agui_tools.app._calls import Answer, CallStatus, PendingCall
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._store import Store
-from agui_tools.app._tools import ToolSpec
 
-CHARGE = ToolSpec(
-    "charge_card",
-    "Charge the user's card.",
-    parameters={
-        "type": "object",
-        "properties": {"cents": {"type": "integer"}},
-        "required": ["cents"],
-    },
-    side_effects=True,
-)
-CALLS = (("c1", 500), ("c2", 700))
+from .journal_worker import CHARGE, stream
 
-
-def stream(thread: str, run: str) -> list[dict[str, Any]]:
-    """One run that leaves two side-effecting calls pending."""
-    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": thread, "runId": run}]
-    for cid, cents in CALLS:
-        events += [
-            {
-                "type": "TOOL_CALL_START",
-                "toolCallId": cid,
-                "toolCallName": "charge_card",
-                "parentMessageId": "m1",
-            },
-            {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": json.dumps({"cents": cents})},
-            {"type": "TOOL_CALL_END", "toolCallId": cid},
-        ]
-    events.append({"type": "RUN_FINISHED", "threadId": thread, "runId": run})
-    return events
+CALLS = (("c1", 500), ("c2", 700))  # what journal_worker.stream's run calls
 
 
 def open_store(backend: str, target: str) -> Store:

@@ -138,6 +138,23 @@ def _result(record: _Record) -> ClaimResult:
     return ClaimResult(Claim.UNKNOWN, None, record.started_at, record.fingerprint)
 
 
+def stored_result(row: tuple[str, float, bytes | None]) -> ClaimResult:
+    """A durable journal's ``(fingerprint, started_at, answer)`` row, as a claim result."""
+    fp, started, answer = row
+    if answer is not None:
+        return ClaimResult(Claim.ANSWERED, orjson.loads(answer), started, fp)
+    return ClaimResult(Claim.UNKNOWN, None, started, fp)
+
+
+def decision_row(decision: Mapping[str, Any]) -> tuple[str, str, bytes]:
+    """A consent decision as a durable journal stores it: thread, call, the JSON."""
+    return (
+        decision.get("threadId", ""),
+        decision.get("toolCallId", ""),
+        orjson.dumps(dict(decision)),
+    )
+
+
 class MemoryJournal:
     """The journal's semantics in memory; lost when the process exits."""
 
@@ -302,12 +319,7 @@ class SQLiteJournal:
             "ORDER BY answer IS NULL, started_at LIMIT 1",
             (thread_id, call_id),
         ).fetchone()
-        if row is None:
-            return None
-        fp, started, answer = row
-        if answer is not None:
-            return ClaimResult(Claim.ANSWERED, orjson.loads(answer), started, fp)
-        return ClaimResult(Claim.UNKNOWN, None, started, fp)
+        return stored_result(row) if row is not None else None
 
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         with self._write(f"record the intent to execute call {key.call_id!r}") as db:
@@ -376,11 +388,7 @@ class SQLiteJournal:
     def _insert_decision(db: sqlite3.Connection, decision: Mapping[str, Any]) -> None:
         db.execute(
             "INSERT INTO decisions (thread_id, call_id, decision) VALUES (?, ?, ?)",
-            (
-                decision.get("threadId", ""),
-                decision.get("toolCallId", ""),
-                orjson.dumps(dict(decision)),
-            ),
+            decision_row(decision),
         )
 
     def record_decision(self, decision: Mapping[str, Any]) -> None:

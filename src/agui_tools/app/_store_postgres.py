@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import orjson
 
 from .._errors import StaleThread, StoreError
-from ._journal import Claim, ClaimResult, JournalKey
+from ._journal import Claim, ClaimResult, JournalKey, decision_row, stored_result
 from ._store import ThreadRecord, decode_record, encode_snapshot
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
@@ -196,12 +196,7 @@ class PostgresStore:
             "WHERE thread_id = %s AND call_id = %s",
             (thread_id, call_id),
         ).fetchone()
-        if row is None:
-            return None
-        fp, started, answer = row
-        if answer is not None:
-            return ClaimResult(Claim.ANSWERED, orjson.loads(answer), started, fp)
-        return ClaimResult(Claim.UNKNOWN, None, started, fp)
+        return stored_result(row) if row is not None else None
 
     # -- the journal ----------------------------------------------------------------
 
@@ -281,11 +276,7 @@ class PostgresStore:
     def _insert_decision(conn: Any, decision: Mapping[str, Any]) -> None:
         conn.execute(
             "INSERT INTO agui_decisions (thread_id, call_id, decision) VALUES (%s, %s, %s)",
-            (
-                decision.get("threadId", ""),
-                decision.get("toolCallId", ""),
-                orjson.dumps(dict(decision)),
-            ),
+            decision_row(decision),
         )
 
     def record_decision(self, decision: Mapping[str, Any]) -> None:

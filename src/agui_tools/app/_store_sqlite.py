@@ -17,7 +17,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -75,18 +75,20 @@ class SQLiteStore(SQLiteJournal):
 
     @contextmanager
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
-        try:
-            with super()._write(what) as db:
-                yield db
-        except StoreError:
-            raise
-        except JournalError as exc:
-            raise _advised(self.path, exc) from exc.__cause__
+        with self._advising(super()._write(what)) as db:
+            yield db
 
     @contextmanager
     def _read(self, what: str) -> Iterator[sqlite3.Connection]:
+        with self._advising(super()._read(what)) as db:
+            yield db
+
+    @contextmanager
+    def _advising(
+        self, inner: AbstractContextManager[sqlite3.Connection]
+    ) -> Iterator[sqlite3.Connection]:
         try:
-            with super()._read(what) as db:
+            with inner as db:
                 yield db
         except StoreError:
             raise
