@@ -89,4 +89,13 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
     factory.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_durable_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """The same, for the stores that may wait (a file lock, a database)."""
+    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgres" else None
+    factory = StoreFactory(request.param, tmp_path, dsn)
+    yield factory
+    factory.close()
+
+
 StoreOpener = Callable[[], Store]

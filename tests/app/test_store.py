@@ -352,13 +352,12 @@ def test_a_restore_knows_which_calls_never_closed_from_the_saved_run() -> None:
 
 
 def test_execute_async_waits_for_a_locked_store_without_blocking_the_loop(
-    open_store: StoreFactory,
+    open_durable_store: StoreFactory,
 ) -> None:
     """Another holder of the store's lock is released by *another task*: if waiting
     for the lock blocked the event loop, that task could never run, and the claim
     would time out instead of executing."""
-    if open_store.backend == "memory":
-        pytest.skip("the memory store never waits (blocking = False)")
+    open_store = open_durable_store  # the memory store never waits (blocking = False)
     conv = first_process(open_store(), consent=ConsentPolicy.auto_approve())
     lock = _hold_write_lock(open_store, conv.call("c2").fingerprint)
 
@@ -415,10 +414,9 @@ def _hold_write_lock(open_store: StoreFactory, fingerprint: str) -> _Held:
 
 
 def test_a_cancel_while_the_claim_is_recorded_answers_not_executed(
-    open_store: StoreFactory,
+    open_durable_store: StoreFactory,
 ) -> None:
-    if open_store.backend == "memory":
-        pytest.skip("the memory store claims inline: there is no moment to cancel in")
+    open_store = open_durable_store  # the memory store claims inline: no moment to cancel in
     conv = first_process(open_store(), consent=ConsentPolicy.auto_approve())
     lock = _hold_write_lock(open_store, conv.call("c2").fingerprint)
 
