@@ -237,3 +237,37 @@ def test_a_damaged_file_is_a_clear_error_naming_it(tmp_path: Path, where: str) -
     text = str(info.value)
     assert str(path) in text
     assert "damaged" in text and "backup" in text
+
+
+def test_replicas_starting_together_migrate_once_and_an_old_replica_refuses_a_newer_schema(
+    postgres_dsn: str,
+) -> None:
+    import psycopg
+
+    from agui_tools.app._store_postgres import MIGRATIONS
+
+    opened: list[PostgresStore] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            opened.append(PostgresStore(postgres_dsn, max_size=1))
+        except BaseException as exc:
+            errors.append(exc)
+
+    replicas = [threading.Thread(target=start) for _ in range(4)]
+    for t in replicas:
+        t.start()
+    for t in replicas:
+        t.join(60)
+    assert errors == [] and len(opened) == 4
+    for store in opened:
+        store.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM agui_schema").fetchall() == [(len(MIGRATIONS),)]
+        conn.execute("UPDATE agui_schema SET version = %s", (len(MIGRATIONS) + 1,))
+    with pytest.raises(StoreError, match="newer than this agui-tools knows") as info:
+        PostgresStore(postgres_dsn)
+    assert "upgrade agui-tools on this replica" in str(info.value)
