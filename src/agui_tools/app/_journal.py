@@ -155,6 +155,13 @@ def decision_row(decision: Mapping[str, Any]) -> tuple[str, str, bytes]:
     )
 
 
+def _no_intent(key: JournalKey) -> JournalError:
+    return JournalError(
+        f"no intent is recorded for call {key.call_id!r} with these arguments: "
+        "finish() records the answer of an execution claim() allowed"
+    )
+
+
 class MemoryJournal:
     """The journal's semantics in memory; lost when the process exits."""
 
@@ -179,10 +186,7 @@ class MemoryJournal:
         with self._lock:
             record = self._calls.get((key.thread_id, key.call_id))
             if record is None or record.fingerprint != key.fingerprint:
-                raise JournalError(
-                    f"no intent is recorded for call {key.call_id!r} with these arguments: "
-                    "finish() records the answer of an execution claim() allowed"
-                )
+                raise _no_intent(key)
             if record.answer is None:  # first answer wins; an answer is never overwritten
                 record.answer = dict(answer)
 
@@ -349,10 +353,7 @@ class SQLiteJournal:
                 ).fetchone()
                 is None
             ):
-                raise JournalError(
-                    f"no intent is recorded for call {key.call_id!r} with these arguments: "
-                    "finish() records the answer of an execution claim() allowed"
-                )
+                raise _no_intent(key)
 
     def settle(
         self,

@@ -22,7 +22,8 @@ What the binding requires of a client (``basic/transports/http-sse``):
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
 
 import httpx
 import orjson
@@ -33,7 +34,7 @@ from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
 from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, SSEReader
 
-__all__ = ["AgentClient", "SyncAgentClient", "TransportError"]
+__all__ = ["AgentClient", "BaseAgentClient", "SyncAgentClient", "TransportError"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 _BODY_LIMIT = 64 * 1024
@@ -60,8 +61,7 @@ async def _error_body(response: httpx.Response) -> bytes:
     """
     body = bytearray()
     async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) >= _BODY_LIMIT:
+        if _full(body, chunk):
             break
     return bytes(body[:_BODY_LIMIT])
 
@@ -69,10 +69,15 @@ async def _error_body(response: httpx.Response) -> bytes:
 def _error_body_sync(response: httpx.Response) -> bytes:
     body = bytearray()
     for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) >= _BODY_LIMIT:
+        if _full(body, chunk):
             break
     return bytes(body[:_BODY_LIMIT])
+
+
+def _full(body: bytearray, chunk: bytes) -> bool:
+    """Add ``chunk`` to an error body; True once it holds all of it anyone will read."""
+    body += chunk
+    return len(body) >= _BODY_LIMIT
 
 
 def _status_error(response: httpx.Response, body: bytes) -> TransportError:
@@ -114,22 +119,59 @@ def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
         ) from None
 
 
-class AgentClient:
-    """Async client for one AG-UI agent endpoint.
+H = TypeVar("H", httpx.AsyncClient, httpx.Client)
+
+
+class _Exchange:
+    """One POST and the stream answering it: everything both faces do around the bytes.
+
+    The faces differ only in how they wait (``async for`` or ``for``); what is
+    sent, what an answer must look like, how frames are cut and what a failure
+    is called is decided here, once.
+    """
+
+    __slots__ = ("body", "reader", "streaming", "url")
+
+    def __init__(self, client: BaseAgentClient[Any], run_input: Mapping[str, Any]) -> None:
+        self.url = client.url
+        # checked and prepared exactly as it will be sent (unknown material stripped,
+        # malformed fields refused — before anything is sent)
+        self.body = _body(run_input, client.peer_version)
+        self.reader = SSEReader(max_event_bytes=client.max_event_bytes)
+        self.streaming = False
+
+    def accept(self, response: httpx.Response) -> None:
+        """A 2xx answer: it must be an event stream, which from now on is being read."""
+        _check_stream(response)
+        self.streaming = True
+
+    def frames(self, chunk: bytes) -> list[str]:
+        # a frame the reader cannot produce travels as a BrokenFrame, so the
+        # conversation rejects the run at its position like any stream violation
+        return self.reader.feed_frames(chunk)
+
+    def failed(self, exc: httpx.HTTPError) -> TransportError:
+        return _connection_error(self.url, exc, self.streaming)
+
+
+class BaseAgentClient(Generic[H]):
+    """What the async and the sync client share (as httpx's ``BaseClient``).
 
     Args:
         url: the agent's POST endpoint.
-        http: an ``httpx.AsyncClient`` to use (one is created, and closed by
-            :meth:`aclose`, otherwise). Timeouts are on by default.
+        http: the httpx client to use (one is created, and closed with this
+            client, otherwise). Timeouts are on by default.
         headers: extra request headers (authentication, say).
+        timeout: for the httpx client this one creates.
         peer_version: the agent's protocol version when known (downgrades).
+        max_event_bytes: the largest SSE event accepted.
     """
 
     def __init__(
         self,
         url: str,
         *,
-        http: httpx.AsyncClient | None = None,
+        http: H | None = None,
         headers: Mapping[str, str] | None = None,
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         peer_version: str | None = None,
@@ -137,10 +179,45 @@ class AgentClient:
     ) -> None:
         self.url = url
         self._own = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout)
+        self._http: H = http if http is not None else self._new_http(timeout)
         self.headers = {**_HEADERS, **(headers or {})}
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
+
+    @staticmethod
+    def _new_http(timeout: httpx.Timeout | float | None) -> H:
+        raise NotImplementedError
+
+    def _exchange(self, run_input: Mapping[str, Any]) -> _Exchange:
+        return _Exchange(self, run_input)
+
+
+@contextmanager
+def _ending(conversation: Conversation) -> Iterator[None]:
+    """A transport failure or cancellation mid-stream still ends the run (as
+    truncated, never as finished) before the exception propagates."""
+    try:
+        yield
+    except BaseException:
+        conversation.abandon_run()
+        raise
+
+
+def _deliver(
+    conversation: Conversation, frames: list[str], on_update: Callable[[Update], Any] | None
+) -> None:
+    updates = conversation.receive_many(frames)
+    if on_update is not None:
+        for update in updates:
+            on_update(update)
+
+
+class AgentClient(BaseAgentClient[httpx.AsyncClient]):
+    """Async client for one AG-UI agent endpoint (arguments: :class:`BaseAgentClient`)."""
+
+    @staticmethod
+    def _new_http(timeout: httpx.Timeout | float | None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=timeout)
 
     async def aclose(self) -> None:
         if self._own:
@@ -153,30 +230,20 @@ class AgentClient:
         await self.aclose()
 
     async def frames(self, run_input: Mapping[str, Any]) -> AsyncIterator[list[str]]:
-        """POST the input; yield the SSE ``data`` payloads each network chunk completes.
-
-        The input is checked and prepared exactly as it will be sent (unknown
-        material stripped, malformed fields refused — before anything is sent).
-        """
-        body = _body(run_input, self.peer_version)
-        reader = SSEReader(max_event_bytes=self.max_event_bytes)
-        streaming = False
+        """POST the input; yield the SSE ``data`` payloads each network chunk completes."""
+        exchange = self._exchange(run_input)
         try:
             async with self._http.stream(
-                "POST", self.url, content=body, headers=self.headers
+                "POST", self.url, content=exchange.body, headers=self.headers
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, await _error_body(response))
-                _check_stream(response)
-                streaming = True
+                exchange.accept(response)
                 async for chunk in response.aiter_raw():
-                    # a frame the reader cannot produce travels as a BrokenFrame, so the
-                    # conversation rejects the run at its position like any stream violation
-                    frames = reader.feed_frames(chunk)
-                    if frames:
+                    if frames := exchange.frames(chunk):
                         yield frames
         except httpx.HTTPError as exc:
-            raise _connection_error(self.url, exc, streaming) from exc
+            raise exchange.failed(exc) from exc
 
     async def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None
@@ -188,38 +255,19 @@ class AgentClient:
         (as truncated, never as finished) before the exception propagates.
         """
         run_input = conversation.pending_input
-        try:
+        with _ending(conversation):
             async for frames in self.frames(run_input):
-                updates = conversation.receive_many(frames)
-                if on_update is not None:
-                    for update in updates:
-                        on_update(update)
-        except BaseException:
-            conversation.abandon_run()
-            raise
+                _deliver(conversation, frames, on_update)
         # ending a run saves it and disposes of its calls: store I/O, off the event loop
         return await conversation.off_loop(conversation.end_run)
 
 
-class SyncAgentClient:
+class SyncAgentClient(BaseAgentClient[httpx.Client]):
     """The blocking face of :class:`AgentClient` (``httpx.Client`` underneath)."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        http: httpx.Client | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
-        peer_version: str | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    ) -> None:
-        self.url = url
-        self._own = http is None
-        self._http = http or httpx.Client(timeout=timeout)
-        self.headers = {**_HEADERS, **(headers or {})}
-        self.peer_version = peer_version
-        self.max_event_bytes = max_event_bytes
+    @staticmethod
+    def _new_http(timeout: httpx.Timeout | float | None) -> httpx.Client:
+        return httpx.Client(timeout=timeout)
 
     def close(self) -> None:
         if self._own:
@@ -232,35 +280,28 @@ class SyncAgentClient:
         self.close()
 
     def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[str]]:
-        body = _body(run_input, self.peer_version)
-        reader = SSEReader(max_event_bytes=self.max_event_bytes)
-        streaming = False
+        """POST the input; yield the SSE ``data`` payloads each network chunk completes."""
+        exchange = self._exchange(run_input)
         try:
             with self._http.stream(
-                "POST", self.url, content=body, headers=self.headers
+                "POST", self.url, content=exchange.body, headers=self.headers
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, _error_body_sync(response))
-                _check_stream(response)
-                streaming = True
+                exchange.accept(response)
                 for chunk in response.iter_raw():
-                    frames = reader.feed_frames(chunk)
-                    if frames:
+                    if frames := exchange.frames(chunk):
                         yield frames
         except httpx.HTTPError as exc:
-            raise _connection_error(self.url, exc, streaming) from exc
+            raise exchange.failed(exc) from exc
 
     def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None
     ) -> RunResult:
+        """Send the conversation's prepared input and consume the run it starts (see
+        :meth:`AgentClient.run`)."""
         run_input = conversation.pending_input
-        try:
+        with _ending(conversation):
             for frames in self.frames(run_input):
-                updates = conversation.receive_many(frames)
-                if on_update is not None:
-                    for update in updates:
-                        on_update(update)
-        except BaseException:
-            conversation.abandon_run()
-            raise
+                _deliver(conversation, frames, on_update)
         return conversation.end_run()

@@ -14,20 +14,37 @@ session carry the thread until the agent leaves nothing pending::
 
     result = await session.send("Order two widgets", on_update=render)
 
+:class:`SyncSession` is the same session for blocking code, over a
+:class:`~agui_tools.transport._client.SyncAgentClient`::
+
+    with SyncAgentClient("http://127.0.0.1:8000/agent") as client:
+        session = SyncSession(client, ask=ask_the_user)
+        ...
+        result = session.send("Order two widgets")
+
 Each turn: the run streams (text deltas, tool-call cards with argument
 previews), pending calls go through the consent policy — auto-approved,
 ``ask``-ed, or denied —, approved ones execute exactly once through the
 journal with a timeout, a handler exception becomes an ``error`` tool message
 (never a crash), and the next input carries every answer.
+
+One loop, two faces. The turn loop is written once (:class:`BaseSession`), as a
+generator that yields what it needs done — run a turn, ask the user, execute
+a call — and is sent the outcome; each face performs those steps its own way
+(awaiting, or blocking). So the async and the sync session cannot drift apart
+in what they decide, only in how they wait (the sans-I/O habit of the rest of
+the library, applied to the application's own loop).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar, get_type_hints, overload
+import threading
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
@@ -38,9 +55,16 @@ from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._journal import Journal
 from ..app._store import Store
 from ..app._tools import ToolSpec
-from ._client import AgentClient
+from ._client import AgentClient, SyncAgentClient
 
-__all__ = ["Approval", "RegisteredTool", "Session", "tool_spec_from_function"]
+__all__ = [
+    "Approval",
+    "BaseSession",
+    "RegisteredTool",
+    "Session",
+    "SyncSession",
+    "tool_spec_from_function",
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +91,7 @@ class Approval:
 F = TypeVar("F", bound=Callable[..., Any])
 
 AskUser = Callable[[PendingCall], Approval | bool | Awaitable[Approval | bool]]
+C = TypeVar("C", AgentClient, SyncAgentClient)
 
 
 @dataclass(frozen=True)
@@ -137,8 +162,64 @@ def tool_spec_from_function(
     return spec, handler
 
 
-class Session:
-    """A conversation with one agent, carried turn by turn.
+# -- the steps the loop needs a face to perform ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """Send the prepared input and consume the run; the face replies with its RunResult."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """Ask the user about ``call``; the face replies with the ``ask`` callback's answer."""
+
+    call: PendingCall
+
+
+@dataclass(frozen=True, slots=True)
+class _Execute:
+    """Execute the approved ``call``; the face replies with its Answer."""
+
+    call: PendingCall
+    handler: Callable[[dict[str, Any]], Any]
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Store:
+    """Call ``fn`` — it reads or writes the journal or store; the face replies with
+    what it returned (the async face runs it off the event loop when the store may wait)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+
+_Step = _Turn | _Ask | _Execute | _Store
+Steps = Generator[_Step, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """The loop returned ``value``: nothing more to perform."""
+
+    value: Any
+
+
+def _advance(steps: Steps, reply: Any) -> _Step | _Done:
+    """Hand the loop the outcome of its last step; take its next step, or its end."""
+    try:
+        return steps.send(reply)
+    except StopIteration as done:
+        return _Done(done.value)
+
+
+class BaseSession(Generic[C]):
+    """A conversation with one agent, carried turn by turn: what both faces share.
 
     Args:
         client: the transport to the agent.
@@ -148,17 +229,17 @@ class Session:
         consent, journal, thread_id: as for :class:`Conversation`.
         store: where the thread is kept (:class:`~agui_tools.app._store.Store`).
             With a ``thread_id`` the store holds, the session picks the thread
-            up where any process left it: :meth:`send` first disposes of the
-            calls still pending (asking, executing — never re-running a call
-            another process claimed), then continues. The tools advertised are
-            the ones registered on this session, never the store's.
+            up where any process left it: ``send`` first disposes of the calls
+            still pending (asking, executing — never re-running a call another
+            process claimed), then continues. The tools advertised are the
+            ones registered on this session, never the store's.
         timeout: default handler timeout in seconds.
         max_turns: a safety stop for agents that keep calling tools.
     """
 
     def __init__(
         self,
-        client: AgentClient,
+        client: C,
         *,
         ask: AskUser | None = None,
         consent: ConsentPolicy | None = None,
@@ -170,7 +251,7 @@ class Session:
         conversation: Conversation | None = None,
         store: Store | None = None,
     ) -> None:
-        self.client = client
+        self.client: C = client
         self.ask = ask
         self.timeout = timeout
         self.max_turns = max_turns
@@ -243,14 +324,100 @@ class Session:
             )
         return self.conversation
 
-    async def _open(self) -> Conversation:
-        """The conversation, made off the event loop (restoring reads the store)."""
-        if self.conversation is not None:
-            return self.conversation
-        blocking = self._store is not None and getattr(self._store, "blocking", True)
-        return await asyncio.to_thread(self._conversation) if blocking else self._conversation()
+    @property
+    def _store_may_wait(self) -> bool:
+        """Whether a store step may wait on I/O (then the async face runs it in a thread)."""
+        journal = (
+            self.conversation.journal if self.conversation is not None else self._store or None
+        )
+        return journal is not None and getattr(journal, "blocking", True)
 
-    # -- the loop ---------------------------------------------------------------------
+    # -- the loop, once -------------------------------------------------------------
+
+    def _send_steps(self, text: str | None, emit: Callable[[Update], Any]) -> Steps:
+        """Send a user message and carry the thread until nothing is pending."""
+        conv: Conversation = yield _Store(self._conversation)  # restoring reads the store
+        if conv.pending:  # a restored thread: finish what the last process left first
+            yield from self._dispose_steps(emit)
+        if text is not None:
+            conv.next_input(user=text)
+        else:
+            conv.next_input()
+        result: RunResult | None = None
+        for _ in range(self.max_turns):
+            result = yield _Turn()
+            assert result is not None
+            for update in conv.take_updates():
+                emit(update)
+            # the agent is done when its run left no calls at all; calls the core already
+            # answered (refused, invalid, denied) still need the agent to hear the answer
+            if result.status != "success" or not result.pending:
+                return result
+            yield from self._dispose_steps(emit)
+            conv.next_input()
+        assert result is not None
+        return result
+
+    def _dispose_steps(self, emit: Callable[[Update], Any]) -> Steps:
+        """Answer every pending call: ask, execute, or leave it to the answers already given."""
+        conv = self._conversation()
+        for call in list(conv.pending):
+            if call.status is CallStatus.AWAITING_CONSENT:
+                emit(call_update(call))
+                if self.ask is None:
+                    # nobody to ask: the policy declines — never worded as the user's decision
+                    yield _Store(
+                        conv.decline,
+                        (call.call_id,),
+                        {"by": "policy", "reason": "no one was available to ask for consent"},
+                    )
+                else:
+                    answer = yield _Ask(call)
+                    approval = Approval(answer) if isinstance(answer, bool) else answer
+                    if approval.approved:
+                        yield _Store(
+                            conv.approve,
+                            (call.call_id,),
+                            {
+                                "by": "user",
+                                "arguments": approval.arguments,
+                                "reason": approval.reason,
+                            },
+                        )
+                    else:
+                        yield _Store(
+                            conv.decline, (call.call_id,), {"by": "user", "reason": approval.reason}
+                        )
+            if call.status is CallStatus.APPROVED:
+                registered = self._tools.get(call.name)
+                if registered is None:  # an unadvertised tool routed elsewhere has no handler here
+                    yield _Store(
+                        conv.fail, (call.call_id, f"no handler is registered for {call.name!r}")
+                    )
+                else:
+                    timeout = registered.timeout if registered.timeout is not None else self.timeout
+                    yield _Execute(call, registered.handler, timeout)
+            for update in conv.take_updates():
+                emit(update)
+
+
+def _ignore(update: Update) -> None:
+    return None
+
+
+def _deadline(timeout: float) -> TimeoutError:
+    return TimeoutError(f"the handler did not finish within {timeout:g} s; its outcome is unknown")
+
+
+class Session(BaseSession[AgentClient]):
+    """The async session (see :class:`BaseSession` for its arguments)::
+
+        session = Session(AgentClient(url), ask=ask_the_user)
+        result = await session.send("Order two widgets", on_update=render)
+
+    ``ask`` may be a coroutine function; tool handlers may be too (a plain
+    one runs in a worker thread, so it does not block the event loop).
+    """
 
     async def send(
         self, text: str | None = None, *, on_update: Callable[[Update], Any] | None = None
@@ -261,79 +428,34 @@ class Session:
         the agent is done, or whatever stopped the loop (an interrupt, an
         error, a truncated or rejected stream, ``max_turns``).
         """
-        conv = await self._open()
-        emit = on_update or (lambda _u: None)
-        if conv.pending:  # a restored thread: finish what the last process left first
-            await self.dispose(emit)
-        if text is not None:
-            conv.next_input(user=text)
-        else:
-            conv.next_input()
-        result: RunResult | None = None
-        for _ in range(self.max_turns):
-            result = await self.client.run(conv, on_update=emit)
-            for update in conv.take_updates():
-                emit(update)
-            # the agent is done when its run left no calls at all; calls the core already
-            # answered (refused, invalid, denied) still need the agent to hear the answer
-            if result.status != "success" or not result.pending:
-                return result
-            await self.dispose(emit)
-            conv.next_input()
-        assert result is not None
+        emit = on_update or _ignore
+        result: RunResult = await self._perform(self._send_steps(text, emit), emit)
         return result
 
     async def dispose(self, emit: Callable[[Update], Any]) -> None:
         """Answer every pending call: ask, execute, or leave it to the answers already given."""
-        conv = self._conversation()
-        for call in list(conv.pending):
-            if call.status is CallStatus.AWAITING_CONSENT:
-                emit(call_update(call))
-                if self.ask is None:
-                    # nobody to ask: the policy declines — never worded as the user's decision
-                    await conv.off_loop(
-                        conv.decline,
-                        call.call_id,
-                        by="policy",
-                        reason="no one was available to ask for consent",
-                    )
-                else:
-                    approval = await self._ask(call)
-                    if approval.approved:
-                        await conv.off_loop(
-                            conv.approve,
-                            call.call_id,
-                            by="user",
-                            arguments=approval.arguments,
-                            reason=approval.reason,
-                        )
-                    else:
-                        await conv.off_loop(
-                            conv.decline, call.call_id, by="user", reason=approval.reason
-                        )
-            if call.status is CallStatus.APPROVED:
-                await self._execute(call)
-            for update in conv.take_updates():
-                emit(update)
+        await self._perform(self._dispose_steps(emit), emit)
 
-    async def _ask(self, call: PendingCall) -> Approval:
-        assert self.ask is not None
-        answer = self.ask(call)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        if isinstance(answer, bool):
-            return Approval(answer)
-        return answer
+    async def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            reply: Any
+            if isinstance(step, _Turn):
+                reply = await self.client.run(self._conversation(), on_update=emit)
+            elif isinstance(step, _Ask):
+                assert self.ask is not None
+                reply = self.ask(step.call)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+            elif isinstance(step, _Store):
+                reply = await asyncio.to_thread(step) if self._store_may_wait else step()
+            else:
+                reply = await self._execute(step)
+            step = _advance(steps, reply)
+        return step.value
 
-    async def _execute(self, call: PendingCall) -> Answer:
-        conv = self._conversation()
-        registered = self._tools.get(call.name)
-        if registered is None:  # an unadvertised tool routed elsewhere has no handler here
-            return await conv.off_loop(
-                conv.fail, call.call_id, f"no handler is registered for {call.name!r}"
-            )
-        timeout = registered.timeout if registered.timeout is not None else self.timeout
-        handler = registered.handler
+    async def _execute(self, step: _Execute) -> Answer:
+        handler, timeout = step.handler, step.timeout
 
         async def run(arguments: dict[str, Any]) -> Any:
             if inspect.iscoroutinefunction(handler):
@@ -357,8 +479,95 @@ class Session:
             except TimeoutError:
                 if not deadline.expired():
                     raise
-                raise TimeoutError(
-                    f"the handler did not finish within {timeout:g} s; its outcome is unknown"
-                ) from None
+                raise _deadline(timeout) from None
 
-        return await conv.execute_async(call.call_id, bounded)
+        return await self._conversation().execute_async(step.call.call_id, bounded)
+
+
+class SyncSession(BaseSession[SyncAgentClient]):
+    """The blocking session, for scripts and threads (see :class:`BaseSession`)::
+
+        with SyncAgentClient(url) as client:
+            session = SyncSession(client, ask=ask_the_user)
+            result = session.send("Order two widgets", on_update=render)
+
+    ``ask`` answers directly (an :class:`Approval` or a bool). A handler with
+    a timeout runs in a worker thread, so the deadline holds while it hangs
+    (the thread is left behind, like the async face's worker: a Python thread
+    cannot be stopped); a handler that returns an awaitable (an ``async def``
+    tool) has it run to completion in that thread's own event loop.
+    """
+
+    def send(
+        self, text: str | None = None, *, on_update: Callable[[Update], Any] | None = None
+    ) -> RunResult:
+        """Send a user message and carry the thread until nothing is pending (see
+        :meth:`Session.send`)."""
+        emit = on_update or _ignore
+        result: RunResult = self._perform(self._send_steps(text, emit), emit)
+        return result
+
+    def dispose(self, emit: Callable[[Update], Any]) -> None:
+        """Answer every pending call: ask, execute, or leave it to the answers already given."""
+        self._perform(self._dispose_steps(emit), emit)
+
+    def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            reply: Any
+            if isinstance(step, _Turn):
+                reply = self.client.run(self._conversation(), on_update=emit)
+            elif isinstance(step, _Ask):
+                assert self.ask is not None
+                reply = self.ask(step.call)
+                if inspect.isawaitable(reply):
+                    if inspect.iscoroutine(reply):
+                        reply.close()
+                    raise UsageError(
+                        "a SyncSession's ask callback must answer directly (an Approval or a "
+                        "bool), not return an awaitable; use Session for an async one"
+                    )
+            elif isinstance(step, _Store):
+                reply = step()
+            else:
+                reply = self._execute(step)
+            step = _advance(steps, reply)
+        return step.value
+
+    def _execute(self, step: _Execute) -> Answer:
+        handler, timeout = step.handler, step.timeout
+
+        def bounded(arguments: dict[str, Any]) -> Any:
+            if timeout is None:
+                return _complete(handler, arguments)
+            outcome: Future[Any] = Future()
+
+            def work() -> None:
+                try:
+                    outcome.set_result(_complete(handler, arguments))
+                except BaseException as exc:  # handed to the waiting thread, raised there
+                    outcome.set_exception(exc)
+
+            threading.Thread(target=work, name=f"tool {step.call.name}", daemon=True).start()
+            try:
+                return outcome.result(timeout)
+            except TimeoutError:
+                # only our own deadline is reported as one: a TimeoutError the handler
+                # raised itself (a socket timeout, say) is its failure, told as such
+                if outcome.done():
+                    raise
+                raise _deadline(timeout) from None
+
+        return self._conversation().execute(step.call.call_id, bounded)
+
+
+def _complete(handler: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
+    """Call a handler; an awaitable it returns (an ``async def`` tool) is run to its end."""
+    result = handler(arguments)
+    if inspect.isawaitable(result):
+        return asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
