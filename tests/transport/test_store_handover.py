@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from agui_tools import AgentClient, Run, Session, agent_app
+from agui_tools import AgentClient, Run, Session, SyncAgentClient, SyncSession, agent_app
 from agui_tools.app._store_postgres import PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import free_port, serving
@@ -235,3 +235,41 @@ def test_a_locked_store_does_not_stall_the_event_loop(tmp_path: Path) -> None:
     assert asyncio.run(scenario()) == "success: Done: charged 500 cents"
     blocker.close()
     store.close()
+
+
+def test_a_sync_session_resumes_a_thread_too(tmp_path: Path) -> None:
+    port = free_port()
+    server = FORK.Process(target=serve_agent, args=(port,))
+    server.start()
+    charges: list[int] = []
+
+    def session(client: SyncAgentClient, ask: Any) -> SyncSession:
+        s = SyncSession(client, store=SQLiteStore(tmp_path / "t.db"), thread_id="sync", ask=ask)
+
+        @s.tool(side_effects=True)
+        def charge_card(cents: int) -> str:
+            """Charge the user's card."""
+            charges.append(cents)
+            return f"charged {cents} cents"
+
+        return s
+
+    def dies(_call: Any) -> bool:
+        raise RuntimeError("this replica stops while the user is being asked")
+
+    try:
+        _wait_listening(port)
+        with SyncAgentClient(f"http://127.0.0.1:{port}/agent") as client:
+            with pytest.raises(RuntimeError, match="replica stops"):
+                session(client, dies).send("pay five dollars")
+            second = session(client, lambda _call: True)
+            result = second.send()
+    finally:
+        os.kill(server.pid, signal.SIGTERM)  # type: ignore[arg-type]
+        server.join(10)
+    assert second.conversation is not None
+    assert (result.status, second.conversation.messages[-1]["content"]) == (
+        "success",
+        "Done: charged 500 cents",
+    )
+    assert charges == [500]

@@ -36,7 +36,14 @@ from typing import Any, ClassVar
 import orjson
 
 from .._errors import StaleThread, StoreError
-from ._journal import Claim, ClaimResult, JournalKey, decision_row, stored_result
+from ._journal import (
+    Claim,
+    ClaimResult,
+    JournalKey,
+    _no_intent,
+    decision_row,
+    stored_result,
+)
 from ._store import ThreadRecord, decode_record, encode_snapshot
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
@@ -235,10 +242,7 @@ class PostgresStore:
                 ),
             ).fetchone()
         if row is None or (row[0] == 0 and not row[1]):
-            raise StoreError(
-                f"no intent is recorded for call {key.call_id!r} with these arguments: "
-                "finish() records the answer of an execution claim() allowed"
-            )
+            raise _no_intent(key)
 
     def settle(
         self,
