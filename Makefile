@@ -25,9 +25,13 @@ $(STAMP): pyproject.toml constraints.txt
 # installs interop/node_modules from the lockfile (npm ci) when missing or stale —
 # a failed install fails the target — and, as root on a bare machine with apt-get,
 # installs Node itself first. Without Node those tests skip, saying why.
+# scripts/postgres_setup.sh makes PostgreSQL's server binaries available (apt-get as
+# root when missing); the store tests start a throw-away server from them and, under
+# CI=true, fail rather than skip without them.
 test: $(STAMP)
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
 	@scripts/browser_setup.sh
+	@scripts/postgres_setup.sh
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
@@ -47,6 +51,7 @@ $(INTEROP_STAMP): interop/package.json interop/package-lock.json
 # (its TypeScript rows then say "peer skipped").
 bench: $(STAMP)
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh bench
+	@scripts/postgres_setup.sh
 	$(BIN)/python -m bench
 
 demo: $(STAMP)

@@ -20,6 +20,9 @@ Groups (``--only`` runs one):
 * ``binding`` — the binary binding (HTTP + protobuf) beside SSE: codec vs the
   official ``@ag-ui/proto`` in Node, decode + pipeline, one server → one client,
   and the codec choice (upb vs hand-written).
+* ``store`` — the thread store: claims/s and round trips/s for memory, SQLite
+  and PostgreSQL (a throw-away server) at 1, 4 and 16 workers, and the time to
+  restore threads of 10, 100 and 1,000 runs.
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -37,10 +40,11 @@ from . import codec, corpus, peers
 from . import pipeline as pipeline_bench
 from . import proto as proto_bench
 from . import reducer as reducer_bench
+from . import store as store_bench
 from . import transport as transport_bench
 from .harness import table
 
-GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "binding")
+GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "binding", "store")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         print(transport_bench.report())
     if "binding" in groups:
         print(proto_bench.report(events))
+    if "store" in groups:
+        print(store_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

@@ -28,6 +28,8 @@ from ._errors import (
     LimitExceeded,
     ProtocolViolation,
     ProtocolWarning,
+    StaleThread,
+    StoreError,
     TransportError,
     UsageError,
 )
@@ -44,8 +46,10 @@ if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily b
         Conversation,
         MemoryJournal,
         PendingCall,
+        PostgresStore,
         RunResult,
         SQLiteJournal,
+        SQLiteStore,
         TextDelta,
         ToolSpec,
         Verdict,
@@ -79,6 +83,9 @@ _LAZY: dict[str, str] = {
     "Verdict": "app",
     "MemoryJournal": "app",
     "SQLiteJournal": "app",
+    # keep a thread between processes (docs/deployment.md)
+    "SQLiteStore": "app",
+    "PostgresStore": "app",
     # verify a stream
     "verify_capture": "app",
     "CaptureVerdict": "app",
@@ -109,6 +116,8 @@ __all__ = [
     "LimitExceeded",
     "ProtocolViolation",
     "ProtocolWarning",
+    "StaleThread",
+    "StoreError",
     "TransportError",
     "UsageError",
     # versions

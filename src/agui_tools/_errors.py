@@ -271,3 +271,32 @@ class ProtocolWarning:
         if self.ids:
             out["ids"] = dict(self.ids)
         return out
+
+
+class StoreError(JournalError):
+    """The thread store could not record or read something.
+
+    Its message says what was being recorded and, where one helps, what to do.
+    A :class:`JournalError` too: everything the journal promises about a
+    failed write (an answer held in memory, an intent that reads as "outcome
+    unknown" after a restart) holds for the store.
+    """
+
+
+class StaleThread(StoreError):
+    """A writer's copy of a thread is out of date: another writer saved a run first.
+
+    Nothing of the refused run was written. The application reloads the
+    thread (a new ``Conversation``/``Session`` with the same ``store`` and
+    ``thread_id``) and retries from there.
+    """
+
+    def __init__(self, thread_id: str, expected: int, actual: int) -> None:
+        self.thread_id = thread_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"thread {thread_id!r} moved on: this writer loaded version {expected}, the store "
+            f"holds version {actual} (another process saved a run meanwhile); nothing of this "
+            "run was written — reload the thread from the store and retry"
+        )

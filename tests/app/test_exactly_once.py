@@ -275,14 +275,15 @@ def test_fail_is_refused_while_the_call_is_executing(
     conv = received(journal_factory(), READ)
 
     async def scenario() -> Answer:
-        gate = asyncio.Event()
+        gate, started = asyncio.Event(), asyncio.Event()
 
         async def slow(_a: dict[str, Any]) -> str:
+            started.set()
             await gate.wait()
             return "the real result"
 
         task = asyncio.create_task(conv.execute_async("c1", slow))
-        await asyncio.sleep(0)
+        await started.wait()  # the claim may be recorded in a worker thread first
         assert conv.call("c1").status is CallStatus.EXECUTING
         with pytest.raises(UsageError, match="executing"):
             conv.fail("c1", "timed out")
@@ -302,13 +303,16 @@ def test_a_cancelled_execution_is_answered_unknown_and_the_thread_continues(
     effects: list[str] = []
 
     async def scenario() -> None:
+        started = asyncio.Event()
+
         async def charge(_a: dict[str, Any]) -> str:
             effects.append("charged")
+            started.set()
             await asyncio.sleep(30)
             return "never"
 
         task = asyncio.create_task(conv.execute_async("c1", charge))
-        await asyncio.sleep(0.01)
+        await started.wait()  # cancelled mid-handler
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

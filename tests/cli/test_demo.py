@@ -334,3 +334,35 @@ def test_a_bad_answer_on_stdin_is_reported_when_its_prompt_comes() -> None:
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "the consent answers on stdin, answer 1: unknown script answer" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_demo_keeps_its_thread_in_a_sqlite_store(tmp_path: Path) -> None:
+    from agui_tools.app._store_sqlite import SQLiteStore
+
+    path = tmp_path / "threads.sqlite"
+    proc = subprocess.run(
+        [sys.executable, "-m", "agui_tools", "demo", "--yes", "--fast", "--store", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    thread_id = proc.stdout.strip().splitlines()[-1].split(" as ")[1].strip("'")
+    with SQLiteStore(path) as store:
+        record = store.load(thread_id)
+    assert record is not None and record.version >= 2  # every run of the demo was saved
+    assert any(m["role"] == "tool" for m in record.messages)
+
+
+def test_a_damaged_store_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "threads.sqlite"
+    path.write_bytes(b"this is not a database file, whatever it once was" * 100)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agui_tools", "demo", "--yes", "--fast", "--store", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert str(path) in proc.stderr and "damaged" in proc.stderr

@@ -22,19 +22,33 @@ The rules it holds the application to:
 * a side effect runs at most once: the journal records intent before and the
   answer after, and a call whose outcome is unknown is never re-run silently;
 * an answer, once given, is never replaced, and never lost from the thread.
+
+With a ``store`` (:mod:`agui_tools.app._store`) the thread itself survives:
+each run is saved as it ends ("this run folded, these calls pending", one
+transaction, checked against the thread's version), and a ``Conversation``
+made with the same ``store`` and ``thread_id`` — in this process or any other
+— picks the thread up where it was left (see :meth:`Conversation._restore`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
-from .._errors import JournalError, ProtocolViolation, ProtocolWarning, UsageError
+from .._errors import (
+    JournalError,
+    ProtocolViolation,
+    ProtocolWarning,
+    StaleThread,
+    StoreError,
+    UsageError,
+)
 from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
@@ -46,6 +60,7 @@ from ._disposition import Approve, Desk, Settle, Stand, decide, describe_excepti
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._reducer import ThreadState
+from ._store import Store, ThreadRecord
 from ._tools import ToolSpec
 
 __all__ = [
@@ -60,6 +75,8 @@ __all__ = [
 Handler = Callable[[dict[str, Any]], Any]
 AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 OutcomeUnknown = Callable[[PendingCall, datetime], Answer | None]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 # -- updates for a UI, as the stream arrives ----------------------------------
@@ -136,6 +153,12 @@ class Conversation:
             tools ask the user).
         journal: where intents, answers and decisions are recorded. Default:
             :class:`MemoryJournal`; use :class:`SQLiteJournal` for durability.
+        store: where the whole thread is kept (a :class:`~agui_tools.app._store.Store`,
+            which is the journal too — give one or the other). With a
+            ``thread_id`` the store already holds, the thread is restored from
+            it (``messages`` and ``state`` must then be left out); each run is
+            saved as it ends. Tools are never read from the store: the thread
+            advertises this application's ``tools``.
         messages, state: history and state to start from.
         context, forwarded_props: carried on every input.
         unadvertised: called with ``(name, arguments)`` for a call naming a tool
@@ -178,11 +201,14 @@ class Conversation:
         peer_version: str | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
         tool_message_order: Literal["as-folded", "call-order"] = "as-folded",
+        store: Store | None = None,
     ) -> None:
         if tool_message_order not in ("as-folded", "call-order"):
             raise UsageError(
                 f"tool_message_order must be 'as-folded' or 'call-order', not {tool_message_order!r}"
             )
+        if store is not None and journal is not None and journal is not store:
+            raise UsageError("give store= (which is also the journal) or journal=, not both")
         self.thread_id = thread_id or f"thread-{uuid.uuid4()}"
         self.tools: dict[str, ToolSpec] = {}
         for tool in tools:
@@ -191,7 +217,13 @@ class Conversation:
             tool.validator  # noqa: B018 - compile now: a bad schema fails at registration
             self.tools[tool.name] = tool
         self.consent = consent or ConsentPolicy()
-        self.journal: Journal = journal if journal is not None else MemoryJournal()
+        self.store = store
+        self.journal: Journal = (
+            store if store is not None else journal if journal is not None else MemoryJournal()
+        )
+        self.version = 0
+        """The thread's version in the store: the number of runs saved."""
+        self._stale: StaleThread | None = None
         self.context = [dict(c) for c in context]
         self.forwarded_props = forwarded_props
         self.unadvertised = unadvertised
@@ -211,12 +243,22 @@ class Conversation:
         self._covering: set[str] = set()  # calls the resume list being sent answers
         self._resumed: set[str] = set()  # calls answered by a resume entry (INT-6)
         self._updates: list[Update] = []
+        initial = list(messages)
         self.thread = ThreadState(
-            messages,
+            initial,
             state,
             on_warning=self._updates.append,
             max_depth=(limits or Limits()).max_depth,
         )
+        if store is not None and thread_id is not None:
+            record = store.load(thread_id)
+            if record is not None:
+                if initial or state is not None:
+                    raise UsageError(
+                        f"thread {thread_id!r} is restored from the store: messages= and state= "
+                        "would replace its history, leave them out"
+                    )
+                self._restore(record)
 
     # -- the next input ---------------------------------------------------------
 
@@ -251,6 +293,8 @@ class Conversation:
         """
         if self._pipeline is not None:
             raise UsageError("the current run has not ended: call end_run() first")
+        if self._stale is not None:
+            raise self._stale
         covered = self._check_resume(resume, now or datetime.now(UTC))
         dangling = [
             c for c in self.thread.unanswered_calls() if c not in covered and c not in self._resumed
@@ -519,31 +563,119 @@ class Conversation:
             if known is not None and known.answer is not None:
                 # a snapshot restated the history without our answer: the answer stands
                 self._post(known, known.answer)
-        pending: list[PendingCall] = []
-        failure: Exception | None = None
-        for call_id in unanswered:
-            if call_id in self._calls or call_id in gated or call_id in self._resumed:
-                continue
-            closed = pipe.verifier.was_closed("tool", call_id)
-            try:
-                pending.append(self._dispose(call_id, run_id, closed=closed))
-            except Exception as exc:
-                failure = failure or exc
-                pending.append(self._undisposable(call_id, run_id, exc))
+        todo = [
+            (call_id, pipe.verifier.was_closed("tool", call_id))
+            for call_id in unanswered
+            if call_id not in self._calls and call_id not in gated and call_id not in self._resumed
+        ]
         run = RunResult(
             run_id=run_id,
             status=status,
-            pending=pending,
+            pending=[],
             interrupts=summary.interrupts if summary is not None else [],
             error=summary.error if summary is not None else None,
             violation=result.error,
             warnings=result.warnings,
             outcome=summary.outcome if summary is not None else None,
         )
+        failure: Exception | None = None
+        try:
+            self._save(run, todo)  # "this run folded, these calls pending": before disposing
+        except StaleThread as exc:
+            self._stale = exc  # nothing of the run was written, and nothing is disposed
+            raise
+        except StoreError as exc:  # not saved; the calls are still disposed of (journal)
+            failure = exc
         self.runs.append(run)
+        run.pending, failed = self._dispose_all(todo, {c: run_id for c, _ in todo})
+        failure = failure or failed
         if failure is not None:
             raise failure
         return run
+
+    def _dispose_all(
+        self, todo: Sequence[tuple[str, bool]], runs: Mapping[str, str | None]
+    ) -> tuple[list[PendingCall], Exception | None]:
+        """Dispose of each call; one that fails is answered failed in memory, and the
+        first failure is returned for raising once all are done."""
+        pending: list[PendingCall] = []
+        failure: Exception | None = None
+        for call_id, closed in todo:
+            run_id = runs.get(call_id)
+            try:
+                pending.append(self._dispose(call_id, run_id, closed=closed))
+            except Exception as exc:
+                failure = failure or exc
+                pending.append(self._undisposable(call_id, run_id, exc))
+        return pending, failure
+
+    # -- the store: save each run, restore a thread ----------------------------------
+
+    def _save(self, run: RunResult, todo: Sequence[tuple[str, bool]]) -> None:
+        if self.store is None:
+            return
+        self.version = self.store.save_run(
+            self.thread_id,
+            expected_version=self.version,
+            messages=self.thread.messages,
+            state=self.thread.state,
+            resumed=sorted(self._resumed),
+            run=_run_to_json(run, todo),
+        )
+
+    def _restore(self, record: ThreadRecord) -> None:
+        """Pick the thread up where the last saved run left it.
+
+        The snapshot gives messages, state and runs; every call still
+        unanswered in it is disposed of as a restarted process disposes of a
+        replayed run — the journal's answer reused, an execution that started
+        anywhere never run again (outcome unknown), a recorded decision kept —
+        except calls an interrupt of the last run gates (answered by resume).
+        """
+        self.thread = ThreadState(
+            record.messages,
+            record.state,
+            on_warning=self._updates.append,
+            max_depth=(self.limits or Limits()).max_depth,
+        )
+        self.version = record.version
+        self._resumed = set(record.resumed)
+        self.runs = [_run_from_json(r) for r in record.runs]
+        closed: dict[str, bool] = {}
+        owner: dict[str, str | None] = {}
+        for raw in record.runs:
+            for entry in raw.get("calls", ()):
+                closed[entry["id"]] = bool(entry.get("closed", True))
+                owner[entry["id"]] = raw.get("runId")
+        last = self.runs[-1] if self.runs else None
+        gated = (
+            {i["toolCallId"] for i in last.interrupts if "toolCallId" in i}
+            if last is not None and last.status == "interrupt"
+            else set()
+        )
+        todo = [
+            (c, closed.get(c, True))
+            for c in self.thread.unanswered_calls()
+            if c not in gated and c not in self._resumed
+        ]
+        pending, failure = self._dispose_all(todo, owner)
+        if last is not None:
+            last.pending = pending
+        self._updates.clear()  # what restoring did is the state, not news for a UI
+        if failure is not None:
+            raise failure
+
+    async def off_loop(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn`` — a method of this conversation that touches the journal or
+        store — without blocking the event loop: in a worker thread when the
+        journal may wait (a file lock, a database), inline when it never does.
+
+        One task drives a conversation at a time; while ``fn`` runs in its
+        thread, other tasks must not call into the same conversation.
+        """
+        if getattr(self.journal, "blocking", True):
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
 
     # -- disposition -------------------------------------------------------------
 
@@ -688,8 +820,11 @@ class Conversation:
 
         Cancelled while the handler runs, the call is answered "outcome
         unknown" (the handler may have acted) before the cancellation goes on.
+        Cancelled while the claim is being recorded (in a worker thread, for a
+        store that may wait), the claim is seen through and, as nothing ran,
+        the call is answered "not executed" — never left executing.
         """
-        with _Execution(self, call_id) as run:
+        async with _Execution(self, call_id) as run:
             if run.claimed:
                 result = handler(run.arguments)
                 if inspect.isawaitable(result):
@@ -728,6 +863,8 @@ class Conversation:
                 f"the recorded consent for {call_id!r} does not cover the arguments that would run",
                 rule="TOOL-22",
             )
+        if self._stale is not None:
+            raise self._stale
         key = JournalKey(self.thread_id, call_id, call.fingerprint)
         claim = self.journal.claim(key, tool=call.name)
         if claim.claim is Claim.ANSWERED:
@@ -897,7 +1034,28 @@ class _Execution:
         self.answer: Answer
 
     def __enter__(self) -> _Execution:
-        self._call, self._key = self._conversation._claim(self._call_id)
+        return self._entered(self._conversation._claim(self._call_id))
+
+    async def __aenter__(self) -> _Execution:
+        """The claim, off the event loop when the journal may wait (``off_loop``).
+
+        Cancelled while the claim is being recorded in its thread, the claim is
+        seen through and, as nothing ran, the call is answered "not executed" —
+        never left executing.
+        """
+        conv = self._conversation
+        claiming = asyncio.ensure_future(conv.off_loop(conv._claim, self._call_id))
+        try:
+            claimed = await asyncio.shield(claiming)
+        except asyncio.CancelledError:
+            call, key = await claiming  # the thread finishes the claim either way
+            if key is not None:
+                conv._executed(call, key, _cancelled_before(self._call_id))
+            raise
+        return self._entered(claimed)
+
+    def _entered(self, claimed: tuple[PendingCall, JournalKey | None]) -> _Execution:
+        self._call, self._key = claimed
         if self._key is None:
             assert self._call.answer is not None
             self.answer = self._call.answer
@@ -911,24 +1069,89 @@ class _Execution:
     def returned(self, answer: Answer) -> None:
         self._result = answer
 
+    def _outcome(self, exc: BaseException | None) -> Answer:
+        if exc is None:
+            assert self._result is not None
+            return self._result
+        if isinstance(exc, Exception):
+            return Answer.failed(self._call_id, describe_exception(exc))
+        return _interrupted(self._call_id, exc)
+
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> bool:
-        key = self._key
-        if key is None:
+        if self._key is None:
             return False
-        record = self._conversation._executed
-        if exc is None:
-            assert self._result is not None
-            self.answer = record(self._call, key, self._result)
+        self.answer = self._conversation._executed(self._call, self._key, self._outcome(exc))
+        return isinstance(exc, Exception)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        if self._key is None:
             return False
-        if isinstance(exc, Exception):
-            self.answer = record(
-                self._call, key, Answer.failed(self._call_id, describe_exception(exc))
+        if exc is not None and not isinstance(exc, Exception):
+            # cancelled (or stopped): recorded here and now — a cancelled task cannot
+            # wait for a worker thread
+            return self.__exit__(kind, exc, tb)
+        conv = self._conversation
+        self.answer = await conv.off_loop(conv._executed, self._call, self._key, self._outcome(exc))
+        return isinstance(exc, Exception)
+
+
+def _run_to_json(run: RunResult, calls: Sequence[tuple[str, bool]]) -> dict[str, Any]:
+    """A run as the store keeps it: its result, and the calls it left for disposition."""
+    out: dict[str, Any] = {
+        "runId": run.run_id,
+        "status": run.status,
+        "calls": [{"id": c, "closed": closed} for c, closed in calls],
+        "interrupts": run.interrupts,
+        "error": run.error,
+        "outcome": run.outcome,
+        "warnings": [w.to_json() for w in run.warnings],
+    }
+    if run.violation is not None:
+        out["violation"] = {**run.violation.to_json(), "where": run.violation.where}
+    return out
+
+
+def _run_from_json(data: Mapping[str, Any]) -> RunResult:
+    """The inverse of :func:`_run_to_json`; ``pending`` is filled by the restore."""
+    v = data.get("violation")
+    violation = (
+        ProtocolViolation(
+            v["rule"],
+            v["message"],
+            index=v.get("index"),
+            path=v.get("path", ""),
+            value=v.get("value"),
+            event_type=v.get("eventType"),
+            ids=v.get("ids"),
+            where=v.get("where"),
+        )
+        if v is not None
+        else None
+    )
+    return RunResult(
+        run_id=data.get("runId"),
+        status=data["status"],
+        pending=[],
+        interrupts=list(data.get("interrupts") or []),
+        error=data.get("error"),
+        violation=violation,
+        warnings=[
+            ProtocolWarning(
+                w["rule"],
+                w["message"],
+                w.get("index"),
+                w.get("path", ""),
+                w.get("eventType"),
+                w.get("ids") or {},
             )
-            return True
-        record(self._call, key, _interrupted(self._call_id, exc))
-        return False
+            for w in data.get("warnings", ())
+        ],
+        outcome=data.get("outcome"),
+    )
 
 
 def _unawaited(call_id: str, result: Any) -> Answer:
@@ -945,6 +1168,14 @@ def _unawaited(call_id: str, result: Any) -> Answer:
         call_id,
         "outcome unknown: the handler returned an awaitable, which execute() cannot wait for; "
         "use execute_async()",
+    )
+
+
+def _cancelled_before(call_id: str) -> Answer:
+    return Answer.failed(
+        call_id,
+        "not executed: cancelled while the execution was being recorded, before the "
+        "handler started",
     )
 
 

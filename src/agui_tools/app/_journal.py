@@ -53,7 +53,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import orjson
 
@@ -138,6 +138,23 @@ def _result(record: _Record) -> ClaimResult:
     return ClaimResult(Claim.UNKNOWN, None, record.started_at, record.fingerprint)
 
 
+def stored_result(row: tuple[str, float, bytes | None]) -> ClaimResult:
+    """A durable journal's ``(fingerprint, started_at, answer)`` row, as a claim result."""
+    fp, started, answer = row
+    if answer is not None:
+        return ClaimResult(Claim.ANSWERED, orjson.loads(answer), started, fp)
+    return ClaimResult(Claim.UNKNOWN, None, started, fp)
+
+
+def decision_row(decision: Mapping[str, Any]) -> tuple[str, str, bytes]:
+    """A consent decision as a durable journal stores it: thread, call, the JSON."""
+    return (
+        decision.get("threadId", ""),
+        decision.get("toolCallId", ""),
+        orjson.dumps(dict(decision)),
+    )
+
+
 def _no_intent(key: JournalKey) -> JournalError:
     return JournalError(
         f"no intent is recorded for call {key.call_id!r} with these arguments: "
@@ -147,6 +164,9 @@ def _no_intent(key: JournalKey) -> JournalError:
 
 class MemoryJournal:
     """The journal's semantics in memory; lost when the process exits."""
+
+    blocking: ClassVar[bool] = False
+    """Never waits on I/O: async callers call it inline (see ``Conversation.off_loop``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -241,6 +261,9 @@ class SQLiteJournal:
     database is raised as :class:`JournalError` saying what was being recorded.
     """
 
+    blocking: ClassVar[bool] = True
+    """May wait for another process's lock: async callers run it in a worker thread."""
+
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -300,12 +323,7 @@ class SQLiteJournal:
             "ORDER BY answer IS NULL, started_at LIMIT 1",
             (thread_id, call_id),
         ).fetchone()
-        if row is None:
-            return None
-        fp, started, answer = row
-        if answer is not None:
-            return ClaimResult(Claim.ANSWERED, orjson.loads(answer), started, fp)
-        return ClaimResult(Claim.UNKNOWN, None, started, fp)
+        return stored_result(row) if row is not None else None
 
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         with self._write(f"record the intent to execute call {key.call_id!r}") as db:
@@ -371,11 +389,7 @@ class SQLiteJournal:
     def _insert_decision(db: sqlite3.Connection, decision: Mapping[str, Any]) -> None:
         db.execute(
             "INSERT INTO decisions (thread_id, call_id, decision) VALUES (?, ?, ?)",
-            (
-                decision.get("threadId", ""),
-                decision.get("toolCallId", ""),
-                orjson.dumps(dict(decision)),
-            ),
+            decision_row(decision),
         )
 
     def record_decision(self, decision: Mapping[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from ._answers import add_answer_flags, flag_answers, stdin_lines
@@ -51,12 +52,19 @@ def register(sub: Any) -> None:
         action="store_true",
         help="run over the binary binding (HTTP + protobuf) instead of SSE",
     )
+    p.add_argument(
+        "--store",
+        metavar="FILE",
+        type=Path,
+        help="keep the demo's thread in this SQLite file (default: a temporary one)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from .._errors import StoreError
     from ..demo.app import ScriptError, run_demo, scripted
 
     if args.web:
@@ -66,16 +74,24 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if decide is None and not sys.stdin.isatty():
         decide = scripted(stdin_lines(sys.stdin), exhausted="standard input ended")
+    if args.journal and args.store:
+        print(
+            "agui-tools demo: give --store FILE (the whole thread) or --journal FILE "
+            "(decisions and answers only), not both",
+            file=sys.stderr,
+        )
+        return 2
     ok, journal = open_journal(args, "demo")
     if not ok:
         return 2
     try:
-        _, result = asyncio.run(
+        conversation, result = asyncio.run(
             run_demo(
                 decide=decide,
                 fast=args.fast,
                 journal=journal,
                 transport="proto" if args.proto else "sse",
+                store=args.store,
             )
         )
     except KeyboardInterrupt:
@@ -89,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    except StoreError as exc:  # --store names a file that cannot hold the thread
+        print(f"agui-tools demo: {exc}", file=sys.stderr)
+        return 1
+    if args.store is not None:
+        print(f"the thread is kept in {args.store} as {conversation.thread_id!r}")
     return 0 if result.status == "success" else 1
 
 

@@ -7,17 +7,22 @@ whole loop, prints the thread, and stops the server — offline, in one call.
 
 from __future__ import annotations
 
+import tempfile
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.rule import Rule
 
+from .._errors import UsageError
 from ..app._calls import PendingCall
 from ..app._conversation import Conversation, RunResult
 from ..app._journal import Journal
+from ..app._store_sqlite import SQLiteStore
 from ..testing import serving
 from ..transport._client import AgentClient, Transport
 from ..transport._server import agent_app
@@ -125,12 +130,28 @@ async def run_demo(
     fast: bool = False,
     journal: Journal | None = None,
     transport: Transport = "sse",
+    store: Path | None = None,
 ) -> tuple[Conversation, RunResult]:
     """Run the whole demo once; ``decide`` answers consent (else the terminal asks).
 
-    ``journal`` records intents, answers and decisions (in memory by default);
+    The thread is kept in a SQLite store — the embedded default an application
+    gets without any set-up: ``store`` names the file (the thread is then left
+    in it, under a new ``demo-…`` id), else a temporary one is used. With
+    ``journal`` instead, only intents, answers and decisions are recorded there.
     ``transport="proto"`` runs it over the binary binding (TRANS-7).
     """
+    if journal is not None and store is not None:
+        raise UsageError("give the demo a store or a journal, not both")
+    if journal is None and store is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return await run_demo(
+                console=console,
+                decide=decide,
+                prompt=prompt,
+                fast=fast,
+                transport=transport,
+                store=Path(tmp) / "t.db",
+            )
     console = console or Console(highlight=False)
     ui = TerminalUI(console, prompt=prompt)
     app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
@@ -140,8 +161,13 @@ async def run_demo(
         console.print(Rule(f"AG-UI demo — agent at {url}{binding}"))
         console.print(f"[bold]you:[/bold] {PROMPT}")
 
+        threads = SQLiteStore(store) if store is not None else None
         session = Session(
-            AgentClient(url, transport=transport), ask=ui.consent(decide), journal=journal
+            AgentClient(url, transport=transport),
+            ask=ui.consent(decide),
+            journal=journal,
+            store=threads,
+            thread_id=f"demo-{uuid.uuid4().hex[:12]}",
         )
         register(session)
         try:
@@ -149,6 +175,8 @@ async def run_demo(
         finally:  # interrupted too: the live area is printed and stopped
             ui.finish_run()
             await session.client.aclose()
+            if threads is not None:
+                threads.close()
     conversation = session.conversation
     assert conversation is not None
     console.print(Rule("the thread"))

@@ -312,7 +312,8 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
         with _ending(conversation):
             async for frames in self.frames(run_input):
                 _deliver(conversation, frames, on_update)
-        return conversation.end_run()
+        # ending a run saves it and disposes of its calls: store I/O, off the event loop
+        return await conversation.off_loop(conversation.end_run)
 
 
 class SyncAgentClient(BaseAgentClient[httpx.Client]):

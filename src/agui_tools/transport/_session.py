@@ -44,7 +44,7 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
@@ -54,6 +54,7 @@ from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._journal import Journal
+from ..app._store import Store
 from ..app._tools import ToolSpec
 from ._client import AgentClient, SyncAgentClient
 
@@ -206,7 +207,20 @@ class _Execute:
             self.emit(update)
 
 
-_Step = _Turn | _Ask | _Execute
+@dataclass(frozen=True, slots=True)
+class _Store:
+    """Call ``fn`` — it reads or writes the journal or store; the face replies with
+    what it returned (the async face runs it off the event loop when the store may wait)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+
+_Step = _Turn | _Ask | _Execute | _Store
 Steps = Generator[_Step, Any, Any]
 
 
@@ -234,6 +248,12 @@ class BaseSession(Generic[C]):
             :class:`Approval` (or a bool). Without it, such calls are declined
             by the policy — a session never runs a side effect nobody approved.
         consent, journal, thread_id: as for :class:`Conversation`.
+        store: where the thread is kept (:class:`~agui_tools.app._store.Store`).
+            With a ``thread_id`` the store holds, the session picks the thread
+            up where any process left it: ``send`` first disposes of the calls
+            still pending (asking, executing — never re-running a call another
+            process claimed), then continues. The tools advertised are the
+            ones registered on this session, never the store's.
         timeout: default handler timeout in seconds.
         max_turns: a safety stop for agents that keep calling tools.
     """
@@ -250,6 +270,7 @@ class BaseSession(Generic[C]):
         max_turns: int = 10,
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
+        store: Store | None = None,
     ) -> None:
         self.client: C = client
         self.ask = ask
@@ -258,6 +279,7 @@ class BaseSession(Generic[C]):
         self._tools: dict[str, RegisteredTool] = {t.spec.name: t for t in tools}
         self._consent = consent
         self._journal = journal
+        self._store = store
         self._thread_id = thread_id
         self.conversation = conversation
 
@@ -319,14 +341,25 @@ class BaseSession(Generic[C]):
                 tools=[t.spec for t in self._tools.values()],
                 consent=self._consent,
                 journal=self._journal,
+                store=self._store,
             )
         return self.conversation
+
+    @property
+    def _store_may_wait(self) -> bool:
+        """Whether a store step may wait on I/O (then the async face runs it in a thread)."""
+        journal = (
+            self.conversation.journal if self.conversation is not None else self._store or None
+        )
+        return journal is not None and getattr(journal, "blocking", True)
 
     # -- the loop, once -------------------------------------------------------------
 
     def _send_steps(self, text: str | None, emit: Callable[[Update], Any]) -> Steps:
         """Send a user message and carry the thread until nothing is pending."""
-        conv = self._conversation()
+        conv: Conversation = yield _Store(self._conversation)  # restoring reads the store
+        if conv.pending:  # a restored thread: finish what the last process left first
+            yield from self._dispose_steps(emit)
         if text is not None:
             conv.next_input(user=text)
         else:
@@ -354,25 +387,36 @@ class BaseSession(Generic[C]):
                 emit(call_update(call))
                 if self.ask is None:
                     # nobody to ask: the policy declines — never worded as the user's decision
-                    conv.decline(
-                        call.call_id, by="policy", reason="no one was available to ask for consent"
+                    yield _Store(
+                        conv.decline,
+                        (call.call_id,),
+                        {"by": "policy", "reason": "no one was available to ask for consent"},
                     )
                 else:
                     answer = yield _Ask(call)
                     approval = Approval(answer) if isinstance(answer, bool) else answer
                     if approval.approved:
-                        conv.approve(
-                            call.call_id,
-                            by=approval.decided_by,
-                            arguments=approval.arguments,
-                            reason=approval.reason,
+                        yield _Store(
+                            conv.approve,
+                            (call.call_id,),
+                            {
+                                "by": approval.decided_by,
+                                "arguments": approval.arguments,
+                                "reason": approval.reason,
+                            },
                         )
                     else:
-                        conv.decline(call.call_id, by=approval.decided_by, reason=approval.reason)
+                        yield _Store(
+                            conv.decline,
+                            (call.call_id,),
+                            {"by": approval.decided_by, "reason": approval.reason},
+                        )
             if call.status is CallStatus.APPROVED:
                 registered = self._tools.get(call.name)
                 if registered is None:  # an unadvertised tool routed elsewhere has no handler here
-                    conv.fail(call.call_id, f"no handler is registered for {call.name!r}")
+                    yield _Store(
+                        conv.fail, (call.call_id, f"no handler is registered for {call.name!r}")
+                    )
                 else:
                     timeout = registered.timeout if registered.timeout is not None else self.timeout
                     yield _Execute(call, registered.handler, timeout, emit)
@@ -428,6 +472,8 @@ class Session(BaseSession[AgentClient]):
                 reply = self.ask(step.call)
                 if inspect.isawaitable(reply):
                     reply = await reply
+            elif isinstance(step, _Store):
+                reply = await asyncio.to_thread(step) if self._store_may_wait else step()
             else:
                 reply = await self._execute(step)
             step = _advance(steps, reply)
@@ -508,6 +554,8 @@ class SyncSession(BaseSession[SyncAgentClient]):
                         "a SyncSession's ask callback must answer directly (an Approval or a "
                         "bool), not return an awaitable; use Session for an async one"
                     )
+            elif isinstance(step, _Store):
+                reply = step()
             else:
                 reply = self._execute(step)
             step = _advance(steps, reply)

@@ -1,0 +1,236 @@
+"""The thread store side by side: memory, SQLite and PostgreSQL.
+
+* **claims/s** — ``claim`` + ``finish`` of distinct calls (one execution's
+  store work), by 1, 4 and 16 concurrent workers (threads of one process
+  sharing one store object, as an async application's worker threads do);
+* **round trips/s** — one whole agent round trip of one thread without the
+  network: open the thread (restore), send, fold the run's stream, save it as
+  it ends, dispose of its call (decision, claim, answer), by 1, 4 and 16
+  concurrent workers, each on threads of its own. The memory row is the cost
+  of the application core alone;
+* **restore** — the time to pick up a thread of 10, 100 and 1,000 runs
+  (``Conversation(store=…, thread_id=…)``), and per run.
+
+SQLite commits with ``synchronous=FULL``; the PostgreSQL server (a throw-away
+one, tests/helpers/postgres.py) runs with ``fsync`` on, so both pay for
+durability. Nothing is asserted: the numbers are reported, with ratios.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from agui_tools.app._consent import ConsentPolicy
+from agui_tools.app._conversation import Conversation
+from agui_tools.app._journal import JournalKey
+from agui_tools.app._store import MemoryStore, Store
+from agui_tools.app._tools import ToolSpec
+
+WORKERS = (1, 4, 16)
+CLAIMS = 480
+ROUND_TRIPS = 96
+RUNS = (10, 100, 1000)
+
+LOOKUP = ToolSpec(
+    "lookup", "Look up.", parameters={"type": "object", "properties": {"q": {"type": "string"}}}
+)
+
+
+def _events(thread: str, run: str, call: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "RUN_STARTED", "threadId": thread, "runId": run},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": f"m-{run}", "delta": "Looking it up."},
+        {
+            "type": "TOOL_CALL_START",
+            "toolCallId": call,
+            "toolCallName": "lookup",
+            "parentMessageId": f"m-{run}",
+        },
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": '{"q": "widget"}'},
+        {"type": "TOOL_CALL_END", "toolCallId": call},
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
+    ]
+
+
+def _parallel(workers: int, total: int, job: Callable[[int, int], None]) -> float:
+    """Run ``job(worker, i)`` for ``total`` items split over ``workers`` threads; seconds."""
+    per = total // workers
+    barrier = threading.Barrier(workers + 1)
+    errors: list[BaseException] = []
+
+    def run(w: int) -> None:
+        barrier.wait()
+        try:
+            for i in range(per):
+                job(w, i)
+        except BaseException as exc:  # reported, not swallowed
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return elapsed
+
+
+def claims_per_second(store: Store, workers: int) -> float:
+    tag = uuid.uuid4().hex[:8]
+    answer = {"callId": "c", "outcome": "executed", "content": "ok"}
+
+    def job(w: int, i: int) -> None:
+        key = JournalKey(f"bench-{tag}-{w}", f"c{i}", "fp")
+        store.claim(key, tool="lookup")
+        store.finish(key, answer)
+
+    per = CLAIMS // workers
+    return per * workers / _parallel(workers, CLAIMS, job)
+
+
+def round_trips_per_second(store: Store, workers: int) -> float:
+    tag = uuid.uuid4().hex[:8]
+    policy = ConsentPolicy.auto_approve()
+
+    def job(w: int, i: int) -> None:
+        thread = f"rt-{tag}-{w}-{i}"
+        conv = Conversation(thread_id=thread, tools=[LOOKUP], store=store, consent=policy)
+        conv.next_input(user="price?", run_id=f"{thread}-r1")
+        conv.receive_many(_events(thread, f"{thread}-r1", "c1"))
+        conv.end_run()
+        conv.execute("c1", lambda _a: "4.50")
+
+    per = ROUND_TRIPS // workers
+    return per * workers / _parallel(workers, ROUND_TRIPS, job)
+
+
+def folded_thread(runs: int) -> Conversation:
+    """A thread of ``runs`` runs, each a user message, a tool call and its answer; the
+    last call left pending — folded once in memory, then saved into each store."""
+    thread = f"restore-{runs}"
+    conv = Conversation(thread_id=thread, tools=[LOOKUP], consent=ConsentPolicy.auto_approve())
+    for n in range(runs):
+        conv.next_input(user=f"question {n}", run_id=f"r{n}")
+        conv.receive_many(_events(thread, f"r{n}", f"c{n}"))
+        conv.end_run()
+        if n < runs - 1:
+            conv.execute(f"c{n}", lambda _a: "4.50")
+    return conv
+
+
+def build_thread(store: Store, conv: Conversation) -> str:
+    """Save a folded thread through the store's own API: a restore reads the last
+    snapshot and every run row, whatever wrote them."""
+    thread = f"{conv.thread_id}-{uuid.uuid4().hex[:8]}"
+    last = len(conv.runs) - 1
+    for n, run in enumerate(conv.runs):
+        store.save_run(
+            thread,
+            expected_version=n,
+            messages=conv.messages if n == last else [],
+            state=conv.state,
+            resumed=[],
+            run={"runId": run.run_id, "status": run.status, "calls": [{"id": f"c{n}"}]},
+        )
+    return thread
+
+
+def restore_seconds(store: Store, thread: str) -> float:
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        conv = Conversation(
+            thread_id=thread, tools=[LOOKUP], store=store, consent=ConsentPolicy.auto_approve()
+        )
+        best = min(best, time.perf_counter() - t0)
+        assert len(conv.pending) == 1
+    return best
+
+
+def _stores(stack: ExitStack) -> list[tuple[str, Store]]:
+    stores: list[tuple[str, Store]] = [("memory", MemoryStore())]
+    from agui_tools.app._store_sqlite import SQLiteStore
+
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    sqlite = SQLiteStore(folder / "bench.sqlite")
+    stack.callback(sqlite.close)
+    stores.append(("SQLite (WAL, synchronous=FULL)", sqlite))
+    try:
+        from tests.helpers.postgres import PostgresServer
+
+        from agui_tools.app._store_postgres import PostgresStore
+
+        server = PostgresServer(durable=True).start()
+        stack.callback(server.destroy)
+        pg = PostgresStore(server.conninfo, min_size=4, max_size=16)
+        stack.callback(pg.close)
+        stores.append(("PostgreSQL 15 (Unix socket, fsync on)", pg))
+    except Exception as exc:  # reported in the table, not hidden
+        print(f"_PostgreSQL skipped: {exc}_\n")
+    return stores
+
+
+def report() -> str:
+    lines: list[str] = []
+    with ExitStack() as stack:
+        stores = _stores(stack)
+        header = "| store | " + " | ".join(f"{w} worker{'s' if w > 1 else ''}" for w in WORKERS)
+        sep = "|---|" + "---:|" * len(WORKERS)
+        claim_rates: dict[str, list[float]] = {}
+        trip_rates: dict[str, list[float]] = {}
+        for name, store in stores:
+            claim_rates[name] = [claims_per_second(store, w) for w in WORKERS]
+            trip_rates[name] = [round_trips_per_second(store, w) for w in WORKERS]
+        for title, rates, unit in (
+            ("Store claims (claim + finish of one call) per second", claim_rates, "claims/s"),
+            ("Store round trips (restore, save the run, dispose of its call) per second",
+             trip_rates, "round trips/s"),
+        ):  # fmt: skip
+            lines += [f"### {title}", "", f"{header} |", f"{sep}"]
+            for name, values in rates.items():
+                lines.append(f"| {name} | " + " | ".join(f"{v:,.0f} {unit}" for v in values) + " |")
+            lines.append("")
+        names = list(claim_rates)
+        if len(names) == 3:
+            sqlite, pg = names[1], names[2]
+            ratios = [
+                f"{w}: claims {claim_rates[sqlite][i] / claim_rates[pg][i]:.2f}×, round trips "
+                f"{trip_rates[sqlite][i] / trip_rates[pg][i]:.2f}×"
+                for i, w in enumerate(WORKERS)
+            ]
+            lines += [
+                "Per-call cost of PostgreSQL relative to SQLite (SQLite's rate ÷ PostgreSQL's, "
+                "by workers): " + "; ".join(ratios) + ".",
+                "",
+            ]
+        lines += [
+            "### Restoring a thread (Conversation(store=…, thread_id=…))",
+            "",
+            "| store | " + " | ".join(f"{n:,} runs" for n in RUNS) + " | per run at 1,000 |",
+            "|---|" + "---:|" * (len(RUNS) + 1),
+        ]
+        threads = [folded_thread(n) for n in RUNS]
+        for name, store in stores:
+            times = [restore_seconds(store, build_thread(store, conv)) for conv in threads]
+            lines.append(
+                f"| {name} | "
+                + " | ".join(f"{t * 1000:.1f} ms" for t in times)
+                + f" | {times[-1] / RUNS[-1] * 1e6:.0f} µs |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())

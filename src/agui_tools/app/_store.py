@@ -1,0 +1,189 @@
+"""The thread store: a thread survives restarts, and moves between replicas.
+
+The journal makes one *call* execute at most once; the store keeps the whole
+*thread* — its messages and state after each run, the runs, and (because a
+store is a journal too) each call's intent, answer and consent decisions — so
+that any process can pick the thread up where another left it: after a crash,
+on another replica, days later.
+
+What one transaction records:
+
+* ``save_run`` — "this run folded, these calls pending": the thread's messages
+  and state, the run's result and the ids of the calls it left for
+  disposition, and the thread's new version. It is refused — nothing written —
+  when the thread moved on since the writer loaded it (:class:`StaleThread`).
+* ``claim`` / ``finish`` / ``settle`` / ``record_decision`` — as the journal:
+  an intent before a handler runs, its answer after, an answer that ran
+  nothing together with the decision behind it.
+
+The snapshot a run saves does not hold the answers given after it: those are
+in the journal, which is the truth for answers. Restoring
+(:class:`~agui_tools.app._conversation.Conversation` with ``store=`` and
+``thread_id=``) loads the snapshot and disposes of every call still
+unanswered exactly as a restarted process would: an answer the journal holds
+is reused, an execution that started anywhere is never run again (outcome
+unknown), a recorded consent decision stands.
+
+Backends, one protocol, one contract suite (tests/app/test_store_contract.py):
+:class:`MemoryStore` (here; tests, throw-away threads),
+:class:`~agui_tools.app._store_sqlite.SQLiteStore` (one file, the embedded
+default) and :class:`~agui_tools.app._store_postgres.PostgresStore` (many
+processes or machines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import orjson
+
+from .._errors import StaleThread, StoreError
+from ._journal import Journal, MemoryJournal
+
+__all__ = ["MemoryStore", "StaleThread", "Store", "StoreError", "ThreadRecord"]
+
+
+@dataclass(frozen=True)
+class ThreadRecord:
+    """A thread as the store holds it: the last saved run's snapshot, and every run.
+
+    ``version`` counts the runs saved (0: nothing saved yet); a writer passes
+    the version it loaded, and a store refuses the write when it moved on.
+    ``resumed`` lists the calls answered by a resume entry (INT-6) rather
+    than by a tool message.
+    """
+
+    thread_id: str
+    version: int
+    messages: list[dict[str, Any]]
+    state: Any
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+
+
+class Store(Journal, Protocol):
+    """A journal that also keeps threads (see the module docstring)."""
+
+    blocking: ClassVar[bool]
+    """Whether a call may wait on I/O or a lock: async callers run it in a worker thread."""
+
+    def load(self, thread_id: str) -> ThreadRecord | None:
+        """The thread as last saved, or ``None`` when no run of it was saved."""
+        ...
+
+    def save_run(
+        self,
+        thread_id: str,
+        *,
+        expected_version: int,
+        messages: Sequence[Mapping[str, Any]],
+        state: Any,
+        resumed: Sequence[str],
+        run: Mapping[str, Any],
+    ) -> int:
+        """Record one folded run atomically; return the thread's new version.
+
+        Raises :class:`StaleThread` — having written nothing — when the stored
+        version is not ``expected_version``.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+class MemoryStore(MemoryJournal):
+    """The store's semantics in memory (tests; threads that may be lost on exit).
+
+    Threads are kept encoded, as the durable stores keep them: what a caller
+    folds into never changes what is stored, and a value JSON cannot carry is
+    refused here too.
+    """
+
+    blocking: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._threads: dict[str, tuple[int, Snapshot, list[bytes]]] = {}
+
+    def load(self, thread_id: str) -> ThreadRecord | None:
+        with self._lock:
+            found = self._threads.get(thread_id)
+        if found is None:
+            return None
+        version, snap, runs = found
+        return decode_record(thread_id, version, snap.messages, snap.state, snap.resumed, runs)
+
+    def save_run(
+        self,
+        thread_id: str,
+        *,
+        expected_version: int,
+        messages: Sequence[Mapping[str, Any]],
+        state: Any,
+        resumed: Sequence[str],
+        run: Mapping[str, Any],
+    ) -> int:
+        snap = encode_snapshot(messages, state, resumed, run)  # fails before anything changes
+        with self._lock:
+            found = self._threads.get(thread_id)
+            version, runs = (found[0], found[2]) if found is not None else (0, [])
+            if version != expected_version:
+                raise StaleThread(thread_id, expected_version, version)
+            self._threads[thread_id] = (version + 1, snap, [*runs, snap.run])
+            return version + 1
+
+    def close(self) -> None:
+        """Nothing to release (the same call as the durable stores have)."""
+
+
+# -- the encoding every backend stores ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One run's save, encoded once: what every backend writes."""
+
+    messages: bytes
+    state: bytes
+    resumed: bytes
+    run: bytes
+
+
+def encode_snapshot(
+    messages: Sequence[Mapping[str, Any]],
+    state: Any,
+    resumed: Sequence[str],
+    run: Mapping[str, Any],
+) -> Snapshot:
+    """Encode a save; a value JSON cannot carry is refused here, before any write."""
+    try:
+        return Snapshot(
+            orjson.dumps(list(messages)),
+            orjson.dumps(state),
+            orjson.dumps(sorted(resumed)),
+            orjson.dumps(dict(run)),
+        )
+    except TypeError as exc:
+        raise StoreError(
+            f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
+        ) from None
+
+
+def decode_record(
+    thread_id: str, version: int, messages: bytes, state: bytes, resumed: bytes, runs: list[bytes]
+) -> ThreadRecord:
+    try:
+        return ThreadRecord(
+            thread_id,
+            version,
+            orjson.loads(messages),
+            orjson.loads(state),
+            [orjson.loads(r) for r in runs],
+            orjson.loads(resumed),
+        )
+    except orjson.JSONDecodeError as exc:
+        raise StoreError(
+            f"thread {thread_id!r} (version {version}) is stored damaged and cannot be read: {exc}"
+        ) from exc

@@ -1,0 +1,275 @@
+"""Replica hand-over over HTTP: replica A dies, replica B carries the thread on.
+
+A real agent server on loopback (its own process), two application replicas
+(their own processes) sharing one PostgreSQL store. A sends a run, receives a
+pending frontend call and is SIGKILLed — while asking the user, or in the middle
+of the handler. B, knowing only the thread id, resumes the thread: it executes
+the call once (or, when A's execution started, reports its outcome unknown and
+never runs it again) and continues the thread to the agent's final answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import socket
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agui_tools import AgentClient, Run, Session, SyncAgentClient, SyncSession, agent_app
+from agui_tools.app._store_postgres import PostgresStore
+from agui_tools.app._store_sqlite import SQLiteStore
+from agui_tools.testing import free_port, serving
+
+from ..conftest import StoreFactory
+from ..helpers.store_worker import Effects
+
+FORK = multiprocessing.get_context("fork")
+
+
+async def pays(r: Run) -> None:
+    """Asks the application to charge the card, then reports what the tool said."""
+    last = r.messages[-1]
+    if last["role"] == "tool":
+        await r.text(f"Done: {last['content']}")
+        return
+    async with r.tool_call("charge_card", parent_message_id="m1") as call:
+        await call.args('{"cents": 500}')
+
+
+def serve_agent(port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(agent_app(pays, path="/agent"), host="127.0.0.1", port=port, log_level="warning")
+
+
+def replica(url: str, dsn: str, thread_id: str, role: str, signal_: Any, out: Any) -> None:
+    """One application process. ``role``: ``dies-asking``, ``dies-in-handler`` or ``resumes``."""
+
+    async def main() -> None:
+        store = PostgresStore(dsn, max_size=2)
+        effects = Effects("postgres", dsn)
+
+        async def ask(_call: Any) -> bool:
+            if role == "dies-asking":
+                signal_.set()  # the user is being asked … and the replica dies
+                await asyncio.sleep(3600)
+            return True
+
+        session = Session(AgentClient(url), store=store, thread_id=thread_id, ask=ask)
+
+        @session.tool(side_effects=True)
+        def charge_card(cents: int) -> str:
+            """Charge the user's card."""
+            effects.record(thread_id, "charge")
+            if role == "dies-in-handler":
+                signal_.set()
+                time.sleep(3600)
+            return f"charged {cents} cents"
+
+        result = await (session.send("pay five dollars") if role != "resumes" else session.send())
+        conv = session.conversation
+        assert conv is not None
+        out.put(
+            {
+                "status": result.status,
+                "final": conv.messages[-1]["content"],
+                "version": conv.version,
+                "tools": [m["content"] for m in conv.messages if m["role"] == "tool"],
+            }
+        )
+        effects.close()
+        store.close()
+
+    asyncio.run(main())
+
+
+def _wait_listening(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError("the agent server did not start")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("dies", ["dies-asking", "dies-in-handler"])
+def test_replica_b_resumes_the_thread_replica_a_left_and_finishes_it(
+    dies: str, postgres_dsn: str
+) -> None:
+    port = free_port()
+    server = FORK.Process(target=serve_agent, args=(port,))
+    server.start()
+    try:
+        _wait_listening(port)
+        url = f"http://127.0.0.1:{port}/agent"
+        thread_id = f"handover-{uuid.uuid4().hex[:8]}"
+        Effects("postgres", postgres_dsn).close()
+
+        reached, out = FORK.Event(), FORK.Queue()
+        a = FORK.Process(target=replica, args=(url, postgres_dsn, thread_id, dies, reached, out))
+        a.start()
+        assert reached.wait(60), "replica A never got the pending call"
+        os.kill(a.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        a.join(10)
+
+        b = FORK.Process(
+            target=replica, args=(url, postgres_dsn, thread_id, "resumes", FORK.Event(), out)
+        )
+        b.start()
+        b.join(60)
+        assert b.exitcode == 0
+        result = out.get(timeout=5)
+    finally:
+        os.kill(server.pid, signal.SIGTERM)  # type: ignore[arg-type]
+        server.join(10)
+
+    effects = Effects("postgres", postgres_dsn)
+    counts = effects.counts()
+    effects.close()
+    assert counts == {(thread_id, "charge"): 1}  # the card was charged once, whoever did it
+    assert result["status"] == "success" and result["version"] == 2
+    [tool_answer] = result["tools"]
+    if dies == "dies-asking":
+        assert tool_answer == "charged 500 cents"  # B asked, executed, answered
+    else:  # A's execution started: B never runs it again, and says so
+        assert "outcome unknown" in tool_answer
+    assert result["final"] == f"Done: {tool_answer}"  # the agent finished the thread
+
+
+# -- the same hand-over in one process, on every backend; and a locked store --------------
+
+
+def test_a_session_resumes_a_thread_on_every_backend(open_store: StoreFactory) -> None:
+    charges: list[int] = []
+
+    def session(url: str, ask: Any) -> Session:
+        s = Session(AgentClient(url), store=open_store(), thread_id="resume-me", ask=ask)
+
+        @s.tool(side_effects=True)
+        def charge_card(cents: int) -> str:
+            """Charge the user's card."""
+            charges.append(cents)
+            return f"charged {cents} cents"
+
+        return s
+
+    async def scenario() -> tuple[str, Any]:
+        async with serving(agent_app(pays, path="/agent")) as base:
+            url = f"{base}/agent"
+            asking = asyncio.Event()
+
+            async def never(_call: Any) -> bool:
+                asking.set()
+                await asyncio.sleep(3600)
+                return False
+
+            first = asyncio.create_task(session(url, never).send("pay five dollars"))
+            await asking.wait()
+            first.cancel()  # this replica is gone while the user was being asked
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            second = session(url, lambda _call: True)
+            result = await second.send()
+            assert second.conversation is not None
+            return result.status, second.conversation.messages[-1]["content"]
+
+    status, final = asyncio.run(scenario())
+    assert (status, final) == ("success", "Done: charged 500 cents")
+    assert charges == [500]
+
+
+def test_a_locked_store_does_not_stall_the_event_loop(tmp_path: Path) -> None:
+    """The agent server runs in the same event loop as the session, and the only one
+    who can release the store's lock is another task of that loop: a session that
+    blocked the loop while waiting for the store would time out instead."""
+    path = tmp_path / "app.sqlite"
+    store = SQLiteStore(path, timeout=5)
+    blocker = sqlite3.connect(path, isolation_level=None)
+
+    async def scenario() -> str:
+        served = asyncio.Event()
+
+        async def agent(r: Run) -> None:
+            await pays(r)
+            served.set()  # the run's stream ends now: the session saves it next
+
+        async with serving(agent_app(agent, path="/agent")) as base:
+            session = Session(
+                AgentClient(f"{base}/agent"), store=store, thread_id="t", ask=lambda _c: True
+            )
+
+            @session.tool(side_effects=True)
+            def charge_card(cents: int) -> str:
+                """Charge the user's card."""
+                return f"charged {cents} cents"
+
+            ticks = 0
+
+            async def other_work() -> None:
+                nonlocal ticks
+                blocker.execute("BEGIN IMMEDIATE")  # another process writes, for a while
+                await served.wait()
+                for _ in range(30):
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+                blocker.execute("ROLLBACK")
+
+            work = asyncio.create_task(other_work())
+            await asyncio.sleep(0)
+            result = await session.send("pay five dollars")
+            await work
+            assert ticks == 30
+            assert session.conversation is not None
+            return f"{result.status}: {session.conversation.messages[-1]['content']}"
+
+    assert asyncio.run(scenario()) == "success: Done: charged 500 cents"
+    blocker.close()
+    store.close()
+
+
+def test_a_sync_session_resumes_a_thread_too(tmp_path: Path) -> None:
+    port = free_port()
+    server = FORK.Process(target=serve_agent, args=(port,))
+    server.start()
+    charges: list[int] = []
+
+    def session(client: SyncAgentClient, ask: Any) -> SyncSession:
+        s = SyncSession(client, store=SQLiteStore(tmp_path / "t.db"), thread_id="sync", ask=ask)
+
+        @s.tool(side_effects=True)
+        def charge_card(cents: int) -> str:
+            """Charge the user's card."""
+            charges.append(cents)
+            return f"charged {cents} cents"
+
+        return s
+
+    def dies(_call: Any) -> bool:
+        raise RuntimeError("this replica stops while the user is being asked")
+
+    try:
+        _wait_listening(port)
+        with SyncAgentClient(f"http://127.0.0.1:{port}/agent") as client:
+            with pytest.raises(RuntimeError, match="replica stops"):
+                session(client, dies).send("pay five dollars")
+            second = session(client, lambda _call: True)
+            result = second.send()
+    finally:
+        os.kill(server.pid, signal.SIGTERM)  # type: ignore[arg-type]
+        server.join(10)
+    assert second.conversation is not None
+    assert (result.status, second.conversation.messages[-1]["content"]) == (
+        "success",
+        "Done: charged 500 cents",
+    )
+    assert charges == [500]
