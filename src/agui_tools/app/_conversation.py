@@ -178,12 +178,7 @@ class Conversation:
         self._covering: set[str] = set()  # calls the resume list being sent answers
         self._resumed: set[str] = set()  # calls answered by a resume entry (INT-6)
         self._updates: list[Update] = []
-        self.thread = ThreadState(
-            messages,
-            state,
-            on_warning=self._updates.append,
-            max_depth=(limits or Limits()).max_depth,
-        )
+        self.thread = ThreadState(messages, state, on_warning=self._updates.append, limits=limits)
 
     # -- the next input ---------------------------------------------------------
 
@@ -356,20 +351,27 @@ class Conversation:
         try:
             events = pipe.feed_many(frames)
         except ProtocolViolation:
-            self._fold(pipe.partial, pipe.index)
+            self._fold(pipe, pipe.partial)
             raise
-        self._fold(events, pipe.index)
+        self._fold(pipe, events)
         return self.take_updates()
 
-    def _fold(self, events: list[dict[str, Any]], index: int) -> None:
+    def _fold(self, pipe: ConsumerPipeline, events: list[dict[str, Any]]) -> None:
+        """Fold delivered events into the thread; a limit the reducer keeps (state
+        size, message size) fails the stream there, like any violation."""
         apply = self.thread.apply
+        role_of = self.thread.role
         updates = self._updates
+        index = pipe.index
         for ev in events:
-            apply(ev, index)
+            try:
+                apply(ev, index)
+            except ProtocolViolation as exc:
+                raise pipe.reject(exc) from None
             kind = ev["type"]
             if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
-                msg = self.thread.message(ev["messageId"])
-                role = msg["role"] if msg else "assistant"
+                # O(1) per delta: building the message (its whole text) here was quadratic
+                role = role_of(ev["messageId"]) or "assistant"
                 updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
             elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
                 call_id = ev["toolCallId"]
@@ -805,7 +807,7 @@ class Conversation:
             return
         message_id = f"result-{call.call_id}"
         n = 1
-        while self.thread.message(message_id) is not None:
+        while self.thread.has_message(message_id):
             n += 1
             message_id = f"result-{call.call_id}-{n}"
         message = answer.tool_message(message_id)

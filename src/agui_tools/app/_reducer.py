@@ -40,15 +40,16 @@ both produce the same history.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-import jsonpatch
+import orjson
 
-from .._errors import ProtocolWarning, UsageError
-from ..wire._enforce import DEFAULT_MAX_DEPTH, depth_excess
+from .._errors import LimitExceeded, ProtocolWarning, UsageError
+from ..wire._enforce import depth_excess
+from ..wire._verify import Limits
 from ._arguments import ArgumentBuffer
+from ._patch import Document, PatchFailed, PatchTooDeep, PatchTooLarge
 
 __all__ = ["ThreadState"]
 
@@ -96,14 +97,16 @@ class _Call:
 class _Message:
     """A message under assembly. ``fields`` holds everything but content/calls/metadata."""
 
-    __slots__ = ("calls", "content", "fields", "id", "metadata", "parts", "role")
+    __slots__ = ("calls", "content", "fields", "id", "length", "metadata", "parts", "role", "size")
 
     def __init__(self, message_id: str, role: str) -> None:
         self.id = message_id
         self.role = role
         self.fields: dict[str, Any] = {}
         self.parts: list[str] | None = None  # streamed string content
+        self.length = 0  # characters of streamed content, against max_message_bytes
         self.content: Any = None  # non-streamed content (parts list, activity object, …)
+        self.size: int | None = None  # an activity's content: its encoded size, once known
         self.metadata: dict[str, Any] | None = None
         self.calls: list[_Call] | None = None
 
@@ -179,10 +182,21 @@ class ThreadState:
         state: the state the run starts from; absent means ``{}`` (INPUT-13).
         on_warning: called with each warning (patch failures, unknown
             encrypted-value entities, deltas for missing activities).
-        max_depth: how deeply state and activity content may nest — the
-            pipeline's ``Limits.max_depth``; a patch that would nest deeper does
-            not apply. Initial state deeper than this is refused
-            (:class:`UsageError`): it could never be sent again.
+        limits: the pipeline's :class:`~agui_tools.wire.Limits`; the reducer
+            keeps three of them. ``max_depth``: how deeply state and activity
+            content may nest — a patch that would nest deeper does not apply
+            (STATE-2). ``max_state_bytes``: how large the state, and each
+            activity's content, may grow — a snapshot or patch past it is a
+            :class:`LimitExceeded` violation, checked while the patch applies.
+            ``max_message_bytes``: how much text one message may stream.
+            Initial state beyond either limit is refused (:class:`UsageError`):
+            it could never be sent again.
+        max_depth: overrides ``limits.max_depth`` (kept for callers that only
+            bound nesting).
+
+    The state is patched in place (all or nothing, see
+    :mod:`agui_tools.app._patch`): :attr:`state` is a live view — copy it to keep a
+    version.
     """
 
     def __init__(
@@ -191,10 +205,16 @@ class ThreadState:
         state: Any = None,
         *,
         on_warning: Callable[[ProtocolWarning], None] | None = None,
-        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_depth: int | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        limits = limits or Limits()
+        max_depth = limits.max_depth if max_depth is None else max_depth
         self._value_depth = max_depth - 1  # a state value sits one level inside its event
         self._max_depth = max_depth
+        self._max_bytes = limits.max_state_bytes
+        self._max_text = limits.max_message_bytes
+        initial: Any = {}
         if state is not None:
             too_deep = depth_excess(state, self._value_depth)
             if too_deep is not None:
@@ -202,11 +222,21 @@ class ThreadState:
                     f"the initial state nests deeper than max_depth={max_depth} levels allow, "
                     f"at {too_deep or '/'}: it could not be sent to an agent (LIMIT)"
                 )
+            try:
+                blob = orjson.dumps(state)
+            except orjson.JSONEncodeError as exc:
+                raise UsageError(f"the initial state is not JSON ({exc})") from None
+            if len(blob) > self._max_bytes:
+                raise UsageError(
+                    f"the initial state is {len(blob)} bytes of JSON, past max_state_bytes="
+                    f"{self._max_bytes}: it could not be received back from an agent (LIMIT)"
+                )
+            initial = orjson.loads(blob)  # a copy of our own
         self._order: list[_Message] = []
         self._by_id: dict[str, _Message] = {}
         self._calls: dict[str, _Call] = {}
         self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
-        self.state: Any = {} if state is None else copy.deepcopy(state)
+        self._state = self._document(initial)
         self.warnings: list[ProtocolWarning] = []
         self._on_warning = on_warning
         for msg in messages:
@@ -239,8 +269,27 @@ class ThreadState:
         return [m.to_wire() for m in self._order]
 
     def message(self, message_id: str) -> JsonObj | None:
+        """The message as a wire dict — built whole: O(its size), not for every delta."""
         record = self._by_id.get(message_id)
         return record.to_wire() if record is not None else None
+
+    def has_message(self, message_id: str) -> bool:
+        return message_id in self._by_id
+
+    def role(self, message_id: str) -> str | None:
+        """A message's role, in O(1) (a UI labelling a text delta asks this per delta)."""
+        record = self._by_id.get(message_id)
+        return record.role if record is not None else None
+
+    @property
+    def state(self) -> Any:
+        """The current state (live: patched in place by later deltas)."""
+        return self._state.value
+
+    @property
+    def state_bytes(self) -> int:
+        """The state's size as compact JSON, kept up to date by every snapshot and delta."""
+        return self._state.size
 
     def __len__(self) -> int:
         return len(self._order)
@@ -331,6 +380,7 @@ class ThreadState:
             # call-only assistant message): continue from its content
             text = record.content if isinstance(record.content, str) else ""
             record.parts = [text] if text else []
+            record.length = len(text)
             record.content = None
         _merge(record, ev)
 
@@ -351,6 +401,7 @@ class ThreadState:
         elif record.parts is None:
             text = record.content if isinstance(record.content, str) else ""
             record.parts = [text] if text else []
+            record.length = len(text)
             record.content = None
         _merge(record, ev)
 
@@ -372,8 +423,20 @@ class ThreadState:
             # later deltas keep appending to it (STREAM-5)
             text = record.content if isinstance(record.content, str) else ""
             record.parts = [text] if text else []
+            record.length = len(text)
             record.content = None
-        record.parts.append(ev["delta"])
+        delta = ev["delta"]
+        record.length += len(delta)
+        if record.length > self._max_text:
+            raise LimitExceeded(
+                "LIMIT",
+                f"message {record.id!r} streamed more than max_message_bytes={self._max_text} "
+                "characters of text; raise the limit if such messages are expected.",
+                index=index,
+                event_type=ev["type"],
+                ids={"messageId": record.id},
+            )
+        record.parts.append(delta)
         if "metadata" in ev:
             _merge(record, ev)
 
@@ -553,32 +616,72 @@ class ThreadState:
             if msg["id"] not in self._by_id:
                 self._append_wire(msg)
 
-    def _state_snapshot(self, ev: Event, index: int | None) -> None:
-        self.state = copy.deepcopy(ev["snapshot"])
+    def _document(self, value: Any, size: int | None = None) -> Document:
+        return Document(
+            value,
+            size=size,
+            max_bytes=self._max_bytes,
+            max_depth=self._value_depth,
+            max_work=self._max_bytes,
+        )
 
-    def _state_delta(self, ev: Event, index: int | None) -> None:
-        try:
-            state = jsonpatch.apply_patch(self.state, ev["delta"], in_place=False)
-        except (
-            jsonpatch.JsonPatchException,
-            jsonpatch.JsonPointerException,
-            TypeError,
-            KeyError,
-            IndexError,
-        ) as exc:
-            self._warn(
-                "STATE-2",
-                f"STATE_DELTA did not apply ({type(exc).__name__}: {exc}); the prior state is kept "
-                "until the next snapshot.",
+    def _snapshot(self, value: Any, what: str, index: int | None, ev: Event) -> Document:
+        """A snapshot's value as a document of our own: measured and copied in one
+        encoding (C speed), refused past ``max_state_bytes`` before it is built."""
+        blob = orjson.dumps(value)
+        if len(blob) > self._max_bytes:
+            raise self._too_large(
+                f"{what} is {len(blob)} bytes of JSON, past max_state_bytes={self._max_bytes}",
+                "",
                 index,
                 ev,
             )
-            return
-        if self._too_deep(
-            state, "STATE_DELTA", "the prior state is kept until the next snapshot", index, ev
-        ):
-            return
-        self.state = state
+        return self._document(orjson.loads(blob), len(blob))
+
+    def _patch(
+        self, doc: Document, ops: Any, what: str, kept: str, index: int | None, ev: Event
+    ) -> bool:
+        """Apply a patch in place, all or nothing; False (and a warning) when it does not apply."""
+        try:
+            doc.apply(ops)
+        except PatchTooLarge as exc:
+            raise self._too_large(f"{what} was not applied: {exc}", exc.path, index, ev) from None
+        except PatchTooDeep:
+            self._warn(
+                "STATE-2",
+                f"{what} would nest the value deeper than max_depth={self._max_depth} levels "
+                f"allow (LIMIT); it is not applied and {kept}.",
+                index,
+                ev,
+            )
+            return False
+        except PatchFailed as exc:
+            self._warn("STATE-2", f"{what} did not apply ({exc}); {kept}.", index, ev)
+            return False
+        return True
+
+    def _too_large(self, message: str, path: str, index: int | None, ev: Event) -> LimitExceeded:
+        ids = {"messageId": ev["messageId"]} if "messageId" in ev else None
+        return LimitExceeded(
+            "LIMIT",
+            f"{message}; raise max_state_bytes if such values are expected.",
+            index=index,
+            event_type=ev["type"],
+            ids=ids,
+        )
+
+    def _state_snapshot(self, ev: Event, index: int | None) -> None:
+        self._state = self._snapshot(ev["snapshot"], "the snapshot", index, ev)
+
+    def _state_delta(self, ev: Event, index: int | None) -> None:
+        self._patch(
+            self._state,
+            ev["delta"],
+            "STATE_DELTA",
+            "the prior state is kept until the next snapshot",
+            index,
+            ev,
+        )
 
     def _activity_snapshot(self, ev: Event, index: int | None) -> None:
         ident = ev["messageId"]
@@ -586,7 +689,8 @@ class ThreadState:
         replace = ev.get("replace", True)
         if record is not None and record.role == "activity":
             if replace:
-                record.content = copy.deepcopy(ev["content"])
+                content = self._snapshot(ev["content"], "the activity's content", index, ev)
+                record.content, record.size = content.value, content.size
                 record.fields["activityType"] = ev["activityType"]
                 # a replacing snapshot re-mints ownership, including to absent
                 if "subagentRunId" in ev:
@@ -597,9 +701,10 @@ class ThreadState:
             return
         if record is not None and not replace:
             return
+        content = self._snapshot(ev["content"], "the activity's content", index, ev)
         new = _Message(ident, "activity")
         new.fields["activityType"] = ev["activityType"]
-        new.content = copy.deepcopy(ev["content"])
+        new.content, new.size = content.value, content.size
         if "subagentRunId" in ev:
             new.fields["subagentRunId"] = ev["subagentRunId"]
         _merge(new, ev)
@@ -622,43 +727,20 @@ class ThreadState:
             )
             return
         _merge(record, ev)
-        try:
-            content = jsonpatch.apply_patch(record.content, ev["patch"], in_place=False)
-        except (
-            jsonpatch.JsonPatchException,
-            jsonpatch.JsonPointerException,
-            TypeError,
-            KeyError,
-            IndexError,
-        ) as exc:
-            self._warn(
-                "STATE-2",
-                f"ACTIVITY_DELTA for {ident!r} did not apply ({type(exc).__name__}: {exc}); the "
-                "activity keeps its prior content.",
-                index,
-                ev,
-            )
-            return
-        if self._too_deep(
-            content, "ACTIVITY_DELTA", "the activity keeps its prior content", index, ev
-        ):
-            return
-        record.content = content
-        record.fields["activityType"] = ev["activityType"]
-
-    def _too_deep(self, value: Any, what: str, kept: str, index: int | None, ev: Event) -> bool:
-        """A patched value nested past the limit is a patch that did not apply (STATE-2):
-        a later ``deepcopy`` or re-send of it would fail far from its cause."""
-        if depth_excess(value, self._value_depth) is None:
-            return False
-        self._warn(
-            "STATE-2",
-            f"{what} would nest the value deeper than max_depth={self._max_depth} levels allow "
-            f"(LIMIT); it is not applied and {kept}.",
+        if record.size is None:  # content that arrived in history: ours once, measured once
+            blob = orjson.dumps(record.content)
+            record.content, record.size = orjson.loads(blob), len(blob)
+        doc = self._document(record.content, record.size)
+        if self._patch(
+            doc,
+            ev["patch"],
+            f"ACTIVITY_DELTA for {ident!r}",
+            "the activity keeps its prior content",
             index,
             ev,
-        )
-        return True
+        ):
+            record.content, record.size = doc.value, doc.size
+            record.fields["activityType"] = ev["activityType"]
 
     def _warn(self, rule: str, message: str, index: int | None, ev: Event) -> None:
         warning = ProtocolWarning(rule, message, index, "", ev["type"])
