@@ -16,7 +16,9 @@ Groups (``--only`` runs one):
   previewed after every delta) vs naive re-parsing, and schema validation with
   jsonschema-rs vs jsonschema;
 * ``transport`` — one server process to one client vs the official
-  quickstart's FastAPI endpoint, and memory with 1,000 idle streams.
+  quickstart's FastAPI endpoint, and memory with 1,000 idle streams;
+* ``hostile`` — what small hostile streams cost (bench/hostile.py), before
+  (recorded) and now; ``--write-docs`` writes the table in docs/security.md.
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -30,19 +32,22 @@ import sys
 import time
 
 from . import arguments as arguments_bench
-from . import codec, corpus, peers
+from . import codec, corpus, hostile, peers
 from . import pipeline as pipeline_bench
 from . import reducer as reducer_bench
 from . import transport as transport_bench
 from .harness import table
 
-GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport")
+GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "hostile")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--events", type=int, default=100_000, help="minimum corpus size")
     parser.add_argument("--only", choices=GROUPS, help="run one group only")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="write the hostile table into docs/security.md"
+    )
     parser.add_argument(
         "--peer-budget",
         type=float,
@@ -93,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     if "transport" in groups:
         print(transport_bench.report())
+    if "hostile" in groups:
+        hostile_table = hostile.report(hostile.results())
+        print("## Hostile streams (docs/security.md)\n\n" + hostile_table)
+        if args.write_docs:
+            hostile.write_docs(hostile_table)
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

@@ -1,0 +1,175 @@
+"""Hostile inputs: what a small stream costs us (issue 11, items 1-4).
+
+Each case runs in its own subprocess, so its peak RSS is its own (imports
+included, about 43 MB) and a case that blows up cannot take the others with it;
+each is bounded by a wall-clock timeout. ``--write-docs`` rewrites the table
+between the markers in docs/security.md from this run — the "before" column is
+the record of commit f8cc62c (the last before these bounds), which cannot be
+re-run from this tree.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TIMEOUT = 60.0
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "security.md"
+BEGIN, END = "<!-- hostile-table:begin -->", "<!-- hostile-table:end -->"
+
+# (case, argument, what it is, the figure before the bounds)
+CASES: list[tuple[str, int, str, str]] = [
+    (
+        "bomb",
+        19,
+        "a 3 KB `STATE_DELTA`: 19 groups of add/copy/copy/move",
+        "47.8 s, 688 MB, accepted",
+    ),
+    ("bomb", 40, "the same with 40 groups (7 KB)", "killed after 60 s"),
+    ("state", 400, "400 one-value `replace` deltas on a 2 MB state", "72 s (175 ms per delta)"),
+    ("text", 160_000, "160k `TEXT_MESSAGE_CONTENT` deltas of 8 bytes", "4.6 s (80k: 1.4 s)"),
+    ("sse", 680, "one 16 MB SSE event of 3-byte `data:` lines", "11.1 s, 777 MB"),
+]
+
+
+def bomb(groups: int) -> str:
+    from agui_tools import LimitExceeded
+    from agui_tools.app import Conversation
+
+    ops: list[dict[str, Any]] = []
+    for _ in range(groups):
+        ops += [
+            {"op": "add", "path": "/t", "value": {}},
+            {"op": "copy", "from": "/a", "path": "/t/x"},
+            {"op": "copy", "from": "/a", "path": "/t/y"},
+            {"op": "move", "from": "/t", "path": "/a"},
+        ]
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    try:
+        conv.receive_many(
+            [
+                {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                {"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 64}},
+                json.dumps({"type": "STATE_DELTA", "delta": ops}).encode(),
+            ]
+        )
+    except LimitExceeded as exc:
+        return f"`{exc.rule}` violation"
+    return f"run {conv.end_run().status}"
+
+
+def state(deltas: int) -> str:
+    from agui_tools.app import Conversation
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    big = {f"k{i:05}": "x" * 90 for i in range(20_000)}
+    conv.receive_many(
+        [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "STATE_SNAPSHOT", "snapshot": big},
+        ]
+    )
+    frames = [
+        json.dumps(
+            {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/k00001", "value": i}]}
+        ).encode()
+        for i in range(deltas)
+    ]
+    started = time.perf_counter()
+    for frame in frames:
+        conv.receive(frame)
+    per = (time.perf_counter() - started) / deltas * 1e3
+    return f"{per:.3f} ms per delta"
+
+
+def text(deltas: int) -> str:
+    from agui_tools.app import Conversation
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    conv.receive_many(
+        [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        ]
+    )
+    frame = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"abcdefgh"}'
+    for _ in range(deltas // 1000):
+        conv.receive_many([frame] * 1000)
+    return "linear"
+
+
+def sse(repeats: int) -> str:
+    from agui_tools.wire import SSEReader
+
+    reader = SSEReader()
+    chunk = b"data:xx\n" * 8192
+    for _ in range(repeats):
+        reader.feed(chunk)
+    [event] = reader.feed(b"\n")
+    return f"one event of {len(event):,} chars"
+
+
+def _child(name: str, arg: int) -> None:
+    import agui_tools.app
+    import agui_tools.wire  # noqa: F401 - imported before the clock starts
+
+    started = time.perf_counter()
+    outcome = globals()[name](arg)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "outcome": outcome}))
+
+
+def results() -> list[dict[str, Any]]:
+    rows = []
+    for name, arg, what, before in CASES:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "bench.hostile", name, str(arg)],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError):
+            row = {"seconds": None, "peak_mb": None, "outcome": "did not finish"}
+        rows.append({"what": what, "before": before, **row})
+    return rows
+
+
+def report(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| attack | before (f8cc62c) | after: time | after: peak RSS | outcome |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        secs = "—" if r["seconds"] is None else f"{r['seconds']:.2f} s"
+        peak = "—" if r["peak_mb"] is None else f"{r['peak_mb']:.0f} MB"
+        lines.append(f"| {r['what']} | {r['before']} | {secs} | {peak} | {r['outcome']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(table_text: str, path: Path = DOCS) -> None:
+    text_ = path.read_text()
+    head, rest = text_.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{table_text}{END}{tail}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3:
+        _child(sys.argv[1], int(sys.argv[2]))
+    else:
+        table_text = report(results())
+        print(table_text)
+        if "--write-docs" in sys.argv:
+            write_docs(table_text)
