@@ -40,6 +40,7 @@ both produce the same history.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -231,12 +232,14 @@ class ThreadState:
                     f"the initial state is {len(blob)} bytes of JSON, past max_state_bytes="
                     f"{self._max_bytes}: it could not be received back from an agent (LIMIT)"
                 )
-            initial = orjson.loads(blob)  # a copy of our own
+            # a copy of our own — deepcopy, not a JSON round trip: a NaN the application
+            # put there must reach the client's refusal to send it, not turn into null
+            initial = copy.deepcopy(state)
         self._order: list[_Message] = []
         self._by_id: dict[str, _Message] = {}
         self._calls: dict[str, _Call] = {}
         self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
-        self._state = self._document(initial)
+        self._state = self._document(initial, None if state is None else len(blob))
         self.warnings: list[ProtocolWarning] = []
         self._on_warning = on_warning
         for msg in messages:

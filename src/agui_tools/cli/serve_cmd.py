@@ -37,6 +37,29 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--path", default="/agent", help="the POST endpoint's path (default /agent)")
     p.add_argument("--no-verify", action="store_true", help="do not verify emitted events (faster)")
+    p.add_argument(
+        "--limit-concurrency",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="connections and requests served at once; more get 503 (default 1000, under the "
+        "usual 1024 open files)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client has to send its whole request body; then 408 (default 30)",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed to start runs (and answered CORS), besides the "
+        "server's own; repeatable; '*' allows any",
+    )
     p.set_defaults(func=run)
 
 
@@ -68,6 +91,7 @@ def load_agent(spec: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from .._text import guarded_logger
     from ..demo.agent import demo_agent
     from ..transport._server import agent_app
     from .run_cmd import describe_exception
@@ -88,10 +112,29 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"agui-tools serve: cannot bind {args.host}: {exc}", file=sys.stderr)
             return 2
-    app = agent_app(agent, path=args.path, verify=not args.no_verify)
+    app = agent_app(
+        agent,
+        path=args.path,
+        verify=not args.no_verify,
+        allowed_origins=args.allow_origin,
+        body_timeout=args.body_timeout,
+        max_concurrency=args.limit_concurrency,
+    )
     print(f"Serving AG-UI agent at http://{args.host}:{port}{args.path}", flush=True)
     try:
-        uvicorn.run(app, host=args.host, port=port, log_level="warning", lifespan="off")
+        config = uvicorn.Config(
+            app,
+            host=args.host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            limit_concurrency=args.limit_concurrency,
+        )
+        # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
+        # server once wrote 66,842 "Too many open files" lines in a minute
+        for name in ("uvicorn.error", "asyncio"):
+            guarded_logger(name)
+        uvicorn.Server(config).run()
     except (OSError, SystemExit) as exc:
         print(f"agui-tools serve: cannot serve on {args.host}:{port}: {exc}", file=sys.stderr)
         return 2
