@@ -21,23 +21,38 @@ What the binding requires of a client (``basic/transports/http-sse``):
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import httpx
 import orjson
 
-from .._errors import TransportError, UsageError
+from .._errors import LimitExceeded, ProtocolViolation, TransportError, UsageError
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
-from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, SSEReader
+from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, BrokenFrame, SSEReader
 
 __all__ = ["AgentClient", "SyncAgentClient", "TransportError"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 _BODY_LIMIT = 64 * 1024
-_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+# the content codings the client decodes, named rather than left to httpx's default
+# (which also offers br and zstd whenever their packages happen to be installed)
+_DECODED: Final = ("gzip", "deflate")
+_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "text/event-stream",
+    "Accept-Encoding": ", ".join(_DECODED),
+}
+MAX_INFLATION: Final = 200
+"""How much a compressed stream may expand — decoded bytes per byte received,
+past the first MiB. A keep-alive-heavy SSE stream compresses ~50:1; gzip can
+reach ~1000:1, and decoding at that ratio would make the cost of a stream
+a thousand times its size."""
+_INFLATION_ALLOWANCE: Final = 1024 * 1024
+_PIECE: Final = 256 * 1024
 
 
 def _connection_error(url: str, exc: httpx.HTTPError, streaming: bool) -> TransportError:
@@ -85,7 +100,19 @@ def _status_error(response: httpx.Response, body: bytes) -> TransportError:
     )
 
 
+def _coding(response: httpx.Response) -> str:
+    return str(response.headers.get("content-encoding", "")).strip().lower()
+
+
 def _check_stream(response: httpx.Response) -> None:
+    coding = _coding(response)
+    if coding not in ("", "identity", *_DECODED):
+        raise TransportError(
+            f"the agent at {response.request.url} answered with Content-Encoding {coding!r}, "
+            f"which this client does not decode (it asked for {', '.join(_DECODED)} or identity)",
+            status=response.status_code,
+            url=str(response.request.url),
+        )
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "text/event-stream":
         raise TransportError(
@@ -94,6 +121,69 @@ def _check_stream(response: httpx.Response) -> None:
             status=response.status_code,
             url=str(response.request.url),
         )
+
+
+class _Decoding:
+    """The response's content coding undone, a bounded piece at a time.
+
+    Not httpx's decoders: they inflate each received chunk whole, so one 64 KiB
+    chunk of a gzip bomb became 64 MB before anything could look at it. Here no
+    call returns more than :data:`_PIECE` bytes, and the stream is refused — a
+    ``LIMIT`` violation in the frames, the run ending rejected — once what it
+    decoded passes :data:`MAX_INFLATION` times what was received (past the first
+    MiB).
+    """
+
+    def __init__(self, coding: str) -> None:
+        # gzip: a gzip header (wbits 31); deflate: zlib-wrapped, as RFC 9110 says,
+        # with raw deflate (what some servers send) tried when the header is wrong
+        self._inflater = (
+            None
+            if coding in ("", "identity")
+            else zlib.decompressobj(31 if coding == "gzip" else 15)
+        )
+        self._raw_fallback = coding == "deflate"
+        self.received = 0
+        self.decoded = 0
+
+    def feed(self, chunk: bytes) -> Iterator[bytes | BrokenFrame]:
+        self.received += len(chunk)
+        if self._inflater is None:
+            yield chunk
+            return
+        data = chunk
+        while data:
+            try:
+                piece = self._inflater.decompress(data, _PIECE)
+            except zlib.error as exc:
+                if self._raw_fallback and self.decoded == 0:
+                    self._raw_fallback = False
+                    self._inflater = zlib.decompressobj(-15)
+                    continue
+                yield BrokenFrame(
+                    ProtocolViolation(
+                        "TRANS-4",
+                        f"the compressed stream does not decode ({exc}).",
+                        where="stream framing",
+                    )
+                )
+                return
+            data = self._inflater.unconsumed_tail
+            self.decoded += len(piece)
+            if self.decoded > _INFLATION_ALLOWANCE + MAX_INFLATION * self.received:
+                yield BrokenFrame(
+                    LimitExceeded(
+                        "LIMIT",
+                        f"the compressed stream inflated to {self.decoded} bytes from "
+                        f"{self.received} received, past {MAX_INFLATION} to one.",
+                        where="stream framing",
+                    )
+                )
+                return
+            if piece:
+                yield piece
+            if self._inflater.eof:
+                return
 
 
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
@@ -169,12 +259,17 @@ class AgentClient:
                     raise _status_error(response, await _error_body(response))
                 _check_stream(response)
                 streaming = True
-                async for chunk in response.aiter_raw():
-                    # a frame the reader cannot produce travels as a BrokenFrame, so the
-                    # conversation rejects the run at its position like any stream violation
-                    frames = reader.feed_frames(chunk)
-                    if frames:
-                        yield frames
+                decoding = _Decoding(_coding(response))
+                async for raw in response.aiter_raw():
+                    for chunk in decoding.feed(raw):
+                        if isinstance(chunk, BrokenFrame):
+                            yield [chunk]
+                            return  # nothing more is read: the run is rejected here
+                        # a frame the reader cannot produce travels as a BrokenFrame, so the
+                        # conversation rejects the run at its position like any violation
+                        frames = reader.feed_frames(chunk)
+                        if frames:
+                            yield frames
         except httpx.HTTPError as exc:
             raise _connection_error(self.url, exc, streaming) from exc
 
@@ -242,10 +337,17 @@ class SyncAgentClient:
                     raise _status_error(response, _error_body_sync(response))
                 _check_stream(response)
                 streaming = True
-                for chunk in response.iter_raw():
-                    frames = reader.feed_frames(chunk)
-                    if frames:
-                        yield frames
+                decoding = _Decoding(_coding(response))
+                for raw in response.iter_raw():
+                    for chunk in decoding.feed(raw):
+                        if isinstance(chunk, BrokenFrame):
+                            yield [chunk]
+                            return  # nothing more is read: the run is rejected here
+                        # a frame the reader cannot produce travels as a BrokenFrame, so the
+                        # conversation rejects the run at its position like any violation
+                        frames = reader.feed_frames(chunk)
+                        if frames:
+                            yield frames
         except httpx.HTTPError as exc:
             raise _connection_error(self.url, exc, streaming) from exc
 
