@@ -34,6 +34,7 @@ CASES: list[tuple[str, int, str, str]] = [
     ("state", 400, "400 one-value `replace` deltas on a 2 MB state", "72 s (175 ms per delta)"),
     ("text", 160_000, "160k `TEXT_MESSAGE_CONTENT` deltas of 8 bytes", "4.6 s (80k: 1.4 s)"),
     ("sse", 680, "one 16 MB SSE event of 3-byte `data:` lines", "11.1 s, 777 MB"),
+    ("disposal", 18_000, "one run of 18k calls disposed of (MemoryJournal)", "74.9 s (issue 11)"),
 ]
 
 
@@ -115,6 +116,26 @@ def sse(repeats: int) -> str:
         reader.feed(chunk)
     [event] = reader.feed(b"\n")
     return f"one event of {len(event):,} chars"
+
+
+def disposal(calls: int) -> str:
+    from agui_tools.app import Conversation, ToolSpec
+
+    conv = Conversation(thread_id="t", tools=[ToolSpec("look", "read-only")])
+    conv.next_input(run_id="r")
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for i in range(calls):
+        events += [
+            {"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "look"},
+            {"type": "TOOL_CALL_END", "toolCallId": f"c{i}"},
+        ]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    conv.receive_many(events)
+    result = conv.end_run()
+    for call in result.pending:
+        conv.execute(call.call_id, lambda args: "ok")
+    conv.next_input()
+    return f"{len(result.pending):,} calls answered"
 
 
 def _child(name: str, arg: int) -> None:

@@ -144,7 +144,8 @@ class MemoryJournal:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: dict[tuple[str, str], _Record] = {}
-        self._decisions: list[dict[str, Any]] = []
+        # by (thread, call): a lookup per disposed call scanned every decision
+        self._decisions: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         with self._lock:
@@ -182,7 +183,7 @@ class MemoryJournal:
                 key.fingerprint, "", now, dict(answer)
             )
             if decision is not None:
-                self._decisions.append(dict(decision))
+                self._keep(decision)
             return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
 
     def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
@@ -194,17 +195,17 @@ class MemoryJournal:
         found = self.lookup(thread_id, call_id)
         return found.answer if found is not None else None
 
+    def _keep(self, decision: Mapping[str, Any]) -> None:
+        key = (decision.get("threadId", ""), decision.get("toolCallId", ""))
+        self._decisions.setdefault(key, []).append(dict(decision))
+
     def record_decision(self, decision: Mapping[str, Any]) -> None:
         with self._lock:
-            self._decisions.append(dict(decision))
+            self._keep(decision)
 
     def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
         with self._lock:
-            return [
-                dict(d)
-                for d in self._decisions
-                if d.get("threadId") == thread_id and d.get("toolCallId") == call_id
-            ]
+            return [dict(d) for d in self._decisions.get((thread_id, call_id), ())]
 
 
 _SCHEMA = """

@@ -235,7 +235,10 @@ class ThreadState:
             # a copy of our own — deepcopy, not a JSON round trip: a NaN the application
             # put there must reach the client's refusal to send it, not turn into null
             initial = copy.deepcopy(state)
-        self._order: list[_Message] = []
+        self._list: list[_Message] = []
+        # answers recorded since the order was last read, by owner: placed in one pass
+        # when it is (placing each on arrival scanned the list — quadratic disposal)
+        self._later: dict[int, tuple[_Message, list[_Message]]] = {}
         self._by_id: dict[str, _Message] = {}
         self._calls: dict[str, _Call] = {}
         self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
@@ -528,22 +531,52 @@ class ThreadState:
         record, _ = _from_wire(message)
         self._insert_result(record)
 
+    @property
+    def _order(self) -> list[_Message]:
+        """The messages in order, with the answers recorded since last read placed."""
+        if self._later:
+            self._place()
+        return self._list
+
+    @_order.setter
+    def _order(self, order: list[_Message]) -> None:
+        self._later.clear()
+        self._list = order
+
     def _insert_result(self, record: _Message) -> None:
+        """A tool message goes right after the message holding its call, after the
+        results already there — placed when the order is next read (:meth:`_place`),
+        so answering n calls costs O(n), not a scan of the thread per answer."""
         call = self._calls.get(record.fields["toolCallId"])
-        position = len(self._order)
-        if call is not None:
+        if call is None:
+            self._order.append(record)
+        else:
             owner = call.message
-            order = self._order
-            # scan back from the end: the owner is almost always recent
-            for i in range(len(order) - 1, -1, -1):
-                if order[i] is owner:
-                    position = i + 1
-                    while position < len(order) and order[position].role == "tool":
-                        position += 1
-                    break
-        self._order.insert(position, record)
+            entry = self._later.get(id(owner))
+            if entry is None:
+                self._later[id(owner)] = (owner, [record])
+            else:
+                entry[1].append(record)
         self._by_id[record.id] = record
         self._answers.setdefault(record.fields["toolCallId"], record.id)
+
+    def _place(self) -> None:
+        later, self._later = self._later, {}
+        out: list[_Message] = []
+        carry: list[_Message] | None = None
+        for m in self._list:
+            if carry is not None and m.role != "tool":
+                out += carry  # after the owner and the results it already had
+                carry = None
+            out.append(m)
+            entry = later.pop(id(m), None)
+            if entry is not None and entry[0] is m:
+                carry = entry[1]
+        if carry is not None:
+            out += carry
+        for _, rest in later.values():  # the owner left the thread: at the end
+            out += rest
+        self._list = out
 
     def _encrypted(self, ev: Event, index: int | None) -> None:
         target: _Message | _Call | None

@@ -397,10 +397,10 @@ def _ref_cycle(schema: Any) -> str | None:
     # iterative DFS over (schema node, its path), colouring by path: the graph is
     # the schema's in-place edges, at most one node per subschema
     state: dict[str, int] = {}  # 1: on the stack, 2: done
-    stack: list[tuple[Any, str, list[tuple[Any, str]]]] = [(schema, "", edges(schema, ""))]
+    stack: list[tuple[str, list[tuple[Any, str]]]] = [("", edges(schema, ""))]
     state[""] = 1
     while stack:
-        node, path, pending = stack[-1]
+        path, pending = stack[-1]
         if not pending:
             state[path] = 2
             stack.pop()
@@ -411,7 +411,7 @@ def _ref_cycle(schema: Any) -> str | None:
             return path  # back to a schema still being applied to the same value
         if seen is None:
             state[child_path] = 1
-            stack.append((child, child_path, edges(child, child_path)))
+            stack.append((child_path, edges(child, child_path)))
     return None
 
 
