@@ -32,12 +32,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from .._errors import JournalError, ProtocolViolation, ProtocolWarning, UsageError
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
 from ._arguments import ParsedArguments, Preview, parse_arguments
+from ._call_order import in_call_order, misplaced_tool_messages
 from ._calls import Answer, CallStatus, PendingCall, describe_errors, normalize_result
 from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
 from ._downgrade import prepare_run_input
@@ -52,6 +53,7 @@ __all__ = [
     "RunResult",
     "TextDelta",
     "Update",
+    "call_update",
 ]
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -71,9 +73,20 @@ class TextDelta:
     delta: str
 
 
+_NOT_SET: Any = object()
+
+
 @dataclass(frozen=True)
 class CallUpdate:
-    """A tool-call card changed: name, argument preview (a *prefix*), status, answer."""
+    """A tool-call card changed: name, argument preview (a *prefix*), status, answer.
+
+    ``arguments`` is set once the arguments are no longer a preview: a
+    ``MESSAGES_SNAPSHOT`` restated the call differently from what streamed, or
+    the call reached disposition (the user's edit included) or its answer. It
+    is what runs — or ran — (the parsed JSON value; the raw text when it does
+    not parse); a UI shows it in place of the streamed preview, so what a user
+    is shown after the fact is what executed.
+    """
 
     call_id: str
     name: str
@@ -81,6 +94,12 @@ class CallUpdate:
     preview: Preview | None = None
     answer: Answer | None = None
     agent_side: bool = False
+    arguments: Any = _NOT_SET
+
+    @property
+    def has_arguments(self) -> bool:
+        """Whether :attr:`arguments` is set (``None`` and ``{}`` are arguments too)."""
+        return self.arguments is not _NOT_SET
 
 
 Update = TextDelta | CallUpdate | ProtocolWarning
@@ -132,6 +151,12 @@ class Conversation:
             again either way.
         strict, limits, middleware: passed to each run's pipeline.
         peer_version: the agent's protocol version when known (downgrades).
+        tool_message_order: ``"as-folded"`` (default) sends the history as the
+            thread holds it; ``"call-order"`` moves each tool message right
+            after the assistant message that made its call, in call order.
+            Either way a history out of call order is reported (AGT-HIST-1) —
+            a chat-completions model refuses it; the history is never
+            reordered unless asked.
     """
 
     def __init__(
@@ -151,7 +176,12 @@ class Conversation:
         middleware: Sequence[Middleware] = (),
         peer_version: str | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
+        tool_message_order: Literal["as-folded", "call-order"] = "as-folded",
     ) -> None:
+        if tool_message_order not in ("as-folded", "call-order"):
+            raise UsageError(
+                f"tool_message_order must be 'as-folded' or 'call-order', not {tool_message_order!r}"
+            )
         self.thread_id = thread_id or f"thread-{uuid.uuid4()}"
         self.tools: dict[str, ToolSpec] = {}
         for tool in tools:
@@ -169,6 +199,8 @@ class Conversation:
         self.middleware = tuple(middleware)
         self.peer_version = peer_version
         self.outcome_unknown = outcome_unknown
+        self.tool_message_order = tool_message_order
+        self._reported_order: set[str] = set()  # tool messages AGT-HIST-1 already named
         self.runs: list[RunResult] = []
         self.warnings: list[ProtocolWarning] = []
         self._calls: dict[str, PendingCall] = {}
@@ -234,7 +266,7 @@ class Conversation:
         raw: dict[str, Any] = {
             "threadId": self.thread_id,
             "runId": run_id or f"run-{uuid.uuid4()}",
-            "messages": self.thread.messages,
+            "messages": self._history(),
             "tools": [t.to_wire() for t in self.tools.values()],
             "state": self.thread.state,
         }
@@ -253,6 +285,37 @@ class Conversation:
         self.warnings += warnings
         self._run_input = prepared
         return prepared
+
+    def _history(self) -> list[Any]:
+        """The thread's messages for the next input; out-of-order tool messages reported."""
+        messages = self.thread.messages
+        misplaced = misplaced_tool_messages(messages)
+        fresh = [m for m in misplaced if m.tool_message_id not in self._reported_order]
+        if fresh:
+            self._reported_order.update(m.tool_message_id for m in fresh)
+            reordering = self.tool_message_order == "call-order"
+            named = "; ".join(
+                f"tool message {m.tool_message_id!r} (call {m.call_id!r} of assistant message "
+                f"{m.assistant_message_id!r})"
+                for m in fresh[:5]
+            ) + (f"; and {len(fresh) - 5} more" if len(fresh) > 5 else "")
+            warning = ProtocolWarning(
+                "AGT-HIST-1",
+                f"the history has tool messages that do not follow the assistant message that "
+                f"made their call: {named}. A chat-completions model refuses such a history; "
+                + (
+                    "they are sent in call order (tool_message_order='call-order')."
+                    if reordering
+                    else "it is sent as folded — pass tool_message_order='call-order' to send "
+                    "it in call order."
+                ),
+                ids={"toolMessageId": fresh[0].tool_message_id, "toolCallId": fresh[0].call_id},
+            )
+            self.warnings.append(warning)
+            self._updates.append(warning)
+        if misplaced and self.tool_message_order == "call-order":
+            return [dict(m) for m in in_call_order(messages)]
+        return messages
 
     def _check_resume(self, resume: Sequence[Mapping[str, Any]] | None, now: datetime) -> set[str]:
         """Judge a resume list against the last run; return the call ids its interrupts cover."""
@@ -364,11 +427,14 @@ class Conversation:
         updates = self._updates
         index = pipe.index
         for ev in events:
+            kind = ev["type"]
+            if kind == "MESSAGES_SNAPSHOT":
+                self._fold_snapshot(ev, index)
+                continue
             try:
                 apply(ev, index)
             except ProtocolViolation as exc:
                 raise pipe.reject(exc) from None
-            kind = ev["type"]
             if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
                 # O(1) per delta: building the message (its whole text) here was quadratic
                 role = role_of(ev["messageId"]) or "assistant"
@@ -397,6 +463,34 @@ class Conversation:
                         True,
                     )
                 )
+
+    def _fold_snapshot(self, ev: dict[str, Any], index: int) -> None:
+        """Apply a snapshot; every call it restates with other arguments gets a fresh card.
+
+        The reducer takes the snapshot's arguments (they are what will run); a
+        UI that kept the streamed preview would show one thing and run another.
+        """
+        before = {
+            call["id"]: self.thread.arguments(call["id"])
+            for msg in ev["messages"]
+            if msg["role"] == "assistant"
+            for call in msg.get("toolCalls", ())
+        }
+        self.thread.apply(ev, index)
+        for call_id, old in before.items():
+            new = self.thread.arguments(call_id)
+            if old is None or new is None or new == old:
+                continue  # a call seen first in the snapshot has no card to correct
+            known = self._calls.get(call_id)
+            status = known.status if known is not None else CallStatus.STREAMING
+            self._updates.append(
+                CallUpdate(
+                    call_id,
+                    self.thread.call_name(call_id) or "",
+                    status,
+                    arguments=_shown(new),
+                )
+            )
 
     def end_run(self) -> RunResult:
         """The run's stream ended (or was abandoned): judge it and open its disposition.
@@ -644,7 +738,7 @@ class Conversation:
         else:
             decision = self._record(call, self._decision(call, approved=True, by=by, reason=reason))
         call.status = CallStatus.APPROVED
-        self._updates.append(CallUpdate(call_id, call.name, call.status))
+        self._updates.append(call_update(call))
         return decision
 
     def decline(self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None) -> Answer:
@@ -752,7 +846,7 @@ class Conversation:
             self._unknown(call, claim)
             return call, None
         call.status = CallStatus.EXECUTING
-        self._updates.append(CallUpdate(call_id, call.name, call.status))
+        self._updates.append(call_update(call))
         return call, key
 
     def _decision(
@@ -798,7 +892,7 @@ class Conversation:
             "declined": CallStatus.DECLINED,
         }[answer.outcome]
         self._post(call, answer)
-        self._updates.append(CallUpdate(call.call_id, call.name, call.status, None, answer))
+        self._updates.append(call_update(call, answer))
         return answer
 
     def _post(self, call: PendingCall, answer: Answer) -> None:
@@ -895,6 +989,24 @@ class Conversation:
     @property
     def state(self) -> Any:
         return self.thread.state
+
+
+def _shown(text: str) -> Any:
+    """Argument text as a card shows it: its JSON value, or the text when it does not parse."""
+    parsed = parse_arguments(text)
+    return parsed.value if isinstance(parsed, ParsedArguments) else text
+
+
+def call_update(call: PendingCall, answer: Answer | None = None) -> CallUpdate:
+    """The card of a call in disposition: its status and the arguments that run (edits included)."""
+    effective = call.effective_arguments
+    return CallUpdate(
+        call.call_id,
+        call.name,
+        call.status,
+        answer=answer,
+        arguments=effective if effective is not None else _shown(call.text),
+    )
 
 
 def _decision_from_json(data: Mapping[str, Any]) -> ConsentDecision:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from .._errors import UsageError
 from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy
-from ..app._conversation import CallUpdate, Conversation, RunResult, Update
+from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._journal import Journal
 from ..app._tools import ToolSpec
 from ._client import AgentClient
@@ -269,7 +269,7 @@ class Session:
         conv = self._conversation()
         for call in list(conv.pending):
             if call.status is CallStatus.AWAITING_CONSENT:
-                emit(CallUpdate(call.call_id, call.name, call.status))
+                emit(call_update(call))
                 if self.ask is None:
                     # nobody to ask: the policy declines — never worded as the user's decision
                     conv.decline(

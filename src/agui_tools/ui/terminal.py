@@ -161,7 +161,9 @@ class TerminalUI:
                 card = self._cards[update.call_id] = _Card(update.call_id, update.name)
             card.status = update.status
             card.agent_side = update.agent_side
-            if update.preview is not None:
+            if update.has_arguments:
+                card.preview = update.arguments  # what runs (or ran): no longer a preview
+            elif update.preview is not None:
                 card.preview = update.preview.value
             if update.answer is not None:
                 card.answer = update.answer

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+import orjson
+
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
 from .._version import PROTOCOL_VERSION, parse_version
 from ._enforce import DEFAULT_MAX_DEPTH
@@ -131,6 +133,10 @@ class _Item:
     open: bool = True
     args: int = 0
     ended: bool = False  # closed by its END (not abandoned by RUN_ERROR or truncation)
+    # a streamed tool call's argument deltas, kept so a later MESSAGES_SNAPSHOT that
+    # restates the call can be compared with what the stream said (AGT-SNAP-1, AGT-ARGS-1);
+    # bounded by Limits.max_argument_bytes like the reducer's own copy
+    chunks: list[str] | None = None
 
 
 _BEFORE, _ACTIVE, _FINISHED, _ERRORED = range(4)
@@ -608,6 +614,8 @@ class Verifier:
         if tag is not None:
             self._continuation_tag(ev, index, item, tag)
         item.args += len(ev["delta"])  # type: ignore[union-attr]
+        if item.chunks is not None:  # type: ignore[union-attr]
+            item.chunks.append(ev["delta"])  # type: ignore[union-attr]
         if item.args > self._max_args:  # type: ignore[union-attr]
             raise LimitExceeded(
                 "LIMIT",
@@ -703,6 +711,8 @@ class Verifier:
                 )
             item = _Item(kind, owner, tag, self._run_no, name, parent)
             self._items[key] = item
+            if kind == "tool":
+                item.chunks = []
             if kind != "tool":
                 self._mint_message(ident, kind, ev, index)
             else:
@@ -1001,7 +1011,76 @@ class Verifier:
             )
 
     def _messages_snapshot(self, ev: Event, index: int | None) -> None:
+        self._compare_restated(ev, index)
         self._seed(ev["messages"])
+
+    def _compare_restated(self, ev: Event, index: int | None) -> None:
+        """Producer slips a snapshot reveals (beyond the official client; ours: AGT-*).
+
+        A snapshot may restate what the stream already said; where it says
+        something *else* about a call the stream closed, the user was shown one
+        thing and the application will act on another (upstream ag-ui #2463,
+        #2653: an adapter drops a call's first argument chunk and the snapshot
+        restates the whole), or the thread's tool message moves (#1745).
+        """
+        for msg in ev["messages"]:
+            role = msg["role"]
+            if role == "assistant":
+                for call in msg.get("toolCalls", ()):
+                    self._compare_arguments(call, ev, index)
+            elif role == "tool":
+                call_id, message_id = msg["toolCallId"], msg["id"]
+                streamed = self._results.get(call_id)
+                if streamed is not None and streamed != message_id:
+                    self._beyond(
+                        "AGT-SNAP-2",
+                        f"MESSAGES_SNAPSHOT restates the result of tool call {call_id!r} as "
+                        f"message {message_id!r}, but its TOOL_CALL_RESULT minted message "
+                        f"{streamed!r}; reconciled by id, the streamed result is dropped and the "
+                        "restated one moves to the end of the thread, away from its call.",
+                        index,
+                        ev["type"],
+                        {
+                            "toolCallId": call_id,
+                            "messageId": message_id,
+                            "resultMessageId": streamed,
+                        },
+                    )
+
+    def _compare_arguments(self, call: Mapping[str, Any], ev: Event, index: int | None) -> None:
+        call_id = call["id"]
+        item = self._items.get(("tool", call_id))
+        if item is None or not item.ended or item.chunks is None:
+            return  # not streamed here, or not closed: the snapshot is the first word
+        streamed = "".join(item.chunks)
+        restated = call["function"]["arguments"]
+        if streamed == restated:
+            return
+        streamed_value, restated_value = _json_or_missing(streamed), _json_or_missing(restated)
+        if streamed_value is not _MISSING and streamed_value == restated_value:
+            return  # the same arguments, spelled differently
+        ids = {"toolCallId": call_id}
+        if streamed_value is _MISSING and restated_value is not _MISSING:
+            self._beyond(
+                "AGT-ARGS-1",
+                f"tool call {call_id!r} closed with arguments that do not parse "
+                f"({describe_value(streamed)}), and MESSAGES_SNAPSHOT restates them as "
+                f"{describe_value(restated)}: the stream lost part of the arguments (the "
+                "dropped-first-chunk signature); the snapshot's are what will run.",
+                index,
+                ev["type"],
+                ids,
+            )
+            return
+        self._beyond(
+            "AGT-SNAP-1",
+            f"MESSAGES_SNAPSHOT rewrites the arguments of tool call {call_id!r}, which the stream "
+            f"already closed: the stream had {describe_value(streamed)}, the snapshot says "
+            f"{describe_value(restated)}; the snapshot's are what will run.",
+            index,
+            ev["type"],
+            ids,
+        )
 
     # -- thread knowledge ------------------------------------------------------------
 
@@ -1085,6 +1164,14 @@ class Verifier:
         if self.strict:
             raise ProtocolViolation(rule, message, index=index, event_type=event_type, ids=ids)
         self._warn(rule, message, index, event_type, ids)
+
+
+def _json_or_missing(text: str) -> Any:
+    """The JSON value of an argument text, or ``_MISSING`` when it does not parse."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _MISSING
 
 
 def _error_of(ev: Event) -> dict[str, Any]:
