@@ -22,7 +22,7 @@ from agui_tools.app import Conversation
 from agui_tools.transport import SyncAgentClient
 from agui_tools.transport._client import AgentClient
 from agui_tools.transport._server import agent_app
-from tests.helpers.servers import serve_in_thread
+from tests.helpers.scripted_server import serve
 
 
 async def agent(run: Run) -> None:
@@ -58,8 +58,8 @@ def compressing(app: Any, coding: str, *, level: int = 6) -> Any:
 
 @pytest.mark.parametrize("coding", ["gzip", "deflate"])
 def test_a_compressed_stream_is_decoded_sync_and_async(coding: str) -> None:
-    with serve_in_thread(compressing(agent_app(agent), coding)) as (host, port):
-        url = f"http://{host}:{port}/"
+    with serve(compressing(agent_app(agent), coding)) as base:
+        url = f"{base}/"
         conv = Conversation(thread_id="t")
         conv.next_input(user="hi")
         with SyncAgentClient(url) as client:
@@ -77,11 +77,11 @@ def test_a_compressed_stream_is_decoded_sync_and_async(coding: str) -> None:
 
 
 def test_a_coding_the_client_did_not_ask_for_is_a_clean_transport_error() -> None:
-    with serve_in_thread(compressing(agent_app(agent), "br")) as (host, port):
+    with serve(compressing(agent_app(agent), "br")) as base:
         conv = Conversation(thread_id="t")
         conv.next_input(user="hi")
         with (
-            SyncAgentClient(f"http://{host}:{port}/") as client,
+            SyncAgentClient(f"{base}/") as client,
             pytest.raises(TransportError, match="Content-Encoding 'br'"),
         ):
             client.run(conv)
@@ -95,11 +95,11 @@ async def bomb_agent(run: Run) -> None:
 
 
 def test_a_stream_that_inflates_past_the_bound_is_rejected_by_name() -> None:
-    with serve_in_thread(compressing(agent_app(bomb_agent), "gzip", level=9)) as (host, port):
+    with serve(compressing(agent_app(bomb_agent), "gzip", level=9)) as base:
         conv = Conversation(thread_id="t")
         conv.next_input(user="hi")
         with (
-            SyncAgentClient(f"http://{host}:{port}/") as client,
+            SyncAgentClient(f"{base}/") as client,
             pytest.raises(LimitExceeded, match="past 200 to one"),
         ):
             client.run(conv)

@@ -20,7 +20,7 @@ import pytest
 from agui_tools._text import LogGuard
 from agui_tools.agent import Run
 from agui_tools.transport._server import agent_app
-from tests.helpers.servers import serve_in_thread
+from tests.helpers.scripted_server import serve
 
 INPUT: dict[str, Any] = {"threadId": "t", "runId": "r", "messages": []}
 started = threading.Event()
@@ -35,6 +35,11 @@ async def agent(run: Run) -> None:
 @pytest.fixture(autouse=True)
 def _clear() -> None:
     started.clear()
+
+
+def _address(base: str) -> tuple[str, int]:
+    host, port = base.removeprefix("http://").split(":")
+    return host, int(port)
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
@@ -57,8 +62,8 @@ def test_a_simple_cross_site_post_starts_nothing(content_type: str | None) -> No
     headers = {"accept": "text/event-stream"}
     if content_type is not None:
         headers["content-type"] = content_type
-    with serve_in_thread(agent_app(agent)) as (host, port):
-        response = post(f"http://{host}:{port}/", orjson.dumps(INPUT), headers)
+    with serve(agent_app(agent)) as base:
+        response = post(f"{base}/", orjson.dumps(INPUT), headers)
     assert response.status_code == 415
     error = response.json()["error"]
     assert error["rule"] == "TRANS-4" and "application/json" in error["message"]
@@ -68,8 +73,9 @@ def test_a_simple_cross_site_post_starts_nothing(content_type: str | None) -> No
 def test_the_origin_policy_is_same_origin_by_default_with_an_allow_list() -> None:
     body = orjson.dumps(INPUT)
     json_headers = {"content-type": "application/json", "accept": "text/event-stream"}
-    with serve_in_thread(agent_app(agent)) as (host, port):
-        url = f"http://{host}:{port}/"
+    with serve(agent_app(agent)) as base:
+        host, port = _address(base)
+        url = f"{base}/"
         foreign = post(url, body, {**json_headers, "origin": "http://evil.example"})
         assert foreign.status_code == 403 and "evil.example" in foreign.json()["error"]["message"]
         cross = post(url, body, {**json_headers, "sec-fetch-site": "cross-site"})
@@ -80,8 +86,8 @@ def test_the_origin_policy_is_same_origin_by_default_with_an_allow_list() -> Non
         assert post(url, body, json_headers).status_code == 200  # no Origin: not a browser
     started.clear()
     app = agent_app(agent, allowed_origins=["https://app.example"])
-    with serve_in_thread(app) as (host, port):
-        url = f"http://{host}:{port}/"
+    with serve(app) as base:
+        url = f"{base}/"
         allowed = post(url, body, {**json_headers, "origin": "https://app.example"})
         assert allowed.status_code == 200
         assert allowed.headers["access-control-allow-origin"] == "https://app.example"
@@ -120,7 +126,8 @@ def _read_response(sock: socket.socket) -> bytes:
 
 def test_a_body_that_stops_arriving_is_answered_408_and_closed() -> None:
     """Item 6: a partial body used to be held forever (3,000 still held after 60 s)."""
-    with serve_in_thread(agent_app(agent, body_timeout=0.5)) as (host, port):
+    with serve(agent_app(agent, body_timeout=0.5)) as base:
+        host, port = _address(base)
         sock = _partial_request(host, port)
         with sock:
             response = _read_response(sock)  # the server closes: recv returns b""
@@ -130,13 +137,14 @@ def test_a_body_that_stops_arriving_is_answered_408_and_closed() -> None:
 
 
 def test_requests_past_the_concurrency_limit_get_503_at_once() -> None:
-    with serve_in_thread(agent_app(agent, max_concurrency=2, body_timeout=30)) as (host, port):
+    with serve(agent_app(agent, max_concurrency=2, body_timeout=30)) as base:
+        host, port = _address(base)
         held = [_partial_request(host, port) for _ in range(2)]
         try:
             # the two held requests are inside the app once the third is refused
             for _ in range(50):
                 response = post(
-                    f"http://{host}:{port}/",
+                    f"{base}/",
                     orjson.dumps(INPUT),
                     {"content-type": "application/json"},
                 )
@@ -149,9 +157,7 @@ def test_requests_past_the_concurrency_limit_get_503_at_once() -> None:
             for sock in held:
                 sock.close()
         for _ in range(50):  # the slots are given back when the held requests end
-            response = post(
-                f"http://{host}:{port}/", orjson.dumps(INPUT), {"content-type": "application/json"}
-            )
+            response = post(f"{base}/", orjson.dumps(INPUT), {"content-type": "application/json"})
             if response.status_code == 200:
                 break
         assert response.status_code == 200
@@ -168,10 +174,8 @@ def test_unknown_members_are_one_escaped_log_line(caplog: pytest.LogCaptureFixtu
     for i in range(200):
         body[f"unknown{i}"] = i
     caplog.set_level(logging.WARNING, logger="agui_tools.transport")
-    with serve_in_thread(agent_app(agent)) as (host, port):
-        response = post(
-            f"http://{host}:{port}/", orjson.dumps(body), {"content-type": "application/json"}
-        )
+    with serve(agent_app(agent)) as base:
+        response = post(f"{base}/", orjson.dumps(body), {"content-type": "application/json"})
     assert response.status_code == 200
     lines = [r.getMessage() for r in caplog.records if r.name == "agui_tools.transport"]
     assert len(lines) == 1, lines
@@ -187,8 +191,8 @@ def test_too_many_unknown_members_or_messages_are_refused_by_name() -> None:
     messages = dict(
         INPUT, messages=[{"id": f"m{i}", "role": "user", "content": "x"} for i in range(11)]
     )
-    with serve_in_thread(agent_app(agent, max_messages=10)) as (host, port):
-        url = f"http://{host}:{port}/"
+    with serve(agent_app(agent, max_messages=10)) as base:
+        url = f"{base}/"
         refused = post(url, orjson.dumps(many), {"content-type": "application/json"})
         assert refused.status_code == 422
         assert refused.json()["error"]["rule"] == "LIMIT"

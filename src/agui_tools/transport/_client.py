@@ -21,6 +21,7 @@ What the binding requires of a client (``basic/transports/http-sse``):
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Final
@@ -37,6 +38,12 @@ from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, BrokenFrame, SSEReader
 __all__ = ["AgentClient", "SyncAgentClient", "TransportError"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
+DEFAULT_IDLE_TIMEOUT: Final = 300.0
+"""Seconds a stream may go without delivering a whole event. httpx's read
+timeout restarts with every byte, so a peer dripping one byte a second — or an
+endless flood of comments — held a client forever; this deadline does not
+restart until an event is complete. 300 s, like the read timeout it replaces
+as the bound: comments (keep-alives) do not count, and an agent may think long."""
 _BODY_LIMIT = 64 * 1024
 # the content codings the client decodes, named rather than left to httpx's default
 # (which also offers br and zstd whenever their packages happen to be installed)
@@ -186,6 +193,49 @@ class _Decoding:
                 return
 
 
+class _Deadlines:
+    """The idle-event deadline and the optional run deadline of one request."""
+
+    def __init__(self, url: str, idle: float | None, run: float | None) -> None:
+        self.url = url
+        self.idle = idle
+        self.run = run
+        now = time.monotonic()
+        self._started = now
+        self._last_event = now
+
+    def timeout(self, configured: httpx.Timeout) -> httpx.Timeout:
+        """The request's timeouts, with silence (no byte at all) capped at ``idle``."""
+        read = configured.read
+        if self.idle is not None and (read is None or read > self.idle):
+            read = self.idle
+        return httpx.Timeout(
+            connect=configured.connect, read=read, write=configured.write, pool=configured.pool
+        )
+
+    def check(self, events: int) -> None:
+        now = time.monotonic()
+        if events:
+            self._last_event = now
+        elif self.idle is not None and now - self._last_event > self.idle:
+            raise self.idle_error()
+        if self.run is not None and now - self._started > self.run:
+            raise TransportError(
+                f"the run at {self.url} did not end within run_timeout={self.run:g} s; the run "
+                "ends truncated",
+                url=self.url,
+                truncated=True,
+            )
+
+    def idle_error(self) -> TransportError:
+        return TransportError(
+            f"the agent at {self.url} sent no complete event for idle_timeout={self.idle:g} s "
+            "(bytes or comments may have arrived); the run ends truncated",
+            url=self.url,
+            truncated=True,
+        )
+
+
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
     """The request body, exactly as sent — or a :class:`UsageError` and nothing sent.
 
@@ -213,6 +263,11 @@ class AgentClient:
             :meth:`aclose`, otherwise). Timeouts are on by default.
         headers: extra request headers (authentication, say).
         peer_version: the agent's protocol version when known (downgrades).
+        idle_timeout: seconds the stream may go without a complete event
+            (:data:`DEFAULT_IDLE_TIMEOUT`; ``None``: no deadline).
+        run_timeout: seconds the whole run may take (``None``, the default: no
+            deadline). Either deadline ends the run truncated and raises
+            :class:`TransportError` naming it.
     """
 
     def __init__(
@@ -224,6 +279,8 @@ class AgentClient:
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         peer_version: str | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        run_timeout: float | None = None,
     ) -> None:
         self.url = url
         self._own = http is None
@@ -231,6 +288,8 @@ class AgentClient:
         self.headers = {**_HEADERS, **(headers or {})}
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout
 
     async def aclose(self) -> None:
         if self._own:
@@ -251,9 +310,14 @@ class AgentClient:
         body = _body(run_input, self.peer_version)
         reader = SSEReader(max_event_bytes=self.max_event_bytes)
         streaming = False
+        deadlines = _Deadlines(self.url, self.idle_timeout, self.run_timeout)
         try:
             async with self._http.stream(
-                "POST", self.url, content=body, headers=self.headers
+                "POST",
+                self.url,
+                content=body,
+                headers=self.headers,
+                timeout=deadlines.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, await _error_body(response))
@@ -268,8 +332,13 @@ class AgentClient:
                         # a frame the reader cannot produce travels as a BrokenFrame, so the
                         # conversation rejects the run at its position like any violation
                         frames = reader.feed_frames(chunk)
+                        deadlines.check(len(frames))
                         if frames:
                             yield frames
+        except httpx.ReadTimeout as exc:
+            if streaming and deadlines.idle is not None:
+                raise deadlines.idle_error() from exc
+            raise _connection_error(self.url, exc, streaming) from exc
         except httpx.HTTPError as exc:
             raise _connection_error(self.url, exc, streaming) from exc
 
@@ -307,6 +376,8 @@ class SyncAgentClient:
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         peer_version: str | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        run_timeout: float | None = None,
     ) -> None:
         self.url = url
         self._own = http is None
@@ -314,6 +385,8 @@ class SyncAgentClient:
         self.headers = {**_HEADERS, **(headers or {})}
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout
 
     def close(self) -> None:
         if self._own:
@@ -329,9 +402,14 @@ class SyncAgentClient:
         body = _body(run_input, self.peer_version)
         reader = SSEReader(max_event_bytes=self.max_event_bytes)
         streaming = False
+        deadlines = _Deadlines(self.url, self.idle_timeout, self.run_timeout)
         try:
             with self._http.stream(
-                "POST", self.url, content=body, headers=self.headers
+                "POST",
+                self.url,
+                content=body,
+                headers=self.headers,
+                timeout=deadlines.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, _error_body_sync(response))
@@ -346,8 +424,13 @@ class SyncAgentClient:
                         # a frame the reader cannot produce travels as a BrokenFrame, so the
                         # conversation rejects the run at its position like any violation
                         frames = reader.feed_frames(chunk)
+                        deadlines.check(len(frames))
                         if frames:
                             yield frames
+        except httpx.ReadTimeout as exc:
+            if streaming and deadlines.idle is not None:
+                raise deadlines.idle_error() from exc
+            raise _connection_error(self.url, exc, streaming) from exc
         except httpx.HTTPError as exc:
             raise _connection_error(self.url, exc, streaming) from exc
 
