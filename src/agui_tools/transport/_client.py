@@ -203,12 +203,14 @@ class _Deadlines:
         now = time.monotonic()
         self._started = now
         self._last_event = now
+        self.capped = False  # the read timeout is the idle deadline
 
     def timeout(self, configured: httpx.Timeout) -> httpx.Timeout:
         """The request's timeouts, with silence (no byte at all) capped at ``idle``."""
         read = configured.read
         if self.idle is not None and (read is None or read > self.idle):
             read = self.idle
+            self.capped = True
         return httpx.Timeout(
             connect=configured.connect, read=read, write=configured.write, pool=configured.pool
         )
@@ -336,7 +338,7 @@ class AgentClient:
                         if frames:
                             yield frames
         except httpx.ReadTimeout as exc:
-            if streaming and deadlines.idle is not None:
+            if streaming and deadlines.capped:
                 raise deadlines.idle_error() from exc
             raise _connection_error(self.url, exc, streaming) from exc
         except httpx.HTTPError as exc:
@@ -428,7 +430,7 @@ class SyncAgentClient:
                         if frames:
                             yield frames
         except httpx.ReadTimeout as exc:
-            if streaming and deadlines.idle is not None:
+            if streaming and deadlines.capped:
                 raise deadlines.idle_error() from exc
             raise _connection_error(self.url, exc, streaming) from exc
         except httpx.HTTPError as exc:
