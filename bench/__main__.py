@@ -18,7 +18,10 @@ Groups (``--only`` runs one):
 * ``transport`` — one server process to one client vs the official
   quickstart's FastAPI endpoint, and memory with 1,000 idle streams;
 * ``hostile`` — what small hostile streams cost (bench/hostile.py), before
-  (recorded) and now; ``--write-docs`` writes the table in docs/security.md.
+  (recorded) and now; ``--write-docs`` writes the table in docs/security.md;
+* ``load`` — 100 / 500 / 1,000 concurrent runs, a storm of 500 disconnects,
+  and a small run's first byte while big bodies are judged (bench/load.py);
+  ``--write-docs`` writes them into docs/security.md too.
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -32,13 +35,13 @@ import sys
 import time
 
 from . import arguments as arguments_bench
-from . import codec, corpus, hostile, peers
+from . import codec, corpus, hostile, load, peers
 from . import pipeline as pipeline_bench
 from . import reducer as reducer_bench
 from . import transport as transport_bench
 from .harness import table
 
-GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "hostile")
+GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "hostile", "load")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         print("## Hostile streams (docs/security.md)\n\n" + hostile_table)
         if args.write_docs:
             hostile.write_docs(hostile_table)
+    if "load" in groups:
+        load_text = load.report(*load.results())
+        print("## Load and disconnect storm (docs/security.md)\n\n" + load_text)
+        if args.write_docs:
+            hostile.write_docs(load_text, marker="load")
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

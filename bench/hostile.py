@@ -20,7 +20,7 @@ from typing import Any
 
 TIMEOUT = 60.0
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "security.md"
-BEGIN, END = "<!-- hostile-table:begin -->", "<!-- hostile-table:end -->"
+
 
 # (case, argument, what it is, the figure before the bounds)
 CASES: list[tuple[str, int, str, str]] = [
@@ -179,11 +179,13 @@ def report(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_docs(table_text: str, path: Path = DOCS) -> None:
+def write_docs(table_text: str, path: Path = DOCS, marker: str = "hostile-table") -> None:
+    """Replace what stands between ``<!-- marker:begin -->`` and ``<!-- marker:end -->``."""
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     text_ = path.read_text()
-    head, rest = text_.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{table_text}{END}{tail}")
+    head, rest = text_.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{table_text}{end}{tail}")
 
 
 if __name__ == "__main__":
