@@ -39,17 +39,12 @@ CASES: list[tuple[str, int, str, str]] = [
 
 
 def bomb(groups: int) -> str:
+    from tests.helpers.attacks import patch_bomb
+
     from agui_tools import LimitExceeded
     from agui_tools.app import Conversation
 
-    ops: list[dict[str, Any]] = []
-    for _ in range(groups):
-        ops += [
-            {"op": "add", "path": "/t", "value": {}},
-            {"op": "copy", "from": "/a", "path": "/t/x"},
-            {"op": "copy", "from": "/a", "path": "/t/y"},
-            {"op": "move", "from": "/t", "path": "/a"},
-        ]
+    ops = patch_bomb(groups)
     conv = Conversation(thread_id="t")
     conv.next_input(run_id="r")
     try:

@@ -23,21 +23,9 @@ from agui_tools import LimitExceeded
 from agui_tools.app import Conversation, ThreadState
 from agui_tools.app._patch import Document, PatchFailed, PatchTooLarge
 from agui_tools.wire import Limits, SSEReader
+from tests.helpers.attacks import patch_bomb
 
 RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
-
-
-def bomb(groups: int) -> list[dict[str, Any]]:
-    """add/copy/copy/move: each group doubles /a and nests it one level deeper."""
-    ops: list[dict[str, Any]] = []
-    for _ in range(groups):
-        ops += [
-            {"op": "add", "path": "/t", "value": {}},
-            {"op": "copy", "from": "/a", "path": "/t/x"},
-            {"op": "copy", "from": "/a", "path": "/t/y"},
-            {"op": "move", "from": "/t", "path": "/a"},
-        ]
-    return ops
 
 
 def started(**kw: Any) -> Conversation:
@@ -52,7 +40,7 @@ def test_the_patch_bomb_is_a_limit_violation_and_the_state_is_kept(groups: int) 
     while the patch applies, so it stops at max_state_bytes with a LIMIT violation."""
     conv = started()
     snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 64}}
-    delta = orjson.dumps({"type": "STATE_DELTA", "delta": bomb(groups)})
+    delta = orjson.dumps({"type": "STATE_DELTA", "delta": patch_bomb(groups)})
     assert len(delta) < 8 * 1024
     with pytest.raises(LimitExceeded) as caught:
         conv.receive_many([RUN, snapshot, delta])

@@ -33,6 +33,7 @@ from tests.fuzz.campaign import (
     sse_bytes,
     stream,
 )
+from tests.helpers.attacks import patch_bomb
 
 TARGETS = 5
 BUDGET = float(os.environ.get("FUZZ_SECONDS", "10")) / TARGETS
@@ -220,14 +221,7 @@ def test_the_oracle_catches_item_1(groups: int) -> None:
     past the bound, is flagged — the class of bug is the fuzzer's to catch."""
     from agui_tools.wire import Limits
 
-    ops: list[dict[str, Any]] = []
-    for _ in range(groups):
-        ops += [
-            {"op": "add", "path": "/t", "value": {}},
-            {"op": "copy", "from": "/a", "path": "/t/x"},
-            {"op": "copy", "from": "/a", "path": "/t/y"},
-            {"op": "move", "from": "/t", "path": "/a"},
-        ]
+    ops = patch_bomb(groups)
     texts = [
         orjson.dumps({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
         orjson.dumps({"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 64}}),

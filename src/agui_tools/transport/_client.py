@@ -238,6 +238,27 @@ class _Deadlines:
         )
 
 
+def _frames_of(
+    raw: bytes, decoding: _Decoding, reader: SSEReader, deadlines: _Deadlines
+) -> tuple[list[list[str]], bool]:
+    """The frames one received chunk completes, and whether the stream is done.
+
+    A frame the reader cannot produce travels as a BrokenFrame, so the
+    conversation rejects the run at its position like any violation; a stream
+    that inflates too far or does not decode ends with one.
+    """
+    batches: list[list[str]] = []
+    for chunk in decoding.feed(raw):
+        if isinstance(chunk, BrokenFrame):
+            batches.append([chunk])
+            return batches, True
+        frames = reader.feed_frames(chunk)
+        deadlines.check(len(frames))
+        if frames:
+            batches.append(frames)
+    return batches, False
+
+
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
     """The request body, exactly as sent — or a :class:`UsageError` and nothing sent.
 
@@ -327,16 +348,11 @@ class AgentClient:
                 streaming = True
                 decoding = _Decoding(_coding(response))
                 async for raw in response.aiter_raw():
-                    for chunk in decoding.feed(raw):
-                        if isinstance(chunk, BrokenFrame):
-                            yield [chunk]
-                            return  # nothing more is read: the run is rejected here
-                        # a frame the reader cannot produce travels as a BrokenFrame, so the
-                        # conversation rejects the run at its position like any violation
-                        frames = reader.feed_frames(chunk)
-                        deadlines.check(len(frames))
-                        if frames:
-                            yield frames
+                    batches, done = _frames_of(raw, decoding, reader, deadlines)
+                    for frames in batches:
+                        yield frames
+                    if done:
+                        return  # nothing more is read: the run is rejected here
         except httpx.ReadTimeout as exc:
             if streaming and deadlines.capped:
                 raise deadlines.idle_error() from exc
@@ -419,16 +435,10 @@ class SyncAgentClient:
                 streaming = True
                 decoding = _Decoding(_coding(response))
                 for raw in response.iter_raw():
-                    for chunk in decoding.feed(raw):
-                        if isinstance(chunk, BrokenFrame):
-                            yield [chunk]
-                            return  # nothing more is read: the run is rejected here
-                        # a frame the reader cannot produce travels as a BrokenFrame, so the
-                        # conversation rejects the run at its position like any violation
-                        frames = reader.feed_frames(chunk)
-                        deadlines.check(len(frames))
-                        if frames:
-                            yield frames
+                    batches, done = _frames_of(raw, decoding, reader, deadlines)
+                    yield from batches
+                    if done:
+                        return  # nothing more is read: the run is rejected here
         except httpx.ReadTimeout as exc:
             if streaming and deadlines.capped:
                 raise deadlines.idle_error() from exc
