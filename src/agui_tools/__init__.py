@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily b
         Verdict,
         verify_capture,
     )
-    from .transport import AgentClient, Approval, Session, SyncAgentClient, agent_app
+    from .transport import AgentClient, Approval, Session, SyncAgentClient, SyncSession, agent_app
     from .wire import ConsumerPipeline, Limits, StreamResult
 
 # name → the subpackage whose surface holds it; the one table of lazy names
@@ -63,6 +63,7 @@ _LAZY: dict[str, str] = {
     "agent_app": "transport",
     # drive one, with frontend tools
     "Session": "transport",
+    "SyncSession": "transport",
     "AgentClient": "transport",
     "SyncAgentClient": "transport",
     "Approval": "transport",

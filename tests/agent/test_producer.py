@@ -29,7 +29,8 @@ from agui_tools.agent import (
     drive,
 )
 from agui_tools.wire._enforce import Enforcer
-from agui_tools.wire._expand import CHUNK_TYPES, Expander
+from agui_tools.wire._expand import Expander
+from agui_tools.wire._kinds import CHUNK_TYPES
 from agui_tools.wire._pipeline import ConsumerPipeline, StreamResult
 from agui_tools.wire._verify import Verifier
 from tests.helpers import conformance
@@ -159,6 +160,41 @@ def test_chunked_spelling_sends_only_chunks_and_the_consumer_assembles_the_same(
     args = "".join(e["delta"] for e in delivered if e["type"] == "TOOL_CALL_ARGS")
     assert args == '{"q":"x"}'
     assert pipe.close().warnings == []
+
+
+# the rule each kind's discipline states, written out here (not read from wire/_kinds.py,
+# which the emitter uses: the test must not share the table it checks)
+DISCIPLINE = {
+    "text": ("STREAM-2", "STREAM-3", "STREAM-4"),
+    "tool": ("TOOL-20", "TOOL-20", "TOOL-20"),
+    "reasoning": ("REAS-4", "REAS-4", "REAS-4"),
+}
+
+
+@pytest.mark.parametrize("kind", DISCIPLINE)
+def test_each_kinds_misuse_is_refused_under_its_own_rule(kind: str) -> None:
+    twice, not_open, left_open = DISCIPLINE[kind]
+    em, _ = emitter()
+    start: dict[str, Callable[[str], Any]] = {
+        "text": em.text_start,
+        "tool": lambda i: em.tool_start(i, "lookup"),
+        "reasoning": em.reasoning_message_start,
+    }
+    content = {"text": em.text_content, "tool": em.tool_args, "reasoning": em.reasoning_content}
+    end = {"text": em.text_end, "tool": em.tool_end, "reasoning": em.reasoning_message_end}
+    start[kind]("i1")
+    with pytest.raises(UsageError) as info:
+        start[kind]("i1")
+    assert info.value.rule == twice
+    with pytest.raises(UsageError) as info:
+        content[kind]("i9", "x")
+    assert info.value.rule == not_open
+    with pytest.raises(UsageError) as info:
+        end[kind]("i9")
+    assert info.value.rule == not_open
+    with pytest.raises(UsageError) as info:
+        em.finish()
+    assert info.value.rule == left_open
 
 
 def test_ids_are_minted_when_not_given() -> None:

@@ -157,6 +157,20 @@ def test_a_reapproval_of_edited_arguments_runs_the_edit_after_a_restart(
     assert ran == [{"orderId": "A7", "qty": 1}]
 
 
+def test_a_recorded_approval_stands_after_a_restart_and_is_not_recorded_twice(
+    journal_factory: Callable[[], Journal],
+) -> None:
+    first = received(journal_factory(), ORDER)
+    first.approve("c1", reason="looks right")
+    [recorded] = journal_factory().decisions(THREAD, "c1")
+
+    again = received(journal_factory(), ORDER)  # the disposition gate reads it back
+    assert again.call("c1").status is CallStatus.APPROVED
+    assert again.call("c1").decision is not None
+    assert again.call("c1").decision.to_json() == recorded  # the user's, not the policy's
+    assert journal_factory().decisions(THREAD, "c1") == [recorded]  # read, not written again
+
+
 # -- an execution that started is never run again, nor declined after the fact -------
 
 

@@ -28,6 +28,20 @@ def test_reopen_appends_and_keeps_established_values() -> None:
     assert t.messages == [{"id": "m", "role": "user", "content": "ab", "name": "ann"}]
 
 
+def test_a_reasoning_message_folds_its_deltas_and_end_metadata_like_text() -> None:
+    t = fold(
+        [
+            {"type": "REASONING_MESSAGE_START", "messageId": "r", "role": "reasoning"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r", "delta": "think"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r", "delta": "ing"},
+            {"type": "REASONING_MESSAGE_END", "messageId": "r", "metadata": {"model": "m"}},
+        ]
+    )
+    [message] = t.messages
+    assert message["role"] == "reasoning" and message["content"] == "thinking"
+    assert message["metadata"] == {"model": "m"}
+
+
 def test_tool_call_arguments_raw_metadata_on_the_call_not_the_message() -> None:
     t = fold(
         [
@@ -424,3 +438,24 @@ def test_the_depth_limit_is_the_conversations_and_deep_initial_state_is_refused(
             assert "/x/x/x" in str(exc)
         else:
             raise AssertionError("deep initial state was accepted")
+
+
+def test_a_patch_that_does_not_apply_is_named_and_the_prior_value_kept() -> None:
+    t = ThreadState(state={"a": 1})
+    t.apply({"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/nope"}]})
+    t.apply({"type": "ACTIVITY_SNAPSHOT", "messageId": "x", "activityType": "p", "content": {}})
+    t.apply(
+        {
+            "type": "ACTIVITY_DELTA",
+            "messageId": "x",
+            "activityType": "p",
+            "patch": [{"op": "remove", "path": "/nope"}],
+        }
+    )
+    assert t.state == {"a": 1} and (t.message("x") or {})["content"] == {}
+    state, activity = t.warnings
+    assert state.rule == activity.rule == "STATE-2"
+    assert state.message.startswith("STATE_DELTA did not apply (")
+    assert "the prior state is kept until the next snapshot" in state.message
+    assert activity.message.startswith("ACTIVITY_DELTA for 'x' did not apply (")
+    assert "the activity keeps its prior content" in activity.message

@@ -19,8 +19,8 @@ import pytest
 from agui_tools._errors import InputRejected
 from agui_tools.app._calls import CallStatus, PendingCall
 from agui_tools.app._conversation import CallUpdate, Conversation, TextDelta
-from agui_tools.transport._client import AgentClient, TransportError
-from agui_tools.transport._session import Approval, Session
+from agui_tools.transport._client import AgentClient, SyncAgentClient, TransportError
+from agui_tools.transport._session import Approval, BaseSession, Session, SyncSession
 from tests.helpers.e2e_agent import app
 from tests.helpers.scripted_server import free_port, serve
 
@@ -33,8 +33,17 @@ def url() -> Iterator[str]:
         yield f"{base}/agent"
 
 
-def make_session(url: str, ask: Any = None, **kw: Any) -> Session:
-    session = Session(AgentClient(url), ask=ask, **kw)
+@pytest.fixture(params=["async", "sync"])
+def face(request: pytest.FixtureRequest) -> str:
+    """Every session scenario runs on both faces: Session and SyncSession share one loop."""
+    return str(request.param)
+
+
+def make_session(url: str, face: str, ask: Any = None, **kw: Any) -> BaseSession[Any]:
+    if face == "sync":
+        session: BaseSession[Any] = SyncSession(SyncAgentClient(url), ask=ask, **kw)
+    else:
+        session = Session(AgentClient(url), ask=ask, **kw)
 
     @session.tool(side_effects=True)
     def confirm_order(sku: str, qty: int) -> str:
@@ -51,27 +60,31 @@ def make_session(url: str, ask: Any = None, **kw: Any) -> Session:
     return session
 
 
-def send(session: Session, text: str, updates: list[Any] | None = None) -> Any:
+def send(session: BaseSession[Any], text: str, updates: list[Any] | None = None) -> Any:
+    on_update = updates.append if updates is not None else None
+    if isinstance(session, SyncSession):
+        with session.client:
+            return session.send(text, on_update=on_update)
+    assert isinstance(session, Session)
+
     async def main() -> Any:
         try:
-            return await session.send(
-                text, on_update=(updates.append if updates is not None else None)
-            )
+            return await session.send(text, on_update=on_update)
         finally:
             await session.client.aclose()
 
     return asyncio.run(main())
 
 
-def test_text_streams(url: str) -> None:
+def test_text_streams(url: str, face: str) -> None:
     updates: list[Any] = []
-    session = make_session(url)
+    session = make_session(url, face)
     result = send(session, "text", updates)
     assert result.status == "success"
     assert "".join(u.delta for u in updates if isinstance(u, TextDelta)) == "Hello from the agent."
 
 
-def test_one_frontend_call_round_trip_with_consent(url: str) -> None:
+def test_one_frontend_call_round_trip_with_consent(url: str, face: str) -> None:
     asked: list[PendingCall] = []
     updates: list[Any] = []
 
@@ -79,7 +92,7 @@ def test_one_frontend_call_round_trip_with_consent(url: str) -> None:
         asked.append(call)
         return Approval.approve()
 
-    session = make_session(url, ask=ask)
+    session = make_session(url, face, ask=ask)
     result = send(session, "frontend", updates)
     assert result.status == "success" and result.pending == []
     assert [c.name for c in asked] == ["confirm_order"]  # side effects: the user was asked
@@ -92,8 +105,8 @@ def test_one_frontend_call_round_trip_with_consent(url: str) -> None:
     assert len(conv.runs) == 2
 
 
-def test_parallel_frontend_calls(url: str) -> None:
-    session = make_session(url, ask=lambda call: True)
+def test_parallel_frontend_calls(url: str, face: str) -> None:
+    session = make_session(url, face, ask=lambda call: True)
     result = send(session, "parallel")
     assert result.status == "success"
     conv = session.conversation
@@ -101,8 +114,8 @@ def test_parallel_frontend_calls(url: str) -> None:
     assert conv.messages[-1]["content"] == "Noted. c1: ordered 1 x A; c2: chart of 2 points"
 
 
-def test_decline_is_answered_and_the_agent_hears_it(url: str) -> None:
-    session = make_session(url, ask=lambda call: Approval.decline("not today"))
+def test_decline_is_answered_and_the_agent_hears_it(url: str, face: str) -> None:
+    session = make_session(url, face, ask=lambda call: Approval.decline("not today"))
     send(session, "decline")
     conv = session.conversation
     assert conv is not None
@@ -110,11 +123,11 @@ def test_decline_is_answered_and_the_agent_hears_it(url: str) -> None:
     assert "The user declined this tool call" in final and "not today" in final
 
 
-def test_handler_failure_becomes_an_error_tool_message(url: str) -> None:
+def test_handler_failure_becomes_an_error_tool_message(url: str, face: str) -> None:
     def ask(call: PendingCall) -> Approval:
         return Approval.approve({"sku": "FAIL", "qty": 1})  # the user edits the arguments
 
-    session = make_session(url, ask=ask)
+    session = make_session(url, face, ask=ask)
     send(session, "failure")
     conv = session.conversation
     assert conv is not None
@@ -123,9 +136,9 @@ def test_handler_failure_becomes_an_error_tool_message(url: str) -> None:
     assert "(error: RuntimeError: the shop is closed)" in conv.messages[-1]["content"]
 
 
-def test_schema_invalid_arguments_are_answered_with_an_error(url: str) -> None:
+def test_schema_invalid_arguments_are_answered_with_an_error(url: str, face: str) -> None:
     asked: list[Any] = []
-    session = make_session(url, ask=lambda call: asked.append(call) or True)
+    session = make_session(url, face, ask=lambda call: asked.append(call) or True)
     send(session, "invalid")
     conv = session.conversation
     assert conv is not None and asked == []  # never offered for consent
@@ -134,8 +147,8 @@ def test_schema_invalid_arguments_are_answered_with_an_error(url: str) -> None:
     assert "error:" in conv.messages[-1]["content"]
 
 
-def test_agent_side_results(url: str) -> None:
-    session = make_session(url)
+def test_agent_side_results(url: str, face: str) -> None:
+    session = make_session(url, face)
     result = send(session, "agent-side")
     assert result.status == "success"
     conv = session.conversation
@@ -147,8 +160,8 @@ def test_agent_side_results(url: str) -> None:
     ]
 
 
-def test_no_consent_callback_means_no_side_effect(url: str) -> None:
-    session = make_session(url)  # nobody to ask
+def test_no_consent_callback_means_no_side_effect(url: str, face: str) -> None:
+    session = make_session(url, face)  # nobody to ask
     send(session, "frontend")
     conv = session.conversation
     assert conv is not None

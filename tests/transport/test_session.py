@@ -14,7 +14,14 @@ from agui_tools._errors import UsageError
 from agui_tools.app._calls import CallStatus
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._validation import ArgumentValidator
-from agui_tools.transport._session import RegisteredTool, Session, tool_spec_from_function
+from agui_tools.transport._session import (
+    Approval,
+    BaseSession,
+    RegisteredTool,
+    Session,
+    SyncSession,
+    tool_spec_from_function,
+)
 
 
 def test_schema_from_type_hints_is_strict_2020_12() -> None:
@@ -71,7 +78,7 @@ def test_a_tool_needs_a_description_and_resolvable_hints() -> None:
     assert "Local" in str(info.value)
 
 
-def _pending_call(session: Session, name: str, args: str) -> Conversation:
+def _pending_call(session: BaseSession[Any], name: str, args: str) -> Conversation:
     conv = session._conversation()
     conv.next_input(user="go", run_id="r1")
     conv.receive_many(
@@ -87,8 +94,25 @@ def _pending_call(session: Session, name: str, args: str) -> Conversation:
     return conv
 
 
-def test_handler_timeout_is_an_error_answer_not_a_hang() -> None:
-    session = Session(client=None, timeout=0.2)  # type: ignore[arg-type]
+FACES = {"async": Session, "sync": SyncSession}
+
+
+def _session(face: str, **kw: Any) -> BaseSession[Any]:
+    return FACES[face](client=None, **kw)  # type: ignore[arg-type]
+
+
+def _dispose(session: BaseSession[Any]) -> None:
+    """The face's own dispose: awaited for Session, called for SyncSession."""
+    if isinstance(session, SyncSession):
+        session.dispose(lambda u: None)
+    else:
+        assert isinstance(session, Session)
+        asyncio.run(session.dispose(lambda u: None))
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_handler_timeout_is_an_error_answer_not_a_hang(face: str) -> None:
+    session = _session(face, timeout=0.2)
 
     @session.tool
     def slow(seconds: float) -> str:
@@ -97,14 +121,31 @@ def test_handler_timeout_is_an_error_answer_not_a_hang() -> None:
         return "woke"
 
     conv = _pending_call(session, "slow", '{"seconds": 1}')
-    asyncio.run(session.dispose(lambda u: None))
+    _dispose(session)
     call = conv.call("c1")
     assert call.status is CallStatus.FAILED and call.answer is not None
     assert "did not finish within 0.2 s" in (call.answer.error or "")
 
 
-def test_async_and_sync_handlers_and_exceptions() -> None:
-    session = Session(client=None)  # type: ignore[arg-type]
+@pytest.mark.parametrize("face", FACES)
+@pytest.mark.parametrize("timeout", [60.0, None])
+def test_a_handlers_own_timeout_error_is_its_failure(face: str, timeout: float | None) -> None:
+    session = _session(face, timeout=timeout)
+
+    @session.tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        raise TimeoutError("upstream socket timed out after 2 s")
+
+    conv = _pending_call(session, "lookup", '{"q": "x"}')
+    _dispose(session)
+    error = conv.call("c1").answer.error or ""  # type: ignore[union-attr]
+    assert "upstream socket timed out" in error and "did not finish within" not in error
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_async_and_sync_handlers_and_exceptions(face: str) -> None:
+    session = _session(face)
     seen: list[Any] = []
 
     @session.tool
@@ -115,9 +156,64 @@ def test_async_and_sync_handlers_and_exceptions() -> None:
         return [{"type": "text", "text": f"page {url}"}]
 
     conv = _pending_call(session, "fetch", '{"url": "https://example.com"}')
-    asyncio.run(session.dispose(lambda u: None))
+    _dispose(session)
     assert conv.call("c1").answer.content == [{"type": "text", "text": "page https://example.com"}]  # type: ignore[union-attr]
     assert seen == ["https://example.com"]
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_the_user_is_asked_and_the_approved_edit_runs(face: str) -> None:
+    asked: list[str] = []
+    ran: list[int] = []
+
+    def ask(call: Any) -> Approval:
+        asked.append(call.call_id)
+        return Approval.approve({"qty": 1})
+
+    session = _session(face, ask=ask)
+
+    @session.tool(side_effects=True)
+    def order(qty: int) -> str:
+        """Order."""
+        ran.append(qty)
+        return "ok"
+
+    conv = _pending_call(session, "order", '{"qty": 5}')
+    _dispose(session)
+    assert asked == ["c1"] and ran == [1]
+    assert conv.call("c1").status is CallStatus.DONE
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_an_ask_that_answers_false_declines_and_nothing_runs(face: str) -> None:
+    session = _session(face, ask=lambda call: False)
+
+    @session.tool(side_effects=True)
+    def order(qty: int) -> str:
+        """Order."""
+        raise AssertionError("nobody approved this")
+
+    conv = _pending_call(session, "order", '{"qty": 5}')
+    _dispose(session)
+    answer = conv.call("c1").answer
+    assert answer is not None and answer.outcome == "declined" and answer.decided_by == "user"
+
+
+def test_a_sync_sessions_ask_must_answer_directly_and_nothing_is_lost() -> None:
+    async def ask(call: Any) -> bool:
+        return True
+
+    session = _session("sync", ask=ask)
+
+    @session.tool(side_effects=True)
+    def order(qty: int) -> str:
+        """Order."""
+        raise AssertionError("nobody approved this")
+
+    conv = _pending_call(session, "order", '{"qty": 5}')
+    with pytest.raises(UsageError, match="must answer directly"):
+        _dispose(session)
+    assert conv.call("c1").status is CallStatus.AWAITING_CONSENT  # still waiting, not lost
 
 
 def test_registration_rules() -> None:

@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
 from ..wire._codec import encode_json
+from ..wire._kinds import WireEvent
 
 __all__ = ["EventChannel"]
-
-Event = dict[str, Any]
 
 
 class EventChannel:
@@ -45,7 +43,7 @@ class EventChannel:
         self.ended_with: str | None = None
         """The type of the last terminal event pushed (RUN_FINISHED / RUN_ERROR)."""
 
-    def push(self, events: Iterable[Event]) -> None:
+    def push(self, events: Iterable[WireEvent]) -> None:
         if self.aborted:
             return
         for ev in events:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Final, Literal
 
 import orjson
@@ -53,8 +52,9 @@ import orjson
 from .._errors import ProtocolViolation, UsageError
 from .._version import PROTOCOL_VERSION
 from ..wire._codec import refuse_non_finite
-from ..wire._enforce import DEFAULT_MAX_DEPTH, Enforcer
-from ..wire._expand import CHUNK_TYPES, FAMILY, RUN_LEVEL, SUBAGENT_TERMINAL, Expander
+from ..wire._enforce import shared_enforcer
+from ..wire._expand import RUN_LEVEL, SUBAGENT_TERMINAL, Expander
+from ..wire._kinds import CHUNK_TYPES, FAMILY, STREAMED, WireEvent, message_kind
 from ..wire._verify import Limits, Verifier
 
 __all__ = ["Emitter", "Owner"]
@@ -62,67 +62,23 @@ __all__ = ["Emitter", "Owner"]
 # the producer side logs as one, whichever of its modules speaks
 log = logging.getLogger("agui_tools.agent")
 
-Event = dict[str, Any]
 Owner = str | None  # a subagent invocation id, or None for the parent agent
 
 
-@dataclass(frozen=True, slots=True)
-class _Kind:
-    """One streamed item kind: the events of its two spellings."""
-
-    id_field: str
-    start: str
-    content: str
-    end: str
-    chunk: str
-    noun: str
-    rule: str  # the rule that states its streaming discipline
-
-
-_KINDS: Final = {
-    "text": _Kind(
-        "messageId",
-        "TEXT_MESSAGE_START",
-        "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END",
-        "TEXT_MESSAGE_CHUNK",
-        "text message",
-        "TEXT-8",
-    ),
-    "tool": _Kind(
-        "toolCallId",
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
-        "TOOL_CALL_CHUNK",
-        "tool call",
-        "TOOL-20",
-    ),
-    "reasoning": _Kind(
-        "messageId",
-        "REASONING_MESSAGE_START",
-        "REASONING_MESSAGE_CONTENT",
-        "REASONING_MESSAGE_END",
-        "REASONING_MESSAGE_CHUNK",
-        "reasoning message",
-        "REAS-4",
-    ),
-}
+# what the run can have open besides the streamed items (spans, steps, subagents):
+# their nouns, and the rule broken by finishing the run with one open
 _NOUN: Final = {
+    **{k.name: k.noun for k in STREAMED.values()},
     "span": "reasoning span",
     "step": "step",
     "subagent": "subagent invocation",
-    **{k: v.noun for k, v in _KINDS.items()},
 }
 _LIVE_RULE: Final = {
-    "text": "STREAM-4",
-    "tool": "TOOL-20",
-    "reasoning": "REAS-4",
+    **{k.name: k.left_open for k in STREAMED.values()},
     "span": "REAS-4",
     "step": "STEP-2",
     "subagent": "SUB-6",
 }
-_HISTORY_KIND: Final = {"assistant": "text", "user": "text", "system": "text", "developer": "text"}
 # Only JSON-native values: a datetime or dataclass would be encoded as
 # something other than what was verified.
 _STRICT_JSON: Final = (
@@ -171,12 +127,7 @@ def _as_list(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-@cache
-def _enforcer(max_depth: int = DEFAULT_MAX_DEPTH) -> Enforcer:
-    return Enforcer(max_depth=max_depth)
-
-
-def _json_numbers(ev: Event) -> None:
+def _json_numbers(ev: WireEvent) -> None:
     """Refuse NaN and ±Infinity in an event's payload, verified or not (TRANS-4).
 
     orjson writes them as ``null`` without a word, so the consumer would get
@@ -239,7 +190,7 @@ class Emitter:
         )
         self._phase: Literal["new", "active", "finished", "errored"] = "new"
         self._open: dict[tuple[str, Owner, str], _Open] = {}
-        self._out: list[Event] = []
+        self._out: list[WireEvent] = []
         self._poison: UsageError | None = None
         # thread knowledge (history + this run)
         self._messages: dict[str, str] = {}  # message id → kind that minted it
@@ -276,11 +227,11 @@ class Emitter:
 
     # -- run lifecycle -------------------------------------------------------------
 
-    def start(self) -> list[Event]:
+    def start(self) -> list[WireEvent]:
         """``RUN_STARTED`` with our own ``protocolVersion`` (RUN-2), never the input's."""
         if self._phase != "new":
             raise UsageError("start() was already called for this run.", rule="RUN-13")
-        ev: Event = {
+        ev: WireEvent = {
             "type": "RUN_STARTED",
             "threadId": self.thread_id,
             "runId": self.run_id,
@@ -292,7 +243,9 @@ class Emitter:
         self._phase = "active"
         return self._drain()
 
-    def finish(self, *, result: Any = None, usage: Sequence[Mapping[str, Any]] = ()) -> list[Event]:
+    def finish(
+        self, *, result: Any = None, usage: Sequence[Mapping[str, Any]] = ()
+    ) -> list[WireEvent]:
         """End the run as completed: success, naming the calls left pending (FE-5).
 
         Anything still *live* — a block still running in another task, a
@@ -315,7 +268,7 @@ class Emitter:
         self._run_finished(outcome, result, usage)
         return self._drain()
 
-    def cancel(self, *, usage: Sequence[Mapping[str, Any]] = ()) -> list[Event]:
+    def cancel(self, *, usage: Sequence[Mapping[str, Any]] = ()) -> list[WireEvent]:
         """End the run as cancelled (RUN-5), closing everything open first (RUN-6).
 
         A subagent still active is closed with ``SUBAGENT_ERROR`` code
@@ -329,7 +282,7 @@ class Emitter:
 
     def interrupt(
         self, interrupts: Sequence[Mapping[str, Any]], *, usage: Sequence[Mapping[str, Any]] = ()
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """End the run with the interrupt outcome.
 
         Everything open is closed; every active subagent ends ``suspended``,
@@ -346,7 +299,7 @@ class Emitter:
         seen: set[Any] = set()
         for n, item in enumerate(items):
             try:
-                _, warnings = _enforcer(self._max_depth).definition(
+                _, warnings = shared_enforcer(self._max_depth).definition(
                     "Interrupt", item, f"/outcome/interrupts/{n}"
                 )
             except ProtocolViolation as exc:
@@ -379,7 +332,7 @@ class Emitter:
         *,
         code: str | None = None,
         usage: Sequence[Mapping[str, Any]] = (),
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """``RUN_ERROR``: the run failed. Whatever is open is abandoned with it (RUN-15).
 
         Allowed first (a run that failed before it began, RUN-1), while active,
@@ -390,7 +343,7 @@ class Emitter:
             raise UsageError("the run already ended with RUN_ERROR.", rule="RUN-12")
         for entry in self._open.values():
             entry.state = "abandoned"
-        ev: Event = {"type": "RUN_ERROR", "message": message}
+        ev: WireEvent = {"type": "RUN_ERROR", "message": message}
         if code is not None:
             ev["code"] = code
         if usage:
@@ -402,9 +355,9 @@ class Emitter:
         return self._drain()
 
     def _run_finished(
-        self, outcome: Event | None, result: Any, usage: Sequence[Mapping[str, Any]]
+        self, outcome: WireEvent | None, result: Any, usage: Sequence[Mapping[str, Any]]
     ) -> None:
-        ev: Event = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
+        ev: WireEvent = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
         if outcome is not None:
             ev["outcome"] = outcome
         if result is not None:
@@ -415,7 +368,7 @@ class Emitter:
         self._send(ev)
         self._phase = "finished"
 
-    def _close_everything(self, mode: str, interrupts: Sequence[Event] = ()) -> None:
+    def _close_everything(self, mode: str, interrupts: Sequence[WireEvent] = ()) -> None:
         """Close what is open, newest first, so nothing closes before what it contains.
 
         Chunked items first of all: they send nothing (the consumer closes
@@ -429,7 +382,7 @@ class Emitter:
             if entry.kind == "subagent":
                 if mode == "interrupt":
                     mine = [i["id"] for i in interrupts if i.get("subagentRunId") == entry.ident]
-                    outcome: Event = {"type": "suspended"}
+                    outcome: WireEvent = {"type": "suspended"}
                     if mine:
                         outcome["interruptIds"] = mine
                     self._subagent_terminal(entry, {"outcome": outcome}, error=False)
@@ -458,7 +411,7 @@ class Emitter:
         name: str | None = None,
         owner: Owner = None,
         chunked: bool = False,
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """Open a text message (or its first chunk). Reopening a closed one appends (TEXT-2)."""
         self._require_active()
         self._check_owner(owner)
@@ -477,7 +430,7 @@ class Emitter:
                     f"{k_owner or 'the parent agent'!r}.",
                     rule="TEXT-4",
                 )
-        fields: Event = {"role": role}
+        fields: WireEvent = {"role": role}
         if name is not None:
             fields["name"] = name
         self._open_item("text", message_id, owner, chunked, fields)
@@ -485,11 +438,11 @@ class Emitter:
             self._texts[message_id] = (role, name, owner)
         return self._drain()
 
-    def text_content(self, message_id: str, delta: str) -> list[Event]:
+    def text_content(self, message_id: str, delta: str) -> list[WireEvent]:
         self._delta("text", message_id, delta)
         return self._drain()
 
-    def text_end(self, message_id: str) -> list[Event]:
+    def text_end(self, message_id: str) -> list[WireEvent]:
         self._close_item("text", message_id)
         return self._drain()
 
@@ -501,7 +454,7 @@ class Emitter:
         parent_message_id: str | None = None,
         owner: Owner = None,
         chunked: bool = False,
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """Open a tool call. Calling a frontend tool is fine; answering one is not (FE-2)."""
         self._require_active()
         self._check_owner(owner)
@@ -527,7 +480,7 @@ class Emitter:
                 f"{known.owner!r}); a reopening start must agree.",
                 rule="TOOL-8",
             )
-        fields: Event = {"toolCallName": name}
+        fields: WireEvent = {"toolCallName": name}
         if parent_message_id is not None:
             fields["parentMessageId"] = parent_message_id
         self._open_item("tool", call_id, owner, chunked, fields)
@@ -537,11 +490,11 @@ class Emitter:
             self._started.append(call_id)
         return self._drain()
 
-    def tool_args(self, call_id: str, delta: str) -> list[Event]:
+    def tool_args(self, call_id: str, delta: str) -> list[WireEvent]:
         self._delta("tool", call_id, delta)
         return self._drain()
 
-    def tool_end(self, call_id: str) -> list[Event]:
+    def tool_end(self, call_id: str) -> list[WireEvent]:
         """Close a call: its argument text is complete (TOOL-6: complete, not valid)."""
         self._close_item("tool", call_id)
         return self._drain()
@@ -553,7 +506,7 @@ class Emitter:
         *,
         message_id: str,
         owner: Owner = None,
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """Answer an agent-side call in-stream (FE-12); mints tool message ``message_id``."""
         self._require_active()
         self._check_owner(owner)
@@ -580,7 +533,7 @@ class Emitter:
                 rule="FE-2",
             )
         self._check_new_message(message_id, "tool")
-        ev: Event = {
+        ev: WireEvent = {
             "type": "TOOL_CALL_RESULT",
             "messageId": message_id,
             "toolCallId": call_id,
@@ -595,17 +548,17 @@ class Emitter:
 
     def reasoning_message_start(
         self, message_id: str, *, owner: Owner = None, chunked: bool = False
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         self._require_active()
         self._check_owner(owner)
         self._open_item("reasoning", message_id, owner, chunked, {})
         return self._drain()
 
-    def reasoning_content(self, message_id: str, delta: str) -> list[Event]:
+    def reasoning_content(self, message_id: str, delta: str) -> list[WireEvent]:
         self._delta("reasoning", message_id, delta)
         return self._drain()
 
-    def reasoning_message_end(self, message_id: str) -> list[Event]:
+    def reasoning_message_end(self, message_id: str) -> list[WireEvent]:
         self._close_item("reasoning", message_id)
         return self._drain()
 
@@ -626,7 +579,7 @@ class Emitter:
     def _open_item(
         self, kind: str, ident: str, owner: Owner, chunked: bool, fields: Mapping[str, Any]
     ) -> None:
-        spec = _KINDS[kind]
+        spec = STREAMED[kind]
         key = _key(kind, ident)
         current = self._open.get(key)
         if current is not None:
@@ -634,13 +587,13 @@ class Emitter:
                 f"{spec.noun} {ident!r} is already open "
                 f"({'abandoned by an exception' if current.state == 'abandoned' else 'close it first'});"
                 " an item whose id is open cannot be opened again.",
-                rule="STREAM-2" if kind == "text" else spec.rule,
+                rule=spec.opened_twice,
             )
         if kind != "tool":
             self._check_new_message(ident, kind, reopen=True)
-        ev: Event = {"type": spec.chunk if chunked else spec.start, spec.id_field: ident}
-        if kind == "reasoning" and not chunked:
-            ev["role"] = "reasoning"
+        ev: WireEvent = {"type": spec.chunk if chunked else spec.start, spec.id_field: ident}
+        if not chunked:
+            ev.update(spec.start_fields)
         ev.update(fields)
         self._tag(ev, owner)
         entry = _Open(kind, ident, owner, chunked)
@@ -653,15 +606,15 @@ class Emitter:
 
     def _delta(self, kind: str, ident: str, delta: str) -> None:
         self._require_active()
-        spec = _KINDS[kind]
+        spec = STREAMED[kind]
         entry = self._open.get(_key(kind, ident))
         if entry is None or entry.state != "open":
             why = "abandoned by an exception" if entry is not None else "not open"
             raise UsageError(
                 f"cannot add to {spec.noun} {ident!r}: it is {why}.",
-                rule="STREAM-3" if kind == "text" else spec.rule,
+                rule=spec.not_open,
             )
-        ev: Event = {
+        ev: WireEvent = {
             "type": spec.chunk if entry.chunked else spec.content,
             spec.id_field: ident,
             "delta": delta,
@@ -671,12 +624,12 @@ class Emitter:
 
     def _close_item(self, kind: str, ident: str) -> None:
         self._require_active()
-        spec = _KINDS[kind]
+        spec = STREAMED[kind]
         entry = self._open.get(_key(kind, ident))
         if entry is None:
             raise UsageError(
                 f"cannot close {spec.noun} {ident!r}: it is not open.",
-                rule="STREAM-3" if kind == "text" else spec.rule,
+                rule=spec.not_open,
             )
         self._close_entry(entry)
 
@@ -685,9 +638,9 @@ class Emitter:
         if entry.chunked:
             self._drop(entry)
             return
-        if entry.kind in _KINDS:
-            spec = _KINDS[entry.kind]
-            ev: Event = {"type": spec.end, spec.id_field: entry.ident}
+        if entry.kind in STREAMED:
+            spec = STREAMED[entry.kind]
+            ev: WireEvent = {"type": spec.end, spec.id_field: entry.ident}
         elif entry.kind == "span":
             ev = {"type": "REASONING_END", "messageId": entry.ident}
         elif entry.kind == "step":
@@ -710,25 +663,25 @@ class Emitter:
 
     # -- spans, steps, subagents -------------------------------------------------------
 
-    def reasoning_start(self, span_id: str, *, owner: Owner = None) -> list[Event]:
+    def reasoning_start(self, span_id: str, *, owner: Owner = None) -> list[WireEvent]:
         """Open a reasoning span; its messages carry their own ids (spans namespace nothing)."""
         self._open_simple("span", span_id, owner, {"type": "REASONING_START", "messageId": span_id})
         return self._drain()
 
-    def reasoning_end(self, span_id: str) -> list[Event]:
+    def reasoning_end(self, span_id: str) -> list[WireEvent]:
         self._close_simple("span", span_id, None)
         return self._drain()
 
-    def step_start(self, name: str, *, owner: Owner = None) -> list[Event]:
+    def step_start(self, name: str, *, owner: Owner = None) -> list[WireEvent]:
         """Open a step; steps are per owner, so parent and subagent may share a name (SUB-13)."""
         self._open_simple("step", name, owner, {"type": "STEP_STARTED", "stepName": name})
         return self._drain()
 
-    def step_end(self, name: str, *, owner: Owner = None) -> list[Event]:
+    def step_end(self, name: str, *, owner: Owner = None) -> list[WireEvent]:
         self._close_simple("step", name, owner)
         return self._drain()
 
-    def _open_simple(self, kind: str, ident: str, owner: Owner, ev: Event) -> None:
+    def _open_simple(self, kind: str, ident: str, owner: Owner, ev: WireEvent) -> None:
         self._require_active()
         self._check_owner(owner)
         key = _key(kind, ident, owner)
@@ -762,7 +715,7 @@ class Emitter:
         parent: Owner = None,
         parent_tool_call_id: str | None = None,
         parent_message_id: str | None = None,
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """Announce an invocation, before anything attributed to it (SUB-4)."""
         self._require_active()
         sid = subagent_run_id
@@ -782,7 +735,7 @@ class Emitter:
             raise UsageError(
                 f"parent invocation {parent!r} is not active in this run.", rule="SUB-14"
             )
-        ev: Event = {"type": "SUBAGENT_STARTED", "subagentRunId": sid, "name": name}
+        ev: WireEvent = {"type": "SUBAGENT_STARTED", "subagentRunId": sid, "name": name}
         for field, value in (
             ("description", description),
             ("parentSubagentRunId", parent),
@@ -804,7 +757,7 @@ class Emitter:
         result: Any = None,
         suspended: bool = False,
         interrupt_ids: Sequence[str] = (),
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """``SUBAGENT_FINISHED``. Like a run: live items are a bug, abandoned ones are closed."""
         entry = self._subagent(subagent_run_id)
         mine = self._owned_by(subagent_run_id)
@@ -817,11 +770,11 @@ class Emitter:
             )
         for item in reversed(mine):
             self._close_entry(item)
-        fields: Event = {}
+        fields: WireEvent = {}
         if result is not None:
             fields["result"] = result
         if suspended:
-            outcome: Event = {"type": "suspended"}
+            outcome: WireEvent = {"type": "suspended"}
             if interrupt_ids:
                 outcome["interruptIds"] = list(interrupt_ids)
             fields["outcome"] = outcome
@@ -832,7 +785,7 @@ class Emitter:
 
     def subagent_error(
         self, subagent_run_id: str, message: str, *, code: str | None = None
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """``SUBAGENT_ERROR``: the invocation failed; the run goes on (SUB-8).
 
         Its steps are closed (they carry its attribution, SUB-13); its items
@@ -853,7 +806,7 @@ class Emitter:
                 self._drop(item, "abandoned")
             else:
                 item.state = "abandoned"
-        fields: Event = {"message": message}
+        fields: WireEvent = {"message": message}
         if code is not None:
             fields["code"] = code
         self._subagent_terminal(entry, fields, error=True)
@@ -883,11 +836,11 @@ class Emitter:
             or (e.kind == "subagent" and e.ident != sid and inside(e.parent))
         ]
 
-    def _subagent_terminal(self, entry: _Open, fields: Event, *, error: bool) -> None:
+    def _subagent_terminal(self, entry: _Open, fields: WireEvent, *, error: bool) -> None:
         """End an invocation. Its chunked items were dropped or refused by the caller:
         the terminal event closes its lane's stream on the consumer's side (CHUNK-14)."""
         sid = entry.ident
-        ev: Event = {
+        ev: WireEvent = {
             "type": "SUBAGENT_ERROR" if error else "SUBAGENT_FINISHED",
             "subagentRunId": sid,
         }
@@ -900,22 +853,22 @@ class Emitter:
 
     # -- standalone events -------------------------------------------------------------
 
-    def state_snapshot(self, snapshot: Any, *, owner: Owner = None) -> list[Event]:
+    def state_snapshot(self, snapshot: Any, *, owner: Owner = None) -> list[WireEvent]:
         """Replace the run's state (STATE-2). From a subagent: provenance only (SUB-16)."""
         return self._standalone({"type": "STATE_SNAPSHOT", "snapshot": snapshot}, owner)
 
     def state_delta(
         self, patch: Sequence[Mapping[str, Any]], *, owner: Owner = None
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         """A JSON Patch against the current state (the input's, until our first snapshot)."""
         return self._standalone({"type": "STATE_DELTA", "delta": _as_list(patch)}, owner)
 
-    def custom(self, name: str, value: Any, *, owner: Owner = None) -> list[Event]:
+    def custom(self, name: str, value: Any, *, owner: Owner = None) -> list[WireEvent]:
         """Application-defined material; never a carrier for standard semantics (SEC-4)."""
         return self._standalone({"type": "CUSTOM", "name": name, "value": value}, owner)
 
-    def raw(self, event: Any, *, source: str | None = None, owner: Owner = None) -> list[Event]:
-        ev: Event = {"type": "RAW", "event": event}
+    def raw(self, event: Any, *, source: str | None = None, owner: Owner = None) -> list[WireEvent]:
+        ev: WireEvent = {"type": "RAW", "event": event}
         if source is not None:
             ev["source"] = source
         return self._standalone(ev, owner)
@@ -928,10 +881,10 @@ class Emitter:
         *,
         replace: bool | None = None,
         owner: Owner = None,
-    ) -> list[Event]:
+    ) -> list[WireEvent]:
         self._require_active()
         self._check_new_message(message_id, "activity", reopen=True)
-        ev: Event = {
+        ev: WireEvent = {
             "type": "ACTIVITY_SNAPSHOT",
             "messageId": message_id,
             "activityType": activity_type,
@@ -950,8 +903,8 @@ class Emitter:
         patch: Sequence[Mapping[str, Any]],
         *,
         owner: Owner = None,
-    ) -> list[Event]:
-        ev: Event = {
+    ) -> list[WireEvent]:
+        ev: WireEvent = {
             "type": "ACTIVITY_DELTA",
             "messageId": message_id,
             "activityType": activity_type,
@@ -959,13 +912,13 @@ class Emitter:
         }
         return self._standalone(ev, owner)
 
-    def messages_snapshot(self, messages: Sequence[Mapping[str, Any]]) -> list[Event]:
+    def messages_snapshot(self, messages: Sequence[Mapping[str, Any]]) -> list[WireEvent]:
         """Restate the conversation (RUN-14); run-level, so it closes every chunk lane."""
         out = self._standalone({"type": "MESSAGES_SNAPSHOT", "messages": _as_list(messages)}, None)
         self._seed(messages)
         return out
 
-    def _standalone(self, ev: Event, owner: Owner) -> list[Event]:
+    def _standalone(self, ev: WireEvent, owner: Owner) -> list[WireEvent]:
         self._require_active()
         self._check_owner(owner)
         self._tag(ev, owner)
@@ -1011,15 +964,15 @@ class Emitter:
             )
 
     @staticmethod
-    def _tag(ev: Event, owner: Owner) -> None:
+    def _tag(ev: WireEvent, owner: Owner) -> None:
         if owner is not None:
             ev["subagentRunId"] = owner
 
-    def _drain(self) -> list[Event]:
+    def _drain(self) -> list[WireEvent]:
         out, self._out = self._out, []
         return out
 
-    def _send(self, ev: Event, *, trusted: bool = False) -> None:
+    def _send(self, ev: WireEvent, *, trusted: bool = False) -> None:
         """Check lanes, enforce, verify — then queue. Nothing changes if a check fails.
 
         The checks that can refuse (lanes, enforcement) change nothing; only
@@ -1043,10 +996,10 @@ class Emitter:
                 raise self._poison from exc
         self._out.append(ev)
 
-    def _enforce(self, ev: Event) -> None:
+    def _enforce(self, ev: WireEvent) -> None:
         """Refuse what a consumer would reject, strip or drop, and what is not JSON."""
         try:
-            clean, warnings = _enforcer(self._max_depth).event(ev)
+            clean, warnings = shared_enforcer(self._max_depth).event(ev)
         except ProtocolViolation as exc:
             raise UsageError(f"refusing to emit a malformed event: {exc}", rule=exc.rule) from None
         if clean is None or warnings:
@@ -1064,7 +1017,7 @@ class Emitter:
 
     # -- chunk lanes: the consumer's expander decides, the emitter refuses ----------------
 
-    def _check_lanes(self, ev: Event) -> None:
+    def _check_lanes(self, ev: WireEvent) -> None:
         """Refuse ``ev`` if it would close a chunk stream its item is still writing.
 
         Which lanes ``ev`` closes is the expander's answer (``closures``); a
@@ -1099,7 +1052,7 @@ class Emitter:
         """Thread knowledge from history (or a snapshot we sent): ids, calls, answers."""
         for msg in messages:
             ident, role = msg["id"], msg["role"]
-            kind = _HISTORY_KIND.get(role, role)
+            kind = message_kind(role)
             self._messages.setdefault(ident, kind)
             owner = msg.get("subagentRunId")
             if kind == "text":
@@ -1113,7 +1066,7 @@ class Emitter:
                 self._answered.add(msg["toolCallId"])
 
 
-def _lane_error(ev: Event, held: _Open) -> UsageError:
+def _lane_error(ev: WireEvent, held: _Open) -> UsageError:
     """The refusal of an event that would close ``held``'s live chunk stream: how it
     would, in the words of ``expand.py``'s closing rules (CHUNK-11; CHUNK-3 when it
     names the item in the other spelling)."""
@@ -1124,7 +1077,7 @@ def _lane_error(ev: Event, held: _Open) -> UsageError:
         how = "closes every chunk lane"
     elif kind in SUBAGENT_TERMINAL:
         how = "ends the lane's owner"
-    elif FAMILY.get(kind) == held.kind and ev.get(_KINDS[held.kind].id_field) == held.ident:
+    elif FAMILY.get(kind) == held.kind and ev.get(STREAMED[held.kind].id_field) == held.ident:
         how, rule = "names it explicitly (the two spellings do not mix)", "CHUNK-3"
     else:
         how = "arrives in its lane"

@@ -28,6 +28,7 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any, NoReturn
 
 from .._errors import UsageError
+from ..wire._kinds import WireEvent
 from ._channel import EventChannel
 from ._emitter import Emitter, Owner
 
@@ -45,8 +46,6 @@ __all__ = [
 
 # the producer side logs as one, whichever of its modules speaks
 log = logging.getLogger("agui_tools.agent")
-
-Event = dict[str, Any]
 
 
 def new_id(prefix: str) -> str:
@@ -176,7 +175,7 @@ class Run:
 
     # -- plumbing ----------------------------------------------------------------
 
-    async def _emit(self, events: list[Event]) -> None:
+    async def _emit(self, events: list[WireEvent]) -> None:
         if events:
             self._channel.push(events)
         await self._channel.flow()

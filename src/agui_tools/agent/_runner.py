@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from .._errors import UsageError
+from ..wire._kinds import WireEvent
 from ._channel import EventChannel
 from ._emitter import Emitter
 from ._run import Run, RunCancelled, RunInterrupted, RunStop, stop_in
@@ -37,7 +38,6 @@ __all__ = ["Agent", "collect", "drive"]
 # the producer side logs as one, whichever of its modules speaks
 log = logging.getLogger("agui_tools.agent")
 
-Event = dict[str, Any]
 
 Agent = Callable[[Run], Awaitable[object]]
 """An agent: an async function handed the :class:`Run`. Its return value is ignored
@@ -101,7 +101,7 @@ async def drive(
         channel.close()
 
 
-def _end(emitter: Emitter, run: Run, stop: RunStop | None) -> list[Event]:
+def _end(emitter: Emitter, run: Run, stop: RunStop | None) -> list[WireEvent]:
     """The clean ending for ``stop`` — or ``RUN_ERROR`` if the run cannot end cleanly."""
     try:
         if isinstance(stop, RunCancelled):
@@ -115,14 +115,14 @@ def _end(emitter: Emitter, run: Run, stop: RunStop | None) -> list[Event]:
         return _fail(emitter, run, f"the agent broke a protocol rule ({exc.rule})", "UsageError")
 
 
-def _fail(emitter: Emitter, run: Run, message: str, code: str) -> list[Event]:
+def _fail(emitter: Emitter, run: Run, message: str, code: str) -> list[WireEvent]:
     try:
         return emitter.error(message, code=code, usage=run._usage)
     except UsageError:
         return emitter.error(message, code=code)  # e.g. malformed usage entries
 
 
-def _internal_error() -> Event:
+def _internal_error() -> WireEvent:
     return {
         "type": "RUN_ERROR",
         "message": "internal error in the agent server",
@@ -136,7 +136,7 @@ async def collect(
     *,
     verify: bool = True,
     expose_errors: bool = False,
-) -> list[Event]:
+) -> list[WireEvent]:
     """Run ``agent`` with no transport and return every event it emitted.
 
     For tests and for transports that want the whole run at once.

@@ -17,6 +17,7 @@ import orjson
 from .._errors import ProtocolViolation, ProtocolWarning
 from ..wire._codec import parse_json
 from ..wire._framing import NDJSONReader, SSEReader, sniff_format
+from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits
 from ._reducer import ThreadState
@@ -29,7 +30,7 @@ class CaptureVerdict:
     """What a stream amounted to: the verdict, what was delivered, and the thread."""
 
     result: StreamResult
-    events: list[dict[str, Any]]
+    events: list[WireEvent]
     thread: ThreadState
 
     @property
@@ -125,7 +126,7 @@ def replay(
     thread = ThreadState(
         messages, (run_input or {}).get("state"), on_warning=pipe.record_warning, limits=limits
     )
-    delivered: list[dict[str, Any]] = []
+    delivered: list[WireEvent] = []
     for frame in frames:
         failed = False
         try:

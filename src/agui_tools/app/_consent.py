@@ -114,6 +114,22 @@ class ConsentDecision:
     def now() -> str:
         return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ConsentDecision:
+        """A decision as the journal recorded it (:meth:`to_json`'s form)."""
+        return cls(
+            thread_id=data["threadId"],
+            call_id=data["toolCallId"],
+            tool=data["tool"],
+            fingerprint=data["fingerprint"],
+            approved=data["approved"],
+            decided_by=data["decidedBy"],
+            decided_at=data["decidedAt"],
+            reason=data.get("reason"),
+            edited_arguments=data.get("editedArguments"),
+            supersedes=data.get("supersedes"),
+        )
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "threadId": self.thread_id,

@@ -35,17 +35,18 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._errors import JournalError, ProtocolViolation, ProtocolWarning, UsageError
+from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
 from ._arguments import ParsedArguments, Preview, parse_arguments
 from ._call_order import in_call_order, misplaced_tool_messages
 from ._calls import Answer, CallStatus, PendingCall, describe_errors, normalize_result
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
+from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
+from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._reducer import ThreadState
 from ._tools import ToolSpec
-from ._validation import InvalidToolSchema
 
 __all__ = [
     "CallUpdate",
@@ -419,7 +420,7 @@ class Conversation:
         self._fold(pipe, events)
         return self.take_updates()
 
-    def _fold(self, pipe: ConsumerPipeline, events: list[dict[str, Any]]) -> None:
+    def _fold(self, pipe: ConsumerPipeline, events: list[WireEvent]) -> None:
         """Fold delivered events into the thread; a limit the reducer keeps (state
         size, message size) fails the stream there, like any violation."""
         apply = self.thread.apply
@@ -464,7 +465,7 @@ class Conversation:
                     )
                 )
 
-    def _fold_snapshot(self, ev: dict[str, Any], index: int) -> None:
+    def _fold_snapshot(self, ev: WireEvent, index: int) -> None:
         """Apply a snapshot; every call it restates with other arguments gets a fresh card.
 
         The reducer takes the snapshot's arguments (they are what will run); a
@@ -566,116 +567,25 @@ class Conversation:
         return call
 
     def _dispose(self, call_id: str, run_id: str | None, *, closed: bool = True) -> PendingCall:
+        """Put a call through the disposition gates (:mod:`._disposition`) and carry
+        out their ruling: durable first, then in memory."""
         call = self._pending_call(call_id, run_id)
-        name, parsed = call.name, call.arguments
-        # what the journal holds (a replay, a restart, another process) stands: an
-        # answer is reused, an execution that started is never run again
-        record = self.journal.lookup(self.thread_id, call_id)
-        if record is not None:
-            if record.claim is Claim.ANSWERED:
-                assert record.answer is not None
-                self._answer(call, Answer.from_json(record.answer))
+        desk = Desk(self.journal, self.consent, self.unadvertised, closed)
+        ruling = rule_on(call, desk)
+        if isinstance(ruling, Stand):
+            if ruling.record.claim is Claim.ANSWERED:
+                assert ruling.record.answer is not None
+                self._answer(call, Answer.from_json(ruling.record.answer))
             else:
-                self._unknown(call, record)
-            return call
-        if not closed:
-            # never act on arguments before TOOL_CALL_END (TOOL-5): they are a prefix
-            self._settle(
-                call,
-                Answer.failed(
-                    call_id,
-                    "not executed: the call never closed (the run ended before TOOL_CALL_END), so "
-                    "its arguments are incomplete",
-                ),
-            )
-            return call
-        if call.tool is None and self.unadvertised is not None:
-            try:
-                call.tool = self.unadvertised(
-                    name, parsed.value if isinstance(parsed, ParsedArguments) else None
-                )
-            except Exception as exc:  # the application's hook failed: refuse, say why
-                self._settle(
-                    call,
-                    Answer.failed(
-                        call_id,
-                        f"not executed: {name!r} is not a tool this application advertised, and "
-                        f"its handler for such calls failed ({_describe_exception(exc)})",
-                    ),
-                )
-                return call
-        tool = call.tool
-        if tool is None:
-            self._settle(
-                call,
-                Answer.failed(
-                    call_id,
-                    f"not executed: {name!r} is not a tool this application advertised, and "
-                    "unadvertised tools are not executed",
-                ),
-            )
-            return call
-        if isinstance(parsed, ParsedArguments):
-            try:
-                call.errors = tool.validator.validate(parsed)
-            except InvalidToolSchema as exc:  # pragma: no cover - caught at registration
-                call.errors = []
-                self._settle(
-                    call, Answer.failed(call_id, f"not executed: the tool is misconfigured: {exc}")
-                )
-                return call
-        problem = call.problems()
-        if problem is not None:
-            self._settle(call, Answer.failed(call_id, f"not executed: {problem}"))
-            return call
-        # consent is never lost: the last decision the journal holds for this call
-        # stands, if it covers the arguments that would run (edited ones included)
-        decisions = self.journal.decisions(self.thread_id, call_id)
-        if decisions:
-            last = decisions[-1]
-            edited = last.get("editedArguments")
-            call.edited = dict(edited) if edited is not None else None
-            if last["fingerprint"] == call.fingerprint:
-                if last["approved"]:
-                    call.decision = _decision_from_json(last)
-                    call.status = CallStatus.APPROVED
-                else:
-                    self._settle(
-                        call,
-                        Answer.declined(call_id, last["decidedBy"], last.get("reason")),
-                        decision=_decision_from_json(last),
-                        record=False,
-                    )
-                return call
-            call.edited = None
-        try:
-            call.verdict = self.consent.verdict(tool, call.proposed or {})
-        except Exception as exc:  # the application's policy failed: nothing runs, say why
-            self._settle(
-                call,
-                Answer.failed(
-                    call_id,
-                    f"not executed: the application's consent policy failed "
-                    f"({_describe_exception(exc)})",
-                ),
-            )
-            return call
-        if call.verdict is Verdict.APPROVE:
-            self._record(
-                call,
-                self._decision(
-                    call, approved=True, by="policy", reason="approved by the consent policy"
-                ),
-            )
+                self._unknown(call, ruling.record)
+        elif isinstance(ruling, Settle):
+            self._settle(call, ruling.answer, decision=ruling.decision, record=ruling.record)
+        elif isinstance(ruling, Approve):
+            if ruling.record:
+                self._record(call, ruling.decision)
+            else:
+                call.decision = ruling.decision
             call.status = CallStatus.APPROVED
-        elif call.verdict is Verdict.DENY:
-            self._settle(
-                call,
-                Answer.declined(call_id, "policy"),
-                decision=self._decision(
-                    call, approved=False, by="policy", reason="denied by the consent policy"
-                ),
-            )
         else:
             call.status = CallStatus.AWAITING_CONSENT
         return call
@@ -693,7 +603,7 @@ class Conversation:
                 Answer.failed(
                     call_id,
                     f"not executed: the application could not dispose of the call "
-                    f"({_describe_exception(exc)})",
+                    f"({describe_exception(exc)})",
                 ),
             )
         return call
@@ -730,13 +640,13 @@ class Conversation:
             try:
                 decision = self._record(
                     call,
-                    self._decision(call, approved=True, by=by, reason=reason, supersedes=original),
+                    decide(call, approved=True, by=by, reason=reason, supersedes=original),
                 )
             except BaseException:
                 call.edited = previous  # not recorded: the approval did not happen
                 raise
         else:
-            decision = self._record(call, self._decision(call, approved=True, by=by, reason=reason))
+            decision = self._record(call, decide(call, approved=True, by=by, reason=reason))
         call.status = CallStatus.APPROVED
         self._updates.append(call_update(call))
         return decision
@@ -754,7 +664,7 @@ class Conversation:
         return self._settle(
             call,
             Answer.declined(call_id, by, reason),
-            decision=self._decision(call, approved=False, by=by, reason=reason),
+            decision=decide(call, approved=False, by=by, reason=reason),
         )
 
     def execute(self, call_id: str, handler: Handler) -> Answer:
@@ -766,22 +676,14 @@ class Conversation:
         """
         if inspect.iscoroutinefunction(handler):
             raise UsageError(f"the handler for {call_id!r} is async: use execute_async()")
-        call, key = self._claim(call_id)
-        if key is None:
-            assert call.answer is not None
-            return call.answer
-        try:
-            result = handler(dict(call.effective_arguments or {}))
-            if inspect.isawaitable(result):
-                answer = _unawaited(call_id, result)
-            else:
-                answer = Answer.executed(call_id, normalize_result(result))
-        except Exception as exc:  # a handler failure is an answer, not a crash
-            answer = Answer.failed(call_id, _describe_exception(exc))
-        except BaseException as exc:  # KeyboardInterrupt, SystemExit: it may have acted
-            self._executed(call, key, _interrupted(call_id, exc))
-            raise
-        return self._executed(call, key, answer)
+        with _Execution(self, call_id) as run:
+            if run.claimed:
+                result = handler(run.arguments)
+                if inspect.isawaitable(result):
+                    run.returned(_unawaited(call_id, result))
+                else:
+                    run.returned(Answer.executed(call_id, normalize_result(result)))
+        return run.answer
 
     async def execute_async(self, call_id: str, handler: Handler | AsyncHandler) -> Answer:
         """:meth:`execute` for a handler that may be a coroutine function.
@@ -789,21 +691,13 @@ class Conversation:
         Cancelled while the handler runs, the call is answered "outcome
         unknown" (the handler may have acted) before the cancellation goes on.
         """
-        call, key = self._claim(call_id)
-        if key is None:
-            assert call.answer is not None
-            return call.answer
-        try:
-            result = handler(dict(call.effective_arguments or {}))
-            if inspect.isawaitable(result):
-                result = await result
-            answer = Answer.executed(call_id, normalize_result(result))
-        except Exception as exc:
-            answer = Answer.failed(call_id, _describe_exception(exc))
-        except BaseException as exc:  # cancelled: the handler may have acted
-            self._executed(call, key, _interrupted(call_id, exc))
-            raise
-        return self._executed(call, key, answer)
+        with _Execution(self, call_id) as run:
+            if run.claimed:
+                result = handler(run.arguments)
+                if inspect.isawaitable(result):
+                    result = await result
+                run.returned(Answer.executed(call_id, normalize_result(result)))
+        return run.answer
 
     def fail(self, call_id: str, error: str) -> Answer:
         """Answer a call as failed without running it (no handler, say).
@@ -848,30 +742,6 @@ class Conversation:
         call.status = CallStatus.EXECUTING
         self._updates.append(call_update(call))
         return call, key
-
-    def _decision(
-        self,
-        call: PendingCall,
-        *,
-        approved: bool,
-        by: DecidedBy,
-        reason: str | None = None,
-        supersedes: str | None = None,
-    ) -> ConsentDecision:
-        # edited arguments travel with every decision about them, so a restart can
-        # rebuild what a later decline or re-approval was about
-        return ConsentDecision(
-            thread_id=self.thread_id,
-            call_id=call.call_id,
-            tool=call.name,
-            fingerprint=call.fingerprint,
-            approved=approved,
-            decided_by=by,
-            decided_at=ConsentDecision.now(),
-            reason=reason,
-            edited_arguments=call.edited,
-            supersedes=supersedes,
-        )
 
     def _record(self, call: PendingCall, decision: ConsentDecision) -> ConsentDecision:
         """A decision that answers nothing yet (an approval): recorded, then it holds."""
@@ -955,7 +825,7 @@ class Conversation:
             try:
                 known = self.outcome_unknown(call, started)
             except Exception as exc:  # the hook could not tell: the outcome stays unknown
-                note = f"; the application's check of it failed ({_describe_exception(exc)})"
+                note = f"; the application's check of it failed ({describe_exception(exc)})"
         if known is None:
             return self._answer(
                 call,
@@ -1009,19 +879,58 @@ def call_update(call: PendingCall, answer: Answer | None = None) -> CallUpdate:
     )
 
 
-def _decision_from_json(data: Mapping[str, Any]) -> ConsentDecision:
-    return ConsentDecision(
-        thread_id=data["threadId"],
-        call_id=data["toolCallId"],
-        tool=data["tool"],
-        fingerprint=data["fingerprint"],
-        approved=data["approved"],
-        decided_by=data["decidedBy"],
-        decided_at=data["decidedAt"],
-        reason=data.get("reason"),
-        edited_arguments=data.get("editedArguments"),
-        supersedes=data.get("supersedes"),
-    )
+class _Execution:
+    """One execution of a call, answered however its handler ends — written once
+    for :meth:`Conversation.execute` and :meth:`Conversation.execute_async`.
+
+    Entering claims the call through the journal (:meth:`Conversation._claim`);
+    when the claim finds an answer instead, ``claimed`` is False and ``answer``
+    is that answer. The body runs the handler and hands its answer to
+    :meth:`returned`. Leaving records the answer — or, when the handler raised,
+    a ``failed`` answer (an ``Exception``: a handler failure is an answer, not
+    a crash) or an "outcome unknown" one before the interruption goes on
+    (``KeyboardInterrupt``, ``SystemExit``, cancellation: it may have acted).
+    """
+
+    def __init__(self, conversation: Conversation, call_id: str) -> None:
+        self._conversation = conversation
+        self._call_id = call_id
+        self._result: Answer | None = None
+        self.answer: Answer
+
+    def __enter__(self) -> _Execution:
+        self._call, self._key = self._conversation._claim(self._call_id)
+        if self._key is None:
+            assert self._call.answer is not None
+            self.answer = self._call.answer
+        self.arguments = dict(self._call.effective_arguments or {})
+        return self
+
+    @property
+    def claimed(self) -> bool:
+        return self._key is not None
+
+    def returned(self, answer: Answer) -> None:
+        self._result = answer
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        key = self._key
+        if key is None:
+            return False
+        record = self._conversation._executed
+        if exc is None:
+            assert self._result is not None
+            self.answer = record(self._call, key, self._result)
+            return False
+        if isinstance(exc, Exception):
+            self.answer = record(
+                self._call, key, Answer.failed(self._call_id, describe_exception(exc))
+            )
+            return True
+        record(self._call, key, _interrupted(self._call_id, exc))
+        return False
 
 
 def _unawaited(call_id: str, result: Any) -> Answer:
@@ -1047,11 +956,6 @@ def _interrupted(call_id: str, exc: BaseException) -> Answer:
         f"outcome unknown: the handler was interrupted ({type(exc).__name__}) before it "
         "returned; it may or may not have taken effect, and it was not run again",
     )
-
-
-def _describe_exception(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _expired(interrupt: Mapping[str, Any], now: datetime) -> bool:

@@ -29,8 +29,7 @@ from typing import Any, Final
 
 from .._errors import ProtocolWarning
 from .._version import PROTOCOL_VERSION
-from ..wire._codec import _enforcer
-from ..wire._enforce import Enforcer
+from ..wire._enforce import Enforcer, shared_enforcer
 from ..wire._upgrade import upgrade_run_input
 
 __all__ = ["peer_at_most", "prepare_run_input", "subagent_downgrade"]
@@ -124,7 +123,7 @@ def prepare_run_input(
     data["messages"] = messages
     upgraded, _ = upgrade_run_input(data, warn=False)
     # the shared enforcer: compiling one (its fast checks) cost 30 ms per input
-    clean, stripped = (enforcer or _enforcer()).run_input(upgraded)
+    clean, stripped = (enforcer or shared_enforcer()).run_input(upgraded)
     return clean, warnings + stripped
 
 

@@ -139,6 +139,13 @@ def _result(record: _Record) -> ClaimResult:
     return ClaimResult(Claim.UNKNOWN, None, record.started_at, record.fingerprint)
 
 
+def _no_intent(key: JournalKey) -> JournalError:
+    return JournalError(
+        f"no intent is recorded for call {key.call_id!r} with these arguments: "
+        "finish() records the answer of an execution claim() allowed"
+    )
+
+
 class MemoryJournal:
     """The journal's semantics in memory; lost when the process exits."""
 
@@ -161,10 +168,7 @@ class MemoryJournal:
         with self._lock:
             record = self._calls.get((key.thread_id, key.call_id))
             if record is None or record.fingerprint != key.fingerprint:
-                raise JournalError(
-                    f"no intent is recorded for call {key.call_id!r} with these arguments: "
-                    "finish() records the answer of an execution claim() allowed"
-                )
+                raise _no_intent(key)
             if record.answer is None:  # first answer wins; an answer is never overwritten
                 record.answer = dict(answer)
 
@@ -411,10 +415,7 @@ class SQLiteJournal:
                 ).fetchone()
                 is None
             ):
-                raise JournalError(
-                    f"no intent is recorded for call {key.call_id!r} with these arguments: "
-                    "finish() records the answer of an execution claim() allowed"
-                )
+                raise _no_intent(key)
 
     def settle(
         self,

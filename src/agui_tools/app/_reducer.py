@@ -48,13 +48,13 @@ import orjson
 
 from .._errors import LimitExceeded, ProtocolWarning, UsageError
 from ..wire._enforce import depth_excess
+from ..wire._kinds import WireEvent, handlers
 from ..wire._verify import Limits
 from ._arguments import ArgumentBuffer
 from ._patch import Document, PatchFailed, PatchTooDeep, PatchTooLarge
 
 __all__ = ["ThreadState"]
 
-Event = dict[str, Any]
 JsonObj = dict[str, Any]
 
 _TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
@@ -111,6 +111,15 @@ class _Message:
         self.metadata: dict[str, Any] | None = None
         self.calls: list[_Call] | None = None
 
+    def stream(self) -> list[str]:
+        """The streamed parts, starting from the whole content a message may hold."""
+        if self.parts is None:
+            text = self.content if isinstance(self.content, str) else ""
+            self.parts = [text] if text else []
+            self.length = len(text)
+            self.content = None
+        return self.parts
+
     def text(self) -> str | None:
         parts = self.parts
         if parts is None:
@@ -135,7 +144,7 @@ class _Message:
         return out
 
 
-def _merge(target: _Message | _Call, event: Event) -> None:
+def _merge(target: _Message | _Call, event: WireEvent) -> None:
     meta = event.get("metadata")
     if meta:
         if target.metadata is None:
@@ -244,28 +253,10 @@ class ThreadState:
         self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
         self._state = self._document(initial, None if state is None else len(blob))
         self.warnings: list[ProtocolWarning] = []
-        self._on_warning = on_warning
+        self._warning_sink = on_warning
         for msg in messages:
             self._append_wire(msg)
-        self._handlers: dict[str, Callable[[Event, int | None], None]] = {
-            "TEXT_MESSAGE_START": self._text_start,
-            "TEXT_MESSAGE_CONTENT": self._text_content,
-            "TEXT_MESSAGE_END": self._text_end,
-            "TOOL_CALL_START": self._call_start,
-            "TOOL_CALL_ARGS": self._call_args,
-            "TOOL_CALL_END": self._call_end,
-            "TOOL_CALL_RESULT": self._call_result,
-            "REASONING_MESSAGE_START": self._reasoning_start,
-            "REASONING_MESSAGE_CONTENT": self._text_content,
-            "REASONING_MESSAGE_END": self._text_end,
-            "REASONING_ENCRYPTED_VALUE": self._encrypted,
-            "STATE_SNAPSHOT": self._state_snapshot,
-            "STATE_DELTA": self._state_delta,
-            "MESSAGES_SNAPSHOT": self._messages_snapshot,
-            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
-            "ACTIVITY_DELTA": self._activity_delta,
-            "RUN_STARTED": self._run_started,
-        }
+        self._handlers = handlers(self)
 
     # -- reading -----------------------------------------------------------------
 
@@ -337,13 +328,13 @@ class ThreadState:
 
     # -- folding -----------------------------------------------------------------
 
-    def apply(self, event: Event, index: int | None = None) -> None:
+    def apply(self, event: WireEvent, index: int | None = None) -> None:
         """Fold one verified event into the thread."""
         handler = self._handlers.get(event["type"])
         if handler is not None:
             handler(event, index)
 
-    def apply_all(self, events: Iterable[Event]) -> None:
+    def apply_all(self, events: Iterable[WireEvent]) -> None:
         apply = self.apply
         for ev in events:
             apply(ev)
@@ -362,56 +353,38 @@ class ThreadState:
         for call in calls:
             self._calls[call.id] = call
 
-    def _text_start(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_start(self, ev: WireEvent, index: int | None) -> None:
+        self._open_message(ev, index, ev.get("role", "assistant"), ("name",), "; text dropped")
+
+    def _on_reasoning_message_start(self, ev: WireEvent, index: int | None) -> None:
+        self._open_message(ev, index, "reasoning", (), "")
+
+    def _open_message(
+        self, ev: WireEvent, index: int | None, role: str, kept: tuple[str, ...], dropped: str
+    ) -> None:
+        """A message (re)opens: a new one takes ``role`` and the ``kept`` fields; a
+        known one continues from what it holds; an activity's id takes no text."""
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         if record is None:
-            record = _Message(ident, ev.get("role", "assistant"))
+            record = _Message(ident, role)
             record.parts = []
-            if "name" in ev:
-                record.fields["name"] = ev["name"]
-            if "subagentRunId" in ev:
-                record.fields["subagentRunId"] = ev["subagentRunId"]
+            for name in (*kept, "subagentRunId"):
+                if name in ev:
+                    record.fields[name] = ev[name]
             self._append(record)
         elif record.role == "activity":
             self._warn(
-                "EVT-8",
-                f"TEXT_MESSAGE_START names activity message {ident!r}; text dropped.",
-                index,
-                ev,
+                "EVT-8", f"{ev['type']} names activity message {ident!r}{dropped}.", index, ev
             )
             return
-        elif record.parts is None:
+        else:
             # reopening a message that arrived whole (history, snapshot, or a
             # call-only assistant message): continue from its content
-            text = record.content if isinstance(record.content, str) else ""
-            record.parts = [text] if text else []
-            record.length = len(text)
-            record.content = None
+            record.stream()
         _merge(record, ev)
 
-    def _reasoning_start(self, ev: Event, index: int | None) -> None:
-        ident = ev["messageId"]
-        record = self._by_id.get(ident)
-        if record is None:
-            record = _Message(ident, "reasoning")
-            record.parts = []
-            if "subagentRunId" in ev:
-                record.fields["subagentRunId"] = ev["subagentRunId"]
-            self._append(record)
-        elif record.role == "activity":
-            self._warn(
-                "EVT-8", f"REASONING_MESSAGE_START names activity message {ident!r}.", index, ev
-            )
-            return
-        elif record.parts is None:
-            text = record.content if isinstance(record.content, str) else ""
-            record.parts = [text] if text else []
-            record.length = len(text)
-            record.content = None
-        _merge(record, ev)
-
-    def _text_content(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_content(self, ev: WireEvent, index: int | None) -> None:
         record = self._by_id.get(ev["messageId"])
         if record is None or record.role == "activity":
             # the message is gone (a snapshot dropped it) or the id names an activity:
@@ -424,13 +397,11 @@ class ThreadState:
                 ev,
             )
             return
-        if record.parts is None:
-            # a message restated whole (a snapshot) while it was still streaming:
-            # later deltas keep appending to it (STREAM-5)
-            text = record.content if isinstance(record.content, str) else ""
-            record.parts = [text] if text else []
-            record.length = len(text)
-            record.content = None
+        # a message restated whole (a snapshot) while it was still streaming:
+        # later deltas keep appending to it (STREAM-5)
+        parts = record.parts
+        if parts is None:
+            parts = record.stream()
         delta = ev["delta"]
         record.length += len(delta)
         if record.length > self._max_text:
@@ -442,18 +413,22 @@ class ThreadState:
                 event_type=ev["type"],
                 ids={"messageId": record.id},
             )
-        record.parts.append(delta)
+        parts.append(delta)
         if "metadata" in ev:
             _merge(record, ev)
 
-    def _text_end(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_end(self, ev: WireEvent, index: int | None) -> None:
         record = self._by_id.get(ev["messageId"])
         if record is not None and "metadata" in ev:
             _merge(record, ev)
 
+    # a reasoning message folds like a text message once it has started
+    _on_reasoning_message_content = _on_text_message_content
+    _on_reasoning_message_end = _on_text_message_end
+
     # -- tool calls ------------------------------------------------------------------
 
-    def _call_start(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_start(self, ev: WireEvent, index: int | None) -> None:
         call_id = ev["toolCallId"]
         call = self._calls.get(call_id)
         if call is not None:  # a reopen: established values stand (TOOL-8), metadata merges
@@ -474,7 +449,7 @@ class ThreadState:
         self._calls[call_id] = call
         _merge(call, ev)
 
-    def _call_args(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_args(self, ev: WireEvent, index: int | None) -> None:
         call = self._calls.get(ev["toolCallId"])
         if call is None:
             return
@@ -482,12 +457,12 @@ class ThreadState:
         if "metadata" in ev:
             _merge(call, ev)
 
-    def _call_end(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_end(self, ev: WireEvent, index: int | None) -> None:
         call = self._calls.get(ev["toolCallId"])
         if call is not None and "metadata" in ev:
             _merge(call, ev)
 
-    def _call_result(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_result(self, ev: WireEvent, index: int | None) -> None:
         record = _Message(ev["messageId"], "tool")
         record.content = ev["content"]  # stored as given: data, never instructions (TOOL-23)
         record.fields["toolCallId"] = ev["toolCallId"]
@@ -578,7 +553,7 @@ class ThreadState:
             out += rest
         self._list = out
 
-    def _encrypted(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_encrypted_value(self, ev: WireEvent, index: int | None) -> None:
         target: _Message | _Call | None
         if ev["subtype"] == "tool-call":
             target = self._calls.get(ev["entityId"])
@@ -609,7 +584,7 @@ class ThreadState:
 
     # -- snapshots and state ---------------------------------------------------------
 
-    def _messages_snapshot(self, ev: Event, index: int | None) -> None:
+    def _on_messages_snapshot(self, ev: WireEvent, index: int | None) -> None:
         incoming = ev["messages"]
         has_activity = any(m["role"] == "activity" for m in incoming)
         has_reasoning = any(m["role"] == "reasoning" for m in incoming)
@@ -644,7 +619,7 @@ class ThreadState:
             if m.role == "tool":
                 self._answers.setdefault(m.fields["toolCallId"], m.id)
 
-    def _run_started(self, ev: Event, index: int | None) -> None:
+    def _on_run_started(self, ev: WireEvent, index: int | None) -> None:
         run_input = ev.get("input")
         if run_input is None:
             return
@@ -661,7 +636,7 @@ class ThreadState:
             max_work=self._max_bytes,
         )
 
-    def _snapshot(self, value: Any, what: str, index: int | None, ev: Event) -> Document:
+    def _snapshot(self, value: Any, what: str, index: int | None, ev: WireEvent) -> Document:
         """A snapshot's value as a document of our own: measured and copied in one
         encoding (C speed), refused past ``max_state_bytes`` before it is built."""
         blob = orjson.dumps(value)
@@ -675,7 +650,7 @@ class ThreadState:
         return self._document(orjson.loads(blob), len(blob))
 
     def _patch(
-        self, doc: Document, ops: Any, what: str, kept: str, index: int | None, ev: Event
+        self, doc: Document, ops: Any, what: str, kept: str, index: int | None, ev: WireEvent
     ) -> bool:
         """Apply a patch in place, all or nothing; False (and a warning) when it does not apply."""
         try:
@@ -696,7 +671,9 @@ class ThreadState:
             return False
         return True
 
-    def _too_large(self, message: str, path: str, index: int | None, ev: Event) -> LimitExceeded:
+    def _too_large(
+        self, message: str, path: str, index: int | None, ev: WireEvent
+    ) -> LimitExceeded:
         ids = {"messageId": ev["messageId"]} if "messageId" in ev else None
         return LimitExceeded(
             "LIMIT",
@@ -706,10 +683,10 @@ class ThreadState:
             ids=ids,
         )
 
-    def _state_snapshot(self, ev: Event, index: int | None) -> None:
+    def _on_state_snapshot(self, ev: WireEvent, index: int | None) -> None:
         self._state = self._snapshot(ev["snapshot"], "the snapshot", index, ev)
 
-    def _state_delta(self, ev: Event, index: int | None) -> None:
+    def _on_state_delta(self, ev: WireEvent, index: int | None) -> None:
         self._patch(
             self._state,
             ev["delta"],
@@ -719,7 +696,7 @@ class ThreadState:
             ev,
         )
 
-    def _activity_snapshot(self, ev: Event, index: int | None) -> None:
+    def _on_activity_snapshot(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         replace = ev.get("replace", True)
@@ -750,7 +727,7 @@ class ThreadState:
         else:
             self._append(new)
 
-    def _activity_delta(self, ev: Event, index: int | None) -> None:
+    def _on_activity_delta(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         record = self._by_id.get(ident)
         if record is None or record.role != "activity":
@@ -778,8 +755,8 @@ class ThreadState:
             record.content, record.size = doc.value, doc.size
             record.fields["activityType"] = ev["activityType"]
 
-    def _warn(self, rule: str, message: str, index: int | None, ev: Event) -> None:
+    def _warn(self, rule: str, message: str, index: int | None, ev: WireEvent) -> None:
         warning = ProtocolWarning(rule, message, index, "", ev["type"])
         self.warnings.append(warning)
-        if self._on_warning is not None:
-            self._on_warning(warning)
+        if self._warning_sink is not None:
+            self._warning_sink(warning)

@@ -1,25 +1,29 @@
 """The I/O faces over HTTP: thin adapters around the sans-I/O cores.
 
 ``_client``   httpx: POST a RunAgentInput, read the SSE stream into a
-              Conversation (AgentClient, SyncAgentClient)
+              Conversation (AgentClient, SyncAgentClient; their BaseAgentClient)
 ``_session``  the object applications write against: client + conversation +
-              typed tool registration + consent + UI updates (Session)
+              typed tool registration + consent + UI updates (Session,
+              SyncSession; the loop both run is BaseSession's)
 ``_server``   Starlette/ASGI: judge the input, run the agent, stream SSE
               (agent_app, AgentEndpoint)
 """
 
 from __future__ import annotations
 
-from ._client import AgentClient, SyncAgentClient
+from ._client import AgentClient, BaseAgentClient, SyncAgentClient
 from ._server import AgentEndpoint, agent_app
-from ._session import Approval, Session, tool_spec_from_function
+from ._session import Approval, BaseSession, Session, SyncSession, tool_spec_from_function
 
 __all__ = [
     "AgentClient",
     "AgentEndpoint",
     "Approval",
+    "BaseAgentClient",
+    "BaseSession",
     "Session",
     "SyncAgentClient",
+    "SyncSession",
     "agent_app",
     "tool_spec_from_function",
 ]

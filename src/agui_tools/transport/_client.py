@@ -24,7 +24,8 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any, Final
+from contextlib import contextmanager
+from typing import Any, Final, Generic, TypeVar
 
 import httpx
 import orjson
@@ -35,7 +36,7 @@ from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
 from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, BrokenFrame, SSEReader
 
-__all__ = ["AgentClient", "SyncAgentClient", "TransportError"]
+__all__ = ["AgentClient", "BaseAgentClient", "SyncAgentClient", "TransportError"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 DEFAULT_IDLE_TIMEOUT: Final = 300.0
@@ -82,8 +83,7 @@ async def _error_body(response: httpx.Response) -> bytes:
     """
     body = bytearray()
     async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) >= _BODY_LIMIT:
+        if _full(body, chunk):
             break
     return bytes(body[:_BODY_LIMIT])
 
@@ -91,10 +91,15 @@ async def _error_body(response: httpx.Response) -> bytes:
 def _error_body_sync(response: httpx.Response) -> bytes:
     body = bytearray()
     for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) >= _BODY_LIMIT:
+        if _full(body, chunk):
             break
     return bytes(body[:_BODY_LIMIT])
+
+
+def _full(body: bytearray, chunk: bytes) -> bool:
+    """Add ``chunk`` to an error body; True once it holds all of it anyone will read."""
+    body += chunk
+    return len(body) >= _BODY_LIMIT
 
 
 def _status_error(response: httpx.Response, body: bytes) -> TransportError:
@@ -238,27 +243,6 @@ class _Deadlines:
         )
 
 
-def _frames_of(
-    raw: bytes, decoding: _Decoding, reader: SSEReader, deadlines: _Deadlines
-) -> tuple[list[list[str]], bool]:
-    """The frames one received chunk completes, and whether the stream is done.
-
-    A frame the reader cannot produce travels as a BrokenFrame, so the
-    conversation rejects the run at its position like any violation; a stream
-    that inflates too far or does not decode ends with one.
-    """
-    batches: list[list[str]] = []
-    for chunk in decoding.feed(raw):
-        if isinstance(chunk, BrokenFrame):
-            batches.append([chunk])
-            return batches, True
-        frames = reader.feed_frames(chunk)
-        deadlines.check(len(frames))
-        if frames:
-            batches.append(frames)
-    return batches, False
-
-
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
     """The request body, exactly as sent — or a :class:`UsageError` and nothing sent.
 
@@ -277,15 +261,73 @@ def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
         ) from None
 
 
-class AgentClient:
-    """Async client for one AG-UI agent endpoint.
+H = TypeVar("H", httpx.AsyncClient, httpx.Client)
+
+
+class _Exchange:
+    """One POST and the stream answering it: everything both faces do around the bytes.
+
+    The faces differ only in how they wait (``async for`` or ``for``); what is
+    sent, what an answer must look like, how frames are cut and what a failure
+    is called is decided here, once.
+    """
+
+    __slots__ = ("body", "deadlines", "decoding", "done", "reader", "streaming", "url")
+
+    def __init__(self, client: BaseAgentClient[Any], run_input: Mapping[str, Any]) -> None:
+        self.url = client.url
+        # checked and prepared exactly as it will be sent (unknown material stripped,
+        # malformed fields refused — before anything is sent)
+        self.body = _body(run_input, client.peer_version)
+        self.reader = SSEReader(max_event_bytes=client.max_event_bytes)
+        self.streaming = False
+        self.deadlines = _Deadlines(self.url, client.idle_timeout, client.run_timeout)
+        self.decoding = _Decoding("")
+        self.done = False  # the stream was refused mid-way: nothing more is read
+
+    def timeout(self, configured: httpx.Timeout) -> httpx.Timeout:
+        return self.deadlines.timeout(configured)
+
+    def accept(self, response: httpx.Response) -> None:
+        """A 2xx answer: it must be an event stream, which from now on is being read."""
+        _check_stream(response)
+        self.decoding = _Decoding(_coding(response))
+        self.streaming = True
+
+    def frames(self, raw: bytes) -> list[str]:
+        """The frames one received chunk completes (content coding undone, the
+        deadlines checked). A frame the reader cannot produce travels as a
+        BrokenFrame, so the conversation rejects the run at its position like any
+        stream violation; a stream that inflates too far or does not decode ends
+        with one, and :attr:`done` says to read no more."""
+        frames: list[str] = []
+        for chunk in self.decoding.feed(raw):
+            if isinstance(chunk, BrokenFrame):
+                frames.append(chunk)
+                self.done = True
+                return frames
+            new = self.reader.feed_frames(chunk)
+            self.deadlines.check(len(new))
+            frames += new
+        return frames
+
+    def failed(self, exc: httpx.HTTPError) -> TransportError:
+        if isinstance(exc, httpx.ReadTimeout) and self.streaming and self.deadlines.capped:
+            return self.deadlines.idle_error()
+        return _connection_error(self.url, exc, self.streaming)
+
+
+class BaseAgentClient(Generic[H]):
+    """What the async and the sync client share (as httpx's ``BaseClient``).
 
     Args:
         url: the agent's POST endpoint.
-        http: an ``httpx.AsyncClient`` to use (one is created, and closed by
-            :meth:`aclose`, otherwise). Timeouts are on by default.
+        http: the httpx client to use (one is created, and closed with this
+            client, otherwise). Timeouts are on by default.
         headers: extra request headers (authentication, say).
+        timeout: for the httpx client this one creates.
         peer_version: the agent's protocol version when known (downgrades).
+        max_event_bytes: the largest SSE event accepted.
         idle_timeout: seconds the stream may go without a complete event
             (:data:`DEFAULT_IDLE_TIMEOUT`; ``None``: no deadline).
         run_timeout: seconds the whole run may take (``None``, the default: no
@@ -297,7 +339,7 @@ class AgentClient:
         self,
         url: str,
         *,
-        http: httpx.AsyncClient | None = None,
+        http: H | None = None,
         headers: Mapping[str, str] | None = None,
         timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
         peer_version: str | None = None,
@@ -307,12 +349,47 @@ class AgentClient:
     ) -> None:
         self.url = url
         self._own = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout)
+        self._http: H = http if http is not None else self._new_http(timeout)
         self.headers = {**_HEADERS, **(headers or {})}
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
         self.idle_timeout = idle_timeout
         self.run_timeout = run_timeout
+
+    @staticmethod
+    def _new_http(timeout: httpx.Timeout | float | None) -> H:
+        raise NotImplementedError
+
+    def _exchange(self, run_input: Mapping[str, Any]) -> _Exchange:
+        return _Exchange(self, run_input)
+
+
+@contextmanager
+def _ending(conversation: Conversation) -> Iterator[None]:
+    """A transport failure or cancellation mid-stream still ends the run (as
+    truncated, never as finished) before the exception propagates."""
+    try:
+        yield
+    except BaseException:
+        conversation.abandon_run()
+        raise
+
+
+def _deliver(
+    conversation: Conversation, frames: list[str], on_update: Callable[[Update], Any] | None
+) -> None:
+    updates = conversation.receive_many(frames)
+    if on_update is not None:
+        for update in updates:
+            on_update(update)
+
+
+class AgentClient(BaseAgentClient[httpx.AsyncClient]):
+    """Async client for one AG-UI agent endpoint (arguments: :class:`BaseAgentClient`)."""
+
+    @staticmethod
+    def _new_http(timeout: httpx.Timeout | float | None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=timeout)
 
     async def aclose(self) -> None:
         if self._own:
@@ -325,40 +402,26 @@ class AgentClient:
         await self.aclose()
 
     async def frames(self, run_input: Mapping[str, Any]) -> AsyncIterator[list[str]]:
-        """POST the input; yield the SSE ``data`` payloads each network chunk completes.
-
-        The input is checked and prepared exactly as it will be sent (unknown
-        material stripped, malformed fields refused — before anything is sent).
-        """
-        body = _body(run_input, self.peer_version)
-        reader = SSEReader(max_event_bytes=self.max_event_bytes)
-        streaming = False
-        deadlines = _Deadlines(self.url, self.idle_timeout, self.run_timeout)
+        """POST the input; yield the SSE ``data`` payloads each network chunk completes."""
+        exchange = self._exchange(run_input)
         try:
             async with self._http.stream(
                 "POST",
                 self.url,
-                content=body,
+                content=exchange.body,
                 headers=self.headers,
-                timeout=deadlines.timeout(self._http.timeout),
+                timeout=exchange.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, await _error_body(response))
-                _check_stream(response)
-                streaming = True
-                decoding = _Decoding(_coding(response))
-                async for raw in response.aiter_raw():
-                    batches, done = _frames_of(raw, decoding, reader, deadlines)
-                    for frames in batches:
+                exchange.accept(response)
+                async for chunk in response.aiter_raw():
+                    if frames := exchange.frames(chunk):
                         yield frames
-                    if done:
-                        return  # nothing more is read: the run is rejected here
-        except httpx.ReadTimeout as exc:
-            if streaming and deadlines.capped:
-                raise deadlines.idle_error() from exc
-            raise _connection_error(self.url, exc, streaming) from exc
+                    if exchange.done:
+                        return
         except httpx.HTTPError as exc:
-            raise _connection_error(self.url, exc, streaming) from exc
+            raise exchange.failed(exc) from exc
 
     async def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None
@@ -370,41 +433,18 @@ class AgentClient:
         (as truncated, never as finished) before the exception propagates.
         """
         run_input = conversation.pending_input
-        try:
+        with _ending(conversation):
             async for frames in self.frames(run_input):
-                updates = conversation.receive_many(frames)
-                if on_update is not None:
-                    for update in updates:
-                        on_update(update)
-        except BaseException:
-            conversation.abandon_run()
-            raise
+                _deliver(conversation, frames, on_update)
         return conversation.end_run()
 
 
-class SyncAgentClient:
+class SyncAgentClient(BaseAgentClient[httpx.Client]):
     """The blocking face of :class:`AgentClient` (``httpx.Client`` underneath)."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        http: httpx.Client | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
-        peer_version: str | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        run_timeout: float | None = None,
-    ) -> None:
-        self.url = url
-        self._own = http is None
-        self._http = http or httpx.Client(timeout=timeout)
-        self.headers = {**_HEADERS, **(headers or {})}
-        self.peer_version = peer_version
-        self.max_event_bytes = max_event_bytes
-        self.idle_timeout = idle_timeout
-        self.run_timeout = run_timeout
+    @staticmethod
+    def _new_http(timeout: httpx.Timeout | float | None) -> httpx.Client:
+        return httpx.Client(timeout=timeout)
 
     def close(self) -> None:
         if self._own:
@@ -417,46 +457,34 @@ class SyncAgentClient:
         self.close()
 
     def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[str]]:
-        body = _body(run_input, self.peer_version)
-        reader = SSEReader(max_event_bytes=self.max_event_bytes)
-        streaming = False
-        deadlines = _Deadlines(self.url, self.idle_timeout, self.run_timeout)
+        """POST the input; yield the SSE ``data`` payloads each network chunk completes."""
+        exchange = self._exchange(run_input)
         try:
             with self._http.stream(
                 "POST",
                 self.url,
-                content=body,
+                content=exchange.body,
                 headers=self.headers,
-                timeout=deadlines.timeout(self._http.timeout),
+                timeout=exchange.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, _error_body_sync(response))
-                _check_stream(response)
-                streaming = True
-                decoding = _Decoding(_coding(response))
-                for raw in response.iter_raw():
-                    batches, done = _frames_of(raw, decoding, reader, deadlines)
-                    yield from batches
-                    if done:
-                        return  # nothing more is read: the run is rejected here
-        except httpx.ReadTimeout as exc:
-            if streaming and deadlines.capped:
-                raise deadlines.idle_error() from exc
-            raise _connection_error(self.url, exc, streaming) from exc
+                exchange.accept(response)
+                for chunk in response.iter_raw():
+                    if frames := exchange.frames(chunk):
+                        yield frames
+                    if exchange.done:
+                        return
         except httpx.HTTPError as exc:
-            raise _connection_error(self.url, exc, streaming) from exc
+            raise exchange.failed(exc) from exc
 
     def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None
     ) -> RunResult:
+        """Send the conversation's prepared input and consume the run it starts (see
+        :meth:`AgentClient.run`)."""
         run_input = conversation.pending_input
-        try:
+        with _ending(conversation):
             for frames in self.frames(run_input):
-                updates = conversation.receive_many(frames)
-                if on_update is not None:
-                    for update in updates:
-                        on_update(update)
-        except BaseException:
-            conversation.abandon_run()
-            raise
+                _deliver(conversation, frames, on_update)
         return conversation.end_run()

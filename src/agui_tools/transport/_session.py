@@ -14,20 +14,37 @@ session carry the thread until the agent leaves nothing pending::
 
     result = await session.send("Order two widgets", on_update=render)
 
+:class:`SyncSession` is the same session for blocking code, over a
+:class:`~agui_tools.transport._client.SyncAgentClient`::
+
+    with SyncAgentClient("http://127.0.0.1:8000/agent") as client:
+        session = SyncSession(client, ask=ask_the_user)
+        ...
+        result = session.send("Order two widgets")
+
 Each turn: the run streams (text deltas, tool-call cards with argument
 previews), pending calls go through the consent policy — auto-approved,
 ``ask``-ed, or denied —, approved ones execute exactly once through the
 journal with a timeout, a handler exception becomes an ``error`` tool message
 (never a crash), and the next input carries every answer.
+
+One loop, two faces. The turn loop is written once (:class:`BaseSession`), as a
+generator that yields what it needs done — run a turn, ask the user, execute
+a call — and is sent the outcome; each face performs those steps its own way
+(awaiting, or blocking). So the async and the sync session cannot drift apart
+in what they decide, only in how they wait (the sans-I/O habit of the rest of
+the library, applied to the application's own loop).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import threading
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar, get_type_hints, overload
+from typing import Any, Generic, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
@@ -37,9 +54,16 @@ from ..app._consent import ConsentPolicy
 from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._journal import Journal
 from ..app._tools import ToolSpec
-from ._client import AgentClient
+from ._client import AgentClient, SyncAgentClient
 
-__all__ = ["Approval", "RegisteredTool", "Session", "tool_spec_from_function"]
+__all__ = [
+    "Approval",
+    "BaseSession",
+    "RegisteredTool",
+    "Session",
+    "SyncSession",
+    "tool_spec_from_function",
+]
 
 
 @dataclass(frozen=True)
@@ -66,6 +90,7 @@ class Approval:
 F = TypeVar("F", bound=Callable[..., Any])
 
 AskUser = Callable[[PendingCall], Approval | bool | Awaitable[Approval | bool]]
+C = TypeVar("C", AgentClient, SyncAgentClient)
 
 
 @dataclass(frozen=True)
@@ -136,8 +161,51 @@ def tool_spec_from_function(
     return spec, handler
 
 
-class Session:
-    """A conversation with one agent, carried turn by turn.
+# -- the steps the loop needs a face to perform ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """Send the prepared input and consume the run; the face replies with its RunResult."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """Ask the user about ``call``; the face replies with the ``ask`` callback's answer."""
+
+    call: PendingCall
+
+
+@dataclass(frozen=True, slots=True)
+class _Execute:
+    """Execute the approved ``call``; the face replies with its Answer."""
+
+    call: PendingCall
+    handler: Callable[[dict[str, Any]], Any]
+    timeout: float | None
+
+
+_Step = _Turn | _Ask | _Execute
+Steps = Generator[_Step, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """The loop returned ``value``: nothing more to perform."""
+
+    value: Any
+
+
+def _advance(steps: Steps, reply: Any) -> _Step | _Done:
+    """Hand the loop the outcome of its last step; take its next step, or its end."""
+    try:
+        return steps.send(reply)
+    except StopIteration as done:
+        return _Done(done.value)
+
+
+class BaseSession(Generic[C]):
+    """A conversation with one agent, carried turn by turn: what both faces share.
 
     Args:
         client: the transport to the agent.
@@ -151,7 +219,7 @@ class Session:
 
     def __init__(
         self,
-        client: AgentClient,
+        client: C,
         *,
         ask: AskUser | None = None,
         consent: ConsentPolicy | None = None,
@@ -162,7 +230,7 @@ class Session:
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
     ) -> None:
-        self.client = client
+        self.client: C = client
         self.ask = ask
         self.timeout = timeout
         self.max_turns = max_turns
@@ -233,38 +301,31 @@ class Session:
             )
         return self.conversation
 
-    # -- the loop ---------------------------------------------------------------------
+    # -- the loop, once -------------------------------------------------------------
 
-    async def send(
-        self, text: str | None = None, *, on_update: Callable[[Update], Any] | None = None
-    ) -> RunResult:
-        """Send a user message and carry the thread until nothing is pending.
-
-        Returns the last run's result: ``success`` with no pending calls when
-        the agent is done, or whatever stopped the loop (an interrupt, an
-        error, a truncated or rejected stream, ``max_turns``).
-        """
+    def _send_steps(self, text: str | None, emit: Callable[[Update], Any]) -> Steps:
+        """Send a user message and carry the thread until nothing is pending."""
         conv = self._conversation()
-        emit = on_update or (lambda _u: None)
         if text is not None:
             conv.next_input(user=text)
         else:
             conv.next_input()
         result: RunResult | None = None
         for _ in range(self.max_turns):
-            result = await self.client.run(conv, on_update=emit)
+            result = yield _Turn()
+            assert result is not None
             for update in conv.take_updates():
                 emit(update)
             # the agent is done when its run left no calls at all; calls the core already
             # answered (refused, invalid, denied) still need the agent to hear the answer
             if result.status != "success" or not result.pending:
                 return result
-            await self.dispose(emit)
+            yield from self._dispose_steps(emit)
             conv.next_input()
         assert result is not None
         return result
 
-    async def dispose(self, emit: Callable[[Update], Any]) -> None:
+    def _dispose_steps(self, emit: Callable[[Update], Any]) -> Steps:
         """Answer every pending call: ask, execute, or leave it to the answers already given."""
         conv = self._conversation()
         for call in list(conv.pending):
@@ -276,7 +337,8 @@ class Session:
                         call.call_id, by="policy", reason="no one was available to ask for consent"
                     )
                 else:
-                    approval = await self._ask(call)
+                    answer = yield _Ask(call)
+                    approval = Approval(answer) if isinstance(answer, bool) else answer
                     if approval.approved:
                         conv.approve(
                             call.call_id,
@@ -287,26 +349,69 @@ class Session:
                     else:
                         conv.decline(call.call_id, by="user", reason=approval.reason)
             if call.status is CallStatus.APPROVED:
-                await self._execute(call)
+                registered = self._tools.get(call.name)
+                if registered is None:  # an unadvertised tool routed elsewhere has no handler here
+                    conv.fail(call.call_id, f"no handler is registered for {call.name!r}")
+                else:
+                    timeout = registered.timeout if registered.timeout is not None else self.timeout
+                    yield _Execute(call, registered.handler, timeout)
             for update in conv.take_updates():
                 emit(update)
 
-    async def _ask(self, call: PendingCall) -> Approval:
-        assert self.ask is not None
-        answer = self.ask(call)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        if isinstance(answer, bool):
-            return Approval(answer)
-        return answer
 
-    async def _execute(self, call: PendingCall) -> Answer:
-        conv = self._conversation()
-        registered = self._tools.get(call.name)
-        if registered is None:  # an unadvertised tool routed elsewhere has no handler here
-            return conv.fail(call.call_id, f"no handler is registered for {call.name!r}")
-        timeout = registered.timeout if registered.timeout is not None else self.timeout
-        handler = registered.handler
+def _ignore(update: Update) -> None:
+    return None
+
+
+def _deadline(timeout: float) -> TimeoutError:
+    return TimeoutError(f"the handler did not finish within {timeout:g} s; its outcome is unknown")
+
+
+class Session(BaseSession[AgentClient]):
+    """The async session (see :class:`BaseSession` for its arguments)::
+
+        session = Session(AgentClient(url), ask=ask_the_user)
+        result = await session.send("Order two widgets", on_update=render)
+
+    ``ask`` may be a coroutine function; tool handlers may be too (a plain
+    one runs in a worker thread, so it does not block the event loop).
+    """
+
+    async def send(
+        self, text: str | None = None, *, on_update: Callable[[Update], Any] | None = None
+    ) -> RunResult:
+        """Send a user message and carry the thread until nothing is pending.
+
+        Returns the last run's result: ``success`` with no pending calls when
+        the agent is done, or whatever stopped the loop (an interrupt, an
+        error, a truncated or rejected stream, ``max_turns``).
+        """
+        emit = on_update or _ignore
+        result: RunResult = await self._perform(self._send_steps(text, emit), emit)
+        return result
+
+    async def dispose(self, emit: Callable[[Update], Any]) -> None:
+        """Answer every pending call: ask, execute, or leave it to the answers already given."""
+        await self._perform(self._dispose_steps(emit), emit)
+
+    async def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            reply: Any
+            if isinstance(step, _Turn):
+                reply = await self.client.run(self._conversation(), on_update=emit)
+            elif isinstance(step, _Ask):
+                assert self.ask is not None
+                reply = self.ask(step.call)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+            else:
+                reply = await self._execute(step)
+            step = _advance(steps, reply)
+        return step.value
+
+    async def _execute(self, step: _Execute) -> Answer:
+        handler, timeout = step.handler, step.timeout
 
         async def run(arguments: dict[str, Any]) -> Any:
             if inspect.iscoroutinefunction(handler):
@@ -330,8 +435,93 @@ class Session:
             except TimeoutError:
                 if not deadline.expired():
                     raise
-                raise TimeoutError(
-                    f"the handler did not finish within {timeout:g} s; its outcome is unknown"
-                ) from None
+                raise _deadline(timeout) from None
 
-        return await conv.execute_async(call.call_id, bounded)
+        return await self._conversation().execute_async(step.call.call_id, bounded)
+
+
+class SyncSession(BaseSession[SyncAgentClient]):
+    """The blocking session, for scripts and threads (see :class:`BaseSession`)::
+
+        with SyncAgentClient(url) as client:
+            session = SyncSession(client, ask=ask_the_user)
+            result = session.send("Order two widgets", on_update=render)
+
+    ``ask`` answers directly (an :class:`Approval` or a bool). A handler with
+    a timeout runs in a worker thread, so the deadline holds while it hangs
+    (the thread is left behind, like the async face's worker: a Python thread
+    cannot be stopped); a handler that returns an awaitable (an ``async def``
+    tool) has it run to completion in that thread's own event loop.
+    """
+
+    def send(
+        self, text: str | None = None, *, on_update: Callable[[Update], Any] | None = None
+    ) -> RunResult:
+        """Send a user message and carry the thread until nothing is pending (see
+        :meth:`Session.send`)."""
+        emit = on_update or _ignore
+        result: RunResult = self._perform(self._send_steps(text, emit), emit)
+        return result
+
+    def dispose(self, emit: Callable[[Update], Any]) -> None:
+        """Answer every pending call: ask, execute, or leave it to the answers already given."""
+        self._perform(self._dispose_steps(emit), emit)
+
+    def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            reply: Any
+            if isinstance(step, _Turn):
+                reply = self.client.run(self._conversation(), on_update=emit)
+            elif isinstance(step, _Ask):
+                assert self.ask is not None
+                reply = self.ask(step.call)
+                if inspect.isawaitable(reply):
+                    if inspect.iscoroutine(reply):
+                        reply.close()
+                    raise UsageError(
+                        "a SyncSession's ask callback must answer directly (an Approval or a "
+                        "bool), not return an awaitable; use Session for an async one"
+                    )
+            else:
+                reply = self._execute(step)
+            step = _advance(steps, reply)
+        return step.value
+
+    def _execute(self, step: _Execute) -> Answer:
+        handler, timeout = step.handler, step.timeout
+
+        def bounded(arguments: dict[str, Any]) -> Any:
+            if timeout is None:
+                return _complete(handler, arguments)
+            outcome: Future[Any] = Future()
+
+            def work() -> None:
+                try:
+                    outcome.set_result(_complete(handler, arguments))
+                except BaseException as exc:  # handed to the waiting thread, raised there
+                    outcome.set_exception(exc)
+
+            threading.Thread(target=work, name=f"tool {step.call.name}", daemon=True).start()
+            try:
+                return outcome.result(timeout)
+            except TimeoutError:
+                # only our own deadline is reported as one: a TimeoutError the handler
+                # raised itself (a socket timeout, say) is its failure, told as such
+                if outcome.done():
+                    raise
+                raise _deadline(timeout) from None
+
+        return self._conversation().execute(step.call.call_id, bounded)
+
+
+def _complete(handler: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
+    """Call a handler; an awaitable it returns (an ``async def`` tool) is run to its end."""
+    result = handler(arguments)
+    if inspect.isawaitable(result):
+        return asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable

@@ -19,7 +19,6 @@ from __future__ import annotations
 from ._codec import (
     Decoded,
     Decoder,
-    WireEvent,
     decode_event,
     decode_run_input,
     encode_event,
@@ -29,6 +28,7 @@ from ._codec import (
 )
 from ._enforce import Enforcer
 from ._framing import NDJSONReader, SSEReader, ndjson_frame, sse_comment, sse_frame
+from ._kinds import WireEvent
 from ._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ._upgrade import CompatibilityBoundary
 from ._verify import Limits, RunStatus, RunSummary, Verifier

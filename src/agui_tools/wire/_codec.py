@@ -35,7 +35,8 @@ from .._errors import (
     UsageError,
     describe_value,
 )
-from ._enforce import DEFAULT_MAX_DEPTH, Enforcer, depth_excess, escape_pointer
+from ._enforce import DEFAULT_MAX_DEPTH, Enforcer, depth_excess, escape_pointer, shared_enforcer
+from ._kinds import WireEvent
 from ._upgrade import CompatibilityBoundary, upgrade_run_input
 
 __all__ = [
@@ -57,9 +58,6 @@ __all__ = [
 if TYPE_CHECKING:  # the official models cost ~0.4 s to import: built on demand only
     from ag_ui.core import Event, RunAgentInput
     from pydantic import BaseModel, TypeAdapter
-
-WireEvent = dict[str, Any]
-"""One event as it travels the pipeline: the parsed, enforced JSON object."""
 
 
 class Decoded:
@@ -109,12 +107,6 @@ class DecodedInput:
         from ag_ui.core import RunAgentInput
 
         return RunAgentInput.model_validate(self.wire)
-
-
-@cache
-def _enforcer(max_depth: int = DEFAULT_MAX_DEPTH) -> Enforcer:
-    """One enforcer per nesting limit (its fast checks are compiled with it)."""
-    return Enforcer(max_depth=max_depth)
 
 
 _PARSER_DEPTH: Final = 1024  # orjson refuses to read deeper
@@ -168,7 +160,7 @@ class Decoder:
     def __init__(
         self, enforcer: Enforcer | None = None, *, max_depth: int = DEFAULT_MAX_DEPTH
     ) -> None:
-        self.enforcer = enforcer or _enforcer(max_depth)
+        self.enforcer = enforcer or shared_enforcer(max_depth)
         self.boundary = CompatibilityBoundary()
         self.fast_checks: dict[str, Callable[[dict[str, Any]], bool]] = {
             k: v for k, v in self.enforcer.fast_checks.items() if k != "RUN_STARTED"
@@ -246,7 +238,7 @@ def decode_run_input(
     """
     obj = parse_json(data, where="run input") if isinstance(data, (bytes, str)) else data
     upgraded, notes = upgrade_run_input(obj)
-    wire, warnings = _enforcer(max_depth).run_input(upgraded, max_unknown=max_unknown)
+    wire, warnings = shared_enforcer(max_depth).run_input(upgraded, max_unknown=max_unknown)
     return DecodedInput(wire, (*notes, *warnings))
 
 

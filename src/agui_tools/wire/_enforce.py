@@ -27,6 +27,7 @@ which is the reference and produces the exact warnings and errors.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any, Final
 
 from .._errors import (
@@ -639,3 +640,10 @@ class Enforcer:
             walker.warn("PROC-5", clean.path, f"dropped {clean.path or 'the value'}: {clean.why}")
             return None, walker.warnings
         return clean, walker.warnings
+
+
+@cache
+def shared_enforcer(max_depth: int = DEFAULT_MAX_DEPTH) -> Enforcer:
+    """One enforcer per nesting limit, shared by every decoder and emitter of the
+    process (its fast checks are compiled with it, once)."""
+    return Enforcer(max_depth=max_depth)

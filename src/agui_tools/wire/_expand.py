@@ -48,71 +48,24 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .._errors import LimitExceeded, ProtocolViolation, describe_value
+from ._kinds import BY_CHUNK, CHUNK_TYPES, FAMILY, StreamedKind, WireEvent
 
 __all__ = ["Expander"]
 
-Event = dict[str, Any]
 
-# chunk type → (kind, id field, start, content, end, opener fields repeated by continuations,
-# the chunk type itself)
-_KINDS: Final = {
-    "TEXT_MESSAGE_CHUNK": (
-        "text",
-        "messageId",
-        "TEXT_MESSAGE_START",
-        "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END",
-        ("role", "name"),
-        "TEXT_MESSAGE_CHUNK",
-    ),
-    "TOOL_CALL_CHUNK": (
-        "tool",
-        "toolCallId",
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
-        ("toolCallName", "parentMessageId"),
-        "TOOL_CALL_CHUNK",
-    ),
-    "REASONING_MESSAGE_CHUNK": (
-        "reasoning",
-        "messageId",
-        "REASONING_MESSAGE_START",
-        "REASONING_MESSAGE_CONTENT",
-        "REASONING_MESSAGE_END",
-        (),
-        "REASONING_MESSAGE_CHUNK",
-    ),
-}
-_FIRST_CHUNK_RULE: Final = {"text": "CHUNK-4", "reasoning": "CHUNK-5", "tool": "CHUNK-6"}
-
-CHUNK_TYPES: Final = frozenset(_KINDS)
 RUN_LEVEL: Final = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
 STAND_ASIDE: Final = frozenset(
     {"RAW", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "REASONING_ENCRYPTED_VALUE", "SUBAGENT_STARTED"}
 )
 SUBAGENT_TERMINAL: Final = frozenset({"SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
-# the streamed-item family of each explicit event (spans, steps and state have none):
-# only an event of a stream's own family ends it by naming its identifier
-FAMILY: Final = {
-    **dict.fromkeys(("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"), "text"),
-    **dict.fromkeys(
-        ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"), "tool"
-    ),
-    **dict.fromkeys(
-        ("REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END"),
-        "reasoning",
-    ),
-}
 _CARRIED: Final = ("metadata", "rawEvent", "subagentRunId")
 
 
-def _missing_opener(chunk: Event, kind: str, id_field: str) -> str | None:
+def _missing_opener(chunk: WireEvent, spec: StreamedKind) -> str | None:
     """What a chunk lacks to open an item (CHUNK-4, CHUNK-5, CHUNK-6), or ``None``."""
-    if chunk.get(id_field) is None:
-        return id_field
-    if kind == "tool" and chunk.get("toolCallName") is None:
-        return "toolCallName"
+    for field in spec.first_chunk_fields:
+        if chunk.get(field) is None:
+            return field
     return None
 
 
@@ -128,26 +81,22 @@ class _Stream:
         "item_id",
         "kind",
         "lane",
-        "start_type",
+        "spec",
     )
 
     def __init__(
-        self,
-        kind: str,
-        item_id: str,
-        lane: str | None,
-        fields: dict[str, Any],
-        spec: tuple[Any, ...],
+        self, spec: StreamedKind, item_id: str, lane: str | None, fields: dict[str, Any]
     ) -> None:
-        self.kind = kind
+        self.spec = spec
+        self.kind = spec.name
         self.item_id = item_id
         self.lane = lane
         self.fields = fields
-        self.id_field: str = spec[1]
-        self.chunk_type: str = spec[6]
-        self.start_type: str = spec[2]
-        self.content: str = spec[3]
-        self.end: str = spec[4]
+        # the row's members the hot path reads, one attribute lookup away
+        self.id_field = spec.id_field
+        self.chunk_type = spec.chunk
+        self.content = spec.content
+        self.end = spec.end
 
 
 class Expander:
@@ -190,7 +139,7 @@ class Expander:
         stream = self._lanes.get(lane)
         return None if stream is None else (stream.kind, stream.item_id)
 
-    def closures(self, event: Event) -> list[str | None]:
+    def closures(self, event: WireEvent) -> list[str | None]:
         """The lanes whose open chunk stream ``event`` would close, in the order
         :meth:`feed` closes them — asked without closing anything.
 
@@ -206,7 +155,7 @@ class Expander:
             return self._opening_closes(event)
         return self._closes(event, kind)
 
-    def feed(self, event: Event, index: int | None = None) -> list[Event]:
+    def feed(self, event: WireEvent, index: int | None = None) -> list[WireEvent]:
         kind = event["type"]
         lanes = self._lanes
         if not lanes:
@@ -215,7 +164,7 @@ class Expander:
             return [event]
         if kind in CHUNK_TYPES:
             return self._chunk(event, index)
-        out: list[Event] = []
+        out: list[WireEvent] = []
         for lane in self._closes(event, kind):  # a loop, not a comprehension: no cells here
             out.append(self._end(lanes.pop(lane)))
         out.append(event)
@@ -223,7 +172,7 @@ class Expander:
 
     # -- closing -----------------------------------------------------------
 
-    def _closes(self, event: Event, kind: str) -> list[str | None]:
+    def _closes(self, event: WireEvent, kind: str) -> list[str | None]:
         """The closing rules for an event that is not a chunk (see the module doc)."""
         lanes = self._lanes
         if kind in STAND_ASIDE:
@@ -247,18 +196,18 @@ class Expander:
             closed.append(own)
         return closed
 
-    def _opening_closes(self, chunk: Event) -> list[str | None]:
+    def _opening_closes(self, chunk: WireEvent) -> list[str | None]:
         """The lane a chunk would close by opening a new item there: its tag's."""
-        spec = _KINDS[chunk["type"]]
-        kind, id_field = spec[0], spec[1]
-        if _missing_opener(chunk, kind, id_field) is not None:
+        spec = BY_CHUNK[chunk["type"]]
+        kind, id_field = spec.name, spec.id_field
+        if _missing_opener(chunk, spec) is not None:
             return []  # a continuation, or a first chunk feed() refuses (CHUNK-4..6)
         if self._assembling(kind, chunk[id_field]) is not None:
             return []  # it continues its item's open stream
         lane = chunk.get("subagentRunId")
         return [lane] if lane in self._lanes else []
 
-    def _lane_of(self, event: Event, kind: str, family: str | None) -> str | None:
+    def _lane_of(self, event: WireEvent, kind: str, family: str | None) -> str | None:
         """The owner whose lane an explicit event arrives in.
 
         Its tag when it carries one; an untagged continuation continues
@@ -282,22 +231,22 @@ class Expander:
         found, owner = self._owner_of(family, ident)
         return owner if found else None
 
-    def _close_lane(self, lane: str | None) -> list[Event]:
+    def _close_lane(self, lane: str | None) -> list[WireEvent]:
         stream = self._lanes.pop(lane, None)
         if stream is None:
             return []
         return [self._end(stream)]
 
     @staticmethod
-    def _end(stream: _Stream) -> Event:
-        end: Event = {"type": stream.end, stream.id_field: stream.item_id}
+    def _end(stream: _Stream) -> WireEvent:
+        end: WireEvent = {"type": stream.end, stream.id_field: stream.item_id}
         if stream.lane is not None:
             end["subagentRunId"] = stream.lane
         return end
 
     # -- chunks --------------------------------------------------------------
 
-    def _chunk(self, chunk: Event, index: int | None) -> list[Event]:
+    def _chunk(self, chunk: WireEvent, index: int | None) -> list[WireEvent]:
         if len(chunk) == 2:
             # the commonest chunk of all: {"type", "delta"} continuing the parent's
             # open stream of its kind — nothing to resolve, repeat or carry
@@ -305,8 +254,8 @@ class Expander:
             delta = chunk.get("delta")
             if parent is not None and delta is not None and parent.chunk_type == chunk["type"]:
                 return [{"type": parent.content, parent.id_field: parent.item_id, "delta": delta}]
-        spec = _KINDS[chunk["type"]]
-        kind, id_field = spec[0], spec[1]
+        spec = BY_CHUNK[chunk["type"]]
+        kind, id_field = spec.name, spec.id_field
         item_id = chunk.get(id_field)
         tag = chunk.get("subagentRunId")
         lanes = self._lanes
@@ -332,13 +281,13 @@ class Expander:
         else:
             lane, stream = self._resolve(kind, chunk, index)
 
-        out: list[Event] = []
+        out: list[WireEvent] = []
         if stream is None:
             # a first chunk: it opens an item (after closing whatever its lane held)
-            missing = _missing_opener(chunk, kind, id_field)
+            missing = _missing_opener(chunk, spec)
             if missing is not None:
                 raise ProtocolViolation(
-                    _FIRST_CHUNK_RULE[kind],
+                    spec.first_chunk_rule,
                     f"the first {chunk['type']} of an item must carry {missing}: no {kind} "
                     "chunk stream is open for it to continue, and a consumer must not invent one "
                     "(CHUNK-7).",
@@ -355,23 +304,21 @@ class Expander:
                     index=index,
                     event_type=chunk["type"],
                 )
-            fields = {f: chunk[f] for f in spec[5] if f in chunk}
-            stream = _Stream(kind, item_id, lane, fields, spec)
+            fields = {f: chunk[f] for f in spec.opener_fields if f in chunk}
+            stream = _Stream(spec, item_id, lane, fields)
             lanes[lane] = stream
-            start: Event = {"type": stream.start_type, id_field: item_id}
-            if kind == "reasoning":
-                start["role"] = "reasoning"
+            start: WireEvent = {"type": spec.start, id_field: item_id, **spec.start_fields}
             start.update(fields)
             self._carry(chunk, start)
             out.append(start)
             delta = chunk.get("delta")
             if delta is not None:
-                content: Event = {"type": stream.content, id_field: item_id, "delta": delta}
+                content: WireEvent = {"type": stream.content, id_field: item_id, "delta": delta}
                 self._carry(chunk, content)
                 out.append(content)
             return out
 
-        self._check_repeats(stream, chunk, index, spec)
+        self._check_repeats(stream, chunk, index)
         delta = chunk.get("delta")
         if delta is None and "metadata" not in chunk:
             return out  # a bare continuation: nothing to add
@@ -388,7 +335,7 @@ class Expander:
         return None
 
     def _resolve(
-        self, kind: str, chunk: Event, index: int | None
+        self, kind: str, chunk: WireEvent, index: int | None
     ) -> tuple[str | None, _Stream | None]:
         lanes = self._lanes
         parent = lanes.get(None)
@@ -409,10 +356,8 @@ class Expander:
             )
         return None, None
 
-    def _check_repeats(
-        self, stream: _Stream, chunk: Event, index: int | None, spec: tuple[Any, ...]
-    ) -> None:
-        for field in spec[5]:
+    def _check_repeats(self, stream: _Stream, chunk: WireEvent, index: int | None) -> None:
+        for field in stream.spec.opener_fields:
             if field not in chunk:
                 continue
             value = chunk[field]
@@ -431,11 +376,11 @@ class Expander:
                     path=f"/{field}",
                     value=describe_value(value),
                     event_type=chunk["type"],
-                    ids={spec[1]: stream.item_id},
+                    ids={stream.id_field: stream.item_id},
                 )
 
     @staticmethod
-    def _carry(chunk: Event, target: Event) -> None:
+    def _carry(chunk: WireEvent, target: WireEvent) -> None:
         for field in _CARRIED:
             if field in chunk:
                 target[field] = chunk[field]

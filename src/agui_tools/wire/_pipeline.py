@@ -32,13 +32,12 @@ import orjson
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageError
 from ._codec import Decoder, parse_json
 from ._enforce import Enforcer
-from ._expand import CHUNK_TYPES, Expander
+from ._expand import Expander
 from ._framing import BrokenFrame
+from ._kinds import CHUNK_TYPES, WireEvent
 from ._verify import Limits, RunSummary, Verifier
 
 __all__ = ["ConsumerPipeline", "Middleware", "StreamResult"]
-
-Event = dict[str, Any]
 
 
 class Middleware(Protocol):
@@ -52,7 +51,7 @@ class Middleware(Protocol):
     MUST be prepared for chunks and triads alike (PROC-7).
     """
 
-    def __call__(self, event: Event) -> Iterable[Event | ProtocolWarning]: ...
+    def __call__(self, event: WireEvent) -> Iterable[WireEvent | ProtocolWarning]: ...
 
 
 @dataclass
@@ -121,13 +120,13 @@ class ConsumerPipeline:
         self.index = -1
         self.delivered = 0
         self.error: ProtocolViolation | None = None
-        self.partial: list[Event] = []
+        self.partial: list[WireEvent] = []
         """Events of the failing frame that were verified before the violation."""
         self._closed = False
 
     # -- feeding -----------------------------------------------------------------
 
-    def feed(self, frame: bytes | str | Mapping[str, Any]) -> list[Event]:
+    def feed(self, frame: bytes | str | Mapping[str, Any]) -> list[WireEvent]:
         """Consume one event (a JSON text or a parsed object); return what to deliver.
 
         A :class:`~agui_tools.wire._framing.BrokenFrame` (a frame the framing layer
@@ -169,7 +168,7 @@ class ConsumerPipeline:
             self.error = exc if exc.index == index else exc.at(index)
             raise self.error from None
 
-    def feed_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Event]:
+    def feed_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[WireEvent]:
         """Consume several events; return everything to deliver, in order.
 
         Same semantics as calling :meth:`feed` per frame, in one loop: the SSE
@@ -186,7 +185,7 @@ class ConsumerPipeline:
         if self._closed:
             raise UsageError("feed_many() after close(): the stream has ended.")
         if self._middleware:
-            out: list[Event] = []
+            out: list[WireEvent] = []
             try:
                 for frame in frames:
                     out += self.feed(frame)
@@ -292,7 +291,7 @@ class ConsumerPipeline:
 
     # -- stages ------------------------------------------------------------------
 
-    def _after_boundary(self, obj: Any, index: int) -> list[Event]:
+    def _after_boundary(self, obj: Any, index: int) -> list[WireEvent]:
         translated, notes = self._decoder.boundary.translate(obj, index)
         if notes:
             self._notes(notes)
@@ -306,7 +305,7 @@ class ConsumerPipeline:
                     else:
                         nxt.append(item)
             events = nxt
-        out: list[Event] = []
+        out: list[WireEvent] = []
         for ev in events:
             wire, warnings = self._enforce(ev, index)
             if warnings:
@@ -315,7 +314,7 @@ class ConsumerPipeline:
                 out += self._expand_verify(wire, index)
         return out
 
-    def _expand_verify(self, wire: Event, index: int) -> list[Event]:
+    def _expand_verify(self, wire: WireEvent, index: int) -> list[WireEvent]:
         expanded = self._expander.feed(wire, index)
         verify = self.verifier.feed
         try:

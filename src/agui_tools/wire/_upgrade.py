@@ -92,29 +92,27 @@ def _omit_null(obj: JsonObj, key: str, path: str, notes: _Notes | None, what: st
 
 
 def _upgrade_parts(parts: list[Any], path: str, notes: _Notes | None) -> list[Any]:
-    out: list[Any] | None = None
-    for i, part in enumerate(parts):
-        new = part
-        if isinstance(part, dict):
-            kind = part.get("type")
-            if kind == "binary":
-                upgraded, lost = upgrade_binary_part(part)
-                if upgraded is not None:
-                    new = upgraded
-                    if notes is not None:
-                        msg = (
-                            f"upgraded a retired binary content part to an {upgraded['type']} part"
-                        )
-                        if lost:
-                            msg += f" (could not carry: {lost})"
-                        notes.add(f"{path}/{i}", msg)
-            elif kind in _MEDIA_PARTS:
-                new = _omit_null(part, "metadata", f"{path}/{i}", notes, f"{kind} part metadata")
-        if new is not part:
-            if out is None:
-                out = list(parts)
-            out[i] = new
-    return parts if out is None else out
+    upgraded: list[Any] = _upgrade_list(parts, path, lambda p, at: _upgrade_part(p, at, notes))
+    return upgraded
+
+
+def _upgrade_part(part: Any, path: str, notes: _Notes | None) -> Any:
+    if not isinstance(part, dict):
+        return part
+    kind = part.get("type")
+    if kind == "binary":
+        upgraded, lost = upgrade_binary_part(part)
+        if upgraded is None:
+            return part
+        if notes is not None:
+            msg = f"upgraded a retired binary content part to an {upgraded['type']} part"
+            if lost:
+                msg += f" (could not carry: {lost})"
+            notes.add(path, msg)
+        return upgraded
+    if kind in _MEDIA_PARTS:
+        return _omit_null(part, "metadata", path, notes, f"{kind} part metadata")
+    return part
 
 
 def _upgrade_message(msg: Any, path: str, notes: _Notes | None) -> Any:

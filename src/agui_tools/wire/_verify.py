@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Final, Literal
 
 import orjson
@@ -37,10 +38,10 @@ import orjson
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
 from .._version import PROTOCOL_VERSION, parse_version
 from ._enforce import DEFAULT_MAX_DEPTH
+from ._kinds import CHUNK_TYPES, STREAMED, Handler, WireEvent, event_types, handlers, message_kind
 
 __all__ = ["Limits", "RunStatus", "RunSummary", "Verifier"]
 
-Event = dict[str, Any]
 RunStatus = Literal[
     "running", "success", "interrupt", "cancelled", "error", "truncated", "rejected"
 ]
@@ -140,41 +141,13 @@ class _Item:
 
 
 _BEFORE, _ACTIVE, _FINISHED, _ERRORED = range(4)
-_ALL_TYPES: Final = [
-    "TEXT_MESSAGE_START",
-    "TEXT_MESSAGE_CONTENT",
-    "TEXT_MESSAGE_END",
-    "TOOL_CALL_START",
-    "TOOL_CALL_ARGS",
-    "TOOL_CALL_END",
-    "TOOL_CALL_RESULT",
-    "STATE_SNAPSHOT",
-    "STATE_DELTA",
-    "MESSAGES_SNAPSHOT",
-    "ACTIVITY_SNAPSHOT",
-    "ACTIVITY_DELTA",
-    "RAW",
-    "CUSTOM",
-    "RUN_STARTED",
-    "RUN_FINISHED",
-    "RUN_ERROR",
-    "STEP_STARTED",
-    "STEP_FINISHED",
-    "REASONING_START",
-    "REASONING_MESSAGE_START",
-    "REASONING_MESSAGE_CONTENT",
-    "REASONING_MESSAGE_END",
-    "REASONING_END",
-    "REASONING_ENCRYPTED_VALUE",
-    "SUBAGENT_STARTED",
-    "SUBAGENT_FINISHED",
-    "SUBAGENT_ERROR",
-]
 _MISSING: Final = object()
 
-_NOUN: Final = {"text": "text message", "tool": "tool call", "reasoning": "reasoning message"}
-# the rule that states the streaming discipline for each kind
-_RULE: Final = {"text": "TEXT-8", "tool": "TOOL-20", "reasoning": "REAS-4"}
+
+@cache
+def _event_types() -> frozenset[str]:
+    """The types the verifier sees: the schema's, after chunk expansion (CHUNK-1)."""
+    return event_types() - CHUNK_TYPES
 
 
 class Verifier:
@@ -208,7 +181,7 @@ class Verifier:
         self.frontend_tools = frozenset(frontend_tools)
         self.warnings: list[ProtocolWarning] = []
         self.runs: list[RunSummary] = []
-        self._on_warning = on_warning
+        self._warning_sink = on_warning
         self._state = _BEFORE
         self._thread_id = thread_id
         self._run_no = 0
@@ -235,38 +208,13 @@ class Verifier:
         self._tags_seen: set[str] = set()
         self._activities: dict[str, str | None] = {}  # activity id → owner (this run)
         self._seed(history)
-        handlers: dict[str, Callable[[Event, int | None], None]] = {
-            "TEXT_MESSAGE_START": self._text_start,
-            "TEXT_MESSAGE_CONTENT": self._text_content,
-            "TEXT_MESSAGE_END": self._text_end,
-            "TOOL_CALL_START": self._tool_start,
-            "TOOL_CALL_ARGS": self._tool_args,
-            "TOOL_CALL_END": self._tool_end,
-            "REASONING_MESSAGE_START": self._reasoning_start,
-            "REASONING_MESSAGE_CONTENT": self._reasoning_content,
-            "REASONING_MESSAGE_END": self._reasoning_end,
-            "TOOL_CALL_RESULT": self._tool_result,
-            "REASONING_START": self._span_start,
-            "REASONING_END": self._span_end,
-            "STEP_STARTED": self._step_start,
-            "STEP_FINISHED": self._step_end,
-            "SUBAGENT_STARTED": self._subagent_start,
-            "SUBAGENT_FINISHED": self._subagent_end,
-            "SUBAGENT_ERROR": self._subagent_end,
-            "MESSAGES_SNAPSHOT": self._messages_snapshot,
-            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
-            "ACTIVITY_DELTA": self._activity_delta,
-            "RUN_STARTED": self._nested_run_started,
-            "RUN_FINISHED": self._run_finished,
-            "RUN_ERROR": self._run_error,
+        # every expanded event type has a handler for the active state: its ``_on_*``
+        # method, or — state, RAW, CUSTOM, encrypted values — the standalone one
+        own = handlers(self)
+        self._active: dict[str, Handler] = {
+            kind: own.get(kind, self._standalone) for kind in _event_types()
         }
-        # everything else (state, activity, RAW, CUSTOM, encrypted values) stands alone
-        self._active: dict[str, Callable[[Event, int | None], None]] = {
-            kind: handlers.get(kind, self._standalone) for kind in _ALL_TYPES
-        }
-        self._gated: dict[str, Callable[[Event, int | None], None]] = dict.fromkeys(
-            _ALL_TYPES, self._gate
-        )
+        self._gated: dict[str, Handler] = dict.fromkeys(_event_types(), self._gate)
         self.dispatch = self._gated
         """Event type → the handler for the current state. Callers that already
         know the type (the pipeline's loop) may call ``dispatch[type](event, index)``
@@ -298,7 +246,7 @@ class Verifier:
         item = self._items.get((kind, ident))
         return item is not None and item.ended and not item.open
 
-    def feed(self, ev: Event, index: int | None = None) -> None:
+    def feed(self, ev: WireEvent, index: int | None = None) -> None:
         """Judge one expanded event; raise :class:`ProtocolViolation` if fatal."""
         self.dispatch[ev["type"]](ev, index)
 
@@ -306,16 +254,16 @@ class Verifier:
         self._state = state
         self.dispatch = self._active if state is _ACTIVE else self._gated
 
-    def _gate(self, ev: Event, index: int | None) -> None:
+    def _gate(self, ev: WireEvent, index: int | None) -> None:
         self._lifecycle_gate(ev, ev["type"], index)
 
-    def _standalone(self, ev: Event, index: int | None) -> None:
+    def _standalone(self, ev: WireEvent, index: int | None) -> None:
         """State, activity, passthrough and encrypted-value events: no sequence of their own."""
         tag = ev.get("subagentRunId")
         if tag is not None:
             self._tags_seen.add(tag)
 
-    def _nested_run_started(self, ev: Event, index: int | None) -> None:
+    def _on_run_started(self, ev: WireEvent, index: int | None) -> None:
         raise self._violation(
             "RUN-13",
             "a RUN_STARTED arrived while the current run is still active; a producer must "
@@ -348,10 +296,10 @@ class Verifier:
 
     # -- lifecycle -------------------------------------------------------------
 
-    def _lifecycle_gate(self, ev: Event, kind: str, index: int | None) -> None:
+    def _lifecycle_gate(self, ev: WireEvent, kind: str, index: int | None) -> None:
         """Events arriving while no run is active (RUN-1, RUN-12)."""
         if kind == "RUN_STARTED":
-            self._run_started(ev, index)
+            self._open_run(ev, index)
             return
         if kind == "RUN_ERROR":
             if self._state is _BEFORE:
@@ -386,7 +334,7 @@ class Verifier:
             ids={"runId": self._run.run_id or ""} if self._run and self._run.run_id else None,
         )
 
-    def _run_started(self, ev: Event, index: int | None) -> None:
+    def _open_run(self, ev: WireEvent, index: int | None) -> None:
         thread_id, run_id = ev["threadId"], ev["runId"]
         if self._thread_id is None:
             self._thread_id = thread_id
@@ -450,7 +398,7 @@ class Verifier:
                 path="/protocolVersion",
             )
 
-    def _run_finished(self, ev: Event, index: int | None) -> None:
+    def _on_run_finished(self, ev: WireEvent, index: int | None) -> None:
         run = self._run
         assert run is not None
         for key in ("threadId", "runId"):
@@ -511,15 +459,15 @@ class Verifier:
         run.status = kind  # type: ignore[assignment]
         self._enter(_FINISHED)
 
-    def _require_all_closed(self, ev: Event, index: int | None) -> None:
+    def _require_all_closed(self, ev: WireEvent, index: int | None) -> None:
         for kind, ident in ((k, i) for k, table in self._open.items() for i in table):
             raise self._violation(
-                _RULE[kind] if kind != "text" else "STREAM-4",
-                f"cannot finish the run while {_NOUN[kind]} {ident!r} is still open; every item a "
+                STREAMED[kind].left_open,
+                f"cannot finish the run while {STREAMED[kind].noun} {ident!r} is still open; every item a "
                 "producer opens must be closed before the run finishes.",
                 ev,
                 index,
-                ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+                ids={STREAMED[kind].id_field: ident},
             )
         for span in self._spans:
             raise self._violation(
@@ -548,7 +496,7 @@ class Verifier:
                 ids={"subagentRunId": sub},
             )
 
-    def _run_error(self, ev: Event, index: int | None) -> None:
+    def _on_run_error(self, ev: WireEvent, index: int | None) -> None:
         run = self._run
         assert run is not None
         run.status = "error"
@@ -571,11 +519,11 @@ class Verifier:
 
     # The hot path: one small method per event type, no dispatch inside.
 
-    def _text_start(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_start(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         self._start(ev, index, "text", ident, ("text", ident))
 
-    def _text_content(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_content(self, ev: WireEvent, index: int | None) -> None:
         item = self._open_text.get(ev["messageId"])
         if item is None:
             self._not_open(ev, index, "text", ev["messageId"])
@@ -583,14 +531,14 @@ class Verifier:
         if tag is not None:
             self._continuation_tag(ev, index, item, tag)
 
-    def _text_end(self, ev: Event, index: int | None) -> None:
+    def _on_text_message_end(self, ev: WireEvent, index: int | None) -> None:
         self._end(ev, index, "text", ev["messageId"])
 
-    def _reasoning_start(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_message_start(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
         self._start(ev, index, "reasoning", ident, ("reasoning", ident))
 
-    def _reasoning_content(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_message_content(self, ev: WireEvent, index: int | None) -> None:
         item = self._open_reasoning.get(ev["messageId"])
         if item is None:
             self._not_open(ev, index, "reasoning", ev["messageId"])
@@ -598,14 +546,14 @@ class Verifier:
         if tag is not None:
             self._continuation_tag(ev, index, item, tag)
 
-    def _reasoning_end(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_message_end(self, ev: WireEvent, index: int | None) -> None:
         self._end(ev, index, "reasoning", ev["messageId"])
 
-    def _tool_start(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_start(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["toolCallId"]
         self._start(ev, index, "tool", ident, ("tool", ident))
 
-    def _tool_args(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_args(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["toolCallId"]
         item = self._open_tool.get(ident)
         if item is None:
@@ -626,10 +574,10 @@ class Verifier:
                 ids={"toolCallId": ident},
             )
 
-    def _tool_end(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_end(self, ev: WireEvent, index: int | None) -> None:
         self._end(ev, index, "tool", ev["toolCallId"])
 
-    def _end(self, ev: Event, index: int | None, kind: str, ident: str) -> None:
+    def _end(self, ev: WireEvent, index: int | None, kind: str, ident: str) -> None:
         table = self._open[kind]
         item = table.get(ident)
         if item is None:
@@ -641,25 +589,27 @@ class Verifier:
         item.open = False  # type: ignore[union-attr]
         item.ended = True  # type: ignore[union-attr]
 
-    def _continuation_tag(self, ev: Event, index: int | None, item: _Item | None, tag: str) -> None:
+    def _continuation_tag(
+        self, ev: WireEvent, index: int | None, item: _Item | None, tag: str
+    ) -> None:
         """A tagged continuation must agree with its opener (SUB-11); untagged is fine."""
         assert item is not None
         if tag != item.owner:
-            ident = ev["toolCallId" if item.kind == "tool" else "messageId"]
+            ident = ev[STREAMED[item.kind].id_field]
             self._mismatch(ev, index, item.kind, ident, item.owner)
         self._tags_seen.add(tag)
 
     def _start(
-        self, ev: Event, index: int | None, kind: str, ident: str, key: tuple[str, str]
+        self, ev: WireEvent, index: int | None, kind: str, ident: str, key: tuple[str, str]
     ) -> None:
         if ident in self._open[kind]:
             raise self._violation(
-                _RULE[kind] if kind != "text" else "STREAM-2",
-                f"{ev['type']} reopens {_NOUN[kind]} {ident!r}, which is still open; close it "
+                STREAMED[kind].opened_twice,
+                f"{ev['type']} reopens {STREAMED[kind].noun} {ident!r}, which is still open; close it "
                 "before its id is used again.",
                 ev,
                 index,
-                ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+                ids={STREAMED[kind].id_field: ident},
             )
         open_items = len(self._open_text) + len(self._open_tool) + len(self._open_reasoning)
         if open_items + len(self._spans) + len(self._steps) + len(self._subagents) >= (
@@ -726,7 +676,7 @@ class Verifier:
 
     def _reopen(
         self,
-        ev: Event,
+        ev: WireEvent,
         index: int | None,
         kind: str,
         ident: str,
@@ -759,7 +709,7 @@ class Verifier:
         if same_run and tag is not None and tag != known.owner:
             raise self._violation(
                 "TEXT-4",
-                f"{ev['type']} reopens {_NOUN[kind]} {ident!r} under owner {tag!r}, but it was opened by "
+                f"{ev['type']} reopens {STREAMED[kind].noun} {ident!r} under owner {tag!r}, but it was opened by "
                 f"{known.owner or 'the parent agent'!r}; within a run that is an attribution mismatch.",
                 ev,
                 index,
@@ -780,7 +730,7 @@ class Verifier:
                 {"messageId": ident},
             )
 
-    def _mint_message(self, ident: str, minted_by: str, ev: Event, index: int | None) -> None:
+    def _mint_message(self, ident: str, minted_by: str, ev: WireEvent, index: int | None) -> None:
         existing = self._messages.get(ident)
         if existing is not None and existing != minted_by:
             self._beyond(
@@ -793,35 +743,36 @@ class Verifier:
             )
         self._messages.setdefault(ident, minted_by)
 
-    def _not_open(self, ev: Event, index: int | None, kind: str, ident: str) -> None:
+    def _not_open(self, ev: WireEvent, index: int | None, kind: str, ident: str) -> None:
         known = self._items.get((kind, ident))
         why = "it was closed" if known is not None and not known.open else "nothing opened it"
         raise self._violation(
-            _RULE[kind] if kind != "text" else "STREAM-3",
-            f"{ev['type']} names {_NOUN[kind]} {ident!r}, but no active {_NOUN[kind]} has that id "
+            STREAMED[kind].not_open,
+            f"{ev['type']} names {STREAMED[kind].noun} {ident!r}, but no active "
+            f"{STREAMED[kind].noun} has that id "
             f"({why}); content and end events must follow an open start.",
             ev,
             index,
-            ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+            ids={STREAMED[kind].id_field: ident},
         )
 
     def _mismatch(
-        self, ev: Event, index: int | None, kind: str, ident: str, owner: str | None
+        self, ev: WireEvent, index: int | None, kind: str, ident: str, owner: str | None
     ) -> None:
         raise self._violation(
             "SUB-11",
-            f"{ev['type']} is attributed to {ev.get('subagentRunId')!r} but {_NOUN[kind]} {ident!r} "
+            f"{ev['type']} is attributed to {ev.get('subagentRunId')!r} but {STREAMED[kind].noun} {ident!r} "
             f"was opened by {owner or 'the parent agent'!r}; a continuation must agree with its "
             "opener about the owner.",
             ev,
             index,
             path="/subagentRunId",
-            ids={("toolCallId" if kind == "tool" else "messageId"): ident},
+            ids={STREAMED[kind].id_field: ident},
         )
 
     # -- results ----------------------------------------------------------------
 
-    def _tool_result(self, ev: Event, index: int | None) -> None:
+    def _on_tool_call_result(self, ev: WireEvent, index: int | None) -> None:
         call_id, message_id = ev["toolCallId"], ev["messageId"]
         ids = {"toolCallId": call_id, "messageId": message_id}
         item = self._items.get(("tool", call_id))
@@ -881,7 +832,7 @@ class Verifier:
 
     # -- reasoning spans, steps, subagents ----------------------------------------
 
-    def _span_start(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_start(self, ev: WireEvent, index: int | None) -> None:
         span = ev["messageId"]
         if span in self._spans:
             raise self._violation(
@@ -893,7 +844,7 @@ class Verifier:
             )
         self._spans.add(span)
 
-    def _span_end(self, ev: Event, index: int | None) -> None:
+    def _on_reasoning_end(self, ev: WireEvent, index: int | None) -> None:
         span = ev["messageId"]
         if span not in self._spans:
             raise self._violation(
@@ -905,7 +856,7 @@ class Verifier:
             )
         self._spans.discard(span)
 
-    def _step_start(self, ev: Event, index: int | None) -> None:
+    def _on_step_started(self, ev: WireEvent, index: int | None) -> None:
         key = (ev.get("subagentRunId"), ev["stepName"])
         if key in self._steps:
             raise self._violation(
@@ -917,7 +868,7 @@ class Verifier:
             )
         self._steps.add(key)
 
-    def _step_end(self, ev: Event, index: int | None) -> None:
+    def _on_step_finished(self, ev: WireEvent, index: int | None) -> None:
         key = (ev.get("subagentRunId"), ev["stepName"])
         if key not in self._steps:
             owner = f" by {key[0]!r}" if key[0] else ""
@@ -931,7 +882,7 @@ class Verifier:
             )
         self._steps.discard(key)
 
-    def _subagent_start(self, ev: Event, index: int | None) -> None:
+    def _on_subagent_started(self, ev: WireEvent, index: int | None) -> None:
         sub = ev["subagentRunId"]
         if sub in self._subagents or sub in self._subagents_done:
             state = (
@@ -970,7 +921,8 @@ class Verifier:
             )
         self._subagents.add(sub)
 
-    def _subagent_end(self, ev: Event, index: int | None) -> None:
+    def _on_subagent_finished(self, ev: WireEvent, index: int | None) -> None:
+        """``SUBAGENT_FINISHED`` and ``SUBAGENT_ERROR`` alike close an invocation."""
         sub = ev["subagentRunId"]
         if sub not in self._subagents:
             raise self._violation(
@@ -984,7 +936,9 @@ class Verifier:
         self._subagents.discard(sub)
         self._subagents_done.add(sub)
 
-    def _activity_snapshot(self, ev: Event, index: int | None) -> None:
+    _on_subagent_error = _on_subagent_finished
+
+    def _on_activity_snapshot(self, ev: WireEvent, index: int | None) -> None:
         """A snapshot that creates or replaces an activity (re-)mints its owner."""
         ident, tag = ev["messageId"], ev.get("subagentRunId")
         if ev.get("replace", True) or ident not in self._activities:
@@ -992,7 +946,7 @@ class Verifier:
         if tag is not None:
             self._tags_seen.add(tag)
 
-    def _activity_delta(self, ev: Event, index: int | None) -> None:
+    def _on_activity_delta(self, ev: WireEvent, index: int | None) -> None:
         """A delta continues the activity its snapshot opened: a disagreeing tag is fatal."""
         ident, tag = ev["messageId"], ev.get("subagentRunId")
         if tag is None:
@@ -1010,11 +964,11 @@ class Verifier:
                 ids={"messageId": ident},
             )
 
-    def _messages_snapshot(self, ev: Event, index: int | None) -> None:
+    def _on_messages_snapshot(self, ev: WireEvent, index: int | None) -> None:
         self._compare_restated(ev, index)
         self._seed(ev["messages"])
 
-    def _compare_restated(self, ev: Event, index: int | None) -> None:
+    def _compare_restated(self, ev: WireEvent, index: int | None) -> None:
         """Producer slips a snapshot reveals (beyond the official client; ours: AGT-*).
 
         A snapshot may restate what the stream already said; where it says
@@ -1047,7 +1001,7 @@ class Verifier:
                         },
                     )
 
-    def _compare_arguments(self, call: Mapping[str, Any], ev: Event, index: int | None) -> None:
+    def _compare_arguments(self, call: Mapping[str, Any], ev: WireEvent, index: int | None) -> None:
         call_id = call["id"]
         item = self._items.get(("tool", call_id))
         if item is None or not item.ended or item.chunks is None:
@@ -1088,17 +1042,9 @@ class Verifier:
         """Learn message ids, tool calls and results from restated history."""
         for msg in messages:
             ident, role = msg["id"], msg["role"]
-            minted = {
-                "assistant": "text",
-                "user": "text",
-                "system": "text",
-                "developer": "text",
-            }.get(role, role)
+            minted = message_kind(role)
             self._messages.setdefault(ident, minted)
-            if (
-                role in ("assistant", "user", "system", "developer")
-                and ("text", ident) not in self._items
-            ):
+            if minted == "text" and ("text", ident) not in self._items:
                 self._items[("text", ident)] = _Item(
                     "text",
                     msg.get("subagentRunId"),
@@ -1132,7 +1078,7 @@ class Verifier:
         self,
         rule: str,
         explanation: str,
-        ev: Event,
+        ev: WireEvent,
         index: int | None,
         *,
         path: str = "",
@@ -1154,8 +1100,8 @@ class Verifier:
     ) -> None:
         warning = ProtocolWarning(rule, message, index, path, event_type, dict(ids or {}))
         self.warnings.append(warning)
-        if self._on_warning is not None:
-            self._on_warning(warning)
+        if self._warning_sink is not None:
+            self._warning_sink(warning)
 
     def _beyond(
         self, rule: str, message: str, index: int | None, event_type: str, ids: Mapping[str, str]
@@ -1174,7 +1120,7 @@ def _json_or_missing(text: str) -> Any:
         return _MISSING
 
 
-def _error_of(ev: Event) -> dict[str, Any]:
+def _error_of(ev: WireEvent) -> dict[str, Any]:
     out = {"message": ev["message"]}
     if "code" in ev:
         out["code"] = ev["code"]

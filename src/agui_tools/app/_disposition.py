@@ -1,0 +1,265 @@
+"""Disposition: the gates a call the run left unanswered passes before anything runs.
+
+A run ended and left a call without an answer. Before the application may
+execute it, the call passes these gates in order; the first that rules on it
+decides, and the gates after it are not asked:
+
+1. :func:`journal_holds` — what the journal already holds for the call (a
+   replay, a restart, another process) stands: an answer is reused, an
+   execution that started is never run again;
+2. :func:`never_closed` — arguments are never acted on before
+   ``TOOL_CALL_END`` (TOOL-5): a call the run left open is refused;
+3. :func:`not_advertised` — a call to a tool the input did not advertise is
+   refused unless the application's ``unadvertised`` hook adopts it (TOOL-24);
+4. :func:`invalid_arguments` — strict parsing and schema validation
+   (TOOL-21): a call that does not match its tool is refused, saying why;
+5. :func:`decision_recorded` — consent is never lost: the last decision the
+   journal holds for the call stands if it covers the arguments that would
+   run, edited ones included (TOOL-22);
+6. :func:`consent_policy` — the application's policy approves, denies, or
+   asks the user (its failure refuses the call).
+
+Each gate is a small function of the call and the :class:`Desk` (what the
+conversation lends them: its journal, its consent policy, its
+``unadvertised`` hook). A gate never writes to the journal or the thread: it
+fills in what it learned about the call (its tool, schema errors, edited
+arguments, verdict) and returns a :data:`Ruling`, or ``None`` to pass the
+call on. :class:`~agui_tools.app._conversation.Conversation` carries a ruling
+out in one place — durable first, then in memory — so the order "journal,
+then thread" is written once, not once per gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ._arguments import ParsedArguments
+from ._calls import Answer, PendingCall
+from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
+from ._journal import ClaimResult, Journal
+from ._tools import ToolSpec
+from ._validation import InvalidToolSchema
+
+__all__ = [
+    "Approve",
+    "Ask",
+    "Desk",
+    "Gate",
+    "Ruling",
+    "Settle",
+    "Stand",
+    "decide",
+    "describe_exception",
+    "rule_on",
+]
+
+Unadvertised = Callable[[str, Mapping[str, Any] | None], ToolSpec | None]
+
+
+# -- what a gate can rule ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Stand:
+    """The journal holds something for the call: its answer, or an execution that
+    started and recorded none (whose outcome is then unknown)."""
+
+    record: ClaimResult
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """Answer the call without running it (a refusal, a decline).
+
+    ``decision`` travels with a decline; ``record`` False when the decision is
+    already the journal's (it is not written twice).
+    """
+
+    answer: Answer
+    decision: ConsentDecision | None = None
+    record: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """The call may execute under ``decision`` (``record`` False: the journal holds it)."""
+
+    decision: ConsentDecision
+    record: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Nothing decided yet: the call waits for the user's consent."""
+
+
+Ruling = Stand | Settle | Approve | Ask
+
+
+@dataclass(frozen=True, slots=True)
+class Desk:
+    """What the conversation lends the gates for one call."""
+
+    journal: Journal
+    consent: ConsentPolicy
+    unadvertised: Unadvertised | None
+    closed: bool
+    """Whether the call was closed by its ``TOOL_CALL_END`` (its arguments are whole)."""
+
+
+Gate = Callable[[PendingCall, Desk], Ruling | None]
+
+
+# -- the gates, in order ----------------------------------------------------------
+
+
+def journal_holds(call: PendingCall, desk: Desk) -> Ruling | None:
+    record = desk.journal.lookup(call.thread_id, call.call_id)
+    return Stand(record) if record is not None else None
+
+
+def never_closed(call: PendingCall, desk: Desk) -> Ruling | None:
+    if desk.closed:
+        return None
+    return _refuse(
+        call,
+        "not executed: the call never closed (the run ended before TOOL_CALL_END), so its "
+        "arguments are incomplete",
+    )
+
+
+def not_advertised(call: PendingCall, desk: Desk) -> Ruling | None:
+    name, parsed = call.name, call.arguments
+    if call.tool is None and desk.unadvertised is not None:
+        try:
+            call.tool = desk.unadvertised(
+                name, parsed.value if isinstance(parsed, ParsedArguments) else None
+            )
+        except Exception as exc:  # the application's hook failed: refuse, say why
+            return _refuse(
+                call,
+                f"not executed: {name!r} is not a tool this application advertised, and its "
+                f"handler for such calls failed ({describe_exception(exc)})",
+            )
+    if call.tool is None:
+        return _refuse(
+            call,
+            f"not executed: {name!r} is not a tool this application advertised, and "
+            "unadvertised tools are not executed",
+        )
+    return None
+
+
+def invalid_arguments(call: PendingCall, desk: Desk) -> Ruling | None:
+    assert call.tool is not None  # not_advertised passed it
+    if isinstance(call.arguments, ParsedArguments):
+        try:
+            call.errors = call.tool.validator.validate(call.arguments)
+        except InvalidToolSchema as exc:  # pragma: no cover - caught at registration
+            call.errors = []
+            return _refuse(call, f"not executed: the tool is misconfigured: {exc}")
+    problem = call.problems()
+    return _refuse(call, f"not executed: {problem}") if problem is not None else None
+
+
+def decision_recorded(call: PendingCall, desk: Desk) -> Ruling | None:
+    decisions = desk.journal.decisions(call.thread_id, call.call_id)
+    if not decisions:
+        return None
+    last = decisions[-1]
+    edited = last.get("editedArguments")
+    call.edited = dict(edited) if edited is not None else None
+    if last["fingerprint"] != call.fingerprint:
+        call.edited = None  # it was about other arguments: it does not stand
+        return None
+    recorded = ConsentDecision.from_json(last)
+    if recorded.approved:
+        return Approve(recorded, record=False)
+    return Settle(
+        Answer.declined(call.call_id, recorded.decided_by, recorded.reason),
+        decision=recorded,
+        record=False,
+    )
+
+
+def consent_policy(call: PendingCall, desk: Desk) -> Ruling | None:
+    assert call.tool is not None  # not_advertised passed it
+    try:
+        call.verdict = desk.consent.verdict(call.tool, call.proposed or {})
+    except Exception as exc:  # the application's policy failed: nothing runs, say why
+        return _refuse(
+            call,
+            f"not executed: the application's consent policy failed ({describe_exception(exc)})",
+        )
+    if call.verdict is Verdict.APPROVE:
+        return Approve(
+            decide(call, approved=True, by="policy", reason="approved by the consent policy")
+        )
+    if call.verdict is Verdict.DENY:
+        return Settle(
+            Answer.declined(call.call_id, "policy"),
+            decision=decide(
+                call, approved=False, by="policy", reason="denied by the consent policy"
+            ),
+        )
+    return Ask()
+
+
+GATES: Final[tuple[Gate, ...]] = (
+    journal_holds,
+    never_closed,
+    not_advertised,
+    invalid_arguments,
+    decision_recorded,
+    consent_policy,
+)
+
+
+def rule_on(call: PendingCall, desk: Desk) -> Ruling:
+    """The first ruling a gate makes on ``call`` (the last gate always rules)."""
+    for gate in GATES:
+        ruling = gate(call, desk)
+        if ruling is not None:
+            return ruling
+    raise AssertionError("the consent policy gate always rules")  # pragma: no cover
+
+
+# -- shared by the gates and the conversation -------------------------------------
+
+
+def decide(
+    call: PendingCall,
+    *,
+    approved: bool,
+    by: DecidedBy,
+    reason: str | None = None,
+    supersedes: str | None = None,
+) -> ConsentDecision:
+    """A decision about ``call`` as it stands now (its arguments' fingerprint, now).
+
+    Edited arguments travel with every decision about them, so a restart can
+    rebuild what a later decline or re-approval was about.
+    """
+    return ConsentDecision(
+        thread_id=call.thread_id,
+        call_id=call.call_id,
+        tool=call.name,
+        fingerprint=call.fingerprint,
+        approved=approved,
+        decided_by=by,
+        decided_at=ConsentDecision.now(),
+        reason=reason,
+        edited_arguments=call.edited,
+        supersedes=supersedes,
+    )
+
+
+def describe_exception(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _refuse(call: PendingCall, error: str) -> Settle:
+    return Settle(Answer.failed(call.call_id, error))
