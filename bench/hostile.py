@@ -45,6 +45,24 @@ CASES: list[tuple[str, int, str, str]] = [
         "one run of 18k calls disposed of (MemoryJournal)",
         "74.9 s wall (issue 11)",
     ),
+    (
+        "unknowns",
+        700_000,
+        "a run input with 700k unknown members (8.4 MB), judged",
+        "20.6 s CPU, 700k log lines (62 MB) (issue 11)",
+    ),
+    (
+        "slowloris",
+        200,
+        "200 requests that stop mid-body",
+        "held forever (issue 11: 3,000 after 60 s)",
+    ),
+    (
+        "gzip_bomb",
+        512,
+        "a gzip stream inflating to 512 MB of comments",
+        "read raw: ended truncated, no rule named",
+    ),
 ]
 
 
@@ -141,6 +159,91 @@ def disposal(calls: int) -> str:
         conv.execute(call.call_id, lambda args: "ok")
     conv.next_input()
     return f"{len(result.pending):,} calls answered"
+
+
+def unknowns(members: int) -> str:
+    import orjson
+
+    from agui_tools.transport._server import AgentEndpoint, _Rejected
+
+    async def agent(run: Any) -> None:  # judged only
+        raise AssertionError
+
+    body = {"threadId": "t", "runId": "r", "messages": []}
+    body.update({f"u{i:07}": 1 for i in range(members)})
+    raw = orjson.dumps(body)
+    try:
+        AgentEndpoint(agent)._judge(raw)
+    except _Rejected as rejected:
+        return f"{rejected.status} {rejected.error.get('rule')}, one log line at most"
+    return "accepted"
+
+
+def slowloris(clients: int) -> str:
+    import socket
+
+    from tests.helpers.scripted_server import serve
+
+    from agui_tools.transport._server import agent_app
+
+    async def agent(run: Any) -> None:
+        raise AssertionError("a partial body never runs")
+
+    with serve(agent_app(agent, body_timeout=1.0)) as base:
+        host, port = base.removeprefix("http://").split(":")
+        socks = []
+        for _ in range(clients):
+            sock = socket.create_connection((host, int(port)), timeout=30)
+            sock.sendall(
+                b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"content-length: 1000\r\n\r\n{"
+            )
+            socks.append(sock)
+        answered = 0
+        for sock in socks:
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+            answered += data.startswith(b"HTTP/1.1 408")
+            sock.close()
+    return f"{answered} of {clients} answered 408 and closed (body_timeout 1 s)"
+
+
+def gzip_bomb(megabytes: int) -> str:
+    import zlib
+
+    from tests.helpers.scripted_server import Script, app_for, serve
+
+    from agui_tools import LimitExceeded
+    from agui_tools.app import Conversation
+    from agui_tools.transport import SyncAgentClient
+
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    comments = b": " + b"x" * 1022 + b"\n\n"
+    mebibyte = comments * 1024
+    bomb = b"".join(compressor.compress(mebibyte) for _ in range(megabytes)) + compressor.flush()
+    script = Script(chunks=[bomb])
+    app = app_for(script)
+
+    async def gzipped(scope: Any, receive: Any, send: Any) -> None:
+        async def send_gz(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {
+                    **message,
+                    "headers": [*message["headers"], (b"content-encoding", b"gzip")],
+                }
+            await send(message)
+
+        await app(scope, receive, send_gz)
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(user="hi")
+    with serve(gzipped) as base, SyncAgentClient(f"{base}/agent") as client:
+        try:
+            client.run(conv)
+        except LimitExceeded as exc:
+            return f"`{exc.rule}` violation after {len(bomb):,} compressed bytes"
+    return f"run {conv.runs[-1].status}"
 
 
 def _child(name: str, arg: int) -> None:
