@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 NPM    ?= npm
 INTEROP_STAMP := interop/node_modules/.installed
 
-.PHONY: test lint bench demo format clean
+.PHONY: test lint bench demo format clean fuzz
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "agui-tools needs Python >= 3.11"'
@@ -53,6 +53,13 @@ bench: $(STAMP)
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh bench
 	@scripts/postgres_setup.sh
 	$(BIN)/python -m bench
+
+# Bounded fuzzing (tests/fuzz, hypothesis — campaign.py says why not atheris):
+# FUZZ_SECONDS (default 240) split across the targets, the amplification oracle
+# judging every input. `make test` runs the same targets for 10 s in all.
+FUZZ_SECONDS ?= 240
+fuzz: $(STAMP)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/pytest -q -o timeout=0 -p no:cacheprovider tests/fuzz
 
 demo: $(STAMP)
 	$(BIN)/agui-tools demo

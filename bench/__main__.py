@@ -23,6 +23,11 @@ Groups (``--only`` runs one):
 * ``store`` — the thread store: claims/s and round trips/s for memory, SQLite
   and PostgreSQL (a throw-away server) at 1, 4 and 16 workers, and the time to
   restore threads of 10, 100 and 1,000 runs.
+* ``hostile`` — what small hostile streams cost (bench/hostile.py), before
+  (recorded) and now; ``--write-docs`` writes the table in docs/security.md;
+* ``load`` — 100 / 500 / 1,000 concurrent runs, a storm of 500 disconnects,
+  and a small run's first byte while big bodies are judged (bench/load.py);
+  ``--write-docs`` writes them into docs/security.md too.
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -36,7 +41,7 @@ import sys
 import time
 
 from . import arguments as arguments_bench
-from . import codec, corpus, peers
+from . import codec, corpus, hostile, load, peers
 from . import pipeline as pipeline_bench
 from . import proto as proto_bench
 from . import reducer as reducer_bench
@@ -44,13 +49,26 @@ from . import store as store_bench
 from . import transport as transport_bench
 from .harness import table
 
-GROUPS = ("codec", "pipeline", "reducer", "arguments", "transport", "binding", "store")
+GROUPS = (
+    "codec",
+    "pipeline",
+    "reducer",
+    "arguments",
+    "transport",
+    "binding",
+    "store",
+    "hostile",
+    "load",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--events", type=int, default=100_000, help="minimum corpus size")
     parser.add_argument("--only", choices=GROUPS, help="run one group only")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="write the hostile table into docs/security.md"
+    )
     parser.add_argument(
         "--peer-budget",
         type=float,
@@ -105,6 +123,16 @@ def main(argv: list[str] | None = None) -> int:
         print(proto_bench.report(events))
     if "store" in groups:
         print(store_bench.report())
+    if "hostile" in groups:
+        hostile_table = hostile.report(hostile.results())
+        print("## Hostile streams (docs/security.md)\n\n" + hostile_table)
+        if args.write_docs:
+            hostile.write_docs(hostile_table)
+    if "load" in groups:
+        load_text = load.report(*load.results())
+        print("## Load and disconnect storm (docs/security.md)\n\n" + load_text)
+        if args.write_docs:
+            hostile.write_docs(load_text, marker="load")
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

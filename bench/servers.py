@@ -41,7 +41,17 @@ def ours(verify: bool) -> Any:
                 await call.args(ARG)
         await run.result(call.id, "done")
 
-    return agent_app(agent, path="/agent", verify=verify)
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def runs(request: Any) -> JSONResponse:
+        """Run tasks alive in this server (the disconnect storm waits for none)."""
+        alive = [t for t in asyncio.all_tasks() if t.get_name().startswith("agui-run-")]
+        return JSONResponse({"runs": len(alive)})
+
+    app = agent_app(agent, path="/agent", verify=verify)
+    app.router.routes.insert(0, Route("/runs", runs, methods=["GET"]))
+    return app
 
 
 def official() -> Any:

@@ -133,6 +133,7 @@ def test_producer_slips_a_snapshot_reveals_are_warnings_by_rule(slip: str, rule:
     assert strict.exit_code == 1
 
 
+@pytest.mark.run_error("RuntimeError")  # the agent's failures are the point
 def test_an_agent_whose_runs_fail_says_so_without_failing_the_check() -> None:
     """RUN_ERROR is well-formed: not a failure — but reported, never a silent pass."""
     from agui_tools.transport import agent_app

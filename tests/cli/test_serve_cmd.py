@@ -57,7 +57,9 @@ def test_the_printed_url_answers_at_once_and_the_access_log_goes_to_stderr() -> 
         assert server.stdout is not None and server.stderr is not None
         line = server.stdout.readline()
         url = re.match(r"Serving AG-UI agent at (\S+)", line).group(1)  # type: ignore[union-attr]
-        answer = httpx.post(url, content=b"[]", timeout=10)  # no retry: bound before printed
+        answer = httpx.post(  # a JSON body the agent refuses: 422, logged
+            url, content=b"[]", headers={"Content-Type": "application/json"}, timeout=10
+        )  # no retry: bound before printed
         assert answer.status_code == 422
         deadline = time.monotonic() + 30
         seen = ""

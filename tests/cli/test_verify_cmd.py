@@ -309,3 +309,24 @@ def test_the_limit_names_in_help_are_the_limits_fields() -> None:
     from agui_tools.wire import Limits
 
     assert tuple(f.name for f in dataclasses.fields(Limits)) == LIMIT_NAMES
+
+
+def test_a_patch_bomb_capture_is_a_limit_violation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11, item 1: ``verify`` folded the 3 KB bomb for 52 s and 700 MB, then
+    called the run a success; the capture is rejected at the delta, by name."""
+    from tests.helpers.attacks import patch_bomb
+
+    events = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 64}},
+        {"type": "STATE_DELTA", "delta": patch_bomb(19)},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    path = write(tmp_path, "bomb.ndjson", events, "ndjson")
+    assert main(["verify", str(path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outcome"] == "failed"
+    assert doc["error"]["rule"] == "LIMIT" and doc["error"]["index"] == 2
+    assert "max_state_bytes" in doc["error"]["message"]

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -60,6 +61,7 @@ def test_a_hook_refuses_before_the_agent_runs_and_admits_with_the_header() -> No
     assert seen == [("POST", "/agent/"), ("POST", "/agent/")]
 
 
+@pytest.mark.run_error("authorization hook")
 def test_a_hook_that_fails_refuses_with_500_never_admits() -> None:
     def broken(request: Request) -> None:
         raise KeyError("bug in the hook")

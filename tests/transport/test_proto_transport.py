@@ -168,6 +168,7 @@ def test_a_wildcard_gets_the_binary_binding_and_no_accept_gets_sse(base: str) ->
     assert post(base, "/happy/", None).headers["content-type"] == "text/event-stream"
 
 
+@pytest.mark.run_error("RuntimeError")
 def test_an_agent_failure_is_a_run_error_frame(base: str) -> None:
     response = post(base, "/boom/", BOTH)
     assert response.status_code == 200

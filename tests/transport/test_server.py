@@ -583,7 +583,8 @@ def test_starlette_testclient_in_process() -> None:
         assert response.status_code == 200
         result, _ = judge(response.content)
         assert result.runs[0].status == "success"
-        assert tc.post("/agent", content=b"nope").status_code == 400
+        json_type = {"content-type": "application/json"}
+        assert tc.post("/agent", content=b"nope", headers=json_type).status_code == 400
 
 
 @pytest.mark.run_error("RuntimeError")

@@ -140,24 +140,24 @@ def replay(
     )
     # reducer warnings join the stream's, in order
     thread = ThreadState(
-        messages,
-        (run_input or {}).get("state"),
-        on_warning=pipe.record_warning,
-        max_depth=(limits or Limits()).max_depth,
+        messages, (run_input or {}).get("state"), on_warning=pipe.record_warning, limits=limits
     )
     delivered: list[WireEvent] = []
     for frame in frames:
+        failed = False
         try:
             events = pipe.feed(frame)
         except ProtocolViolation:
-            events = pipe.partial
-            delivered += events
+            events, failed = pipe.partial, True
+        try:
             for ev in events:
                 thread.apply(ev, pipe.index)
+                delivered.append(ev)
+        except ProtocolViolation as exc:  # a limit the reducer keeps (state, message size)
+            pipe.reject(exc)
             break
-        delivered += events
-        for ev in events:
-            thread.apply(ev, pipe.index)
+        if failed:
+            break
     return CaptureVerdict(pipe.close(), delivered, thread)
 
 

@@ -248,7 +248,7 @@ class Conversation:
             initial,
             state,
             on_warning=self._updates.append,
-            max_depth=(limits or Limits()).max_depth,
+            limits=limits,
         )
         if store is not None and thread_id is not None:
             record = store.load(thread_id)
@@ -464,23 +464,30 @@ class Conversation:
         try:
             events = pipe.feed_many(frames)
         except ProtocolViolation:
-            self._fold(pipe.partial, pipe.index)
+            self._fold(pipe, pipe.partial)
             raise
-        self._fold(events, pipe.index)
+        self._fold(pipe, events)
         return self.take_updates()
 
-    def _fold(self, events: list[WireEvent], index: int) -> None:
+    def _fold(self, pipe: ConsumerPipeline, events: list[WireEvent]) -> None:
+        """Fold delivered events into the thread; a limit the reducer keeps (state
+        size, message size) fails the stream there, like any violation."""
         apply = self.thread.apply
+        role_of = self.thread.role
         updates = self._updates
+        index = pipe.index
         for ev in events:
             kind = ev["type"]
             if kind == "MESSAGES_SNAPSHOT":
                 self._fold_snapshot(ev, index)
                 continue
-            apply(ev, index)
+            try:
+                apply(ev, index)
+            except ProtocolViolation as exc:
+                raise pipe.reject(exc) from None
             if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
-                msg = self.thread.message(ev["messageId"])
-                role = msg["role"] if msg else "assistant"
+                # O(1) per delta: building the message (its whole text) here was quadratic
+                role = role_of(ev["messageId"]) or "assistant"
                 updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
             elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
                 call_id = ev["toolCallId"]
@@ -906,7 +913,7 @@ class Conversation:
             return
         message_id = f"result-{call.call_id}"
         n = 1
-        while self.thread.message(message_id) is not None:
+        while self.thread.has_message(message_id):
             n += 1
             message_id = f"result-{call.call_id}-{n}"
         message = answer.tool_message(message_id)

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from .._errors import ProtocolWarning
 from .._version import PROTOCOL_VERSION
-from ..wire._enforce import Enforcer
+from ..wire._enforce import Enforcer, shared_enforcer
 from ..wire._upgrade import upgrade_run_input
 
 __all__ = ["peer_at_most", "prepare_run_input", "subagent_downgrade"]
@@ -122,7 +122,8 @@ def prepare_run_input(
         ]
     data["messages"] = messages
     upgraded, _ = upgrade_run_input(data, warn=False)
-    clean, stripped = (enforcer or Enforcer()).run_input(upgraded)
+    # the shared enforcer: compiling one (its fast checks) cost 30 ms per input
+    clean, stripped = (enforcer or shared_enforcer()).run_input(upgraded)
     return clean, warnings + stripped
 
 

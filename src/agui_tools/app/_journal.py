@@ -48,6 +48,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -171,7 +172,8 @@ class MemoryJournal:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: dict[tuple[str, str], _Record] = {}
-        self._decisions: list[dict[str, Any]] = []
+        # by (thread, call): a lookup per disposed call scanned every decision
+        self._decisions: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         with self._lock:
@@ -206,7 +208,7 @@ class MemoryJournal:
                 key.fingerprint, "", now, dict(answer)
             )
             if decision is not None:
-                self._decisions.append(dict(decision))
+                self._keep(decision)
             return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
 
     def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
@@ -218,20 +220,29 @@ class MemoryJournal:
         found = self.lookup(thread_id, call_id)
         return found.answer if found is not None else None
 
+    def _keep(self, decision: Mapping[str, Any]) -> None:
+        key = (decision.get("threadId", ""), decision.get("toolCallId", ""))
+        self._decisions.setdefault(key, []).append(dict(decision))
+
     def record_decision(self, decision: Mapping[str, Any]) -> None:
         with self._lock:
-            self._decisions.append(dict(decision))
+            self._keep(decision)
 
     def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
         with self._lock:
-            return [
-                dict(d)
-                for d in self._decisions
-                if d.get("threadId") == thread_id and d.get("toolCallId") == call_id
-            ]
+            return [dict(d) for d in self._decisions.get((thread_id, call_id), ())]
 
 
+_FORMAT = "agui-tools-journal/1"
+# what a damaged file raises besides sqlite3.Error: text that is not UTF-8, a
+# record that is not JSON (orjson's error is a ValueError)
+_UNREADABLE = (sqlite3.Error, UnicodeDecodeError, ValueError)
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal_identity (
+    id          TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    format      TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS calls (
     thread_id   TEXT NOT NULL,
     call_id     TEXT NOT NULL,
@@ -264,18 +275,87 @@ class SQLiteJournal:
     blocking: ClassVar[bool] = True
     """May wait for another process's lock: async callers run it in a worker thread."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 30.0, create: bool | None = None
+    ) -> None:
+        """Open the journal at ``path``.
+
+        ``create``: ``None`` (the default) creates a journal only where no file
+        exists; ``True`` also over an empty file (0 bytes, or a database holding
+        nothing); ``False`` never creates. A file that exists but holds no journal
+        is refused (:class:`JournalError`): it is what a journal becomes when its
+        contents are lost — replaced by an empty file, or copied without its
+        ``-wal`` — and opening it as a fresh journal would run every call again.
+        """
         self.path = Path(path)
         self._lock = threading.Lock()
+        existed = self.path.exists()
+        if not existed and create is False:
+            raise JournalError(f"there is no journal at {self.path} (and create=False)")
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise JournalError(f"cannot open the journal at {self.path}: {exc}") from exc
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self.identity = self._claim_identity(existed, create)
+        except JournalError:
+            self._db.close()
+            raise
+        except Exception as exc:  # a corrupt file fails in surprising ways (UnicodeDecodeError)
+            self._db.close()
+            raise JournalError(
+                f"cannot open the journal at {self.path}: it is not a readable journal "
+                f"({type(exc).__name__}: {exc}); restore it from a backup"
+            ) from exc
+
+    def _claim_identity(self, existed: bool, create: bool | None) -> str:
+        """The journal's identity: read, adopted (a journal from before identities),
+        or written — under the write lock, so two processes creating one file agree."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "journal_identity" in tables:
+                row = db.execute("SELECT id FROM journal_identity").fetchone()
+                if row is None or not isinstance(row[0], str):
+                    raise JournalError(
+                        f"the journal at {self.path} has lost its identity row; restore it from "
+                        "a backup"
+                    )
+                db.execute("COMMIT")
+                return row[0]
+            if "calls" not in tables:
+                if tables:
+                    raise JournalError(
+                        f"{self.path} is a SQLite database but not an agui-tools journal "
+                        f"(it holds {', '.join(sorted(tables))})"
+                    )
+                if existed and create is not True:
+                    raise JournalError(
+                        f"the journal file {self.path} is empty: if it held a journal, its "
+                        "contents are gone (an empty file put in its place, or a copy made "
+                        "without its -wal file) and every call it recorded would run again. "
+                        "Restore the journal from a backup; to start a new journal in this "
+                        "file, open it with create=True."
+                    )
+            identity = str(uuid.uuid4())
+            for statement in _SCHEMA.split(";"):  # one by one: executescript would COMMIT
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(
+                "INSERT INTO journal_identity (id, created_at, format) VALUES (?, ?, ?)",
+                (identity, time.time(), _FORMAT),
+            )
+            db.execute("COMMIT")
+            return identity
+        except BaseException:
+            with suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         with self._lock:
@@ -302,7 +382,7 @@ class SQLiteJournal:
                 # the transaction may already be gone; the original error is the news
                 with suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
+                if isinstance(exc, _UNREADABLE):
                     raise JournalError(
                         f"the journal at {self.path} could not {what}: {exc}"
                     ) from exc
@@ -313,7 +393,7 @@ class SQLiteJournal:
         with self._lock:
             try:
                 yield self._db
-            except sqlite3.Error as exc:
+            except _UNREADABLE as exc:
                 raise JournalError(f"the journal at {self.path} could not {what}: {exc}") from exc
 
     @staticmethod
@@ -402,4 +482,4 @@ class SQLiteJournal:
                 "SELECT decision FROM decisions WHERE thread_id=? AND call_id=? ORDER BY seq",
                 (thread_id, call_id),
             ).fetchall()
-        return [orjson.loads(r[0]) for r in rows]
+            return [orjson.loads(r[0]) for r in rows]

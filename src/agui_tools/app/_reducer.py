@@ -44,12 +44,14 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-import jsonpatch
+import orjson
 
-from .._errors import ProtocolWarning, UsageError
-from ..wire._enforce import DEFAULT_MAX_DEPTH, depth_excess
+from .._errors import LimitExceeded, ProtocolWarning, UsageError
+from ..wire._enforce import depth_excess
 from ..wire._kinds import WireEvent, handlers
+from ..wire._verify import Limits
 from ._arguments import ArgumentBuffer
+from ._patch import Document, PatchFailed, PatchTooDeep, PatchTooLarge
 
 __all__ = ["ThreadState"]
 
@@ -60,16 +62,6 @@ _TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
 # value as deep as one event allows under a path into what earlier ones built.
 # State sits at level 2 of the events and run inputs that carry it, hence the
 # value budget of max_depth - 1 (ThreadState._value_depth).
-
-
-_UNCHANGED: Final[Any] = object()  # a patch that did not apply
-_PATCH_ERRORS: Final = (
-    jsonpatch.JsonPatchException,
-    jsonpatch.JsonPointerException,
-    TypeError,
-    KeyError,
-    IndexError,
-)
 
 
 class _Call:
@@ -106,14 +98,16 @@ class _Call:
 class _Message:
     """A message under assembly. ``fields`` holds everything but content/calls/metadata."""
 
-    __slots__ = ("calls", "content", "fields", "id", "metadata", "parts", "role")
+    __slots__ = ("calls", "content", "fields", "id", "length", "metadata", "parts", "role", "size")
 
     def __init__(self, message_id: str, role: str) -> None:
         self.id = message_id
         self.role = role
         self.fields: dict[str, Any] = {}
         self.parts: list[str] | None = None  # streamed string content
+        self.length = 0  # characters of streamed content, against max_message_bytes
         self.content: Any = None  # non-streamed content (parts list, activity object, …)
+        self.size: int | None = None  # an activity's content: its encoded size, once known
         self.metadata: dict[str, Any] | None = None
         self.calls: list[_Call] | None = None
 
@@ -122,6 +116,7 @@ class _Message:
         if self.parts is None:
             text = self.content if isinstance(self.content, str) else ""
             self.parts = [text] if text else []
+            self.length = len(text)
             self.content = None
         return self.parts
 
@@ -197,10 +192,21 @@ class ThreadState:
         state: the state the run starts from; absent means ``{}`` (INPUT-13).
         on_warning: called with each warning (patch failures, unknown
             encrypted-value entities, deltas for missing activities).
-        max_depth: how deeply state and activity content may nest — the
-            pipeline's ``Limits.max_depth``; a patch that would nest deeper does
-            not apply. Initial state deeper than this is refused
-            (:class:`UsageError`): it could never be sent again.
+        limits: the pipeline's :class:`~agui_tools.wire.Limits`; the reducer
+            keeps three of them. ``max_depth``: how deeply state and activity
+            content may nest — a patch that would nest deeper does not apply
+            (STATE-2). ``max_state_bytes``: how large the state, and each
+            activity's content, may grow — a snapshot or patch past it is a
+            :class:`LimitExceeded` violation, checked while the patch applies.
+            ``max_message_bytes``: how much text one message may stream.
+            Initial state beyond either limit is refused (:class:`UsageError`):
+            it could never be sent again.
+        max_depth: overrides ``limits.max_depth`` (kept for callers that only
+            bound nesting).
+
+    The state is patched in place (all or nothing, see
+    :mod:`agui_tools.app._patch`): :attr:`state` is a live view — copy it to keep a
+    version.
     """
 
     def __init__(
@@ -209,10 +215,16 @@ class ThreadState:
         state: Any = None,
         *,
         on_warning: Callable[[ProtocolWarning], None] | None = None,
-        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_depth: int | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        limits = limits or Limits()
+        max_depth = limits.max_depth if max_depth is None else max_depth
         self._value_depth = max_depth - 1  # a state value sits one level inside its event
         self._max_depth = max_depth
+        self._max_bytes = limits.max_state_bytes
+        self._max_text = limits.max_message_bytes
+        initial: Any = {}
         if state is not None:
             too_deep = depth_excess(state, self._value_depth)
             if too_deep is not None:
@@ -220,11 +232,26 @@ class ThreadState:
                     f"the initial state nests deeper than max_depth={max_depth} levels allow, "
                     f"at {too_deep or '/'}: it could not be sent to an agent (LIMIT)"
                 )
-        self._order: list[_Message] = []
+            try:
+                blob = orjson.dumps(state)
+            except orjson.JSONEncodeError as exc:
+                raise UsageError(f"the initial state is not JSON ({exc})") from None
+            if len(blob) > self._max_bytes:
+                raise UsageError(
+                    f"the initial state is {len(blob)} bytes of JSON, past max_state_bytes="
+                    f"{self._max_bytes}: it could not be received back from an agent (LIMIT)"
+                )
+            # a copy of our own — deepcopy, not a JSON round trip: a NaN the application
+            # put there must reach the client's refusal to send it, not turn into null
+            initial = copy.deepcopy(state)
+        self._list: list[_Message] = []
+        # answers recorded since the order was last read, by owner: placed in one pass
+        # when it is (placing each on arrival scanned the list — quadratic disposal)
+        self._later: dict[int, tuple[_Message, list[_Message]]] = {}
         self._by_id: dict[str, _Message] = {}
         self._calls: dict[str, _Call] = {}
         self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
-        self.state: Any = {} if state is None else copy.deepcopy(state)
+        self._state = self._document(initial, None if state is None else len(blob))
         self.warnings: list[ProtocolWarning] = []
         self._warning_sink = on_warning
         for msg in messages:
@@ -239,8 +266,27 @@ class ThreadState:
         return [m.to_wire() for m in self._order]
 
     def message(self, message_id: str) -> JsonObj | None:
+        """The message as a wire dict — built whole: O(its size), not for every delta."""
         record = self._by_id.get(message_id)
         return record.to_wire() if record is not None else None
+
+    def has_message(self, message_id: str) -> bool:
+        return message_id in self._by_id
+
+    def role(self, message_id: str) -> str | None:
+        """A message's role, in O(1) (a UI labelling a text delta asks this per delta)."""
+        record = self._by_id.get(message_id)
+        return record.role if record is not None else None
+
+    @property
+    def state(self) -> Any:
+        """The current state (live: patched in place by later deltas)."""
+        return self._state.value
+
+    @property
+    def state_bytes(self) -> int:
+        """The state's size as compact JSON, kept up to date by every snapshot and delta."""
+        return self._state.size
 
     def __len__(self) -> int:
         return len(self._order)
@@ -356,7 +402,18 @@ class ThreadState:
         parts = record.parts
         if parts is None:
             parts = record.stream()
-        parts.append(ev["delta"])
+        delta = ev["delta"]
+        record.length += len(delta)
+        if record.length > self._max_text:
+            raise LimitExceeded(
+                "LIMIT",
+                f"message {record.id!r} streamed more than max_message_bytes={self._max_text} "
+                "characters of text; raise the limit if such messages are expected.",
+                index=index,
+                event_type=ev["type"],
+                ids={"messageId": record.id},
+            )
+        parts.append(delta)
         if "metadata" in ev:
             _merge(record, ev)
 
@@ -449,22 +506,52 @@ class ThreadState:
         record, _ = _from_wire(message)
         self._insert_result(record)
 
+    @property
+    def _order(self) -> list[_Message]:
+        """The messages in order, with the answers recorded since last read placed."""
+        if self._later:
+            self._place()
+        return self._list
+
+    @_order.setter
+    def _order(self, order: list[_Message]) -> None:
+        self._later.clear()
+        self._list = order
+
     def _insert_result(self, record: _Message) -> None:
+        """A tool message goes right after the message holding its call, after the
+        results already there — placed when the order is next read (:meth:`_place`),
+        so answering n calls costs O(n), not a scan of the thread per answer."""
         call = self._calls.get(record.fields["toolCallId"])
-        position = len(self._order)
-        if call is not None:
+        if call is None:
+            self._order.append(record)
+        else:
             owner = call.message
-            order = self._order
-            # scan back from the end: the owner is almost always recent
-            for i in range(len(order) - 1, -1, -1):
-                if order[i] is owner:
-                    position = i + 1
-                    while position < len(order) and order[position].role == "tool":
-                        position += 1
-                    break
-        self._order.insert(position, record)
+            entry = self._later.get(id(owner))
+            if entry is None:
+                self._later[id(owner)] = (owner, [record])
+            else:
+                entry[1].append(record)
         self._by_id[record.id] = record
         self._answers.setdefault(record.fields["toolCallId"], record.id)
+
+    def _place(self) -> None:
+        later, self._later = self._later, {}
+        out: list[_Message] = []
+        carry: list[_Message] | None = None
+        for m in self._list:
+            if carry is not None and m.role != "tool":
+                out += carry  # after the owner and the results it already had
+                carry = None
+            out.append(m)
+            entry = later.pop(id(m), None)
+            if entry is not None and entry[0] is m:
+                carry = entry[1]
+        if carry is not None:
+            out += carry
+        for _, rest in later.values():  # the owner left the thread: at the end
+            out += rest
+        self._list = out
 
     def _on_reasoning_encrypted_value(self, ev: WireEvent, index: int | None) -> None:
         target: _Message | _Call | None
@@ -540,21 +627,74 @@ class ThreadState:
             if msg["id"] not in self._by_id:
                 self._append_wire(msg)
 
+    def _document(self, value: Any, size: int | None = None) -> Document:
+        return Document(
+            value,
+            size=size,
+            max_bytes=self._max_bytes,
+            max_depth=self._value_depth,
+            max_work=self._max_bytes,
+        )
+
+    def _snapshot(self, value: Any, what: str, index: int | None, ev: WireEvent) -> Document:
+        """A snapshot's value as a document of our own: measured and copied in one
+        encoding (C speed), refused past ``max_state_bytes`` before it is built."""
+        blob = orjson.dumps(value)
+        if len(blob) > self._max_bytes:
+            raise self._too_large(
+                f"{what} is {len(blob)} bytes of JSON, past max_state_bytes={self._max_bytes}",
+                "",
+                index,
+                ev,
+            )
+        return self._document(orjson.loads(blob), len(blob))
+
+    def _patch(
+        self, doc: Document, ops: Any, what: str, kept: str, index: int | None, ev: WireEvent
+    ) -> bool:
+        """Apply a patch in place, all or nothing; False (and a warning) when it does not apply."""
+        try:
+            doc.apply(ops)
+        except PatchTooLarge as exc:
+            raise self._too_large(f"{what} was not applied: {exc}", exc.path, index, ev) from None
+        except PatchTooDeep:
+            self._warn(
+                "STATE-2",
+                f"{what} would nest the value deeper than max_depth={self._max_depth} levels "
+                f"allow (LIMIT); it is not applied and {kept}.",
+                index,
+                ev,
+            )
+            return False
+        except PatchFailed as exc:
+            self._warn("STATE-2", f"{what} did not apply ({exc}); {kept}.", index, ev)
+            return False
+        return True
+
+    def _too_large(
+        self, message: str, path: str, index: int | None, ev: WireEvent
+    ) -> LimitExceeded:
+        ids = {"messageId": ev["messageId"]} if "messageId" in ev else None
+        return LimitExceeded(
+            "LIMIT",
+            f"{message}; raise max_state_bytes if such values are expected.",
+            index=index,
+            event_type=ev["type"],
+            ids=ids,
+        )
+
     def _on_state_snapshot(self, ev: WireEvent, index: int | None) -> None:
-        self.state = copy.deepcopy(ev["snapshot"])
+        self._state = self._snapshot(ev["snapshot"], "the snapshot", index, ev)
 
     def _on_state_delta(self, ev: WireEvent, index: int | None) -> None:
-        state = self._patched(
-            self.state,
+        self._patch(
+            self._state,
             ev["delta"],
             "STATE_DELTA",
-            "",
             "the prior state is kept until the next snapshot",
             index,
             ev,
         )
-        if state is not _UNCHANGED:
-            self.state = state
 
     def _on_activity_snapshot(self, ev: WireEvent, index: int | None) -> None:
         ident = ev["messageId"]
@@ -562,7 +702,8 @@ class ThreadState:
         replace = ev.get("replace", True)
         if record is not None and record.role == "activity":
             if replace:
-                record.content = copy.deepcopy(ev["content"])
+                content = self._snapshot(ev["content"], "the activity's content", index, ev)
+                record.content, record.size = content.value, content.size
                 record.fields["activityType"] = ev["activityType"]
                 # a replacing snapshot re-mints ownership, including to absent
                 if "subagentRunId" in ev:
@@ -573,9 +714,10 @@ class ThreadState:
             return
         if record is not None and not replace:
             return
+        content = self._snapshot(ev["content"], "the activity's content", index, ev)
         new = _Message(ident, "activity")
         new.fields["activityType"] = ev["activityType"]
-        new.content = copy.deepcopy(ev["content"])
+        new.content, new.size = content.value, content.size
         if "subagentRunId" in ev:
             new.fields["subagentRunId"] = ev["subagentRunId"]
         _merge(new, ev)
@@ -598,59 +740,20 @@ class ThreadState:
             )
             return
         _merge(record, ev)
-        content = self._patched(
-            record.content,
+        if record.size is None:  # content that arrived in history: ours once, measured once
+            blob = orjson.dumps(record.content)
+            record.content, record.size = orjson.loads(blob), len(blob)
+        doc = self._document(record.content, record.size)
+        if self._patch(
+            doc,
             ev["patch"],
-            "ACTIVITY_DELTA",
-            f" for {ident!r}",
+            f"ACTIVITY_DELTA for {ident!r}",
             "the activity keeps its prior content",
             index,
             ev,
-        )
-        if content is _UNCHANGED:
-            return
-        record.content = content
-        record.fields["activityType"] = ev["activityType"]
-
-    def _patched(
-        self,
-        value: Any,
-        patch: Any,
-        what: str,
-        subject: str,
-        kept: str,
-        index: int | None,
-        ev: WireEvent,
-    ) -> Any:
-        """``value`` with a JSON Patch applied — or ``_UNCHANGED``, said as a warning
-        (STATE-2), when the patch does not apply or would nest too deeply."""
-        try:
-            patched = jsonpatch.apply_patch(value, patch, in_place=False)
-        except _PATCH_ERRORS as exc:
-            self._warn(
-                "STATE-2",
-                f"{what}{subject} did not apply ({type(exc).__name__}: {exc}); {kept}.",
-                index,
-                ev,
-            )
-            return _UNCHANGED
-        if self._too_deep(patched, what, kept, index, ev):
-            return _UNCHANGED
-        return patched
-
-    def _too_deep(self, value: Any, what: str, kept: str, index: int | None, ev: WireEvent) -> bool:
-        """A patched value nested past the limit is a patch that did not apply (STATE-2):
-        a later ``deepcopy`` or re-send of it would fail far from its cause."""
-        if depth_excess(value, self._value_depth) is None:
-            return False
-        self._warn(
-            "STATE-2",
-            f"{what} would nest the value deeper than max_depth={self._max_depth} levels allow "
-            f"(LIMIT); it is not applied and {kept}.",
-            index,
-            ev,
-        )
-        return True
+        ):
+            record.content, record.size = doc.value, doc.size
+            record.fields["activityType"] = ev["activityType"]
 
     def _warn(self, rule: str, message: str, index: int | None, ev: WireEvent) -> None:
         warning = ProtocolWarning(rule, message, index, "", ev["type"])

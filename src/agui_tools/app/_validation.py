@@ -341,9 +341,90 @@ _CACHE: Final[OrderedDict[tuple[str, Dialect, bool | None], jsonschema_rs.Valida
 _CACHE_LOCK: Final = threading.Lock()
 
 
+# Applicators whose subschemas apply to the *same* instance: a cycle through these
+# (and $ref) never reaches a smaller value, so it decides nothing — jsonschema-rs
+# accepted ``{"$ref": "#"}`` and then validated any arguments as valid.
+_IN_PLACE_ONE: Final = ("not", "if", "then", "else")
+_IN_PLACE_MANY: Final = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAP: Final = ("dependentSchemas",)
+
+
+def _ref_cycle(schema: Any) -> str | None:
+    """The schema path of a ``$ref`` that loops back to the same instance, or None.
+
+    Only local references (``#`` and ``#/pointer``) are followed — nothing is
+    fetched, and a remote one already fails compilation. Recursion through
+    ``properties``, ``items`` and the like is fine: each step consumes a level
+    of the instance.
+    """
+
+    def resolve(ref: str) -> tuple[Any, str] | None:
+        if ref == "#":
+            return schema, ""
+        if not ref.startswith("#/"):
+            return None
+        node = schema
+        for token in ref[2:].split("/"):
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                return None
+        return node, ref[1:]
+
+    def edges(node: Any, path: str) -> list[tuple[Any, str]]:
+        if not isinstance(node, dict):
+            return []
+        out: list[tuple[Any, str]] = []
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = resolve(ref)
+            if target is not None:
+                out.append(target)
+        for key in _IN_PLACE_ONE:
+            if key in node:
+                out.append((node[key], f"{path}/{key}"))
+        for key in _IN_PLACE_MANY:
+            if isinstance(node.get(key), list):
+                out += [(sub, f"{path}/{key}/{i}") for i, sub in enumerate(node[key])]
+        for key in _IN_PLACE_MAP:
+            if isinstance(node.get(key), dict):
+                out += [(sub, f"{path}/{key}/{name}") for name, sub in node[key].items()]
+        return out
+
+    # iterative DFS over (schema node, its path), colouring by path: the graph is
+    # the schema's in-place edges, at most one node per subschema
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[tuple[str, list[tuple[Any, str]]]] = [("", edges(schema, ""))]
+    state[""] = 1
+    while stack:
+        path, pending = stack[-1]
+        if not pending:
+            state[path] = 2
+            stack.pop()
+            continue
+        child, child_path = pending.pop()
+        seen = state.get(child_path)
+        if seen == 1:
+            return path  # back to a schema still being applied to the same value
+        if seen is None:
+            state[child_path] = 1
+            stack.append((child_path, edges(child, child_path)))
+    return None
+
+
 def _compile(
     schema: dict[str, Any] | bool, dialect: Dialect, validate_formats: bool | None
 ) -> jsonschema_rs.Validator:
+    loop = _ref_cycle(schema)
+    if loop is not None:
+        raise InvalidToolSchema(
+            "a $ref cycle applies the schema to the same value forever, so it constrains "
+            "nothing (every argument would pass); refer through properties or items instead",
+            schema_path=loop,
+        )
     # From the Python object, not the JSON text: jsonschema-rs parses text with
     # serde_json's 128-level nesting limit, which its object path does not have.
     try:

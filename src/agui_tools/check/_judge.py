@@ -28,8 +28,8 @@ from typing import Any, Final
 import orjson
 
 from .._errors import LimitExceeded, ProtocolViolation
+from ..app._capture import replay
 from ..app._reducer import ThreadState
-from ..wire._pipeline import ConsumerPipeline
 from ..wire._verify import Limits, RunSummary
 from ._report import Exchange, Finding, Verdict
 
@@ -89,21 +89,11 @@ def judge_stream(
     """
     out = Judged()
     out.events = [_parse(f) for f in exchange.frames]
-    pipe = ConsumerPipeline(run_input=run_input, limits=Limits())
-    thread = ThreadState(
-        run_input.get("messages") or (), run_input.get("state"), on_warning=pipe.record_warning
-    )
-    out.thread = thread
-    for frame in exchange.frames:
-        try:
-            delivered = pipe.feed(frame)
-        except ProtocolViolation:
-            for ev in pipe.partial:
-                thread.apply(ev, pipe.index)
-            break
-        for ev in delivered:
-            thread.apply(ev, pipe.index)
-    result = pipe.close()
+    # the same fold as `agui-tools verify`: pipeline, then reducer (whose limits —
+    # state and message size — reject the stream like the pipeline's do)
+    folded = replay(exchange.frames, run_input=run_input, limits=Limits())
+    out.thread = folded.thread
+    result = folded.result
     out.runs = result.runs
     out.error = result.error
     if result.error is not None:

@@ -53,6 +53,29 @@ def register(sub: Any) -> None:
         "stripped input members)",
     )
     p.add_argument("--access-log", action="store_true", help="log one line per request on stderr")
+    p.add_argument(
+        "--limit-concurrency",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="connections and requests served at once; more get 503 (default 1000, under the "
+        "usual 1024 open files)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client has to send its whole request body; then 408 (default 30)",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed to start runs (and answered CORS), besides the "
+        "server's own; repeatable; '*' allows any",
+    )
     p.set_defaults(func=run)
 
 
@@ -148,6 +171,7 @@ def _log_config(level: str, access: bool) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from .._text import guarded_logger
     from ..demo.agent import demo_agent
     from ..transport._server import agent_app
     from ._common import describe_exception
@@ -167,7 +191,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    app = agent_app(agent, path=args.path, verify=not args.no_verify)
+    app = agent_app(
+        agent,
+        path=args.path,
+        verify=not args.no_verify,
+        allowed_origins=args.allow_origin,
+        body_timeout=args.body_timeout,
+        max_concurrency=args.limit_concurrency,
+    )
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     config = uvicorn.Config(
@@ -176,7 +207,12 @@ def run(args: argparse.Namespace) -> int:
         log_config=_log_config(args.log_level, args.access_log),
         log_level=args.log_level,
         access_log=args.access_log,
+        limit_concurrency=args.limit_concurrency,
     )
+    # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
+    # server once wrote 66,842 "Too many open files" lines in a minute
+    for name in ("uvicorn.error", "asyncio"):
+        guarded_logger(name)
     print(f"Serving AG-UI agent at http://{shown}:{port}{args.path}", flush=True)
     try:
         uvicorn.Server(config).run(sockets=[sock])

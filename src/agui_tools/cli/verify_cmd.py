@@ -44,6 +44,8 @@ Exit codes: 0 completed, 1 failed (rejected), 2 bad usage or unreadable input.
 LIMIT_NAMES = (
     "max_event_bytes",
     "max_argument_bytes",
+    "max_message_bytes",
+    "max_state_bytes",
     "max_open_items",
     "max_lanes",
     "max_tracked_ids",

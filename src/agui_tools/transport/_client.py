@@ -31,18 +31,26 @@ quietly. ``"sse"`` (the default) asks for SSE only.
 from __future__ import annotations
 
 import logging
+import time
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
 import httpx
 import orjson
 
-from .._errors import TransportError, UsageError
+from .._errors import LimitExceeded, ProtocolViolation, TransportError, UsageError
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
-from ..wire._framing import DEFAULT_MAX_EVENT_BYTES, PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, SSEReader
+from ..wire._framing import (
+    DEFAULT_MAX_EVENT_BYTES,
+    PROTO_MEDIA_TYPE,
+    SSE_MEDIA_TYPE,
+    BrokenFrame,
+    SSEReader,
+)
 
 __all__ = ["AgentClient", "BaseAgentClient", "SyncAgentClient", "Transport", "TransportError"]
 
@@ -52,8 +60,28 @@ Transport = Literal["sse", "proto", "auto"]
 """Which binding a client asks for: SSE only, or the binary one (SSE still accepted)."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
+DEFAULT_IDLE_TIMEOUT: Final = 300.0
+"""Seconds a stream may go without delivering a whole event. httpx's read
+timeout restarts with every byte, so a peer dripping one byte a second — or an
+endless flood of comments — held a client forever; this deadline does not
+restart until an event is complete. 300 s, like the read timeout it replaces
+as the bound: comments (keep-alives) do not count, and an agent may think long."""
 _BODY_LIMIT = 64 * 1024
-_HEADERS = {"Content-Type": "application/json", "Accept": SSE_MEDIA_TYPE}
+# the content codings the client decodes, named rather than left to httpx's default
+# (which also offers br and zstd whenever their packages happen to be installed)
+_DECODED: Final = ("gzip", "deflate")
+_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": SSE_MEDIA_TYPE,
+    "Accept-Encoding": ", ".join(_DECODED),
+}
+MAX_INFLATION: Final = 200
+"""How much a compressed stream may expand — decoded bytes per byte received,
+past the first MiB. A keep-alive-heavy SSE stream compresses ~50:1; gzip can
+reach ~1000:1, and decoding at that ratio would make the cost of a stream
+a thousand times its size."""
+_INFLATION_ALLOWANCE: Final = 1024 * 1024
+_PIECE: Final = 256 * 1024
 _ACCEPT: dict[str, str] = {
     "sse": SSE_MEDIA_TYPE,
     "proto": f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}",
@@ -118,6 +146,21 @@ def _status_error(response: httpx.Response, body: bytes) -> TransportError:
     )
 
 
+def _coding(response: httpx.Response) -> str:
+    return str(response.headers.get("content-encoding", "")).strip().lower()
+
+
+def _check_stream(response: httpx.Response) -> None:
+    coding = _coding(response)
+    if coding not in ("", "identity", *_DECODED):
+        raise TransportError(
+            f"the agent at {response.request.url} answered with Content-Encoding {coding!r}, "
+            f"which this client does not decode (it asked for {', '.join(_DECODED)} or identity)",
+            status=response.status_code,
+            url=str(response.request.url),
+        )
+
+
 class _Reader(Protocol):
     def feed_frames(self, chunk: bytes) -> list[Any]: ...
 
@@ -142,6 +185,114 @@ def _reader_for(response: httpx.Response, transport: str, max_event_bytes: int) 
         status=response.status_code,
         url=str(response.request.url),
     )
+
+
+class _Decoding:
+    """The response's content coding undone, a bounded piece at a time.
+
+    Not httpx's decoders: they inflate each received chunk whole, so one 64 KiB
+    chunk of a gzip bomb became 64 MB before anything could look at it. Here no
+    call returns more than :data:`_PIECE` bytes, and the stream is refused — a
+    ``LIMIT`` violation in the frames, the run ending rejected — once what it
+    decoded passes :data:`MAX_INFLATION` times what was received (past the first
+    MiB).
+    """
+
+    def __init__(self, coding: str) -> None:
+        # gzip: a gzip header (wbits 31); deflate: zlib-wrapped, as RFC 9110 says,
+        # with raw deflate (what some servers send) tried when the header is wrong
+        self._inflater = (
+            None
+            if coding in ("", "identity")
+            else zlib.decompressobj(31 if coding == "gzip" else 15)
+        )
+        self._raw_fallback = coding == "deflate"
+        self.received = 0
+        self.decoded = 0
+
+    def feed(self, chunk: bytes) -> Iterator[bytes | BrokenFrame]:
+        self.received += len(chunk)
+        if self._inflater is None:
+            yield chunk
+            return
+        data = chunk
+        while data:
+            try:
+                piece = self._inflater.decompress(data, _PIECE)
+            except zlib.error as exc:
+                if self._raw_fallback and self.decoded == 0:
+                    self._raw_fallback = False
+                    self._inflater = zlib.decompressobj(-15)
+                    continue
+                yield BrokenFrame(
+                    ProtocolViolation(
+                        "TRANS-4",
+                        f"the compressed stream does not decode ({exc}).",
+                        where="stream framing",
+                    )
+                )
+                return
+            data = self._inflater.unconsumed_tail
+            self.decoded += len(piece)
+            if self.decoded > _INFLATION_ALLOWANCE + MAX_INFLATION * self.received:
+                yield BrokenFrame(
+                    LimitExceeded(
+                        "LIMIT",
+                        f"the compressed stream inflated to {self.decoded} bytes from "
+                        f"{self.received} received, past {MAX_INFLATION} to one.",
+                        where="stream framing",
+                    )
+                )
+                return
+            if piece:
+                yield piece
+            if self._inflater.eof:
+                return
+
+
+class _Deadlines:
+    """The idle-event deadline and the optional run deadline of one request."""
+
+    def __init__(self, url: str, idle: float | None, run: float | None) -> None:
+        self.url = url
+        self.idle = idle
+        self.run = run
+        now = time.monotonic()
+        self._started = now
+        self._last_event = now
+        self.capped = False  # the read timeout is the idle deadline
+
+    def timeout(self, configured: httpx.Timeout) -> httpx.Timeout:
+        """The request's timeouts, with silence (no byte at all) capped at ``idle``."""
+        read = configured.read
+        if self.idle is not None and (read is None or read > self.idle):
+            read = self.idle
+            self.capped = True
+        return httpx.Timeout(
+            connect=configured.connect, read=read, write=configured.write, pool=configured.pool
+        )
+
+    def check(self, events: int) -> None:
+        now = time.monotonic()
+        if events:
+            self._last_event = now
+        elif self.idle is not None and now - self._last_event > self.idle:
+            raise self.idle_error()
+        if self.run is not None and now - self._started > self.run:
+            raise TransportError(
+                f"the run at {self.url} did not end within run_timeout={self.run:g} s; the run "
+                "ends truncated",
+                url=self.url,
+                truncated=True,
+            )
+
+    def idle_error(self) -> TransportError:
+        return TransportError(
+            f"the agent at {self.url} sent no complete event for idle_timeout={self.idle:g} s "
+            "(bytes or comments may have arrived); the run ends truncated",
+            url=self.url,
+            truncated=True,
+        )
 
 
 def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
@@ -173,7 +324,17 @@ class _Exchange:
     is called is decided here, once.
     """
 
-    __slots__ = ("body", "max_event_bytes", "reader", "streaming", "transport", "url")
+    __slots__ = (
+        "body",
+        "deadlines",
+        "decoding",
+        "done",
+        "max_event_bytes",
+        "reader",
+        "streaming",
+        "transport",
+        "url",
+    )
 
     def __init__(self, client: BaseAgentClient[Any], run_input: Mapping[str, Any]) -> None:
         self.url = client.url
@@ -184,22 +345,43 @@ class _Exchange:
         self.max_event_bytes = client.max_event_bytes
         self.reader: _Reader | None = None
         self.streaming = False
+        self.deadlines = _Deadlines(self.url, client.idle_timeout, client.run_timeout)
+        self.decoding = _Decoding("")
+        self.done = False  # the stream was refused mid-way: nothing more is read
+
+    def timeout(self, configured: httpx.Timeout) -> httpx.Timeout:
+        return self.deadlines.timeout(configured)
 
     def accept(self, response: httpx.Response) -> None:
-        """A 2xx answer: an event stream in the binding its Content-Type names, which
-        from now on is being read."""
+        """A 2xx answer: an event stream in the binding its Content-Type names (its
+        content coding checked), which from now on is being read."""
+        _check_stream(response)
         self.reader = _reader_for(response, self.transport, self.max_event_bytes)
+        self.decoding = _Decoding(_coding(response))
         self.streaming = True
 
-    def frames(self, chunk: bytes) -> list[Any]:
-        """What ``chunk`` completes, for the pipeline: SSE ``data`` payloads, or the
-        events (and notes) of binary frames."""
+    def frames(self, raw: bytes) -> list[Any]:
+        """The frames one received chunk completes, for the pipeline: SSE ``data``
+        payloads, or the events (and notes) of binary frames — content coding
+        undone, the deadlines checked. A frame the reader cannot produce travels
+        as a BrokenFrame, so the conversation rejects the run at its position like
+        any stream violation; a stream that inflates too far or does not decode
+        ends with one, and :attr:`done` says to read no more."""
         assert self.reader is not None, "accept() the response first"
-        # a frame the reader cannot produce travels as a BrokenFrame, so the
-        # conversation rejects the run at its position like any stream violation
-        return self.reader.feed_frames(chunk)
+        frames: list[Any] = []
+        for chunk in self.decoding.feed(raw):
+            if isinstance(chunk, BrokenFrame):
+                frames.append(chunk)
+                self.done = True
+                return frames
+            new = self.reader.feed_frames(chunk)
+            self.deadlines.check(len(new))
+            frames += new
+        return frames
 
     def failed(self, exc: httpx.HTTPError) -> TransportError:
+        if isinstance(exc, httpx.ReadTimeout) and self.streaming and self.deadlines.capped:
+            return self.deadlines.idle_error()
         return _connection_error(self.url, exc, self.streaming)
 
 
@@ -216,6 +398,11 @@ class BaseAgentClient(Generic[H]):
         max_event_bytes: the largest event accepted (an SSE event, a binary frame).
         transport: ``"sse"`` (the default), or ``"proto"`` / ``"auto"`` to ask for
             the binary binding — the answer's ``Content-Type`` decides the parser.
+        idle_timeout: seconds the stream may go without a complete event
+            (:data:`DEFAULT_IDLE_TIMEOUT`; ``None``: no deadline).
+        run_timeout: seconds the whole run may take (``None``, the default: no
+            deadline). Either deadline ends the run truncated and raises
+            :class:`TransportError` naming it.
     """
 
     def __init__(
@@ -228,6 +415,8 @@ class BaseAgentClient(Generic[H]):
         peer_version: str | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         transport: Transport = "sse",
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        run_timeout: float | None = None,
     ) -> None:
         self.url = url
         self.transport = transport
@@ -236,6 +425,8 @@ class BaseAgentClient(Generic[H]):
         self._http: H = http if http is not None else self._new_http(timeout)
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout
 
     @staticmethod
     def _new_http(timeout: httpx.Timeout | float | None) -> H:
@@ -288,7 +479,11 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
         exchange = self._exchange(run_input)
         try:
             async with self._http.stream(
-                "POST", self.url, content=exchange.body, headers=self.headers
+                "POST",
+                self.url,
+                content=exchange.body,
+                headers=self.headers,
+                timeout=exchange.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, await _error_body(response))
@@ -296,6 +491,8 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
                 async for chunk in response.aiter_raw():
                     if frames := exchange.frames(chunk):
                         yield frames
+                    if exchange.done:
+                        return
         except httpx.HTTPError as exc:
             raise exchange.failed(exc) from exc
 
@@ -338,7 +535,11 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
         exchange = self._exchange(run_input)
         try:
             with self._http.stream(
-                "POST", self.url, content=exchange.body, headers=self.headers
+                "POST",
+                self.url,
+                content=exchange.body,
+                headers=self.headers,
+                timeout=exchange.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
                     raise _status_error(response, _error_body_sync(response))
@@ -346,6 +547,8 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
                 for chunk in response.iter_raw():
                     if frames := exchange.frames(chunk):
                         yield frames
+                    if exchange.done:
+                        return
         except httpx.HTTPError as exc:
             raise exchange.failed(exc) from exc
 

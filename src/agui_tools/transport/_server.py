@@ -44,19 +44,21 @@ Theory of operation (``basic/transports/http-sse``):
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .._errors import ProtocolViolation, describe_value, json_type_name
+from .._errors import ProtocolViolation, ProtocolWarning, describe_value, json_type_name
+from .._text import guarded_logger
 from .._version import PROTOCOL_VERSION, parse_version
 from ..agent._channel import EventChannel
 from ..agent._history import ContinuationRejected, check_continuation
@@ -68,9 +70,22 @@ from ._auth import Authorize, Authorized
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "accepts_proto", "agent_app"]
 
-log = logging.getLogger("agui_tools.transport")
+log = guarded_logger("agui_tools.transport")
 
 DEFAULT_MAX_BODY_BYTES: Final = 8 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT: Final = 30.0
+"""Seconds a client has to send the whole request body (408 beyond): a body
+that trickles in, or stops, holds a connection and a task; without a deadline
+3,000 such requests were all still held after a minute."""
+DEFAULT_MAX_UNKNOWN: Final = 1000
+"""Unrecognised members stripped from one run input before it is refused (422)."""
+DEFAULT_MAX_MESSAGES: Final = 10_000
+"""Messages one run input may carry (413 beyond): each is judged in Python."""
+DEFAULT_MAX_CONCURRENCY: Final = 1000
+"""Requests served at once — reading, judging or streaming — before new ones are
+answered 503 at once. Each holds a socket (a file descriptor); past the
+process's descriptor limit a server cannot even accept, so the default stays
+under the common ``ulimit -n`` of 1024."""
 INLINE_JUDGE_BYTES: Final = 64 * 1024
 """Bodies up to this size are judged on the event loop; larger ones in a worker
 thread. Judging is pure Python, proportional to the body (a 4 MB history takes
@@ -170,6 +185,22 @@ class AgentEndpoint:
         high_water: events queued for a slow client before the agent waits.
         max_depth: how deeply the run input may nest (422 beyond); see
             :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`.
+        allowed_origins: browser origins (``"https://app.example"``) allowed to
+            start runs besides the server's own; ``"*"`` allows any. A request
+            carrying another ``Origin`` is refused (403), so a web page on
+            another origin cannot start runs with a "simple" POST.
+            :func:`agent_app` also answers CORS for these origins.
+        body_timeout: seconds to receive the whole body (408 beyond; ``None``:
+            no deadline).
+        max_concurrency: requests served at once before new ones get 503
+            (``None``: no limit).
+        max_unknown: unrecognised members stripped from one input before it
+            is refused (422, ``LIMIT``).
+        max_messages: messages one input may carry (413 beyond).
+
+    Large bodies are judged in a worker thread, one at a time: judging is pure
+    Python and holds the GIL, and fourteen judged at once took the server to
+    2.1 GB and a small request's first byte from 2 ms to 15 s.
     """
 
     def __init__(
@@ -183,6 +214,11 @@ class AgentEndpoint:
         expose_errors: bool = False,
         high_water: int = 256,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        allowed_origins: Sequence[str] = (),
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        max_unknown: int = DEFAULT_MAX_UNKNOWN,
+        max_messages: int = DEFAULT_MAX_MESSAGES,
     ) -> None:
         if keepalive is not None and keepalive <= 0:
             raise ValueError("keepalive must be a positive number of seconds, or None")
@@ -194,30 +230,82 @@ class AgentEndpoint:
         self.expose_errors = expose_errors
         self.high_water = high_water
         self.max_depth = max_depth
+        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+        self.body_timeout = body_timeout
+        self.max_concurrency = max_concurrency
+        self.max_unknown = max_unknown
+        self.max_messages = max_messages
+        self._active = 0
+        self._judging = asyncio.Semaphore(1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
             raise RuntimeError("AgentEndpoint serves HTTP only")
+        if self.max_concurrency is not None and self._active >= self.max_concurrency:
+            await _refuse(scope, receive, send, _busy(self.max_concurrency))
+            return
+        self._active += 1
         try:
-            body = await self._read_body(scope, receive)
+            await self._serve(scope, receive, send)
+        finally:
+            self._active -= 1
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            headers = Headers(scope=scope)
+            self._check_origin(scope, headers)
+            _check_content_type(headers)
+            body = await self._read_body_in_time(scope, receive)
             if len(body) > INLINE_JUDGE_BYTES:
-                run_input = await run_in_threadpool(self._judge, body)
+                async with self._judging:
+                    run_input = await run_in_threadpool(self._judge, body)
             else:
                 run_input = self._judge(body)
         except _ClientGone:
             return
         except _Rejected as rejected:
-            headers = {"connection": "close"} if rejected.close else None
-            response = JSONResponse(
-                {"error": rejected.error}, status_code=rejected.status, headers=headers
-            )
-            await response(scope, receive, send)
+            await _refuse(scope, receive, send, rejected)
             return
         await self._stream(
             run_input, receive, send, binary=accepts_proto(Headers(scope=scope).get("accept"))
         )
 
     # -- before the stream ---------------------------------------------------------
+
+    def _check_origin(self, scope: Scope, headers: Headers) -> None:
+        """Same-origin by default: a browser names the page's origin on every
+        cross-origin POST, and a "simple" one (form, text/plain) needs no preflight
+        — refusing it here is what stops a web page from starting runs on an agent
+        on the user's loopback. Clients that are not browsers send no ``Origin``."""
+        origin = headers.get("origin")
+        if origin is None:
+            if headers.get("sec-fetch-site") == "cross-site":
+                raise _forbidden("a cross-site request without an Origin header")
+            return
+        normal = origin.lower().rstrip("/")
+        if "*" in self.allowed_origins or normal in self.allowed_origins:
+            return
+        host = headers.get("host")
+        if host is not None and normal == f"{scope.get('scheme', 'http')}://{host}".lower():
+            return
+        raise _forbidden(f"Origin {describe_value(origin)} is not this server's, nor allowed")
+
+    async def _read_body_in_time(self, scope: Scope, receive: Receive) -> bytes:
+        if self.body_timeout is None:
+            return await self._read_body(scope, receive)
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                return await self._read_body(scope, receive)
+        except TimeoutError:
+            raise _Rejected(
+                408,
+                {
+                    "path": "",
+                    "message": f"the request body did not arrive within {self.body_timeout:g} s "
+                    "(body_timeout).",
+                },
+                close=True,
+            ) from None
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         """Read the body, refusing it as soon as it is known to be too large."""
@@ -279,9 +367,20 @@ class AgentEndpoint:
                     "value": describe_value(obj),
                 },
             )
+        messages = obj.get("messages")
+        if type(messages) is list and len(messages) > self.max_messages:
+            raise _Rejected(
+                413,
+                {
+                    "rule": "LIMIT",
+                    "path": "/messages",
+                    "message": f"the run input carries {len(messages)} messages, more than "
+                    f"max_messages={self.max_messages}.",
+                },
+            )
         try:
             check_exact_json(body, obj, max_depth=self.max_depth)
-            decoded = decode_run_input(obj, max_depth=self.max_depth)
+            decoded = decode_run_input(obj, max_depth=self.max_depth, max_unknown=self.max_unknown)
         except ProtocolViolation as exc:
             raise _Rejected(422, _error_json(exc)) from None
         except Exception:
@@ -292,8 +391,8 @@ class AgentEndpoint:
                 {"rule": "PROC-2", "path": "", "message": "the run input could not be decoded."},
             ) from None
         wire = decoded.wire
-        for warning in decoded.warnings:
-            log.warning("run input of run %r: %s", wire.get("runId"), warning)
+        if decoded.warnings:
+            _log_warnings(wire.get("runId"), decoded.warnings)
         _note_version(wire)
         try:
             check_continuation(wire)
@@ -411,6 +510,25 @@ async def _watch_disconnect(
             return
 
 
+def _log_warnings(run_id: Any, warnings: Sequence[ProtocolWarning]) -> None:
+    """One line for a whole input, however many members it stripped (INPUT-16):
+    a count per rule and the first few warnings. (The guard escapes the line.)"""
+    counts: dict[str, int] = {}
+    for w in warnings:
+        counts[w.rule] = counts.get(w.rule, 0) + 1
+    tally = ", ".join(f"{rule} x{n}" for rule, n in counts.items())
+    first = "; ".join(str(w) for w in warnings[:3])
+    more = f"; and {len(warnings) - 3} more" if len(warnings) > 3 else ""
+    log.warning(
+        "run input of run %s: %d warning(s) (%s): %s%s",
+        describe_value(run_id),
+        len(warnings),
+        tally,
+        first,
+        more,
+    )
+
+
 def _note_version(run_input: Mapping[str, Any]) -> None:
     """A newer or uninterpretable declaration is served anyway, with a warning (VER-5).
 
@@ -429,6 +547,53 @@ def _note_version(run_input: Mapping[str, Any]) -> None:
             describe_value(declared),
             PROTOCOL_VERSION,
         )
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, rejected: _Rejected) -> None:
+    headers = {"connection": "close"} if rejected.close else {}
+    if rejected.status == 503:
+        headers["retry-after"] = "1"
+    response = JSONResponse({"error": rejected.error}, status_code=rejected.status, headers=headers)
+    await response(scope, receive, send)
+
+
+def _check_content_type(headers: Headers) -> None:
+    """Only ``application/json`` (TRANS-4): the other types a browser may POST
+    without a CORS preflight (form encodings, ``text/plain``) — and none at all —
+    are exactly what a cross-site forgery sends."""
+    declared = headers.get("content-type")
+    kind = (declared or "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise _Rejected(
+            415,
+            {
+                "rule": "TRANS-4",
+                "path": "",
+                "message": "the request body must be sent as Content-Type: application/json, not "
+                f"{describe_value(declared) if declared is not None else '(none)'}.",
+            },
+            close=True,
+        )
+
+
+def _forbidden(what: str) -> _Rejected:
+    return _Rejected(
+        403,
+        {
+            "path": "",
+            "message": f"{what}: this agent serves its own origin only (allowed_origins "
+            "lists others).",
+        },
+        close=True,
+    )
+
+
+def _busy(limit: int) -> _Rejected:
+    return _Rejected(
+        503,
+        {"path": "", "message": f"the server is serving max_concurrency={limit} requests; retry."},
+        close=True,
+    )
 
 
 def _too_large(limit: int) -> _Rejected:
@@ -460,13 +625,21 @@ def agent_app(
     expose_errors: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
     authorize: Authorize | None = None,
+    allowed_origins: Sequence[str] = (),
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+    max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    max_unknown: int = DEFAULT_MAX_UNKNOWN,
+    max_messages: int = DEFAULT_MAX_MESSAGES,
 ) -> Starlette:
     """A Starlette application serving ``agent`` at ``POST path``.
 
     Mount it in FastAPI or Starlette (``api.mount("/agent", agent_app(agent))``)
     or run it directly (``uvicorn.run(agent_app(agent))``). ``authorize``
     judges each request before its body is read (see
-    :mod:`agui_tools.transport._auth`). Other options: see :class:`AgentEndpoint`.
+    :mod:`agui_tools.transport._auth`). With ``allowed_origins``, CORS is
+    answered for those origins (preflight included), so a browser frontend
+    served elsewhere can call the agent; without, browsers on other origins are
+    refused. Other options: see :class:`AgentEndpoint`.
     """
     endpoint = AgentEndpoint(
         agent,
@@ -476,6 +649,21 @@ def agent_app(
         strict_input=strict_input,
         expose_errors=expose_errors,
         max_depth=max_depth,
+        allowed_origins=allowed_origins,
+        body_timeout=body_timeout,
+        max_concurrency=max_concurrency,
+        max_unknown=max_unknown,
+        max_messages=max_messages,
     )
     app: Any = endpoint if authorize is None else Authorized(endpoint, authorize)
-    return Starlette(routes=[Route(path, app, methods=["POST"])])
+    middleware = []
+    if allowed_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(allowed_origins),
+                allow_methods=["POST"],
+                allow_headers=["content-type", "accept", "authorization"],
+            )
+        )
+    return Starlette(routes=[Route(path, app, methods=["POST"])], middleware=middleware)

@@ -14,7 +14,6 @@ never interpreted, never silently dropped.
 
 from __future__ import annotations
 
-import re
 import select
 import signal
 import sys
@@ -32,6 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._errors import ProtocolWarning
+from .._text import escape_controls
 from ..app._calls import CallStatus, PendingCall
 from ..app._conversation import CallUpdate, TextDelta, Update
 from ..transport._session import Approval
@@ -75,34 +75,9 @@ def _wait_readable(stream: Any) -> None:
         pass
 
 
-# C0 controls except TAB and LF, DEL, C1 controls, and the Unicode format
-# characters that reorder or hide text (bidi embeddings/overrides/isolates,
-# zero-width joiners and spaces, the BOM, line/paragraph separators).
-_UNSAFE: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
-)
-_NAMED: Final = {
-    "\r": "\\r",
-    "\x1b": "\\x1b",
-    "\x07": "\\a",
-    "\x08": "\\b",
-    "\x0b": "\\v",
-    "\x0c": "\\f",
-}
-
-
-def _escape(match: re.Match[str]) -> str:
-    ch = match.group(0)
-    named = _NAMED.get(ch)
-    if named is not None:
-        return named
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def safe(value: str) -> str:
     """``value`` with every control/format character replaced by a visible escape."""
-    return _UNSAFE.sub(_escape, value)
+    return escape_controls(value)
 
 
 def safe_text(value: Any, style: str = "") -> Text:

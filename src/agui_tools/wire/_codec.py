@@ -221,7 +221,10 @@ def decode_event(
 
 
 def decode_run_input(
-    data: bytes | str | Mapping[str, Any], *, max_depth: int = DEFAULT_MAX_DEPTH
+    data: bytes | str | Mapping[str, Any],
+    *,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_unknown: int | None = None,
 ) -> DecodedInput:
     """Judge a ``RunAgentInput``: retired shapes upgraded, unknown material stripped.
 
@@ -230,11 +233,12 @@ def decode_run_input(
     Raises :class:`~agui_tools._errors.InputRejected` when a known field is
     malformed, before anything runs (INPUT-15) — the same asymmetry as events
     (INPUT-16) — and :class:`~agui_tools._errors.LimitExceeded` when an open
-    value nests deeper than ``max_depth``.
+    value nests deeper than ``max_depth`` or it holds more than ``max_unknown``
+    unrecognised members.
     """
     obj = parse_json(data, where="run input") if isinstance(data, (bytes, str)) else data
     upgraded, notes = upgrade_run_input(obj)
-    wire, warnings = shared_enforcer(max_depth).run_input(upgraded)
+    wire, warnings = shared_enforcer(max_depth).run_input(upgraded, max_unknown=max_unknown)
     return DecodedInput(wire, (*notes, *warnings))
 
 

@@ -158,7 +158,7 @@ _ABSENT: Final = object()
 class _Walker:
     """One walk over one event or input; collects warnings, raises on malformed."""
 
-    __slots__ = ("event_type", "index", "input_mode", "max_depth", "warnings")
+    __slots__ = ("event_type", "index", "input_mode", "max_depth", "max_warnings", "warnings")
 
     def __init__(
         self,
@@ -166,11 +166,13 @@ class _Walker:
         event_type: str | None,
         input_mode: bool,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        max_warnings: int | None = None,
     ) -> None:
         self.index = index
         self.event_type = event_type
         self.input_mode = input_mode
         self.max_depth = max_depth
+        self.max_warnings = max_warnings
         self.warnings: list[ProtocolWarning] = []
 
     # -- reporting ---------------------------------------------------------
@@ -225,6 +227,18 @@ class _Walker:
         return "PROC-2"
 
     def warn(self, rule: str, path: str, message: str) -> None:
+        if self.max_warnings is not None and len(self.warnings) >= self.max_warnings:
+            # every unknown member costs a warning (and a log line): a body of 700k of
+            # them cost 20 s of CPU and 62 MB of log — judging stops here instead
+            raise LimitExceeded(
+                "LIMIT",
+                f"more than {self.max_warnings} unrecognised members (the last at {path}); "
+                "raise the limit if such inputs are expected.",
+                index=self.index,
+                path=path,
+                event_type=self.event_type,
+                where="run input" if self.input_mode else None,
+            )
         self.warnings.append(
             ProtocolWarning(
                 rule, message, self.index, path, self.event_type if not self.input_mode else None
@@ -596,13 +610,19 @@ class Enforcer:
             return None, walker.warnings
         return clean, walker.warnings
 
-    def run_input(self, obj: Any) -> tuple[dict[str, Any], list[ProtocolWarning]]:
+    def run_input(
+        self, obj: Any, *, max_unknown: int | None = None
+    ) -> tuple[dict[str, Any], list[ProtocolWarning]]:
         """Enforce a ``RunAgentInput`` (incoming for a producer, outgoing for a client).
 
         Raises :class:`InputRejected` when it is malformed; a run input cannot
         be dropped, so an unrecognised required member is malformed here too.
+        With ``max_unknown``, more unrecognised members than that is a
+        :class:`LimitExceeded` (a server judging a peer's input bounds its work).
         """
-        walker = _Walker(None, None, input_mode=True, max_depth=self.max_depth)
+        walker = _Walker(
+            None, None, input_mode=True, max_depth=self.max_depth, max_warnings=max_unknown
+        )
         clean = walker.object(self.schema.run_input, obj, "")
         if isinstance(clean, _Unrecognised):  # pragma: no cover - no required union at top
             walker.malformed(clean.path, clean.why, obj)

@@ -265,6 +265,15 @@ class ConsumerPipeline:
         self.delivered += len(out)
         return out
 
+    def reject(self, violation: ProtocolViolation) -> ProtocolViolation:
+        """A stage after the pipeline (the reducer, keeping the state and message
+        size limits) found the stream breaks a rule: the stream fails there, as if
+        the pipeline had found it. Returns the violation to raise, at its position.
+        """
+        if self.error is None:
+            self.error = violation if violation.index is not None else violation.at(self.index)
+        return self.error
+
     def close(self) -> StreamResult:
         """The stream ended. A run still active is *truncated*: it gets no
         synthetic ``RUN_FINISHED`` and is never reported as a success (TRANS-2).

@@ -69,7 +69,18 @@ class Limits:
     max_event_bytes: int = 16 * 1024 * 1024
     """Largest single event (one SSE ``data`` payload / NDJSON line)."""
     max_argument_bytes: int = 8 * 1024 * 1024
-    """Largest argument text of one tool call, across all its deltas and reopens."""
+    """Largest argument text of one tool call, across all its deltas and reopens
+    (counted in characters)."""
+    max_message_bytes: int = 8 * 1024 * 1024
+    """Largest text one message (text or reasoning) may stream, across all its
+    deltas and reopens (counted in characters). Kept by the reducer."""
+    max_state_bytes: int = 8 * 1024 * 1024
+    """Largest the state — and each activity message's content — may be, as
+    compact JSON. Kept by the reducer *while* a patch applies, so a small patch
+    cannot build a large value (``copy`` doubles what it copies); the existing
+    values one patch may copy or discard are bounded by it too (see
+    :mod:`agui_tools.app._patch`). 8 MiB: the state travels back in the
+    next run input, and a server's default body limit is 8 MiB."""
     max_open_items: int = 10_000
     """Items open at once in one run: messages, calls, reasoning, steps, subagents."""
     max_lanes: int = 1_000

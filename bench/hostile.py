@@ -1,0 +1,306 @@
+"""Hostile inputs: what a small stream costs us (issue 11, items 1-4).
+
+Each case runs in its own subprocess, so its peak RSS is its own (imports
+included, about 43 MB) and a case that blows up cannot take the others with it;
+each is bounded by a wall-clock timeout. ``--write-docs`` rewrites the table
+between the markers in docs/security.md from this run — the "before" column is
+the record of commit f8cc62c (the last before these bounds), which cannot be
+re-run from this tree.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TIMEOUT = 60.0
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "security.md"
+
+
+# (case, argument, what it is, the figure before the bounds)
+CASES: list[tuple[str, int, str, str]] = [
+    (
+        "bomb",
+        19,
+        "a 3 KB `STATE_DELTA`: 19 groups of add/copy/copy/move",
+        "47.8 s wall, 688 MB, accepted (16 groups: 4.2 s CPU)",
+    ),
+    ("bomb", 40, "the same with 40 groups (7 KB)", "killed after 60 s"),
+    (
+        "state",
+        400,
+        "400 one-value `replace` deltas on a 2 MB state",
+        "21.7 ms per delta (issue: 175 ms)",
+    ),
+    ("text", 160_000, "160k `TEXT_MESSAGE_CONTENT` deltas of 8 bytes", "16.7 s (80k: 1.6 s)"),
+    ("sse", 680, "one 16 MB SSE event of 3-byte `data:` lines", "10.8 s, 777 MB"),
+    (
+        "disposal",
+        18_000,
+        "one run of 18k calls disposed of (MemoryJournal)",
+        "74.9 s wall (issue 11)",
+    ),
+    (
+        "unknowns",
+        700_000,
+        "a run input with 700k unknown members (8.4 MB), judged",
+        "20.6 s CPU, 700k log lines (62 MB) (issue 11)",
+    ),
+    (
+        "slowloris",
+        200,
+        "200 requests that stop mid-body",
+        "held forever (issue 11: 3,000 after 60 s)",
+    ),
+    (
+        "gzip_bomb",
+        512,
+        "a gzip stream inflating to 512 MB of comments",
+        "read raw: ended truncated, no rule named",
+    ),
+]
+
+
+def bomb(groups: int) -> str:
+    from tests.helpers.attacks import patch_bomb
+
+    from agui_tools import LimitExceeded
+    from agui_tools.app import Conversation
+
+    ops = patch_bomb(groups)
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    try:
+        conv.receive_many(
+            [
+                {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                {"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 64}},
+                json.dumps({"type": "STATE_DELTA", "delta": ops}).encode(),
+            ]
+        )
+    except LimitExceeded as exc:
+        return f"`{exc.rule}` violation"
+    return f"run {conv.end_run().status}"
+
+
+def state(deltas: int) -> str:
+    from agui_tools.app import Conversation
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    big = {f"k{i:05}": "x" * 90 for i in range(20_000)}
+    conv.receive_many(
+        [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "STATE_SNAPSHOT", "snapshot": big},
+        ]
+    )
+    frames = [
+        json.dumps(
+            {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/k00001", "value": i}]}
+        ).encode()
+        for i in range(deltas)
+    ]
+    started = time.process_time()
+    for frame in frames:
+        conv.receive(frame)
+    per = (time.process_time() - started) / deltas * 1e3
+    return f"{per:.3f} ms per delta"
+
+
+def text(deltas: int) -> str:
+    from agui_tools.app import Conversation
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    conv.receive_many(
+        [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        ]
+    )
+    frame = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"abcdefgh"}'
+    for _ in range(deltas // 1000):
+        conv.receive_many([frame] * 1000)
+    return "linear"
+
+
+def sse(repeats: int) -> str:
+    from agui_tools.wire import SSEReader
+
+    reader = SSEReader()
+    chunk = b"data:xx\n" * 8192
+    for _ in range(repeats):
+        reader.feed(chunk)
+    [event] = reader.feed(b"\n")
+    return f"one event of {len(event):,} chars"
+
+
+def disposal(calls: int) -> str:
+    from agui_tools.app import Conversation, ToolSpec
+
+    conv = Conversation(thread_id="t", tools=[ToolSpec("look", "read-only")])
+    conv.next_input(run_id="r")
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for i in range(calls):
+        events += [
+            {"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "look"},
+            {"type": "TOOL_CALL_END", "toolCallId": f"c{i}"},
+        ]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    conv.receive_many(events)
+    result = conv.end_run()
+    for call in result.pending:
+        conv.execute(call.call_id, lambda args: "ok")
+    conv.next_input()
+    return f"{len(result.pending):,} calls answered"
+
+
+def unknowns(members: int) -> str:
+    import orjson
+
+    from agui_tools.transport._server import AgentEndpoint, _Rejected
+
+    async def agent(run: Any) -> None:  # judged only
+        raise AssertionError
+
+    body = {"threadId": "t", "runId": "r", "messages": []}
+    body.update({f"u{i:07}": 1 for i in range(members)})
+    raw = orjson.dumps(body)
+    try:
+        AgentEndpoint(agent)._judge(raw)
+    except _Rejected as rejected:
+        return f"{rejected.status} {rejected.error.get('rule')}, one log line at most"
+    return "accepted"
+
+
+def slowloris(clients: int) -> str:
+    import socket
+
+    from tests.helpers.scripted_server import serve
+
+    from agui_tools.transport._server import agent_app
+
+    async def agent(run: Any) -> None:
+        raise AssertionError("a partial body never runs")
+
+    with serve(agent_app(agent, body_timeout=1.0)) as base:
+        host, port = base.removeprefix("http://").split(":")
+        socks = []
+        for _ in range(clients):
+            sock = socket.create_connection((host, int(port)), timeout=30)
+            sock.sendall(
+                b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"content-length: 1000\r\n\r\n{"
+            )
+            socks.append(sock)
+        answered = 0
+        for sock in socks:
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+            answered += data.startswith(b"HTTP/1.1 408")
+            sock.close()
+    return f"{answered} of {clients} answered 408 and closed (body_timeout 1 s)"
+
+
+def gzip_bomb(megabytes: int) -> str:
+    import zlib
+
+    from tests.helpers.scripted_server import Script, app_for, serve
+
+    from agui_tools import LimitExceeded
+    from agui_tools.app import Conversation
+    from agui_tools.transport import SyncAgentClient
+
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    comments = b": " + b"x" * 1022 + b"\n\n"
+    mebibyte = comments * 1024
+    bomb = b"".join(compressor.compress(mebibyte) for _ in range(megabytes)) + compressor.flush()
+    script = Script(chunks=[bomb])
+    app = app_for(script)
+
+    async def gzipped(scope: Any, receive: Any, send: Any) -> None:
+        async def send_gz(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {
+                    **message,
+                    "headers": [*message["headers"], (b"content-encoding", b"gzip")],
+                }
+            await send(message)
+
+        await app(scope, receive, send_gz)
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(user="hi")
+    with serve(gzipped) as base, SyncAgentClient(f"{base}/agent") as client:
+        try:
+            client.run(conv)
+        except LimitExceeded as exc:
+            return f"`{exc.rule}` violation after {len(bomb):,} compressed bytes"
+    return f"run {conv.runs[-1].status}"
+
+
+def _child(name: str, arg: int) -> None:
+    import agui_tools.app
+    import agui_tools.wire  # noqa: F401 - imported before the clock starts
+
+    started = time.process_time()  # CPU, not wall: the machine is shared
+    outcome = globals()[name](arg)
+    seconds = time.process_time() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "outcome": outcome}))
+
+
+def results() -> list[dict[str, Any]]:
+    rows = []
+    for name, arg, what, before in CASES:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "bench.hostile", name, str(arg)],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError):
+            row = {"seconds": None, "peak_mb": None, "outcome": "did not finish"}
+        rows.append({"what": what, "before": before, **row})
+    return rows
+
+
+def report(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| attack | before (f8cc62c) | after: CPU time | after: peak RSS | outcome |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        secs = "—" if r["seconds"] is None else f"{r['seconds']:.2f} s"
+        peak = "—" if r["peak_mb"] is None else f"{r['peak_mb']:.0f} MB"
+        lines.append(f"| {r['what']} | {r['before']} | {secs} | {peak} | {r['outcome']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(table_text: str, path: Path = DOCS, marker: str = "hostile-table") -> None:
+    """Replace what stands between ``<!-- marker:begin -->`` and ``<!-- marker:end -->``."""
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    text_ = path.read_text()
+    head, rest = text_.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{table_text}{end}{tail}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3:
+        _child(sys.argv[1], int(sys.argv[2]))
+    else:
+        table_text = report(results())
+        print(table_text)
+        if "--write-docs" in sys.argv:
+            write_docs(table_text)

@@ -1,0 +1,114 @@
+"""Peer-controlled text made safe to show: on a terminal, and in a log.
+
+A tool name, an unknown member's name, a run id — a peer chooses them, and a
+peer's ``"x\\nCRITICAL forged line"`` must not become a line of our log, nor a
+``\\x1b]0;…`` sequence our user's terminal obeys. One escaping, two uses: the
+terminal keeps line breaks and tabs (message text has them), a log line keeps
+neither (a log record is one line).
+
+Logs also get a budget (:class:`LogGuard`): a peer that can make us log a line
+per request, per member or per failed ``accept()`` can make us write gigabytes
+at full CPU (66,842 "Too many open files" lines in one measured minute).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["LogGuard", "escape_controls", "guarded_logger"]
+
+# C0 controls except TAB and LF, DEL, C1 controls, and the Unicode format
+# characters that reorder or hide text (bidi embeddings/overrides/isolates,
+# zero-width joiners and spaces, the BOM, line/paragraph separators).
+_UNSAFE: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+_UNSAFE_IN_A_LINE: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+_NAMED: Final = {
+    "\n": "\\n",
+    "\t": "\\t",
+    "\r": "\\r",
+    "\x1b": "\\x1b",
+    "\x07": "\\a",
+    "\x08": "\\b",
+    "\x0b": "\\v",
+    "\x0c": "\\f",
+}
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(value: str, *, one_line: bool = False) -> str:
+    """``value`` with every control/format character replaced by a visible escape;
+    with ``one_line``, line breaks and tabs too (a log record is one line)."""
+    return (_UNSAFE_IN_A_LINE if one_line else _UNSAFE).sub(_escape, value)
+
+
+class LogGuard(logging.Filter):
+    """Escapes each record to one line, and rate-limits records per message template.
+
+    At most ``burst`` records of one template pass per ``period`` seconds; the
+    rest are counted, and the next record of that template that passes says how
+    many were suppressed. The rendered message is escaped whole
+    (:func:`escape_controls` with ``one_line``) — arguments are peer text more
+    often than not — and the arguments are dropped, so handlers format nothing
+    again. Tracebacks (``exc_info``) are left to the handler.
+    """
+
+    def __init__(
+        self, *, burst: int = 20, period: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self.burst = burst
+        self.period = period
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._windows: dict[tuple[str, str], list[float]] = {}  # [start, passed, suppressed]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg))
+        now = self._clock()
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None or now - window[0] >= self.period:
+                suppressed = int(window[2]) if window is not None else 0
+                if len(self._windows) > 1024:  # templates are ours: this is a backstop
+                    self._windows.clear()
+                self._windows[key] = window = [now, 0, 0]
+            else:
+                suppressed = 0
+            if window[1] >= self.burst:
+                window[2] += 1
+                return False
+            window[1] += 1
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string of ours: show it, do not crash the log
+            message = f"{record.msg!r} % {record.args!r}"
+        if suppressed:
+            message += f" [{suppressed} similar line(s) suppressed in the last {self.period:g} s]"
+        record.msg = escape_controls(message, one_line=True)
+        record.args = None
+        return True
+
+
+def guarded_logger(name: str) -> logging.Logger:
+    """``logging.getLogger(name)`` with a :class:`LogGuard` (added once)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, LogGuard) for f in logger.filters):
+        logger.addFilter(LogGuard())
+    return logger
