@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,3 +112,33 @@ def test_chat_reads_its_turns_from_a_pipe(url: str, tmp_path: Path) -> None:
     assert "message 1 of this thread" in proc.stdout
     assert "The user declined" not in proc.stdout and "no user was asked" in proc.stdout
     assert capture.read_bytes().count(b'"type":"RUN_STARTED"') == 3
+
+
+def test_a_chat_kept_in_a_store_is_resumed_by_thread_id(url: str, tmp_path: Path) -> None:
+    """Issue 13: `--thread ID` resumes, once a store exists (issue 12): the second chat
+    — another process — continues the first one's thread instead of starting anew."""
+    store = tmp_path / "threads.sqlite"
+
+    def chat(*extra: str, said: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*AGUI, "chat", url, *TOOLS, "--store", str(store), *extra],
+            input=said, capture_output=True, text=True, timeout=60, env=ENV, cwd=ROOT,
+        )  # fmt: skip
+
+    first = chat(said="hello\n")
+    assert first.returncode == 0, first.stderr
+    assert "message 1 of this thread" in first.stdout
+    found = re.search(r"thread (chat-\w+) is kept in", first.stdout)
+    assert found, first.stdout
+    thread = found.group(1)
+    again = chat("--thread", thread, said="hello again\n")
+    assert again.returncode == 0, again.stderr
+    assert "message 1 of this thread" not in again.stdout  # the history came back
+    assert "message 2 of this thread" in again.stdout
+    lost = chat("--thread", "chat-x", "--journal", str(tmp_path / "j.db"), said="")
+    assert lost.returncode == 2 and "not both" in lost.stderr
+    alone = subprocess.run(
+        [*AGUI, "chat", url, "--thread", thread], input="", capture_output=True, text=True,
+        timeout=60, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    assert alone.returncode == 2 and "--thread ID needs --store FILE" in alone.stderr

@@ -147,9 +147,29 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     ok, decide = flag_answers(args, command)
     if not ok:
         return 2
+    store_path = getattr(args, "store", None)  # chat only: the thread kept between runs
+    thread_id = getattr(args, "thread", None)
+    if thread_id is not None and store_path is None:
+        return usage("--thread ID needs --store FILE: the thread is restored from it")
+    if store_path is not None and args.journal:
+        return usage("give --store FILE (the whole thread) or --journal FILE, not both")
     ok, journal = open_journal(args, command)
     if not ok:
         return 2
+    store = None
+    if store_path is not None:
+        from .._errors import JournalError
+        from ..app._store_sqlite import SQLiteStore
+
+        try:
+            store = SQLiteStore(store_path)
+        except JournalError as exc:
+            return usage(f"cannot open --store {store_path}: {exc}")
+        if thread_id is None:
+            import uuid
+
+            thread_id = f"{command}-{uuid.uuid4().hex[:12]}"
+        args.thread = thread_id
     sink: IO[bytes] | None = None
     if args.save:
         try:
@@ -168,8 +188,15 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
         headers=dict(args.headers),
         transport="proto" if args.proto else "sse",
     )
-    session = Session(client, ask=ui.consent(decide), timeout=args.timeout, journal=journal)
-    driver = Driver(command, args, console, ui, session, http, recorder, journal, sink)
+    session = Session(
+        client,
+        ask=ui.consent(decide),
+        timeout=args.timeout,
+        journal=journal,
+        store=store,
+        thread_id=thread_id,
+    )
+    driver = Driver(command, args, console, ui, session, http, recorder, store or journal, sink)
     if args.tools:
         try:
             load_tools(session, args.tools)

@@ -60,6 +60,16 @@ def register(sub: Any) -> None:
     )
     p.add_argument("url", metavar="URL")
     add_drive_options(p, save_help="also write the raw event streams to FILE as they arrive")
+    p.add_argument(
+        "--store",
+        metavar="FILE",
+        help="keep the thread in this SQLite thread store, so a later chat can resume it",
+    )
+    p.add_argument(
+        "--thread",
+        metavar="ID",
+        help="resume thread ID from --store (a new thread is started, and named, without)",
+    )
     p.set_defaults(func=run)
 
 
@@ -86,8 +96,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open_session(args: argparse.Namespace, console: Any) -> Driver | int:
-    """The session of this chat: a new thread (a thread store would restore one here)."""
-    return prepare(args, "chat", console)
+    """The session of this chat: a new thread, or with ``--store`` one kept in (and,
+    with ``--thread``, restored from) a thread store."""
+    driver = prepare(args, "chat", console)
+    if not isinstance(driver, int) and args.store is not None:
+        print(
+            f"thread {args.thread} is kept in {args.store} "
+            f"(resume: --store {args.store} --thread {args.thread})"
+        )
+    return driver
 
 
 async def _chat(driver: Driver) -> int:
