@@ -40,9 +40,17 @@ from typing import Any, ClassVar, Protocol
 import orjson
 
 from .._errors import StaleThread, StoreError
-from ._journal import Journal, MemoryJournal
+from ._journal import ClaimResult, Journal, JournalKey, MemoryJournal
 
-__all__ = ["MemoryStore", "StaleThread", "Store", "StoreError", "ThreadRecord"]
+__all__ = [
+    "AsyncStore",
+    "MemoryStore",
+    "StaleThread",
+    "Store",
+    "StoreError",
+    "ThreadRecord",
+    "is_async_store",
+]
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,60 @@ class Store(Journal, Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class AsyncStore(Protocol):
+    """The store's contract with coroutine methods: a store that does its I/O on the
+    event loop (PostgreSQL through psycopg's async API), for the async faces.
+
+    Same semantics, method for method, as :class:`Store` — the one contract suite
+    runs on both. A conversation drives it through ``await
+    conversation.off_loop(...)`` (``Session``, ``AgentClient`` and
+    ``execute_async`` do), never from a synchronous method.
+    """
+
+    is_async: ClassVar[bool]
+    """Always ``True``: how a conversation tells an async store from a sync one."""
+
+    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult: ...
+
+    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None: ...
+
+    async def settle(
+        self,
+        key: JournalKey,
+        answer: Mapping[str, Any],
+        *,
+        decision: Mapping[str, Any] | None = None,
+    ) -> ClaimResult: ...
+
+    async def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None: ...
+
+    async def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None: ...
+
+    async def record_decision(self, decision: Mapping[str, Any]) -> None: ...
+
+    async def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]: ...
+
+    async def load(self, thread_id: str) -> ThreadRecord | None: ...
+
+    async def save_run(
+        self,
+        thread_id: str,
+        *,
+        expected_version: int,
+        messages: Sequence[Mapping[str, Any]],
+        state: Any,
+        resumed: Sequence[str],
+        run: Mapping[str, Any],
+    ) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+def is_async_store(journal: object) -> bool:
+    """Whether ``journal`` is an :class:`AsyncStore` (its methods are coroutines)."""
+    return getattr(journal, "is_async", False) is True
 
 
 class MemoryStore(MemoryJournal):
