@@ -40,8 +40,12 @@ def pending(
 
 
 def desk(journal: MemoryJournal | None = None, closed: bool = True, **kw: Any) -> Desk:
+    """What the conversation reads of ``journal`` for call c1 of thread t, as it reads it."""
+    journal = journal if journal is not None else MemoryJournal()
+    record = journal.lookup("t", "c1")
     return Desk(
-        journal if journal is not None else MemoryJournal(),
+        record,
+        journal.decisions("t", "c1") if record is None else [],
         kw.pop("consent", ConsentPolicy()),
         kw.pop("unadvertised", None),
         closed,

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sqlite3
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -24,11 +25,14 @@ from typing import Any
 import pytest
 
 from agui_tools import AgentClient, Run, Session, SyncAgentClient, SyncSession, agent_app
+from agui_tools._errors import UsageError
+from agui_tools.app._conversation import Conversation
 from agui_tools.app._store_postgres import PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import free_port, serving
 
 from ..conftest import StoreFactory
+from ..helpers.async_store import AsyncMemoryStore
 from ..helpers.store_worker import Effects
 
 FORK = multiprocessing.get_context("fork")
@@ -273,3 +277,92 @@ def test_a_sync_session_resumes_a_thread_too(tmp_path: Path) -> None:
         "Done: charged 500 cents",
     )
     assert charges == [500]
+
+
+# -- an async store: the session awaits it, on the loop -----------------------------------
+
+
+def test_a_session_resumes_a_thread_on_an_async_store() -> None:
+    """The hand-over above with an async store: the replica cancelled while asking,
+    the next session restores the thread through ``off_loop(restore)`` and
+    finishes it; every store call was awaited on the event loop's thread."""
+    charges: list[int] = []
+    store = AsyncMemoryStore()
+
+    def session(url: str, ask: Any) -> Session:
+        s = Session(AgentClient(url), store=store, thread_id="resume-async", ask=ask)
+
+        @s.tool(side_effects=True)
+        def charge_card(cents: int) -> str:
+            """Charge the user's card."""
+            charges.append(cents)
+            return f"charged {cents} cents"
+
+        return s
+
+    async def scenario() -> tuple[str, Any, int]:
+        async with serving(agent_app(pays, path="/agent")) as base:
+            url = f"{base}/agent"
+            asking = asyncio.Event()
+
+            async def never(_call: Any) -> bool:
+                asking.set()
+                await asyncio.sleep(3600)
+                return False
+
+            first = asyncio.create_task(session(url, never).send("pay five dollars"))
+            await asking.wait()
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            second = session(url, lambda _call: True)
+            result = await second.send()
+            assert second.conversation is not None
+            final = second.conversation.messages[-1]["content"]
+            return result.status, final, threading.get_ident()
+
+    status, final, loop_thread = asyncio.run(scenario())
+    assert (status, final) == ("success", "Done: charged 500 cents")
+    assert charges == [500]
+    assert store.threads == {loop_thread}
+    assert store.methods.count("load") == 2 and store.methods.count("claim") == 1
+    record = store.inner.load("resume-async")
+    assert record is not None and record.version == 2
+
+
+def test_a_sync_session_refuses_an_async_store_with_a_clear_error() -> None:
+    store = AsyncMemoryStore()
+    with SyncAgentClient("http://127.0.0.1:9/agent") as client:
+        session = SyncSession(client, store=store, thread_id="t", ask=lambda _c: True)
+        with pytest.raises(UsageError, match=r"async store .*Session"):
+            session.send("hi")
+    assert store.calls == []
+
+
+def test_a_run_cancelled_mid_stream_is_saved_truncated_in_an_async_store() -> None:
+    store = AsyncMemoryStore()
+
+    async def scenario() -> None:
+        streaming = asyncio.Event()
+
+        async def slow(r: Run) -> None:
+            await r.text("Working on it")
+            streaming.set()
+            await asyncio.sleep(3600)
+
+        async with serving(agent_app(slow, path="/agent")) as base:
+            conv = Conversation(thread_id="cut", store=store)
+            await conv.off_loop(conv.restore)
+            conv.next_input(user="go")
+            task = asyncio.create_task(AgentClient(f"{base}/agent").run(conv))
+            await streaming.wait()
+            await asyncio.sleep(0.2)  # the text reached the client
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert not conv.run_in_progress
+
+    asyncio.run(scenario())
+    record = store.inner.load("cut")
+    assert record is not None and [r["status"] for r in record.runs] == ["truncated"]
+    assert record.messages[-1]["content"] == "Working on it"

@@ -36,7 +36,7 @@ import asyncio
 import dataclasses
 import inspect
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -60,7 +60,7 @@ from ._disposition import Approve, Desk, Settle, Stand, decide, describe_excepti
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._reducer import ThreadState
-from ._store import Store, ThreadRecord
+from ._store import AsyncStore, Store, ThreadRecord, is_async_store
 from ._tools import ToolSpec
 
 __all__ = [
@@ -77,6 +77,49 @@ AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 OutcomeUnknown = Callable[[PendingCall, datetime], Answer | None]
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+# -- what the core asks of its journal or store ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOp:
+    """One thing the core needs of its journal or store: a method and its arguments.
+
+    Everything that reads or writes the journal or store — ending a run,
+    restoring a thread, disposing of a call, consent, claiming and answering —
+    is written once, as a generator that yields these and is sent each one's
+    result (or has its exception thrown in). :meth:`Conversation._drive`
+    performs them on a synchronous journal or store; :meth:`Conversation._perform`
+    awaits them on an :class:`~agui_tools.app._store.AsyncStore`, or drives a
+    synchronous one in a worker thread. So the sync and the async faces cannot
+    differ in what they decide and record, only in how they wait — the sans-I/O
+    habit of the wire core, applied to storage.
+    """
+
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+Steps = Generator[StoreOp, Any, T]
+
+
+def _ask(method: str, *args: Any, **kwargs: Any) -> Generator[StoreOp, Any, Any]:
+    """``result = yield from _ask("claim", key, tool=name)``: one store call."""
+    return (yield StoreOp(method, args, kwargs))
+
+
+# the public methods that touch the store, and the steps each is written as: what
+# ``off_loop`` performs on an async store
+_TWO_FACED: dict[str, str] = {
+    "end_run": "_end_run_steps",
+    "abandon_run": "_abandon_steps",
+    "approve": "_approve_steps",
+    "decline": "_decline_steps",
+    "fail": "_fail_steps",
+    "restore": "_restore_steps",
+}
 
 
 # -- updates for a UI, as the stream arrives ----------------------------------
@@ -158,7 +201,12 @@ class Conversation:
             ``thread_id`` the store already holds, the thread is restored from
             it (``messages`` and ``state`` must then be left out); each run is
             saved as it ends. Tools are never read from the store: the thread
-            advertises this application's ``tools``.
+            advertises this application's ``tools``. An
+            :class:`~agui_tools.app._store.AsyncStore` (``AsyncPostgresStore``)
+            is driven from async code only: the constructor cannot await, so
+            ``await conversation.off_loop(conversation.restore)`` loads the
+            thread, and every method that touches the store is called through
+            ``off_loop`` (``Session`` and ``AgentClient`` do both).
         messages, state: history and state to start from.
         context, forwarded_props: carried on every input.
         unadvertised: called with ``(name, arguments)`` for a call naming a tool
@@ -201,7 +249,7 @@ class Conversation:
         peer_version: str | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
         tool_message_order: Literal["as-folded", "call-order"] = "as-folded",
-        store: Store | None = None,
+        store: Store | AsyncStore | None = None,
     ) -> None:
         if tool_message_order not in ("as-folded", "call-order"):
             raise UsageError(
@@ -218,7 +266,7 @@ class Conversation:
             self.tools[tool.name] = tool
         self.consent = consent or ConsentPolicy()
         self.store = store
-        self.journal: Journal = (
+        self.journal: Journal | AsyncStore = (
             store if store is not None else journal if journal is not None else MemoryJournal()
         )
         self.version = 0
@@ -250,15 +298,11 @@ class Conversation:
             on_warning=self._updates.append,
             limits=limits,
         )
-        if store is not None and thread_id is not None:
-            record = store.load(thread_id)
-            if record is not None:
-                if initial or state is not None:
-                    raise UsageError(
-                        f"thread {thread_id!r} is restored from the store: messages= and state= "
-                        "would replace its history, leave them out"
-                    )
-                self._restore(record)
+        self._given_history = bool(initial) or state is not None
+        self._unloaded = store is not None and thread_id is not None
+        """The thread may be in the store and was not looked for yet (an async store)."""
+        if self._unloaded and not is_async_store(store):
+            self.restore()
 
     # -- the next input ---------------------------------------------------------
 
@@ -293,6 +337,7 @@ class Conversation:
         """
         if self._pipeline is not None:
             raise UsageError("the current run has not ended: call end_run() first")
+        self._check_loaded()
         if self._stale is not None:
             raise self._stale
         covered = self._check_resume(resume, now or datetime.now(UTC))
@@ -424,18 +469,36 @@ class Conversation:
         back, so a retry sends them once. Otherwise it ends as :meth:`end_run`
         ends it — a truncated run, never a finished one (RUN-9).
         """
+        if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
+            self._withdraw_run()  # no store to touch: any face, any store
+            return None
+        return self._drive(self._end_run_steps())
+
+    def _abandon_steps(self) -> Steps[RunResult | None]:
+        if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
+            self._withdraw_run()
+            return None
+        return (yield from self._end_run_steps())
+
+    def _withdraw_run(self) -> None:
+        """The run never started (nothing arrived): take back what next_input() added."""
         if self._run_input is None:
-            return None
-        if self._pipeline is None or self._pipeline.index < 0:
-            self._pipeline = None
-            self._run_input = None
-            self.thread.withdraw(self._added)
-            self._added = []
-            self._covering = set()
-            return None
-        return self.end_run()
+            return
+        self._pipeline = None
+        self._run_input = None
+        self.thread.withdraw(self._added)
+        self._added = []
+        self._covering = set()
 
     # -- receiving a run ----------------------------------------------------------
+
+    def _check_loaded(self) -> None:
+        if self._unloaded:
+            raise UsageError(
+                f"thread {self.thread_id!r} may be kept in the store and was not loaded yet: "
+                "an async store is read with `await conversation.off_loop(conversation.restore)` "
+                "first (Session does it for you)"
+            )
 
     def _ensure_pipeline(self) -> ConsumerPipeline:
         if self._pipeline is None:
@@ -550,6 +613,9 @@ class Conversation:
         in memory, the run is recorded, and then the error is raised: the
         conversation can always continue.
         """
+        return self._drive(self._end_run_steps())
+
+    def _end_run_steps(self) -> Steps[RunResult]:
         pipe = self._ensure_pipeline()
         result: StreamResult = pipe.close()
         self._pipeline = None
@@ -587,22 +653,23 @@ class Conversation:
         )
         failure: Exception | None = None
         try:
-            self._save(run, todo)  # "this run folded, these calls pending": before disposing
+            # "this run folded, these calls pending": before disposing
+            yield from self._save_steps(run, todo)
         except StaleThread as exc:
             self._stale = exc  # nothing of the run was written, and nothing is disposed
             raise
         except StoreError as exc:  # not saved; the calls are still disposed of (journal)
             failure = exc
         self.runs.append(run)
-        run.pending, failed = self._dispose_all(todo, {c: run_id for c, _ in todo})
+        run.pending, failed = yield from self._dispose_all_steps(todo, {c: run_id for c, _ in todo})
         failure = failure or failed
         if failure is not None:
             raise failure
         return run
 
-    def _dispose_all(
+    def _dispose_all_steps(
         self, todo: Sequence[tuple[str, bool]], runs: Mapping[str, str | None]
-    ) -> tuple[list[PendingCall], Exception | None]:
+    ) -> Steps[tuple[list[PendingCall], Exception | None]]:
         """Dispose of each call; one that fails is answered failed in memory, and the
         first failure is returned for raising once all are done."""
         pending: list[PendingCall] = []
@@ -610,7 +677,7 @@ class Conversation:
         for call_id, closed in todo:
             run_id = runs.get(call_id)
             try:
-                pending.append(self._dispose(call_id, run_id, closed=closed))
+                pending.append((yield from self._dispose_steps(call_id, run_id, closed=closed)))
             except Exception as exc:
                 failure = failure or exc
                 pending.append(self._undisposable(call_id, run_id, exc))
@@ -618,10 +685,11 @@ class Conversation:
 
     # -- the store: save each run, restore a thread ----------------------------------
 
-    def _save(self, run: RunResult, todo: Sequence[tuple[str, bool]]) -> None:
+    def _save_steps(self, run: RunResult, todo: Sequence[tuple[str, bool]]) -> Steps[None]:
         if self.store is None:
             return
-        self.version = self.store.save_run(
+        self.version = yield from _ask(
+            "save_run",
             self.thread_id,
             expected_version=self.version,
             messages=self.thread.messages,
@@ -630,7 +698,34 @@ class Conversation:
             run=_run_to_json(run, todo),
         )
 
-    def _restore(self, record: ThreadRecord) -> None:
+    def restore(self) -> bool:
+        """Load the thread from the store, if that was not done: ``True`` when the
+        store held it (and the thread is now where the last saved run left it).
+
+        The constructor does it for a synchronous store; for an
+        :class:`~agui_tools.app._store.AsyncStore` call ``await
+        conversation.off_loop(conversation.restore)`` before anything else. A
+        call the restore could not dispose of is answered failed in memory,
+        then its error raised: the conversation can continue.
+        """
+        return self._drive(self._restore_steps())
+
+    def _restore_steps(self) -> Steps[bool]:
+        if not self._unloaded:
+            return self.version > 0
+        record = yield from _ask("load", self.thread_id)
+        self._unloaded = False
+        if record is None:
+            return False
+        if self._given_history:
+            raise UsageError(
+                f"thread {self.thread_id!r} is restored from the store: messages= and state= "
+                "would replace its history, leave them out"
+            )
+        yield from self._restored_steps(record)
+        return True
+
+    def _restored_steps(self, record: ThreadRecord) -> Steps[None]:
         """Pick the thread up where the last saved run left it.
 
         The snapshot gives messages, state and runs; every call still
@@ -665,7 +760,7 @@ class Conversation:
             for c in self.thread.unanswered_calls()
             if c not in gated and c not in self._resumed
         ]
-        pending, failure = self._dispose_all(todo, owner)
+        pending, failure = yield from self._dispose_all_steps(todo, owner)
         if last is not None:
             last.pending = pending
         self._updates.clear()  # what restoring did is the state, not news for a UI
@@ -673,16 +768,76 @@ class Conversation:
             raise failure
 
     async def off_loop(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run ``fn`` — a method of this conversation that touches the journal or
-        store — without blocking the event loop: in a worker thread when the
-        journal may wait (a file lock, a database), inline when it never does.
+        """Call ``fn`` — a method of this conversation that touches the journal or
+        store (:meth:`end_run`, :meth:`abandon_run`, :meth:`approve`,
+        :meth:`decline`, :meth:`fail`, :meth:`restore`) — without blocking the
+        event loop: awaiting each store call on an async store, in a worker
+        thread when a synchronous journal may wait (a file lock, a database),
+        inline when it never does.
 
-        One task drives a conversation at a time; while ``fn`` runs in its
-        thread, other tasks must not call into the same conversation.
+        One task drives a conversation at a time; while ``fn`` runs, other
+        tasks must not call into the same conversation.
         """
+        owner = getattr(fn, "__self__", None)
+        name = getattr(fn, "__name__", "")
+        if owner is self and name in _TWO_FACED:
+            steps: Steps[T] = getattr(self, _TWO_FACED[name])(*args, **kwargs)
+            performed: T = await self._perform(steps)
+            return performed
+        if is_async_store(self.journal):
+            raise UsageError(
+                f"{name or fn!r} cannot run on an async store: off_loop performs "
+                f"{', '.join(sorted(_TWO_FACED))} (and execute_async executes)"
+            )
         if getattr(self.journal, "blocking", True):
             return await asyncio.to_thread(fn, *args, **kwargs)
         return fn(*args, **kwargs)
+
+    def _drive(self, steps: Steps[T]) -> T:
+        """Perform ``steps`` on this conversation's synchronous journal or store."""
+        journal = self.journal
+        if is_async_store(journal):
+            steps.close()
+            raise UsageError(
+                f"this conversation keeps its thread in an async store "
+                f"({type(journal).__name__}): call it from async code — `await "
+                "conversation.off_loop(conversation.<method>, ...)`, execute_async() — or use "
+                "Session, which does"
+            )
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                op = steps.send(reply) if error is None else steps.throw(error)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            try:
+                reply, error = getattr(journal, op.method)(*op.args, **op.kwargs), None
+            except BaseException as exc:  # thrown in where it was asked: the core decides
+                reply, error = None, exc
+
+    async def _perform(self, steps: Steps[T]) -> T:
+        """Perform ``steps`` without blocking the event loop: awaiting an async
+        store's coroutines, or driving a synchronous store in a worker thread when
+        it may wait (inline when it never does)."""
+        journal = self.journal
+        if not is_async_store(journal):
+            if getattr(journal, "blocking", True):
+                return await asyncio.to_thread(self._drive, steps)
+            return self._drive(steps)
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                op = steps.send(reply) if error is None else steps.throw(error)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            try:
+                reply, error = await getattr(journal, op.method)(*op.args, **op.kwargs), None
+            except BaseException as exc:  # a cancellation too: the steps see it where it struck
+                reply, error = None, exc
 
     # -- disposition -------------------------------------------------------------
 
@@ -703,23 +858,33 @@ class Conversation:
         self._calls[call_id] = call
         return call
 
-    def _dispose(self, call_id: str, run_id: str | None, *, closed: bool = True) -> PendingCall:
+    def _dispose_steps(
+        self, call_id: str, run_id: str | None, *, closed: bool = True
+    ) -> Steps[PendingCall]:
         """Put a call through the disposition gates (:mod:`._disposition`) and carry
-        out their ruling: durable first, then in memory."""
+        out their ruling: durable first, then in memory.
+
+        What the gates need of the journal is read first (the record; the
+        decisions when there is no record), so the gates stay pure functions."""
         call = self._pending_call(call_id, run_id)
-        desk = Desk(self.journal, self.consent, self.unadvertised, closed)
-        ruling = rule_on(call, desk)
+        record: ClaimResult | None = yield from _ask("lookup", self.thread_id, call_id)
+        decisions: list[dict[str, Any]] = (
+            [] if record is not None else (yield from _ask("decisions", self.thread_id, call_id))
+        )
+        ruling = rule_on(call, Desk(record, decisions, self.consent, self.unadvertised, closed))
         if isinstance(ruling, Stand):
             if ruling.record.claim is Claim.ANSWERED:
                 assert ruling.record.answer is not None
                 self._answer(call, Answer.from_json(ruling.record.answer))
             else:
-                self._unknown(call, ruling.record)
+                yield from self._unknown_steps(call, ruling.record)
         elif isinstance(ruling, Settle):
-            self._settle(call, ruling.answer, decision=ruling.decision, record=ruling.record)
+            yield from self._settle_steps(
+                call, ruling.answer, decision=ruling.decision, record=ruling.record
+            )
         elif isinstance(ruling, Approve):
             if ruling.record:
-                self._record(call, ruling.decision)
+                yield from self._record_steps(call, ruling.decision)
             else:
                 call.decision = ruling.decision
             call.status = CallStatus.APPROVED
@@ -758,6 +923,16 @@ class Conversation:
         Edited arguments are validated against the schema like the proposal
         was; the approval binds their fingerprint, and voids the original's.
         """
+        return self._drive(self._approve_steps(call_id, by=by, arguments=arguments, reason=reason))
+
+    def _approve_steps(
+        self,
+        call_id: str,
+        *,
+        by: DecidedBy = "user",
+        arguments: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> Steps[ConsentDecision]:
         call = self.call(call_id)
         if call.status not in (CallStatus.AWAITING_CONSENT, CallStatus.APPROVED):
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be approved now")
@@ -775,7 +950,7 @@ class Conversation:
             previous = call.edited
             call.edited = edited
             try:
-                decision = self._record(
+                decision = yield from self._record_steps(
                     call,
                     decide(call, approved=True, by=by, reason=reason, supersedes=original),
                 )
@@ -783,7 +958,9 @@ class Conversation:
                 call.edited = previous  # not recorded: the approval did not happen
                 raise
         else:
-            decision = self._record(call, decide(call, approved=True, by=by, reason=reason))
+            decision = yield from self._record_steps(
+                call, decide(call, approved=True, by=by, reason=reason)
+            )
         call.status = CallStatus.APPROVED
         self._updates.append(call_update(call))
         return decision
@@ -795,13 +972,20 @@ class Conversation:
         elsewhere (another process, an earlier life of this one), that is not
         undone by a decline — the call is answered "outcome unknown" instead.
         """
+        return self._drive(self._decline_steps(call_id, by=by, reason=reason))
+
+    def _decline_steps(
+        self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
+    ) -> Steps[Answer]:
         call = self.call(call_id)
         if call.status.answered or call.status is CallStatus.EXECUTING:
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be declined now")
-        return self._settle(
-            call,
-            Answer.declined(call_id, by, reason),
-            decision=decide(call, approved=False, by=by, reason=reason),
+        return (
+            yield from self._settle_steps(
+                call,
+                Answer.declined(call_id, by, reason),
+                decision=decide(call, approved=False, by=by, reason=reason),
+            )
         )
 
     def execute(self, call_id: str, handler: Handler) -> Answer:
@@ -845,6 +1029,9 @@ class Conversation:
         Returns the answer that stands (see :meth:`decline`). A call that is
         executing is answered by its handler's return, not by this.
         """
+        return self._drive(self._fail_steps(call_id, error))
+
+    def _fail_steps(self, call_id: str, error: str) -> Steps[Answer]:
         call = self.call(call_id)
         if call.status.answered:
             raise UsageError(f"call {call_id!r} is already answered")
@@ -853,9 +1040,9 @@ class Conversation:
                 f"call {call_id!r} is executing: its handler's return (or its failure) answers "
                 "it; a call is never answered twice"
             )
-        return self._settle(call, Answer.failed(call_id, error))
+        return (yield from self._settle_steps(call, Answer.failed(call_id, error)))
 
-    def _claim(self, call_id: str) -> tuple[PendingCall, JournalKey | None]:
+    def _claim_steps(self, call_id: str) -> Steps[tuple[PendingCall, JournalKey | None]]:
         """Take the right to execute; ``(call, None)`` when the call got its answer instead."""
         call = self.call(call_id)
         if call.status is not CallStatus.APPROVED:
@@ -873,21 +1060,21 @@ class Conversation:
         if self._stale is not None:
             raise self._stale
         key = JournalKey(self.thread_id, call_id, call.fingerprint)
-        claim = self.journal.claim(key, tool=call.name)
+        claim: ClaimResult = yield from _ask("claim", key, tool=call.name)
         if claim.claim is Claim.ANSWERED:
             assert claim.answer is not None
             self._answer(call, Answer.from_json(claim.answer))
             return call, None
         if claim.claim is Claim.UNKNOWN:
-            self._unknown(call, claim)
+            yield from self._unknown_steps(call, claim)
             return call, None
         call.status = CallStatus.EXECUTING
         self._updates.append(call_update(call))
         return call, key
 
-    def _record(self, call: PendingCall, decision: ConsentDecision) -> ConsentDecision:
+    def _record_steps(self, call: PendingCall, decision: ConsentDecision) -> Steps[ConsentDecision]:
         """A decision that answers nothing yet (an approval): recorded, then it holds."""
-        self.journal.record_decision(decision.to_json())
+        yield from _ask("record_decision", decision.to_json())
         call.decision = decision
         return decision
 
@@ -921,23 +1108,24 @@ class Conversation:
             message["subagentRunId"] = call.subagent_run_id
         self.thread.add_tool_message(message)
 
-    def _settle(
+    def _settle_steps(
         self,
         call: PendingCall,
         answer: Answer,
         *,
         decision: ConsentDecision | None = None,
         record: bool = True,
-    ) -> Answer:
+    ) -> Steps[Answer]:
         """An answer that ran nothing: made durable, then given — unless the journal
         already holds something for the call, which then stands (and is returned)."""
-        found = self.journal.settle(
+        found: ClaimResult = yield from _ask(
+            "settle",
             JournalKey(self.thread_id, call.call_id, call.fingerprint),
             answer.to_json(),
             decision=decision.to_json() if decision is not None and record else None,
         )
         if found.claim is Claim.UNKNOWN:
-            return self._unknown(call, found)
+            return (yield from self._unknown_steps(call, found))
         assert found.answer is not None
         if found.answer == answer.to_json():
             if decision is not None:
@@ -945,11 +1133,11 @@ class Conversation:
             return self._answer(call, answer)
         return self._answer(call, Answer.from_json(found.answer))
 
-    def _executed(self, call: PendingCall, key: JournalKey, answer: Answer) -> Answer:
+    def _executed_steps(self, call: PendingCall, key: JournalKey, answer: Answer) -> Steps[Answer]:
         """An execution's answer: given first (the side effect happened), then made durable."""
         given = self._answer(call, answer)
         try:
-            self.journal.finish(key, answer.to_json())
+            yield from _ask("finish", key, answer.to_json())
         except JournalError as exc:
             raise JournalError(
                 f"call {call.call_id!r} was executed and is answered, but its answer could not be "
@@ -958,7 +1146,7 @@ class Conversation:
             ) from exc
         return given
 
-    def _unknown(self, call: PendingCall, record: ClaimResult) -> Answer:
+    def _unknown_steps(self, call: PendingCall, record: ClaimResult) -> Steps[Answer]:
         """A call whose execution started and recorded no answer: never run again."""
         started = datetime.fromtimestamp(record.started_at or 0, UTC)
         known: Answer | None = None
@@ -983,8 +1171,8 @@ class Conversation:
         known = dataclasses.replace(known, call_id=call.call_id)
         given = self._answer(call, known)
         assert record.fingerprint is not None
-        self.journal.finish(
-            JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
+        yield from _ask(
+            "finish", JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
         )
         return given
 
@@ -1041,23 +1229,26 @@ class _Execution:
         self.answer: Answer
 
     def __enter__(self) -> _Execution:
-        return self._entered(self._conversation._claim(self._call_id))
+        conv = self._conversation
+        return self._entered(conv._drive(conv._claim_steps(self._call_id)))
 
     async def __aenter__(self) -> _Execution:
-        """The claim, off the event loop when the journal may wait (``off_loop``).
+        """The claim, off the event loop (``_perform``).
 
-        Cancelled while the claim is being recorded in its thread, the claim is
-        seen through and, as nothing ran, the call is answered "not executed" —
-        never left executing.
+        Cancelled while the claim is being recorded (in its thread, or awaited
+        on an async store), the claim is seen through and, as nothing ran, the
+        call is answered "not executed" — never left executing.
         """
         conv = self._conversation
-        claiming = asyncio.ensure_future(conv.off_loop(conv._claim, self._call_id))
+        claiming = asyncio.ensure_future(conv._perform(conv._claim_steps(self._call_id)))
         try:
             claimed = await asyncio.shield(claiming)
         except asyncio.CancelledError:
-            call, key = await claiming  # the thread finishes the claim either way
+            call, key = await claiming  # the claim is finished either way
             if key is not None:
-                conv._executed(call, key, _cancelled_before(self._call_id))
+                await conv._perform(
+                    conv._executed_steps(call, key, _cancelled_before(self._call_id))
+                )
             raise
         return self._entered(claimed)
 
@@ -1089,7 +1280,8 @@ class _Execution:
     ) -> bool:
         if self._key is None:
             return False
-        self.answer = self._conversation._executed(self._call, self._key, self._outcome(exc))
+        conv = self._conversation
+        self.answer = conv._drive(conv._executed_steps(self._call, self._key, self._outcome(exc)))
         return isinstance(exc, Exception)
 
     async def __aexit__(
@@ -1097,12 +1289,16 @@ class _Execution:
     ) -> bool:
         if self._key is None:
             return False
-        if exc is not None and not isinstance(exc, Exception):
+        conv = self._conversation
+        if exc is not None and not isinstance(exc, Exception) and not is_async_store(conv.journal):
             # cancelled (or stopped): recorded here and now — a cancelled task cannot
             # wait for a worker thread
             return self.__exit__(kind, exc, tb)
-        conv = self._conversation
-        self.answer = await conv.off_loop(conv._executed, self._call, self._key, self._outcome(exc))
+        # the answer is given in memory before the store is awaited: cancelled again
+        # while that write is awaited, the journal still holds the intent without an
+        # answer, which reads as "outcome unknown" — the same answer, never a re-run
+        steps = conv._executed_steps(self._call, self._key, self._outcome(exc))
+        self.answer = await conv._perform(steps)
         return isinstance(exc, Exception)
 
 

@@ -19,9 +19,11 @@ decides, and the gates after it are not asked:
 6. :func:`consent_policy` — the application's policy approves, denies, or
    asks the user (its failure refuses the call).
 
-Each gate is a small function of the call and the :class:`Desk` (what the
-conversation lends them: its journal, its consent policy, its
-``unadvertised`` hook). A gate never writes to the journal or the thread: it
+Each gate is a small pure function of the call and the :class:`Desk` (what
+the conversation lends them: what its journal holds for the call, read
+before the gates are asked — so the same gates serve a synchronous and an
+async store —, its consent policy, its ``unadvertised`` hook). A gate never
+reads or writes the journal or the thread: it
 fills in what it learned about the call (its tool, schema errors, edited
 arguments, verdict) and returns a :data:`Ruling`, or ``None`` to pass the
 call on. :class:`~agui_tools.app._conversation.Conversation` carries a ruling
@@ -31,14 +33,14 @@ then thread" is written once, not once per gate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ._arguments import ParsedArguments
 from ._calls import Answer, PendingCall
 from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
-from ._journal import ClaimResult, Journal
+from ._journal import ClaimResult
 from ._tools import ToolSpec
 from ._validation import InvalidToolSchema
 
@@ -102,7 +104,11 @@ Ruling = Stand | Settle | Approve | Ask
 class Desk:
     """What the conversation lends the gates for one call."""
 
-    journal: Journal
+    record: ClaimResult | None
+    """What the journal holds for the call (its answer, or an execution's intent)."""
+    decisions: Sequence[Mapping[str, Any]]
+    """The consent decisions the journal holds for the call, oldest first (read
+    only when it holds no record: then they are all the gates need)."""
     consent: ConsentPolicy
     unadvertised: Unadvertised | None
     closed: bool
@@ -116,8 +122,7 @@ Gate = Callable[[PendingCall, Desk], Ruling | None]
 
 
 def journal_holds(call: PendingCall, desk: Desk) -> Ruling | None:
-    record = desk.journal.lookup(call.thread_id, call.call_id)
-    return Stand(record) if record is not None else None
+    return Stand(desk.record) if desk.record is not None else None
 
 
 def never_closed(call: PendingCall, desk: Desk) -> Ruling | None:
@@ -165,7 +170,7 @@ def invalid_arguments(call: PendingCall, desk: Desk) -> Ruling | None:
 
 
 def decision_recorded(call: PendingCall, desk: Desk) -> Ruling | None:
-    decisions = desk.journal.decisions(call.thread_id, call.call_id)
+    decisions = desk.decisions
     if not decisions:
         return None
     last = decisions[-1]

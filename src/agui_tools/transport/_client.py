@@ -30,6 +30,7 @@ quietly. ``"sse"`` (the default) asks for SSE only.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import zlib
@@ -506,10 +507,20 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
         (as truncated, never as finished) before the exception propagates.
         """
         run_input = conversation.pending_input
-        with _ending(conversation):
+        try:
             async for frames in self.frames(run_input):
                 _deliver(conversation, frames, on_update)
-        # ending a run saves it and disposes of its calls: store I/O, off the event loop
+        except BaseException:
+            # a transport failure or cancellation mid-stream still ends the run (as
+            # truncated, never as finished) before the exception goes on; ending saves
+            # the run and disposes of its calls: store I/O, off the event loop
+            ending = asyncio.ensure_future(conversation.off_loop(conversation.abandon_run))
+            try:
+                await asyncio.shield(ending)
+            except asyncio.CancelledError:
+                await ending  # cancelled again while the run was ended: seen through once
+                raise
+            raise
         return await conversation.off_loop(conversation.end_run)
 
 

@@ -54,7 +54,7 @@ from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._journal import Journal
-from ..app._store import Store
+from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
 from ._client import AgentClient, SyncAgentClient
 
@@ -210,7 +210,9 @@ class _Execute:
 @dataclass(frozen=True, slots=True)
 class _Store:
     """Call ``fn`` — it reads or writes the journal or store; the face replies with
-    what it returned (the async face runs it off the event loop when the store may wait)."""
+    what it returned (the async face performs a conversation's method through
+    ``Conversation.off_loop``: awaited on an async store, in a worker thread when
+    a synchronous store may wait)."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...] = ()
@@ -270,7 +272,7 @@ class BaseSession(Generic[C]):
         max_turns: int = 10,
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
-        store: Store | None = None,
+        store: Store | AsyncStore | None = None,
     ) -> None:
         self.client: C = client
         self.ask = ask
@@ -358,6 +360,7 @@ class BaseSession(Generic[C]):
     def _send_steps(self, text: str | None, emit: Callable[[Update], Any]) -> Steps:
         """Send a user message and carry the thread until nothing is pending."""
         conv: Conversation = yield _Store(self._conversation)  # restoring reads the store
+        yield _Store(conv.restore)  # done by the constructor, unless the store is async
         if conv.pending:  # a restored thread: finish what the last process left first
             yield from self._dispose_steps(emit)
         if text is not None:
@@ -473,7 +476,11 @@ class Session(BaseSession[AgentClient]):
                 if inspect.isawaitable(reply):
                     reply = await reply
             elif isinstance(step, _Store):
-                reply = await asyncio.to_thread(step) if self._store_may_wait else step()
+                owner = getattr(step.fn, "__self__", None)
+                if isinstance(owner, Conversation):  # its method: performed as the store needs
+                    reply = await owner.off_loop(step.fn, *step.args, **step.kwargs)
+                else:
+                    reply = await asyncio.to_thread(step) if self._store_may_wait else step()
             else:
                 reply = await self._execute(step)
             step = _advance(steps, reply)
