@@ -177,7 +177,9 @@ def test_a_server_restart_costs_the_calls_in_flight_not_the_pool(
     second = JournalKey(THREAD, "c2", "fp")
 
     async def scenario() -> None:
-        async with AsyncPostgresStore(postgres_dsn, max_size=2, timeout=2) as store:
+        # two idle connections, both killed by the restart: each must be checked and
+        # replaced before it is handed out again, not handed out dead
+        async with AsyncPostgresStore(postgres_dsn, min_size=2, max_size=2, timeout=2) as store:
             assert (await store.claim(KEY, tool="t")).claim is Claim.RUN
             await asyncio.to_thread(postgres_server.stop)
             try:
