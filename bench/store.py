@@ -129,17 +129,9 @@ async def async_claims_per_second(store: Any, tasks: int) -> float:
 
 async def _async_build_thread(store: Any, conv: Conversation) -> str:
     """:func:`build_thread`, awaited."""
-    thread = f"{conv.thread_id}-{uuid.uuid4().hex[:8]}"
-    last = len(conv.runs) - 1
-    for n, run in enumerate(conv.runs):
-        await store.save_run(
-            thread,
-            expected_version=n,
-            messages=conv.messages if n == last else [],
-            state=conv.state,
-            resumed=[],
-            run={"runId": run.run_id, "status": run.status, "calls": [{"id": f"c{n}"}]},
-        )
+    thread, saves = _saves(conv)
+    for save in saves:
+        await store.save_run(thread, **save)
     return thread
 
 
@@ -207,18 +199,25 @@ def folded_thread(runs: int) -> Conversation:
 def build_thread(store: Store, conv: Conversation) -> str:
     """Save a folded thread through the store's own API: a restore reads the last
     snapshot and every run row, whatever wrote them."""
-    thread = f"{conv.thread_id}-{uuid.uuid4().hex[:8]}"
-    last = len(conv.runs) - 1
-    for n, run in enumerate(conv.runs):
-        store.save_run(
-            thread,
-            expected_version=n,
-            messages=conv.messages if n == last else [],
-            state=conv.state,
-            resumed=[],
-            run={"runId": run.run_id, "status": run.status, "calls": [{"id": f"c{n}"}]},
-        )
+    thread, saves = _saves(conv)
+    for save in saves:
+        store.save_run(thread, **save)
     return thread
+
+
+def _saves(conv: Conversation) -> tuple[str, list[dict[str, Any]]]:
+    """A fresh thread id for a folded thread, and the ``save_run`` arguments of each run."""
+    last = len(conv.runs) - 1
+    return f"{conv.thread_id}-{uuid.uuid4().hex[:8]}", [
+        {
+            "expected_version": n,
+            "messages": conv.messages if n == last else [],
+            "state": conv.state,
+            "resumed": [],
+            "run": {"runId": run.run_id, "status": run.status, "calls": [{"id": f"c{n}"}]},
+        }
+        for n, run in enumerate(conv.runs)
+    ]
 
 
 def restore_seconds(store: Store, thread: str) -> float:
