@@ -412,7 +412,8 @@ def _failed(conninfo: str, what: str, exc: Exception) -> StoreError | None:
 
 
 def _pool_options(min_size: int, max_size: int, timeout: float) -> dict[str, Any]:
-    """What both pools are built with: autocommit connections, each checked before use."""
+    """What both pools are built with (each adds its own ``check_connection``, so a
+    connection is checked before it is handed out): autocommit, opened explicitly."""
     return {
         "min_size": min_size,
         "max_size": max_size,
