@@ -21,8 +21,9 @@ Groups (``--only`` runs one):
   official ``@ag-ui/proto`` in Node, decode + pipeline, one server → one client,
   and the codec choice (upb vs hand-written).
 * ``store`` — the thread store: claims/s and round trips/s for memory, SQLite
-  and PostgreSQL (a throw-away server) at 1, 4 and 16 workers, and the time to
-  restore threads of 10, 100 and 1,000 runs.
+  and PostgreSQL (a throw-away server) at 1, 4 and 16 workers — and the async
+  PostgreSQL store's claims/s at 1, 4 and 16 tasks — and the time to restore
+  threads of 10, 100 and 1,000 runs.
 * ``hostile`` — what small hostile streams cost (bench/hostile.py), before
   (recorded) and now; ``--write-docs`` writes the table in docs/security.md;
 * ``load`` — 100 / 500 / 1,000 concurrent runs, a storm of 500 disconnects,

@@ -1,4 +1,4 @@
-"""The thread store side by side: memory, SQLite and PostgreSQL.
+"""The thread store side by side: memory, SQLite, PostgreSQL and PostgreSQL (async).
 
 * **claims/s** — ``claim`` + ``finish`` of distinct calls (one execution's
   store work), by 1, 4 and 16 concurrent workers (threads of one process
@@ -11,6 +11,13 @@
 * **restore** — the time to pick up a thread of 10, 100 and 1,000 runs
   (``Conversation(store=…, thread_id=…)``), and per run.
 
+The async row is :class:`~agui_tools.app._store_postgres.AsyncPostgresStore` on
+the same server: claims by 1, 4 and 16 concurrent asyncio tasks of one event loop
+sharing one store (pool ``max_size=16``), and restore as ``await store.load``
+only (the async ``Conversation`` comes with the lead's refactor; its round
+trips read "—" until then) — beside the sync store's ``store.load`` timed the
+same way, for the async ÷ sync ratio.
+
 SQLite commits with ``synchronous=FULL``; the PostgreSQL server (a throw-away
 one, tests/helpers/postgres.py) runs with ``fsync`` on, so both pay for
 durability. Nothing is asserted: the numbers are reported, with ratios.
@@ -18,6 +25,7 @@ durability. Nothing is asserted: the numbers are reported, with ratios.
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import threading
 import time
@@ -99,6 +107,65 @@ def claims_per_second(store: Store, workers: int) -> float:
     return per * workers / _parallel(workers, CLAIMS, job)
 
 
+ASYNC = "PostgreSQL 15 (async: AsyncPostgresStore, tasks)"
+
+
+async def async_claims_per_second(store: Any, tasks: int) -> float:
+    """``claim`` + ``finish`` of distinct calls by ``tasks`` concurrent asyncio tasks."""
+    tag = uuid.uuid4().hex[:8]
+    answer = {"callId": "c", "outcome": "executed", "content": "ok"}
+    per = CLAIMS // tasks
+
+    async def task(w: int) -> None:
+        for i in range(per):
+            key = JournalKey(f"abench-{tag}-{w}", f"c{i}", "fp")
+            await store.claim(key, tool="lookup")
+            await store.finish(key, answer)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(task(w) for w in range(tasks)))
+    return per * tasks / (time.perf_counter() - t0)
+
+
+async def _async_build_thread(store: Any, conv: Conversation) -> str:
+    """:func:`build_thread`, awaited."""
+    thread, saves = _saves(conv)
+    for save in saves:
+        await store.save_run(thread, **save)
+    return thread
+
+
+def _best_of_5(load: Callable[[], Any]) -> float:
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        record = load()
+        best = min(best, time.perf_counter() - t0)
+        assert record is not None
+    return best
+
+
+async def async_figures(
+    conninfo: str, threads: list[Conversation]
+) -> tuple[list[float], list[tuple[str, float]]]:
+    """Claims/s by tasks, and each thread's ``await store.load`` time (with its id)."""
+    from agui_tools.app._store_postgres import AsyncPostgresStore
+
+    async with AsyncPostgresStore(conninfo, min_size=4, max_size=16) as store:
+        rates = [await async_claims_per_second(store, w) for w in WORKERS]
+        loads: list[tuple[str, float]] = []
+        for conv in threads:
+            thread = await _async_build_thread(store, conv)
+            best = float("inf")
+            for _ in range(5):
+                t0 = time.perf_counter()
+                record = await store.load(thread)
+                best = min(best, time.perf_counter() - t0)
+                assert record is not None and record.version == len(conv.runs)
+            loads.append((thread, best))
+    return rates, loads
+
+
 def round_trips_per_second(store: Store, workers: int) -> float:
     tag = uuid.uuid4().hex[:8]
     policy = ConsentPolicy.auto_approve()
@@ -132,18 +199,25 @@ def folded_thread(runs: int) -> Conversation:
 def build_thread(store: Store, conv: Conversation) -> str:
     """Save a folded thread through the store's own API: a restore reads the last
     snapshot and every run row, whatever wrote them."""
-    thread = f"{conv.thread_id}-{uuid.uuid4().hex[:8]}"
-    last = len(conv.runs) - 1
-    for n, run in enumerate(conv.runs):
-        store.save_run(
-            thread,
-            expected_version=n,
-            messages=conv.messages if n == last else [],
-            state=conv.state,
-            resumed=[],
-            run={"runId": run.run_id, "status": run.status, "calls": [{"id": f"c{n}"}]},
-        )
+    thread, saves = _saves(conv)
+    for save in saves:
+        store.save_run(thread, **save)
     return thread
+
+
+def _saves(conv: Conversation) -> tuple[str, list[dict[str, Any]]]:
+    """A fresh thread id for a folded thread, and the ``save_run`` arguments of each run."""
+    last = len(conv.runs) - 1
+    return f"{conv.thread_id}-{uuid.uuid4().hex[:8]}", [
+        {
+            "expected_version": n,
+            "messages": conv.messages if n == last else [],
+            "state": conv.state,
+            "resumed": [],
+            "run": {"runId": run.run_id, "status": run.status, "calls": [{"id": f"c{n}"}]},
+        }
+        for n, run in enumerate(conv.runs)
+    ]
 
 
 def restore_seconds(store: Store, thread: str) -> float:
@@ -158,7 +232,8 @@ def restore_seconds(store: Store, thread: str) -> float:
     return best
 
 
-def _stores(stack: ExitStack) -> list[tuple[str, Store]]:
+def _stores(stack: ExitStack) -> tuple[list[tuple[str, Store]], str | None]:
+    """The stores side by side, and the PostgreSQL server's conninfo (``None``: none)."""
     stores: list[tuple[str, Store]] = [("memory", MemoryStore())]
     from agui_tools.app._store_sqlite import SQLiteStore
 
@@ -178,13 +253,27 @@ def _stores(stack: ExitStack) -> list[tuple[str, Store]]:
         stores.append(("PostgreSQL 15 (Unix socket, fsync on)", pg))
     except Exception as exc:  # reported in the table, not hidden
         print(f"_PostgreSQL skipped: {exc}_\n")
-    return stores
+        return stores, None
+    return stores, server.conninfo
+
+
+def _restore_row(name: str, times: list[float]) -> str:
+    return (
+        f"| {name} | "
+        + " | ".join(f"{t * 1000:.1f} ms" for t in times)
+        + f" | {times[-1] / RUNS[-1] * 1e6:.0f} µs |"
+    )
 
 
 def report() -> str:
     lines: list[str] = []
     with ExitStack() as stack:
-        stores = _stores(stack)
+        stores, conninfo = _stores(stack)
+        threads = [folded_thread(n) for n in RUNS]
+        async_rates: list[float] = []
+        async_loads: list[tuple[str, float]] = []
+        if conninfo is not None:
+            async_rates, async_loads = asyncio.run(async_figures(conninfo, threads))
         header = "| store | " + " | ".join(f"{w} worker{'s' if w > 1 else ''}" for w in WORKERS)
         sep = "|---|" + "---:|" * len(WORKERS)
         claim_rates: dict[str, list[float]] = {}
@@ -200,6 +289,9 @@ def report() -> str:
             lines += [f"### {title}", "", f"{header} |", f"{sep}"]
             for name, values in rates.items():
                 lines.append(f"| {name} | " + " | ".join(f"{v:,.0f} {unit}" for v in values) + " |")
+            if conninfo is not None:  # round trips: "—" until the async Conversation lands
+                cells = [f"{v:,.0f} {unit}" for v in async_rates] if rates is claim_rates else []
+                lines.append(f"| {ASYNC} | " + " | ".join(cells or ["—"] * len(WORKERS)) + " |")
             lines.append("")
         names = list(claim_rates)
         if len(names) == 3:
@@ -214,20 +306,41 @@ def report() -> str:
                 "by workers): " + "; ".join(ratios) + ".",
                 "",
             ]
+        if conninfo is not None:
+            pg = names[-1]
+            lines += [
+                "AsyncPostgresStore relative to PostgresStore (async rate ÷ sync rate, tasks vs "
+                "threads): claims "
+                + "; ".join(
+                    f"{w}: {async_rates[i] / claim_rates[pg][i]:.2f}×"
+                    for i, w in enumerate(WORKERS)
+                )
+                + ".",
+                "",
+            ]
         lines += [
             "### Restoring a thread (Conversation(store=…, thread_id=…))",
             "",
             "| store | " + " | ".join(f"{n:,} runs" for n in RUNS) + " | per run at 1,000 |",
             "|---|" + "---:|" * (len(RUNS) + 1),
         ]
-        threads = [folded_thread(n) for n in RUNS]
         for name, store in stores:
             times = [restore_seconds(store, build_thread(store, conv)) for conv in threads]
-            lines.append(
-                f"| {name} | "
-                + " | ".join(f"{t * 1000:.1f} ms" for t in times)
-                + f" | {times[-1] / RUNS[-1] * 1e6:.0f} µs |"
-            )
+            lines.append(_restore_row(name, times))
+        if conninfo is not None:
+            sync_pg = stores[-1][1]
+            sync_loads = [_best_of_5(lambda t=t: sync_pg.load(t)) for t, _ in async_loads]
+            lines += [
+                _restore_row(f"{ASYNC}: `await store.load` only", [t for _, t in async_loads]),
+                _restore_row("PostgreSQL 15 (sync): `store.load` only, for the ratio", sync_loads),
+                "",
+                "Loading a thread, async ÷ sync time: "
+                + "; ".join(
+                    f"{n:,} runs {a / s:.2f}×"
+                    for n, (_, a), s in zip(RUNS, async_loads, sync_loads, strict=True)
+                )
+                + ".",
+            ]
         lines.append("")
     return "\n".join(lines)
 

@@ -36,7 +36,8 @@ __all__ = [
     "pytest_unconfigure",
 ]
 
-BACKENDS = ["memory", "sqlite", "postgres"]
+BACKENDS = ["memory", "sqlite", "postgres", "postgres-async"]
+""""postgres-async": the AsyncPostgresStore, seen through tests/helpers/async_view.py."""
 
 
 @pytest.fixture(scope="session")
@@ -84,11 +85,18 @@ class StoreFactory:
             from agui_tools.app._store_sqlite import SQLiteStore
 
             store = SQLiteStore(self.path, timeout=10)
-        else:
+        elif self.backend == "postgres":
             from agui_tools.app._store_postgres import PostgresStore
 
             assert self.dsn is not None
             store = PostgresStore(self.dsn, max_size=4, timeout=10)
+        else:
+            from agui_tools.app._store_postgres import AsyncPostgresStore
+
+            from .helpers.async_view import AsyncView
+
+            assert self.backend == "postgres-async" and self.dsn is not None
+            store = AsyncView(AsyncPostgresStore(self.dsn, max_size=4, timeout=10))
         self.opened.append(store)
         return store
 
@@ -99,16 +107,16 @@ class StoreFactory:
 
 @pytest.fixture(params=BACKENDS)
 def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
-    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgres" else None
+    dsn = request.getfixturevalue("postgres_dsn") if request.param.startswith("postgres") else None
     factory = StoreFactory(request.param, tmp_path, dsn)
     yield factory
     factory.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-async"])
 def open_durable_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """The same, for the stores that may wait (a file lock, a database)."""
-    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgres" else None
+    dsn = request.getfixturevalue("postgres_dsn") if request.param.startswith("postgres") else None
     factory = StoreFactory(request.param, tmp_path, dsn)
     yield factory
     factory.close()

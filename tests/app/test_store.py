@@ -398,7 +398,8 @@ def _hold_write_lock(open_store: StoreFactory, fingerprint: str) -> _Held:
         return _Held(release)
     import psycopg
 
-    assert open_store.dsn is not None
+    # "postgres-async" is the same database: its row lock holds the async store's claims
+    assert open_store.backend in ("postgres", "postgres-async") and open_store.dsn is not None
     blocker_pg = psycopg.connect(open_store.dsn)  # a transaction left open: the row is locked
     blocker_pg.execute(
         "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at) "

@@ -9,7 +9,8 @@ Sans-I/O, in the order a verified event travels::
     _consent       who decided, over which exact arguments (ConsentPolicy)
     _journal       intent before, answer after: a side effect runs at most once
     _store         the whole thread, kept between processes (MemoryStore; SQLiteStore
-                   in _store_sqlite, PostgresStore in _store_postgres)
+                   in _store_sqlite, PostgresStore and
+                   AsyncPostgresStore in _store_postgres)
     _calls         one pending call and its one answer (PendingCall, Answer)
     _disposition   the gates a pending call passes, one small function each
     _conversation  all of it for one thread, carrying out the gates' rulings
@@ -26,12 +27,13 @@ from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._journal import Journal, MemoryJournal, SQLiteJournal
 from ._reducer import ThreadState
 from ._store import MemoryStore, Store, ThreadRecord
-from ._store_postgres import PostgresStore
+from ._store_postgres import AsyncPostgresStore, PostgresStore
 from ._store_sqlite import SQLiteStore
 from ._tools import ToolSpec
 
 __all__ = [
     "Answer",
+    "AsyncPostgresStore",
     "CallStatus",
     "CallUpdate",
     "CaptureVerdict",

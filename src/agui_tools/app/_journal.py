@@ -156,6 +156,21 @@ def decision_row(decision: Mapping[str, Any]) -> tuple[str, str, bytes]:
     )
 
 
+def answer_of(found: ClaimResult | None) -> dict[str, Any] | None:
+    """The answer a call's record holds, if any (``answer_for`` of every journal)."""
+    return found.answer if found is not None else None
+
+
+class AnswerFromLookup:
+    """``answer_for`` of a journal, from its ``lookup``: one definition for every backend."""
+
+    def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
+        raise NotImplementedError
+
+    def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
+        return answer_of(self.lookup(thread_id, call_id))
+
+
 def _no_intent(key: JournalKey) -> JournalError:
     return JournalError(
         f"no intent is recorded for call {key.call_id!r} with these arguments: "
@@ -163,7 +178,7 @@ def _no_intent(key: JournalKey) -> JournalError:
     )
 
 
-class MemoryJournal:
+class MemoryJournal(AnswerFromLookup):
     """The journal's semantics in memory; lost when the process exits."""
 
     blocking: ClassVar[bool] = False
@@ -216,10 +231,6 @@ class MemoryJournal:
             record = self._calls.get((thread_id, call_id))
             return _result(record) if record is not None else None
 
-    def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
-        found = self.lookup(thread_id, call_id)
-        return found.answer if found is not None else None
-
     def _keep(self, decision: Mapping[str, Any]) -> None:
         key = (decision.get("threadId", ""), decision.get("toolCallId", ""))
         self._decisions.setdefault(key, []).append(dict(decision))
@@ -263,7 +274,7 @@ CREATE INDEX IF NOT EXISTS decisions_by_call ON decisions (thread_id, call_id);
 """
 
 
-class SQLiteJournal:
+class SQLiteJournal(AnswerFromLookup):
     """The durable journal: one SQLite file per application.
 
     Safe to share between threads of one process (a lock serialises them) and
@@ -460,10 +471,6 @@ class SQLiteJournal:
     def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
         with self._read(f"read the record of call {call_id!r}") as db:
             return self._row(db, thread_id, call_id)
-
-    def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
-        found = self.lookup(thread_id, call_id)
-        return found.answer if found is not None else None
 
     @staticmethod
     def _insert_decision(db: sqlite3.Connection, decision: Mapping[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """The thread store on PostgreSQL: for applications that outgrow one process or machine.
 
-Every replica of an application opens a :class:`PostgresStore` on the same
-database. Exactly-once is the database's job, not an application lock's:
+Every replica of an application opens a :class:`PostgresStore` (sync code) or an
+:class:`AsyncPostgresStore` (async code) on the same database. Exactly-once is
+the database's job, not an application lock's:
 
 * ``claim`` is one ``INSERT … ON CONFLICT (thread_id, call_id) DO NOTHING``:
   of any number of processes claiming a call at once, exactly one inserts
@@ -16,37 +17,52 @@ database. Exactly-once is the database's job, not an application lock's:
   writes the snapshot and the run row in the same transaction — or nothing,
   raising :class:`~agui_tools._errors.StaleThread`.
 
-Connections come from a ``psycopg_pool.ConnectionPool`` that checks each one
-before handing it out, so a server restart costs the calls in flight, not the
-pool. A call is synchronous (``blocking = True``): async callers run it in a
-worker thread, never on the event loop.
+**One plan, two drivers.** Each operation is written once, sans-I/O, as a
+:class:`Plan`: a generator that yields :class:`Query` objects (SQL, parameters,
+what to fetch), receives their rows and returns the operation's result. The
+sync store runs a plan on a connection of a ``psycopg_pool.ConnectionPool``
+(async callers run it in a worker thread: ``blocking = True``); the async store
+awaits it on a connection of a ``psycopg_pool.AsyncConnectionPool`` and never
+blocks the event loop. So the SQL, the decisions and the error messages cannot
+drift apart between the two.
 
-The schema is created and migrated by :meth:`PostgresStore.migrate` (run on
-open unless ``migrate=False``), under an advisory lock so replicas starting
-together apply it once; ``agui_schema`` records the version applied.
+Both pools check each connection before handing it out, so a server restart
+costs the calls in flight, not the pool. A task cancelled while its operation
+waits (on a row lock, say) has its query cancelled on the server by psycopg;
+the connection goes back to the pool, and an uncommitted write is not written.
+
+The schema is created and migrated by ``migrate()`` (run on open unless
+``migrate=False``), under an advisory lock so replicas starting together apply
+it once; ``agui_schema`` records the version applied.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import orjson
 
-from .._errors import StaleThread, StoreError
+from .._errors import StaleThread, StoreError, UsageError
 from ._journal import (
+    AnswerFromLookup,
     Claim,
     ClaimResult,
     JournalKey,
     _no_intent,
+    answer_of,
     decision_row,
     stored_result,
 )
 from ._store import ThreadRecord, decode_record, encode_snapshot
 
-__all__ = ["MIGRATIONS", "PostgresStore"]
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["MIGRATIONS", "AsyncPostgresStore", "PostgresStore"]
 
 MIGRATIONS: list[str] = [
     # 1: threads, runs, calls (intent + answer), decisions
@@ -86,10 +102,330 @@ MIGRATIONS: list[str] = [
 ]
 
 _LOCK_KEY = 0x4147_5549  # "AGUI": the advisory lock migrations take
+_POOL_NAME = "agui-tools-store"
+
+T = TypeVar("T")
+
+# -- the plans: every operation's SQL and decisions, once, without I/O ----------------
 
 
-class PostgresStore:
-    """Threads, runs, intents, answers and decisions in a PostgreSQL database.
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One statement of a plan, and what its plan wants back: nothing, a row, or all rows."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+    fetch: Literal["none", "one", "all"] = "none"
+
+
+Steps = Generator[Query, Any, T]
+"""A plan's body: yields queries, is sent each one's rows, returns the result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan(Generic[T]):
+    """One operation: what it does (for error messages), its steps, and whether they
+    must commit together (one transaction) or each on its own (autocommit)."""
+
+    what: str
+    steps: Steps[T]
+    tx: bool = False
+
+
+def _call_row(thread_id: str, call_id: str) -> Steps[ClaimResult | None]:
+    row = yield Query(
+        "SELECT fingerprint, started_at, answer FROM agui_calls "
+        "WHERE thread_id = %s AND call_id = %s",
+        (thread_id, call_id),
+        "one",
+    )
+    return stored_result(row) if row is not None else None
+
+
+def _insert_decision(decision: Mapping[str, Any]) -> Query:
+    return Query(
+        "INSERT INTO agui_decisions (thread_id, call_id, decision) VALUES (%s, %s, %s)",
+        decision_row(decision),
+    )
+
+
+def migrate_plan() -> Plan[int]:
+    def steps() -> Steps[int]:
+        yield Query("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        yield Query("CREATE TABLE IF NOT EXISTS agui_schema (version INTEGER NOT NULL)")
+        row = yield Query("SELECT version FROM agui_schema", fetch="one")
+        current = row[0] if row is not None else 0
+        if current > len(MIGRATIONS):
+            raise StoreError(
+                f"the PostgreSQL store's schema is version {current}, newer than this "
+                f"agui-tools knows ({len(MIGRATIONS)}): upgrade agui-tools on this replica"
+            )
+        for sql in MIGRATIONS[current:]:
+            yield Query(sql)
+        if row is None:
+            yield Query("INSERT INTO agui_schema VALUES (%s)", (len(MIGRATIONS),))
+        else:
+            yield Query("UPDATE agui_schema SET version = %s", (len(MIGRATIONS),))
+        return len(MIGRATIONS)
+
+    return Plan("create or upgrade its schema", steps(), tx=True)
+
+
+def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
+    now = time.time()
+
+    def steps() -> Steps[ClaimResult]:
+        inserted = yield Query(
+            "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread_id, call_id) DO NOTHING "
+            "RETURNING started_at",
+            (key.thread_id, key.call_id, key.fingerprint, tool, now),
+            "one",
+        )
+        if inserted is not None:
+            return ClaimResult(Claim.RUN, None, now, key.fingerprint)
+        found = yield from _call_row(key.thread_id, key.call_id)
+        assert found is not None  # rows are never deleted
+        return found
+
+    return Plan(f"record the intent to execute call {key.call_id!r}", steps())
+
+
+def finish_plan(key: JournalKey, answer: Mapping[str, Any]) -> Plan[None]:
+    payload = orjson.dumps(dict(answer))
+
+    def steps() -> Steps[None]:
+        row = yield Query(
+            "WITH upd AS (UPDATE agui_calls SET answer = %s, finished_at = %s "
+            "WHERE thread_id = %s AND call_id = %s AND fingerprint = %s AND answer IS NULL "
+            "RETURNING 1) SELECT (SELECT count(*) FROM upd), EXISTS (SELECT 1 FROM agui_calls "
+            "WHERE thread_id = %s AND call_id = %s AND fingerprint = %s)",
+            (
+                payload,
+                time.time(),
+                key.thread_id,
+                key.call_id,
+                key.fingerprint,
+                key.thread_id,
+                key.call_id,
+                key.fingerprint,
+            ),
+            "one",
+        )
+        if row is None or (row[0] == 0 and not row[1]):
+            raise _no_intent(key)
+
+    return Plan(f"record the answer of call {key.call_id!r}", steps())
+
+
+def settle_plan(
+    key: JournalKey, answer: Mapping[str, Any], decision: Mapping[str, Any] | None
+) -> Plan[ClaimResult]:
+    payload = orjson.dumps(dict(answer))
+    now = time.time()
+
+    def steps() -> Steps[ClaimResult]:
+        inserted = yield Query(
+            "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at, "
+            "finished_at, answer) VALUES (%s, %s, %s, '', %s, %s, %s) "
+            "ON CONFLICT (thread_id, call_id) DO NOTHING RETURNING 1",
+            (key.thread_id, key.call_id, key.fingerprint, now, now, payload),
+            "one",
+        )
+        if inserted is None:
+            found = yield from _call_row(key.thread_id, key.call_id)
+            assert found is not None
+            return found
+        if decision is not None:
+            yield _insert_decision(decision)
+        return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
+
+    return Plan(f"record the answer of call {key.call_id!r}", steps(), tx=True)
+
+
+def lookup_plan(thread_id: str, call_id: str) -> Plan[ClaimResult | None]:
+    return Plan(f"read the record of call {call_id!r}", _call_row(thread_id, call_id))
+
+
+def record_decision_plan(decision: Mapping[str, Any]) -> Plan[None]:
+    def steps() -> Steps[None]:
+        yield _insert_decision(decision)
+
+    return Plan(f"record a consent decision for {decision.get('toolCallId')!r}", steps())
+
+
+def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:
+    def steps() -> Steps[list[dict[str, Any]]]:
+        rows = yield Query(
+            "SELECT decision FROM agui_decisions WHERE thread_id = %s AND call_id = %s "
+            "ORDER BY seq",
+            (thread_id, call_id),
+            "all",
+        )
+        return [orjson.loads(r[0]) for r in rows]
+
+    return Plan(f"read the decisions of call {call_id!r}", steps())
+
+
+def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
+    def steps() -> Steps[ThreadRecord | None]:
+        row = yield Query(
+            "SELECT version, messages, state, resumed FROM agui_threads WHERE thread_id = %s",
+            (thread_id,),
+            "one",
+        )
+        if row is None:
+            return None
+        runs = yield Query(
+            "SELECT run FROM agui_runs WHERE thread_id = %s AND seq <= %s ORDER BY seq",
+            (thread_id, row[0]),
+            "all",
+        )
+        return decode_record(
+            thread_id,
+            row[0],
+            bytes(row[1]),
+            bytes(row[2]),
+            bytes(row[3]),
+            [bytes(r[0]) for r in runs],
+        )
+
+    return Plan(f"load thread {thread_id!r}", steps(), tx=True)
+
+
+def save_run_plan(
+    thread_id: str,
+    expected_version: int,
+    messages: Sequence[Mapping[str, Any]],
+    state: Any,
+    resumed: Sequence[str],
+    run: Mapping[str, Any],
+) -> Plan[int]:
+    snap = encode_snapshot(messages, state, resumed, run)  # refused before any connection
+    new = expected_version + 1
+
+    def steps() -> Steps[int]:
+        if expected_version == 0:
+            written = yield Query(
+                "INSERT INTO agui_threads (thread_id, version, messages, state, resumed, "
+                "updated_at) VALUES (%s, 1, %s, %s, %s, %s) "
+                "ON CONFLICT (thread_id) DO NOTHING RETURNING 1",
+                (thread_id, snap.messages, snap.state, snap.resumed, time.time()),
+                "one",
+            )
+        else:
+            written = yield Query(
+                "UPDATE agui_threads SET version = %s, messages = %s, state = %s, "
+                "resumed = %s, updated_at = %s WHERE thread_id = %s AND version = %s "
+                "RETURNING 1",
+                (
+                    new,
+                    snap.messages,
+                    snap.state,
+                    snap.resumed,
+                    time.time(),
+                    thread_id,
+                    expected_version,
+                ),
+                "one",
+            )
+        if written is None:
+            row = yield Query(
+                "SELECT version FROM agui_threads WHERE thread_id = %s", (thread_id,), "one"
+            )
+            raise StaleThread(thread_id, expected_version, row[0] if row is not None else 0)
+        yield Query(
+            "INSERT INTO agui_runs (thread_id, seq, run) VALUES (%s, %s, %s)",
+            (thread_id, new, snap.run),
+        )
+        return new
+
+    return Plan(f"save a run of thread {thread_id!r}", steps(), tx=True)
+
+
+# -- the drivers: the same plan on a sync or an async connection ---------------------------
+
+
+def _drive(conn: Any, steps: Steps[T]) -> T:
+    """Run a plan's steps on a sync psycopg connection."""
+    try:
+        query = next(steps)
+        while True:
+            cur = conn.execute(query.sql, query.params)
+            if query.fetch == "one":
+                rows: Any = cur.fetchone()
+            elif query.fetch == "all":
+                rows = cur.fetchall()
+            else:
+                rows = None
+            query = steps.send(rows)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+async def _adrive(conn: Any, steps: Steps[T]) -> T:
+    """Run a plan's steps on an async psycopg connection (awaiting, never blocking)."""
+    try:
+        query = next(steps)
+        while True:
+            cur = await conn.execute(query.sql, query.params)
+            if query.fetch == "one":
+                rows: Any = await cur.fetchone()
+            elif query.fetch == "all":
+                rows = await cur.fetchall()
+            else:
+                rows = None
+            query = steps.send(rows)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+# -- what a failure says, for both stores ---------------------------------------------------
+
+
+def _unreachable(conninfo: str, exc: BaseException) -> StoreError:
+    return StoreError(
+        f"cannot connect to the PostgreSQL store ({_where(conninfo)}): {_reason(exc)}; "
+        "check that the server runs and the connection string is right"
+    )
+
+
+def _failed(conninfo: str, what: str, exc: Exception) -> StoreError | None:
+    """A database or pool failure during ``what`` as the StoreError a user reads;
+    ``None`` for anything else (the operation's own errors pass through)."""
+    import psycopg
+
+    if isinstance(exc, psycopg.Error):
+        return StoreError(
+            f"the PostgreSQL store ({_where(conninfo)}) could not {what}: "
+            f"{_reason(exc)}{_advice(exc)}"
+        )
+    if type(exc).__module__.startswith("psycopg_pool"):  # PoolTimeout, PoolClosed
+        return StoreError(
+            f"the PostgreSQL store ({_where(conninfo)}) could not {what}: "
+            f"{_reason(exc)} — no connection could be had (is the server up? is "
+            "max_size large enough for this process's concurrency?)"
+        )
+    return None
+
+
+def _pool_options(min_size: int, max_size: int, timeout: float) -> dict[str, Any]:
+    """What both pools are built with (each adds its own ``check_connection``, so a
+    connection is checked before it is handed out): autocommit, opened explicitly."""
+    return {
+        "min_size": min_size,
+        "max_size": max_size,
+        "timeout": timeout,
+        "kwargs": {"autocommit": True},
+        "open": False,
+        "name": _POOL_NAME,
+    }
+
+
+class PostgresStore(AnswerFromLookup):
+    """Threads, runs, intents, answers and decisions in a PostgreSQL database (sync).
 
     Args:
         conninfo: a libpq connection string or URL.
@@ -110,29 +446,19 @@ class PostgresStore:
         timeout: float = 30.0,
         migrate: bool = True,
     ) -> None:
-        import psycopg
         from psycopg_pool import ConnectionPool
 
-        self._psycopg = psycopg
         self.conninfo = conninfo
         self._pool = ConnectionPool(
             conninfo,
-            min_size=min_size,
-            max_size=max_size,
-            timeout=timeout,
-            kwargs={"autocommit": True},
             check=ConnectionPool.check_connection,
-            open=False,
-            name="agui-tools-store",
+            **_pool_options(min_size, max_size, timeout),
         )
         try:
             self._pool.open(wait=True, timeout=timeout)
         except Exception as exc:
             self._pool.close()
-            raise StoreError(
-                f"cannot connect to the PostgreSQL store ({_where(conninfo)}): {_reason(exc)}; "
-                "check that the server runs and the connection string is right"
-            ) from exc
+            raise _unreachable(conninfo, exc) from exc
         if migrate:
             try:
                 self.migrate()
@@ -154,7 +480,6 @@ class PostgresStore:
     @contextmanager
     def _conn(self, what: str, *, tx: bool = False) -> Iterator[Any]:
         """A pooled connection (in one transaction when ``tx``); database errors as StoreError."""
-        psycopg = self._psycopg
         try:
             with self._pool.connection() as conn:
                 if tx:
@@ -162,87 +487,27 @@ class PostgresStore:
                         yield conn
                 else:
                     yield conn
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"the PostgreSQL store ({_where(self.conninfo)}) could not {what}: "
-                f"{_reason(exc)}{_advice(exc)}"
-            ) from exc
         except Exception as exc:
-            if type(exc).__module__.startswith("psycopg_pool"):  # PoolTimeout, PoolClosed
-                raise StoreError(
-                    f"the PostgreSQL store ({_where(self.conninfo)}) could not {what}: "
-                    f"{_reason(exc)} — no connection could be had (is the server up? is "
-                    "max_size large enough for this process's concurrency?)"
-                ) from exc
-            raise
+            error = _failed(self.conninfo, what, exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _run(self, plan: Plan[T]) -> T:
+        with self._conn(plan.what, tx=plan.tx) as conn:
+            return _drive(conn, plan.steps)
 
     def migrate(self) -> int:
         """Apply the migrations the database lacks; return the schema version."""
-        with self._conn("create or upgrade its schema", tx=True) as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-            conn.execute("CREATE TABLE IF NOT EXISTS agui_schema (version INTEGER NOT NULL)")
-            row = conn.execute("SELECT version FROM agui_schema").fetchone()
-            current = row[0] if row is not None else 0
-            if current > len(MIGRATIONS):
-                raise StoreError(
-                    f"the PostgreSQL store's schema is version {current}, newer than this "
-                    f"agui-tools knows ({len(MIGRATIONS)}): upgrade agui-tools on this replica"
-                )
-            for sql in MIGRATIONS[current:]:
-                conn.execute(sql)
-            if row is None:
-                conn.execute("INSERT INTO agui_schema VALUES (%s)", (len(MIGRATIONS),))
-            else:
-                conn.execute("UPDATE agui_schema SET version = %s", (len(MIGRATIONS),))
-        return len(MIGRATIONS)
-
-    @staticmethod
-    def _row(conn: Any, thread_id: str, call_id: str) -> ClaimResult | None:
-        row = conn.execute(
-            "SELECT fingerprint, started_at, answer FROM agui_calls "
-            "WHERE thread_id = %s AND call_id = %s",
-            (thread_id, call_id),
-        ).fetchone()
-        return stored_result(row) if row is not None else None
+        return self._run(migrate_plan())
 
     # -- the journal ----------------------------------------------------------------
 
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        now = time.time()
-        with self._conn(f"record the intent to execute call {key.call_id!r}") as conn:
-            inserted = conn.execute(
-                "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread_id, call_id) DO NOTHING "
-                "RETURNING started_at",
-                (key.thread_id, key.call_id, key.fingerprint, tool, now),
-            ).fetchone()
-            if inserted is not None:
-                return ClaimResult(Claim.RUN, None, now, key.fingerprint)
-            found = self._row(conn, key.thread_id, key.call_id)
-        assert found is not None  # rows are never deleted
-        return found
+        return self._run(claim_plan(key, tool))
 
     def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
-        payload = orjson.dumps(dict(answer))
-        with self._conn(f"record the answer of call {key.call_id!r}") as conn:
-            row = conn.execute(
-                "WITH upd AS (UPDATE agui_calls SET answer = %s, finished_at = %s "
-                "WHERE thread_id = %s AND call_id = %s AND fingerprint = %s AND answer IS NULL "
-                "RETURNING 1) SELECT (SELECT count(*) FROM upd), EXISTS (SELECT 1 FROM agui_calls "
-                "WHERE thread_id = %s AND call_id = %s AND fingerprint = %s)",
-                (
-                    payload,
-                    time.time(),
-                    key.thread_id,
-                    key.call_id,
-                    key.fingerprint,
-                    key.thread_id,
-                    key.call_id,
-                    key.fingerprint,
-                ),
-            ).fetchone()
-        if row is None or (row[0] == 0 and not row[1]):
-            raise _no_intent(key)
+        self._run(finish_plan(key, answer))
 
     def settle(
         self,
@@ -251,71 +516,21 @@ class PostgresStore:
         *,
         decision: Mapping[str, Any] | None = None,
     ) -> ClaimResult:
-        payload = orjson.dumps(dict(answer))
-        now = time.time()
-        with self._conn(f"record the answer of call {key.call_id!r}", tx=True) as conn:
-            inserted = conn.execute(
-                "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at, "
-                "finished_at, answer) VALUES (%s, %s, %s, '', %s, %s, %s) "
-                "ON CONFLICT (thread_id, call_id) DO NOTHING RETURNING 1",
-                (key.thread_id, key.call_id, key.fingerprint, now, now, payload),
-            ).fetchone()
-            if inserted is None:
-                found = self._row(conn, key.thread_id, key.call_id)
-                assert found is not None
-                return found
-            if decision is not None:
-                self._insert_decision(conn, decision)
-        return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
+        return self._run(settle_plan(key, answer, decision))
 
     def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
-        with self._conn(f"read the record of call {call_id!r}") as conn:
-            return self._row(conn, thread_id, call_id)
-
-    def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
-        found = self.lookup(thread_id, call_id)
-        return found.answer if found is not None else None
-
-    @staticmethod
-    def _insert_decision(conn: Any, decision: Mapping[str, Any]) -> None:
-        conn.execute(
-            "INSERT INTO agui_decisions (thread_id, call_id, decision) VALUES (%s, %s, %s)",
-            decision_row(decision),
-        )
+        return self._run(lookup_plan(thread_id, call_id))
 
     def record_decision(self, decision: Mapping[str, Any]) -> None:
-        with self._conn(f"record a consent decision for {decision.get('toolCallId')!r}") as conn:
-            self._insert_decision(conn, decision)
+        self._run(record_decision_plan(decision))
 
     def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
-        with self._conn(f"read the decisions of call {call_id!r}") as conn:
-            rows = conn.execute(
-                "SELECT decision FROM agui_decisions WHERE thread_id = %s AND call_id = %s "
-                "ORDER BY seq",
-                (thread_id, call_id),
-            ).fetchall()
-        return [orjson.loads(r[0]) for r in rows]
+        return self._run(decisions_plan(thread_id, call_id))
 
     # -- threads ------------------------------------------------------------------------
 
     def load(self, thread_id: str) -> ThreadRecord | None:
-        with self._conn(f"load thread {thread_id!r}", tx=True) as conn:
-            row = conn.execute(
-                "SELECT version, messages, state, resumed FROM agui_threads WHERE thread_id = %s",
-                (thread_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            runs = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT run FROM agui_runs WHERE thread_id = %s AND seq <= %s ORDER BY seq",
-                    (thread_id, row[0]),
-                )
-            ]
-        return decode_record(
-            thread_id, row[0], bytes(row[1]), bytes(row[2]), bytes(row[3]), [bytes(r) for r in runs]
-        )
+        return self._run(load_plan(thread_id))
 
     def save_run(
         self,
@@ -327,41 +542,155 @@ class PostgresStore:
         resumed: Sequence[str],
         run: Mapping[str, Any],
     ) -> int:
-        snap = encode_snapshot(messages, state, resumed, run)
-        new = expected_version + 1
-        with self._conn(f"save a run of thread {thread_id!r}", tx=True) as conn:
-            if expected_version == 0:
-                written = conn.execute(
-                    "INSERT INTO agui_threads (thread_id, version, messages, state, resumed, "
-                    "updated_at) VALUES (%s, 1, %s, %s, %s, %s) "
-                    "ON CONFLICT (thread_id) DO NOTHING RETURNING 1",
-                    (thread_id, snap.messages, snap.state, snap.resumed, time.time()),
-                ).fetchone()
-            else:
-                written = conn.execute(
-                    "UPDATE agui_threads SET version = %s, messages = %s, state = %s, "
-                    "resumed = %s, updated_at = %s WHERE thread_id = %s AND version = %s "
-                    "RETURNING 1",
-                    (
-                        new,
-                        snap.messages,
-                        snap.state,
-                        snap.resumed,
-                        time.time(),
-                        thread_id,
-                        expected_version,
-                    ),
-                ).fetchone()
-            if written is None:
-                row = conn.execute(
-                    "SELECT version FROM agui_threads WHERE thread_id = %s", (thread_id,)
-                ).fetchone()
-                raise StaleThread(thread_id, expected_version, row[0] if row is not None else 0)
-            conn.execute(
-                "INSERT INTO agui_runs (thread_id, seq, run) VALUES (%s, %s, %s)",
-                (thread_id, new, snap.run),
+        return self._run(save_run_plan(thread_id, expected_version, messages, state, resumed, run))
+
+
+class AsyncPostgresStore:
+    """The same store for async code: psycopg's async API on an ``AsyncConnectionPool``.
+
+    Every method is a coroutine that awaits the database on the event loop — it
+    never blocks it (``blocking = False``), so a claim waiting on another
+    replica's row lock lets every other task run. A pool opens inside a running
+    loop, so opening is explicit::
+
+        async with AsyncPostgresStore(conninfo, max_size=16) as store:
+            ...
+
+    or ``store = await AsyncPostgresStore(conninfo).open()`` … ``await
+    store.aclose()``. Same arguments, schema, semantics and error messages as
+    :class:`PostgresStore` (the operations are the same :class:`Plan`\\ s).
+    """
+
+    is_async: ClassVar[bool] = True
+    blocking: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 30.0,
+        migrate: bool = True,
+    ) -> None:
+        self.conninfo = conninfo
+        self._options = _pool_options(min_size, max_size, timeout)
+        self._timeout = timeout
+        self._migrate = migrate
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._closed = False
+
+    # -- plumbing ----------------------------------------------------------------
+
+    async def open(self) -> AsyncPostgresStore:
+        """Open the pool (waiting for its first connections) and migrate; return the store."""
+        from psycopg_pool import AsyncConnectionPool
+
+        if self._pool is not None:
+            return self
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self.conninfo, check=AsyncConnectionPool.check_connection, **self._options
+        )
+        try:
+            await pool.open(wait=True, timeout=self._timeout)
+        except Exception as exc:
+            await pool.close()
+            raise _unreachable(self.conninfo, exc) from exc
+        self._pool = pool
+        self._closed = False
+        if self._migrate:
+            try:
+                await self.migrate()
+            except BaseException:
+                await self.aclose()
+                raise
+        return self
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        self._closed = True
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> AsyncPostgresStore:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _run(self, plan: Plan[T]) -> T:
+        pool = self._pool
+        if pool is None:
+            plan.steps.close()
+            state = "closed" if self._closed else "not open yet"
+            raise UsageError(
+                f"the PostgreSQL store ({_where(self.conninfo)}) is {state}: "
+                f"it cannot {plan.what}. Open it first — `await store.open()`, or "
+                "`async with AsyncPostgresStore(...) as store:`"
             )
-        return new
+        try:
+            async with pool.connection() as conn:
+                if plan.tx:
+                    async with conn.transaction():
+                        return await _adrive(conn, plan.steps)
+                return await _adrive(conn, plan.steps)
+        except Exception as exc:
+            error = _failed(self.conninfo, plan.what, exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    async def migrate(self) -> int:
+        """Apply the migrations the database lacks; return the schema version."""
+        return await self._run(migrate_plan())
+
+    # -- the journal ----------------------------------------------------------------
+
+    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
+        return await self._run(claim_plan(key, tool))
+
+    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
+        await self._run(finish_plan(key, answer))
+
+    async def settle(
+        self,
+        key: JournalKey,
+        answer: Mapping[str, Any],
+        *,
+        decision: Mapping[str, Any] | None = None,
+    ) -> ClaimResult:
+        return await self._run(settle_plan(key, answer, decision))
+
+    async def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
+        return await self._run(lookup_plan(thread_id, call_id))
+
+    async def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
+        return answer_of(await self.lookup(thread_id, call_id))
+
+    async def record_decision(self, decision: Mapping[str, Any]) -> None:
+        await self._run(record_decision_plan(decision))
+
+    async def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
+        return await self._run(decisions_plan(thread_id, call_id))
+
+    # -- threads ------------------------------------------------------------------------
+
+    async def load(self, thread_id: str) -> ThreadRecord | None:
+        return await self._run(load_plan(thread_id))
+
+    async def save_run(
+        self,
+        thread_id: str,
+        *,
+        expected_version: int,
+        messages: Sequence[Mapping[str, Any]],
+        state: Any,
+        resumed: Sequence[str],
+        run: Mapping[str, Any],
+    ) -> int:
+        return await self._run(
+            save_run_plan(thread_id, expected_version, messages, state, resumed, run)
+        )
 
 
 def _where(conninfo: str) -> str:
