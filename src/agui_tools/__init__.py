@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily b
     from .agent import Run, RunCancelled, RunInterrupted
     from .app import (
         Answer,
+        AsyncPostgresStore,
         CallStatus,
         CallUpdate,
         CaptureVerdict,
@@ -86,6 +87,7 @@ _LAZY: dict[str, str] = {
     # keep a thread between processes (docs/deployment.md)
     "SQLiteStore": "app",
     "PostgresStore": "app",
+    "AsyncPostgresStore": "app",
     # verify a stream
     "verify_capture": "app",
     "CaptureVerdict": "app",

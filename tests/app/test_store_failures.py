@@ -105,6 +105,28 @@ def test_a_connection_killed_mid_claim_is_a_clear_error_and_the_call_runs_once(
     store.close()
 
 
+def test_a_lock_waited_on_too_long_says_so_and_writes_nothing(postgres_dsn: str) -> None:
+    import psycopg
+
+    store = PostgresStore(postgres_dsn.replace("options='", "options='-c lock_timeout=200 "))
+    conv = looked_up(store)
+    blocker = psycopg.connect(postgres_dsn)  # another replica's transaction holds the row
+    blocker.execute(
+        "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at) "
+        "VALUES (%s, 'c1', %s, 'lookup', 0)",
+        (THREAD, conv.call("c1").fingerprint),
+    )
+    try:
+        with pytest.raises(StoreError, match="waited longer than the server allows") as caught:
+            conv.execute("c1", lambda _a: pytest.fail("ran without a claim"))
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert "lost or refused" not in str(caught.value)  # not told the connection was lost
+    assert store.lookup(THREAD, "c1") is None  # nothing of the claim was written
+    store.close()
+
+
 def test_a_server_restart_costs_the_calls_in_flight_not_the_store(
     postgres_dsn: str, postgres_server: PostgresServer
 ) -> None:

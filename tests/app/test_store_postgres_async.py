@@ -1,4 +1,4 @@
-"""AsyncPostgresStore on a real server: psycopg's async API, exactly once, never blocking the loop.
+"""AsyncPostgresStore on its own event loop: what the sync view of the contract suite
 cannot show — many tasks on one store, a wait that lets the loop run, a cancelled
 task, a killed connection and a restarted server, each awaited.
 

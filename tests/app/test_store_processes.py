@@ -56,7 +56,7 @@ def _targets(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tu
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+@pytest.mark.parametrize("backend", ["postgres", "postgres-async", "sqlite"])
 def test_eight_processes_race_for_every_call_and_each_runs_exactly_once(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

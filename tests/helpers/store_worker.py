@@ -13,6 +13,7 @@ for each of the hundred crash trials.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import sqlite3
@@ -25,7 +26,7 @@ from typing import Any
 from agui_tools.app._calls import Answer, CallStatus, PendingCall
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
-from agui_tools.app._store import Store
+from agui_tools.app._store import AsyncStore, Store
 
 from .journal_worker import CHARGE, stream
 
@@ -33,6 +34,7 @@ CALLS = (("c1", 500), ("c2", 700))  # what journal_worker.stream's run calls
 
 
 def open_store(backend: str, target: str) -> Store:
+    """The sync store on ``target`` ("postgres-async" workers share PostgresStore's tables)."""
     if backend == "sqlite":
         from agui_tools.app._store_sqlite import SQLiteStore
 
@@ -135,11 +137,48 @@ def dispose_all(
     return ran
 
 
+async def dispose_all_async(
+    store: AsyncStore, effects: Effects, threads: Iterable[str], *, lanes: int = 4
+) -> int:
+    """:func:`dispose_all` for an async application: ``lanes`` tasks of one event loop
+    share the work (and race each other as well as the other processes)."""
+    todo = list(threads)
+    ran = 0
+
+    async def one(thread: str) -> None:
+        nonlocal ran
+        conv = Conversation(
+            thread_id=thread, tools=[CHARGE], store=store, consent=ConsentPolicy.auto_approve()
+        )
+        await conv.off_loop(conv.restore)
+        for call in list(conv.pending):
+            if call.status is not CallStatus.APPROVED:
+                continue
+
+            def handler(args: dict[str, Any], thread: str = thread, cid: str = call.call_id) -> str:
+                nonlocal ran
+                ran += 1
+                effects.record(thread, cid)
+                return charged(args["cents"])
+
+            await conv.execute_async(call.call_id, handler)
+
+    async def lane() -> None:
+        while todo:
+            await one(todo.pop())
+
+    await asyncio.gather(*(lane() for _ in range(lanes)))
+    return ran
+
+
 def worker(
     backend: str, target: str, effects_target: str, threads: list[str], seed_: int, ready: Any
 ) -> None:
     """A replica: every thread, in an order of its own; killed at any point by the crash test."""
     rng = random.Random(seed_)
+    if backend == "postgres-async":
+        _async_worker(target, effects_target, threads, rng)
+        return
     store = open_store(backend, target)
     effects = Effects(backend, effects_target)
     order = threads[:]
@@ -149,6 +188,21 @@ def worker(
     dispose_all(store, effects, order, pause=lambda: time.sleep(rng.random() * 0.004))
     effects.close()
     store.close()
+
+
+def _async_worker(target: str, effects_target: str, threads: list[str], rng: random.Random) -> None:
+    from agui_tools.app._store_postgres import AsyncPostgresStore
+
+    order = threads[:]
+    rng.shuffle(order)
+
+    async def main() -> None:
+        effects = Effects("postgres", effects_target)
+        async with AsyncPostgresStore(target, min_size=1, max_size=4, timeout=60) as store:
+            await dispose_all_async(store, effects, order)
+        effects.close()
+
+    asyncio.run(main())
 
 
 def reconcile_with(effects: Effects) -> Callable[[PendingCall, datetime], Answer | None]:

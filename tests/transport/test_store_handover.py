@@ -27,7 +27,7 @@ import pytest
 from agui_tools import AgentClient, Run, Session, SyncAgentClient, SyncSession, agent_app
 from agui_tools._errors import UsageError
 from agui_tools.app._conversation import Conversation
-from agui_tools.app._store_postgres import PostgresStore
+from agui_tools.app._store_postgres import AsyncPostgresStore, PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import free_port, serving
 
@@ -282,14 +282,23 @@ def test_a_sync_session_resumes_a_thread_too(tmp_path: Path) -> None:
 # -- an async store: the session awaits it, on the loop -----------------------------------
 
 
-def test_a_session_resumes_a_thread_on_an_async_store() -> None:
+@pytest.mark.parametrize("kind", ["memory-async", "postgres-async"])
+def test_a_session_resumes_a_thread_on_an_async_store(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
     """The hand-over above with an async store: the replica cancelled while asking,
     the next session restores the thread through ``off_loop(restore)`` and
-    finishes it; every store call was awaited on the event loop's thread."""
+    finishes it — on ``AsyncPostgresStore`` through psycopg's async API."""
     charges: list[int] = []
-    store = AsyncMemoryStore()
+    dsn = request.getfixturevalue("postgres_dsn") if kind == "postgres-async" else None
+    memory = AsyncMemoryStore()
 
-    def session(url: str, ask: Any) -> Session:
+    async def opened() -> Any:
+        if dsn is None:
+            return memory
+        return await AsyncPostgresStore(dsn, max_size=4, timeout=10).open()
+
+    def session(url: str, store: Any, ask: Any) -> Session:
         s = Session(AgentClient(url), store=store, thread_id="resume-async", ask=ask)
 
         @s.tool(side_effects=True)
@@ -310,24 +319,86 @@ def test_a_session_resumes_a_thread_on_an_async_store() -> None:
                 await asyncio.sleep(3600)
                 return False
 
-            first = asyncio.create_task(session(url, never).send("pay five dollars"))
+            store_a, store_b = await opened(), await opened()  # two replicas' stores
+            first = asyncio.create_task(session(url, store_a, never).send("pay five dollars"))
             await asking.wait()
             first.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await first
-            second = session(url, lambda _call: True)
+            second = session(url, store_b, lambda _call: True)
             result = await second.send()
             assert second.conversation is not None
             final = second.conversation.messages[-1]["content"]
+            for store in {id(store_a): store_a, id(store_b): store_b}.values():
+                await store.aclose()
             return result.status, final, threading.get_ident()
 
     status, final, loop_thread = asyncio.run(scenario())
     assert (status, final) == ("success", "Done: charged 500 cents")
     assert charges == [500]
-    assert store.threads == {loop_thread}
-    assert store.methods.count("load") == 2 and store.methods.count("claim") == 1
-    record = store.inner.load("resume-async")
+    if dsn is None:
+        assert memory.threads == {loop_thread}  # every store call awaited on the loop
+        assert memory.methods.count("load") == 2 and memory.methods.count("claim") == 1
+        record = memory.inner.load("resume-async")
+    else:
+        with PostgresStore(dsn) as check:
+            record = check.load("resume-async")
     assert record is not None and record.version == 2
+
+
+def test_a_locked_postgres_store_does_not_stall_an_async_session(postgres_dsn: str) -> None:
+    """As the SQLite test above, on ``AsyncPostgresStore``: another connection holds
+    the thread's row while the run ends, and only another task of the same loop
+    releases it — a session that blocked the loop waiting would never see it go."""
+
+    async def scenario() -> str:
+        import psycopg
+
+        served = asyncio.Event()
+
+        async def agent(r: Run) -> None:
+            await pays(r)
+            served.set()
+
+        async with (
+            serving(agent_app(agent, path="/agent")) as base,
+            # a loop blocked while waiting fails in 5 s (lock_timeout) instead of hanging
+            AsyncPostgresStore(
+                postgres_dsn.replace("options='", "options='-c lock_timeout=5000 "),
+                max_size=4,
+                timeout=10,
+            ) as store,
+        ):
+            session = Session(
+                AgentClient(f"{base}/agent"), store=store, thread_id="t", ask=lambda _c: True
+            )
+
+            @session.tool(side_effects=True)
+            def charge_card(cents: int) -> str:
+                """Charge the user's card."""
+                return f"charged {cents} cents"
+
+            blocker = await psycopg.AsyncConnection.connect(postgres_dsn)
+            await blocker.execute("LOCK TABLE agui_threads IN EXCLUSIVE MODE")  # a writer, a while
+            ticks = 0
+
+            async def other_work() -> None:
+                nonlocal ticks
+                await served.wait()
+                for _ in range(30):
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+                await blocker.rollback()
+
+            work = asyncio.create_task(other_work())
+            result = await session.send("pay five dollars")
+            await work
+            await blocker.close()
+            assert ticks == 30
+            assert session.conversation is not None
+            return f"{result.status}: {session.conversation.messages[-1]['content']}"
+
+    assert asyncio.run(scenario()) == "success: Done: charged 500 cents"
 
 
 def test_a_sync_session_refuses_an_async_store_with_a_clear_error() -> None:

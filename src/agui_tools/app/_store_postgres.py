@@ -714,7 +714,13 @@ def _reason(exc: BaseException) -> str:
 
 def _advice(exc: BaseException) -> str:
     from psycopg import OperationalError
+    from psycopg.errors import LockNotAvailable, QueryCanceled
 
+    if isinstance(exc, LockNotAvailable | QueryCanceled):
+        return (
+            " — it waited longer than the server allows (lock_timeout or statement_timeout) "
+            "for another transaction; nothing of this operation was written: retry"
+        )
     if isinstance(exc, OperationalError):
         return (
             " — the connection to the server was lost or refused; whether the last write "
