@@ -409,3 +409,74 @@ def official_agent() -> Starlette:
         assert EventType.RUN_FINISHED  # the official enum, imported to show it is the real package
 
     return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+BINARY_FAULTS = (
+    "truncated-frame",  # TRANS-7: the last header announces more bytes than the body holds
+    "trailing-bytes",  # TRANS-7: two stray bytes after the last frame (the run itself ends)
+    "huge-length",  # TRANS-7: a header announcing ~4 GiB, then the body ends
+    "undecodable-frame",  # TRANS-7: a frame whose bytes are not a protobuf Event
+    "args-before-start",  # TOOL-2: TOOL_CALL_ARGS for a call never started (binary only)
+    "other-events",  # TRANS-7: the binary run says other text than the SSE run of one input
+    "nondeterministic",  # every run says something else: the bindings cannot be compared
+)
+
+
+def binary_agent(fault: str | None = None) -> Starlette:
+    """An agent offering the binary binding, its frames written by hand — or broken by ``fault``.
+
+    A plain Starlette app: it answers ``application/vnd.ag-ui.event+proto`` when the
+    request's ``Accept`` names it and SSE otherwise, with the same events (a short
+    text reply) either way. The events are encoded by our codec, a frame at a time;
+    the framing — and every fault — is this function's own bytes. Each fault breaks
+    the binary answer only: the agent's SSE answers stay correct.
+    """
+    from agui_tools.wire._proto_codec import encode_proto_event
+
+    if fault is not None and fault not in BINARY_FAULTS:
+        raise ValueError(f"unknown fault {fault!r}")
+    runs = 0
+
+    def frame(event: dict[str, Any]) -> bytes:
+        message = encode_proto_event(event)
+        return len(message).to_bytes(4, "big") + message
+
+    async def endpoint(request: Request) -> Response:
+        nonlocal runs
+        try:
+            data = json.loads(await request.body())
+            thread, run = data["threadId"], data["runId"]
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": "not a RunAgentInput"}, status_code=400)
+        runs += 1
+        mid = f"m-{run}"
+        text = f"Hello, run {runs}." if fault == "nondeterministic" else "Hello."
+        binary = PROTO in request.headers.get("accept", "")
+        if binary and fault == "other-events":
+            text = "Hello from the binary side."
+        events: list[dict[str, Any]] = [
+            {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"},
+            {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": text},
+            {"type": "TEXT_MESSAGE_END", "messageId": mid},
+            {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
+        ]
+        if not binary:
+            return Response("".join(_sse(e) for e in events), media_type="text/event-stream")
+        if fault == "args-before-start":
+            events.insert(1, {"type": "TOOL_CALL_ARGS", "toolCallId": "c-early", "delta": "{}"})
+        body = b"".join(frame(e) for e in events)
+        if fault == "truncated-frame":
+            body = body[:-3]  # the RUN_FINISHED frame's header announces 3 bytes more
+        elif fault == "trailing-bytes":
+            body += b"\x00\x07"
+        elif fault == "huge-length":
+            body = frame(events[0]) + b"\xff\xff\xff\xf0" + b"\x0a\x02"
+        elif fault == "undecodable-frame":
+            body = frame(events[0]) + b"\x00\x00\x00\x02\xff\xff" + b"".join(map(frame, events[1:]))
+        return Response(body, media_type=PROTO)
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+PROTO = "application/vnd.ag-ui.event+proto"

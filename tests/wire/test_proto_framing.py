@@ -14,7 +14,7 @@ from agui_tools import LimitExceeded, ProtocolViolation
 from agui_tools.wire import ConsumerPipeline
 from agui_tools.wire._framing import BrokenFrame, FrameNote, sniff_format
 from agui_tools.wire._proto_codec import encode_proto_event
-from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+from agui_tools.wire._proto_framing import PendingFrame, ProtoReader, proto_frame
 
 CORPUS = json.loads(
     (Path(__file__).resolve().parents[1] / "data" / "proto" / "corpus.json").read_text()
@@ -75,6 +75,25 @@ def test_a_body_that_ends_mid_frame_is_a_truncated_run_not_an_error() -> None:
     result = pipe.close()
     assert result.error is None
     assert result.runs[0].status == "truncated"
+
+
+def test_the_pending_frame_names_where_a_body_stopped_mid_frame() -> None:
+    """What a checker needs to say where a producer's framing broke: index, offset, header."""
+    body = body_of(RUN)
+    last = len(body_of(RUN[:-1]))
+    announced = len(body) - last - 4
+    reader = ProtoReader()
+    reader.feed(body)
+    assert reader.pending_frame() is None  # ends on a frame boundary
+    for cut, header in ((last + 2, None), (len(body) - 3, announced)):
+        reader = ProtoReader()
+        reader.feed(body[:cut])
+        assert reader.pending_frame() == PendingFrame(4, last, header)
+    first = body_of(RUN[:1])
+    refused = ProtoReader(max_event_bytes=len(first) - 4)
+    frames = refused.feed_frames(first + (len(first) - 3).to_bytes(4, "big") + b"x")
+    assert isinstance(frames[-1], BrokenFrame)
+    assert refused.pending_frame() == PendingFrame(1, len(first), len(first) - 3)
 
 
 def test_an_undecodable_frame_is_fatal_after_the_events_before_it() -> None:

@@ -10,7 +10,7 @@ Sections, in the order they run: ``input`` (how the agent meets good, bad and
 unusual run input), ``lifecycle`` (the shape of its runs), ``frontend`` (the
 frontend-tool round trip), ``history`` (a continuation that leaves a call
 unanswered), ``interrupts`` (when the agent interrupts), ``transport`` (the
-HTTP + SSE binding). Cases marked ``late`` run after all others, because they
+HTTP + SSE binding, and the binary binding when the agent offers it). Cases marked ``late`` run after all others, because they
 judge every stream the others received.
 """
 
@@ -27,7 +27,9 @@ from ..app._arguments import ParsedArguments, parse_arguments
 from ..app._calls import Answer
 from ..app._reducer import ThreadState
 from ..app._validation import ArgumentValidator, InvalidToolSchema
+from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE
 from ._context import Context, Stream, add, findings_of, new_input, use
+from ._parity import first_difference
 from ._report import CaseResult, Verdict
 
 __all__ = ["CASES", "SECTIONS", "Case"]
@@ -35,6 +37,7 @@ __all__ = ["CASES", "SECTIONS", "Case"]
 PAGES: Final = {
     "run-input": "basic/run-input",
     "http-sse": "basic/transports/http-sse",
+    "http-protobuf": "basic/transports/http-protobuf",
     "lifecycle": "events/lifecycle",
     "tool-calls": "events/tool-calls#frontend-tools",
     "interrupts": "basic/patterns/interrupt-resume",
@@ -1096,7 +1099,7 @@ async def _resume(ctx: Context, res: CaseResult) -> None:
     late=True,
 )
 async def _framing(ctx: Context, res: CaseResult) -> None:
-    streams = [s for s in ctx.streams if s.judged is not None]
+    streams = [s for s in ctx.streams if s.judged is not None and not s.binary]
     if not streams:
         add(res, Verdict.NOT_EXERCISED, "TRANS-5", "no event stream was received.")
         return
@@ -1184,31 +1187,68 @@ async def _disconnect(ctx: Context, res: CaseResult) -> None:
     res.observed = f"next request: {describe(nxt)}"
 
 
+_PROTO_ACCEPT: Final = f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE};q=0.5"
+
+
+def _same_script(run_input: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_input`` again — same messages, tools, everything — on a fresh thread and run."""
+    fresh = new_input(user="")
+    return {**run_input, "threadId": fresh["threadId"], "runId": fresh["runId"]}
+
+
 @case(
     "transport.protobuf",
-    "The binary binding, when offered",
-    ("TRANS-7", "TRANS-3"),
-    "http-sse",
-    "Asked for protobuf and SSE, the agent answers either; SSE is mandatory, protobuf "
-    "OPTIONAL. Reported, and judged when the answer is SSE.",
+    "The binary binding, when offered, carries the SSE run's events, well framed",
+    ("TRANS-7", "TRANS-3", "PROC-6"),
+    "http-protobuf",
+    "Asked for protobuf (then SSE), the agent answers one of them: SSE is mandatory, protobuf "
+    "OPTIONAL — an SSE answer leaves this case not exercised. A protobuf answer to the plain "
+    "prompt and to the frontend-tool prompt is judged: every frame a 4-byte big-endian length "
+    "and exactly that many bytes of one event that decodes, nothing cut or trailing; the "
+    "events through the same pipeline as SSE; and the same events the SSE run of the same "
+    "input delivered (identifiers and timestamps aside).",
 )
 async def _protobuf(ctx: Context, res: CaseResult) -> None:
-    stream = await ctx.send(
-        res,
-        "Accept: protobuf, then SSE",
-        _basic_input(tools=[]),
-        accept="application/vnd.ag-ui.event+proto, text/event-stream;q=0.5",
-    )
-    kind = stream.exchange.content_type.split(";")[0].strip().lower()
+    twins: list[tuple[str, Stream]] = [("the plain prompt", await _basic(ctx))]
+    invite = await _invite(ctx)
+    if invite.stream.judged is not None:
+        twins.append(("the frontend-tool prompt", invite.stream))
+    seen: list[str] = []
+    for what, sse in twins:
+        proto = await ctx.send(
+            res,
+            f"{what} again, Accept: protobuf, then SSE",
+            _same_script(sse.input),
+            accept=_PROTO_ACCEPT,
+        )
+        if not proto.binary:
+            if not seen:  # the agent does not offer the binding: judged as SSE, not exercised
+                _not_binary(res, proto)
+                return
+            add(
+                res,
+                Verdict.WARN if proto.judged is not None else Verdict.FAIL,
+                "TRANS-7",
+                f"{what}: asked the same way, the agent answered {describe(proto)} — after "
+                "answering protobuf before; a producer that supports the binding SHOULD answer "
+                "with it whenever the Accept admits it, and MUST answer SSE otherwise.",
+                proto,
+            )
+            continue
+        seen.append(f"{what}: {await _judge_binary(ctx, res, what, sse, proto)}")
+    if not any(f.verdict in (Verdict.FAIL, Verdict.WARN) for f in res.findings):
+        res.observed = "; ".join(seen)
+
+
+def _not_binary(res: CaseResult, stream: Stream) -> None:
     if stream.judged is not None:
         findings_of(res, stream)
-        add(res, Verdict.INFO, "TRANS-3", "the agent answers SSE (protobuf not offered).", stream)
-    elif kind == "application/vnd.ag-ui.event+proto":
         add(
             res,
-            Verdict.INFO,
-            "TRANS-7",
-            "the agent offers the protobuf binding; this checker does not judge it yet.",
+            Verdict.NOT_EXERCISED,
+            "TRANS-3",
+            "the agent answered SSE to an Accept admitting protobuf: it does not offer the "
+            "binary binding (OPTIONAL); its SSE stream is judged as any other.",
             stream,
         )
     else:
@@ -1220,6 +1260,57 @@ async def _protobuf(ctx: Context, res: CaseResult) -> None:
             "protobuf.",
             stream,
         )
+
+
+async def _judge_binary(
+    ctx: Context, res: CaseResult, what: str, sse: Stream, proto: Stream
+) -> str:
+    """Judge one binary answer: its frames and events (the judge), then parity with SSE."""
+    frames = len(proto.exchange.frames)
+    found = findings_of(res, proto)
+    if any(f.verdict is Verdict.FAIL for f in found):
+        return f"{frames} frame(s), failed"
+    assert proto.judged is not None
+    if sse.judged is None:
+        add(res, Verdict.INFO, "PROC-6", f"{what}: no SSE stream to compare with.", sse)
+        return f"{frames} frame(s), not compared"
+    diff = first_difference(sse.judged.delivered, proto.judged.delivered, names=("SSE", "protobuf"))
+    use(res, sse)
+    if diff is None:
+        return (
+            f"{frames} well-formed frame(s), the same {len(proto.judged.delivered)} events as "
+            "over SSE"
+        )
+    # a model answers differently from run to run: blame the binding only when SSE repeats
+    again = await ctx.send(res, f"{what} again, over SSE", _same_script(sse.input))
+    repeat = (
+        first_difference(
+            sse.judged.delivered, again.judged.delivered, names=("one SSE run", "the next")
+        )
+        if again.judged is not None
+        else (0, f"the agent answered {describe(again)}")
+    )
+    if repeat is None:
+        add(
+            res,
+            Verdict.FAIL,
+            "TRANS-7",
+            f"{what}: the binary stream carries other events than the SSE stream of the same "
+            f"input, which the agent repeats exactly over SSE — {diff[1]}. The binding differs "
+            "from SSE only in the response's encoding.",
+            proto,
+        )
+        return f"{frames} frame(s), other events than over SSE"
+    add(
+        res,
+        Verdict.INFO,
+        "TRANS-7",
+        f"{what}: the binary stream differs from the SSE one ({diff[1]}), but so do two SSE "
+        f"runs of the same input ({repeat[1]}): the agent does not answer one input the same "
+        "way twice, so the bindings cannot be compared event by event.",
+        again,
+    )
+    return f"{frames} well-formed frame(s), not comparable with SSE"
 
 
 SECTIONS: Final = tuple(dict.fromkeys(c.section for c in CASES))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._version import PROTOCOL_VERSION
+from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE
 from ._judge import Judged, judge_stream
 from ._probe import Probe
 from ._report import CaseResult, Exchange, Finding, Verdict
@@ -88,6 +89,8 @@ class Stream:
     input: dict[str, Any]
     exchange: Exchange
     judged: Judged | None
+    binary: bool = False
+    """The answer was the binary binding (protobuf frames, TRANS-7), not SSE."""
 
     @property
     def streamed(self) -> bool:
@@ -146,16 +149,19 @@ class Context:
         )
         judged = None
         basis = judge_as if judge_as is not None else run_input
-        capped = self.probe.sent(exchange).capped
+        sent = self.probe.sent(exchange)
         if _is_stream(exchange) and isinstance(basis, Mapping):
             judged = judge_stream(
                 exchange,
                 0,  # re-indexed to each case's transcript by findings_of()
                 basis,
                 abandoned=stop_after is not None,
-                capped=capped,
+                capped=sent.capped,
+                binary=sent if sent.binary else None,
             )
-        stream = Stream(dict(basis) if isinstance(basis, Mapping) else {}, exchange, judged)
+        stream = Stream(
+            dict(basis) if isinstance(basis, Mapping) else {}, exchange, judged, sent.binary
+        )
         self.streams.append(stream)
         return stream
 
@@ -173,7 +179,7 @@ def _is_stream(exchange: Exchange) -> bool:
     return (
         exchange.status is not None
         and 200 <= exchange.status < 300
-        and kind == ("text/event-stream")
+        and kind in (SSE_MEDIA_TYPE, PROTO_MEDIA_TYPE)
     )
 
 

@@ -13,6 +13,11 @@ because it knows what it asked:
   warning (stripped material, an uninterpretable version, the producer slips
   of ``docs/conformance.md``) is a ``warn``;
 * a body that ends without a terminal event is a truncated run (TRANS-1);
+* a binary-binding body (TRANS-7) is replayed as the client replays it — the
+  decoded events, the reader's notes and a frame that does not decode, in
+  place — and must end on a frame boundary: a header announcing more bytes
+  than the body holds, or bytes trailing the last frame, fail TRANS-7 naming
+  the frame's index and byte offset;
 * the requested run echoes the input's ``runId`` (INPUT-3);
 * history the input already carried is restated as snapshots, never re-streamed
   as START/CONTENT/END (RUN-14) — a re-sent tool call appends its arguments
@@ -23,15 +28,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from .._errors import LimitExceeded, ProtocolViolation
 from ..app._capture import replay
 from ..app._reducer import ThreadState
+from ..wire._framing import FrameNote
+from ..wire._kinds import WireEvent
 from ..wire._verify import Limits, RunSummary
 from ._report import Exchange, Finding, Verdict
+
+if TYPE_CHECKING:
+    from ._probe import Sent
 
 __all__ = ["PRODUCER_MUSTS", "Judged", "judge_stream"]
 
@@ -57,6 +67,8 @@ class Judged:
     runs: list[RunSummary] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     """The raw events as parsed (``{}`` for a frame that is not a JSON object)."""
+    delivered: list[WireEvent] = field(default_factory=list)
+    """What the pipeline delivered (enforced, chunks expanded): what an application sees."""
     thread: ThreadState | None = None
     error: ProtocolViolation | None = None
 
@@ -79,19 +91,24 @@ def judge_stream(
     *,
     abandoned: bool = False,
     capped: bool = False,
+    binary: Sent | None = None,
 ) -> Judged:
     """Judge ``exchange`` (the ``at``-th of its case) as the answer to ``run_input``.
 
     ``abandoned``: the checker dropped the connection on purpose, so a missing
     terminal event is not the agent's fault. ``capped``: the checker stopped
     reading a stream that would not end (``_probe.STREAM_CAP``): a warning, and
-    what arrived is judged.
+    what arrived is judged. ``binary``: the answer was the binary binding — its
+    frames as the reader handed them on, and where the body ended.
     """
     out = Judged()
-    out.events = [_parse(f) for f in exchange.frames]
+    frames: list[Any] = binary.items if binary is not None else list(exchange.frames)
+    # a note of a dropped frame (or part) takes no event index, in the pipeline or here
+    out.events = [_parse(f) for f in frames if not isinstance(f, FrameNote)]
     # the same fold as `agui-tools verify`: pipeline, then reducer (whose limits —
     # state and message size — reject the stream like the pipeline's do)
-    folded = replay(exchange.frames, run_input=run_input, limits=Limits())
+    folded = replay(frames, run_input=run_input, limits=Limits())
+    out.delivered = folded.events
     out.thread = folded.thread
     result = folded.result
     out.runs = result.runs
@@ -131,6 +148,8 @@ def judge_stream(
                         last,
                     )
                 )
+    if binary is not None and not abandoned and not capped:
+        _check_frames(out, at, binary, result.error)
     if result.error is None:
         _check_echo(out, at, run_input)
     _check_restream(out, at, run_input)
@@ -142,7 +161,33 @@ def _text(rule: str, what: object) -> str:
     return str(what).removeprefix(f"[{rule}] ")
 
 
-def _parse(frame: str) -> dict[str, Any]:
+def _check_frames(out: Judged, at: int, body: Sent, error: ProtocolViolation | None) -> None:
+    """A binary body ends on a frame boundary (TRANS-7): nothing cut, nothing trailing."""
+    tail = body.tail
+    if tail is None or (error is not None and not isinstance(error, LimitExceeded)):
+        return  # whole frames; or a frame that does not decode, failed at its position
+    after = body.received - tail.offset  # the body's bytes from the frame's header on
+    frame = "a frame is a 4-byte big-endian length, then exactly that many bytes of one event"
+    if tail.announced is None:
+        where = f"after frame #{tail.number - 1}" if tail.number else "before any frame"
+        message = (
+            f"the body ends with {after} byte(s) at byte {tail.offset}, {where}: fewer than a "
+            f"frame's length header. Frames abut with nothing between or after them; {frame}."
+        )
+    elif after - 4 < tail.announced:
+        message = (
+            f"frame #{tail.number} at byte {tail.offset} announces {tail.announced} bytes, but "
+            f"the body ends {after - 4} byte(s) into it: {frame}; a body that ends mid-frame is "
+            "a truncated run (TRANS-2)."
+        )
+    else:
+        return  # a frame over the checker's own limit that did arrive whole: LIMIT says so
+    out.findings.append(Finding(Verdict.FAIL, "TRANS-7", message, at, None))
+
+
+def _parse(frame: Any) -> dict[str, Any]:
+    if isinstance(frame, dict):
+        return frame
     try:
         value = orjson.loads(frame)
     except orjson.JSONDecodeError:

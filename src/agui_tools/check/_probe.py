@@ -6,6 +6,13 @@ point of a client), and a checker must be able to send malformed input on
 purpose. Everything that comes back is kept for the transcript — status,
 content type, every SSE ``data`` payload in order, comment lines, and the raw
 line endings the framing case judges.
+
+A binary-binding answer (``Content-Type: application/vnd.ag-ui.event+proto``,
+TRANS-7) is cut by the client's own frame reader
+(:class:`~agui_tools.wire._proto_framing.ProtoReader`): the decoded events (and
+the reader's notes and broken frames) are kept as the judge replays them
+(:attr:`Sent.items`), each event as JSON text in the transcript, and — when
+the body ends — the frame it stopped in, if any (:attr:`Sent.tail`).
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from typing import Any
 import httpx
 import orjson
 
-from ..wire._framing import SSEReader
+from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, BrokenFrame, FrameNote, SSEReader
+from ..wire._proto_framing import PendingFrame, ProtoReader
 from ._report import Exchange
 
 __all__ = ["BODY_CAP", "Probe", "Sent"]
@@ -41,6 +49,11 @@ class Sent:
         self.cr = False  # a CR anywhere in the stream (TRANS-5: LF only)
         self.received = 0
         self.capped = False  # the checker stopped reading at STREAM_CAP
+        self.binary = False  # the answer was the binary binding (TRANS-7)
+        self.items: list[Any] = []
+        """A binary answer's frames as the reader handed them on: events, notes, a broken frame."""
+        self.tail: PendingFrame | None = None
+        """The frame a binary body ended in, when the body ended (not cut by the checker)."""
 
 
 class Probe:
@@ -93,17 +106,26 @@ class Probe:
                 exchange.status = resp.status_code
                 exchange.content_type = resp.headers.get("content-type", "")
                 kind = exchange.content_type.split(";")[0].strip().lower()
-                if resp.status_code >= 300 or kind != "text/event-stream":
+                if resp.status_code >= 300 or kind not in (SSE_MEDIA_TYPE, PROTO_MEDIA_TYPE):
                     exchange.body = await _read_body(resp)
                     return exchange
+                binary = ProtoReader() if kind == PROTO_MEDIA_TYPE else None
+                sent.binary = binary is not None
                 async for chunk in resp.aiter_raw():
                     if len(sent.raw) < RAW_CAP:
                         sent.raw += chunk[: RAW_CAP - len(sent.raw)]
-                    if b"\r" in chunk:
-                        sent.cr = True
                     # a frame the reader cannot produce stays in place as a BrokenFrame,
                     # which the judge's pipeline rejects at its position
-                    exchange.frames.extend(reader.feed_frames(chunk))
+                    if binary is not None:
+                        items = binary.feed_frames(chunk)
+                        sent.items += items
+                        exchange.frames += (
+                            _shown(i) for i in items if not isinstance(i, FrameNote)
+                        )
+                    else:
+                        if b"\r" in chunk:
+                            sent.cr = True
+                        exchange.frames.extend(reader.feed_frames(chunk))
                     sent.received += len(chunk)
                     if sent.received > STREAM_CAP:
                         sent.capped = True
@@ -118,7 +140,11 @@ class Probe:
                             "event(s), on purpose"
                         )
                         break
-                exchange.comments = _comments(sent.raw)
+                else:
+                    if binary is not None:  # the body ended: in which frame, if inside one
+                        sent.tail = binary.pending_frame()
+                if binary is None:
+                    exchange.comments = _comments(sent.raw)
         except httpx.TimeoutException as exc:
             exchange.error = f"timed out after {self.timeout:g} s ({type(exc).__name__})"
         except httpx.HTTPError as exc:
@@ -239,6 +265,13 @@ async def _read_body(resp: httpx.Response) -> str:
         if len(body) >= BODY_CAP:
             break
     return bytes(body[:BODY_CAP]).decode("utf-8", "replace")
+
+
+def _shown(item: Any) -> str:
+    """A binary frame's item as the transcript shows it: the event as JSON text."""
+    if isinstance(item, BrokenFrame):
+        return item  # empty, like a broken SSE frame: the finding says why
+    return orjson.dumps(item, default=repr).decode()
 
 
 def _comments(raw: bytes | bytearray) -> int:

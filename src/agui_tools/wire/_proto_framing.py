@@ -21,13 +21,13 @@ decoded (``_proto_codec``), since a binary frame has no text form to hand on.
 from __future__ import annotations
 
 import struct
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
 from ._framing import DEFAULT_MAX_EVENT_BYTES, FrameNote, _StreamReader
 from ._proto_codec import PROTO_MEDIA_TYPE, UnknownEventArm, decode_proto_event
 
-__all__ = ["PROTO_MEDIA_TYPE", "ProtoReader", "proto_frame"]
+__all__ = ["PROTO_MEDIA_TYPE", "PendingFrame", "ProtoReader", "proto_frame"]
 
 _HEADER: Final = 4
 _LENGTH: Final = struct.Struct(">I")
@@ -37,6 +37,17 @@ _WHERE: Final = "binary framing"
 def proto_frame(message: bytes) -> bytes:
     """One encoded event as a frame: its length (uint32, big-endian), then its bytes."""
     return len(message).to_bytes(_HEADER, "big") + message
+
+
+class PendingFrame(NamedTuple):
+    """The frame a reader stands in when bytes stop (see :meth:`ProtoReader.pending_frame`)."""
+
+    number: int
+    """Its position among the body's frames (``#0`` is the first)."""
+    offset: int
+    """The body byte its 4-byte length header starts at."""
+    announced: int | None
+    """The length its header announces; ``None`` when fewer than 4 header bytes arrived."""
 
 
 class ProtoReader(_StreamReader):
@@ -66,6 +77,20 @@ class ProtoReader(_StreamReader):
     def has_partial_event(self) -> bool:
         """True when bytes of a frame arrived that did not complete it."""
         return bool(self._buf)
+
+    def pending_frame(self) -> PendingFrame | None:
+        """The frame not yet complete, or ``None`` when the bytes so far end on a boundary.
+
+        At the end of a body this is where it stopped mid-frame (a truncated run,
+        or bytes trailing the last frame); after a ``LIMIT`` refusal it is the
+        refused frame, whose header is kept. A checker judging a producer's
+        framing names it by index and byte offset.
+        """
+        if not self._buf:
+            return None
+        header = bytes(self._buf[:_HEADER])
+        announced = _LENGTH.unpack(header)[0] if len(header) == _HEADER else None
+        return PendingFrame(self._frames, self._offset, announced)
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """Consume ``chunk``; return the events of every frame it completed.
