@@ -52,6 +52,10 @@ def test_agui_tools_check_against_agui_tools_serve(tmp_path: Path) -> None:
         "interrupts.resume",
     }
     assert verdicts["frontend.continuation"] == "pass" and verdicts["frontend.decline"] == "pass"
+    # serve offers the binary binding: judged, frames and events, against its SSE twins
+    protobuf = next(c for c in document["cases"] if c["id"] == "transport.protobuf")
+    assert protobuf["verdict"] == "pass", protobuf["findings"]
+    assert protobuf["observed"].count("well-formed frame(s), the same") == 2, protobuf["observed"]
     assert "<testsuites" in junit.read_text() and "<!DOCTYPE html>" in page.read_text()
 
 

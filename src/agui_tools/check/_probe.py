@@ -270,7 +270,7 @@ async def _read_body(resp: httpx.Response) -> str:
 def _shown(item: Any) -> str:
     """A binary frame's item as the transcript shows it: the event as JSON text."""
     if isinstance(item, BrokenFrame):
-        return item  # empty, like a broken SSE frame: the finding says why
+        return f"(no event: {item.violation})"
     return orjson.dumps(item, default=repr).decode()
 
 

@@ -1,0 +1,121 @@
+"""``transport.protobuf`` judges the binary binding when the agent offers it (TRANS-7).
+
+Broken binary agents (``tests/check/agents.py``'s :func:`binary_agent`: a plain
+Starlette app framing protobuf by hand) each fail with the right rule — and only
+there: their SSE answers are correct, so the SSE cases pass. A correct binary
+agent and an SSE-only one are judged too, and every report format carries the
+verdict.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+import xmlschema
+
+from agui_tools.check import CheckReport, Verdict
+from agui_tools.check.reports import html_report, junit_xml
+
+from .agents import BINARY_FAULTS, binary_agent, check_app, raw_agent
+
+CASE = "transport.protobuf"
+# SSE-side cases beside it: a fault of the binary answer must not fail them
+NEIGHBOURS = [CASE, "lifecycle.stream", "transport.framing", "transport.disconnect"]
+XSD = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit.xsd")
+
+# fault → (the rule that fails, what the finding must say: frame, offset, what was expected)
+EXPECTED: dict[str, tuple[str, list[str]]] = {
+    "truncated-frame": (
+        "TRANS-7",
+        [r"frame #4 at byte \d+ announces 57 bytes", "body ends 54 byte", "truncated run"],
+    ),
+    "trailing-bytes": ("TRANS-7", [r"2 byte\(s\) at byte \d+, after frame #4", "length header"]),
+    "huge-length": ("TRANS-7", ["frame #1 at byte 66 announces 4294967280 bytes", "ends 2 byte"]),
+    "undecodable-frame": ("TRANS-7", ["binary frame #1, 2 bytes at byte 66", "does not decode"]),
+    "args-before-start": ("TOOL-20", ["TOOL_CALL_ARGS", "'c-early'", "no active tool call"]),
+    "other-events": (
+        "TRANS-7",
+        ["delta is 'Hello.' over SSE but 'Hello from the binary side.' over protobuf"],
+    ),
+}
+
+
+def test_every_binary_fault_is_expected() -> None:
+    assert set(EXPECTED) | {"nondeterministic"} == set(BINARY_FAULTS)
+
+
+def test_a_correct_binary_agent_passes_with_the_same_events_as_over_sse() -> None:
+    report = check_app(binary_agent(), sections=["lifecycle", "transport"])
+    bad = [(c.id, c.findings) for c in report.cases if c.verdict in (Verdict.FAIL, Verdict.WARN)]
+    assert bad == [] and report.exit_code == 0
+    case = report.case(CASE)
+    assert case.verdict is Verdict.PASS, case.findings
+    assert case.observed.count("well-formed frame(s), the same 5 events as over SSE") == 2
+    kinds = [e.content_type.split(";")[0] for e in case.exchanges]
+    assert kinds.count("application/vnd.ag-ui.event+proto") == 2, kinds
+    assert kinds.count("text/event-stream") == 2, kinds  # the SSE twins, shown beside them
+
+
+@pytest.mark.parametrize("fault", sorted(EXPECTED))
+def test_each_broken_binary_agent_fails_with_its_rule(fault: str) -> None:
+    rule, says = EXPECTED[fault]
+    report = check_app(binary_agent(fault), cases=NEIGHBOURS)
+    case = report.case(CASE)
+    assert case.verdict is Verdict.FAIL, case.findings
+    failing = [f for f in case.findings if f.verdict is Verdict.FAIL and f.rule == rule]
+    assert failing, case.findings
+    for pattern in says:
+        assert re.search(pattern, failing[0].message), (pattern, failing[0].message)
+    assert report.exit_code == 1
+    # precise: the agent's SSE answers are correct, so nothing else fails
+    others = {c.id: c.verdict for c in report.cases if c.id != CASE}
+    assert Verdict.FAIL not in others.values(), others
+    finding = failing[0]
+    if finding.event is not None:  # the offending frame is highlighted in the HTML report
+        assert finding.exchange is not None
+        frame = case.exchanges[finding.exchange].frames[finding.event]
+        assert f'class="offending">{html.escape(frame)}</li>' in html_report(report)
+
+
+def test_an_agent_whose_runs_differ_is_not_blamed_for_the_binding() -> None:
+    """Two SSE runs of one input differ too: an info, never a failure."""
+    report = check_app(binary_agent("nondeterministic"), cases=[CASE])
+    case = report.case(CASE)
+    assert case.verdict is Verdict.INFO, case.findings
+    assert "so do two SSE runs of the same input" in case.findings[0].message
+    assert report.exit_code == 0
+
+
+def test_an_sse_only_agent_leaves_the_case_not_exercised() -> None:
+    report = check_app(raw_agent(), cases=[CASE])
+    case = report.case(CASE)
+    assert case.verdict is Verdict.NOT_EXERCISED, case.findings
+    assert case.findings[-1].rule == "TRANS-3"
+    assert "does not offer the binary binding" in case.findings[-1].message
+    assert report.exit_code == 0
+
+
+@pytest.fixture(scope="module")
+def broken() -> CheckReport:
+    return check_app(binary_agent("truncated-frame"), cases=[CASE])
+
+
+def test_the_reports_carry_the_binary_verdict(broken: CheckReport) -> None:
+    document = json.loads(broken.dumps())
+    (case,) = document["cases"]
+    assert case["verdict"] == "fail"
+    assert any(f["rule"] == "TRANS-7" and "frame #4" in f["message"] for f in case["findings"])
+    events = case["exchanges"][0]["events"]
+    assert json.loads(events[0])["type"] == "RUN_STARTED"  # decoded frames, shown as JSON
+    xml = junit_xml(broken)
+    XSD.validate(xml)
+    failure = next(ET.fromstring(xml).iter("failure"))
+    assert failure.get("type") in ("TRANS-7", "TRANS-1")
+    assert "frame #4" in xml
+    page = html_report(broken)
+    assert "frame #4 at byte" in page and "application/vnd.ag-ui.event+proto" in page
