@@ -461,6 +461,8 @@ def binary_agent(fault: str | None = None) -> Starlette:
             {"type": "TEXT_MESSAGE_END", "messageId": mid},
             {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
         ]
+        for i, event in enumerate(events):  # the producer's clock: never the same twice
+            event["timestamp"] = time.time_ns() // 1000 + i
         if not binary:
             return Response("".join(_sse(e) for e in events), media_type="text/event-stream")
         if fault == "args-before-start":

@@ -18,8 +18,10 @@ from xml.etree import ElementTree as ET
 import pytest
 import xmlschema
 
-from agui_tools.check import CheckReport, Verdict
+from agui_tools.check import CheckReport, Exchange, Verdict
 from agui_tools.check.reports import html_report, junit_xml
+from agui_tools.wire._framing import PROTO_MEDIA_TYPE
+from agui_tools.wire._proto_codec import encode_proto_event
 
 from .agents import BINARY_FAULTS, binary_agent, check_app, raw_agent
 
@@ -28,21 +30,38 @@ CASE = "transport.protobuf"
 NEIGHBOURS = [CASE, "lifecycle.stream", "transport.framing", "transport.disconnect"]
 XSD = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit.xsd")
 
-# fault → (the rule that fails, what the finding must say: frame, offset, what was expected)
+# fault → (the rule that fails, what the finding must say: frame, offset, what was expected);
+# {at:N} is the byte offset where frame #N starts, summed from the frames before it
 EXPECTED: dict[str, tuple[str, list[str]]] = {
     "truncated-frame": (
         "TRANS-7",
-        [r"frame #4 at byte \d+ announces 57 bytes", "body ends 54 byte", "truncated run"],
+        [
+            r"frame #4 at byte {at:4} announces (\d+) bytes, but the body ends (\d+) byte",
+            "truncated",
+        ],
     ),
-    "trailing-bytes": ("TRANS-7", [r"2 byte\(s\) at byte \d+, after frame #4", "length header"]),
-    "huge-length": ("TRANS-7", ["frame #1 at byte 66 announces 4294967280 bytes", "ends 2 byte"]),
-    "undecodable-frame": ("TRANS-7", ["binary frame #1, 2 bytes at byte 66", "does not decode"]),
+    "trailing-bytes": ("TRANS-7", [r"2 byte\(s\) at byte {at:5}, after frame #4", "length header"]),
+    "huge-length": (
+        "TRANS-7",
+        [r"frame #1 at byte {at:1} announces 4294967280 bytes", "ends 2 byte"],
+    ),
+    "undecodable-frame": (
+        "TRANS-7",
+        [r"binary frame #1, 2 bytes at byte {at:1}", "does not decode"],
+    ),
     "args-before-start": ("TOOL-20", ["TOOL_CALL_ARGS", "'c-early'", "no active tool call"]),
     "other-events": (
         "TRANS-7",
         ["delta is 'Hello.' over SSE but 'Hello from the binary side.' over protobuf"],
     ),
 }
+AT = re.compile(r"\{at:(\d+)\}")
+
+
+def offset_of(exchange: Exchange, frame: int) -> int:
+    """Where frame ``frame`` starts: the decoded events before it, encoded again (byte-exact)."""
+    before = exchange.frames[:frame]
+    return sum(4 + len(encode_proto_event(json.loads(f))) for f in before)
 
 
 def test_every_binary_fault_is_expected() -> None:
@@ -69,8 +88,14 @@ def test_each_broken_binary_agent_fails_with_its_rule(fault: str) -> None:
     assert case.verdict is Verdict.FAIL, case.findings
     failing = [f for f in case.findings if f.verdict is Verdict.FAIL and f.rule == rule]
     assert failing, case.findings
+    message = failing[0].message
+    binary = next(e for e in case.exchanges if e.content_type == PROTO_MEDIA_TYPE)
     for pattern in says:
-        assert re.search(pattern, failing[0].message), (pattern, failing[0].message)
+        pattern = AT.sub(lambda m: str(offset_of(binary, int(m.group(1)))), pattern)
+        match = re.search(pattern, message)
+        assert match, (pattern, message)
+        if fault == "truncated-frame" and match.re.groups:  # 3 bytes cut off the last frame
+            assert int(match.group(1)) == int(match.group(2)) + 3, message
     assert report.exit_code == 1
     # precise: the agent's SSE answers are correct, so nothing else fails
     others = {c.id: c.verdict for c in report.cases if c.id != CASE}
