@@ -418,6 +418,7 @@ BINARY_FAULTS = (
     "undecodable-frame",  # TRANS-7: a frame whose bytes are not a protobuf Event
     "args-before-start",  # TOOL-2: TOOL_CALL_ARGS for a call never started (binary only)
     "other-events",  # TRANS-7: the binary run says other text than the SSE run of one input
+    "future-event",  # a frame naming an event this build predates: dropped, a warning
     "nondeterministic",  # every run says something else: the bindings cannot be compared
 )
 
@@ -474,6 +475,12 @@ def binary_agent(fault: str | None = None) -> Starlette:
             body += b"\x00\x07"
         elif fault == "huge-length":
             body = frame(events[0]) + b"\xff\xff\xff\xf0" + b"\x0a\x02"
+        elif fault == "future-event":  # envelope field 40, after RUN_STARTED
+            body = (
+                frame(events[0])
+                + b"\x00\x00\x00\x06\xc2\x02\x03\x0a\x01\x00"
+                + body[len(frame(events[0])) :]
+            )
         elif fault == "undecodable-frame":
             body = frame(events[0]) + b"\x00\x00\x00\x02\xff\xff" + b"".join(map(frame, events[1:]))
         return Response(body, media_type=PROTO)

@@ -65,7 +65,7 @@ def offset_of(exchange: Exchange, frame: int) -> int:
 
 
 def test_every_binary_fault_is_expected() -> None:
-    assert set(EXPECTED) | {"nondeterministic"} == set(BINARY_FAULTS)
+    assert set(EXPECTED) | {"nondeterministic", "future-event"} == set(BINARY_FAULTS)
 
 
 def test_a_correct_binary_agent_passes_with_the_same_events_as_over_sse() -> None:
@@ -116,6 +116,25 @@ def test_an_agent_whose_runs_differ_is_not_blamed_for_the_binding() -> None:
     assert report.exit_code == 0
 
 
+def test_an_event_from_a_later_protocol_is_dropped_with_a_warning_not_a_failure() -> None:
+    """As on SSE, where enforcement drops an unknown event type: a warning, the run goes on,
+    and the events delivered are the SSE run's."""
+    report = check_app(binary_agent("future-event"), cases=[CASE])
+    case = report.case(CASE)
+    assert case.verdict is Verdict.WARN, case.findings
+    (warning,) = {(f.rule, f.message) for f in case.findings}
+    assert warning[0] == "TRANS-7" and "envelope field 40" in warning[1]
+    assert not any("other events" in f.message for f in case.findings)
+    assert report.exit_code == 0
+    # the transcript shows the events, not the dropped frame: its indexes are the judge's
+    binary = case.exchanges[case.findings[0].exchange or 0]
+    assert [json.loads(f)["type"] for f in binary.frames][:2] == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+    ]
+    assert case.findings[0].event == 1
+
+
 def test_an_sse_only_agent_leaves_the_case_not_exercised() -> None:
     report = check_app(raw_agent(), cases=[CASE])
     case = report.case(CASE)
@@ -144,3 +163,48 @@ def test_the_reports_carry_the_binary_verdict(broken: CheckReport) -> None:
     assert "frame #4" in xml
     page = html_report(broken)
     assert "frame #4 at byte" in page and "application/vnd.ag-ui.event+proto" in page
+
+
+def test_the_judged_events_are_the_transcripts_even_past_a_dropped_frame() -> None:
+    """Event #i of a finding is transcript line #i and ``judged.events[i]``: a dropped
+    frame's note takes no index in either (as in the pipeline)."""
+    from agui_tools.check._judge import judge_stream
+    from agui_tools.check._probe import Sent
+    from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+
+    run = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    future = proto_frame(b"\xc2\x02\x03\x0a\x01\x00")  # envelope field 40
+    body = future + b"".join(proto_frame(encode_proto_event(e)) for e in run)
+    sent = Sent()
+    sent.binary, sent.items, sent.received = True, ProtoReader().feed_frames(body), len(body)
+    exchange = Exchange("x", {}, frames=[json.dumps(e) for e in run])
+    judged = judge_stream(exchange, 0, {"threadId": "t", "runId": "r"}, binary=sent)
+    assert [e["type"] for e in judged.events] == ["RUN_STARTED", "RUN_FINISHED"]
+    assert [(f.rule, f.event) for f in judged.findings] == [("TRANS-7", 0)]
+
+
+def test_parity_ignores_ids_timestamps_and_patch_extensions_and_nothing_else() -> None:
+    from agui_tools.check._parity import first_difference
+
+    def run(mid: str, other: str, ts: int, value: int, **ext: object) -> list[dict[str, object]]:
+        return [
+            {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant", "timestamp": ts},
+            {"type": "TEXT_MESSAGE_END", "messageId": other},
+            {"type": "STATE_DELTA", "patch": [{"op": "add", "path": "/a", "value": value, **ext}]},
+        ]
+
+    names = ("SSE", "protobuf")
+    assert first_difference(run("a", "a", 1, 1, x=1), run("b", "b", 2, 1), names=names) is None
+    # the ids must correspond one to one: "a, a" is not "b, c"
+    index, why = first_difference(run("a", "a", 1, 1), run("b", "c", 1, 1), names=names) or (-1, "")
+    assert index == 1 and "messageId" in why
+    index, why = first_difference(run("a", "a", 1, 1), run("a", "a", 1, 2), names=names) or (-1, "")
+    assert index == 2 and "patch" in why
+    index, why = first_difference(run("a", "a", 1, 1), run("a", "a", 1, 1)[:2], names=names) or (
+        -1,
+        "",
+    )
+    assert index == 2 and "SSE delivered 3 event(s), protobuf 2" in why
