@@ -419,6 +419,7 @@ BINARY_FAULTS = (
     "args-before-start",  # TOOL-2: TOOL_CALL_ARGS for a call never started (binary only)
     "other-events",  # TRANS-7: the binary run says other text than the SSE run of one input
     "future-event",  # a frame naming an event this build predates: dropped, a warning
+    "flaky-binding",  # protobuf for the first request admitting it, SSE after (a SHOULD)
     "nondeterministic",  # every run says something else: the bindings cannot be compared
 )
 
@@ -437,6 +438,7 @@ def binary_agent(fault: str | None = None) -> Starlette:
     if fault is not None and fault not in BINARY_FAULTS:
         raise ValueError(f"unknown fault {fault!r}")
     runs = 0
+    served: dict[str, bool] = {}
 
     def frame(event: dict[str, Any]) -> bytes:
         message = encode_proto_event(event)
@@ -453,6 +455,8 @@ def binary_agent(fault: str | None = None) -> Starlette:
         mid = f"m-{run}"
         text = f"Hello, run {runs}." if fault == "nondeterministic" else "Hello."
         binary = PROTO in request.headers.get("accept", "")
+        if binary and fault == "flaky-binding":
+            binary, served["proto"] = not served.get("proto"), True
         if binary and fault == "other-events":
             text = "Hello from the binary side."
         events: list[dict[str, Any]] = [

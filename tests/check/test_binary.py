@@ -65,7 +65,9 @@ def offset_of(exchange: Exchange, frame: int) -> int:
 
 
 def test_every_binary_fault_is_expected() -> None:
-    assert set(EXPECTED) | {"nondeterministic", "future-event"} == set(BINARY_FAULTS)
+    assert set(EXPECTED) | {"nondeterministic", "future-event", "flaky-binding"} == set(
+        BINARY_FAULTS
+    )
 
 
 def test_a_correct_binary_agent_passes_with_the_same_events_as_over_sse() -> None:
@@ -133,6 +135,20 @@ def test_an_event_from_a_later_protocol_is_dropped_with_a_warning_not_a_failure(
         "TEXT_MESSAGE_START",
     ]
     assert case.findings[0].event == 1
+
+
+def test_protobuf_once_then_sse_for_the_same_accept_is_a_warning() -> None:
+    """A producer supporting the binding SHOULD answer it whenever admitted (a warning);
+    its SSE answer is still judged."""
+    report = check_app(binary_agent("flaky-binding"), cases=[CASE])
+    case = report.case(CASE)
+    assert case.verdict is Verdict.WARN, case.findings
+    (finding,) = case.findings
+    assert finding.rule == "TRANS-7" and "after answering protobuf before" in finding.message
+    assert (
+        report.exit_code == 0
+        and check_app(binary_agent("flaky-binding"), cases=[CASE], strict=True).exit_code == 1
+    )
 
 
 def test_an_sse_only_agent_leaves_the_case_not_exercised() -> None:

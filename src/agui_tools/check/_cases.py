@@ -1225,6 +1225,7 @@ async def _protobuf(ctx: Context, res: CaseResult) -> None:
             if not seen:  # the agent does not offer the binding: judged as SSE, not exercised
                 _not_binary(res, proto)
                 return
+            findings_of(res, proto)  # an SSE answer is judged as any other
             add(
                 res,
                 Verdict.WARN if proto.judged is not None else Verdict.FAIL,
