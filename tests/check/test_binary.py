@@ -80,6 +80,15 @@ def test_a_correct_binary_agent_passes_with_the_same_events_as_over_sse() -> Non
     kinds = [e.content_type.split(";")[0] for e in case.exchanges]
     assert kinds.count("application/vnd.ag-ui.event+proto") == 2, kinds
     assert kinds.count("text/event-stream") == 2, kinds  # the SSE twins, shown beside them
+    # SSE-only cases count SSE streams: a binary body has no comment lines to count
+    sse = {
+        id(e)
+        for c in report.cases
+        for e in c.exchanges
+        if e.status == 200 and e.content_type.startswith("text/event-stream")
+    }
+    (keep_alive,) = report.case("transport.keep-alive").findings
+    assert f"across {len(sse)} stream(s)" in keep_alive.message, (len(sse), keep_alive.message)
 
 
 @pytest.mark.parametrize("fault", sorted(EXPECTED))
