@@ -60,7 +60,14 @@ from ._disposition import Approve, Desk, Settle, Stand, decide, describe_excepti
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._reducer import ThreadState
-from ._store import AsyncStore, Store, ThreadRecord, is_async_store
+from ._store import (
+    AsyncStore,
+    Store,
+    ThreadRecord,
+    encode_messages,
+    is_async_store,
+    kept_prefix,
+)
 from ._tools import ToolSpec
 
 __all__ = [
@@ -271,6 +278,7 @@ class Conversation:
         )
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
+        self._saved: list[bytes] = []  # the messages of that version, each encoded
         self._stale: StaleThread | None = None
         self.context = [dict(c) for c in context]
         self.forwarded_props = forwarded_props
@@ -686,17 +694,24 @@ class Conversation:
     # -- the store: save each run, restore a thread ----------------------------------
 
     def _save_steps(self, run: RunResult, todo: Sequence[tuple[str, bool]]) -> Steps[None]:
+        """Save the run; of the messages, only those after the ones the last saved
+        version holds unchanged are written (``keep``)."""
         if self.store is None:
             return
+        messages = self.thread.messages
+        encoded = encode_messages(messages)  # a value that is not JSON: refused here
+        keep = kept_prefix(self._saved, encoded)
         self.version = yield from _ask(
             "save_run",
             self.thread_id,
             expected_version=self.version,
-            messages=self.thread.messages,
+            messages=messages[keep:],
             state=self.thread.state,
             resumed=sorted(self._resumed),
             run=_run_to_json(run, todo),
+            keep=keep,
         )
+        self._saved = encoded
 
     def restore(self) -> bool:
         """Load the thread from the store, if that was not done: ``True`` when the
@@ -741,6 +756,7 @@ class Conversation:
             max_depth=(self.limits or Limits()).max_depth,
         )
         self.version = record.version
+        self._saved = encode_messages(record.messages)
         self._resumed = set(record.resumed)
         self.runs = [_run_from_json(r) for r in record.runs]
         closed: dict[str, bool] = {}
