@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, TypeVar
 
 from .._errors import (
     JournalError,
@@ -115,6 +115,22 @@ Steps = Generator[StoreOp, Any, T]
 def _ask(method: str, *args: Any, **kwargs: Any) -> Generator[StoreOp, Any, Any]:
     """``result = yield from _ask("claim", key, tool=name)``: one store call."""
     return (yield StoreOp(method, args, kwargs))
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished(Generic[T]):
+    """The steps returned ``value``: nothing more to perform."""
+
+    value: T
+
+
+def _advance(steps: Steps[T], reply: Any, error: BaseException | None) -> StoreOp | _Finished[T]:
+    """Hand the steps the last call's result (or throw its exception in where it was
+    asked); take their next store call, or what they returned."""
+    try:
+        return steps.send(reply) if error is None else steps.throw(error)
+    except StopIteration as done:
+        return _Finished(done.value)
 
 
 # the public methods that touch the store, and the steps each is written as: what
@@ -820,18 +836,14 @@ class Conversation:
                 "conversation.off_loop(conversation.<method>, ...)`, execute_async() — or use "
                 "Session, which does"
             )
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
+        step = _advance(steps, None, None)
+        while isinstance(step, StoreOp):
             try:
-                op = steps.send(reply) if error is None else steps.throw(error)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            try:
-                reply, error = getattr(journal, op.method)(*op.args, **op.kwargs), None
+                reply, error = getattr(journal, step.method)(*step.args, **step.kwargs), None
             except BaseException as exc:  # thrown in where it was asked: the core decides
                 reply, error = None, exc
+            step = _advance(steps, reply, error)
+        return step.value
 
     async def _perform(self, steps: Steps[T]) -> T:
         """Perform ``steps`` without blocking the event loop: awaiting an async
@@ -842,18 +854,15 @@ class Conversation:
             if getattr(journal, "blocking", True):
                 return await asyncio.to_thread(self._drive, steps)
             return self._drive(steps)
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
+        step = _advance(steps, None, None)
+        while isinstance(step, StoreOp):
             try:
-                op = steps.send(reply) if error is None else steps.throw(error)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            try:
-                reply, error = await getattr(journal, op.method)(*op.args, **op.kwargs), None
+                op = getattr(journal, step.method)
+                reply, error = await op(*step.args, **step.kwargs), None
             except BaseException as exc:  # a cancellation too: the steps see it where it struck
                 reply, error = None, exc
+            step = _advance(steps, reply, error)
+        return step.value
 
     # -- disposition -------------------------------------------------------------
 
