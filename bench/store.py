@@ -35,6 +35,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import JournalKey
@@ -234,6 +236,30 @@ def folded_thread(runs: int) -> Conversation:
     return conv
 
 
+def message_bytes_written(runs: int) -> tuple[int, int]:
+    """Bytes of messages a thread of ``runs`` runs writes over its life: as saved
+    (what each run changed) and as a whole-history save per run would write."""
+    written = whole = 0
+
+    class Counting(MemoryStore):
+        def save_run(self, thread_id: str, **kw: Any) -> int:
+            nonlocal written
+            written += len(orjson.dumps(list(kw["messages"])))
+            return super().save_run(thread_id, **kw)
+
+    thread = f"bytes-{runs}"
+    conv = Conversation(
+        thread_id=thread, tools=[LOOKUP], store=Counting(), consent=ConsentPolicy.auto_approve()
+    )
+    for n in range(runs):
+        conv.next_input(user=f"question {n}", run_id=f"r{n}")
+        conv.receive_many(_events(thread, f"r{n}", f"c{n}"))
+        conv.end_run()
+        whole += len(orjson.dumps(conv.messages))
+        conv.execute(f"c{n}", lambda _a: "4.50")
+    return written, whole
+
+
 def build_thread(store: Store, conv: Conversation) -> str:
     """Save a folded thread through the store's own API: a restore reads the last
     snapshot and every run row, whatever wrote them."""
@@ -387,6 +413,16 @@ def report() -> str:
                 )
                 + ".",
             ]
+        lines.append("")
+        lines += [
+            "### Messages written over a thread's life",
+            "",
+            "| runs | written (what each run changed) | a whole-history save per run | ratio |",
+            "|---:|---:|---:|---:|",
+        ]
+        for n in RUNS:
+            written, whole = message_bytes_written(n)
+            lines.append(f"| {n:,} | {written:,} B | {whole:,} B | {whole / written:,.1f}× |")
         lines.append("")
     return "\n".join(lines)
 

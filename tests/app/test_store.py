@@ -437,3 +437,64 @@ def test_a_cancel_while_the_claim_is_recorded_answers_not_executed(
     conv.call("c1")  # and the thread goes on once c1 is answered
     conv.decline("c1")
     conv.next_input()
+
+
+# -- what a save writes: the messages a run changed, not the whole history again ------------
+
+
+class _Recording:
+    """The store, with what each ``save_run`` was asked to write noted down."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.saves: list[tuple[int, int]] = []  # (keep, messages written)
+
+    def save_run(self, thread_id: str, **kw: Any) -> int:
+        self.saves.append((kw.get("keep", 0), len(kw["messages"])))
+        return int(self._store.save_run(thread_id, **kw))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _chat(conv: Conversation, turns: range) -> None:
+    for n in turns:
+        conv.next_input(
+            messages=[{"id": f"u{n}", "role": "user", "content": f"question {n}"}],
+            run_id=f"r{n}",
+        )
+        run(conv, {"type": "TEXT_MESSAGE_CHUNK", "messageId": f"a{n}", "delta": f"answer {n}"})
+        conv.end_run()
+
+
+def test_a_long_thread_writes_what_each_run_changed_not_its_whole_history(
+    open_store: StoreFactory,
+) -> None:
+    store = _Recording(open_store())
+    conv = Conversation(thread_id=THREAD, store=store)
+    _chat(conv, range(40))
+    assert store.saves == [(2 * n, 2) for n in range(40)]  # two new messages a run
+    reopened = _Recording(open_store())
+    again = Conversation(thread_id=THREAD, store=reopened)  # rebuilt from the runs
+    assert again.messages == conv.messages and len(again.messages) == 80
+    _chat(again, range(40, 42))  # a restored thread goes on writing only what changed
+    assert reopened.saves == [(80, 2), (82, 2)]
+    assert Conversation(thread_id=THREAD, store=open_store()).messages == again.messages
+
+
+def test_a_run_that_restates_the_history_rewrites_from_its_first_change(
+    open_store: StoreFactory,
+) -> None:
+    store = _Recording(open_store())
+    conv = Conversation(thread_id=THREAD, store=store)
+    _chat(conv, range(3))
+    restated = [dict(m) for m in conv.messages]
+    restated[2]["content"] = "question 1, as the agent restates it"
+    conv.next_input(messages=[{"id": "u3", "role": "user", "content": "question 3"}], run_id="r3")
+    sent = conv.pending_input["messages"]
+    run(conv, {"type": "MESSAGES_SNAPSHOT", "messages": [*restated[:6], sent[-1]]})
+    conv.end_run()
+    assert store.saves[-1] == (2, 5)  # kept the two before the change, wrote the rest
+    again = Conversation(thread_id=THREAD, store=open_store())
+    assert again.messages == conv.messages
+    assert again.messages[2]["content"] == "question 1, as the agent restates it"

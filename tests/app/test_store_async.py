@@ -47,6 +47,17 @@ def _conv(store: Any, **kw: Any) -> Conversation:
     return Conversation(thread_id=THREAD, tools=[CONFIRM, LOOKUP], store=store, **kw)
 
 
+async def _ended(store: AsyncMemoryStore, *, end: bool = True) -> Conversation:
+    """A conversation on ``store`` whose first run arrived (and ended, unless not
+    ``end``), both calls approved by policy."""
+    conv = _conv(store, consent=ConsentPolicy.auto_approve())
+    await conv.off_loop(conv.restore)
+    _first_run(conv)
+    if end:
+        await conv.off_loop(conv.end_run)
+    return conv
+
+
 async def _a_whole_thread(store: AsyncMemoryStore) -> Conversation:
     conv = _conv(store)
     assert await conv.off_loop(conv.restore) is False  # a new thread: nothing stored
@@ -141,10 +152,7 @@ def test_the_async_face_asks_the_store_exactly_what_the_sync_face_asks() -> None
     store = AsyncMemoryStore()
 
     async def scenario() -> Conversation:
-        conv = _conv(store, consent=ConsentPolicy.auto_approve())
-        await conv.off_loop(conv.restore)
-        _first_run(conv)
-        await conv.off_loop(conv.end_run)
+        conv = await _ended(store)
         await conv.execute_async("c1", lambda a: "placed")
         await conv.off_loop(conv.fail, "c2", "not needed")
         return conv
@@ -235,9 +243,7 @@ def test_a_store_that_waits_does_not_stall_other_tasks() -> None:
     store = AsyncMemoryStore()
 
     async def scenario() -> tuple[int, int]:
-        conv = _conv(store, consent=ConsentPolicy.auto_approve())
-        await conv.off_loop(conv.restore)
-        _first_run(conv)
+        conv = await _ended(store, end=False)
         store.gate = asyncio.Event()
         ticks = 0
 
@@ -268,9 +274,7 @@ def test_a_failed_save_is_raised_and_the_calls_are_still_disposed() -> None:
     store.fail["save_run"] = store_error("save a run")
 
     async def scenario() -> Conversation:
-        conv = _conv(store, consent=ConsentPolicy.auto_approve())
-        await conv.off_loop(conv.restore)
-        _first_run(conv)
+        conv = await _ended(store, end=False)
         with pytest.raises(StoreError, match="could not save a run"):
             await conv.off_loop(conv.end_run)
         return conv
@@ -307,10 +311,7 @@ def test_an_answer_the_store_could_not_record_is_given_and_the_error_says_so() -
     store.fail["finish"] = store_error("record an answer")
 
     async def scenario() -> Conversation:
-        conv = _conv(store, consent=ConsentPolicy.auto_approve())
-        await conv.off_loop(conv.restore)
-        _first_run(conv)
-        await conv.off_loop(conv.end_run)
+        conv = await _ended(store)
         with pytest.raises(
             JournalError, match=r"executed and is answered.*could not record an answer"
         ):
@@ -327,10 +328,7 @@ def test_a_cancel_while_an_async_store_records_the_claim_answers_not_executed() 
     store = AsyncMemoryStore()
 
     async def scenario() -> Conversation:
-        conv = _conv(store, consent=ConsentPolicy.auto_approve())
-        await conv.off_loop(conv.restore)
-        _first_run(conv)
-        await conv.off_loop(conv.end_run)
+        conv = await _ended(store)
         store.gate = asyncio.Event()
         task = asyncio.create_task(conv.execute_async("c2", lambda _a: pytest.fail("ran")))
         await asyncio.sleep(0.05)  # the claim waits at the store
@@ -351,10 +349,7 @@ def test_a_cancel_while_the_handler_runs_is_recorded_as_outcome_unknown() -> Non
     store = AsyncMemoryStore()
 
     async def scenario() -> Conversation:
-        conv = _conv(store, consent=ConsentPolicy.auto_approve())
-        await conv.off_loop(conv.restore)
-        _first_run(conv)
-        await conv.off_loop(conv.end_run)
+        conv = await _ended(store)
         started = asyncio.Event()
 
         async def slow(_a: dict[str, Any]) -> str:

@@ -261,6 +261,38 @@ def test_a_damaged_file_is_a_clear_error_naming_it(tmp_path: Path, where: str) -
     assert "damaged" in text and "backup" in text
 
 
+def test_a_run_row_that_keeps_more_than_there_was_is_damage_not_a_short_history(
+    tmp_path: Path,
+) -> None:
+    """A thread's messages are rebuilt run by run; a run that says it keeps more
+    messages than the runs before it wrote is damage, named — never a silently
+    shorter (or padded) history."""
+    import sqlite3
+
+    path = tmp_path / "app.sqlite"
+    store = SQLiteStore(path)
+    for version in range(2):
+        store.save_run(
+            "t",
+            expected_version=version,
+            messages=[{"id": f"u{version}", "role": "user", "content": "hi"}],
+            state={},
+            resumed=[],
+            run={"runId": f"r{version}", "status": "success", "calls": []},
+            keep=version,
+        )
+    assert [m["id"] for m in store.load("t").messages] == ["u0", "u1"]  # type: ignore[union-attr]
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET keep = 5 WHERE seq = 2")
+    db.commit()
+    db.close()
+    with pytest.raises(
+        StoreError, match=r"thread 't' \(version 2\) is stored damaged.*run 2 keeps 5"
+    ):
+        store.load("t")
+    store.close()
+
+
 def test_replicas_starting_together_migrate_once_and_an_old_replica_refuses_a_newer_schema(
     postgres_dsn: str,
 ) -> None:

@@ -96,9 +96,13 @@ def test_eight_processes_race_for_every_call_and_each_runs_exactly_once(
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize("backend", ["postgres", "postgres-async"])
 def test_sigkill_at_random_points_loses_nothing_and_duplicates_nothing(
-    tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    """``postgres-async``: the killed workers are async applications (four tasks each
+    on ``AsyncPostgresStore``); the fresh worker that resumes is a sync one — a thread
+    hands over between the two kinds of replica."""
     target, effects_target = _targets("postgres", tmp_path, request)
     threads = thread_ids(CRASH_THREADS)
     store = open_store("postgres", target)
@@ -111,7 +115,7 @@ def test_sigkill_at_random_points_loses_nothing_and_duplicates_nothing(
     for trial in range(CRASH_TRIALS):
         ready = FORK.Event()
         p = FORK.Process(
-            target=worker, args=("postgres", target, effects_target, threads, trial, ready)
+            target=worker, args=(backend, target, effects_target, threads, trial, ready)
         )
         p.start()
         assert ready.wait(30), "the worker did not start"

@@ -91,6 +91,7 @@ class AsyncMemoryStore:
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int:
         result: int = await self._do(
             "save_run",
@@ -100,6 +101,7 @@ class AsyncMemoryStore:
             state=state,
             resumed=resumed,
             run=run,
+            keep=keep,
         )
         return result
 

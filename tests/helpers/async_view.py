@@ -92,6 +92,7 @@ class AsyncView:
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int:
         return self._wait(
             self.store.save_run(
@@ -101,5 +102,6 @@ class AsyncView:
                 state=state,
                 resumed=resumed,
                 run=run,
+                keep=keep,
             )
         )

@@ -138,7 +138,12 @@ def dispose_all(
 
 
 async def dispose_all_async(
-    store: AsyncStore, effects: Effects, threads: Iterable[str], *, lanes: int = 4
+    store: AsyncStore,
+    effects: Effects,
+    threads: Iterable[str],
+    *,
+    lanes: int = 4,
+    pause: Callable[[], None] = lambda: None,
 ) -> int:
     """:func:`dispose_all` for an async application: ``lanes`` tasks of one event loop
     share the work (and race each other as well as the other processes)."""
@@ -159,6 +164,7 @@ async def dispose_all_async(
                 nonlocal ran
                 ran += 1
                 effects.record(thread, cid)
+                pause()  # a crash here leaves the effect done and the answer unrecorded
                 return charged(args["cents"])
 
             await conv.execute_async(call.call_id, handler)
@@ -177,7 +183,7 @@ def worker(
     """A replica: every thread, in an order of its own; killed at any point by the crash test."""
     rng = random.Random(seed_)
     if backend == "postgres-async":
-        _async_worker(target, effects_target, threads, rng)
+        _async_worker(target, effects_target, threads, rng, ready)
         return
     store = open_store(backend, target)
     effects = Effects(backend, effects_target)
@@ -190,7 +196,9 @@ def worker(
     store.close()
 
 
-def _async_worker(target: str, effects_target: str, threads: list[str], rng: random.Random) -> None:
+def _async_worker(
+    target: str, effects_target: str, threads: list[str], rng: random.Random, ready: Any
+) -> None:
     from agui_tools.app._store_postgres import AsyncPostgresStore
 
     order = threads[:]
@@ -199,7 +207,11 @@ def _async_worker(target: str, effects_target: str, threads: list[str], rng: ran
     async def main() -> None:
         effects = Effects("postgres", effects_target)
         async with AsyncPostgresStore(target, min_size=1, max_size=4, timeout=60) as store:
-            await dispose_all_async(store, effects, order)
+            if ready is not None:
+                ready.set()
+            await dispose_all_async(
+                store, effects, order, pause=lambda: time.sleep(rng.random() * 0.004)
+            )
         effects.close()
 
     asyncio.run(main())

@@ -1,7 +1,8 @@
 """Replica hand-over over HTTP: replica A dies, replica B carries the thread on.
 
 A real agent server on loopback (its own process), two application replicas
-(their own processes) sharing one PostgreSQL store. A sends a run, receives a
+(their own processes) sharing one PostgreSQL store — through the sync
+``PostgresStore`` or psycopg's async API (``AsyncPostgresStore``). A sends a run, receives a
 pending frontend call and is SIGKILLed — while asking the user, or in the middle
 of the handler. B, knowing only the thread id, resumes the thread: it executes
 the call once (or, when A's execution started, reports its outcome unknown and
@@ -54,11 +55,18 @@ def serve_agent(port: int) -> None:
     uvicorn.run(agent_app(pays, path="/agent"), host="127.0.0.1", port=port, log_level="warning")
 
 
-def replica(url: str, dsn: str, thread_id: str, role: str, signal_: Any, out: Any) -> None:
-    """One application process. ``role``: ``dies-asking``, ``dies-in-handler`` or ``resumes``."""
+def replica(
+    url: str, dsn: str, thread_id: str, role: str, signal_: Any, out: Any, kind: str = "sync"
+) -> None:
+    """One application process. ``role``: ``dies-asking``, ``dies-in-handler`` or ``resumes``;
+    ``kind``: its store is ``PostgresStore`` (``sync``) or ``AsyncPostgresStore`` (``async``)."""
 
     async def main() -> None:
-        store = PostgresStore(dsn, max_size=2)
+        store: Any = (
+            PostgresStore(dsn, max_size=2)
+            if kind == "sync"
+            else await AsyncPostgresStore(dsn, max_size=2).open()
+        )
         effects = Effects("postgres", dsn)
 
         async def ask(_call: Any) -> bool:
@@ -90,7 +98,7 @@ def replica(url: str, dsn: str, thread_id: str, role: str, signal_: Any, out: An
             }
         )
         effects.close()
-        store.close()
+        await store.aclose() if kind == "async" else store.close()
 
     asyncio.run(main())
 
@@ -106,9 +114,10 @@ def _wait_listening(port: int) -> None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["sync", "async"])
 @pytest.mark.parametrize("dies", ["dies-asking", "dies-in-handler"])
 def test_replica_b_resumes_the_thread_replica_a_left_and_finishes_it(
-    dies: str, postgres_dsn: str
+    dies: str, kind: str, postgres_dsn: str
 ) -> None:
     port = free_port()
     server = FORK.Process(target=serve_agent, args=(port,))
@@ -120,14 +129,17 @@ def test_replica_b_resumes_the_thread_replica_a_left_and_finishes_it(
         Effects("postgres", postgres_dsn).close()
 
         reached, out = FORK.Event(), FORK.Queue()
-        a = FORK.Process(target=replica, args=(url, postgres_dsn, thread_id, dies, reached, out))
+        a = FORK.Process(
+            target=replica, args=(url, postgres_dsn, thread_id, dies, reached, out, kind)
+        )
         a.start()
         assert reached.wait(60), "replica A never got the pending call"
         os.kill(a.pid, signal.SIGKILL)  # type: ignore[arg-type]
         a.join(10)
 
         b = FORK.Process(
-            target=replica, args=(url, postgres_dsn, thread_id, "resumes", FORK.Event(), out)
+            target=replica,
+            args=(url, postgres_dsn, thread_id, "resumes", FORK.Event(), out, kind),
         )
         b.start()
         b.join(60)

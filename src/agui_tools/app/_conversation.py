@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, TypeVar
 
 from .._errors import (
     JournalError,
@@ -60,7 +60,14 @@ from ._disposition import Approve, Desk, Settle, Stand, decide, describe_excepti
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._reducer import ThreadState
-from ._store import AsyncStore, Store, ThreadRecord, is_async_store
+from ._store import (
+    AsyncStore,
+    Store,
+    ThreadRecord,
+    encode_messages,
+    is_async_store,
+    kept_prefix,
+)
 from ._tools import ToolSpec
 
 __all__ = [
@@ -108,6 +115,22 @@ Steps = Generator[StoreOp, Any, T]
 def _ask(method: str, *args: Any, **kwargs: Any) -> Generator[StoreOp, Any, Any]:
     """``result = yield from _ask("claim", key, tool=name)``: one store call."""
     return (yield StoreOp(method, args, kwargs))
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished(Generic[T]):
+    """The steps returned ``value``: nothing more to perform."""
+
+    value: T
+
+
+def _advance(steps: Steps[T], reply: Any, error: BaseException | None) -> StoreOp | _Finished[T]:
+    """Hand the steps the last call's result (or throw its exception in where it was
+    asked); take their next store call, or what they returned."""
+    try:
+        return steps.send(reply) if error is None else steps.throw(error)
+    except StopIteration as done:
+        return _Finished(done.value)
 
 
 # the public methods that touch the store, and the steps each is written as: what
@@ -271,6 +294,7 @@ class Conversation:
         )
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
+        self._saved: list[bytes] = []  # the messages of that version, each encoded
         self._stale: StaleThread | None = None
         self.context = [dict(c) for c in context]
         self.forwarded_props = forwarded_props
@@ -686,17 +710,24 @@ class Conversation:
     # -- the store: save each run, restore a thread ----------------------------------
 
     def _save_steps(self, run: RunResult, todo: Sequence[tuple[str, bool]]) -> Steps[None]:
+        """Save the run; of the messages, only those after the ones the last saved
+        version holds unchanged are written (``keep``)."""
         if self.store is None:
             return
+        messages = self.thread.messages
+        encoded = encode_messages(messages)  # a value that is not JSON: refused here
+        keep = kept_prefix(self._saved, encoded)
         self.version = yield from _ask(
             "save_run",
             self.thread_id,
             expected_version=self.version,
-            messages=self.thread.messages,
+            messages=messages[keep:],
             state=self.thread.state,
             resumed=sorted(self._resumed),
             run=_run_to_json(run, todo),
+            keep=keep,
         )
+        self._saved = encoded
 
     def restore(self) -> bool:
         """Load the thread from the store, if that was not done: ``True`` when the
@@ -741,6 +772,7 @@ class Conversation:
             max_depth=(self.limits or Limits()).max_depth,
         )
         self.version = record.version
+        self._saved = encode_messages(record.messages)
         self._resumed = set(record.resumed)
         self.runs = [_run_from_json(r) for r in record.runs]
         closed: dict[str, bool] = {}
@@ -804,18 +836,14 @@ class Conversation:
                 "conversation.off_loop(conversation.<method>, ...)`, execute_async() — or use "
                 "Session, which does"
             )
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
+        step = _advance(steps, None, None)
+        while isinstance(step, StoreOp):
             try:
-                op = steps.send(reply) if error is None else steps.throw(error)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            try:
-                reply, error = getattr(journal, op.method)(*op.args, **op.kwargs), None
+                reply, error = getattr(journal, step.method)(*step.args, **step.kwargs), None
             except BaseException as exc:  # thrown in where it was asked: the core decides
                 reply, error = None, exc
+            step = _advance(steps, reply, error)
+        return step.value
 
     async def _perform(self, steps: Steps[T]) -> T:
         """Perform ``steps`` without blocking the event loop: awaiting an async
@@ -826,18 +854,15 @@ class Conversation:
             if getattr(journal, "blocking", True):
                 return await asyncio.to_thread(self._drive, steps)
             return self._drive(steps)
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
+        step = _advance(steps, None, None)
+        while isinstance(step, StoreOp):
             try:
-                op = steps.send(reply) if error is None else steps.throw(error)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            try:
-                reply, error = await getattr(journal, op.method)(*op.args, **op.kwargs), None
+                op = getattr(journal, step.method)
+                reply, error = await op(*step.args, **step.kwargs), None
             except BaseException as exc:  # a cancellation too: the steps see it where it struck
                 reply, error = None, exc
+            step = _advance(steps, reply, error)
+        return step.value
 
     # -- disposition -------------------------------------------------------------
 

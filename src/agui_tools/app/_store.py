@@ -12,6 +12,11 @@ What one transaction records:
   and state, the run's result and the ids of the calls it left for
   disposition, and the thread's new version. It is refused — nothing written —
   when the thread moved on since the writer loaded it (:class:`StaleThread`).
+  Messages are written as what changed: ``keep`` says how many leading
+  messages are as the previous version held them, and only the messages after
+  those are written (with the run's row) — so the bytes a thread writes grow
+  with what it says, not with the square of its length; a run that restated
+  the history (``MESSAGES_SNAPSHOT``) rewrites from the first message it changed.
 * ``claim`` / ``finish`` / ``settle`` / ``record_decision`` — as the journal:
   an intent before a handler runs, its answer after, an answer that ran
   nothing together with the decision behind it.
@@ -90,11 +95,14 @@ class Store(Journal, Protocol):
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int:
         """Record one folded run atomically; return the thread's new version.
 
-        Raises :class:`StaleThread` — having written nothing — when the stored
-        version is not ``expected_version``.
+        The thread's messages become the first ``keep`` messages of version
+        ``expected_version``, then ``messages``. Raises :class:`StaleThread` —
+        having written nothing — when the stored version is not
+        ``expected_version``.
         """
         ...
 
@@ -145,6 +153,7 @@ class AsyncStore(Protocol):
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int: ...
 
     async def aclose(self) -> None: ...
@@ -167,15 +176,16 @@ class MemoryStore(MemoryJournal):
 
     def __init__(self) -> None:
         super().__init__()
-        self._threads: dict[str, tuple[int, Snapshot, list[bytes]]] = {}
+        self._threads: dict[str, tuple[int, Snapshot, list[StoredRun]]] = {}
 
     def load(self, thread_id: str) -> ThreadRecord | None:
         with self._lock:
             found = self._threads.get(thread_id)
-        if found is None:
-            return None
-        version, snap, runs = found
-        return decode_record(thread_id, version, snap.messages, snap.state, snap.resumed, runs)
+            if found is None:
+                return None
+            version, snap, runs = found
+            runs = runs[:version]  # the runs of this version: a writer may append meanwhile
+        return decode_record(thread_id, version, snap.state, snap.resumed, runs)
 
     def save_run(
         self,
@@ -186,14 +196,17 @@ class MemoryStore(MemoryJournal):
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int:
-        snap = encode_snapshot(messages, state, resumed, run)  # fails before anything changes
+        # fails before anything changes
+        snap = encode_snapshot(messages, state, resumed, run, keep)
         with self._lock:
             found = self._threads.get(thread_id)
             version, runs = (found[0], found[2]) if found is not None else (0, [])
             if version != expected_version:
                 raise StaleThread(thread_id, expected_version, version)
-            self._threads[thread_id] = (version + 1, snap, [*runs, snap.run])
+            runs.append((snap.keep, snap.messages, snap.run))  # appended, never copied
+            self._threads[thread_id] = (version + 1, snap, runs)
             return version + 1
 
     def close(self) -> None:
@@ -205,12 +218,20 @@ class MemoryStore(MemoryJournal):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One run's save, encoded once: what every backend writes."""
+    """One run's save, encoded once: what every backend writes.
+
+    ``messages`` are the messages after the first ``keep`` (see ``save_run``);
+    they are stored with the run, ``state`` and ``resumed`` with the thread."""
 
     messages: bytes
+    keep: int
     state: bytes
     resumed: bytes
     run: bytes
+
+
+StoredRun = tuple[int, bytes, bytes]
+"""A saved run as a backend reads it back: ``keep``, the messages after those, the run."""
 
 
 def encode_snapshot(
@@ -218,11 +239,15 @@ def encode_snapshot(
     state: Any,
     resumed: Sequence[str],
     run: Mapping[str, Any],
+    keep: int = 0,
 ) -> Snapshot:
     """Encode a save; a value JSON cannot carry is refused here, before any write."""
+    if keep < 0:
+        raise StoreError(f"keep must be 0 or more, not {keep}")
     try:
         return Snapshot(
             orjson.dumps(list(messages)),
+            keep,
             orjson.dumps(state),
             orjson.dumps(sorted(resumed)),
             orjson.dumps(dict(run)),
@@ -233,16 +258,48 @@ def encode_snapshot(
         ) from None
 
 
-def decode_record(
-    thread_id: str, version: int, messages: bytes, state: bytes, resumed: bytes, runs: list[bytes]
-) -> ThreadRecord:
+def encode_messages(messages: Sequence[Mapping[str, Any]]) -> list[bytes]:
+    """Each message encoded on its own: what a conversation compares, save to save, to
+    find the messages a run left as they were."""
     try:
+        return [orjson.dumps(m) for m in messages]
+    except TypeError as exc:
+        raise StoreError(
+            f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
+        ) from None
+
+
+def kept_prefix(before: Sequence[bytes], after: Sequence[bytes]) -> int:
+    """How many leading messages ``after`` has exactly as ``before`` had them."""
+    n = 0
+    for old, new in zip(before, after, strict=False):
+        if old != new:
+            break
+        n += 1
+    return n
+
+
+def decode_record(
+    thread_id: str, version: int, state: bytes, resumed: bytes, runs: Sequence[StoredRun]
+) -> ThreadRecord:
+    """The thread as saved: its messages rebuilt run by run (each run's ``keep``,
+    then its messages), in time linear in what the runs wrote."""
+    messages: list[dict[str, Any]] = []
+    try:
+        for seq, (keep, written, _run) in enumerate(runs, 1):
+            if keep > len(messages):
+                raise StoreError(
+                    f"thread {thread_id!r} (version {version}) is stored damaged and cannot be "
+                    f"read: run {seq} keeps {keep} messages of the {len(messages)} before it"
+                )
+            del messages[keep:]
+            messages.extend(orjson.loads(written))
         return ThreadRecord(
             thread_id,
             version,
-            orjson.loads(messages),
+            messages,
             orjson.loads(state),
-            [orjson.loads(r) for r in runs],
+            [orjson.loads(r) for _, _, r in runs],
             orjson.loads(resumed),
         )
     except orjson.JSONDecodeError as exc:

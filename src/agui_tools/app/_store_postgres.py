@@ -70,7 +70,6 @@ MIGRATIONS: list[str] = [
     CREATE TABLE agui_threads (
         thread_id  TEXT PRIMARY KEY,
         version    BIGINT NOT NULL,
-        messages   BYTEA NOT NULL,
         state      BYTEA NOT NULL,
         resumed    BYTEA NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
@@ -78,6 +77,8 @@ MIGRATIONS: list[str] = [
     CREATE TABLE agui_runs (
         thread_id TEXT NOT NULL,
         seq       BIGINT NOT NULL,
+        keep      BIGINT NOT NULL,
+        messages  BYTEA NOT NULL,
         run       BYTEA NOT NULL,
         PRIMARY KEY (thread_id, seq)
     );
@@ -270,14 +271,16 @@ def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:
 def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
     def steps() -> Steps[ThreadRecord | None]:
         row = yield Query(
-            "SELECT version, messages, state, resumed FROM agui_threads WHERE thread_id = %s",
+            "SELECT version, state, resumed FROM agui_threads WHERE thread_id = %s",
             (thread_id,),
             "one",
         )
         if row is None:
             return None
+        # a run row never changes: those up to the version read are that version's
         runs = yield Query(
-            "SELECT run FROM agui_runs WHERE thread_id = %s AND seq <= %s ORDER BY seq",
+            "SELECT keep, messages, run FROM agui_runs WHERE thread_id = %s AND seq <= %s "
+            "ORDER BY seq",
             (thread_id, row[0]),
             "all",
         )
@@ -286,8 +289,7 @@ def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
             row[0],
             bytes(row[1]),
             bytes(row[2]),
-            bytes(row[3]),
-            [bytes(r[0]) for r in runs],
+            [(r[0], bytes(r[1]), bytes(r[2])) for r in runs],
         )
 
     return Plan(f"load thread {thread_id!r}", steps(), tx=True)
@@ -300,27 +302,26 @@ def save_run_plan(
     state: Any,
     resumed: Sequence[str],
     run: Mapping[str, Any],
+    keep: int,
 ) -> Plan[int]:
-    snap = encode_snapshot(messages, state, resumed, run)  # refused before any connection
+    snap = encode_snapshot(messages, state, resumed, run, keep)  # refused before any connection
     new = expected_version + 1
 
     def steps() -> Steps[int]:
         if expected_version == 0:
             written = yield Query(
-                "INSERT INTO agui_threads (thread_id, version, messages, state, resumed, "
-                "updated_at) VALUES (%s, 1, %s, %s, %s, %s) "
-                "ON CONFLICT (thread_id) DO NOTHING RETURNING 1",
-                (thread_id, snap.messages, snap.state, snap.resumed, time.time()),
+                "INSERT INTO agui_threads (thread_id, version, state, resumed, updated_at) "
+                "VALUES (%s, 1, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING RETURNING 1",
+                (thread_id, snap.state, snap.resumed, time.time()),
                 "one",
             )
         else:
             written = yield Query(
-                "UPDATE agui_threads SET version = %s, messages = %s, state = %s, "
+                "UPDATE agui_threads SET version = %s, state = %s, "
                 "resumed = %s, updated_at = %s WHERE thread_id = %s AND version = %s "
                 "RETURNING 1",
                 (
                     new,
-                    snap.messages,
                     snap.state,
                     snap.resumed,
                     time.time(),
@@ -335,8 +336,9 @@ def save_run_plan(
             )
             raise StaleThread(thread_id, expected_version, row[0] if row is not None else 0)
         yield Query(
-            "INSERT INTO agui_runs (thread_id, seq, run) VALUES (%s, %s, %s)",
-            (thread_id, new, snap.run),
+            "INSERT INTO agui_runs (thread_id, seq, keep, messages, run) "
+            "VALUES (%s, %s, %s, %s, %s)",
+            (thread_id, new, snap.keep, snap.messages, snap.run),
         )
         return new
 
@@ -541,8 +543,11 @@ class PostgresStore(AnswerFromLookup):
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int:
-        return self._run(save_run_plan(thread_id, expected_version, messages, state, resumed, run))
+        return self._run(
+            save_run_plan(thread_id, expected_version, messages, state, resumed, run, keep)
+        )
 
 
 class AsyncPostgresStore:
@@ -687,9 +692,10 @@ class AsyncPostgresStore:
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int:
         return await self._run(
-            save_run_plan(thread_id, expected_version, messages, state, resumed, run)
+            save_run_plan(thread_id, expected_version, messages, state, resumed, run, keep)
         )
 
 

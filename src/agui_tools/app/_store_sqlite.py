@@ -1,8 +1,9 @@
 """The embedded thread store: one SQLite file, WAL, standard library only.
 
 The journal's file with two more tables: ``threads`` (one row per thread: its
-version and the last saved run's snapshot) and ``runs`` (one row per saved
-run). A run is saved in one ``BEGIN IMMEDIATE`` transaction that checks the
+version, state and resumed calls as of the last saved run) and ``runs`` (one
+row per saved run: its result, and the messages it changed — ``keep`` leading
+messages kept, the rest written). A run is saved in one ``BEGIN IMMEDIATE`` transaction that checks the
 version, so two processes sharing the file cannot both save over the same
 version (:class:`~agui_tools._errors.StaleThread`).
 
@@ -31,7 +32,6 @@ _THREADS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
     thread_id  TEXT PRIMARY KEY,
     version    INTEGER NOT NULL,
-    messages   BLOB NOT NULL,
     state      BLOB NOT NULL,
     resumed    BLOB NOT NULL,
     updated_at REAL NOT NULL
@@ -39,6 +39,8 @@ CREATE TABLE IF NOT EXISTS threads (
 CREATE TABLE IF NOT EXISTS runs (
     thread_id TEXT NOT NULL,
     seq       INTEGER NOT NULL,
+    keep      INTEGER NOT NULL,
+    messages  BLOB NOT NULL,
     run       BLOB NOT NULL,
     PRIMARY KEY (thread_id, seq)
 );
@@ -98,18 +100,17 @@ class SQLiteStore(SQLiteJournal):
     def load(self, thread_id: str) -> ThreadRecord | None:
         with self._read(f"load thread {thread_id!r}") as db:
             row = db.execute(
-                "SELECT version, messages, state, resumed FROM threads WHERE thread_id=?",
+                "SELECT version, state, resumed FROM threads WHERE thread_id=?",
                 (thread_id,),
             ).fetchone()
             if row is None:
                 return None
-            runs = [
-                r[0]
-                for r in db.execute(
-                    "SELECT run FROM runs WHERE thread_id=? ORDER BY seq", (thread_id,)
-                )
-            ]
-        return decode_record(thread_id, row[0], row[1], row[2], row[3], runs)
+            # a run row never changes: those up to the version read are that version's
+            runs = db.execute(
+                "SELECT keep, messages, run FROM runs WHERE thread_id=? AND seq<=? ORDER BY seq",
+                (thread_id, row[0]),
+            ).fetchall()
+        return decode_record(thread_id, row[0], row[1], row[2], runs)
 
     def save_run(
         self,
@@ -120,8 +121,9 @@ class SQLiteStore(SQLiteJournal):
         state: Any,
         resumed: Sequence[str],
         run: Mapping[str, Any],
+        keep: int = 0,
     ) -> int:
-        snap = encode_snapshot(messages, state, resumed, run)
+        snap = encode_snapshot(messages, state, resumed, run, keep)
         with self._write(f"save a run of thread {thread_id!r}") as db:
             row = db.execute(
                 "SELECT version FROM threads WHERE thread_id=?", (thread_id,)
@@ -130,15 +132,15 @@ class SQLiteStore(SQLiteJournal):
             if version != expected_version:
                 raise StaleThread(thread_id, expected_version, version)
             db.execute(
-                "INSERT INTO threads (thread_id, version, messages, state, resumed, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
-                "version=excluded.version, messages=excluded.messages, state=excluded.state, "
+                "INSERT INTO threads (thread_id, version, state, resumed, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+                "version=excluded.version, state=excluded.state, "
                 "resumed=excluded.resumed, updated_at=excluded.updated_at",
-                (thread_id, version + 1, snap.messages, snap.state, snap.resumed, time.time()),
+                (thread_id, version + 1, snap.state, snap.resumed, time.time()),
             )
             db.execute(
-                "INSERT INTO runs (thread_id, seq, run) VALUES (?, ?, ?)",
-                (thread_id, version + 1, snap.run),
+                "INSERT INTO runs (thread_id, seq, keep, messages, run) VALUES (?, ?, ?, ?, ?)",
+                (thread_id, version + 1, snap.keep, snap.messages, snap.run),
             )
         return version + 1
 
