@@ -10,8 +10,9 @@ Sections, in the order they run: ``input`` (how the agent meets good, bad and
 unusual run input), ``lifecycle`` (the shape of its runs), ``frontend`` (the
 frontend-tool round trip), ``history`` (a continuation that leaves a call
 unanswered), ``interrupts`` (when the agent interrupts), ``transport`` (the
-HTTP + SSE binding, and the binary binding when the agent offers it). Cases marked ``late`` run after all others, because they
-judge every stream the others received.
+HTTP + SSE binding, and the binary binding when the agent offers it). Cases
+marked ``late`` run after all others, because they judge every stream the
+others received.
 """
 
 from __future__ import annotations
@@ -1139,7 +1140,7 @@ async def _framing(ctx: Context, res: CaseResult) -> None:
 )
 async def _keep_alive(ctx: Context, res: CaseResult) -> None:
     comments = sum(s.exchange.comments for s in ctx.streams)
-    streams = sum(1 for s in ctx.streams if s.judged is not None)
+    streams = sum(1 for s in ctx.streams if s.judged is not None and not s.binary)
     add(
         res,
         Verdict.INFO,

@@ -12,10 +12,10 @@ bindings should deliver the same events. What "the same" means here, and why:
 * a **timestamp** is the producer's clock, different on every run (and never
   an order, EVT-3): ignored;
 * **identifiers** — every ``id`` and ``…Id`` member, every ``…Ids`` list — are
-  minted per run (the checker's own ``threadId``/``runId`` and message ids
-  differ between its two requests; an agent mints fresh message and call ids):
-  each stream's are renamed by order of first appearance, so two streams are
-  the same when their identifiers correspond one to one, in the same places;
+  minted per run (the checker sends the same messages on a fresh ``threadId``
+  and ``runId``; an agent mints fresh message and call ids): each stream's are
+  renamed by order of first appearance, so two streams are the same when their
+  identifiers correspond one to one, in the same places;
 * a JSON Patch operation is compared by ``op``, ``path``, ``value`` and
   ``from``: its extension members do not survive the binary wire (TRANS-7);
 * everything else — the order of events, their types, every delta as split,
