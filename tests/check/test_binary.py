@@ -125,6 +125,10 @@ def test_an_agent_whose_runs_differ_is_not_blamed_for_the_binding() -> None:
     assert case.verdict is Verdict.INFO, case.findings
     assert "so do two SSE runs of the same input" in case.findings[0].message
     assert report.exit_code == 0
+    # once the agent is known to vary, the second prompt costs no further SSE run
+    repeats = [e.label for e in case.exchanges if e.label.endswith("again, over SSE")]
+    assert repeats == ["the plain prompt again, over SSE"], repeats
+    assert [f.verdict for f in case.findings] == [Verdict.INFO, Verdict.INFO]
 
 
 def test_an_event_from_a_later_protocol_is_dropped_with_a_warning_not_a_failure() -> None:
