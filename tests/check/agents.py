@@ -416,6 +416,7 @@ BINARY_FAULTS = (
     "trailing-bytes",  # TRANS-7: two stray bytes after the last frame (the run itself ends)
     "huge-length",  # TRANS-7: a header announcing ~4 GiB, then the body ends
     "undecodable-frame",  # TRANS-7: a frame whose bytes are not a protobuf Event
+    "empty-frame",  # TRANS-7: a zero-length frame (an Event naming no event)
     "args-before-start",  # TOOL-2: TOOL_CALL_ARGS for a call never started (binary only)
     "other-events",  # TRANS-7: the binary run says other text than the SSE run of one input
     "future-event",  # a frame naming an event this build predates: dropped, a warning
@@ -485,6 +486,8 @@ def binary_agent(fault: str | None = None) -> Starlette:
                 + b"\x00\x00\x00\x06\xc2\x02\x03\x0a\x01\x00"
                 + body[len(frame(events[0])) :]
             )
+        elif fault == "empty-frame":
+            body = frame(events[0]) + b"\x00\x00\x00\x00" + body[len(frame(events[0])) :]
         elif fault == "undecodable-frame":
             body = frame(events[0]) + b"\x00\x00\x00\x02\xff\xff" + b"".join(map(frame, events[1:]))
         return Response(body, media_type=PROTO)

@@ -49,6 +49,7 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
         "TRANS-7",
         [r"binary frame #1, 2 bytes at byte {at:1}", "does not decode"],
     ),
+    "empty-frame": ("TRANS-7", [r"binary frame #1, 0 bytes at byte {at:1}", "names no event"]),
     "args-before-start": ("TOOL-20", ["TOOL_CALL_ARGS", "'c-early'", "no active tool call"]),
     "other-events": (
         "TRANS-7",
