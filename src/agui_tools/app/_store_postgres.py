@@ -38,9 +38,12 @@ it once; ``agui_schema`` records the version applied.
 
 from __future__ import annotations
 
+import asyncio
+import math
+import re
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
@@ -131,6 +134,8 @@ class Plan(Generic[T]):
     what: str
     steps: Steps[T]
     tx: bool = False
+    writes: bool = False
+    """Whether it writes: only a write whose connection is lost has an unknown outcome."""
 
 
 def _call_row(thread_id: str, call_id: str) -> Steps[ClaimResult | None]:
@@ -169,7 +174,7 @@ def migrate_plan() -> Plan[int]:
             yield Query("UPDATE agui_schema SET version = %s", (len(MIGRATIONS),))
         return len(MIGRATIONS)
 
-    return Plan("create or upgrade its schema", steps(), tx=True)
+    return Plan("create or upgrade its schema", steps(), tx=True, writes=True)
 
 
 def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
@@ -189,7 +194,7 @@ def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
         assert found is not None  # rows are never deleted
         return found
 
-    return Plan(f"record the intent to execute call {key.call_id!r}", steps())
+    return Plan(f"record the intent to execute call {key.call_id!r}", steps(), writes=True)
 
 
 def finish_plan(key: JournalKey, answer: Mapping[str, Any]) -> Plan[None]:
@@ -216,7 +221,7 @@ def finish_plan(key: JournalKey, answer: Mapping[str, Any]) -> Plan[None]:
         if row is None or (row[0] == 0 and not row[1]):
             raise _no_intent(key)
 
-    return Plan(f"record the answer of call {key.call_id!r}", steps())
+    return Plan(f"record the answer of call {key.call_id!r}", steps(), writes=True)
 
 
 def settle_plan(
@@ -241,7 +246,7 @@ def settle_plan(
             yield _insert_decision(decision)
         return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
 
-    return Plan(f"record the answer of call {key.call_id!r}", steps(), tx=True)
+    return Plan(f"record the answer of call {key.call_id!r}", steps(), tx=True, writes=True)
 
 
 def lookup_plan(thread_id: str, call_id: str) -> Plan[ClaimResult | None]:
@@ -252,7 +257,9 @@ def record_decision_plan(decision: Mapping[str, Any]) -> Plan[None]:
     def steps() -> Steps[None]:
         yield _insert_decision(decision)
 
-    return Plan(f"record a consent decision for {decision.get('toolCallId')!r}", steps())
+    return Plan(
+        f"record a consent decision for {decision.get('toolCallId')!r}", steps(), writes=True
+    )
 
 
 def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:
@@ -342,7 +349,7 @@ def save_run_plan(
         )
         return new
 
-    return Plan(f"save a run of thread {thread_id!r}", steps(), tx=True)
+    return Plan(f"save a run of thread {thread_id!r}", steps(), tx=True, writes=True)
 
 
 # -- the drivers: the same plan on a sync or an async connection ---------------------------
@@ -384,32 +391,162 @@ async def _adrive(conn: Any, steps: Steps[T]) -> T:
         return result
 
 
+# -- opening: one direct attempt first, so a wrong connection string says why, at once -----
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """Connect once, directly (not through the pool), giving up after ``connect_timeout`` s."""
+
+    connect_timeout: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait before the next attempt (the server may be starting)."""
+
+    seconds: float
+
+
+Opening = Generator[Attempt | Pause, "BaseException | None", None]
+"""Yields attempts and pauses; sent each attempt's error (``None``: it connected)."""
+
+_NEVER_RETRY = re.compile(
+    r"does not exist|authentication failed|no pg_hba\.conf entry|no password supplied"
+    r"|permission denied for database|invalid .*(option|value)",
+    re.IGNORECASE,
+)
+"""What libpq says when the connection string itself is wrong: retrying cannot fix it
+(libpq reports connection failures without an SQLSTATE, so the text is all there is)."""
+
+
+def opening_plan(conninfo: str, timeout: float) -> Opening:
+    """Before a pool opens: the connection string must parse, and one direct connection
+    must succeed — a pool retries silently until its timeout, then says only
+    ``PoolTimeout``. A wrong database, role, password or option fails at once with
+    libpq's reason; a server not (yet) accepting connections is retried until
+    ``timeout`` and then named with its last reason."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(conninfo)
+        for port in str(parts.get("port") or "5432").split(","):
+            if port and not port.strip().isdigit():  # else psycopg retries a "host" lookup
+                raise psycopg.ProgrammingError(
+                    f'invalid integer value "{port}" for connection option "port"'
+                )
+    except Exception as exc:
+        raise _unreachable(conninfo, exc, permanent=True) from None
+    deadline = time.monotonic() + timeout
+    pause = 0.1
+    while True:
+        left = deadline - time.monotonic()
+        error = yield Attempt(max(2, math.ceil(left)))  # libpq's minimum is 2 s
+        if error is None:
+            return
+        if _never_retry(error):
+            raise _unreachable(conninfo, error, permanent=True) from None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _unreachable(conninfo, error, permanent=False) from None
+        yield Pause(min(pause, left))
+        pause = min(pause * 2, 1.0)
+
+
+def _never_retry(exc: BaseException) -> bool:
+    import psycopg
+
+    return isinstance(exc, psycopg.ProgrammingError) or bool(_NEVER_RETRY.search(str(exc)))
+
+
+def _probe(conninfo: str, timeout: float) -> None:
+    """Run :func:`opening_plan` with blocking connections and sleeps."""
+    import psycopg
+
+    steps = opening_plan(conninfo, timeout)
+    step = next(steps)
+    try:
+        while True:
+            error: BaseException | None = None
+            if isinstance(step, Pause):
+                time.sleep(step.seconds)
+            else:
+                try:
+                    psycopg.connect(conninfo, connect_timeout=step.connect_timeout).close()
+                except psycopg.Error as exc:
+                    error = exc
+            step = steps.send(error)
+    except StopIteration:
+        return
+
+
+async def _aprobe(conninfo: str, timeout: float) -> None:
+    """Run :func:`opening_plan` awaiting, never blocking the event loop."""
+    import psycopg
+
+    steps = opening_plan(conninfo, timeout)
+    step = next(steps)
+    try:
+        while True:
+            error: BaseException | None = None
+            if isinstance(step, Pause):
+                await asyncio.sleep(step.seconds)
+            else:
+                try:
+                    conn = await psycopg.AsyncConnection.connect(
+                        conninfo, connect_timeout=step.connect_timeout
+                    )
+                    await conn.close()
+                except psycopg.Error as exc:
+                    error = exc
+            step = steps.send(error)
+    except StopIteration:
+        return
+
+
 # -- what a failure says, for both stores ---------------------------------------------------
 
 
-def _unreachable(conninfo: str, exc: BaseException) -> StoreError:
+def _unreachable(conninfo: str, exc: BaseException, *, permanent: bool = False) -> StoreError:
+    import psycopg
+
+    reason = _reason(exc, conninfo)
+    if isinstance(exc, psycopg.ProgrammingError) or _where(conninfo) == _UNREADABLE:
+        advice = (
+            "the connection string does not parse: write `key=value` pairs "
+            "(host=… dbname=… user=…) or a postgresql://user@host/dbname URL"
+        )
+    elif permanent:
+        advice = "check the connection string (database, user, password): retrying cannot fix this"
+    else:
+        advice = (
+            "is the server running? Check that it runs and accepts connections there, "
+            "and that the connection string is right"
+        )
     return StoreError(
-        f"cannot connect to the PostgreSQL store ({_where(conninfo)}): {_reason(exc)}; "
-        "check that the server runs and the connection string is right"
+        f"cannot connect to the PostgreSQL store ({_where(conninfo)}): {reason}; {advice}"
     )
 
 
-def _failed(conninfo: str, what: str, exc: Exception) -> StoreError | None:
+def _failed(conninfo: str, what: str, exc: Exception, *, writes: bool) -> StoreError | None:
     """A database or pool failure during ``what`` as the StoreError a user reads;
-    ``None`` for anything else (the operation's own errors pass through)."""
-    import psycopg
+    ``None`` for anything else (the operation's own errors pass through).
 
+    The pool's errors first: ``PoolTimeout`` is a ``psycopg.OperationalError`` too,
+    but nothing was sent — no connection was had, so nothing was lost."""
+    import psycopg
+    from psycopg_pool import PoolClosed, PoolTimeout
+
+    where = f"the PostgreSQL store ({_where(conninfo)}) could not {what}"
+    if isinstance(exc, PoolTimeout | PoolClosed):
+        return StoreError(
+            f"{where}: {_reason(exc, conninfo)} — no connection could be had within the "
+            "store's timeout (is the server up? is max_size large enough for this "
+            "process's concurrency?); nothing of this operation was sent"
+        )
     if isinstance(exc, psycopg.Error):
-        return StoreError(
-            f"the PostgreSQL store ({_where(conninfo)}) could not {what}: "
-            f"{_reason(exc)}{_advice(exc)}"
-        )
-    if type(exc).__module__.startswith("psycopg_pool"):  # PoolTimeout, PoolClosed
-        return StoreError(
-            f"the PostgreSQL store ({_where(conninfo)}) could not {what}: "
-            f"{_reason(exc)} — no connection could be had (is the server up? is "
-            "max_size large enough for this process's concurrency?)"
-        )
+        return StoreError(f"{where}: {_reason(exc, conninfo)}{_advice(exc, writes=writes)}")
     return None
 
 
@@ -451,6 +588,7 @@ class PostgresStore(AnswerFromLookup):
         from psycopg_pool import ConnectionPool
 
         self.conninfo = conninfo
+        _probe(conninfo, timeout)  # a wrong connection string fails here, saying why
         self._pool = ConnectionPool(
             conninfo,
             check=ConnectionPool.check_connection,
@@ -480,7 +618,7 @@ class PostgresStore(AnswerFromLookup):
         self.close()
 
     @contextmanager
-    def _conn(self, what: str, *, tx: bool = False) -> Iterator[Any]:
+    def _conn(self, what: str, *, tx: bool = False, writes: bool = True) -> Iterator[Any]:
         """A pooled connection (in one transaction when ``tx``); database errors as StoreError."""
         try:
             with self._pool.connection() as conn:
@@ -490,13 +628,13 @@ class PostgresStore(AnswerFromLookup):
                 else:
                     yield conn
         except Exception as exc:
-            error = _failed(self.conninfo, what, exc)
+            error = _failed(self.conninfo, what, exc, writes=writes)
             if error is None:
                 raise
             raise error from exc
 
     def _run(self, plan: Plan[T]) -> T:
-        with self._conn(plan.what, tx=plan.tx) as conn:
+        with self._conn(plan.what, tx=plan.tx, writes=plan.writes) as conn:
             return _drive(conn, plan.steps)
 
     def migrate(self) -> int:
@@ -583,6 +721,7 @@ class AsyncPostgresStore:
         self._timeout = timeout
         self._migrate = migrate
         self._pool: AsyncConnectionPool[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the one the pool belongs to
         self._closed = False
 
     # -- plumbing ----------------------------------------------------------------
@@ -592,7 +731,9 @@ class AsyncPostgresStore:
         from psycopg_pool import AsyncConnectionPool
 
         if self._pool is not None:
+            self._check_loop("open")
             return self
+        await _aprobe(self.conninfo, self._timeout)  # a wrong connection string fails here
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self.conninfo, check=AsyncConnectionPool.check_connection, **self._options
         )
@@ -602,6 +743,7 @@ class AsyncPostgresStore:
             await pool.close()
             raise _unreachable(self.conninfo, exc) from exc
         self._pool = pool
+        self._loop = asyncio.get_running_loop()
         self._closed = False
         if self._migrate:
             try:
@@ -612,16 +754,49 @@ class AsyncPostgresStore:
         return self
 
     async def aclose(self) -> None:
+        """Close the pool. From an event loop other than the one it opened in (whose
+        tasks and connections it holds), the close is best-effort instead of the
+        ``RuntimeError: Event loop is closed`` asyncio would raise."""
         pool, self._pool = self._pool, None
+        loop, self._loop = self._loop, None
         self._closed = True
-        if pool is not None:
+        if pool is None:
+            return
+        if loop is None or loop is asyncio.get_running_loop():
             await pool.close()
+        elif loop.is_running():  # alive in another thread: close the pool there
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(pool.close(), loop))
+        else:
+            # its loop has ended, and the pool's worker tasks with it: nothing is left to
+            # await them on. The pool is marked closed and lets go of its connections;
+            # libpq closes each as it is freed.
+            with suppress(RuntimeError, ValueError):
+                await pool.close(timeout=0)
 
     async def __aenter__(self) -> AsyncPostgresStore:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    def __enter__(self) -> AsyncPostgresStore:
+        raise UsageError(
+            "AsyncPostgresStore opens in a running event loop: use "
+            "`async with AsyncPostgresStore(...) as store:` — or PostgresStore in "
+            "synchronous code"
+        )
+
+    def __exit__(self, *exc: object) -> None:  # never reached: __enter__ refuses
+        return None
+
+    def _check_loop(self, what: str) -> None:
+        if self._loop is not asyncio.get_running_loop():
+            raise UsageError(
+                f"the PostgreSQL store ({_where(self.conninfo)}) cannot {what}: it was "
+                "opened in another event loop; a pool belongs to the loop it opened in: "
+                "open the store inside the loop that uses it — e.g. in your web "
+                "framework's lifespan, not at import time or in another `asyncio.run`"
+            )
 
     async def _run(self, plan: Plan[T]) -> T:
         pool = self._pool
@@ -634,13 +809,18 @@ class AsyncPostgresStore:
                 "`async with AsyncPostgresStore(...) as store:`"
             )
         try:
+            self._check_loop(plan.what)
+        except UsageError:
+            plan.steps.close()
+            raise
+        try:
             async with pool.connection() as conn:
                 if plan.tx:
                     async with conn.transaction():
                         return await _adrive(conn, plan.steps)
                 return await _adrive(conn, plan.steps)
         except Exception as exc:
-            error = _failed(self.conninfo, plan.what, exc)
+            error = _failed(self.conninfo, plan.what, exc, writes=plan.writes)
             if error is None:
                 raise
             raise error from exc
@@ -699,6 +879,9 @@ class AsyncPostgresStore:
         )
 
 
+_UNREADABLE = "connection string unreadable"
+
+
 def _where(conninfo: str) -> str:
     """The server a connection string names, without its password."""
     try:
@@ -706,31 +889,66 @@ def _where(conninfo: str) -> str:
 
         parts = conninfo_to_dict(conninfo)
     except Exception:
-        return "connection string unreadable"
+        return _UNREADABLE
     host = parts.get("host") or "localhost"
     port = parts.get("port") or "5432"
     db = parts.get("dbname") or parts.get("user") or ""
     return f"{host}:{port}/{db}"
 
 
-def _reason(exc: BaseException) -> str:
+_SECRETS = (
+    re.compile(r"password\W*('(?:[^'\\]|\\.)*'|[^\s']+)", re.IGNORECASE),  # key=value
+    re.compile(r"://[^:/@\s]*:([^@\s]+)@"),  # postgresql://user:password@host
+)
+
+
+def _scrub(text: str, conninfo: str) -> str:
+    """``text`` without any password ``conninfo`` may hold (even one that does not parse)."""
+    secrets: set[str] = set()
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        password = conninfo_to_dict(conninfo).get("password")
+        if password:
+            secrets.add(str(password))
+    except Exception:
+        pass
+    for pattern in _SECRETS:
+        secrets.update(m.group(1).strip("'") for m in pattern.finditer(conninfo))
+    for secret in sorted(secrets - {""}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _reason(exc: BaseException, conninfo: str) -> str:
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    return _scrub(f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": "), conninfo)
 
 
-def _advice(exc: BaseException) -> str:
+def _advice(exc: BaseException, *, writes: bool) -> str:
     from psycopg import OperationalError
-    from psycopg.errors import LockNotAvailable, QueryCanceled
+    from psycopg.errors import LockNotAvailable, QueryCanceled, UndefinedTable
 
     if isinstance(exc, LockNotAvailable | QueryCanceled):
         return (
             " — it waited longer than the server allows (lock_timeout or statement_timeout) "
             "for another transaction; nothing of this operation was written: retry"
         )
-    if isinstance(exc, OperationalError):
+    if isinstance(exc, UndefinedTable):
+        return (
+            " — the store's tables are not in this database (or not on the connection's "
+            "search_path): run `store.migrate()` from the deploy step, or open the store "
+            "with migrate=True (the default)"
+        )
+    if isinstance(exc, OperationalError) and writes:
         return (
             " — the connection to the server was lost or refused; whether the last write "
             "committed is unknown to this process, so a call it was claiming reads as "
             "'outcome unknown' and is never run twice"
+        )
+    if isinstance(exc, OperationalError):
+        return (
+            " — the connection to the server was lost during this read; nothing was "
+            "written: retry (the pool replaces the connection)"
         )
     return ""
