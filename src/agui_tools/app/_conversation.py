@@ -742,6 +742,8 @@ class Conversation:
         return self._drive(self._restore_steps())
 
     def _restore_steps(self) -> Steps[bool]:
+        if self._stale is not None:
+            raise self._stale  # this object is out of date for good: a new one reloads
         if not self._unloaded:
             return self.version > 0
         record = yield from _ask("load", self.thread_id)
@@ -834,7 +836,8 @@ class Conversation:
                 f"this conversation keeps its thread in an async store "
                 f"({type(journal).__name__}): call it from async code — `await "
                 "conversation.off_loop(conversation.<method>, ...)`, execute_async() — or use "
-                "Session, which does"
+                "Session, which does; synchronous code (SyncSession) uses PostgresStore or "
+                "SQLiteStore"
             )
         step = _advance(steps, None, None)
         while isinstance(step, StoreOp):
