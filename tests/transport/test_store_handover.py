@@ -27,7 +27,9 @@ import pytest
 
 from agui_tools import AgentClient, Run, Session, SyncAgentClient, SyncSession, agent_app
 from agui_tools._errors import StaleThread, UsageError
+from agui_tools.app._calls import Answer
 from agui_tools.app._conversation import Conversation
+from agui_tools.app._journal import JournalKey
 from agui_tools.app._store_postgres import AsyncPostgresStore, PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import free_port, serving
@@ -586,3 +588,119 @@ def test_a_message_whose_run_failed_is_retried_with_its_message_id_not_added_twi
     assert [m["content"] for m in messages if m["role"] == "user"] == ["hello"]
     assert messages[-1]["content"] == "Here you are."
     assert len(attempts) == 2
+
+
+@pytest.mark.parametrize("kind", ["memory-async", "postgres-async"])
+def test_two_replicas_resuming_one_call_at_once_agree_on_its_answer(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Both replicas pick up the same pending call at the same moment. One executes
+    it; the other, with ``in_flight_wait``, waits for that answer instead of
+    telling the agent "outcome unknown" — so whichever saves, the thread says what
+    the journal says, and the card was charged once."""
+    charges: list[str] = []
+    dsn = request.getfixturevalue("postgres_dsn") if kind == "postgres-async" else None
+
+    async def scenario() -> tuple[list[Any], list[dict[str, Any]], Any]:
+        store: Any = AsyncMemoryStore() if dsn is None else await AsyncPostgresStore(dsn).open()
+
+        def replica(url: str, who: str, ask: Any) -> Session:
+            s = Session(AgentClient(url), store=store, thread_id="both", ask=ask, in_flight_wait=10)
+
+            @s.tool(side_effects=True)
+            async def charge_card(cents: int) -> str:
+                """Charge the user's card."""
+                charges.append(who)
+                await asyncio.sleep(0.3)
+                return f"charged {cents} cents by {who}"
+
+            return s
+
+        async with serving(agent_app(pays, path="/agent")) as base:
+            url = f"{base}/agent"
+            asking = asyncio.Event()
+
+            async def never(_call: Any) -> bool:
+                asking.set()
+                await asyncio.sleep(3600)
+                return False
+
+            first = asyncio.create_task(replica(url, "R0", never).send("pay five dollars"))
+            await asking.wait()
+            first.cancel()  # the replica that made the call is gone
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            outcomes = await asyncio.gather(
+                replica(url, "R1", lambda _c: True).send(),
+                replica(url, "R2", lambda _c: True).send(),
+                return_exceptions=True,
+            )
+            check = await replica(url, "check", lambda _c: True).open()
+            journal = await store.answer_for("both", check.messages[1]["toolCalls"][0]["id"])
+        await store.aclose()
+        return outcomes, check.messages, journal
+
+    outcomes, messages, journal = asyncio.run(scenario())
+    assert len(charges) == 1  # charged once
+    assert any(getattr(o, "status", None) == "success" for o in outcomes), outcomes
+    assert all(not isinstance(o, Exception) or isinstance(o, StaleThread) for o in outcomes)
+    [tool] = [m for m in messages if m["role"] == "tool"]
+    assert "outcome unknown" not in tool["content"]
+    assert tool["content"] == journal["content"] == f"charged 500 cents by {charges[0]}"
+
+
+def test_a_session_reconciles_an_unknown_outcome_with_its_hook() -> None:
+    """The deployment.md recipe: ``Session(..., outcome_unknown=reconcile)``."""
+    store = AsyncMemoryStore()
+    seen: list[str] = []
+
+    def reconcile(call: Any, started_at: Any) -> Answer:
+        seen.append(call.call_id)
+        return Answer.executed(call.call_id, "charged 500 cents (found in the ledger)")
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with serving(agent_app(pays, path="/agent")) as base:
+            asking = asyncio.Event()
+
+            async def never(_call: Any) -> bool:
+                asking.set()
+                await asyncio.sleep(3600)
+                return False
+
+            dead = Session(AgentClient(f"{base}/agent"), store=store, thread_id="u", ask=never)
+            dead.add_tool(*_charge_tool())
+            first = asyncio.create_task(dead.send("pay five dollars"))
+            await asking.wait()
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            assert dead.conversation is not None
+            [call] = dead.conversation.pending
+            # the replica had started executing it when it died: an intent, no answer
+            store.inner.claim(JournalKey("u", call.call_id, call.fingerprint), tool=call.name)
+            again = Session(
+                AgentClient(f"{base}/agent"),
+                store=store,
+                thread_id="u",
+                ask=lambda _c: True,
+                outcome_unknown=reconcile,
+            )
+            again.add_tool(*_charge_tool())
+            await again.send()
+            assert again.conversation is not None
+            return again.conversation.messages
+
+    messages = asyncio.run(scenario())
+    assert len(seen) == 1
+    assert [m["content"] for m in messages if m["role"] == "tool"] == [
+        "charged 500 cents (found in the ledger)"
+    ]
+    assert messages[-1]["content"] == "Done: charged 500 cents (found in the ledger)"
+
+
+def _charge_tool() -> tuple[Any, Any]:
+    def charge_card(cents: int) -> str:
+        """Charge the user's card."""
+        raise AssertionError("a call whose execution started is never run again")
+
+    return tool_spec_from_function(charge_card, side_effects=True)

@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from .._errors import UsageError
 from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy, DecidedBy
-from ..app._conversation import Conversation, RunResult, Update, call_update
+from ..app._conversation import Conversation, OutcomeUnknown, RunResult, Update, call_update
 from ..app._journal import Journal
 from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
@@ -259,6 +259,11 @@ class BaseSession(Generic[C]):
             ones registered on this session, never the store's.
         timeout: default handler timeout in seconds.
         max_turns: a safety stop for agents that keep calling tools.
+        in_flight_wait: as for :class:`Conversation`: how long to wait for the
+            answer of a call another replica is executing right now before
+            answering it "outcome unknown" (default 0: never).
+        outcome_unknown: as for :class:`Conversation`: establishes what became
+            of a call whose execution started and recorded no answer.
     """
 
     def __init__(
@@ -274,8 +279,12 @@ class BaseSession(Generic[C]):
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
         store: Store | AsyncStore | None = None,
+        in_flight_wait: float = 0.0,
+        outcome_unknown: OutcomeUnknown | None = None,
     ) -> None:
         self.client: C = client
+        self._in_flight_wait = in_flight_wait
+        self._outcome_unknown = outcome_unknown
         self.ask = ask
         self.timeout = timeout
         self.max_turns = max_turns
@@ -345,6 +354,8 @@ class BaseSession(Generic[C]):
                 consent=self._consent,
                 journal=self._journal,
                 store=self._store,
+                in_flight_wait=self._in_flight_wait,
+                outcome_unknown=self._outcome_unknown,
             )
         return self.conversation
 
