@@ -298,5 +298,7 @@ class StaleThread(StoreError):
         super().__init__(
             f"thread {thread_id!r} moved on: this writer loaded version {expected}, the store "
             f"holds version {actual} (another process saved a run meanwhile); nothing of this "
-            "run was written — reload the thread from the store and retry"
+            "run was written — reload the thread (a new Conversation or Session on the same "
+            "store and thread_id) and retry; a Session retry passes the same message_id, so the "
+            "user's message is not added twice"
         )

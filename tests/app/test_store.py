@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -498,3 +499,63 @@ def test_a_run_that_restates_the_history_rewrites_from_its_first_change(
     again = Conversation(thread_id=THREAD, store=open_store())
     assert again.messages == conv.messages
     assert again.messages[2]["content"] == "question 1, as the agent restates it"
+
+
+# -- another replica executing the call right now: wait for its answer (in_flight_wait) ------
+
+
+def _executing_elsewhere(open_store: StoreFactory) -> tuple[threading.Event, threading.Thread]:
+    """Replica A restores the thread and executes c2; its handler holds until released."""
+    first_process(open_store(), consent=ConsentPolicy.auto_approve())
+    release = threading.Event()
+    a = restored(open_store(), consent=ConsentPolicy.auto_approve())
+
+    def run_a() -> None:
+        a.execute("c2", lambda _a: "found by A" if release.wait(30) else "timed out")
+
+    worker = threading.Thread(target=run_a)
+    worker.start()
+    watcher = open_store()
+    for _ in range(500):  # A's intent is recorded: c2 is executing in "another process"
+        if watcher.lookup(THREAD, "c2") is not None:
+            break
+        time.sleep(0.01)
+    return release, worker
+
+
+def test_a_call_another_replica_is_executing_is_answered_by_it_when_waited_for(
+    open_store: StoreFactory,
+) -> None:
+    release, worker = _executing_elsewhere(open_store)
+    threading.Timer(0.4, release.set).start()  # A finishes while B waits
+    t0 = time.monotonic()
+    b = restored(open_store(), consent=ConsentPolicy.auto_approve(), in_flight_wait=20)
+    waited = time.monotonic() - t0
+    worker.join(30)
+    assert b.call("c2").answer == Answer.executed("c2", "found by A")  # not "outcome unknown"
+    assert 0.3 < waited < 15
+    b.execute("c1", lambda _a: "placed")
+    tools = [m["content"] for m in b.next_input()["messages"] if m["role"] == "tool"]
+    assert sorted(tools) == ["found by A", "placed"]
+
+
+def test_a_call_still_executing_after_the_wait_reads_outcome_unknown(
+    open_store: StoreFactory,
+) -> None:
+    release, worker = _executing_elsewhere(open_store)
+    try:
+        b = restored(open_store(), consent=ConsentPolicy.auto_approve(), in_flight_wait=0.5)
+        answer = b.call("c2").answer
+        assert answer is not None and "outcome unknown" in str(answer.content)
+        with pytest.raises(UsageError):
+            b.execute("c2", lambda _a: pytest.fail("ran a call another replica is running"))
+    finally:
+        release.set()
+        worker.join(30)
+    assert open_store().answer_for(THREAD, "c2") == Answer.executed("c2", "found by A").to_json()
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), "5"])
+def test_in_flight_wait_is_checked(bad: Any) -> None:
+    with pytest.raises(UsageError, match="in_flight_wait must be 0 or more seconds"):
+        Conversation(in_flight_wait=bad)

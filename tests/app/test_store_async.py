@@ -300,6 +300,8 @@ def test_a_stale_writer_on_an_async_store_writes_nothing() -> None:
         assert b.pending == []  # nothing of the stale run is disposed …
         with pytest.raises(StaleThread):
             b.next_input(user="go on")  # … and it cannot go on: reload and retry
+        with pytest.raises(StaleThread):
+            await b.off_loop(b.restore)  # not by restoring this object: a new one reloads
 
     asyncio.run(scenario())
     record = store.inner.load(THREAD)

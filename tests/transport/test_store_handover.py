@@ -26,11 +26,14 @@ from typing import Any
 import pytest
 
 from agui_tools import AgentClient, Run, Session, SyncAgentClient, SyncSession, agent_app
-from agui_tools._errors import UsageError
+from agui_tools._errors import StaleThread, UsageError
+from agui_tools.app._calls import Answer
 from agui_tools.app._conversation import Conversation
+from agui_tools.app._journal import JournalKey
 from agui_tools.app._store_postgres import AsyncPostgresStore, PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import free_port, serving
+from agui_tools.transport._session import tool_spec_from_function
 
 from ..conftest import StoreFactory
 from ..helpers.async_store import AsyncMemoryStore
@@ -449,3 +452,255 @@ def test_a_run_cancelled_mid_stream_is_saved_truncated_in_an_async_store() -> No
     record = store.inner.load("cut")
     assert record is not None and [r["status"] for r in record.runs] == ["truncated"]
     assert record.messages[-1]["content"] == "Working on it"
+
+
+# -- StaleThread: the documented retry adds nothing twice ----------------------------------
+
+
+async def _orders_agent(r: Run) -> None:
+    """Places an order for every user message; thanks for every tool answer."""
+    last = r.messages[-1]
+    if last["role"] == "tool":
+        await r.text(f"Thanks: {last['content']}.")
+        return
+    async with r.message() as m:
+        await m.delta("Placing the order.")
+    async with r.tool_call("place_order", parent_message_id=m.id) as call:
+        await call.args('{"qty": 2}')
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres-async"])
+def test_a_send_retried_after_stale_thread_with_its_message_id_adds_nothing_twice(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Replica A's user approves slowly; meanwhile replica B carries the same thread
+    on (and executes A's pending order). A's next save is stale; A retries as
+    docs/deployment.md says — a new session, the same ``message_id`` — and the
+    thread ends with each user message once and one order per message."""
+    orders: list[str] = []
+    dsn = request.getfixturevalue("postgres_dsn") if kind == "postgres-async" else None
+
+    async def scenario() -> list[dict[str, Any]]:
+        store: Any = (
+            SQLiteStore(tmp_path / "t.db")
+            if dsn is None
+            else await AsyncPostgresStore(dsn, max_size=4).open()
+        )
+
+        def session(url: str, who: str, ask: Any) -> Session:
+            s = Session(AgentClient(url), store=store, thread_id="stale", ask=ask)
+
+            @s.tool(side_effects=True)
+            def place_order(qty: int) -> str:
+                """Place an order."""
+                orders.append(who)
+                return f"ordered {qty} by {who}"
+
+            return s
+
+        async with serving(agent_app(_orders_agent, path="/agent")) as base:
+            url = f"{base}/agent"
+            asked, release = asyncio.Event(), asyncio.Event()
+
+            async def slow(_call: Any) -> bool:
+                asked.set()
+                await release.wait()
+                return True
+
+            mid = "msg-order-two"
+            a = asyncio.create_task(session(url, "A", slow).send("Order two", message_id=mid))
+            await asked.wait()  # A's first run is saved; A's user is thinking
+            await session(url, "B", lambda _c: True).send("And one more")
+            release.set()
+            with pytest.raises(StaleThread, match="same message_id"):
+                await a
+            # the documented retry: reload (a new session), the same message id
+            await session(url, "A-retry", lambda _c: True).send("Order two", message_id=mid)
+            check = Conversation(thread_id="stale", store=store)
+            await check.off_loop(check.restore)
+            messages = check.messages
+        await store.aclose() if dsn is not None else store.close()
+        return messages
+
+    messages = asyncio.run(scenario())
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert users == ["Order two", "And one more"]  # each user message once
+    assert len(orders) == 2  # one order per user message, never a third
+    assert messages[-1]["role"] == "assistant"
+
+
+def test_open_shows_a_stored_thread_without_sending_anything(tmp_path: Path) -> None:
+    runs: list[str] = []
+
+    async def counted(r: Run) -> None:
+        runs.append(r.run_id)
+        await _orders_agent(r)
+
+    async def scenario() -> None:
+        async with serving(agent_app(counted, path="/agent")) as base:
+            for store in (AsyncMemoryStore(), SQLiteStore(tmp_path / "open.db")):
+                first = Session(AgentClient(f"{base}/agent"), store=store, thread_id="o")
+                first.add_tool(
+                    *tool_spec_from_function(
+                        lambda qty: "ok", name="place_order", description="Place an order."
+                    )
+                )
+                await first.send("Order two")
+                assert first.conversation is not None
+                sent = len(runs)
+                page_load = Session(AgentClient(f"{base}/agent"), store=store, thread_id="o")
+                conv = await page_load.open()
+                assert conv is page_load.conversation
+                assert conv.messages == first.conversation.messages and conv.version == 2
+                assert len(runs) == sent  # nothing was sent to the agent
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.run_error("the model is overloaded")
+def test_a_message_whose_run_failed_is_retried_with_its_message_id_not_added_twice(
+    tmp_path: Path,
+) -> None:
+    attempts: list[int] = []
+
+    async def flaky(r: Run) -> None:
+        attempts.append(len(r.messages))
+        if len(attempts) == 1:
+            await r.text("Let me")
+            raise RuntimeError("the model is overloaded")  # RUN_ERROR, after partial text
+        await r.text("Here you are.")
+
+    async def scenario() -> tuple[str, str, list[dict[str, Any]]]:
+        store = SQLiteStore(tmp_path / "retry.db")
+        async with serving(agent_app(flaky, path="/agent")) as base:
+
+            def session() -> Session:
+                return Session(AgentClient(f"{base}/agent"), store=store, thread_id="r")
+
+            first = await session().send("hello", message_id="m-hello")
+            again = await session().send("hello", message_id="m-hello")
+            check = await session().open()
+        store.close()
+        return first.status, again.status, check.messages
+
+    first, again, messages = asyncio.run(scenario())
+    assert (first, again) == ("error", "success")
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["hello"]
+    assert messages[-1]["content"] == "Here you are."
+    assert len(attempts) == 2
+
+
+@pytest.mark.parametrize("kind", ["memory-async", "postgres-async"])
+def test_two_replicas_resuming_one_call_at_once_agree_on_its_answer(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Both replicas pick up the same pending call at the same moment. One executes
+    it; the other, with ``in_flight_wait``, waits for that answer instead of
+    telling the agent "outcome unknown" — so whichever saves, the thread says what
+    the journal says, and the card was charged once."""
+    charges: list[str] = []
+    dsn = request.getfixturevalue("postgres_dsn") if kind == "postgres-async" else None
+
+    async def scenario() -> tuple[list[Any], list[dict[str, Any]], Any]:
+        store: Any = AsyncMemoryStore() if dsn is None else await AsyncPostgresStore(dsn).open()
+
+        def replica(url: str, who: str, ask: Any) -> Session:
+            s = Session(AgentClient(url), store=store, thread_id="both", ask=ask, in_flight_wait=10)
+
+            @s.tool(side_effects=True)
+            async def charge_card(cents: int) -> str:
+                """Charge the user's card."""
+                charges.append(who)
+                await asyncio.sleep(0.3)
+                return f"charged {cents} cents by {who}"
+
+            return s
+
+        async with serving(agent_app(pays, path="/agent")) as base:
+            url = f"{base}/agent"
+            asking = asyncio.Event()
+
+            async def never(_call: Any) -> bool:
+                asking.set()
+                await asyncio.sleep(3600)
+                return False
+
+            first = asyncio.create_task(replica(url, "R0", never).send("pay five dollars"))
+            await asking.wait()
+            first.cancel()  # the replica that made the call is gone
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            outcomes = await asyncio.gather(
+                replica(url, "R1", lambda _c: True).send(),
+                replica(url, "R2", lambda _c: True).send(),
+                return_exceptions=True,
+            )
+            check = await replica(url, "check", lambda _c: True).open()
+            journal = await store.answer_for("both", check.messages[1]["toolCalls"][0]["id"])
+        await store.aclose()
+        return outcomes, check.messages, journal
+
+    outcomes, messages, journal = asyncio.run(scenario())
+    assert len(charges) == 1  # charged once
+    assert any(getattr(o, "status", None) == "success" for o in outcomes), outcomes
+    assert all(not isinstance(o, Exception) or isinstance(o, StaleThread) for o in outcomes)
+    [tool] = [m for m in messages if m["role"] == "tool"]
+    assert "outcome unknown" not in tool["content"]
+    assert tool["content"] == journal["content"] == f"charged 500 cents by {charges[0]}"
+
+
+def test_a_session_reconciles_an_unknown_outcome_with_its_hook() -> None:
+    """The deployment.md recipe: ``Session(..., outcome_unknown=reconcile)``."""
+    store = AsyncMemoryStore()
+    seen: list[str] = []
+
+    def reconcile(call: Any, started_at: Any) -> Answer:
+        seen.append(call.call_id)
+        return Answer.executed(call.call_id, "charged 500 cents (found in the ledger)")
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with serving(agent_app(pays, path="/agent")) as base:
+            asking = asyncio.Event()
+
+            async def never(_call: Any) -> bool:
+                asking.set()
+                await asyncio.sleep(3600)
+                return False
+
+            dead = Session(AgentClient(f"{base}/agent"), store=store, thread_id="u", ask=never)
+            dead.add_tool(*_charge_tool())
+            first = asyncio.create_task(dead.send("pay five dollars"))
+            await asking.wait()
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            assert dead.conversation is not None
+            [call] = dead.conversation.pending
+            # the replica had started executing it when it died: an intent, no answer
+            store.inner.claim(JournalKey("u", call.call_id, call.fingerprint), tool=call.name)
+            again = Session(
+                AgentClient(f"{base}/agent"),
+                store=store,
+                thread_id="u",
+                ask=lambda _c: True,
+                outcome_unknown=reconcile,
+            )
+            again.add_tool(*_charge_tool())
+            await again.send()
+            assert again.conversation is not None
+            return again.conversation.messages
+
+    messages = asyncio.run(scenario())
+    assert len(seen) == 1
+    assert [m["content"] for m in messages if m["role"] == "tool"] == [
+        "charged 500 cents (found in the ledger)"
+    ]
+    assert messages[-1]["content"] == "Done: charged 500 cents (found in the ledger)"
+
+
+def _charge_tool() -> tuple[Any, Any]:
+    def charge_card(cents: int) -> str:
+        """Charge the user's card."""
+        raise AssertionError("a call whose execution started is never run again")
+
+    return tool_spec_from_function(charge_card, side_effects=True)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -109,12 +110,20 @@ class StoreOp:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
-Steps = Generator[StoreOp, Any, T]
+Steps = Generator["StoreOp | Pause", Any, T]
 
 
 def _ask(method: str, *args: Any, **kwargs: Any) -> Generator[StoreOp, Any, Any]:
     """``result = yield from _ask("claim", key, tool=name)``: one store call."""
     return (yield StoreOp(method, args, kwargs))
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait ``seconds`` before the next store call (for another process's answer): the
+    sync driver sleeps, the async one awaits ``asyncio.sleep``."""
+
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +133,9 @@ class _Finished(Generic[T]):
     value: T
 
 
-def _advance(steps: Steps[T], reply: Any, error: BaseException | None) -> StoreOp | _Finished[T]:
+def _advance(
+    steps: Steps[T], reply: Any, error: BaseException | None
+) -> StoreOp | Pause | _Finished[T]:
     """Hand the steps the last call's result (or throw its exception in where it was
     asked); take their next store call, or what they returned."""
     try:
@@ -244,6 +255,13 @@ class Conversation:
             execution's answer. Return ``None`` (the default) to answer the call
             as failed with an "outcome unknown" error; the call is never run
             again either way.
+        in_flight_wait: seconds. An execution that started less than this long
+            ago may still be running in another replica (two replicas carrying
+            one thread at once): its answer is waited for — until this long
+            after it started — before the call is answered "outcome unknown".
+            ``0`` (the default) never waits; the price of waiting is that a
+            replica resuming right after a crash waits that long for the dead
+            process's call.
         strict, limits, middleware: passed to each run's pipeline.
         peer_version: the agent's protocol version when known (downgrades).
         tool_message_order: ``"as-folded"`` (default) sends the history as the
@@ -273,6 +291,7 @@ class Conversation:
         outcome_unknown: OutcomeUnknown | None = None,
         tool_message_order: Literal["as-folded", "call-order"] = "as-folded",
         store: Store | AsyncStore | None = None,
+        in_flight_wait: float = 0.0,
     ) -> None:
         if tool_message_order not in ("as-folded", "call-order"):
             raise UsageError(
@@ -304,6 +323,9 @@ class Conversation:
         self.middleware = tuple(middleware)
         self.peer_version = peer_version
         self.outcome_unknown = outcome_unknown
+        if not isinstance(in_flight_wait, int | float) or not in_flight_wait >= 0:
+            raise UsageError(f"in_flight_wait must be 0 or more seconds, not {in_flight_wait!r}")
+        self.in_flight_wait = in_flight_wait
         self.tool_message_order = tool_message_order
         self._reported_order: set[str] = set()  # tool messages AGT-HIST-1 already named
         self.runs: list[RunResult] = []
@@ -742,6 +764,8 @@ class Conversation:
         return self._drive(self._restore_steps())
 
     def _restore_steps(self) -> Steps[bool]:
+        if self._stale is not None:
+            raise self._stale  # this object is out of date for good: a new one reloads
         if not self._unloaded:
             return self.version > 0
         record = yield from _ask("load", self.thread_id)
@@ -834,12 +858,17 @@ class Conversation:
                 f"this conversation keeps its thread in an async store "
                 f"({type(journal).__name__}): call it from async code — `await "
                 "conversation.off_loop(conversation.<method>, ...)`, execute_async() — or use "
-                "Session, which does"
+                "Session, which does; synchronous code (SyncSession) uses PostgresStore or "
+                "SQLiteStore"
             )
         step = _advance(steps, None, None)
-        while isinstance(step, StoreOp):
+        while not isinstance(step, _Finished):
             try:
-                reply, error = getattr(journal, step.method)(*step.args, **step.kwargs), None
+                if isinstance(step, Pause):
+                    time.sleep(step.seconds)
+                    reply, error = None, None
+                else:
+                    reply, error = getattr(journal, step.method)(*step.args, **step.kwargs), None
             except BaseException as exc:  # thrown in where it was asked: the core decides
                 reply, error = None, exc
             step = _advance(steps, reply, error)
@@ -855,10 +884,14 @@ class Conversation:
                 return await asyncio.to_thread(self._drive, steps)
             return self._drive(steps)
         step = _advance(steps, None, None)
-        while isinstance(step, StoreOp):
+        while not isinstance(step, _Finished):
             try:
-                op = getattr(journal, step.method)
-                reply, error = await op(*step.args, **step.kwargs), None
+                if isinstance(step, Pause):
+                    await asyncio.sleep(step.seconds)
+                    reply, error = None, None
+                else:
+                    op = getattr(journal, step.method)
+                    reply, error = await op(*step.args, **step.kwargs), None
             except BaseException as exc:  # a cancellation too: the steps see it where it struck
                 reply, error = None, exc
             step = _advance(steps, reply, error)
@@ -1172,7 +1205,22 @@ class Conversation:
         return given
 
     def _unknown_steps(self, call: PendingCall, record: ClaimResult) -> Steps[Answer]:
-        """A call whose execution started and recorded no answer: never run again."""
+        """A call whose execution started and recorded no answer: never run again.
+
+        An execution that started less than ``in_flight_wait`` seconds ago may
+        still be running in another process: its answer is waited for (the
+        journal polled, backing off) until that much time has passed since it
+        started; an answer that arrives is this call's answer too.
+        """
+        deadline = (record.started_at or 0.0) + self.in_flight_wait
+        pause = 0.02
+        while (now := time.time()) < deadline:
+            yield Pause(min(pause, deadline - now))
+            pause = min(pause * 2, 0.5)
+            found: ClaimResult | None = yield from _ask("lookup", self.thread_id, call.call_id)
+            if found is not None and found.claim is Claim.ANSWERED:
+                assert found.answer is not None
+                return self._answer(call, Answer.from_json(found.answer))
         started = datetime.fromtimestamp(record.started_at or 0, UTC)
         known: Answer | None = None
         note = ""

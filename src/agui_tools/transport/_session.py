@@ -42,6 +42,7 @@ import asyncio
 import contextlib
 import inspect
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from .._errors import UsageError
 from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy, DecidedBy
-from ..app._conversation import Conversation, RunResult, Update, call_update
+from ..app._conversation import Conversation, OutcomeUnknown, RunResult, Update, call_update
 from ..app._journal import Journal
 from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
@@ -258,6 +259,11 @@ class BaseSession(Generic[C]):
             ones registered on this session, never the store's.
         timeout: default handler timeout in seconds.
         max_turns: a safety stop for agents that keep calling tools.
+        in_flight_wait: as for :class:`Conversation`: how long to wait for the
+            answer of a call another replica is executing right now before
+            answering it "outcome unknown" (default 0: never).
+        outcome_unknown: as for :class:`Conversation`: establishes what became
+            of a call whose execution started and recorded no answer.
     """
 
     def __init__(
@@ -273,8 +279,12 @@ class BaseSession(Generic[C]):
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
         store: Store | AsyncStore | None = None,
+        in_flight_wait: float = 0.0,
+        outcome_unknown: OutcomeUnknown | None = None,
     ) -> None:
         self.client: C = client
+        self._in_flight_wait = in_flight_wait
+        self._outcome_unknown = outcome_unknown
         self.ask = ask
         self.timeout = timeout
         self.max_turns = max_turns
@@ -344,6 +354,8 @@ class BaseSession(Generic[C]):
                 consent=self._consent,
                 journal=self._journal,
                 store=self._store,
+                in_flight_wait=self._in_flight_wait,
+                outcome_unknown=self._outcome_unknown,
             )
         return self.conversation
 
@@ -357,14 +369,39 @@ class BaseSession(Generic[C]):
 
     # -- the loop, once -------------------------------------------------------------
 
-    def _send_steps(self, text: str | None, emit: Callable[[Update], Any]) -> Steps:
-        """Send a user message and carry the thread until nothing is pending."""
+    def _open_steps(self) -> Steps:
+        """The conversation, its thread restored from the store (when it holds it)."""
         conv: Conversation = yield _Store(self._conversation)  # restoring reads the store
         yield _Store(conv.restore)  # done by the constructor, unless the store is async
+        return conv
+
+    def _send_steps(
+        self, text: str | None, emit: Callable[[Update], Any], message_id: str | None = None
+    ) -> Steps:
+        """Send a user message and carry the thread until nothing is pending.
+
+        A ``message_id`` the thread already holds is not added again (a retry
+        after :class:`~agui_tools._errors.StaleThread`): the thread is carried on
+        from where the store has it — pending calls disposed of, the agent run
+        only if it owes the thread a reply (its last message is the user's or a
+        tool's, or its last run did not succeed: an error, a cut stream)."""
+        conv: Conversation = yield from self._open_steps()
         if conv.pending:  # a restored thread: finish what the last process left first
             yield from self._dispose_steps(emit)
-        if text is not None:
-            conv.next_input(user=text)
+        sent = message_id is not None and conv.thread.has_message(message_id)
+        if (
+            sent
+            and conv.runs
+            and conv.runs[-1].status == "success"
+            and conv.messages[-1]["role"] not in ("user", "tool")
+        ):
+            return conv.runs[-1]  # the message was answered: nothing of this send is left
+        if text is not None and not sent:
+            conv.next_input(
+                messages=[
+                    {"id": message_id or f"msg-{uuid.uuid4()}", "role": "user", "content": text}
+                ]
+            )
         else:
             conv.next_input()
         result: RunResult | None = None
@@ -448,17 +485,32 @@ class Session(BaseSession[AgentClient]):
     """
 
     async def send(
-        self, text: str | None = None, *, on_update: Callable[[Update], Any] | None = None
+        self,
+        text: str | None = None,
+        *,
+        on_update: Callable[[Update], Any] | None = None,
+        message_id: str | None = None,
     ) -> RunResult:
         """Send a user message and carry the thread until nothing is pending.
 
         Returns the last run's result: ``success`` with no pending calls when
         the agent is done, or whatever stopped the loop (an interrupt, an
-        error, a truncated or rejected stream, ``max_turns``).
+        error, a truncated or rejected stream, ``max_turns``). Without ``text``
+        the thread is carried on as it is (pending calls answered, the agent
+        run). ``message_id`` names the user message: a retry with the same id
+        (after ``StaleThread``, on a new session) never adds it twice.
         """
         emit = on_update or _ignore
-        result: RunResult = await self._perform(self._send_steps(text, emit), emit)
+        steps = self._send_steps(text, emit, message_id)
+        result: RunResult = await self._perform(steps, emit)
         return result
+
+    async def open(self) -> Conversation:
+        """The session's conversation, its thread restored from the store — without
+        sending anything: to show a thread's history before the user types (a page
+        load), or to look at what another replica left. ``send`` does it too."""
+        conv: Conversation = await self._perform(self._open_steps(), _ignore)
+        return conv
 
     async def dispose(self, emit: Callable[[Update], Any]) -> None:
         """Answer every pending call: ask, execute, or leave it to the answers already given."""
@@ -533,13 +585,22 @@ class SyncSession(BaseSession[SyncAgentClient]):
     """
 
     def send(
-        self, text: str | None = None, *, on_update: Callable[[Update], Any] | None = None
+        self,
+        text: str | None = None,
+        *,
+        on_update: Callable[[Update], Any] | None = None,
+        message_id: str | None = None,
     ) -> RunResult:
         """Send a user message and carry the thread until nothing is pending (see
         :meth:`Session.send`)."""
         emit = on_update or _ignore
-        result: RunResult = self._perform(self._send_steps(text, emit), emit)
+        result: RunResult = self._perform(self._send_steps(text, emit, message_id), emit)
         return result
+
+    def open(self) -> Conversation:
+        """The session's conversation, its thread restored (see :meth:`Session.open`)."""
+        conv: Conversation = self._perform(self._open_steps(), _ignore)
+        return conv
 
     def dispose(self, emit: Callable[[Update], Any]) -> None:
         """Answer every pending call: ask, execute, or leave it to the answers already given."""
