@@ -700,7 +700,9 @@ class AsyncPostgresStore:
             ...
 
     or ``store = await AsyncPostgresStore(conninfo).open()`` … ``await
-    store.aclose()``. Same arguments, schema, semantics and error messages as
+    store.aclose()``. The pool belongs to the loop it opened in: using the store
+    from another loop (a second ``asyncio.run``) is a ``UsageError``, not a pool
+    whose tasks died with their loop. Same arguments, schema, semantics and error messages as
     :class:`PostgresStore` (the operations are the same :class:`Plan`\\ s).
     """
 
