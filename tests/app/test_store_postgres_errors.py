@@ -17,8 +17,9 @@ each case runs on :class:`PostgresStore` and on :class:`AsyncPostgresStore`:
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from agui_tools._errors import StoreError, UsageError
 from agui_tools.app._journal import JournalKey
 from agui_tools.app._store_postgres import AsyncPostgresStore, PostgresStore
 
-from ..helpers.postgres import PostgresServer
+from ..helpers.postgres import PostgresServer, ServerMissing
 
 KEY = JournalKey("t-err", "c1", "fp")
 STORES = ["sync", "async"]
@@ -75,6 +76,49 @@ def test_a_database_or_role_that_does_not_exist_fails_at_once_with_its_reason(
     assert reason in text and "PoolTimeout" not in text
     assert "s3cret" not in text
     assert took < 4, f"waited {took:.1f} s for an error no retry can fix"
+
+
+@pytest.fixture(scope="module")
+def password_server() -> Iterator[PostgresServer]:
+    """A server of its own that asks for a password (the session's trusts everyone)."""
+    import psycopg
+
+    try:
+        server = PostgresServer()
+    except ServerMissing as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and PostgreSQL is missing: {exc}")
+        pytest.skip(str(exc))
+    try:
+        server.start()
+        with psycopg.connect(server.conninfo, autocommit=True) as conn:
+            conn.execute("ALTER ROLE agui PASSWORD 'right-pw'")
+        (server.data / "pg_hba.conf").write_text("local all all scram-sha-256\n")
+        server._run("pg_ctl", "-D", str(server.data), "reload")
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.parametrize(
+    ("password", "reason"),
+    [
+        (" password=wrong-s3cret", 'password authentication failed for user "agui"'),
+        ("", "no password supplied"),
+    ],
+    ids=["wrong", "none"],
+)
+def test_a_refused_password_fails_at_once_and_is_not_shown(
+    password_server: PostgresServer, kind: str, password: str, reason: str
+) -> None:
+    text, took = opening_error(kind, password_server.conninfo + password, timeout=8)
+    assert reason in text and "retrying cannot fix this" in text
+    assert "s3cret" not in text and "PoolTimeout" not in text
+    assert took < 4
+    store = open_store(kind, password_server.conninfo + " password=right-pw", timeout=8)
+    if store is not None:  # the right password opens (raising otherwise)
+        store.close()
 
 
 @pytest.mark.parametrize("kind", STORES)
