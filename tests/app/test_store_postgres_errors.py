@@ -72,10 +72,10 @@ def test_a_database_or_role_that_does_not_exist_fails_at_once_with_its_reason(
 ) -> None:
     conninfo = postgres_server.conninfo.replace(*change) + " password=s3cret"
     # a pool timeout far longer than the test lets it wait: retrying cannot fix this
-    text, took = opening_error(kind, conninfo, timeout=8)
+    text, took = opening_error(kind, conninfo, timeout=60)
     assert reason in text and "PoolTimeout" not in text
     assert "s3cret" not in text
-    assert took < 4, f"waited {took:.1f} s for an error no retry can fix"
+    assert took < 30, f"waited {took:.1f} s for an error no retry can fix"
 
 
 @pytest.fixture(scope="module")
@@ -112,11 +112,11 @@ def password_server() -> Iterator[PostgresServer]:
 def test_a_refused_password_fails_at_once_and_is_not_shown(
     password_server: PostgresServer, kind: str, password: str, reason: str
 ) -> None:
-    text, took = opening_error(kind, password_server.conninfo + password, timeout=8)
+    text, took = opening_error(kind, password_server.conninfo + password, timeout=60)
     assert reason in text and "retrying cannot fix this" in text
     assert "s3cret" not in text and "PoolTimeout" not in text
-    assert took < 4
-    store = open_store(kind, password_server.conninfo + " password=right-pw", timeout=8)
+    assert took < 30  # half the pool timeout: "at once", not "after the timeout"
+    store = open_store(kind, password_server.conninfo + " password=right-pw", timeout=60)
     if store is not None:  # the right password opens (raising otherwise)
         store.close()
 
@@ -137,10 +137,10 @@ def test_a_refused_password_fails_at_once_and_is_not_shown(
 def test_a_connection_string_that_does_not_parse_fails_at_once_naming_the_fault(
     kind: str, conninfo: str, reason: str
 ) -> None:
-    text, took = opening_error(kind, conninfo, timeout=8)
+    text, took = opening_error(kind, conninfo, timeout=60)
     assert reason in text and "connection string" in text
     assert "s3cret" not in text and "PoolTimeout" not in text
-    assert took < 4
+    assert took < 30  # half the pool timeout: "at once", not "after the timeout"
 
 
 @pytest.mark.parametrize("kind", STORES)
