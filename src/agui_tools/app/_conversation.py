@@ -63,6 +63,7 @@ from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._reducer import ThreadState
 from ._store import (
     AsyncStore,
+    Pause,
     Store,
     ThreadRecord,
     encode_messages,
@@ -116,14 +117,6 @@ Steps = Generator["StoreOp | Pause", Any, T]
 def _ask(method: str, *args: Any, **kwargs: Any) -> Generator[StoreOp, Any, Any]:
     """``result = yield from _ask("claim", key, tool=name)``: one store call."""
     return (yield StoreOp(method, args, kwargs))
-
-
-@dataclass(frozen=True, slots=True)
-class Pause:
-    """Wait ``seconds`` before the next store call (for another process's answer): the
-    sync driver sleeps, the async one awaits ``asyncio.sleep``."""
-
-    seconds: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ from ._journal import (
     decision_row,
     stored_result,
 )
-from ._store import ThreadRecord, decode_record, encode_snapshot
+from ._store import Pause, ThreadRecord, decode_record, encode_snapshot
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -399,13 +399,6 @@ class Attempt:
     """Connect once, directly (not through the pool), giving up after ``connect_timeout`` s."""
 
     connect_timeout: int
-
-
-@dataclass(frozen=True, slots=True)
-class Pause:
-    """Wait before the next attempt (the server may be starting)."""
-
-    seconds: float
 
 
 Opening = Generator[Attempt | Pause, "BaseException | None", None]
