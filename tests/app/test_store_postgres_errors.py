@@ -339,3 +339,17 @@ def test_an_async_store_whose_loop_runs_in_another_thread_is_closed_there(
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+@pytest.mark.parametrize("store", ["PostgresStore", "AsyncPostgresStore"])
+@pytest.mark.parametrize("missing", ["psycopg", "psycopg_pool"])
+def test_without_the_postgres_extra_the_error_says_how_to_install_it(
+    store: str, missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from agui_tools.app import _store_postgres
+
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
+    with pytest.raises(UsageError, match=r"pip install 'agui-tools\[postgres\]'"):
+        getattr(_store_postgres, store)("host=/nowhere dbname=x")

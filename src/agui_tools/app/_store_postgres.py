@@ -522,6 +522,18 @@ def _unreachable(conninfo: str, exc: BaseException, *, permanent: bool = False) 
     )
 
 
+def _require_driver(store: str) -> None:
+    """psycopg and psycopg_pool are an extra: without them, say how to get them."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            f"{store} needs psycopg 3 and psycopg_pool ({exc}): install them with "
+            "pip install 'agui-tools[postgres]'"
+        ) from None
+
+
 def _failed(conninfo: str, what: str, exc: Exception, *, writes: bool) -> StoreError | None:
     """A database or pool failure during ``what`` as the StoreError a user reads;
     ``None`` for anything else (the operation's own errors pass through).
@@ -578,6 +590,7 @@ class PostgresStore(AnswerFromLookup):
         timeout: float = 30.0,
         migrate: bool = True,
     ) -> None:
+        _require_driver("PostgresStore")
         from psycopg_pool import ConnectionPool
 
         self.conninfo = conninfo
@@ -711,6 +724,7 @@ class AsyncPostgresStore:
         timeout: float = 30.0,
         migrate: bool = True,
     ) -> None:
+        _require_driver("AsyncPostgresStore")
         self.conninfo = conninfo
         self._options = _pool_options(min_size, max_size, timeout)
         self._timeout = timeout
