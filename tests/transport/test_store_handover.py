@@ -20,6 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,25 @@ async def pays(r: Run) -> None:
         return
     async with r.tool_call("charge_card", parent_message_id="m1") as call:
         await call.args('{"cents": 500}')
+
+
+async def dies_while_asking(make: Callable[[Any], Session], text: str) -> Session:
+    """A replica sends ``text`` and is gone (its task cancelled) while its user is being
+    asked about the call the run left: the thread is saved with that call pending."""
+    asking = asyncio.Event()
+
+    async def never(_call: Any) -> bool:
+        asking.set()
+        await asyncio.sleep(3600)
+        return False
+
+    session = make(never)
+    first = asyncio.create_task(session.send(text))
+    await asking.wait()
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    return session
 
 
 def serve_agent(port: int) -> None:
@@ -185,18 +205,7 @@ def test_a_session_resumes_a_thread_on_every_backend(open_store: StoreFactory) -
     async def scenario() -> tuple[str, Any]:
         async with serving(agent_app(pays, path="/agent")) as base:
             url = f"{base}/agent"
-            asking = asyncio.Event()
-
-            async def never(_call: Any) -> bool:
-                asking.set()
-                await asyncio.sleep(3600)
-                return False
-
-            first = asyncio.create_task(session(url, never).send("pay five dollars"))
-            await asking.wait()
-            first.cancel()  # this replica is gone while the user was being asked
-            with pytest.raises(asyncio.CancelledError):
-                await first
+            await dies_while_asking(lambda ask: session(url, ask), "pay five dollars")
             second = session(url, lambda _call: True)
             result = await second.send()
             assert second.conversation is not None
@@ -327,19 +336,8 @@ def test_a_session_resumes_a_thread_on_an_async_store(
     async def scenario() -> tuple[str, Any, int]:
         async with serving(agent_app(pays, path="/agent")) as base:
             url = f"{base}/agent"
-            asking = asyncio.Event()
-
-            async def never(_call: Any) -> bool:
-                asking.set()
-                await asyncio.sleep(3600)
-                return False
-
             store_a, store_b = await opened(), await opened()  # two replicas' stores
-            first = asyncio.create_task(session(url, store_a, never).send("pay five dollars"))
-            await asking.wait()
-            first.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await first
+            await dies_while_asking(lambda ask: session(url, store_a, ask), "pay five dollars")
             second = session(url, store_b, lambda _call: True)
             result = await second.send()
             assert second.conversation is not None
@@ -618,18 +616,7 @@ def test_two_replicas_resuming_one_call_at_once_agree_on_its_answer(
 
         async with serving(agent_app(pays, path="/agent")) as base:
             url = f"{base}/agent"
-            asking = asyncio.Event()
-
-            async def never(_call: Any) -> bool:
-                asking.set()
-                await asyncio.sleep(3600)
-                return False
-
-            first = asyncio.create_task(replica(url, "R0", never).send("pay five dollars"))
-            await asking.wait()
-            first.cancel()  # the replica that made the call is gone
-            with pytest.raises(asyncio.CancelledError):
-                await first
+            await dies_while_asking(lambda ask: replica(url, "R0", ask), "pay five dollars")
             outcomes = await asyncio.gather(
                 replica(url, "R1", lambda _c: True).send(),
                 replica(url, "R2", lambda _c: True).send(),
@@ -660,20 +647,13 @@ def test_a_session_reconciles_an_unknown_outcome_with_its_hook() -> None:
 
     async def scenario() -> list[dict[str, Any]]:
         async with serving(agent_app(pays, path="/agent")) as base:
-            asking = asyncio.Event()
 
-            async def never(_call: Any) -> bool:
-                asking.set()
-                await asyncio.sleep(3600)
-                return False
+            def dying(ask: Any) -> Session:
+                s = Session(AgentClient(f"{base}/agent"), store=store, thread_id="u", ask=ask)
+                s.add_tool(*_charge_tool())
+                return s
 
-            dead = Session(AgentClient(f"{base}/agent"), store=store, thread_id="u", ask=never)
-            dead.add_tool(*_charge_tool())
-            first = asyncio.create_task(dead.send("pay five dollars"))
-            await asking.wait()
-            first.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await first
+            dead = await dies_while_asking(dying, "pay five dollars")
             assert dead.conversation is not None
             [call] = dead.conversation.pending
             # the replica had started executing it when it died: an intent, no answer
