@@ -5,7 +5,7 @@ Three jobs, one import each::
     # serve an agent
     from agui_tools import Run, agent_app
     # drive one, disposing of its frontend tool calls
-    from agui_tools import Session, AgentClient, ToolSpec, ConsentPolicy, SQLiteJournal
+    from agui_tools import Session, AgentClient, ToolSpec, ConsentPolicy, SQLiteStore
     # verify a captured stream
     from agui_tools import verify_capture
 
@@ -28,8 +28,12 @@ from ._errors import (
     LimitExceeded,
     ProtocolViolation,
     ProtocolWarning,
+    ReloadRequired,
     StaleThread,
     StoreError,
+    StoreOutcomeUnknown,
+    StoreReadFailed,
+    StoreWriteFailed,
     TransportError,
     UsageError,
 )
@@ -42,14 +46,11 @@ if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily b
         AsyncPostgresStore,
         CallStatus,
         CallUpdate,
-        CaptureVerdict,
         ConsentPolicy,
         Conversation,
-        MemoryJournal,
         PendingCall,
         PostgresStore,
         RunResult,
-        SQLiteJournal,
         SQLiteStore,
         TextDelta,
         ToolSpec,
@@ -57,7 +58,7 @@ if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily b
         verify_capture,
     )
     from .transport import AgentClient, Approval, Session, SyncAgentClient, SyncSession, agent_app
-    from .wire import ConsumerPipeline, Limits, StreamResult
+    from .wire import ConsumerPipeline, Limits
 
 # name → the subpackage whose surface holds it; the one table of lazy names
 _LAZY: dict[str, str] = {
@@ -82,17 +83,13 @@ _LAZY: dict[str, str] = {
     "ToolSpec": "app",
     "ConsentPolicy": "app",
     "Verdict": "app",
-    "MemoryJournal": "app",
-    "SQLiteJournal": "app",
     # keep a thread between processes (docs/deployment.md)
     "SQLiteStore": "app",
     "PostgresStore": "app",
     "AsyncPostgresStore": "app",
     # verify a stream
     "verify_capture": "app",
-    "CaptureVerdict": "app",
     "ConsumerPipeline": "wire",
-    "StreamResult": "wire",
     "Limits": "wire",
 }
 
@@ -118,8 +115,12 @@ __all__ = [
     "LimitExceeded",
     "ProtocolViolation",
     "ProtocolWarning",
+    "ReloadRequired",
     "StaleThread",
     "StoreError",
+    "StoreOutcomeUnknown",
+    "StoreReadFailed",
+    "StoreWriteFailed",
     "TransportError",
     "UsageError",
     # versions

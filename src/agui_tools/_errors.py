@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -181,17 +181,6 @@ class UsageError(AguiError):
         super().__init__(f"[{rule}] {message}" if rule else message)
 
 
-class JournalError(AguiError):
-    """The journal could not record or read something (the disk, a lock held too long).
-
-    Raised with what was being recorded, so an application can tell whether an
-    answer it holds in memory is durable yet: when recording an execution's
-    answer fails, the call is answered in memory and the journal still holds
-    its intent — after a restart the call's outcome reads as unknown, never as
-    "not run".
-    """
-
-
 class LimitExceeded(ProtocolViolation):
     """A configured resource limit was exceeded (event size, argument text…).
 
@@ -273,14 +262,84 @@ class ProtocolWarning:
         return out
 
 
-class StoreError(JournalError):
-    """The thread store could not record or read something.
+Written = Literal["no", "unknown", "yes"]
+"""What a failed store operation left in the store: nothing, perhaps something, or all of it."""
 
-    Its message says what was being recorded and, where one helps, what to do.
-    A :class:`JournalError` too: everything the journal promises about a
-    failed write (an answer held in memory, an intent that reads as "outcome
-    unknown" after a restart) holds for the store.
+
+class StoreError(AguiError):
+    """The journal or the thread store could not record or read something.
+
+    The one root of every storage failure — a journal's or a store's, SQLite's
+    or PostgreSQL's, sync or async. Catch it to catch them all; catch a
+    subclass to act on what happened::
+
+        StoreError                 written: what was left in the store
+        ├── StoreReadFailed        a read failed; nothing was written     → retry / reload
+        ├── StoreWriteFailed       a write failed before it reached the
+        │                          store (rolled back, never sent)        → reload, retry
+        ├── StoreOutcomeUnknown    a write was sent and its outcome is
+        │                          unknown (the connection died)          → reload, retry
+        ├── StaleThread            another writer saved a run first;
+        │                          nothing of this run was written        → reload, retry
+        └── ReloadRequired         this object refused to go on after an
+                                   earlier failure; nothing was written   → reload, retry
+
+    "Reload" is one recipe for every class (docs/deployment.md, "When the store
+    fails"): a new ``Session``/``Conversation`` on the same store and
+    ``thread_id`` (a ``Session`` reloads itself on its next ``send``), then the
+    same ``send(text, message_id=…)`` again. It is always safe: the journal,
+    not the object, decides what ran, so a retry never runs a call twice and a
+    ``message_id`` the store holds is not added twice.
+
+    Attributes:
+        written: ``"no"``, ``"unknown"`` or ``"yes"`` — what the failed operation
+            left in the store (``"unknown"`` when it cannot be told).
+        operation: what was being done, in words ("save run 3 of thread 't1'").
+        advice: what the application should do next, in one sentence.
     """
+
+    written: Written = "unknown"
+    advice: str = (
+        "reload the thread (a new Session or Conversation on the same store and thread_id) "
+        "and retry with the same message_id"
+    )
+
+    def __init__(
+        self, message: str, *, written: Written | None = None, operation: str = ""
+    ) -> None:
+        if written is not None:
+            self.written = written
+        self.operation = operation
+        super().__init__(message)
+
+
+JournalError = StoreError
+"""The name of :class:`StoreError` before the journal and the store shared one tree."""
+
+
+class StoreReadFailed(StoreError):
+    """A read (load, lookup, decisions) failed: nothing was written."""
+
+    written: Written = "no"
+
+
+class StoreWriteFailed(StoreError):
+    """A write failed before it reached the store, or was rolled back: nothing was
+    written (a pool that had no connection, a SQLite lock held too long, a full disk)."""
+
+    written: Written = "no"
+
+
+class StoreOutcomeUnknown(StoreError):
+    """A write was sent and its outcome is unknown: it may have committed.
+
+    A claim whose outcome is unknown reads, if it committed, as "outcome
+    unknown" to every later reader and is never run twice; an execution's
+    answer that could not be recorded leaves the intent in the store, so the
+    call reads as "outcome unknown" after a restart — never as "not run".
+    """
+
+    written: Written = "unknown"
 
 
 class StaleThread(StoreError):
@@ -291,6 +350,8 @@ class StaleThread(StoreError):
     ``thread_id``) and retries from there.
     """
 
+    written: Written = "no"
+
     def __init__(self, thread_id: str, expected: int, actual: int) -> None:
         self.thread_id = thread_id
         self.expected = expected
@@ -300,5 +361,33 @@ class StaleThread(StoreError):
             f"holds version {actual} (another process saved a run meanwhile); nothing of this "
             "run was written — reload the thread (a new Conversation or Session on the same "
             "store and thread_id) and retry; a Session retry passes the same message_id, so the "
-            "user's message is not added twice"
+            "user's message is not added twice",
+            operation=f"save a run of thread {thread_id!r}",
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.thread_id, self.expected, self.actual))
+
+
+class ReloadRequired(StoreError):
+    """This conversation stopped at an earlier store failure and refuses to go on.
+
+    Its copy of the thread may be ahead of the store (a run that was not saved)
+    or behind it (another writer's run), so nothing more is decided from it:
+    ``cause`` is the failure that stopped it. Nothing was written by the refused
+    call. Reload (a new ``Conversation``/``Session`` on the same store and
+    ``thread_id``) and retry; a ``Session`` does it itself on its next ``send``.
+    """
+
+    written: Written = "no"
+
+    def __init__(self, thread_id: str, cause: StoreError) -> None:
+        self.thread_id = thread_id
+        self.cause = cause
+        super().__init__(
+            f"thread {thread_id!r}: this conversation stopped at a store failure "
+            f"({type(cause).__name__}: {cause}) and goes no further; nothing was written — "
+            "reload the thread (a new Conversation or Session on the same store and "
+            "thread_id; a Session reloads on its next send) and retry with the same message_id",
+            operation="continue after a store failure",
         )

@@ -43,11 +43,11 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Literal, ParamSpec, TypeVar
 
 from .._errors import (
-    JournalError,
     ProtocolViolation,
     ProtocolWarning,
     StaleThread,
     StoreError,
+    StoreOutcomeUnknown,
     UsageError,
 )
 from ..wire._kinds import WireEvent
@@ -1189,8 +1189,8 @@ class Conversation:
         given = self._answer(call, answer)
         try:
             yield from _ask("finish", key, answer.to_json())
-        except JournalError as exc:
-            raise JournalError(
+        except StoreError as exc:
+            raise StoreOutcomeUnknown(
                 f"call {call.call_id!r} was executed and is answered, but its answer could not be "
                 f"recorded ({exc}); the journal still holds its intent, so after a restart its "
                 "outcome reads as unknown and it is not run again"

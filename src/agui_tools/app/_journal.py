@@ -58,7 +58,7 @@ from typing import Any, ClassVar, Protocol
 
 import orjson
 
-from .._errors import JournalError
+from .._errors import JournalError, StoreReadFailed, StoreWriteFailed
 
 __all__ = [
     "Claim",
@@ -385,7 +385,9 @@ class SQLiteJournal(AnswerFromLookup):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise JournalError(f"the journal at {self.path} could not {what}: {exc}") from exc
+                raise StoreWriteFailed(
+                    f"the journal at {self.path} could not {what}: {exc}", operation=what
+                ) from exc
             try:
                 yield self._db
                 self._db.execute("COMMIT")
@@ -394,8 +396,9 @@ class SQLiteJournal(AnswerFromLookup):
                 with suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
                 if isinstance(exc, _UNREADABLE):
-                    raise JournalError(
-                        f"the journal at {self.path} could not {what}: {exc}"
+                    # rolled back: a SQLite transaction commits whole or not at all
+                    raise StoreWriteFailed(
+                        f"the journal at {self.path} could not {what}: {exc}", operation=what
                     ) from exc
                 raise
 
@@ -405,7 +408,9 @@ class SQLiteJournal(AnswerFromLookup):
             try:
                 yield self._db
             except _UNREADABLE as exc:
-                raise JournalError(f"the journal at {self.path} could not {what}: {exc}") from exc
+                raise StoreReadFailed(
+                    f"the journal at {self.path} could not {what}: {exc}", operation=what
+                ) from exc
 
     @staticmethod
     def _row(db: sqlite3.Connection, thread_id: str, call_id: str) -> ClaimResult | None:

@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Protocol
 
 import orjson
 
-from .._errors import StaleThread, StoreError
+from .._errors import StaleThread, StoreError, StoreReadFailed, StoreWriteFailed
 from ._journal import ClaimResult, Journal, JournalKey, MemoryJournal
 
 __all__ = [
@@ -262,7 +262,7 @@ def encode_snapshot(
             orjson.dumps(dict(run)),
         )
     except TypeError as exc:
-        raise StoreError(
+        raise StoreWriteFailed(
             f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
         ) from None
 
@@ -273,7 +273,7 @@ def encode_messages(messages: Sequence[Mapping[str, Any]]) -> list[bytes]:
     try:
         return [orjson.dumps(m) for m in messages]
     except TypeError as exc:
-        raise StoreError(
+        raise StoreWriteFailed(
             f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
         ) from None
 
@@ -297,7 +297,7 @@ def decode_record(
     try:
         for seq, (keep, written, _run) in enumerate(runs, 1):
             if keep > len(messages):
-                raise StoreError(
+                raise StoreReadFailed(
                     f"thread {thread_id!r} (version {version}) is stored damaged and cannot be "
                     f"read: run {seq} keeps {keep} messages of the {len(messages)} before it"
                 )
@@ -312,6 +312,6 @@ def decode_record(
             orjson.loads(resumed),
         )
     except orjson.JSONDecodeError as exc:
-        raise StoreError(
+        raise StoreReadFailed(
             f"thread {thread_id!r} (version {version}) is stored damaged and cannot be read: {exc}"
         ) from exc

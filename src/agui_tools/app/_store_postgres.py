@@ -49,7 +49,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import orjson
 
-from .._errors import StaleThread, StoreError, UsageError
+from .._errors import (
+    StaleThread,
+    StoreError,
+    StoreOutcomeUnknown,
+    StoreReadFailed,
+    StoreWriteFailed,
+    UsageError,
+)
 from ._journal import (
     AnswerFromLookup,
     Claim,
@@ -544,14 +551,24 @@ def _failed(conninfo: str, what: str, exc: Exception, *, writes: bool) -> StoreE
     from psycopg_pool import PoolClosed, PoolTimeout
 
     where = f"the PostgreSQL store ({_where(conninfo)}) could not {what}"
+    nothing: type[StoreError] = StoreWriteFailed if writes else StoreReadFailed
     if isinstance(exc, PoolTimeout | PoolClosed):
-        return StoreError(
+        return nothing(
             f"{where}: {_reason(exc, conninfo)} — no connection could be had within the "
             "store's timeout (is the server up? is max_size large enough for this "
-            "process's concurrency?); nothing of this operation was sent"
+            "process's concurrency?); nothing of this operation was sent",
+            operation=what,
         )
     if isinstance(exc, psycopg.Error):
-        return StoreError(f"{where}: {_reason(exc, conninfo)}{_advice(exc, writes=writes)}")
+        from psycopg.errors import LockNotAvailable, QueryCanceled
+
+        lost = isinstance(exc, psycopg.OperationalError) and not isinstance(
+            exc, LockNotAvailable | QueryCanceled
+        )
+        kind = StoreOutcomeUnknown if writes and lost else nothing
+        return kind(
+            f"{where}: {_reason(exc, conninfo)}{_advice(exc, writes=writes)}", operation=what
+        )
     return None
 
 

@@ -92,9 +92,9 @@ class SQLiteStore(SQLiteJournal):
         try:
             with inner as db:
                 yield db
-        except StoreError:
+        except StaleThread:
             raise
-        except JournalError as exc:
+        except StoreError as exc:
             raise _advised(self.path, exc) from exc.__cause__
 
     def load(self, thread_id: str) -> ThreadRecord | None:
@@ -171,7 +171,11 @@ _ADVICE = (
 
 
 def _advised(path: Path, exc: JournalError, cause: BaseException | None = None) -> StoreError:
-    """The journal's error as a StoreError that says what to do about it."""
+    """The journal's error as a StoreError that says what to do about it (of the
+    same class: what was written does not change with the advice)."""
+    if isinstance(exc, StaleThread):
+        return exc
+    kind = type(exc)
     text = str(exc)
     low = f"{text} {cause or exc.__cause__ or ''}".lower()
     if "unable to open" in low:
@@ -181,8 +185,12 @@ def _advised(path: Path, exc: JournalError, cause: BaseException | None = None) 
         if path.parent.is_dir() and not writable:
             low += " read-only"
         elif not path.parent.is_dir():
-            return StoreError(f"{text} — the folder {path.parent} does not exist")
+            return kind(
+                f"{text} — the folder {path.parent} does not exist",
+                written=exc.written,
+                operation=exc.operation,
+            )
     for needles, advice in _ADVICE:
         if any(n in low for n in needles):
-            return StoreError(f"{text} — {advice}")
-    return StoreError(text)
+            return kind(f"{text} — {advice}", written=exc.written, operation=exc.operation)
+    return kind(text, written=exc.written, operation=exc.operation)
