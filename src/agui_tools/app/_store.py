@@ -115,7 +115,7 @@ class AsyncStore(Protocol):
 
     Same semantics, method for method, as :class:`Store` — the one contract suite
     runs on both. A conversation drives it through ``await
-    conversation.off_loop(...)`` (``Session``, ``AgentClient`` and
+    conversation.end_run_async()`` and its other ``*_async`` methods (``Session``, ``AgentClient`` and
     ``execute_async`` do), never from a synchronous method.
     """
 
