@@ -37,7 +37,7 @@ import dataclasses
 import inspect
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -61,7 +61,7 @@ from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._link import Link, Operation
 from ._reducer import ThreadState
-from ._steps import Pause, StoreOp, adrive, ask, drive
+from ._steps import Pause, Steps, StoreOp, adrive, ask, drive
 from ._store import (
     AsyncStore,
     Store,
@@ -98,7 +98,8 @@ T = TypeVar("T")
 # copy of the thread is still in step with the store; a failed store call moves
 # the link out of step, and from then on the conversation refuses to go on.
 
-StoreSteps = Generator[StoreOp | Pause, Any, T]
+StoreSteps = Steps[StoreOp | Pause, T]
+"""What the conversation asks of its journal or store, and the pauses between."""
 
 
 # -- updates for a UI, as the stream arrives ----------------------------------

@@ -159,15 +159,6 @@ class AsyncStore(Protocol):
     async def aclose(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Pause:
-    """A step that waits ``seconds`` (for another process's answer, for a server that
-    is starting): a sans-I/O plan yields it, and its driver sleeps — ``time.sleep``
-    in a sync driver, ``await asyncio.sleep`` in an async one."""
-
-    seconds: float
-
-
 def is_async_store(journal: object) -> bool:
     """Whether ``journal`` is an :class:`AsyncStore` (its methods are coroutines)."""
     return getattr(journal, "is_async", False) is True
