@@ -84,7 +84,7 @@ FAULTS = (
     "finished-after-error",  # RUN-12: RUN_FINISHED after RUN_ERROR
     "missing-thread-id",  # RUN_STARTED without threadId (malformed known event)
     "500-on-malformed",  # INPUT-15: a server error for a body that is not JSON
-    "dangling-accepted",  # FE-8: a history with an unanswered call is run
+    "dangling-answered",  # FE-2: a history's unanswered frontend call answered by the agent
 )
 
 MAX_BODY = 1024 * 1024
@@ -168,7 +168,7 @@ def raw_agent(
         ):
             return JSONResponse({"error": "not a RunAgentInput"}, status_code=422)
         messages = data["messages"]
-        if fault != "dangling-accepted" and not data.get("resume") and _dangling(messages):
+        if fault != "dangling-answered" and not data.get("resume") and _dangling(messages):
             return JSONResponse(
                 {"error": f"unanswered calls {_dangling(messages)}"}, status_code=409
             )
@@ -189,6 +189,16 @@ def raw_agent(
         messages = data["messages"]
         tools = data.get("tools") or []
         last = messages[-1] if messages else {}
+        if fault == "dangling-answered":  # the application's answer, made up by the agent
+            for i, left in enumerate(_dangling(messages)):
+                yield _sse(
+                    {
+                        "type": "TOOL_CALL_RESULT",
+                        "messageId": f"r{i}-{run}",
+                        "toolCallId": left,
+                        "content": "sunny",
+                    }
+                )
         finished: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread, "runId": run}
         mid = f"m-{run}"
         if last.get("role") == "tool":
@@ -496,3 +506,60 @@ def binary_agent(fault: str | None = None) -> Starlette:
 
 
 PROTO = "application/vnd.ag-ui.event+proto"
+
+
+def scripted_agent(answer: Any) -> Starlette:
+    """An agent whose every answer a test writes: ``answer(input)`` returns the events of
+    the run (sent as SSE, 200) or a whole :class:`Response`. Malformed bodies get 400 —
+    the shapes of issue 23 are about what an agent does with *good* input."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            data = json.loads(await request.body())
+            assert isinstance(data, dict) and isinstance(data["messages"], list)
+            assert isinstance(data["threadId"], str) and isinstance(data["runId"], str)
+        except (ValueError, KeyError, TypeError, AssertionError):
+            return JSONResponse({"error": "not a RunAgentInput"}, status_code=400)
+        out = answer(data)
+        if isinstance(out, Response):
+            return out
+        return Response("".join(_sse(e) for e in out), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def run_of(data: dict[str, Any], *events: dict[str, Any], **finished: Any) -> list[dict[str, Any]]:
+    """``events`` between the input's RUN_STARTED and a RUN_FINISHED (``finished``: its
+    extra members, an ``outcome`` say)."""
+    thread, run = data["threadId"], data["runId"]
+    return [
+        {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"},
+        *events,
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": run, **finished},
+    ]
+
+
+def say(mid: str, text: str) -> list[dict[str, Any]]:
+    """A whole assistant text message."""
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": text},
+        {"type": "TEXT_MESSAGE_END", "messageId": mid},
+    ]
+
+
+def call(cid: str, name: str, arguments: str = "{}", parent: str | None = None) -> list[Any]:
+    """A whole tool call (START, ARGS, END)."""
+    start: dict[str, Any] = {"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": name}
+    if parent is not None:
+        start["parentMessageId"] = parent
+    return [
+        start,
+        {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": arguments},
+        {"type": "TOOL_CALL_END", "toolCallId": cid},
+    ]
+
+
+def dangling(messages: list[Any]) -> list[str]:
+    """The calls of ``messages`` no tool message answers."""
+    return _dangling(messages)
