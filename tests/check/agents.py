@@ -17,8 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -563,3 +563,80 @@ def call(cid: str, name: str, arguments: str = "{}", parent: str | None = None) 
 def dangling(messages: list[Any]) -> list[str]:
     """The calls of ``messages`` no tool message answers."""
     return _dangling(messages)
+
+
+@asynccontextmanager
+async def drops_keep_alive_after_500() -> AsyncIterator[str]:
+    """A raw HTTP/1.1 server (asyncio, no framework) shaped like CrewAI's behind uvicorn:
+    an input without ``tools`` gets a 500 that keeps the connection open — no
+    ``Connection: close`` — and the next request on that connection is never answered,
+    the server having dropped it. Everything else is a short run, on keep-alive."""
+
+    def answer(writer: asyncio.StreamWriter, status: int, body: bytes, kind: str) -> None:
+        head = f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+        writer.write(head.encode("latin-1") + b"\r\n" + body)
+
+    open_: dict[asyncio.StreamWriter, asyncio.Task[Any]] = {}
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        open_[writer] = task
+        dropped = False
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                if dropped:
+                    break  # the request on the dropped connection: no answer, just the close
+                lines = head.split("\r\n")
+                length = next(
+                    (
+                        int(h.split(":", 1)[1])
+                        for h in lines
+                        if h.lower().startswith("content-length:")
+                    ),
+                    0,
+                )
+                body = await reader.readexactly(length)
+                if not lines[0].startswith("POST "):
+                    answer(writer, 405, b"", "text/plain")
+                    continue
+                try:
+                    data = json.loads(body)
+                    thread, run = data["threadId"], data["runId"]
+                except (ValueError, KeyError, TypeError):
+                    answer(writer, 400, b"not a RunAgentInput", "text/plain")
+                    continue
+                if "tools" not in data:
+                    answer(writer, 500, b"Internal Server Error", "text/plain")
+                    dropped = True
+                    continue
+                events = [
+                    {
+                        "type": "RUN_STARTED",
+                        "threadId": thread,
+                        "runId": run,
+                        "protocolVersion": "1.1",
+                    },
+                    *say(f"m-{run}", "Hello."),
+                    {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
+                ]
+                answer(writer, 200, "".join(map(_sse, events)).encode(), "text/event-stream")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            open_.pop(writer, None)
+            writer.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.close()
+        tasks = list(open_.values())
+        for writer in list(open_):  # idle keep-alive connections: end them, then their tasks
+            writer.transport.abort()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.wait_closed()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agui_tools import TransportError, UsageError
-from agui_tools.check import CASES, Verdict, check_agent, select_cases
+from agui_tools.check import CASES, CheckReport, Verdict, acheck_agent, check_agent, select_cases
 from agui_tools.testing import free_port, serving
 
 from .agents import agui_tools_serve, check_app, endless_agent, hanging_agent, raw_agent
@@ -260,3 +260,24 @@ def test_a_stream_that_never_ends_is_read_up_to_a_cap_and_judged() -> None:
     assert "max_message_bytes" in case.findings[0].message
     assert f"stopped reading after {STREAM_CAP // 1048576} MiB" in case.findings[1].message
     assert STREAM_CAP / 5 < len(case.exchanges[0].frames) * 4000 < STREAM_CAP * 1.5
+
+
+def test_a_connection_the_server_dropped_after_a_500_does_not_fail_the_next_case() -> None:
+    """Issue 23: CrewAI answers an input without ``tools`` with a 500 and drops the
+    keep-alive connection without saying ``Connection: close``; a reused connection
+    failed the *next* case (``input.newer-version``, VER-5) — but only when it ran after
+    ``input.tools-absent``. A case's verdict must not depend on the case before it."""
+    from .agents import drops_keep_alive_after_500
+
+    async def main() -> CheckReport:
+        async with drops_keep_alive_after_500() as url:
+            return await acheck_agent(url, cases=["input.tools-absent", "input.newer-version"])
+
+    report = asyncio.run(main())
+    absent = report.case("input.tools-absent")
+    assert absent.verdict is Verdict.FAIL  # the 500 itself...
+    assert "the same prompt ran" in absent.findings[0].message  # ...and the run after it
+    newer = report.case("input.newer-version")
+    assert newer.verdict is Verdict.PASS, newer.findings
+    for case in report.cases:  # every request got its answer
+        assert all(ex.status is not None for ex in case.exchanges), case.exchanges

@@ -118,7 +118,7 @@ def check_agent(url: str, **options: Any) -> CheckReport:
 async def _reachable(probe: Probe) -> None:
     """One GET, so an unreachable URL is one clear error, not thirty failed cases."""
     try:
-        await probe.http.get(probe.url, headers=probe.headers)
+        await probe.get()
     except (httpx.ReadTimeout, httpx.RemoteProtocolError):
         return  # connected: what it does with a GET is not the check's business
     except httpx.HTTPError as exc:
