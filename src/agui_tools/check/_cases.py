@@ -325,7 +325,7 @@ async def _tools_absent(ctx: Context, res: CaseResult) -> None:
     stream = await ctx.send(res, "input without tools", _basic_input(tools=None))
     # the same prompt with `tools: []` (lifecycle.stream's run): what the agent does there
     # is what INPUT-11 asks of it here — a run that fails only here is the difference
-    twin = await _basic(ctx)
+    twin = await basic_run(ctx)
     twin_ran = (
         twin.judged is not None
         and twin.judged.error is None
@@ -450,7 +450,9 @@ async def _oversized(ctx: Context, res: CaseResult) -> None:
 # -- lifecycle ----------------------------------------------------------------------
 
 
-async def _basic(ctx: Context) -> Stream:
+async def basic_run(ctx: Context) -> Stream:
+    """The plain prompt with ``tools: []``, sent once per check and shared."""
+
     async def make() -> Stream:
         res = CaseResult("", "", "", (), "", "")
         return await ctx.send(res, "a plain prompt, no tools", _basic_input(tools=[]))
@@ -468,7 +470,7 @@ async def _basic(ctx: Context) -> Stream:
     "one terminal event and nothing after it — the full consumer pipeline accepts it.",
 )
 async def _lifecycle_stream(ctx: Context, res: CaseResult) -> None:
-    stream = await _basic(ctx)
+    stream = await basic_run(ctx)
     if stream.judged is None:
         add(
             res,
@@ -493,7 +495,7 @@ async def _lifecycle_stream(ctx: Context, res: CaseResult) -> None:
     "this version MUST send its declaration.",
 )
 async def _protocol_version(ctx: Context, res: CaseResult) -> None:
-    stream = await _basic(ctx)
+    stream = await basic_run(ctx)
     if stream.judged is None:
         res.observed = f"not exercised: {describe(stream)}"
         add(res, Verdict.NOT_EXERCISED, "RUN-2", "no stream to read RUN_STARTED from.", stream)
@@ -528,7 +530,7 @@ async def _protocol_version(ctx: Context, res: CaseResult) -> None:
     "RUN_STARTED and RUN_FINISHED carry the input's threadId; the requested run echoes its runId.",
 )
 async def _ids_echoed(ctx: Context, res: CaseResult) -> None:
-    stream = await _basic(ctx)
+    stream = await basic_run(ctx)
     if stream.judged is None:
         add(res, Verdict.NOT_EXERCISED, "INPUT-3", f"no stream: {describe(stream)}", stream)
         return
@@ -1304,7 +1306,7 @@ def _same_script(run_input: Mapping[str, Any]) -> dict[str, Any]:
     "input delivered (identifiers and timestamps aside).",
 )
 async def _protobuf(ctx: Context, res: CaseResult) -> None:
-    twins: list[tuple[str, Stream]] = [("the plain prompt", await _basic(ctx))]
+    twins: list[tuple[str, Stream]] = [("the plain prompt", await basic_run(ctx))]
     invite = await _invite(ctx)
     if invite.stream.judged is not None:
         twins.append(("the frontend-tool prompt", invite.stream))
