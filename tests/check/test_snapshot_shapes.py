@@ -62,6 +62,7 @@ def test_an_agent_side_call_answered_only_by_a_snapshot_is_a_warning() -> None:
     assert [f.verdict for f in fe12] == [Verdict.WARN], case.findings
     assert "search_docs" in fe12[0].message and "TOOL_CALL_RESULT" in fe12[0].message
     assert fe12[0].event == 4  # the snapshot that answered it
+    assert "search_docs (answered only in a snapshot)" in case.findings[-1].message
     assert report.exit_code == 0
 
 

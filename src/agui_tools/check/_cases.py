@@ -117,12 +117,20 @@ def describe(stream: Stream) -> str:
         short = " ".join(text.split())
         parts.append(f"said {short[:100]!r}" + ("…" if len(short) > 100 else ""))
     answered = {ev.get("toolCallId") for _, ev in judged.of_type("TOOL_CALL_RESULT")}
+    left = set(unanswered(stream))
     calls = []
     for _, ev in judged.of_type("TOOL_CALL_START") + judged.of_type("TOOL_CALL_CHUNK"):
         name = ev.get("toolCallName")
         if name is None:
             continue
-        how = "answered in-stream" if ev.get("toolCallId") in answered else "left unanswered"
+        cid = ev.get("toolCallId")
+        how = (
+            "answered in-stream"
+            if cid in answered
+            else "left unanswered"
+            if cid in left or judged.thread is None
+            else "answered only in a snapshot"
+        )
         calls.append(f"{name} ({how})")
     if calls:
         parts.append("called " + ", ".join(dict.fromkeys(calls)))
