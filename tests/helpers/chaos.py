@@ -77,11 +77,11 @@ backends the driver terminates. The driver's own connections are named apart."""
 class ChaosConfig:
     seed: int = 21
     workers: int = 6
-    threads: int = 10
-    seconds: float = 300.0
+    threads: int = 16
+    seconds: float = 330.0
     """How long the faults go on; the schedule spreads them over that time."""
-    kills: int = 110
-    terminations: int = 650
+    kills: int = 115
+    terminations: int = 680
     restarts: int = 1
     restart_down: float = 6.0
     """How long the server stays down (killed with ``-m immediate``, crash recovery
@@ -327,7 +327,8 @@ def _make_card(
 def worker_main(args: WorkerArgs) -> None:
     """One replica process (forked): tasks until the stop file appears."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)  # reconnect chatter
+    for name in ("psycopg", "psycopg.pool"):  # reconnect and rollback chatter
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     cfg, slot = args.cfg, args.slot
     path = slot_log(args.logdir, slot)
     before = read_log(path)
@@ -681,10 +682,14 @@ class Driver:
             self._watch()
             if what == "kill":
                 live = [s for s in self.slots if s.proc is not None and s.proc.is_alive()]
-                if live:
-                    victim = rng.choice(live)
+                # now and then two replicas die at once (a host going down)
+                victims = rng.sample(live, min(len(live), 2 if rng.random() < 0.1 else 1))
+                for victim in victims:
                     self._kill(victim, "kill")
                     self.counts["kills"] += 1
+                if len(victims) > 1:
+                    self.counts["double kills"] += 1
+                for victim in victims:
                     self._spawn(victim)
             elif what == "terminate":
                 self._terminate()
@@ -696,7 +701,11 @@ class Driver:
 
     def _terminate(self) -> None:
         """Terminate one store backend: mostly one in the middle of something (a
-        query, a transaction), looked for a few times; else an idle pooled one."""
+        query, a transaction), looked for a few times; else an idle pooled one. Now
+        and then every backend of one replica at once (its network cut)."""
+        if self.rng.random() < 0.08:
+            self._terminate_replica()
+            return
         want_busy = self.rng.random() < 0.75
         try:
             with self._admin() as admin:
@@ -723,6 +732,26 @@ class Driver:
             self.counts["terminated backends"] += 1
             self.counts[f"terminated while {state}"] += 1
             self.log("terminate", pid=pid, state=state, query=query)
+
+    def _terminate_replica(self) -> None:
+        slot = self.rng.randrange(self.cfg.workers)
+        try:
+            with self._admin() as admin:
+                rows = admin.execute(
+                    "SELECT pid, state, pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (f"{STORE_APP}-{slot}",),
+                ).fetchall()
+        except Exception as exc:
+            self.counts["terminate: server unreachable"] += 1
+            self.log("terminate-failed", err=str(exc)[:200])
+            return
+        done = [r for r in rows if r[2]]
+        self.counts["terminated backends"] += len(done)
+        self.counts["replicas cut off (all their backends)"] += 1
+        for _pid, state, _ in done:
+            self.counts[f"terminated while {state}"] += 1
+        self.log("terminate-replica", target=slot, pids=[r[0] for r in done])
 
     def _restart(self) -> None:
         t = time.monotonic()
