@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         if name == "workdir":
             p.add_argument("--workdir", default=None, help="keep the logs here")
             continue
+        if isinstance(value, bool):
+            p.add_argument(f"--{name.replace('_', '-')}", action="store_true")
+            continue
         p.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
     p.add_argument("--json", default=None, help="write the counts and violations to this file")
     ns = vars(p.parse_args(argv))

@@ -94,6 +94,9 @@ class ChaosConfig:
     send_timeout: float = 90.0
     store_timeout: float = 5.0
     workdir: str | None = None
+    sloppy: bool = False
+    """Break the recipe on purpose (a retry sends the text under a new message id):
+    the judge's own test — such a run must be found out."""
 
 
 @dataclass
@@ -106,7 +109,7 @@ class Task:
 
     @property
     def text(self) -> str:
-        return f"please charge {self.cents} cents"
+        return f"please charge {self.cents} cents (order {self.mid})"
 
 
 def thread_names(cfg: ChaosConfig) -> list[str]:
@@ -127,6 +130,7 @@ def worker_kind(slot: int) -> str:
 # -- the agent -------------------------------------------------------------------------------
 
 CENTS = re.compile(r"charge (\d+) cents")
+CENTS_MID = re.compile(r"\(order ([^)]+)\)")
 
 
 async def charging_agent(r: Any) -> None:
@@ -438,7 +442,9 @@ async def _async_worker(
                         card.session.send(on_update=card.on_update), cfg.send_timeout
                     )
                 result = await asyncio.wait_for(
-                    card.session.send(task.text, message_id=task.mid, on_update=card.on_update),
+                    card.session.send(
+                        task.text, message_id=_mid(cfg, task, attempts), on_update=card.on_update
+                    ),
                     cfg.send_timeout,
                 )
             except TimeoutError:
@@ -516,7 +522,9 @@ def _sync_worker(
             try:
                 if attempts == 0 and how == "carry-on":
                     card.session.send(on_update=card.on_update)
-                result = card.session.send(task.text, message_id=task.mid, on_update=card.on_update)
+                result = card.session.send(
+                    task.text, message_id=_mid(cfg, task, attempts), on_update=card.on_update
+                )
             except Exception as exc:
                 _log_error(log, task, exc, habit)
                 if not _is_store_error(exc):
@@ -535,6 +543,11 @@ def _sync_worker(
             time.sleep(_backoff(rng, attempts))
     client.close()
     store.close()
+
+
+def _mid(cfg: ChaosConfig, task: Task, attempt: int) -> str:
+    """The message id a send uses: always the task's — unless the run is sloppy."""
+    return f"{task.mid}-retry{attempt}" if cfg.sloppy and attempt else task.mid
 
 
 def _log_error(log: Log, task: Task, exc: BaseException, habit: str) -> None:
@@ -881,6 +894,12 @@ def final_pass(
 # -- the judgement ---------------------------------------------------------------------------
 
 
+def _order(text: str) -> str | None:
+    """The task's message id, from a user message's text."""
+    found = CENTS_MID.search(text)
+    return found.group(1) if found else None
+
+
 def _is_unknown(message: dict[str, Any]) -> bool:
     return str(message.get("error") or "").startswith("outcome unknown")
 
@@ -997,10 +1016,22 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
             record = store.load(thread)
             messages = record.messages if record is not None else []
             users = Counter(m["id"] for m in messages if m["role"] == "user")
+            texts = Counter(str(m["content"]) for m in messages if m["role"] == "user")
+            text_of = {m["id"]: str(m["content"]) for m in messages if m["role"] == "user"}
             for mid, n in users.items():
                 if n != 1:
                     v.append(
                         {"violation": "user message twice", **context(thread, mid=mid), "times": n}
+                    )
+            for text, n in texts.items():
+                ids = [i for i, t in text_of.items() if t == text]
+                if n != 1 and len(ids) > 1:
+                    v.append(
+                        {
+                            "violation": "user message twice (under another id)",
+                            **context(thread, mid=ids[0]),
+                            "ids": ids,
+                        }
                     )
             calls: dict[str, dict[str, Any]] = {}
             owner: dict[str, str] = {}
@@ -1131,14 +1162,18 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
                             "answer": msg,
                         }
                     )
+            by_text: dict[str, list[str]] = defaultdict(list)
             for mid, cids in per_user.items():
+                by_text[text_of[mid]] += cids
+            for text, cids in by_text.items():
                 charged = sum(len(fx.get((thread, c), [])) for c in cids)
                 if charged > 1:
                     v.append(
                         {
                             "violation": "one user message charged twice",
-                            **context(thread, mid=mid),
+                            **context(thread, cids[0], mid=_order(text)),
                             "calls": cids,
+                            "side effects of every call": [fx.get((thread, c)) for c in cids],
                         }
                     )
             for mid in users:
@@ -1152,7 +1187,10 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
             for mid, t in tasks.items():
                 if t["thread"] != thread:
                     continue
-                if mid not in users and t["done"]:
+                text = task_of(cfg, t["slot"], int(mid.rsplit("-", 1)[1])).text
+                if mid not in users and text in texts:
+                    v.append({"violation": "message under another id", **context(thread, mid=mid)})
+                elif mid not in users and t["done"]:
                     v.append({"violation": "message lost", **context(thread, mid=mid)})
                 elif mid not in users:
                     counts["messages of given-up tasks absent"] = (
