@@ -94,6 +94,11 @@ class ChaosConfig:
     send_timeout: float = 90.0
     store_timeout: float = 5.0
     workdir: str | None = None
+    in_flight_wait: float = 3.0
+    """The ``in_flight_wait`` of the processes that wait (about half of them)."""
+    reconcile_eagerly: bool = False
+    """Let processes that do not wait use the ``outcome_unknown=`` hook too (the
+    docs' example passes it without ``in_flight_wait``)."""
     sloppy: bool = False
     """Break the recipe on purpose (a retry sends the text under a new message id):
     the judge's own test — such a run must be found out."""
@@ -202,6 +207,14 @@ class Effects:
                 (thread_id, call_id, cents, slot, inc, os.getpid(), time.time()),
             )
 
+    def happened(self, thread_id: str, call_id: str) -> bool:
+        with contextlib.closing(sqlite3.connect(self.path, isolation_level=None, timeout=60)) as db:
+            row = db.execute(
+                "SELECT count(*) FROM effects WHERE thread_id = ? AND call_id = ?",
+                (thread_id, call_id),
+            ).fetchone()
+            return bool(row[0])
+
     def rows(self) -> list[dict[str, Any]]:
         with contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
             cur = db.execute(
@@ -308,11 +321,21 @@ class _Card:
 
 
 def _make_card(
-    session_cls: Any, client: Any, store: Any, thread: str, effects: Effects, log: Log, who: str
+    session_cls: Any,
+    client: Any,
+    store: Any,
+    thread: str,
+    effects: Effects,
+    log: Log,
+    who: str,
+    options: dict[str, Any] | None = None,
 ) -> _Card:
     from agui_tools.transport._session import tool_spec_from_function
 
-    session = session_cls(client, store=store, thread_id=thread, ask=lambda _c: True)
+    options = dict(options or {})
+    if options.pop("reconcile", False):
+        options["outcome_unknown"] = _reconcile(effects, log)
+    session = session_cls(client, store=store, thread_id=thread, ask=lambda _c: True, **options)
     card = _Card(session, thread)
     inc = int(log.stamp.get("inc", 0))
 
@@ -328,6 +351,22 @@ def _make_card(
     return card
 
 
+def _reconcile(effects: Effects, log: Log) -> Callable[[Any, Any], Any]:
+    """docs/deployment.md's ``outcome_unknown=`` hook: ask the system the handler acts
+    on (here the side-effect table) what became of a call whose outcome is unknown."""
+    from agui_tools.app._calls import Answer
+
+    def reconcile(call: Any, _started: Any) -> Any:
+        cents = (call.effective_arguments or {}).get("cents")
+        happened = effects.happened(call.thread_id, call.call_id)
+        log("reconcile", thread=call.thread_id, call=call.call_id, happened=happened)
+        if happened:
+            return Answer.executed(call.call_id, f"charged {cents} cents")
+        return Answer.failed(call.call_id, "not charged: the payment system has no record of it")
+
+    return reconcile
+
+
 def worker_main(args: WorkerArgs) -> None:
     """One replica process (forked): tasks until the stop file appears."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -339,10 +378,18 @@ def worker_main(args: WorkerArgs) -> None:
     rng = random.Random(f"{cfg.seed}/worker/{slot}/{args.incarnation}")
     habit = rng.choice(["same-session", "new-session"])
     resume = rng.choice(["resend", "carry-on"])
+    # the documented ways to settle a call another replica started: answer "outcome
+    # unknown" at once (the default), wait for its answer (in_flight_wait), and ask
+    # the payment system (outcome_unknown=) once that wait is over
+    wait = rng.choice([0.0, cfg.in_flight_wait])
+    options: dict[str, Any] = {"in_flight_wait": wait}
+    if (wait or cfg.reconcile_eagerly) and rng.random() < 0.5:
+        options["reconcile"] = True
     log = Log(path, slot=slot, inc=args.incarnation)
-    log("start", pid=os.getpid(), kind=worker_kind(slot), habit=habit, resume=resume)
+    log("start", pid=os.getpid(), kind=worker_kind(slot), habit=habit, resume=resume, **options)
     nxt, in_flight = _where_am_i(before)
     plan = _Plan(cfg, slot, nxt, in_flight, Path(args.logdir))
+    plan.options = options
     effects = Effects(args.effects)
     try:
         if worker_kind(slot) == "async":
@@ -368,13 +415,9 @@ class _Plan:
     def __init__(
         self, cfg: ChaosConfig, slot: int, nxt: int, in_flight: Task | None, logdir: Path
     ) -> None:
-        self.cfg, self.slot, self.nxt, self.in_flight, self.logdir = (
-            cfg,
-            slot,
-            nxt,
-            in_flight,
-            logdir,
-        )
+        self.cfg, self.slot, self.nxt, self.in_flight = cfg, slot, nxt, in_flight
+        self.logdir = logdir
+        self.options: dict[str, Any] = {}
 
     def __iter__(self) -> Iterator[tuple[Task, bool]]:
         if self.in_flight is not None:
@@ -425,7 +468,9 @@ async def _async_worker(
 
     def card_for(thread: str, fresh: bool) -> _Card:
         if fresh or thread not in cards:
-            cards[thread] = _make_card(Session, client, store, thread, effects, log, who)
+            cards[thread] = _make_card(
+                Session, client, store, thread, effects, log, who, plan.options
+            )
         return cards[thread]
 
     for task, resumed in plan:
@@ -507,7 +552,9 @@ def _sync_worker(
 
     def card_for(thread: str, fresh: bool) -> _Card:
         if fresh or thread not in cards:
-            cards[thread] = _make_card(SyncSession, client, store, thread, effects, log, who)
+            cards[thread] = _make_card(
+                SyncSession, client, store, thread, effects, log, who, plan.options
+            )
         return cards[thread]
 
     for task, resumed in plan:
@@ -937,6 +984,7 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
     retries: Counter[str] = Counter()
     resumes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    settles: Counter[str] = Counter()
     tasks: dict[str, dict[str, Any]] = {}
     for e in events:
         if e["ev"] == "error":
@@ -949,6 +997,12 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
             kinds[
                 f"{e['kind']} ({'Session+AsyncPostgresStore' if e['kind'] == 'async' else 'SyncSession+PostgresStore'})"
             ] += 1
+            settles[
+                f"in_flight_wait={e.get('in_flight_wait', 0):g}"
+                + (" + outcome_unknown hook" if e.get("reconcile") else "")
+            ] += 1
+        elif e["ev"] == "reconcile":
+            settles["hook asked: charged" if e["happened"] else "hook asked: not charged"] += 1
         elif e["ev"] == "begin":
             tasks.setdefault(
                 e["mid"],
@@ -977,6 +1031,7 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
     counts.update(driver.counts)
     counts["store errors by class"] = dict(by_class)
     counts["retries by habit"] = dict(retries)
+    counts["settling others' calls: processes by habit, hook answers"] = dict(settles)
     counts["resumed after a kill, by habit"] = dict(resumes)
     counts["tasks begun"] = len(tasks)
     counts["tasks done"] = sum(t["done"] for t in tasks.values())
