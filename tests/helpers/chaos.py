@@ -97,6 +97,8 @@ class ChaosConfig:
     in_flight_wait: float = 3.0
     """The ``in_flight_wait`` of the processes that wait (about half of them)."""
     reconcile_eagerly: bool = False
+    hook_share: float = 0.5
+    """The share of the processes that may use the hook which do."""
     """Let processes that do not wait use the ``outcome_unknown=`` hook too (the
     docs' example passes it without ``in_flight_wait``)."""
     sloppy: bool = False
@@ -383,7 +385,7 @@ def worker_main(args: WorkerArgs) -> None:
     # the payment system (outcome_unknown=) once that wait is over
     wait = rng.choice([0.0, cfg.in_flight_wait])
     options: dict[str, Any] = {"in_flight_wait": wait}
-    if (wait or cfg.reconcile_eagerly) and rng.random() < 0.5:
+    if (wait or cfg.reconcile_eagerly) and rng.random() < cfg.hook_share:
         options["reconcile"] = True
     log = Log(path, slot=slot, inc=args.incarnation)
     log("start", pid=os.getpid(), kind=worker_kind(slot), habit=habit, resume=resume, **options)
@@ -1045,23 +1047,39 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
     counts["side effects"] = len(effect_rows)
 
     def context(thread: str, call: str | None = None, mid: str | None = None) -> dict[str, Any]:
-        """What touched this thread: the minimal story of a violation."""
+        """What touched this call: the minimal story of a violation — every event of the
+        call (or message), and around them the thread's store errors, the retries and
+        the chaos (kills, terminations, the restart)."""
         rows = fx.get((thread, call or ""), [])
-        touched = [
+        own = [
             e for e in events
-            if e.get("thread") == thread or (call and e.get("call") == call) or (mid and e.get("mid") == mid)
+            if (call and e.get("call") == call) or (mid and (e.get("mid") == mid or e.get("t", {}).get("mid") == mid))
         ]  # fmt: skip
-        if rows:
-            lo, hi = min(r["at"] for r in rows) - 10, max(r["at"] for r in rows) + 10
-            touched = [e for e in touched if lo <= e["at"] <= hi]
-            chaos = [e for e in driver_events if lo <= e["at"] <= hi]
-        else:
-            chaos = []
+        moments = [e["at"] for e in own] + [r["at"] for r in rows]
+        lo, hi = (min(moments) - 1.0, max(moments) + 1.0) if moments else (0.0, 0.0)
+        near = [
+            e for e in events
+            if e not in own and e.get("thread") == thread and lo <= e["at"] <= hi
+            and e["ev"] in ("error", "finding", "begin", "start", "gave-up")
+        ]  # fmt: skip
+        timeline = sorted(own + near, key=lambda e: e["at"])[:120]
+        chaos = [e for e in driver_events if lo <= e["at"] <= hi][:40]
+        procs = {(e["slot"], e.get("inc")) for e in own} | {
+            (int(r["slot"][1:]), r["incarnation"]) for r in rows if r["slot"].startswith("s")
+        }
         return {
             "seed": cfg.seed, "thread": thread, "call": call, "message_id": mid,
-            "side effects": rows, "timeline": touched[-60:], "chaos around": chaos[-40:],
+            "side effects": rows, "timeline": timeline, "chaos around": chaos,
+            "processes": {f"s{k[0]}#{k[1]}": starts[k] for k in sorted(procs, key=str) if k in starts},
         }  # fmt: skip
 
+    starts = {
+        (e["slot"], e["inc"]): {
+            k: e.get(k) for k in ("kind", "habit", "resume", "in_flight_wait", "reconcile", "pid")
+        }
+        for e in events
+        if e["ev"] == "start"
+    }
     saved_calls: set[tuple[str, str]] = set()
     unknown_answered_in_journal = 0
     unknown_total = 0
@@ -1288,11 +1306,55 @@ def summary(result: ChaosResult) -> str:
     return "\n".join(lines)
 
 
+def story(v: dict[str, Any], window: float = 3.0) -> str:
+    """A violation as a person reads it: what, where, who did what when."""
+    head = (
+        f"VIOLATION {v['violation']!r}: seed {v.get('seed')}, thread {v.get('thread')}, "
+        f"call {v.get('call')}, message {v.get('message_id')}"
+    )
+    lines = [head]
+    rows = v.get("side effects") or []
+    t0 = min((r["at"] for r in rows), default=None)
+    for r in rows:
+        lines.append(
+            f"  side effect: {r['slot']}#{r['incarnation']} (pid {r['pid']}) charged "
+            f"{r['cents']} cents"
+        )
+    for key in (
+        "answer",
+        "answers",
+        "thread says",
+        "journal says",
+        "calls",
+        "ids",
+        "last",
+        "times",
+    ):
+        if key in v:
+            lines.append(f"  {key}: {json.dumps(v[key], default=str)[:400]}")
+    for name, p in (v.get("processes") or {}).items():
+        lines.append(f"  process {name}: {json.dumps(p)}")
+    timeline = v.get("timeline") or []
+    if t0 is None and timeline:
+        t0 = timeline[-1]["at"]
+    if t0 is not None:
+        lines.append("  timeline (seconds from the first side effect):")
+        merged = [("w", e) for e in timeline] + [("d", e) for e in v.get("chaos around") or []]
+        for src, e in sorted(merged, key=lambda x: x[1]["at"]):
+            who = "driver" if src == "d" else f"s{e['slot']}#{e.get('inc')}"
+            what = {k: e[k] for k in ("task", "mid", "call", "how", "cls", "op", "happened",
+                                      "target", "state", "habit") if k in e}  # fmt: skip
+            lines.append(
+                f"    {e['at'] - t0:+8.3f} {who:>8} {e['ev']:<10} {json.dumps(what)[:220]}"
+            )
+    return "\n".join(lines)
+
+
 def details(result: ChaosResult, limit: int = 3) -> str:
-    """The first violations and findings in full: enough to reproduce and read."""
+    """The first violations (as stories) and findings in full: enough to reproduce and read."""
     out = []
     for x in result.violations[:limit]:
-        out.append(json.dumps(x, indent=1, default=str)[:8000])
+        out.append(story(x))
     for x in result.findings[:limit]:
         out.append(json.dumps(x, indent=1, default=str)[:4000])
     return "\n\n".join(out)
