@@ -54,7 +54,7 @@ from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
 from ._arguments import ParsedArguments, Preview, parse_arguments
 from ._call_order import in_call_order, misplaced_tool_messages
-from ._calls import Answer, CallStatus, PendingCall, describe_errors, normalize_result
+from ._calls import Answer, CallStatus, PendingCall, describe_errors, move, normalize_result
 from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
 from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
 from ._downgrade import prepare_run_input
@@ -937,9 +937,9 @@ class Conversation:
                 yield from self._record_steps(call, ruling.decision)
             else:
                 call.decision = ruling.decision
-            call.status = CallStatus.APPROVED
+            move(call, "approve")
         else:
-            call.status = CallStatus.AWAITING_CONSENT
+            move(call, "ask")
         return call
 
     def _undisposable(self, call_id: str, run_id: str | None, exc: Exception) -> PendingCall:
@@ -1013,7 +1013,7 @@ class Conversation:
             decision = yield from self._record_steps(
                 call, decide(call, approved=True, by=by, reason=reason)
             )
-        call.status = CallStatus.APPROVED
+        move(call, "approve")
         self._updates.append(call_update(call))
         return decision
 
@@ -1118,7 +1118,7 @@ class Conversation:
         if claim.claim is Claim.UNKNOWN:
             yield from self._unknown_steps(call, claim)
             return call, None
-        call.status = CallStatus.EXECUTING
+        move(call, "execute")
         self._updates.append(call_update(call))
         return call, key
 
@@ -1136,12 +1136,8 @@ class Conversation:
         """Give ``call`` its answer in memory and in the thread; an answer is never replaced."""
         if call.answer is not None:
             return call.answer
+        move(call, answer.outcome)
         call.answer = answer
-        call.status = {
-            "executed": CallStatus.DONE,
-            "failed": CallStatus.FAILED,
-            "declined": CallStatus.DECLINED,
-        }[answer.outcome]
         self._post(call, answer)
         self._updates.append(call_update(call, answer))
         return answer
