@@ -253,3 +253,18 @@ def test_a_file_linked_but_never_opened_opens_and_its_copy_without_the_wal_does_
         KINDS[kind](copy)
     with KINDS[kind](copy, create=True) as started:  # it holds no record: may start afresh
         assert started.identity != identity
+
+
+def test_what_a_creation_killed_before_linking_left_is_swept_an_hour_later(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "app.sqlite"
+    old, fresh = tmp_path / ".app.sqlite.0old.creating", tmp_path / ".app.sqlite.1new.creating"
+    for leftover in (old, Path(f"{old}-journal"), fresh):
+        leftover.write_bytes(b"x")
+    hours_ago = time.time() - 7200
+    os.utime(old, (hours_ago, hours_ago))
+    os.utime(f"{old}-journal", (hours_ago, hours_ago))
+    works("store", path)
+    # the fresh one may be another process's creation in progress: left alone
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name, path.name]

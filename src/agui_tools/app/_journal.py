@@ -310,24 +310,40 @@ def _fsync(path: Path, *, folder: bool = False) -> None:
         os.close(fd)
 
 
-def _births(path: Path) -> list[Path]:
-    """The temporary names the file at ``path`` was created under, still linked to it."""
+_STRAY_AFTER = 3600.0
+"""Seconds after which a temporary file no creation linked is a crash's leftover."""
+
+
+def _temporaries(path: Path) -> list[Path]:
+    """The temporary files of creations of ``path`` (with their -journal, -wal, -shm)."""
     prefix = f".{path.name}."
     try:
         with os.scandir(path.parent) as entries:
-            names = [
-                Path(e.path)
-                for e in entries
-                if e.name.startswith(prefix) and e.name.endswith(_BIRTH)
-            ]
+            return [Path(e.path) for e in entries if e.name.startswith(prefix) and _BIRTH in e.name]
     except OSError:
         return []
+
+
+def _births(path: Path) -> list[Path]:
+    """The temporary names the file at ``path`` was created under, still linked to it."""
     found = []
-    for name in names:
+    for name in _temporaries(path):
         with suppress(OSError):
-            if os.path.samefile(name, path):
+            if name.name.endswith(_BIRTH) and os.path.samefile(name, path):
                 found.append(name)
     return found
+
+
+def _sweep(path: Path) -> None:
+    """Once the file at ``path`` has its identity: the temporary names still linked to
+    it, and what creations killed before linking left (an hour old: no creation in
+    progress takes that long)."""
+    births = _births(path)
+    stale = time.time() - _STRAY_AFTER
+    for name in _temporaries(path):
+        with suppress(OSError):
+            if name in births or name.stat().st_mtime < stale:
+                name.unlink()
 
 
 def _wal(db: sqlite3.Connection, timeout: float) -> None:
@@ -467,9 +483,7 @@ class SQLiteJournal(AnswerFromLookup):
         except Exception as exc:  # a corrupt file fails in surprising ways (UnicodeDecodeError)
             self._db.close()
             raise self._unreadable(exc) from exc
-        for birth in _births(self.path):  # the identity is written: the file is not new
-            with suppress(OSError):
-                birth.unlink()
+        _sweep(self.path)  # the identity is written: the file is not new
 
     def _unreadable(self, exc: Exception) -> JournalError:
         return JournalError(
