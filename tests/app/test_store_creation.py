@@ -259,12 +259,24 @@ def test_what_a_creation_killed_before_linking_left_is_swept_an_hour_later(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "app.sqlite"
-    old, fresh = tmp_path / ".app.sqlite.0old.creating", tmp_path / ".app.sqlite.1new.creating"
+    old, fresh = (
+        tmp_path / ".app.sqlite.00000000000a.creating",
+        tmp_path / ".app.sqlite.00000000000b.creating",
+    )
     for leftover in (old, Path(f"{old}-journal"), fresh):
         leftover.write_bytes(b"x")
+    # another store's file, linked but never opened (its creator killed after the link)
+    other = tmp_path / "app.sqlite.x"
+    create_aside(other, SQLiteStore._schema)
     hours_ago = time.time() - 7200
-    os.utime(old, (hours_ago, hours_ago))
-    os.utime(f"{old}-journal", (hours_ago, hours_ago))
+    for aged in (old, Path(f"{old}-journal"), *tmp_path.glob(".app.sqlite.x.*")):
+        os.utime(aged, (hours_ago, hours_ago))
     works("store", path)
     # the fresh one may be another process's creation in progress: left alone
-    assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name, path.name]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert [n for n in left if not n.startswith(".app.sqlite.x.")] == [
+        fresh.name,
+        path.name,
+        other.name,
+    ]
+    works("store", other)  # the other store is still known to be new

@@ -46,6 +46,7 @@ applications that accept losing the record on exit).
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -298,8 +299,8 @@ def _identify(db: sqlite3.Connection) -> str:
 
 
 def _fsync(path: Path, *, folder: bool = False) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
+    try:  # a file opened for writing: Windows flushes no read-only handle
+        fd = os.open(path, os.O_RDONLY if folder else os.O_RDWR)
     except OSError:
         if folder:  # a folder cannot be opened on Windows: its entries are durable there
             return
@@ -314,12 +315,18 @@ _STRAY_AFTER = 3600.0
 """Seconds after which a temporary file no creation linked is a crash's leftover."""
 
 
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}{_BIRTH}")
+
+
 def _temporaries(path: Path) -> list[Path]:
     """The temporary files of creations of ``path`` (with their -journal, -wal, -shm)."""
-    prefix = f".{path.name}."
+    named = re.compile(
+        rf"\.{re.escape(path.name)}\.[0-9a-f]{{12}}{re.escape(_BIRTH)}(-journal|-wal|-shm)?"
+    )
     try:
         with os.scandir(path.parent) as entries:
-            return [Path(e.path) for e in entries if e.name.startswith(prefix) and _BIRTH in e.name]
+            return [Path(e.path) for e in entries if named.fullmatch(e.name)]
     except OSError:
         return []
 
@@ -336,13 +343,13 @@ def _births(path: Path) -> list[Path]:
 
 def _sweep(path: Path) -> None:
     """Once the file at ``path`` has its identity: the temporary names still linked to
-    it, and what creations killed before linking left (an hour old: no creation in
-    progress takes that long)."""
+    it, and what creations killed before linking left — linked to no file, and an
+    hour old (no creation in progress takes that long)."""
     births = _births(path)
     stale = time.time() - _STRAY_AFTER
     for name in _temporaries(path):
         with suppress(OSError):
-            if name in births or name.stat().st_mtime < stale:
+            if name in births or ((found := name.stat()).st_nlink == 1 and found.st_mtime < stale):
                 name.unlink()
 
 
@@ -379,7 +386,7 @@ def create_aside(path: Path, scripts: tuple[str, ...]) -> None:
     new one, not such a copy. A crash before the link may leave the temporary file
     (``.NAME.HEX.creating``, beside ``path``): it holds no record and may be deleted.
     """
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}{_BIRTH}")
+    tmp = _temporary(path)
     what = f"cannot create the journal at {path}"
     linked = False
     try:
