@@ -51,18 +51,26 @@ class SQLiteStore(SQLiteJournal):
     """Threads, runs, intents, answers and decisions in one SQLite file.
 
     Args:
-        path: the file (created when missing).
+        path: the file (created when missing: whole, or not at all if the process
+            dies meanwhile — see :func:`~agui_tools.app._journal.create_aside`).
         timeout: how long a write waits for another process's lock, seconds.
+        create: ``None`` creates a store only where no file exists; ``True`` also in
+            an empty file (0 bytes, or a database holding nothing — what an older
+            version killed while creating a store left); ``False`` never creates.
+            A file holding anything is never replaced.
     """
 
     blocking: ClassVar[bool] = True
+    _schema: ClassVar[tuple[str, ...]] = (*SQLiteJournal._schema, _THREADS_SCHEMA)
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 30.0, create: bool | None = None
+    ) -> None:
         try:
-            super().__init__(path, timeout=timeout)
+            super().__init__(path, timeout=timeout, create=create)
         except JournalError as exc:
             raise _advised(Path(path), exc) from exc.__cause__
-        try:
+        try:  # a journal's file opened as a store: its thread tables are added
             with self._lock:
                 self._db.executescript(_THREADS_SCHEMA)
         except sqlite3.Error as exc:
@@ -158,7 +166,7 @@ _ADVICE = (
         "the file and its folder (SQLite writes -wal and -shm files beside it)",
     ),
     (
-        ("disk is full", "disk i/o error", "database or disk is full"),
+        ("disk is full", "disk i/o error", "database or disk is full", "no space left"),
         "the disk is full (or failing): free space and retry — nothing of this operation "
         "was written",
     ),
