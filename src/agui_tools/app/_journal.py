@@ -60,7 +60,7 @@ from typing import Any, ClassVar, Protocol
 
 import orjson
 
-from .._errors import JournalError, StoreReadFailed, StoreWriteFailed
+from .._errors import JournalError, StoreError, StoreReadFailed, StoreWriteFailed
 
 __all__ = [
     "Claim",
@@ -173,8 +173,13 @@ class AnswerFromLookup:
         return answer_of(self.lookup(thread_id, call_id))
 
 
+def _not_written(message: str) -> StoreError:
+    """A failure that wrote nothing (an open that failed, a refused answer): said so."""
+    return StoreError(message, written="no")
+
+
 def _no_intent(key: JournalKey) -> JournalError:
-    return JournalError(
+    return _not_written(
         f"no intent is recorded for call {key.call_id!r} with these arguments: "
         "finish() records the answer of an execution claim() allowed"
     )
@@ -409,7 +414,7 @@ def create_aside(path: Path, scripts: tuple[str, ...]) -> None:
         except OSError as exc:
             if not path.parent.is_dir():
                 raise
-            raise JournalError(
+            raise _not_written(
                 f"{what}: the file system of {path.parent} cannot hard-link files ({exc}), "
                 "which creating a journal atomically needs. Put the file on a local disk; "
                 "or create an empty file at that path and open it with create=True (the "
@@ -419,9 +424,9 @@ def create_aside(path: Path, scripts: tuple[str, ...]) -> None:
         linked = True
         _fsync(path.parent, folder=True)
     except sqlite3.Error as exc:
-        raise JournalError(f"{what}: {exc}") from exc
+        raise _not_written(f"{what}: {exc}") from exc
     except OSError as exc:
-        raise JournalError(f"{what}: {exc.strerror or exc}") from exc
+        raise _not_written(f"{what}: {exc.strerror or exc}") from exc
     finally:
         for suffix in ("-journal", "-wal", "-shm", *(() if linked else ("",))):
             with suppress(OSError):
@@ -462,7 +467,7 @@ class SQLiteJournal(AnswerFromLookup):
         self._lock = threading.Lock()
         if not self.path.exists():
             if create is False:
-                raise JournalError(f"there is no journal at {self.path} (and create=False)")
+                raise _not_written(f"there is no journal at {self.path} (and create=False)")
             create_aside(self.path, self._schema)
         try:
             # mode=rw: a file removed since is an error here, never a new empty file
@@ -474,7 +479,7 @@ class SQLiteJournal(AnswerFromLookup):
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
-            raise JournalError(f"cannot open the journal at {self.path}: {exc}") from exc
+            raise _not_written(f"cannot open the journal at {self.path}: {exc}") from exc
         try:
             _wal(self._db, timeout)
             self._db.execute("PRAGMA synchronous=FULL")
@@ -486,14 +491,14 @@ class SQLiteJournal(AnswerFromLookup):
             self._db.close()
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise self._unreadable(exc) from exc
-            raise JournalError(f"cannot open the journal at {self.path}: {exc}") from exc
+            raise _not_written(f"cannot open the journal at {self.path}: {exc}") from exc
         except Exception as exc:  # a corrupt file fails in surprising ways (UnicodeDecodeError)
             self._db.close()
             raise self._unreadable(exc) from exc
         _sweep(self.path)  # the identity is written: the file is not new
 
     def _unreadable(self, exc: Exception) -> JournalError:
-        return JournalError(
+        return _not_written(
             f"cannot open the journal at {self.path}: it is not a readable journal "
             f"({type(exc).__name__}: {exc}); restore it from a backup"
         )
@@ -512,7 +517,7 @@ class SQLiteJournal(AnswerFromLookup):
                     db.execute("COMMIT")
                     return row[0]
                 if row is not None:
-                    raise JournalError(
+                    raise _not_written(
                         f"the journal at {self.path} has a damaged identity row; restore it "
                         "from a backup"
                     )
@@ -520,7 +525,7 @@ class SQLiteJournal(AnswerFromLookup):
                 # never a new identity over a record: a file still linked to its
                 # temporary name was never opened; create=True is the caller's word
                 if not (empty and (create is True or _births(self.path))):
-                    raise JournalError(
+                    raise _not_written(
                         f"the journal at {self.path} has no identity row: its first open's "
                         "records are gone — a copy made without its -wal file (the identity "
                         "and every record after it were in the -wal), or contents lost — and "
@@ -537,12 +542,12 @@ class SQLiteJournal(AnswerFromLookup):
             elif "calls" in tables:  # a journal from before identities: adopted
                 identity = self._initialise(db)
             elif tables:
-                raise JournalError(
+                raise _not_written(
                     f"{self.path} is a SQLite database but not an agui-tools journal "
                     f"(it holds {', '.join(sorted(tables))})"
                 )
             elif create is not True:
-                raise JournalError(
+                raise _not_written(
                     f"the journal file {self.path} is empty: if it held a journal, its "
                     "contents are gone (an empty file put in its place, or a copy made "
                     "without its -wal file) and every call it recorded would run again: "
