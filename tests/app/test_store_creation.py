@@ -27,6 +27,7 @@ import pytest
 from agui_tools._errors import JournalError, StoreError
 from agui_tools.app import SQLiteJournal
 from agui_tools.app._journal import Claim, JournalKey, create_aside
+from agui_tools.app._store import encode_snapshot
 from agui_tools.app._store_sqlite import SQLiteStore
 
 FORK = multiprocessing.get_context("fork")
@@ -40,7 +41,7 @@ def works(kind: str, path: Path) -> str:
     if kind == "store":
         with SQLiteStore(path, timeout=10) as store:
             version = store.save_run(
-                "t", expected_version=0, messages=[], state={"n": 1}, resumed=[], run=RUN
+                "t", 0, encode_snapshot(messages=[], state={"n": 1}, resumed=[], run=RUN)
             )
             record = store.load("t")
             assert record is not None and record.version == version == 1
@@ -113,7 +114,7 @@ def _open_rounds(
             try:
                 if isinstance(opened, SQLiteStore):
                     opened.save_run(
-                        f"w{n}", expected_version=0, messages=[], state={}, resumed=[], run=RUN
+                        f"w{n}", 0, encode_snapshot(messages=[], state={}, resumed=[], run=RUN)
                     )
                 else:
                     opened.claim(JournalKey(f"w{n}", "c1", "fp"), tool="pay")

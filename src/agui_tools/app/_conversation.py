@@ -69,6 +69,7 @@ from ._store import (
     Store,
     ThreadRecord,
     encode_messages,
+    encode_snapshot,
     is_async_store,
     kept_prefix,
 )
@@ -591,16 +592,10 @@ class Conversation:
         messages = self.thread.messages
         encoded = encode_messages(messages)  # a value that is not JSON: refused here
         keep = kept_prefix(self._saved, encoded)
-        self.version = yield from ask(
-            "save_run",
-            self.thread_id,
-            expected_version=self.version,
-            messages=messages[keep:],
-            state=self.thread.state,
-            resumed=sorted(self._resumed),
-            run=run_to_json(run, todo),
-            keep=keep,
+        snapshot = encode_snapshot(
+            messages[keep:], self.thread.state, sorted(self._resumed), run_to_json(run, todo), keep
         )
+        self.version = yield from ask("save_run", self.thread_id, self.version, snapshot)
         self._saved = encoded
 
     def restore(self) -> bool:

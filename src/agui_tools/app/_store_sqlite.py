@@ -17,14 +17,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from .._errors import JournalError, StaleThread, StoreError
 from ._journal import SQLiteJournal
-from ._store import ThreadRecord, decode_record, encode_snapshot
+from ._store import Snapshot, ThreadRecord, decode_record
 
 __all__ = ["SQLiteStore"]
 
@@ -123,15 +123,10 @@ class SQLiteStore(SQLiteJournal):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        snap = encode_snapshot(messages, state, resumed, run, keep)
+        snap = snapshot
         with self._write(f"save a run of thread {thread_id!r}") as db:
             row = db.execute(
                 "SELECT version FROM threads WHERE thread_id=?", (thread_id,)
