@@ -99,3 +99,63 @@ def test_an_edit_typed_at_the_terminal_the_schema_refuses_is_asked_again(
         assert term.wait() == 0, term.text[-3000:]
         assert "Traceback" not in term.text and "UsageError" not in term.text
         assert term.text.count("→ approved") == 1
+
+
+# -- 2. binary captures: --proto with --save, and chat's /save -------------------------------
+
+
+def _verified(path: Path) -> dict[str, object]:
+    verdict = agui("verify", str(path), "--json")
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+    judged: dict[str, object] = json.loads(verdict.stdout)
+    return judged
+
+
+def test_run_proto_save_writes_the_binary_stream_and_verify_reads_it(
+    url: str, tmp_path: Path
+) -> None:
+    capture = tmp_path / "p.bin"
+    proc = agui("run", url, 'call act {"what": "a"}', *TOOLS, "--yes", "--proto", "--save",
+                str(capture))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    raw = capture.read_bytes()
+    assert raw[:1] == b"\x00", raw[:40]  # length-prefixed frames, not an empty file
+    judged = _verified(capture)
+    assert [r["status"] for r in judged["runs"]] == ["success", "success"]  # type: ignore[attr-defined]
+
+
+def test_chat_proto_save_and_slash_save_write_the_binary_stream(url: str, tmp_path: Path) -> None:
+    live, saved = tmp_path / "live.bin", tmp_path / "saved.bin"
+    proc = agui("chat", url, "--proto", "--save", str(live),
+                stdin=f"hello\nagain\n/save {saved}\n")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "saved 0 bytes" not in proc.stdout and "2 run(s)" in proc.stdout
+    assert live.read_bytes() == saved.read_bytes() and live.read_bytes()[:1] == b"\x00"
+    assert len(_verified(saved)["runs"]) == 2  # type: ignore[arg-type]
+
+
+def test_a_binary_body_cut_mid_frame_does_not_swallow_the_next_runs_frames(
+    tmp_path: Path,
+) -> None:
+    from agui_tools.cli._http import Recorder
+    from agui_tools.wire._proto_codec import encode_proto_event
+    from agui_tools.wire._proto_framing import proto_frame
+
+    def frame(event: dict[str, str]) -> bytes:
+        return proto_frame(encode_proto_event(event))
+
+    started = frame({"type": "RUN_STARTED", "threadId": "t", "runId": "r1"})
+    second = frame({"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}) + frame(
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r2"}
+    )
+    path = tmp_path / "cut.bin"
+    with path.open("wb") as sink:
+        recorder = Recorder(sink)
+        recorder._start(binary=True)
+        recorder._write(
+            started + frame({"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"})[:7]
+        )
+        recorder._start(binary=True)
+        recorder._write(second[:3])  # the header itself arrives in pieces
+        recorder._write(second[3:])
+    assert path.read_bytes() == recorder.data == started + second

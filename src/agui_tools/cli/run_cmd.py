@@ -30,8 +30,9 @@ non-interactively (see `agui-tools demo --help` for the script format). At the
 end of input (Ctrl-D, stdin at end of file) a pending call is declined, and
 the answer says nobody decided.
 
---save FILE writes the raw event streams as they arrive (SSE, one run after
-another): `agui-tools verify FILE` judges them. --json prints the outcome as
+--save FILE writes the raw event streams as they arrive, one run after
+another (SSE, or the binary frames with --proto): `agui-tools verify FILE`
+judges them. --json prints the outcome as
 one JSON document on stdout (the terminal UI then goes to stderr).
 
 Exit codes: 0 the agent finished with nothing pending, 1 the run ended in an
