@@ -159,3 +159,37 @@ def test_a_binary_body_cut_mid_frame_does_not_swallow_the_next_runs_frames(
         recorder._write(second[:3])  # the header itself arrives in pieces
         recorder._write(second[3:])
     assert path.read_bytes() == recorder.data == started + second
+
+
+# -- 3. a capture that ends mid-run is not a success ----------------------------------------
+
+
+def test_verify_fails_a_capture_cut_mid_run_naming_the_rule_and_where(
+    url: str, tmp_path: Path
+) -> None:
+    capture = tmp_path / "run.sse"
+    assert agui("run", url, "slow 30", "--save", str(capture)).returncode == 0
+    cut = tmp_path / "t.sse"
+    cut.write_bytes(capture.read_bytes()[:1500])  # head -c 1500 run.sse > t.sse
+    proc = agui("verify", str(cut), "--strict")
+    no_traceback(proc)
+    assert proc.returncode == 1, proc.stdout
+    assert "TRUNCATED [TRANS-2]" in proc.stdout and "at byte 1500" in proc.stdout
+    assert "outcome: completed" not in proc.stdout
+    assert agui("verify", str(capture), "--strict").returncode == 0  # the whole one passes
+    doc = json.loads(agui("verify", str(cut), "--json").stdout)
+    assert doc["truncated"]["rule"] == "TRANS-2" and doc["truncated"]["offset"] == 1500
+    assert doc["truncated"]["index"] == doc["events"].__len__() - 1
+
+
+def test_verify_fails_a_binary_capture_cut_mid_frame_saying_where_the_frame_starts(
+    url: str, tmp_path: Path
+) -> None:
+    capture = tmp_path / "p.bin"
+    assert agui("run", url, "slow 10", "--proto", "--save", str(capture)).returncode == 0
+    whole = capture.read_bytes()
+    cut = tmp_path / "t.bin"
+    cut.write_bytes(whole[:-5])
+    proc = agui("verify", str(cut))
+    assert proc.returncode == 1, proc.stdout
+    assert "TRUNCATED [TRANS-2]" in proc.stdout and "inside an unfinished event" in proc.stdout
