@@ -144,7 +144,7 @@ def _read_input(path: str) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..app._capture import read_frames, replay
+    from ..app._capture import read_frames, replay, truncation
     from ..wire._verify import Limits
 
     limits = Limits(**dict(args.limit))
@@ -173,67 +173,12 @@ def run(args: argparse.Namespace) -> int:
     except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
         print(f"agui-tools verify: {exc}", file=sys.stderr)
         return 2
-    cut = truncation(outcome, data)
+    cut = outcome.truncated = truncation(outcome, data)
     if args.json:
-        document = outcome.to_json() | {"truncated": cut}
-        sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
     else:
         _print_human(outcome, cut)
     return 0 if outcome.result.completed and cut is None else 1
-
-
-def truncation(outcome: CaptureVerdict, data: bytes) -> dict[str, Any] | None:
-    """Where the capture ends mid-run (``None``: every run it started ended).
-
-    A truncated run has no outcome and is never a success (TRANS-2; RUN-9): the
-    verdict names the run, the last event read, and the byte the capture stops
-    at — and where an unfinished event (an SSE event without its blank line, a
-    binary frame without all its bytes) begins. A capture holding no event at
-    all (keep-alives only) started no run, and is not cut.
-    """
-    result = outcome.result
-    if result.error is not None or result.events == 0:
-        return None
-    cut = [r for r in result.runs if r.status == "truncated"]
-    if not cut:
-        return None
-    run = cut[-1]
-    unfinished = _unfinished_at(data)
-    where = f"after event {result.events - 1}, at byte {len(data)}"
-    if unfinished is not None:
-        where += f", inside an unfinished event that starts at byte {unfinished}"
-    ident = f"run {run.run_id!r}" if run.run_id else "the stream"
-    return {
-        "rule": "TRANS-2",
-        "runId": run.run_id,
-        "index": result.events - 1,
-        "offset": len(data),
-        "unfinishedAt": unfinished,
-        "message": f"{ident} has no terminal event: the capture ends mid-run {where}; a "
-        "truncated run has no outcome and is not a success",
-    }
-
-
-def _unfinished_at(data: bytes) -> int | None:
-    """The byte offset where the capture's last, unfinished event starts (``None``: none)."""
-    from ..wire._framing import sniff_format
-
-    kind = sniff_format(data[:64])
-    if kind == "proto":
-        from ..wire._proto_framing import ProtoReader
-
-        reader = ProtoReader(max_event_bytes=len(data) + 1)
-        reader.feed_frames(data)
-        pending = reader.pending_frame()
-        return None if pending is None else pending.offset
-    if kind != "sse":
-        return None
-    ends = [data.rfind(sep) + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r")]
-    end = max([e for e in ends if e >= 4] or [0])  # found: past its separator
-    rest = data[end:]
-    if all(line.startswith(b":") for line in rest.splitlines() if line.strip()):
-        return None  # the last event ended; only blank or comment lines follow
-    return end
 
 
 def _print_human(outcome: CaptureVerdict, cut: dict[str, Any] | None) -> None:
