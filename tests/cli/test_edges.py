@@ -5,6 +5,7 @@ or a closed descriptor where it is one."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +194,79 @@ def test_verify_fails_a_binary_capture_cut_mid_frame_saying_where_the_frame_star
     proc = agui("verify", str(cut))
     assert proc.returncode == 1, proc.stdout
     assert "TRUNCATED [TRANS-2]" in proc.stdout and "inside an unfinished event" in proc.stdout
+
+
+# -- 6. a closed stdin ------------------------------------------------------------------------
+
+
+def _closed_stdin() -> None:
+    os.close(0)
+
+
+def test_a_closed_stdin_at_a_consent_prompt_declines_as_nobodys_decision(url: str) -> None:
+    proc = agui("run", url, 'call act {"what": "c"}', *TOOLS, "--json", stdin=None,
+                preexec_fn=_closed_stdin)  # fmt: skip
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    (tool,) = [m for m in json.loads(proc.stdout)["messages"] if m["role"] == "tool"]
+    assert "no user was asked" in tool["content"] and "The user" not in tool["content"]
+
+
+def test_chat_with_a_closed_stdin_ends_as_at_end_of_input(url: str) -> None:
+    proc = agui("chat", url, stdin=None, preexec_fn=_closed_stdin)
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_verify_stdin_closed_is_one_line_and_exit_2() -> None:
+    proc = agui("verify", "-", stdin=None, preexec_fn=_closed_stdin)
+    no_traceback(proc)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "standard input" in proc.stderr
+
+
+def test_the_demo_with_a_closed_stdin_never_says_you_declined() -> None:
+    proc = agui("demo", "--fast", stdin=None, preexec_fn=_closed_stdin)
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert "standard input ended" in proc.stdout
+    # nobody was asked: the agent must not tell the user they declined
+    assert "you declined" not in proc.stdout.lower() and "The user declined" not in proc.stdout
+    assert "no one was asked" in proc.stdout
+
+
+# -- 8. the reader of stdout goes away ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "--list"],
+        ["demo", "--yes", "--fast"],
+        ["verify", "{capture}"],
+        ["verify", "{capture}", "--json"],
+        ["run", "{url}", "slow 20"],
+        ["run", "{url}", "slow 20", "--json"],
+        ["chat", "{url}"],
+        ["conformance", "tests/conformance/streams"],
+    ],
+    ids=lambda a: "-".join(x for x in a if not x.startswith("{")),
+)
+def test_a_reader_gone_ends_the_command_quietly(url: str, tmp_path: Path, args: list[str]) -> None:
+    capture = tmp_path / "c.sse"
+    capture.write_bytes(
+        b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+        b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n' * 1
+    )
+    argv = [a.format(url=url, capture=capture) for a in args]
+    read, write = os.pipe()
+    os.close(read)  # `| head -1` that already left
+    try:
+        proc = subprocess.run(
+            [*AGUI, *argv], stdin=subprocess.DEVNULL, stdout=write, stderr=subprocess.PIPE,
+            text=True, timeout=120, env=ENV, cwd=ROOT,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == 141, proc.stderr

@@ -164,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         frames = read_frames(data, limits=limits)
     except ProtocolViolation as exc:
-        print(f"agui-tools verify: {args.source} is not a readable capture: {exc}", file=sys.stderr)
+        name = "standard input" if args.source == "-" else args.source
+        print(f"agui-tools verify: {name} is not a readable capture: {exc}", file=sys.stderr)
         if exc.rule == "LIMIT":
             print("agui-tools verify: --limit NAME=N sets a limit (see --help)", file=sys.stderr)
         return 2
