@@ -24,14 +24,14 @@ def url() -> Iterator[str]:
 
 
 def agui(
-    *args: str, stdin: str | None = "", cwd: Path = ROOT, **kwargs: object
+    *args: str, stdin: str | None = "", cwd: Path = ROOT, timeout: float = 120, **kwargs: object
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
         [*AGUI, *args],
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env=ENV,
         cwd=cwd,
         **kwargs,
@@ -270,3 +270,43 @@ def test_a_reader_gone_ends_the_command_quietly(url: str, tmp_path: Path, args: 
         os.close(write)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode == 141, proc.stderr
+
+
+# -- 7. serve: an ASGI application, a file name --------------------------------------------
+
+ASGI_MODULE = """\
+from fastapi import FastAPI
+
+from agui_tools.transport import agent_app
+
+
+async def agent(run):
+    await run.text("hi")
+
+
+api = FastAPI()
+wrapped = agent_app(agent)
+
+
+async def raw(scope, receive, send):
+    pass
+"""
+
+
+@pytest.mark.parametrize("attr", ["api", "wrapped", "raw"])
+def test_serve_refuses_an_asgi_application_and_says_what_to_pass(tmp_path: Path, attr: str) -> None:
+    (tmp_path / "myapp.py").write_text(ASGI_MODULE)
+    proc = agui("serve", f"myapp:{attr}", "--port", "0", cwd=tmp_path, timeout=20)
+    no_traceback(proc)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout  # never "Serving …"
+    assert "is an ASGI application" in proc.stderr and "async def agent(run)" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("spec", ["myapp.py:agent", "./myapp.py:agent"])
+def test_serve_given_a_file_name_says_which_module_name_to_try(tmp_path: Path, spec: str) -> None:
+    (tmp_path / "myapp.py").write_text(ASGI_MODULE)
+    proc = agui("serve", spec, "--port", "0", cwd=tmp_path)
+    no_traceback(proc)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "try myapp:agent" in proc.stderr
