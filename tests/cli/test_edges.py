@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -310,3 +312,72 @@ def test_serve_given_a_file_name_says_which_module_name_to_try(tmp_path: Path, s
     no_traceback(proc)
     assert proc.returncode == 2 and proc.stdout == ""
     assert "try myapp:agent" in proc.stderr
+
+
+# -- the smaller ones ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["run", "http://127.0.0.1:9/agent", "hi", "--bogus"], "run"),
+        (["verify", "x.sse", "--nope"], "verify"),
+        (["chat", "http://127.0.0.1:9/agent", "extra"], "chat"),
+        (["demo", "--colour"], "demo"),
+    ],
+    ids=["run", "verify", "chat", "demo"],
+)
+def test_an_unknown_flag_after_a_command_prints_that_commands_usage(
+    args: list[str], command: str
+) -> None:
+    proc = agui(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"usage: agui-tools {command} "), proc.stderr
+    assert f"agui-tools {command}: error: unrecognized arguments: {args[-1]}" in proc.stderr
+
+
+@pytest.mark.parametrize("flags", [["--port", "8790"], ["--no-browser"], ["--host", "0.0.0.0"]])
+def test_demo_web_flags_without_web_are_refused_saying_to_add_it(flags: list[str]) -> None:
+    proc = agui("demo", "--fast", "--yes", *flags)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout  # the demo did not run
+    assert "add --web" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+LONG = "http://127.0.0.1:9/" + "a" * 100_000
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["run", LONG, "hi"], ["chat", LONG], ["inspect", LONG, "--no-browser"], ["check", LONG],
+     ["run", LONG[:5000], "hi"], ["check", LONG[:5000], "--timeout", "2"]],
+    ids=["run", "chat", "inspect", "check", "run-unreachable", "check-unreachable"],
+)  # fmt: skip
+def test_a_huge_url_is_cut_in_the_error_line(args: list[str]) -> None:
+    proc = agui(*args, stdin="")
+    no_traceback(proc)
+    assert proc.returncode == 2, proc.stderr[:500]
+    assert len(proc.stderr) < 1000 and proc.stderr.count("\n") == 1, proc.stderr[:500]
+    assert "characters)" in proc.stderr  # it says how long the URL was
+
+
+def test_run_json_interrupted_writes_what_was_received_and_the_interruption(
+    url: str, tmp_path: Path
+) -> None:
+    save = tmp_path / "i.sse"
+    proc = subprocess.Popen(
+        [*AGUI, "run", url, "slow 400", "--json", "--save", str(save)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (save.exists() and b"w5 " in save.read_bytes()):
+        assert time.monotonic() < deadline and proc.poll() is None, "the text never streamed"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().endswith("agui-tools run: interrupted")
+    document = json.loads(out)
+    assert document["status"] == "interrupted" and "interrupted" in document["error"]
+    (reply,) = [m for m in document["messages"] if m["role"] == "assistant"]
+    assert reply["content"].startswith("w0 w1 w2 w3 w4 w5 ")  # what was received is kept

@@ -247,13 +247,18 @@ def _recording_transport(recorder: Recorder) -> httpx.AsyncBaseTransport:
 
 
 def describe_transport_error(exc: TransportError, url: str) -> str:
-    """The error, and what to try when the answer says it: a redirect, a refusal."""
-    text = str(exc)
+    """The error, and what to try when the answer says it: a redirect, a refusal.
+
+    A long URL is said cut (its start, its end, its length), never echoed whole.
+    """
+    from ._common import cut
+
+    text = str(exc).replace(url, cut(url)) if len(url) > 1 else str(exc)
     status = exc.status
     if status in (301, 302, 303, 307, 308):
         hint = (
             f" — a redirect: an agent mounted in FastAPI or Starlette answers at its path with a "
-            f"trailing slash; try {url}/"
+            f"trailing slash; try {cut(url)}/"
             if not url.endswith("/")
             else " — a redirect: use the URL the agent is served at (agui-tools does not follow "
             "redirects, which would re-send the run elsewhere)"

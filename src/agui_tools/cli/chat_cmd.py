@@ -110,11 +110,13 @@ def _open_session(args: argparse.Namespace, console: Any) -> Driver | int:
 async def _chat(driver: Driver) -> int:
     from rich.text import Text
 
+    from ._common import cut
+
     ui = driver.ui
     try:
         ui.console.print(
             Text(
-                f"chatting with {driver.args.url} — /help lists the commands, /quit or Ctrl-D "
+                f"chatting with {cut(driver.args.url)} — /help lists the commands, /quit or Ctrl-D "
                 "leaves",
                 style="dim",
             )

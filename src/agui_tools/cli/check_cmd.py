@@ -133,6 +133,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.url:
         print("agui-tools check: give the agent's URL (or --list)", file=sys.stderr)
         return 2
+    from ._drive import check_url
+
+    problem = check_url(args.url)
+    if problem is not None:  # judged before any case runs: one line, exit 2
+        print(f"agui-tools check: {problem}", file=sys.stderr)
+        return 2
     try:
         headers = _headers(args.header)
         tools, prompt = load_tools(args.tools) if args.tools else (None, None)
@@ -154,7 +160,9 @@ def run(args: argparse.Namespace) -> int:
         print("\nagui-tools check: interrupted", file=sys.stderr)
         return 130
     except (UsageError, TransportError) as exc:
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        from ._common import cut
+
+        print(f"agui-tools check: {str(exc).replace(args.url, cut(args.url))}", file=sys.stderr)
         return 2
     try:
         if args.junit:
