@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -381,3 +382,35 @@ def test_run_json_interrupted_writes_what_was_received_and_the_interruption(
     assert document["status"] == "interrupted" and "interrupted" in document["error"]
     (reply,) = [m for m in document["messages"] if m["role"] == "assistant"]
     assert reply["content"].startswith("w0 w1 w2 w3 w4 w5 ")  # what was received is kept
+
+
+# -- 4. a resumed chat shows its thread, and its pending calls, at once ----------------------
+
+
+def test_a_resumed_chat_shows_its_thread_and_asks_about_its_pending_call_at_once(
+    url: str, tmp_path: Path
+) -> None:
+    store = tmp_path / "threads.sqlite"
+    with terminal(["chat", url, *TOOLS, "--store", str(store)]) as term:
+        found = term.expect(r"thread (chat-\w+) is kept in")
+        thread = re.search(r"thread (chat-\w+) is kept in", found).group(1)  # type: ignore[union-attr]
+        term.expect(r"you> ")
+        term.type("hello\r")
+        term.expect(r"you> ")
+        term.type('call act {"what": "the order"}\r')
+        term.expect(r"\[a\]pprove / \[d\]ecline")
+        term.interrupt()  # the call is left pending in the store
+        assert term.wait() == 130
+    with terminal(["chat", url, *TOOLS, "--store", str(store), "--thread", thread]) as term:
+        term.expect(rf"(?s)resumed thread {thread} from .*?: 4\s+message\(s\)")
+        term.expect(r"you said 'hello'")  # the history, shown before anything is typed
+        term.expect(r"left 1 call\(s\) pending: act")
+        term.expect(r"\[a\]pprove / \[d\]ecline")  # asked at once, not after a line is typed
+        term.type("a\r")
+        term.expect(r"the tools said — \S+: did the order")
+        term.expect(r"you> ")
+        term.type("/state\r")
+        term.expect(r"\{\}")
+        term.type("/quit\r")
+        assert term.wait() == 0, term.text[-3000:]
+        assert "Traceback" not in term.text
