@@ -141,9 +141,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         headers = _headers(args.header)
+    except ValueError as exc:
+        print(f"agui-tools check: {exc}", file=sys.stderr)
+        return 2
+    try:
         tools, prompt = load_tools(args.tools) if args.tools else (None, None)
     except Exception as exc:  # the user's file or module: any failure is bad usage
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        from ._common import describe_exception
+
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else None
+        if isinstance(exc, orjson.JSONDecodeError):
+            why = f"not JSON ({exc})"
+        print(
+            f"agui-tools check: cannot read --tools {args.tools}: {why or describe_exception(exc)}",
+            file=sys.stderr,
+        )
         return 2
     try:
         report = check_agent(
