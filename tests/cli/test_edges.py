@@ -414,3 +414,17 @@ def test_a_resumed_chat_shows_its_thread_and_asks_about_its_pending_call_at_once
         term.type("/quit\r")
         assert term.wait() == 0, term.text[-3000:]
         assert "Traceback" not in term.text
+
+
+def test_a_binary_body_cut_mid_frame_into_a_pipe_is_kept_not_a_crash() -> None:
+    """--save into a pipe (`--save /dev/stdout | …`) cannot take bytes back: they stay."""
+    from agui_tools.cli._http import Recorder
+
+    read, write = os.pipe()
+    with open(write, "wb") as sink, open(read, "rb") as source:
+        recorder = Recorder(sink)
+        recorder._start(binary=True)
+        recorder._write(b"\x00\x00\x00\x09abc")  # a frame announcing 9 bytes, 3 came
+        recorder._start(binary=True)  # the next run: the fragment cannot be taken back
+        sink.close()
+        assert source.read() == b"\x00\x00\x00\x09abc"

@@ -165,8 +165,11 @@ class Recorder:
         """Forget the last ``count`` bytes: a binary frame another body will never finish."""
         del self._data[-count:]
         if self._sink is not None:
-            self._sink.seek(len(self._data))
-            self._sink.truncate()
+            try:
+                self._sink.seek(len(self._data))
+                self._sink.truncate()
+            except OSError:  # a pipe or a device: what was written stays written
+                pass
 
     def _write(self, chunk: bytes) -> None:
         self._data += chunk
