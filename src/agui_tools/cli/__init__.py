@@ -72,12 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from rich.console import Console
+
     _reopen_closed_streams()
-    _broken_pipe_raises()
+    rich_handling = Console.on_broken_pipe
+    Console.on_broken_pipe = _broken_pipe_raises  # type: ignore[method-assign, assignment]
     try:
         return _main(argv)
     except BrokenPipeError:
         return _reader_gone()
+    finally:  # main() called in a process that goes on (a test): rich as it was
+        Console.on_broken_pipe = rich_handling  # type: ignore[method-assign]
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -126,16 +131,11 @@ def _reopen_closed_streams() -> None:
         setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
 
 
-def _broken_pipe_raises() -> None:
+def _broken_pipe_raises(console: object) -> None:
     """rich answers a broken pipe itself — ``SystemExit(1)``, "a case failed" to a
-    script — from wherever it printed: here it is a ``BrokenPipeError`` like any
-    other write's, ended once, in :func:`main`."""
-    from rich.console import Console
-
-    def on_broken_pipe(self: Console) -> None:
-        raise BrokenPipeError
-
-    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
+    script — from wherever it printed: while a command runs it is a
+    ``BrokenPipeError`` like any other write's, ended once, in :func:`main`."""
+    raise BrokenPipeError
 
 
 def _reader_gone() -> int:
