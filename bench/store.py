@@ -40,7 +40,7 @@ import orjson
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import JournalKey
-from agui_tools.app._store import MemoryStore, Store
+from agui_tools.app._store import MemoryStore, Snapshot, Store, encode_snapshot
 from agui_tools.app._tools import ToolSpec
 
 WORKERS = (1, 4, 16)
@@ -155,7 +155,7 @@ async def _async_build_thread(store: Any, conv: Conversation) -> str:
     """:func:`build_thread`, awaited."""
     thread, saves = _saves(conv)
     for save in saves:
-        await store.save_run(thread, **save)
+        await store.save_run(thread, *_snapshot(save))
     return thread
 
 
@@ -242,10 +242,10 @@ def message_bytes_written(runs: int) -> tuple[int, int]:
     written = whole = 0
 
     class Counting(MemoryStore):
-        def save_run(self, thread_id: str, **kw: Any) -> int:
+        def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
             nonlocal written
-            written += len(orjson.dumps(list(kw["messages"])))
-            return super().save_run(thread_id, **kw)
+            written += len(snapshot.messages)
+            return super().save_run(thread_id, expected_version, snapshot)
 
     thread = f"bytes-{runs}"
     conv = Conversation(
@@ -265,7 +265,7 @@ def build_thread(store: Store, conv: Conversation) -> str:
     snapshot and every run row, whatever wrote them."""
     thread, saves = _saves(conv)
     for save in saves:
-        store.save_run(thread, **save)
+        store.save_run(thread, *_snapshot(save))
     return thread
 
 
@@ -282,6 +282,12 @@ def _saves(conv: Conversation) -> tuple[str, list[dict[str, Any]]]:
         }
         for n, run in enumerate(conv.runs)
     ]
+
+
+def _snapshot(save: dict[str, Any]) -> tuple[int, Snapshot]:
+    """One of :func:`_saves`'s entries as ``save_run``'s last two arguments."""
+    rest = {k: v for k, v in save.items() if k != "expected_version"}
+    return save["expected_version"], encode_snapshot(**rest)
 
 
 def restore_seconds(store: Store, thread: str) -> float:

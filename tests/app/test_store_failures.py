@@ -22,6 +22,7 @@ from agui_tools._errors import ReloadRequired, StoreError, StoreOutcomeUnknown
 from agui_tools.app._calls import Answer
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, JournalKey
+from agui_tools.app._store import encode_snapshot
 from agui_tools.app._store_postgres import PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
 
@@ -192,11 +193,13 @@ def test_a_full_disk_is_a_clear_error_and_nothing_half_written(tmpfs: Path) -> N
         for _ in range(100):  # each run's snapshot holds the growing state: the disk fills
             version = store.save_run(
                 THREAD,
-                expected_version=version,
-                messages=[],
-                state={"blob": "x" * 200_000, "v": version},
-                resumed=[],
-                run={"runId": f"r{version + 1}", "status": "success", "calls": []},
+                version,
+                encode_snapshot(
+                    messages=[],
+                    state={"blob": "x" * 200_000, "v": version},
+                    resumed=[],
+                    run={"runId": f"r{version + 1}", "status": "success", "calls": []},
+                ),
             )
     text = str(info.value)
     assert "disk is full" in text and "nothing of this operation was written" in text
@@ -247,11 +250,13 @@ def test_a_damaged_file_is_a_clear_error_naming_it(tmp_path: Path, where: str) -
     for n in range(40):
         store.save_run(
             f"t{n}",
-            expected_version=0,
-            messages=[{"id": "u", "role": "user", "content": "x" * 2000}],
-            state={},
-            resumed=[],
-            run={"runId": "r1", "status": "success", "calls": []},
+            0,
+            encode_snapshot(
+                messages=[{"id": "u", "role": "user", "content": "x" * 2000}],
+                state={},
+                resumed=[],
+                run={"runId": "r1", "status": "success", "calls": []},
+            ),
         )
     store.close()
     data = bytearray(path.read_bytes())
@@ -283,12 +288,14 @@ def test_a_run_row_that_keeps_more_than_there_was_is_damage_not_a_short_history(
     for version in range(2):
         store.save_run(
             "t",
-            expected_version=version,
-            messages=[{"id": f"u{version}", "role": "user", "content": "hi"}],
-            state={},
-            resumed=[],
-            run={"runId": f"r{version}", "status": "success", "calls": []},
-            keep=version,
+            version,
+            encode_snapshot(
+                messages=[{"id": f"u{version}", "role": "user", "content": "hi"}],
+                state={},
+                resumed=[],
+                run={"runId": f"r{version}", "status": "success", "calls": []},
+                keep=version,
+            ),
         )
     assert [m["id"] for m in store.load("t").messages] == ["u0", "u1"]  # type: ignore[union-attr]
     db = sqlite3.connect(path)

@@ -89,20 +89,16 @@ class Store(Journal, Protocol):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
         """Record one folded run atomically; return the thread's new version.
 
-        The thread's messages become the first ``keep`` messages of version
-        ``expected_version``, then ``messages``. Raises :class:`StaleThread` —
-        having written nothing — when the stored version is not
-        ``expected_version``.
+        ``snapshot`` (:func:`encode_snapshot`, made before any I/O) holds the run
+        encoded: the thread's messages become the first ``snapshot.keep``
+        messages of version ``expected_version``, then ``snapshot.messages``.
+        Raises :class:`StaleThread` — having written nothing — when the stored
+        version is not ``expected_version``.
         """
         ...
 
@@ -147,13 +143,8 @@ class AsyncStore(Protocol):
     async def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int: ...
 
     async def aclose(self) -> None: ...
@@ -190,16 +181,10 @@ class MemoryStore(MemoryJournal):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        # fails before anything changes
-        snap = encode_snapshot(messages, state, resumed, run, keep)
+        snap = snapshot
         with self._lock:
             found = self._threads.get(thread_id)
             version, runs = (found[0], found[2]) if found is not None else (0, [])

@@ -42,7 +42,7 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import partial
@@ -69,7 +69,7 @@ from ._journal import (
     stored_result,
 )
 from ._steps import Pause, Steps, adrive, drive
-from ._store import ThreadRecord, decode_record, encode_snapshot
+from ._store import Snapshot, ThreadRecord, decode_record
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -312,16 +312,7 @@ def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
     return Plan(f"load thread {thread_id!r}", steps(), tx=True)
 
 
-def save_run_plan(
-    thread_id: str,
-    expected_version: int,
-    messages: Sequence[Mapping[str, Any]],
-    state: Any,
-    resumed: Sequence[str],
-    run: Mapping[str, Any],
-    keep: int,
-) -> Plan[int]:
-    snap = encode_snapshot(messages, state, resumed, run, keep)  # refused before any connection
+def save_run_plan(thread_id: str, expected_version: int, snap: Snapshot) -> Plan[int]:
     new = expected_version + 1
 
     def steps() -> QuerySteps[int]:
@@ -671,17 +662,10 @@ class PostgresStore(AnswerFromLookup):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        return self._run(
-            save_run_plan(thread_id, expected_version, messages, state, resumed, run, keep)
-        )
+        return self._run(save_run_plan(thread_id, expected_version, snapshot))
 
 
 class AsyncPostgresStore:
@@ -865,17 +849,10 @@ class AsyncPostgresStore:
     async def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        return await self._run(
-            save_run_plan(thread_id, expected_version, messages, state, resumed, run, keep)
-        )
+        return await self._run(save_run_plan(thread_id, expected_version, snapshot))
 
 
 _UNREADABLE = "connection string unreadable"

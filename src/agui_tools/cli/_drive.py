@@ -64,12 +64,14 @@ def check_url(url: str) -> str | None:
     """
     import httpx
 
+    from ._common import shown
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        return f"{url!r} is not a valid URL ({exc})"
+        return f"{shown(url)} is not a valid URL ({exc})"
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        return f"{url!r} is not an http:// or https:// URL with a host"
+        return f"{shown(url)} is not an http:// or https:// URL with a host"
     return None
 
 

@@ -149,11 +149,29 @@ def run(args: argparse.Namespace) -> int:
     if not args.url:
         print("agui-tools check: give the agent's URL (or --list)", file=sys.stderr)
         return 2
+    from ._drive import check_url
+
+    problem = check_url(args.url)
+    if problem is not None:  # judged before any case runs: one line, exit 2
+        print(f"agui-tools check: {problem}", file=sys.stderr)
+        return 2
     try:
         headers = _headers(args.header)
+    except ValueError as exc:
+        print(f"agui-tools check: {exc}", file=sys.stderr)
+        return 2
+    try:
         tools, prompt = load_tools(args.tools) if args.tools else (None, None)
     except Exception as exc:  # the user's file or module: any failure is bad usage
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        from ._common import describe_exception
+
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else None
+        if isinstance(exc, orjson.JSONDecodeError):
+            why = f"not JSON ({exc})"
+        print(
+            f"agui-tools check: cannot read --tools {args.tools}: {why or describe_exception(exc)}",
+            file=sys.stderr,
+        )
         return 2
     baseline = None
     try:
@@ -179,7 +197,9 @@ def run(args: argparse.Namespace) -> int:
         print("\nagui-tools check: interrupted", file=sys.stderr)
         return 130
     except (UsageError, TransportError) as exc:
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        from ._common import cut
+
+        print(f"agui-tools check: {str(exc).replace(args.url, cut(args.url))}", file=sys.stderr)
         return 2
     try:
         if args.junit:

@@ -30,8 +30,9 @@ non-interactively (see `agui-tools demo --help` for the script format). At the
 end of input (Ctrl-D, stdin at end of file) a pending call is declined, and
 the answer says nobody decided.
 
---save FILE writes the raw event streams as they arrive (SSE, one run after
-another): `agui-tools verify FILE` judges them. --json prints the outcome as
+--save FILE writes the raw event streams as they arrive, one run after
+another (SSE, or the binary frames with --proto): `agui-tools verify FILE`
+judges them. --json prints the outcome as
 one JSON document on stdout (the terminal UI then goes to stderr).
 
 Exit codes: 0 the agent finished with nothing pending, 1 the run ended in an
@@ -99,6 +100,8 @@ def _run(driver: Driver) -> int:
         result: RunResult | None = asyncio.run(main())
     except KeyboardInterrupt:
         ui.finish_run()
+        if args.json:  # what was received, and that it was cut short: still one document
+            _print_json(driver, INTERRUPTED, status="interrupted")
         return interrupted("run", journal=args.journal)
     except ScriptError as exc:
         print(f"agui-tools run: --script {args.script}, {exc}", file=sys.stderr)
@@ -125,14 +128,17 @@ def _run(driver: Driver) -> int:
     return 0 if problem is None else 1
 
 
-def _print_json(driver: Driver, problem: str | None) -> None:
+INTERRUPTED = "interrupted (Ctrl-C) before the agent finished"
+
+
+def _print_json(driver: Driver, problem: str | None, *, status: str | None = None) -> None:
     """The outcome for a script: the runs, the thread, the state, what went wrong."""
     import orjson
 
     conversation = driver.session.conversation
     runs = conversation.runs if conversation is not None else []
     document = {
-        "status": runs[-1].status if runs else "truncated",
+        "status": status or (runs[-1].status if runs else "truncated"),
         "threadId": conversation.thread_id if conversation is not None else None,
         "runs": [
             {

@@ -7,6 +7,7 @@ import importlib
 import inspect
 import socket
 import sys
+from pathlib import Path
 from typing import Any, Final
 
 HELP = """\
@@ -19,9 +20,12 @@ agent at URL", so scripts can find the endpoint — and connect at once (with
 --port 0 a free port is chosen and printed). Logs go to stderr: --log-level
 sets how much (warnings by default), --access-log adds one line per request.
 
+AGENT is the agent function, not an application: an ASGI app (FastAPI,
+Starlette, what agent_app() returns) is refused — pass the function it serves.
+
 Exit codes: 0 stopped cleanly (Ctrl-C), 2 bad usage (the agent cannot be
-imported or is not an async function, the path does not start with "/", the
-port is taken).
+imported, is not an async function or is an ASGI application, the path does
+not start with "/", the port is taken).
 """
 
 LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
@@ -112,12 +116,51 @@ def load_agent(spec: str) -> Any:
     agent = getattr(module, attr, None)
     if agent is None or not callable(agent):
         raise ValueError(f"{module_name!r} has no callable {attr!r}")
+    if _is_asgi(agent):
+        raise ValueError(
+            f"{spec} is an ASGI application (it takes scope, receive, send), not an agent "
+            f"function: pass the agent it serves — `async def agent(run): …`, the function "
+            f"given to agent_app() (see docs/agent.md) — or serve the application itself "
+            f"with uvicorn {spec}"
+        )
     if not _is_async(agent):
         raise ValueError(
             f"{spec} is not an async function: an agent is `async def {attr}(run): …` "
             "(see docs/agent.md)"
         )
     return agent
+
+
+def _is_asgi(agent: Any) -> bool:
+    """An ASGI application (``app(scope, receive, send)``: FastAPI, Starlette, what
+    ``agent_app()`` returns), which the runner would call with a Run — and fail every
+    request with a ``TypeError``. An agent takes exactly one argument, the run."""
+    target = inspect.unwrap(agent)
+    call = target if inspect.isroutine(target) else getattr(target, "__call__", None)  # noqa: B004
+    try:
+        params = list(inspect.signature(call).parameters.values()) if call is not None else []
+    except (TypeError, ValueError):  # a builtin without a signature: not ASGI as far as we know
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    names = [p.name for p in positional]
+    return len(positional) == 3 or names[:1] == ["scope"]
+
+
+def _module_hint(spec: str) -> str:
+    """What to type instead when AGENT names a file (``x.py:agent``) — a module name belongs."""
+    module_name, sep, attr = spec.partition(":")
+    path = Path(module_name)
+    if not (module_name.endswith(".py") or "/" in module_name):
+        return ""
+    stem = path.stem if path.suffix == ".py" else path.name
+    where = "" if path.parent == Path() else f" from {path.parent} (or add it to PYTHONPATH)"
+    return (
+        f" — AGENT is module:function, with a module name, not a file: try {stem}{sep}{attr}{where}"
+    )
 
 
 def _is_async(agent: Any) -> bool:
@@ -179,8 +222,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         agent = load_agent(args.agent) if args.agent else demo_agent()
     except Exception as exc:  # the module's own code runs here: any failure is bad usage
+        hint = _module_hint(args.agent) if args.agent and not isinstance(exc, ValueError) else ""
         print(
-            f"agui-tools serve: cannot load the agent: {describe_exception(exc)}", file=sys.stderr
+            f"agui-tools serve: cannot load the agent: {describe_exception(exc)}{hint}",
+            file=sys.stderr,
         )
         return 2
     try:

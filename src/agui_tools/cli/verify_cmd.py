@@ -37,7 +37,14 @@ as a run with status "error".
 a stream refused with rule LIMIT that you know to be legitimate; NAME is one
 of: {limits}.
 
-Exit codes: 0 completed, 1 failed (rejected), 2 bad usage or unreadable input.
+A capture that ends mid-run (a run started and never ended) is a truncated
+run — it has no outcome and is not a success (TRANS-2): it is said with
+where the capture stops (the last event read, the byte offset, where an
+unfinished event begins), "truncated" in --json says the same, and the exit
+code is 1.
+
+Exit codes: 0 completed, 1 failed (rejected) or truncated, 2 bad usage or
+unreadable input.
 """
 
 
@@ -137,7 +144,7 @@ def _read_input(path: str) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..app._capture import read_frames, replay
+    from ..app._capture import read_frames, replay, truncation
     from ..wire._verify import Limits
 
     limits = Limits(**dict(args.limit))
@@ -157,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         frames = read_frames(data, limits=limits)
     except ProtocolViolation as exc:
-        print(f"agui-tools verify: {args.source} is not a readable capture: {exc}", file=sys.stderr)
+        name = "standard input" if args.source == "-" else args.source
+        print(f"agui-tools verify: {name} is not a readable capture: {exc}", file=sys.stderr)
         if exc.rule == "LIMIT":
             print("agui-tools verify: --limit NAME=N sets a limit (see --help)", file=sys.stderr)
         return 2
@@ -166,14 +174,15 @@ def run(args: argparse.Namespace) -> int:
     except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
         print(f"agui-tools verify: {exc}", file=sys.stderr)
         return 2
+    cut = outcome.truncated = truncation(outcome, data)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        _print_human(outcome)
-    return 0 if outcome.result.completed else 1
+        _print_human(outcome, cut)
+    return 0 if outcome.result.completed and cut is None else 1
 
 
-def _print_human(outcome: CaptureVerdict) -> None:
+def _print_human(outcome: CaptureVerdict, cut: dict[str, Any] | None) -> None:
     result = outcome.result
     for w in result.warnings:
         print(f"warning {w}")
@@ -192,4 +201,8 @@ def _print_human(outcome: CaptureVerdict) -> None:
         if r.error:
             line += f", error: {r.error.get('message')}"
         print(line)
+    if cut is not None:
+        print(f"TRUNCATED [{cut['rule']}] {cut['message']}")
+        print("outcome: truncated (not a success)")
+        return
     print(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))
