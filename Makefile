@@ -66,11 +66,16 @@ fuzz: $(STAMP)
 # + PostgresStore) and a real agent server; a seeded schedule of >= 100 SIGKILLs,
 # hundreds of pg_terminate_backend and one immediate server restart, every retry
 # recipe of docs/deployment.md followed; judged against a side-effect table.
-# About 6 minutes; fails on any violation or finding. CHAOS_SEED picks the schedule.
+# Then a short second phase: half the processes settle a call another replica
+# started with docs/deployment.md's outcome_unknown= hook, as its example has it (no
+# in_flight_wait). About 7 minutes in all; fails on any violation or finding (each
+# reported with its seed, thread, call and timeline). CHAOS_SEED picks the schedule.
 CHAOS_SEED ?= 21
 chaos: $(STAMP)
 	@scripts/postgres_setup.sh
 	$(BIN)/python -m bench.chaos_processes --seed $(CHAOS_SEED)
+	$(BIN)/python -m bench.chaos_processes --seed $(CHAOS_SEED) --seconds 45 --kills 15 \
+	    --terminations 90 --restarts 0 --in-flight-wait 0 --reconcile-eagerly
 
 demo: $(STAMP)
 	$(BIN)/agui-tools demo
