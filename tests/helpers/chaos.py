@@ -27,8 +27,18 @@ What runs, all on loopback:
   ``(thread_id, call_id)`` key, written in its own transaction before the
   handler returns;
 * **a chaos driver** (this process) that, on a seeded schedule, SIGKILLs
-  workers (and starts their replacements), ``pg_terminate_backend``s the store's
-  backends and once restarts the server with ``-m immediate``.
+  workers (and starts their replacements; now and then two at once),
+  ``pg_terminate_backend``s the store's backends (mostly ones in the middle of a
+  query or transaction; now and then all of one replica's) and once restarts the
+  server with ``-m immediate`` (down longer than the store's timeout).
+
+How a process settles a call another replica started is drawn per process too,
+among the documented ways: answer "outcome unknown" at once (the default), wait
+for the other's answer (``in_flight_wait``), and ask the payment system with the
+``outcome_unknown=`` hook once that wait is over. ``reconcile_eagerly`` adds the
+docs' hook example as written (no ``in_flight_wait``): ``make chaos``'s second
+phase, which finds the hook answering "not charged" for a call a live replica is
+charging (tests/app/test_chaos_processes.py reproduces it deterministically).
 
 Then the workers finish their in-flight task without faults and stop, a
 fault-free pass carries every thread to its end, and :func:`judge` checks the
@@ -309,9 +319,10 @@ def _is_store_error(exc: BaseException) -> bool:
 class _Card:
     """A session with its tool: the handler charges the call its session is executing."""
 
-    def __init__(self, session: Any, thread: str) -> None:
+    def __init__(self, session: Any, thread: str, log: Log | None = None) -> None:
         self.session = session
         self.thread = thread
+        self.log = log
         self.executing: str | None = None
 
     def on_update(self, update: Any) -> None:
@@ -320,6 +331,10 @@ class _Card:
 
         if isinstance(update, CallUpdate) and update.status is CallStatus.EXECUTING:
             self.executing = update.call_id
+        answer = getattr(update, "answer", None)
+        unknown = answer is not None and str(answer.error or "").startswith("outcome unknown")
+        if unknown and self.log is not None:  # who told the agent "outcome unknown", and when
+            self.log("said-unknown", thread=self.thread, call=update.call_id)
 
 
 def _make_card(
@@ -338,7 +353,7 @@ def _make_card(
     if options.pop("reconcile", False):
         options["outcome_unknown"] = _reconcile(effects, log)
     session = session_cls(client, store=store, thread_id=thread, ask=lambda _c: True, **options)
-    card = _Card(session, thread)
+    card = _Card(session, thread, log)
     inc = int(log.stamp.get("inc", 0))
 
     def charge(cents: int) -> str:
@@ -1080,6 +1095,11 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
         for e in events
         if e["ev"] == "start"
     }
+    said_unknown: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        if e["ev"] == "said-unknown":
+            said_unknown[e["call"]].append(e)
+    unknown_by: Counter[str] = Counter()
     saved_calls: set[tuple[str, str]] = set()
     unknown_answered_in_journal = 0
     unknown_total = 0
@@ -1205,6 +1225,10 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
                     if not same:
                         if _is_unknown(msg):
                             unknown_answered_in_journal += 1  # the documented two-replicas case
+                            for e in said_unknown.get(cid, []):
+                                opts = starts.get((e["slot"], e["inc"]), {})
+                                wait = opts.get("in_flight_wait") or 0
+                                unknown_by[f"said by a process with in_flight_wait={wait:g}"] += 1
                         else:
                             v.append({"violation": "answer contradicts the journal", **context(thread, cid),
                                       "thread says": msg, "journal says": found.answer})  # fmt: skip
@@ -1278,6 +1302,7 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
     counts["answers executed"] = executed_total
     counts["answers 'outcome unknown'"] = unknown_total
     counts["thread says unknown, journal has the answer (documented)"] = unknown_answered_in_journal
+    counts["  … 'outcome unknown' said by"] = dict(unknown_by)
     counts["violations"] = len(v)
     counts["findings"] = len(result.findings)
 
@@ -1306,7 +1331,7 @@ def summary(result: ChaosResult) -> str:
     return "\n".join(lines)
 
 
-def story(v: dict[str, Any], window: float = 3.0) -> str:
+def story(v: dict[str, Any]) -> str:
     """A violation as a person reads it: what, where, who did what when."""
     head = (
         f"VIOLATION {v['violation']!r}: seed {v.get('seed')}, thread {v.get('thread')}, "
