@@ -6,7 +6,7 @@ This is its bounded version, in the suite: 3 worker processes on one PostgreSQL
 store — ``Session`` + ``AsyncPostgresStore`` and ``SyncSession`` +
 ``PostgresStore`` — a real agent server asking for a side-effecting ``charge``
 per user message, ~15 SIGKILLs (each victim replaced by a new process that sends
-its in-flight message again), ~50 ``pg_terminate_backend`` and one
+its in-flight message again), ~55 ``pg_terminate_backend`` and one
 ``pg_ctl stop -m immediate`` + start, every documented retry recipe followed.
 Judged against a side-effect table the store never touches: 0 duplicated side
 effects, 0 lost answers, 0 answers contradicting what happened or the journal,
@@ -15,7 +15,13 @@ nothing that is not a ``StoreError`` raised, no hang (tests/helpers/chaos.py).
 
 The run has its own server (it is restarted, and must be crash-safe: an
 acknowledged commit survives ``-m immediate``). Without PostgreSQL's binaries
-the test skips — and fails under CI=true.
+the test skips — and fails under CI=true. ``AGUI_CHAOS_SEED`` picks another
+schedule.
+
+What the chaos run found (``make chaos``'s second phase) is reproduced below,
+deterministically, with two replicas in one process: docs/deployment.md's
+``outcome_unknown=`` hook example answers "not charged" for a call another
+replica is charging at that moment (xfail, strict: it passes once fixed).
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ def test_a_bounded_chaos_run_duplicates_nothing_and_loses_nothing(
         threads=5,
         seconds=35,
         kills=15,
-        terminations=50,
+        terminations=55,
         restarts=1,
         restart_down=6,
         drain_seconds=60,
