@@ -60,6 +60,7 @@ import multiprocessing
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -740,6 +741,9 @@ class Driver:
         finally:
             self._teardown()
         result.seconds["total"] = time.monotonic() - t0
+        if result.ok and self.cfg.workdir is None:  # the logs are kept for a failed run only
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            result.workdir = "(removed: nothing to look at)"
         return result
 
     def _chaos(self) -> None:
