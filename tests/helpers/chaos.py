@@ -332,10 +332,6 @@ class _Card:
 
         if isinstance(update, CallUpdate) and update.status is CallStatus.EXECUTING:
             self.executing = update.call_id
-        answer = getattr(update, "answer", None)
-        unknown = answer is not None and str(answer.error or "").startswith("outcome unknown")
-        if unknown and self.log is not None:  # who told the agent "outcome unknown", and when
-            self.log("said-unknown", thread=self.thread, call=update.call_id)
 
 
 def _make_card(
@@ -1099,11 +1095,6 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
         for e in events
         if e["ev"] == "start"
     }
-    said_unknown: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in events:
-        if e["ev"] == "said-unknown":
-            said_unknown[e["call"]].append(e)
-    unknown_by: Counter[str] = Counter()
     saved_calls: set[tuple[str, str]] = set()
     unknown_answered_in_journal = 0
     unknown_total = 0
@@ -1229,10 +1220,6 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
                     if not same:
                         if _is_unknown(msg):
                             unknown_answered_in_journal += 1  # the documented two-replicas case
-                            for e in said_unknown.get(cid, []):
-                                opts = starts.get((e["slot"], e["inc"]), {})
-                                wait = opts.get("in_flight_wait") or 0
-                                unknown_by[f"said by a process with in_flight_wait={wait:g}"] += 1
                         else:
                             v.append({"violation": "answer contradicts the journal", **context(thread, cid),
                                       "thread says": msg, "journal says": found.answer})  # fmt: skip
@@ -1306,7 +1293,6 @@ def judge(driver: Driver, result: ChaosResult, final_findings: list[dict[str, An
     counts["answers executed"] = executed_total
     counts["answers 'outcome unknown'"] = unknown_total
     counts["thread says unknown, journal has the answer (documented)"] = unknown_answered_in_journal
-    counts["  … 'outcome unknown' said by"] = dict(unknown_by)
     counts["violations"] = len(v)
     counts["findings"] = len(result.findings)
 
