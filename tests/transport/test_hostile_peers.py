@@ -18,6 +18,9 @@ import httpx
 import orjson
 import pytest
 
+from agui_tools.agent import Run
+from agui_tools.transport._server import agent_app
+from tests.helpers.scripted_server import serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 RSS_BUDGET_MB = 100
@@ -91,3 +94,60 @@ def test_refused_large_bodies_are_freed(make_body: object, status: int) -> None:
             assert grown[-1] < RSS_BUDGET_MB, f"MB over the baseline after each refusal: {grown}"
         # and the server still answers
         assert client.post(url, json={"threadId": "t", "runId": "r1", "messages": []}).is_success
+
+
+# -- item 5: DNS rebinding ---------------------------------------------------------------------
+
+INPUT = {"threadId": "t", "runId": "r", "messages": []}
+JSON = {"content-type": "application/json", "accept": "text/event-stream"}
+
+
+async def _agent(run: Run) -> None:
+    async with run.message() as m:
+        await m.delta("the stream a rebinding page must not read")
+
+
+def _post(url: str, **headers: str) -> httpx.Response:
+    with httpx.Client(timeout=10) as client:
+        return client.post(url, content=orjson.dumps(INPUT), headers={**JSON, **headers})
+
+
+def test_a_dns_rebinding_page_is_refused() -> None:
+    """Item 5: the page at http://evil.test:PORT, its name rebound to 127.0.0.1, sends
+    Host = Origin = evil.test:PORT. Compared with itself, that Origin was "the server's
+    own": 200, and the page read the stream."""
+    with serve(agent_app(_agent)) as base:
+        port = base.rsplit(":", 1)[1]
+        url = f"{base}/"
+        evil = f"evil.test:{port}"
+        for headers in ({"host": evil, "origin": f"http://{evil}"}, {"host": evil}):
+            refused = _post(url, **headers)
+            assert refused.status_code == 403, (headers, refused.text)
+            assert "the stream" not in refused.text
+            error = refused.json()["error"]["message"]
+            assert "'evil.test:" in error and "allowed_hosts" in error
+        # the names a page on this machine uses, and any address (no name, nothing to rebind)
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "app.localhost"):
+            answer = _post(url, host=host, origin=f"http://{host}")
+            assert answer.status_code == 200 and "the stream" in answer.text, host
+        assert _post(url, host=f"192.0.2.7:{port}").status_code == 200
+        assert _post(url).status_code == 200  # no Origin: not a browser
+
+
+def test_allowed_hosts_lists_the_names_a_server_is_reached_by() -> None:
+    app = agent_app(_agent, allowed_hosts=["agent.example", ".corp.example"])
+    with serve(app) as base:
+        url = f"{base}/"
+        for host in ("agent.example", "AGENT.example.:8080", "corp.example", "a.b.corp.example"):
+            assert _post(url, host=host, origin=f"http://{host}").status_code == 200, host
+        for host in ("evil.test", "agent.example.evil.test", "xcorp.example", "[::1", "a:b:c"):
+            assert _post(url, host=host).status_code == 403, host
+    with serve(agent_app(_agent, allowed_hosts=["*"])) as base:
+        assert _post(f"{base}/", host="anything.test").status_code == 200
+
+
+def test_serve_allow_host_flag() -> None:
+    with serve_process("--allow-host", "agent.example") as (url, _):
+        evil = _post(url, host="evil.test", origin="http://evil.test")
+        assert evil.status_code == 403 and "--allow-host" in evil.json()["error"]["message"]
+        assert _post(url, host="agent.example", origin="http://agent.example").status_code == 200

@@ -76,6 +76,15 @@ def register(sub: Any) -> None:
         help="a browser origin allowed to start runs (and answered CORS), besides the "
         "server's own; repeatable; '*' allows any",
     )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name (Host) clients reach the server by, besides localhost and IP addresses "
+        "(and --host); '.example.com' allows every name under it, '*' any; repeatable. "
+        "Other names are refused: a DNS-rebinding page sends its own",
+    )
     p.set_defaults(func=run)
 
 
@@ -196,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
         path=args.path,
         verify=not args.no_verify,
         allowed_origins=args.allow_origin,
+        allowed_hosts=[args.host, *args.allow_host],
         body_timeout=args.body_timeout,
         max_concurrency=args.limit_concurrency,
     )

@@ -66,7 +66,7 @@ from ..agent._runner import Agent, drive
 from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse_json
 from ..wire._enforce import DEFAULT_MAX_DEPTH
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, sse_comment, sse_frame
-from ._auth import Authorize, Authorized
+from ._auth import Authorize, Authorized, HostPolicy
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "accepts_proto", "agent_app"]
 
@@ -195,6 +195,12 @@ class AgentEndpoint:
             carrying another ``Origin`` is refused (403), so a web page on
             another origin cannot start runs with a "simple" POST.
             :func:`agent_app` also answers CORS for these origins.
+        allowed_hosts: the names (``Host``) the server is reached by besides
+            ``localhost``, ``*.localhost`` and IP addresses: ``"agent.example"``,
+            ``".corp.example"`` (every name under it), ``"*"`` (any). Any other
+            ``Host`` is refused (403) before anything else is judged: a
+            DNS-rebinding page sends its own name (see
+            :class:`~agui_tools.transport._auth.HostPolicy`).
         body_timeout: seconds to receive the whole body (408 beyond; ``None``:
             no deadline).
         max_concurrency: requests served at once before new ones get 503
@@ -224,6 +230,7 @@ class AgentEndpoint:
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
         max_unknown: int = DEFAULT_MAX_UNKNOWN,
         max_messages: int = DEFAULT_MAX_MESSAGES,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         if keepalive is not None and keepalive <= 0:
             raise ValueError("keepalive must be a positive number of seconds, or None")
@@ -236,6 +243,7 @@ class AgentEndpoint:
         self.high_water = high_water
         self.max_depth = max_depth
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+        self.hosts = HostPolicy(allowed_hosts)
         self.body_timeout = body_timeout
         self.max_concurrency = max_concurrency
         self.max_unknown = max_unknown
@@ -285,7 +293,14 @@ class AgentEndpoint:
         """Same-origin by default: a browser names the page's origin on every
         cross-origin POST, and a "simple" one (form, text/plain) needs no preflight
         — refusing it here is what stops a web page from starting runs on an agent
-        on the user's loopback. Clients that are not browsers send no ``Origin``."""
+        on the user's loopback. Clients that are not browsers send no ``Origin``.
+
+        "Own origin" is ``Host``'s, so the ``Host`` is judged first, against the
+        names the server answers — not against the ``Origin``: a DNS-rebinding
+        page makes both its own name."""
+        problem = self.hosts.problem(headers.get("host"))
+        if problem is not None:
+            raise _Rejected(403, {"path": "", "message": problem + "."}, close=True)
         origin = headers.get("origin")
         if origin is None:
             if headers.get("sec-fetch-site") == "cross-site":
@@ -655,6 +670,7 @@ def agent_app(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     max_unknown: int = DEFAULT_MAX_UNKNOWN,
     max_messages: int = DEFAULT_MAX_MESSAGES,
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
     """A Starlette application serving ``agent`` at ``POST path``.
 
@@ -679,6 +695,7 @@ def agent_app(
         max_concurrency=max_concurrency,
         max_unknown=max_unknown,
         max_messages=max_messages,
+        allowed_hosts=allowed_hosts,
     )
     app: Any = endpoint if authorize is None else Authorized(endpoint, authorize)
     middleware = []

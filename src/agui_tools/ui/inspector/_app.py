@@ -13,8 +13,9 @@ which this app never answers.
 Security (a page on another origin must not be able to drive the inspector):
 
 * it listens on loopback unless told otherwise;
-* every request's ``Host`` must name this server (``127.0.0.1:PORT``,
-  ``localhost:PORT``) — a DNS-rebinding page arrives with its own host name;
+* every request's ``Host`` must be a name this server answers (``localhost``,
+  an IP address, the bound name, ``--allow-host`` names — at a wildcard bind
+  too) — a DNS-rebinding page arrives with its own host name;
 * every ``POST`` must come from this origin (``Origin`` equal to ours) and
   carry the session's secret token (``X-Inspector-Token``), which only the
   page this server rendered knows; the event stream and the exports want the
@@ -42,6 +43,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ...transport._auth import HostPolicy
 from ._backend import Inspector, Refused
 
 __all__ = ["inspector_app"]
@@ -65,7 +67,7 @@ def _refuse(status: int, message: str) -> Response:
 class _Guard:
     """ASGI middleware: the Host, Origin, Sec-Fetch-Site and token checks, before any route."""
 
-    def __init__(self, app: ASGIApp, *, hosts: set[str] | None, token: str) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, token: str) -> None:
         self.app = app
         self.hosts = hosts
         self.token = token
@@ -82,9 +84,10 @@ class _Guard:
 
     def problem(self, scope: Scope) -> str | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        problem = self.hosts.problem(headers.get("host"))
+        if problem is not None:
+            return f"refused: {problem}"
         host = headers.get("host", "")
-        if self.hosts is not None and host not in self.hosts:
-            return f"refused: Host {host!r} is not this inspector (DNS rebinding?)"
         path: str = scope["path"]
         method: str = scope["method"]
         if headers.get("sec-fetch-site") == "cross-site" and not (
@@ -162,8 +165,9 @@ def _answer(exc: Refused) -> Response:
     return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status)
 
 
-def inspector_app(inspector: Inspector, *, hosts: set[str] | None) -> ASGIApp:
-    """The ASGI app serving ``inspector`` to a page, answering only to ``hosts`` (``None``: any)."""
+def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
+    """The ASGI app serving ``inspector`` to a page, answering only the ``Host`` names
+    ``hosts`` allows (see :func:`~agui_tools.ui.inspector.host_policy`)."""
 
     async def page(request: Request) -> Response:
         html = _asset("index.html").decode()
