@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from .._text import terminal_json, terminal_text
+
 HELP = """\
 Run the conformance cases against the AG-UI agent at URL (its POST endpoint)
 and judge the producer: how it meets good, malformed and unusual input, the
@@ -137,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         headers = _headers(args.header)
         tools, prompt = load_tools(args.tools) if args.tools else (None, None)
     except Exception as exc:  # the user's file or module: any failure is bad usage
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools check: {exc}"), file=sys.stderr)
         return 2
     try:
         report = check_agent(
@@ -154,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         print("\nagui-tools check: interrupted", file=sys.stderr)
         return 130
     except (UsageError, TransportError) as exc:
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools check: {exc}"), file=sys.stderr)
         return 2
     try:
         if args.junit:
@@ -162,10 +164,10 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             Path(args.html).write_text(html_report(report), encoding="utf-8")
     except OSError as exc:
-        print(f"agui-tools check: cannot write the report: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools check: cannot write the report: {exc}"), file=sys.stderr)
         return 2
     if args.json:
-        sys.stdout.buffer.write(report.dumps() + b"\n")
+        sys.stdout.buffer.write(terminal_json(report.dumps()) + b"\n")
     else:
         print_report(report)
     return report.exit_code

@@ -43,6 +43,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..._text import html_text, terminal_json
 from ...transport._auth import HostPolicy
 from ._backend import Inspector, Refused
 
@@ -173,10 +174,10 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
         html = _asset("index.html").decode()
         config = orjson.dumps(
             {"token": inspector.token, "title": inspector.title, "prompt": inspector.prompt}
-        ).decode()
-        # JSON in an attribute: every character that could end it is escaped
-        escaped = config.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-        html = html.replace("{{CONFIG}}", escaped)
+        )
+        # JSON in an attribute: its controls as JSON escapes (the same value for the page's
+        # parser), then every character that could end the attribute escaped
+        html = html.replace("{{CONFIG}}", html_text(terminal_json(config).decode()))
         return Response(html, media_type="text/html; charset=utf-8", headers=_headers())
 
     async def static(request: Request) -> Response:
