@@ -54,3 +54,37 @@ def test_a_rebinding_page_gets_neither_page_nor_token_at_any_bind() -> None:
                 await inspector.aclose()
 
     asyncio.run(go())
+
+
+def test_numbers_too_long_to_be_ours_are_a_400_not_a_500() -> None:
+    """Item 9: int() of 5,000 digits raises (Python's 4,300-digit limit), and so does
+    int() of a digit str.isdigit() admits but int() does not ("²"): both were 500s."""
+
+    async def go() -> None:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as agent:
+            inspector = Inspector(f"{agent}/agent")
+            app = inspector_app(inspector, hosts=host_policy("127.0.0.1"))
+            async with serving(app) as base, httpx.AsyncClient(timeout=10) as c:
+                token = {"token": inspector.token}
+                for last in ("9" * 5000, "²", "-1", "1.5", "x"):
+                    answer = await c.get(  # as latin-1, the header's own charset ("²" is B2)
+                        f"{base}/api/events",
+                        params=token,
+                        headers={"last-event-id": last.encode("latin-1")},
+                    )
+                    assert answer.status_code == 400, (last[:10], answer.status_code)
+                    assert "Last-Event-ID" in answer.json()["error"]
+                for what in (
+                    f"run-{'9' * 5000}.sse",
+                    f"run-{'1' * 5000}.input.json",
+                    f"run-{'1' * 19}.sse",
+                ):
+                    answer = await c.get(f"{base}/api/export/{what}", params=token)
+                    assert answer.status_code == 400, (what[:10], answer.status_code)
+                    assert "run number" in answer.json()["error"]
+                for what in ("run-7.sse", "run-².sse"):  # could be ours, not captured; no number
+                    missing = await c.get(f"{base}/api/export/{what}", params=token)
+                    assert missing.status_code == 404, what
+            await inspector.aclose()
+
+    asyncio.run(go())

@@ -59,6 +59,10 @@ _STATIC: Final = {
 }
 _MAX_BODY: Final = 4 * 1024 * 1024
 _RULE_ID: Final = re.compile(r"^[A-Z]+-\d+$")
+_NUMBER: Final = re.compile(r"[0-9]{1,18}")
+"""An event id or run number this inspector could have given out. ``int()`` alone
+raised on 5,000 digits (Python's 4,300-digit limit) and on digits ``isdigit()``
+admits but ``int()`` does not (``"²"``): a 500 for what a client sent."""
 
 
 def _refuse(status: int, message: str) -> Response:
@@ -188,7 +192,13 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
 
     async def events(request: Request) -> Response:
         last = request.headers.get("last-event-id", "")
-        start = int(last) + 1 if last.isdigit() else 0
+        if last and not _NUMBER.fullmatch(last):
+            return _refuse(
+                400,
+                "Last-Event-ID must be the id of an event this inspector sent (a number of at "
+                f"most 18 digits), not {last[:40]!r}" + ("…" if len(last) > 40 else ""),
+            )
+        start = int(last) + 1 if last else 0
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": inspector\n\n"
@@ -254,9 +264,14 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
         if what == "thread.json":
             body = orjson.dumps(inspector.thread_export(), option=orjson.OPT_INDENT_2)
             return _download(body, "application/json", f"thread-{_slug(inspector)}.json")
-        match = re.fullmatch(r"run-(\d+)\.(sse|input\.json)", what)
+        match = re.fullmatch(r"run-([0-9]+)\.(sse|input\.json)", what)
         if match is None:
             return _refuse(404, "not found")
+        if not _NUMBER.fullmatch(match.group(1)):
+            return _refuse(
+                400,
+                f"the run number has {len(match.group(1))} digits: it is no run of this inspector",
+            )
         number = int(match.group(1))
         if not 1 <= number <= len(inspector.captures):
             return _refuse(404, f"no run {number} was captured")
