@@ -3,13 +3,16 @@
 Each test failed on the code before it: refused bodies were kept alive in a
 reference cycle (``serve`` grew 46 MB per refused 7.3 MB body, and never gave it
 back); a DNS-rebinding page — ``Host`` = ``Origin`` = ``evil.test:PORT`` — was
-answered 200 and read the stream.
+answered 200 and read the stream; connections that sent nothing, half a request
+head, or never read their response were held forever.
 """
 
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,7 +55,11 @@ def serve_process(*extra: str) -> Iterator[tuple[str, int]]:
         yield match.group(1), server.pid
     finally:
         server.terminate()
-        server.wait(timeout=20)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # uvicorn's graceful shutdown waits for every
+            server.kill()  # connection: a held one held it forever (before item 2)
+            server.wait(timeout=10)
 
 
 def _too_many_messages() -> bytes:
@@ -151,3 +158,90 @@ def test_serve_allow_host_flag() -> None:
         evil = _post(url, host="evil.test", origin="http://evil.test")
         assert evil.status_code == 403 and "--allow-host" in evil.json()["error"]["message"]
         assert _post(url, host="agent.example", origin="http://agent.example").status_code == 200
+
+
+# -- item 2: every phase of a connection has a deadline ----------------------------------------
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)
+    return host, int(port)
+
+
+def _cut(sock: socket.socket) -> bool:
+    """Whether the server has closed ``sock`` (what it sent first is read and dropped)."""
+    try:
+        sock.setblocking(False)
+        while data := sock.recv(65536):
+            assert data.startswith(b"HTTP/1.1 408") or b"header_timeout" in data, data[:200]
+        return True  # EOF
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_connections_that_send_nothing_or_half_a_head_are_cut_at_header_timeout() -> None:
+    """Item 2: 100 connections that send nothing and 100 that send half a request head,
+    against a server answering 150 at once. Before, all 200 were still open after 20 s,
+    and every new request was answered 503 ("Exceeded concurrency limit") meanwhile."""
+    header_timeout = 2.0
+    with serve_process("--limit-concurrency", "150", "--header-timeout", str(header_timeout)) as (
+        url,
+        _,
+    ):
+        host, port = _address(url)
+        silent = [socket.create_connection((host, port), timeout=10) for _ in range(200)]
+        try:
+            for sock in silent[100:]:
+                sock.sendall(b"POST /agent HTTP/1.1\r\nHost: localhost\r\ncontent-")
+            opened = time.monotonic()
+            deadline = opened + header_timeout + 15  # the documented deadline, a wide margin
+            held = list(silent)
+            while held and time.monotonic() < deadline:
+                held = [sock for sock in held if not _cut(sock)]
+                time.sleep(0.2)
+            assert not held, f"{len(held)} of 200 still open {time.monotonic() - opened:.1f} s on"
+            fresh = _post(url)
+            assert fresh.status_code == 200 and "RUN_FINISHED" in fresh.text
+        finally:
+            for sock in silent:
+                sock.close()
+
+
+async def flood(run: Run) -> None:
+    """An agent that writes 64 KB deltas until its client leaves."""
+    async with run.message() as m:
+        while True:
+            await m.delta("x" * 65536)
+
+
+def test_a_client_that_never_reads_is_aborted_at_send_timeout() -> None:
+    """Item 2: a client asks for a stream and reads nothing. Before, the server held
+    it — and the run — forever: read after 8 s, the stream was still flowing (200 MB
+    and counting). Now the connection is aborted send_timeout after output stopped
+    moving, and what the kernel had buffered is all that is left to read."""
+    send_timeout = 2.0
+    agent = "tests.transport.test_hostile_peers:flood"
+    with serve_process(agent, "--send-timeout", str(send_timeout)) as (url, _):
+        host, port = _address(url)
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect((host, port))
+            body = orjson.dumps(INPUT)
+            sock.sendall(
+                b"POST /agent HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
+                + b"content-length: %d\r\n\r\n" % len(body)
+                + body
+            )
+            time.sleep(send_timeout + 10)  # the documented deadline, a wide margin
+            sock.settimeout(30)  # a guard against hanging, not a measurement
+            read = 0
+            try:
+                while read < 64 * 1024 * 1024 and (data := sock.recv(1 << 20)):
+                    read += len(data)
+            except ConnectionResetError:
+                pass
+            assert read < 64 * 1024 * 1024, "still streaming to a client that read nothing"
+        # and it answers others (a refusal: every run of this agent is endless)
+        assert _post(url, **{"content-type": "text/plain"}).status_code == 415

@@ -69,6 +69,22 @@ def register(sub: Any) -> None:
         help="time a client has to send its whole request body; then 408 (default 30)",
     )
     p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time a connection has to send a complete request head; then 408 and closed "
+        "(default 10)",
+    )
+    p.add_argument(
+        "--send-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client may read nothing while the response waits; then the connection is "
+        "aborted (default 30)",
+    )
+    p.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -182,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .._text import guarded_logger
     from ..demo.agent import demo_agent
+    from ..transport._deadlines import deadline_protocol
     from ..transport._server import agent_app
     from ._common import describe_exception
 
@@ -218,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=args.access_log,
         limit_concurrency=args.limit_concurrency,
+        http=deadline_protocol(header_timeout=args.header_timeout, send_timeout=args.send_timeout),
     )
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute
