@@ -8,6 +8,7 @@ damaged file. Read-only and full disks are real: a tmpfs mounted for the test
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import threading
@@ -341,3 +342,53 @@ def test_replicas_starting_together_migrate_once_and_an_old_replica_refuses_a_ne
     with pytest.raises(StoreError, match="newer than this agui-tools knows") as info:
         PostgresStore(postgres_dsn)
     assert "upgrade agui-tools on this replica" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_idle_pooled_connection_the_server_killed_is_never_handed_out(
+    postgres_dsn: str, kind: str
+) -> None:
+    """The pool checks a connection with a round trip only when its socket heard from
+    the server while idle; a backend terminated while idle is found so and replaced,
+    and the next store call — a read and a write — succeeds on the first try."""
+    import psycopg
+
+    from agui_tools.app._store_postgres import AsyncPostgresStore
+
+    def backends(admin: Any) -> list[int]:
+        rows = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+            "AND datname = current_database() AND backend_type = 'client backend'"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    admin = psycopg.connect(postgres_dsn, autocommit=True)
+    key = JournalKey(THREAD, "idle-1", "fp")
+    try:
+        if kind == "sync":
+            store = PostgresStore(postgres_dsn, min_size=2, max_size=2, timeout=5)
+            assert store.lookup(THREAD, "idle-0") is None  # the pool's connections are up
+            killed = backends(admin)
+            for pid in killed:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            time.sleep(0.2)  # the server closes the sockets
+            assert store.lookup(THREAD, "idle-0") is None  # a read: no error
+            assert store.claim(key, tool="t").claim is Claim.RUN  # a write: no error
+            store.close()
+        else:
+
+            async def scenario() -> None:
+                store = await AsyncPostgresStore(
+                    postgres_dsn, min_size=2, max_size=2, timeout=5
+                ).open()
+                assert await store.lookup(THREAD, "idle-0") is None
+                for pid in backends(admin):
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                await asyncio.sleep(0.2)
+                assert await store.lookup(THREAD, "idle-0") is None
+                assert (await store.claim(key, tool="t")).claim is Claim.RUN
+                await store.aclose()
+
+            asyncio.run(scenario())
+    finally:
+        admin.close()

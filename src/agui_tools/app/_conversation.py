@@ -46,6 +46,7 @@ from .._errors import (
     ProtocolWarning,
     StoreError,
     StoreOutcomeUnknown,
+    StoreWriteFailed,
     UsageError,
 )
 from ..wire._kinds import WireEvent
@@ -68,10 +69,8 @@ from ._store import (
     AsyncStore,
     Store,
     ThreadRecord,
-    encode_messages,
-    encode_snapshot,
     is_async_store,
-    kept_prefix,
+    snapshot_of,
 )
 from ._tools import ToolSpec
 from ._updates import CallUpdate, TextDelta, Update, call_update, shown
@@ -199,7 +198,8 @@ class Conversation:
         )
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
-        self._saved: list[bytes] = []  # the messages of that version, each encoded
+        # the messages of that version, each encoded, with the record it was encoded from
+        self._saved: list[tuple[object, bytes]] = []
         self._link = Link(self.thread_id)
         """Whether this copy of the thread is in step with the store (app/_link.py)."""
         self.context = [dict(c) for c in context]
@@ -589,11 +589,19 @@ class Conversation:
         version holds unchanged are written (``keep``)."""
         if self.store is None:
             return
-        messages = self.thread.messages
-        encoded = encode_messages(messages)  # a value that is not JSON: refused here
-        keep = kept_prefix(self._saved, encoded)
-        snapshot = encode_snapshot(
-            messages[keep:], self.thread.state, sorted(self._resumed), run_to_json(run, todo), keep
+        # what changed is encoded; what did not is reused (the reducer knows which is which)
+        try:
+            keep, encoded = self.thread.encoded(self._saved)
+        except TypeError as exc:
+            raise StoreWriteFailed(
+                f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
+            ) from None
+        snapshot = snapshot_of(
+            [blob for _, blob in encoded[keep:]],
+            keep,
+            self.thread.state,
+            sorted(self._resumed),
+            run_to_json(run, todo),
         )
         self.version = yield from ask("save_run", self.thread_id, self.version, snapshot)
         self._saved = encoded
@@ -640,7 +648,7 @@ class Conversation:
             max_depth=(self.limits or Limits()).max_depth,
         )
         self.version = record.version
-        self._saved = encode_messages(record.messages)
+        self._saved = self.thread.encoded([])[1]
         self._resumed = set(record.resumed)
         self.runs = [run_from_json(r) for r in record.runs]
         closed: dict[str, bool] = {}
@@ -1118,6 +1126,12 @@ class Conversation:
                 known = self.outcome_unknown(call, started)
             except Exception as exc:  # the hook could not tell: the outcome stays unknown
                 note = f"; the application's check of it failed ({describe_exception(exc)})"
+            if known is not None and not isinstance(known, Answer):
+                note = (
+                    f"; the application's outcome_unknown hook returned "
+                    f"{type(known).__name__}, not an Answer or None"
+                )
+                known = None
         if known is None:
             return self._answer(
                 call,

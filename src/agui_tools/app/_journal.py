@@ -594,19 +594,25 @@ class SQLiteJournal(AnswerFromLookup):
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
         """One committed transaction; rolled back (never left open) on any failure."""
         with self._lock:
+            # one try from BEGIN to COMMIT: an interruption (Ctrl-C) landing anywhere
+            # between them — right after BEGIN too — rolls back, so the file's write
+            # lock is never left held by a transaction nobody will finish
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreWriteFailed(
-                    f"the journal at {self.path} could not {what}: {exc}", operation=what
-                ) from exc
-            try:
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise StoreWriteFailed(
+                        f"the journal at {self.path} could not {what}: {exc}", operation=what
+                    ) from exc
                 yield self._db
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 # the transaction may already be gone; the original error is the news
-                with suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                if isinstance(exc, StoreError):
+                    raise
                 if isinstance(exc, _UNREADABLE):
                     # rolled back: a SQLite transaction commits whole or not at all
                     raise StoreWriteFailed(

@@ -243,25 +243,23 @@ def encode_snapshot(
         ) from None
 
 
-def encode_messages(messages: Sequence[Mapping[str, Any]]) -> list[bytes]:
-    """Each message encoded on its own: what a conversation compares, save to save, to
-    find the messages a run left as they were."""
+def snapshot_of(
+    messages: Sequence[bytes], keep: int, state: Any, resumed: Sequence[str], run: Mapping[str, Any]
+) -> Snapshot:
+    """A save whose messages are already encoded, one by one (the conversation's):
+    joined, not encoded again."""
     try:
-        return [orjson.dumps(m) for m in messages]
+        return Snapshot(
+            b"[" + b",".join(messages) + b"]",
+            keep,
+            orjson.dumps(state),
+            orjson.dumps(sorted(resumed)),
+            orjson.dumps(dict(run)),
+        )
     except TypeError as exc:
         raise StoreWriteFailed(
             f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
         ) from None
-
-
-def kept_prefix(before: Sequence[bytes], after: Sequence[bytes]) -> int:
-    """How many leading messages ``after`` has exactly as ``before`` had them."""
-    n = 0
-    for old, new in zip(before, after, strict=False):
-        if old != new:
-            break
-        n += 1
-    return n
 
 
 def decode_record(

@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
+from .._text import terminal_text
 from ._common import interrupted
 from ._drive import Driver, add_drive_options, describe_run, prepare
 
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         driver.ui.finish_run()
         return interrupted("chat", journal=args.journal)
     except ScriptError as exc:
-        print(f"agui-tools chat: --script {args.script}, {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools chat: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
     finally:
         driver.close()

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from .._text import terminal_json, terminal_text
+
 HELP = """\
 Run the conformance cases against the AG-UI agent at URL (its POST endpoint)
 and judge the producer: how it meets good, malformed and unusual input, the
@@ -169,7 +171,10 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, orjson.JSONDecodeError):
             why = f"not JSON ({exc})"
         print(
-            f"agui-tools check: cannot read --tools {args.tools}: {why or describe_exception(exc)}",
+            terminal_text(
+                f"agui-tools check: cannot read --tools {args.tools}: "
+                f"{why or describe_exception(exc)}"
+            ),
             file=sys.stderr,
         )
         return 2
@@ -180,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         if args.baseline:
             baseline = Baseline.load(args.baseline)
     except UsageError as exc:
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools check: {exc}"), file=sys.stderr)
         return 2
     try:
         report = check_agent(
@@ -199,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, TransportError) as exc:
         from ._common import cut
 
-        print(f"agui-tools check: {str(exc).replace(args.url, cut(args.url))}", file=sys.stderr)
+        text = str(exc).replace(args.url, cut(args.url))
+        print(terminal_text(f"agui-tools check: {text}"), file=sys.stderr)
         return 2
     try:
         if args.junit:
@@ -207,10 +213,10 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             Path(args.html).write_text(html_report(report), encoding="utf-8")
     except OSError as exc:
-        print(f"agui-tools check: cannot write the report: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools check: cannot write the report: {exc}"), file=sys.stderr)
         return 2
     if args.json:
-        sys.stdout.buffer.write(report.dumps() + b"\n")
+        sys.stdout.buffer.write(terminal_json(report.dumps()) + b"\n")
     else:
         print_report(report)
     said = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .._text import terminal_json, terminal_text
 from ._common import interrupted
 from ._drive import Driver, add_drive_options, describe_run, prepare
 
@@ -104,17 +105,23 @@ def _run(driver: Driver) -> int:
             _print_json(driver, INTERRUPTED, status="interrupted")
         return interrupted("run", journal=args.journal)
     except ScriptError as exc:
-        print(f"agui-tools run: --script {args.script}, {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools run: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
     except TransportError as exc:
         ui.finish_run()
-        print(f"agui-tools run: {describe_transport_error(exc, args.url)}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools run: {describe_transport_error(exc, args.url)}"),
+            file=sys.stderr,
+        )
         if not exc.truncated:  # never reached, or refused before any stream: exit 2
             return 2
         result, problem = None, str(exc)
     except ProtocolViolation as exc:
         ui.finish_run()
-        print(f"agui-tools run: the agent's stream was rejected: {exc}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools run: the agent's stream was rejected: {exc}"),
+            file=sys.stderr,
+        )
         result, problem = None, f"the agent's stream was rejected: {exc}"
     ui.finish_run()
     conversation = session.conversation
@@ -122,7 +129,7 @@ def _run(driver: Driver) -> int:
         ui.summary(conversation.messages)
     if result is not None and result.status != "success":
         problem = describe_run(result)
-        print(f"agui-tools run: {problem}", file=sys.stderr)
+        print(terminal_text(f"agui-tools run: {problem}"), file=sys.stderr)
     if args.json:
         _print_json(driver, problem)
     return 0 if problem is None else 1
@@ -153,5 +160,7 @@ def _print_json(driver: Driver, problem: str | None, *, status: str | None = Non
         "state": conversation.state if conversation is not None else None,
         "error": problem,
     }
-    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.buffer.write(
+        terminal_json(orjson.dumps(document, option=orjson.OPT_INDENT_2)) + b"\n"
+    )
     sys.stdout.flush()

@@ -73,12 +73,37 @@ def register(sub: Any) -> None:
         help="time a client has to send its whole request body; then 408 (default 30)",
     )
     p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time a connection has to send a complete request head; then 408 and closed "
+        "(default 10)",
+    )
+    p.add_argument(
+        "--send-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client may read nothing while the response waits; then the connection is "
+        "aborted (default 30)",
+    )
+    p.add_argument(
         "--allow-origin",
         action="append",
         default=[],
         metavar="ORIGIN",
         help="a browser origin allowed to start runs (and answered CORS), besides the "
         "server's own; repeatable; '*' allows any",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name (Host) clients reach the server by, besides localhost and IP addresses "
+        "(and --host); '.example.com' allows every name under it, '*' any; repeatable. "
+        "Other names are refused: a DNS-rebinding page sends its own",
     )
     p.set_defaults(func=run)
 
@@ -216,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .._text import guarded_logger
     from ..demo.agent import demo_agent
+    from ..transport._deadlines import deadline_protocol
     from ..transport._server import agent_app
     from ._common import describe_exception
 
@@ -241,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
         path=args.path,
         verify=not args.no_verify,
         allowed_origins=args.allow_origin,
+        allowed_hosts=[args.host, *args.allow_host],
         body_timeout=args.body_timeout,
         max_concurrency=args.limit_concurrency,
     )
@@ -253,6 +280,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=args.access_log,
         limit_concurrency=args.limit_concurrency,
+        http=deadline_protocol(header_timeout=args.header_timeout, send_timeout=args.send_timeout),
     )
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._errors import AguiError, ProtocolViolation
+from .._text import terminal_json, terminal_text
 
 if TYPE_CHECKING:
     from ..app._capture import CaptureVerdict
@@ -120,7 +121,9 @@ def _read_input(path: str) -> dict[str, Any] | None:
         data = Path(path).read_bytes()
         obj = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError) as exc:
-        print(f"agui-tools verify: cannot read --input {path}: {exc}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools verify: cannot read --input {path}: {exc}"), file=sys.stderr
+        )
         return None
     if not isinstance(obj, dict):
         print(
@@ -134,12 +137,14 @@ def _read_input(path: str) -> dict[str, Any] | None:
         decoded = decode_run_input(obj)
     except ProtocolViolation as exc:
         print(
-            f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}",
+            terminal_text(f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}"),
             file=sys.stderr,
         )
         return None
     for warning in decoded.warnings:
-        print(f"agui-tools verify: --input {path}: warning {warning}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools verify: --input {path}: warning {warning}"), file=sys.stderr
+        )
     return decoded.wire
 
 
@@ -165,18 +170,22 @@ def run(args: argparse.Namespace) -> int:
         frames = read_frames(data, limits=limits)
     except ProtocolViolation as exc:
         name = "standard input" if args.source == "-" else args.source
-        print(f"agui-tools verify: {name} is not a readable capture: {exc}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools verify: {name} is not a readable capture: {exc}"),
+            file=sys.stderr,
+        )
         if exc.rule == "LIMIT":
             print("agui-tools verify: --limit NAME=N sets a limit (see --help)", file=sys.stderr)
         return 2
     try:
         outcome = replay(frames, run_input=run_input, strict=args.strict, limits=limits)
     except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
-        print(f"agui-tools verify: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools verify: {exc}"), file=sys.stderr)
         return 2
     cut = outcome.truncated = truncation(outcome, data)
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        document = orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2)
+        sys.stdout.buffer.write(terminal_json(document) + b"\n")
     else:
         _print_human(outcome, cut)
     return 0 if outcome.result.completed and cut is None else 1
@@ -185,9 +194,9 @@ def run(args: argparse.Namespace) -> int:
 def _print_human(outcome: CaptureVerdict, cut: dict[str, Any] | None) -> None:
     result = outcome.result
     for w in result.warnings:
-        print(f"warning {w}")
+        print(terminal_text(f"warning {w}"))
     if result.error is not None:
-        print(f"VIOLATION {result.error}")
+        print(terminal_text(f"VIOLATION {result.error}"))
         if result.error.rule == "LIMIT":
             print(f"  (a limit: --limit NAME=N sets it; NAME one of {', '.join(LIMIT_NAMES)})")
     print(
@@ -200,9 +209,9 @@ def _print_human(outcome: CaptureVerdict, cut: dict[str, Any] | None) -> None:
             line += f", pending tool calls: {', '.join(r.pending)}"
         if r.error:
             line += f", error: {r.error.get('message')}"
-        print(line)
+        print(terminal_text(line))  # ids, pending calls, RUN_ERROR.message: the agent's text
     if cut is not None:
-        print(f"TRUNCATED [{cut['rule']}] {cut['message']}")
+        print(terminal_text(f"TRUNCATED [{cut['rule']}] {cut['message']}"))
         print("outcome: truncated (not a success)")
         return
     print(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))

@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._errors import ProtocolWarning
-from .._text import escape_controls
+from .._text import terminal_text
 from ..app._calls import CallStatus, PendingCall, describe_errors
 from ..app._conversation import CallUpdate, TextDelta, Update
 from ..transport._session import Approval
@@ -76,8 +76,9 @@ def _wait_readable(stream: Any) -> None:
 
 
 def safe(value: str) -> str:
-    """``value`` with every control/format character replaced by a visible escape."""
-    return escape_controls(value)
+    """``value`` with every control/format character replaced by a visible escape
+    (:func:`~agui_tools._text.terminal_text`, what every command writes through)."""
+    return terminal_text(value)
 
 
 def safe_text(value: Any, style: str = "") -> Text:
