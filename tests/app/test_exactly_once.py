@@ -597,6 +597,32 @@ def test_an_outcome_check_that_returns_no_answer_leaves_the_outcome_unknown_and_
     assert state is not None and state.claim is Claim.UNKNOWN  # still open for a later check
 
 
+def test_a_hooks_answer_recorded_first_is_the_one_the_executor_gives_too(
+    journal_factory: Callable[[], Journal],
+) -> None:
+    """A replica's outcome_unknown check answers a call the executor is still running
+    (in_flight_wait=0: the hazard docs/deployment.md warns of); when the executor's
+    result arrives second, the executor's conversation gives the answer that stands —
+    the thread and the journal never disagree on the call."""
+    a = received(journal_factory(), ORDER)
+    a.approve("c1")
+
+    def charge(_args: dict[str, Any]) -> str:
+        b = received(
+            journal_factory(),
+            ORDER,
+            outcome_unknown=lambda *_: Answer.failed("c1", "not charged: no payment found"),
+        )
+        assert b.call("c1").answer == Answer.failed("c1", "not charged: no payment found")
+        return "charged"
+
+    answer = a.execute("c1", charge)
+    assert answer == Answer.failed("c1", "not charged: no payment found")
+    assert journal_factory().answer_for(THREAD, "c1") == answer.to_json()
+    tool = [m for m in a.messages if m["role"] == "tool"]
+    assert [m["content"] for m in tool] == [answer.content]
+
+
 def test_an_input_refused_before_sending_leaves_the_thread_as_it_was() -> None:
     conv = Conversation(thread_id=THREAD, journal=MemoryJournal())
     with pytest.raises(InputRejected, match="/messages/0/content"):

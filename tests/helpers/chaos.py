@@ -349,6 +349,10 @@ def _make_card(
     options = dict(options or {})
     if options.pop("reconcile", False):
         options["outcome_unknown"] = _reconcile(effects, log)
+        if not options.get("in_flight_wait"):
+            # the docs' example as written: no in_flight_wait — the Session's default,
+            # which with a hook is the longest handler timeout
+            options.pop("in_flight_wait", None)
     session = session_cls(client, store=store, thread_id=thread, ask=lambda _c: True, **options)
     card = _Card(session, thread, log)
     inc = int(log.stamp.get("inc", 0))

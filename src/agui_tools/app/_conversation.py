@@ -1089,17 +1089,28 @@ class Conversation:
     def _executed_steps(
         self, call: PendingCall, key: JournalKey, answer: Answer
     ) -> StoreSteps[Answer]:
-        """An execution's answer: given first (the side effect happened), then made durable."""
-        given = self._answer(call, answer)
+        """An execution's answer, made durable, then given — the answer that stands:
+        ours, or the one recorded first over our intent (a replica that answered the
+        call "outcome unknown" while it ran), so every reader agrees with the journal.
+
+        If it cannot be recorded, ours is given in memory (the side effect happened)
+        and the error raised; the conversation stops (nothing of it is saved), and a
+        reload reads the intent without an answer: "outcome unknown", never a re-run.
+        """
         try:
-            yield from ask("finish", key, answer.to_json())
-        except StoreError as exc:
+            standing = yield from ask("finish", key, answer.to_json())
+        except BaseException as exc:  # a cancellation too: the side effect happened
+            self._answer(call, answer)
+            if not isinstance(exc, StoreError):
+                raise
             raise StoreOutcomeUnknown(
                 f"call {call.call_id!r} was executed and is answered, but its answer could not be "
                 f"recorded ({exc}); the journal still holds its intent, so after a restart its "
                 "outcome reads as unknown and it is not run again"
             ) from exc
-        return given
+        if isinstance(standing, Mapping) and dict(standing) != answer.to_json():
+            return self._answer(call, Answer.from_json(standing))  # another answered first
+        return self._answer(call, answer)
 
     def _unknown_steps(self, call: PendingCall, record: ClaimResult) -> StoreSteps[Answer]:
         """A call whose execution started and recorded no answer: never run again.
@@ -1133,24 +1144,39 @@ class Conversation:
                 )
                 known = None
         if known is None:
-            return self._answer(
-                call,
-                Answer.failed(
-                    call.call_id,
-                    f"outcome unknown: an execution of this call started at "
-                    f"{started.isoformat(timespec='seconds')} and recorded no result (the "
-                    "application may have stopped mid-call, or is still running it); it was not "
-                    f"run again{note}",
-                ),
+            unknown = Answer.failed(
+                call.call_id,
+                f"outcome unknown: an execution of this call started at "
+                f"{started.isoformat(timespec='seconds')} and recorded no result (the "
+                "application may have stopped mid-call, or is still running it); it was not "
+                f"run again{note}",
             )
-        # the application established what happened: that is the execution's answer
+            # given, not recorded: the intent stays open — the execution may still be
+            # running in another replica, whose result is then what the journal keeps
+            # (in_flight_wait= waits for it instead), and a later outcome_unknown check
+            # may still establish what happened
+            return self._answer(call, unknown)
+            # recorded over the open intent, first answer wins: if the execution was still
+            # running elsewhere and answers meanwhile, the answer recorded first stands for
+            # both — the thread and the journal never disagree on a call
+            standing = yield from ask(
+                "finish",
+                JournalKey(self.thread_id, call.call_id, record.fingerprint),
+                unknown.to_json(),
+            )
+            if isinstance(standing, Mapping):
+                return self._answer(call, Answer.from_json(standing))
+            return self._answer(call, unknown)
+        # the application established what happened: that is the execution's answer —
+        # unless another answer was recorded first, which stands
         known = dataclasses.replace(known, call_id=call.call_id)
-        given = self._answer(call, known)
         assert record.fingerprint is not None
-        yield from ask(
+        standing = yield from ask(
             "finish", JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
         )
-        return given
+        if isinstance(standing, Mapping) and dict(standing) != known.to_json():
+            return self._answer(call, Answer.from_json(standing))
+        return self._answer(call, known)
 
     def take_updates(self) -> list[Update]:
         """Updates produced since last asked (disposition calls produce them too)."""

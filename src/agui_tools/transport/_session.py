@@ -266,7 +266,9 @@ class BaseSession(Generic[C]):
         max_turns: a safety stop for agents that keep calling tools.
         in_flight_wait: as for :class:`Conversation`: how long to wait for the
             answer of a call another replica is executing right now before
-            answering it "outcome unknown" (default 0: never).
+            answering it "outcome unknown". Default: 0 (never) — or, with an
+            ``outcome_unknown`` check, the longest handler timeout: the check is
+            only asked about a call that can no longer be running anywhere.
         outcome_unknown: as for :class:`Conversation`: establishes what became
             of a call whose execution started and recorded no answer.
     """
@@ -284,7 +286,7 @@ class BaseSession(Generic[C]):
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
         store: Store | AsyncStore | None = None,
-        in_flight_wait: float = 0.0,
+        in_flight_wait: float | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
     ) -> None:
         self.client: C = client
@@ -359,11 +361,27 @@ class BaseSession(Generic[C]):
                 consent=self._consent,
                 journal=self._journal,
                 store=self._store,
-                in_flight_wait=self._in_flight_wait,
+                in_flight_wait=self._effective_in_flight_wait(),
                 outcome_unknown=self._outcome_unknown,
             )
             self._thread_id = self.conversation.thread_id  # a reload picks up the same thread
         return self.conversation
+
+    def _effective_in_flight_wait(self) -> float:
+        """``in_flight_wait`` as given; by default 0 — unless an ``outcome_unknown``
+        check is given: then the longest handler timeout, since asking the system a
+        handler acts on what became of a call is only sound once that call can no
+        longer be running in another replica (asked earlier, it reads "not done" for
+        a call about to be done, and that answer stands)."""
+        if self._in_flight_wait is not None:
+            return self._in_flight_wait
+        if self._outcome_unknown is None:
+            return 0.0
+        timeouts = [
+            t.timeout if t.timeout is not None else self.timeout for t in self._tools.values()
+        ]
+        known = [t for t in (*timeouts, self.timeout) if t is not None]
+        return max(known, default=0.0)
 
     def _reopened(self) -> Conversation:
         """The conversation to go on with: a new one from the store after a failure."""
