@@ -37,6 +37,7 @@ import dataclasses
 import inspect
 import time
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -113,10 +114,12 @@ class Conversation:
         tools: the frontend tools this application advertises and executes.
         consent: the consent policy (default: read-only tools run, side-effectful
             tools ask the user).
-        journal: where intents, answers and decisions are recorded. Default:
-            :class:`MemoryJournal`; use :class:`SQLiteJournal` for durability.
-        store: where the whole thread is kept (a :class:`~agui_tools.app._store.Store`,
-            which is the journal too — give one or the other). With a
+        store: the one storage knob. A :class:`~agui_tools.app._store.Store`
+            (``SQLiteStore``, ``PostgresStore``, ``AsyncPostgresStore``,
+            ``MemoryStore``) keeps the whole thread and is the journal of every
+            call (intents, answers, consent decisions); a bare journal
+            (``MemoryJournal``, ``SQLiteJournal``) keeps the calls only. Default:
+            a ``MemoryJournal`` — exactly once within this process. With a
             ``thread_id`` the store already holds, the thread is restored from
             it (``messages`` and ``state`` must then be left out); each run is
             saved as it ends. Tools are never read from the store: the thread
@@ -175,15 +178,23 @@ class Conversation:
         peer_version: str | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
         tool_message_order: Literal["as-folded", "call-order"] = "as-folded",
-        store: Store | AsyncStore | None = None,
+        store: Store | AsyncStore | Journal | None = None,
         in_flight_wait: float = 0.0,
     ) -> None:
         if tool_message_order not in ("as-folded", "call-order"):
             raise UsageError(
                 f"tool_message_order must be 'as-folded' or 'call-order', not {tool_message_order!r}"
             )
-        if store is not None and journal is not None and journal is not store:
-            raise UsageError("give store= (which is also the journal) or journal=, not both")
+        if journal is not None:
+            if store is not None and journal is not store:
+                raise UsageError("give store= (which is also the journal) or journal=, not both")
+            warnings.warn(
+                "Conversation(journal=…) is store=… now: one knob for where calls and the "
+                "thread are kept (a bare journal keeps the calls only)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            store = journal
         self.thread_id = thread_id or f"thread-{uuid.uuid4()}"
         self.tools: dict[str, ToolSpec] = {}
         for tool in tools:
@@ -192,10 +203,10 @@ class Conversation:
             tool.validator  # noqa: B018 - compile now: a bad schema fails at registration
             self.tools[tool.name] = tool
         self.consent = consent or ConsentPolicy()
-        self.store = store
-        self.journal: Journal | AsyncStore = (
-            store if store is not None else journal if journal is not None else MemoryJournal()
-        )
+        self.store: Store | AsyncStore | None = store if _keeps_threads(store) else None  # type: ignore[assignment]
+        """Where the thread is kept (``None``: nowhere — a bare journal, or none)."""
+        self.journal: Journal | AsyncStore = store if store is not None else MemoryJournal()
+        """Where the calls are recorded: the store, or the bare journal given."""
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
         # the messages of that version, each encoded, with the record it was encoded from
@@ -232,7 +243,7 @@ class Conversation:
             limits=limits,
         )
         self._given_history = bool(initial) or state is not None
-        self._unloaded = store is not None and thread_id is not None
+        self._unloaded = self.store is not None and thread_id is not None
         """The thread may be in the store and was not looked for yet (an async store)."""
         if self._unloaded and not is_async_store(store):
             self.restore()
@@ -1191,3 +1202,8 @@ class Conversation:
     @property
     def state(self) -> Any:
         return self.thread.state
+
+
+def _keeps_threads(store: object) -> bool:
+    """Whether ``store`` keeps threads (a Store, sync or async), not only calls."""
+    return store is not None and (is_async_store(store) or hasattr(store, "save_run"))
