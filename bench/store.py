@@ -283,7 +283,7 @@ def save_cpu(runs: int) -> tuple[float, float]:
         t0 = time.perf_counter()
         conv.thread.encoded(saved)
         now = min(now, time.perf_counter() - t0)
-        old = [blob for _, blob in saved]
+        old = saved.blobs
         t0 = time.perf_counter()
         fresh = [orjson.dumps(m) for m in conv.thread.messages]
         _keep = next(

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agui_tools.app import _reducer
-from agui_tools.app._reducer import ThreadState
+from agui_tools.app._reducer import NOTHING_ENCODED, Encoded, ThreadState
 
 from ..helpers.gen_streams import GeneratedStream, streams
 
@@ -37,7 +37,7 @@ def test_the_reused_encoding_is_the_whole_thread_encoded_afresh(
     gs: GeneratedStream, data: st.DataObject
 ) -> None:
     thread = ThreadState()
-    previous: list[tuple[object, bytes]] = []
+    previous: Encoded = NOTHING_ENCODED
     answered = 0
     for event in gs.explicit:
         thread.apply(event)
@@ -55,11 +55,11 @@ def test_the_reused_encoding_is_the_whole_thread_encoded_afresh(
                 )
             keep, encoded = thread.encoded(previous)
             fresh = [orjson.dumps(m) for m in thread.messages]
-            assert [blob for _, blob in encoded] == fresh
-            assert keep == _reference_keep([b for _, b in previous], fresh)
+            assert encoded.blobs == fresh
+            assert keep == _reference_keep(previous.blobs, fresh)
             previous = encoded
     keep, encoded = thread.encoded(previous)
-    assert [blob for _, blob in encoded] == [orjson.dumps(m) for m in thread.messages]
+    assert encoded.blobs == [orjson.dumps(m) for m in thread.messages]
 
 
 class _CountingJson:
@@ -85,11 +85,11 @@ def test_an_untouched_thread_is_not_encoded_again(monkeypatch: pytest.MonkeyPatc
     thread = ThreadState(messages)
     counting = _CountingJson()
     monkeypatch.setattr(_reducer, "orjson", counting)
-    keep, first = thread.encoded([])
-    assert keep == 0 and len(first) == 50 and counting.dumped == 50
+    keep, first = thread.encoded(NOTHING_ENCODED)
+    assert keep == 0 and len(first.blobs) == 50 and counting.dumped == 50
     keep, again = thread.encoded(first)
     assert keep == 50 and again == first and counting.dumped == 50  # nothing encoded
     thread.apply({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m7", "delta": "!"})
     keep, third = thread.encoded(again)
     assert counting.dumped == 51 and keep == 7  # the one message the event named
-    assert third[7][1] == orjson.dumps({"id": "m7", "role": "user", "content": "question 7!"})
+    assert third.blobs[7] == orjson.dumps({"id": "m7", "role": "user", "content": "question 7!"})

@@ -62,7 +62,7 @@ from ._downgrade import prepare_run_input
 from ._execution import Execution, unawaited
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._link import Link, Operation
-from ._reducer import ThreadState
+from ._reducer import NOTHING_ENCODED, Encoded, ThreadState
 from ._resume import check_resume
 from ._runs import RunResult, run_from_json, run_to_json
 from ._steps import Pause, Steps, StoreOp, adrive, ask, drive
@@ -210,7 +210,7 @@ class Conversation:
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
         # the messages of that version, each encoded, with the record it was encoded from
-        self._saved: list[tuple[object, bytes]] = []
+        self._saved: Encoded = NOTHING_ENCODED
         self._link = Link(self.thread_id)
         """Whether this copy of the thread is in step with the store (app/_link.py)."""
         self.context = [dict(c) for c in context]
@@ -608,7 +608,7 @@ class Conversation:
                 f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
             ) from None
         snapshot = snapshot_of(
-            [blob for _, blob in encoded[keep:]],
+            encoded.blobs[keep:],
             keep,
             self.thread.state,
             sorted(self._resumed),
@@ -659,7 +659,7 @@ class Conversation:
             max_depth=(self.limits or Limits()).max_depth,
         )
         self.version = record.version
-        self._saved = self.thread.encoded([])[1]
+        self._saved = self.thread.encoded(NOTHING_ENCODED)[1]
         self._resumed = set(record.resumed)
         self.runs = [run_from_json(r) for r in record.runs]
         closed: dict[str, bool] = {}

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -62,6 +63,34 @@ _TEXT_ROLES: Final = frozenset({"developer", "system", "assistant", "user"})
 # value as deep as one event allows under a path into what earlier ones built.
 # State sits at level 2 of the events and run inputs that carry it, hence the
 # value budget of max_depth - 1 (ThreadState._value_depth).
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """The thread's messages as a save last encoded them: the records, and each one's
+    JSON bytes (:meth:`ThreadState.encoded`)."""
+
+    records: list[object]
+    blobs: list[bytes]
+
+
+NOTHING_ENCODED = Encoded([], [])
+
+
+def _common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items ``a`` and ``b`` share, by identity, compared a slice at a
+    time (list equality tests identity first, in C)."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n:
+        j = min(i + 1024, n)
+        if a[i:j] == b[i:j]:
+            i = j
+            continue
+        while a[i] is b[i]:
+            i += 1
+        return i
+    return n
 
 
 class _Call:
@@ -355,34 +384,45 @@ class ThreadState:
             if call is not None:
                 touched.add(call.message.id)
 
-    def encoded(
-        self, previous: Sequence[tuple[object, bytes]]
-    ) -> tuple[int, list[tuple[object, bytes]]]:
+    def encoded(self, previous: Encoded) -> tuple[int, Encoded]:
         """Every message as JSON bytes, and how many leading ones are as ``previous``
         (what the last call returned) had them: what a save writes is what changed.
 
-        A message whose record is the one ``previous`` holds at its position and
-        that no event, answer or edit touched since is not encoded again (its
-        bytes are reused); every other one is encoded and compared byte for byte,
-        so a snapshot restating the thread as it was still keeps it. Raises
-        ``TypeError`` for a value JSON cannot carry.
+        The messages before the first one that moved or that an event, answer or
+        edit touched since are not looked at one by one: the prefix is found by
+        comparing record identities a slice at a time (in C), then lowered to the
+        first touched message. From there each message is encoded again unless its
+        record is untouched and in place, and compared byte for byte, so a snapshot
+        restating the thread as it was still keeps it. The Python work is the
+        change, not the thread. Raises ``TypeError`` for a value JSON cannot carry.
         """
         touched, self._touched = self._touched, set()
-        out: list[tuple[object, bytes]] = []
+        order = self._order
+        old_records, old_blobs = previous.records, previous.blobs
+        same = _common_prefix(order, old_records)
+        for ident in touched:
+            record = self._by_id.get(ident)
+            if record is None or same == 0:
+                continue
+            try:
+                same = order.index(record, 0, same)  # identity: _Message has no __eq__
+            except ValueError:
+                continue
+        blobs = old_blobs[:same]
         keep: int | None = None
         dumps = orjson.dumps
-        for i, record in enumerate(self._order):
-            prev = previous[i] if i < len(previous) else None
-            if prev is not None and prev[0] is record and record.id not in touched:
-                blob = prev[1]
+        for i in range(same, len(order)):
+            record = order[i]
+            if i < len(old_records) and old_records[i] is record and record.id not in touched:
+                blob = old_blobs[i]
             else:
                 blob = dumps(record.to_wire())
-                if keep is None and (prev is None or prev[1] != blob):
+                if keep is None and (i >= len(old_blobs) or old_blobs[i] != blob):
                     keep = i
-            out.append((record, blob))
+            blobs.append(blob)
         if keep is None:
-            keep = min(len(out), len(previous))
-        return keep, out
+            keep = min(len(order), len(old_blobs))
+        return keep, Encoded(list(order), blobs)
 
     def apply_all(self, events: Iterable[WireEvent]) -> None:
         apply = self.apply
