@@ -1,0 +1,342 @@
+"""The fault campaign (issue #21, item 5): every store operation of every scenario,
+failed in every way, one at a time — then recovered as docs/deployment.md says
+and judged.
+
+For each scenario of tests/helpers/chaos.py (one replica; two replicas on one
+thread, faults on either; restore after a crash; decline; a failing handler; a
+retry with ``message_id``; two calls in one run) a fault-free run counts the
+store operations K of the faulty replica; then for every k in 0..K-1 and every
+kind (tests/helpers/faults.py: ``before``, ``after``, ``die``, ``die-after``) a
+trial injects that one fault at operation k, recovers — ``send(text,
+message_id=mid)`` again on the same session or on a new one, a new process after
+a death — and checks the invariants (``chaos.check``): each charge at most once,
+every call answered exactly once, "executed" iff the card was charged (else the
+documented "outcome unknown"), no dangling call, each user message once, the
+thread agreeing with the journal. A sample of deaths is a real ``SIGKILL`` of a
+worker subprocess.
+
+Bounded (``make test``): memory and SQLite exhaustive over (scenario, k, kind),
+the session face and the recovery habit alternating from one fault point to the
+next; PostgreSQL (sync and async stores) a deterministic stratified sample.
+``CHAOS=full`` (``make chaos``): every fault point with both faces and both habits
+on every backend, and a larger SIGKILL sample. ``CHAOS_SEED`` changes the sample;
+``CHAOS_REPORT=path`` also writes the table there. A violation names scenario,
+backend, face, habit, k, the operation, the fault kind and the invariant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ..helpers.chaos import (
+    SCENARIOS,
+    AgentServer,
+    Backend,
+    Face,
+    Habit,
+    Ledger,
+    Scenario,
+    TrialResult,
+    Violation,
+    agent_server,
+    run_trial,
+    sigkill_trial,
+)
+from ..helpers.faults import KINDS, Fault, FaultKind
+
+FULL = os.environ.get("CHAOS", "").strip().lower() == "full"
+SEED = int(os.environ.get("CHAOS_SEED", "21"))
+COMBOS: tuple[tuple[Face, Habit], ...] = (
+    ("sync", "same"),
+    ("async", "new"),
+    ("sync", "new"),
+    ("async", "same"),
+)
+"""(session face, recovery habit): ``same`` retries on the session that failed (it
+reloads itself), ``new`` on a new session on the same store and thread."""
+PG_SAMPLE = 6
+"""Bounded: fault points per (scenario, kind) on each PostgreSQL store."""
+SIGKILLS = 48 if FULL else 3
+"""SIGKILL trials per durable backend."""
+SHOWN = 25
+
+
+@dataclass
+class Tally:
+    """What the campaign covered and found, for the table printed at the end."""
+
+    points: Counter[tuple[str, str]] = field(default_factory=Counter)
+    violated: Counter[tuple[str, str]] = field(default_factory=Counter)
+    seconds: Counter[str] = field(default_factory=Counter)
+    by_invariant: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    baselines: Counter[str] = field(default_factory=Counter)
+    baselines_violated: Counter[str] = field(default_factory=Counter)
+    deaths: int = 0
+    carried: int = 0
+
+    def add(self, backend: str, kind: str, result: TrialResult) -> None:
+        self.points[backend, kind] += 1
+        self.errors.update(result.errors)
+        self.deaths += result.deaths
+        self.carried += result.carried
+        if result.violations:
+            self.violated[backend, kind] += 1
+        for v in result.violations:
+            self.by_invariant[v.scenario, v.habit, kind, v.invariant] += 1
+
+    def baseline(self, backend: str, result: TrialResult) -> None:
+        """A fault-free counting run: not a fault point, but its violations count too."""
+        self.baselines[backend] += 1
+        for v in result.violations:
+            self.by_invariant[v.scenario, v.habit, "none", v.invariant] += 1
+        if result.violations:
+            self.baselines_violated[backend] += 1
+
+    def table(self) -> list[str]:
+        kinds = [*KINDS, "sigkill"]
+        backends = sorted({b for b, _ in self.points}, key=_backend_order)
+        head = f"{'backend':<16}" + "".join(f"{k:>12}" for k in kinds)
+        head += f"{'points':>9}{'violated':>10}{'seconds':>9}"
+        lines = [
+            f"fault campaign ({'full' if FULL else 'bounded'}, seed {SEED}): fault points "
+            "covered / trials with a violation",
+            head,
+        ]
+        for b in backends:
+            cells = "".join(
+                f"{self._cell(b, k):>12}" if self.points[b, k] else f"{'-':>12}" for k in kinds
+            )
+            total = sum(self.points[b, k] for k in kinds)
+            bad = sum(self.violated[b, k] for k in kinds)
+            lines.append(f"{b:<16}{cells}{total:>9}{bad:>10}{self.seconds[b]:>9.1f}")
+        total = sum(self.points.values())
+        bad = sum(self.violated.values())
+        lines.append(f"{'all':<16}{'':>{12 * len(kinds)}}{total:>9}{bad:>10}")
+        runs = sum(self.baselines.values())
+        lines.append(
+            f"fault-free counting runs: {runs}, {sum(self.baselines_violated.values())} with a "
+            f"violation; store errors recovered from: {dict(self.errors)}; process deaths: "
+            f"{self.deaths}; threads carried on by a final send(): {self.carried}"
+        )
+        if self.by_invariant:
+            lines.append("violations by (scenario, habit, kind, invariant):")
+            lines += [f"  {n:5d}  {key}" for key, n in sorted(self.by_invariant.items())]
+        return lines
+
+    def _cell(self, backend: str, kind: str) -> str:
+        return f"{self.points[backend, kind]}/{self.violated[backend, kind]}"
+
+
+def _backend_order(name: str) -> int:
+    order = ["memory", "sqlite", "postgres", "postgres-async", "sqlite-kill", "postgres-kill"]
+    return order.index(name) if name in order else len(order)
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[AgentServer]:
+    with agent_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def tally(request: pytest.FixtureRequest) -> Iterator[Tally]:
+    found = Tally()
+    yield found
+    lines = found.table()
+    reporter = request.config.pluginmanager.getplugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        for line in lines:
+            reporter.write_line(line)
+    path = os.environ.get("CHAOS_REPORT")
+    if path:
+        Path(path).write_text("\n".join(lines) + "\n")
+        Path(path).with_suffix(".json").write_text(
+            json.dumps(
+                {
+                    "full": FULL,
+                    "seed": SEED,
+                    "points": {f"{b}/{k}": n for (b, k), n in found.points.items()},
+                    "violated": {f"{b}/{k}": n for (b, k), n in found.violated.items()},
+                    "seconds": dict(found.seconds),
+                    "by_invariant": {"/".join(k): n for k, n in found.by_invariant.items()},
+                },
+                indent=1,
+            )
+        )
+
+
+def _backend(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> Backend:
+    if name == "memory":
+        return Backend("memory")
+    if name == "sqlite":
+        return Backend("sqlite", str(tmp_path / "chaos.sqlite"))
+    backend = Backend(name, request.getfixturevalue("postgres_dsn"))
+    backend.prepare()
+    return backend
+
+
+def _combos(backend: Backend) -> tuple[tuple[Face, Habit], ...]:
+    """The (face, habit) pairs a backend runs: the async store has only the async face."""
+    return tuple(c for c in COMBOS if not backend.is_async or c[0] == "async")
+
+
+@dataclass(frozen=True)
+class Point:
+    scenario: Scenario
+    face: Face
+    habit: Habit
+    k: int
+    kind: FaultKind
+    op: str
+
+
+def _plan(backend: Backend, url: str, tally: Tally, violations: list[Violation]) -> list[Point]:
+    """Count K per scenario and (face, habit) with a fault-free run; return the fault
+    points to try: all of them in full mode; in bounded mode each (scenario, k, kind)
+    once, its face and habit alternating — every one of them on memory and SQLite, a
+    stratified sample of ``PG_SAMPLE`` per (scenario, kind) on PostgreSQL."""
+    combos = _combos(backend)
+    counted: dict[tuple[str, Face, Habit], TrialResult] = {}
+    for scenario in SCENARIOS.values():
+        for face, habit in combos:
+            base = run_trial(
+                scenario, backend, url=url, face=face, habit=habit, fault=None, ledger=Ledger()
+            )
+            counted[scenario.name, face, habit] = base
+            violations += base.violations
+            tally.baseline(backend.name, base)
+    points: list[Point] = []
+    rng = random.Random(f"{SEED}/{backend.name}")
+    for scenario in SCENARIOS.values():
+        for n, kind in enumerate(KINDS):
+            if FULL:
+                chosen = [
+                    (face, habit, k)
+                    for face, habit in combos
+                    for k in range(counted[scenario.name, face, habit].ops)
+                ]
+            else:
+                chosen = []
+                most = max(b.ops for (s, _, _), b in counted.items() if s == scenario.name)
+                for k in range(most):
+                    face, habit = combos[(k + n) % len(combos)]
+                    if k < counted[scenario.name, face, habit].ops:
+                        chosen.append((face, habit, k))
+                if backend.name.startswith("postgres") and len(chosen) > PG_SAMPLE:
+                    chosen = sorted(rng.sample(chosen, PG_SAMPLE), key=lambda c: c[2])
+            for face, habit, k in chosen:
+                op = counted[scenario.name, face, habit].op_log[k][1]
+                points.append(Point(scenario, face, habit, k, kind, op))
+    return points
+
+
+def _report(violations: list[Violation]) -> str:
+    counts = Counter((v.scenario, v.habit, v.kind, v.invariant) for v in violations)
+    lines = [f"{len(violations)} violation(s) of the store's recovery contract:"]
+    lines += [f"  {n:4d} × {key}" for key, n in sorted(counts.items())]
+    lines += ["first ones:"] + [f"  {v}" for v in violations[:SHOWN]]
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(0 if FULL else 300)
+@pytest.mark.run_error("the model is overloaded")  # the retry-message-id scenario's agent
+@pytest.mark.parametrize("backend_name", ["memory", "sqlite", "postgres", "postgres-async"])
+def test_every_store_fault_is_recovered_from_by_the_documented_recipe(
+    backend_name: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    agent: AgentServer,
+    tally: Tally,
+) -> None:
+    started = time.monotonic()
+    backend = _backend(backend_name, tmp_path, request)
+    violations: list[Violation] = []
+    points = _plan(backend, agent.url, tally, violations)
+    unfired = 0
+    for p in points:
+        result = run_trial(
+            p.scenario,
+            backend,
+            url=agent.url,
+            face=p.face,
+            habit=p.habit,
+            fault=Fault(p.k, p.kind),
+            ledger=Ledger(),
+            op_name=p.op,
+        )
+        unfired += not result.fired
+        tally.add(backend.name, p.kind, result)
+        violations += result.violations
+    tally.seconds[backend.name] += time.monotonic() - started
+    if violations:
+        pytest.fail(_report(violations), pytrace=False)
+    # every fault point was reached: the fault-free count and the trials agree
+    assert unfired == 0, f"{unfired} of {len(points)} faults were never reached"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(0 if FULL else 300)
+@pytest.mark.run_error("the model is overloaded")
+@pytest.mark.parametrize("backend_name", ["sqlite", "postgres", "postgres-async"])
+def test_a_real_sigkill_at_a_store_operation_is_recovered_from(
+    backend_name: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    agent: AgentServer,
+    tally: Tally,
+) -> None:
+    """A worker subprocess runs the scenario and SIGKILLs itself as operation k is
+    about to be sent; this process recovers (a new store object, a new session, the
+    message in flight again) and judges the thread. A deterministic sample of
+    (scenario, k), every scenario represented."""
+    started = time.monotonic()
+    backend = _backend(backend_name, tmp_path, request)
+    face: Face = "async" if backend.is_async else "sync"
+    counted = {
+        name: run_trial(
+            s, backend, url=agent.url, face=face, habit="new", fault=None, ledger=Ledger()
+        )
+        for name, s in SCENARIOS.items()
+    }
+    violations = [v for base in counted.values() for v in base.violations]
+    for base in counted.values():
+        tally.baseline(backend.name, base)
+    rng = random.Random(f"{SEED}/kill/{backend.name}")
+    names = list(SCENARIOS)
+    rng.shuffle(names)
+    sample: list[tuple[str, int]] = []
+    per: defaultdict[str, list[int]] = defaultdict(list)
+    for i in range(SIGKILLS):
+        name = names[i % len(names)]
+        left = [k for k in range(counted[name].ops) if k not in per[name]]
+        if left:
+            k = rng.choice(left)
+            per[name].append(k)
+            sample.append((name, k))
+    for name, k in sample:
+        result = sigkill_trial(
+            SCENARIOS[name],
+            backend,
+            url=agent.url,
+            face=face,
+            index=k,
+            op_name=counted[name].op_log[k][1],
+            workdir=tmp_path,
+        )
+        tally.add(backend.name, "sigkill", result)
+        violations += result.violations
+    tally.seconds[backend.name] += time.monotonic() - started
+    if violations:
+        pytest.fail(_report(violations), pytrace=False)
