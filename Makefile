@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 NPM    ?= npm
 INTEROP_STAMP := interop/node_modules/.installed
 
-.PHONY: test lint bench demo format clean fuzz
+.PHONY: test lint bench demo format clean fuzz chaos
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "agui-tools needs Python >= 3.11"'
@@ -60,6 +60,17 @@ bench: $(STAMP)
 FUZZ_SECONDS ?= 240
 fuzz: $(STAMP)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/pytest -q -o timeout=0 -p no:cacheprovider tests/fuzz
+
+# The exhaustive store fault campaign (tests/app/test_fault_campaign.py): every store
+# operation of every scenario failed before, after, and by a death, with both session
+# faces and both recovery habits, on memory, SQLite and PostgreSQL (sync and async),
+# plus a larger real-SIGKILL sample; ends with the table of fault points covered and
+# violations (also written to CHAOS_REPORT, default .chaos-report.txt). `make test`
+# runs a bounded campaign (memory and SQLite exhaustive, PostgreSQL sampled).
+CHAOS_REPORT ?= .chaos-report.txt
+chaos: $(STAMP)
+	@scripts/postgres_setup.sh
+	CHAOS=full CHAOS_REPORT=$(CHAOS_REPORT) $(BIN)/pytest -q -o timeout=0 -p no:cacheprovider tests/app/test_fault_campaign.py
 
 demo: $(STAMP)
 	$(BIN)/agui-tools demo
