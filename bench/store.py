@@ -14,8 +14,8 @@
 The async row is :class:`~agui_tools.app._store_postgres.AsyncPostgresStore` on
 the same server: claims and round trips by 1, 4 and 16 concurrent asyncio tasks
 of one event loop sharing one store (pool ``max_size=16``; round trips through
-``Conversation.off_loop`` and ``execute_async``), and restore as the whole
-``await conv.off_loop(conv.restore)`` and as ``await store.load`` alone — beside
+the conversation's ``*_async`` methods and ``execute_async``), and restore as the whole
+``await conv.restore_async()`` and as ``await store.load`` alone — beside
 the sync store's ``store.load`` timed the same way, for the async ÷ sync ratio.
 
 SQLite commits with ``synchronous=FULL``; the PostgreSQL server (a throw-away
@@ -131,7 +131,7 @@ async def async_claims_per_second(store: Any, tasks: int) -> float:
 
 async def async_round_trips_per_second(store: Any, tasks: int) -> float:
     """:func:`round_trips_per_second` by ``tasks`` concurrent asyncio tasks, every
-    store call awaited (``Conversation.off_loop``, ``execute_async``)."""
+    store call awaited (the conversation's ``*_async`` methods)."""
     tag = uuid.uuid4().hex[:8]
     policy = ConsentPolicy.auto_approve()
     per = ROUND_TRIPS // tasks
@@ -140,10 +140,10 @@ async def async_round_trips_per_second(store: Any, tasks: int) -> float:
         for i in range(per):
             thread = f"art-{tag}-{w}-{i}"
             conv = Conversation(thread_id=thread, tools=[LOOKUP], store=store, consent=policy)
-            await conv.off_loop(conv.restore)
+            await conv.restore_async()
             conv.next_input(user="price?", run_id=f"{thread}-r1")
             conv.receive_many(_events(thread, f"{thread}-r1", "c1"))
-            await conv.off_loop(conv.end_run)
+            await conv.end_run_async()
             await conv.execute_async("c1", lambda _a: "4.50")
 
     t0 = time.perf_counter()
@@ -173,7 +173,7 @@ async def async_figures(
     conninfo: str, threads: list[Conversation]
 ) -> tuple[list[float], list[float], list[tuple[str, float]], list[float]]:
     """Claims/s and round trips/s by tasks; each thread's ``await store.load`` time
-    (with its id) and its whole restore (``await conv.off_loop(conv.restore)``)."""
+    (with its id) and its whole restore (``await conv.restore_async()``)."""
     from agui_tools.app._store_postgres import AsyncPostgresStore
 
     async with AsyncPostgresStore(conninfo, min_size=4, max_size=16) as store:
@@ -199,7 +199,7 @@ async def async_figures(
                     store=store,
                     consent=ConsentPolicy.auto_approve(),
                 )
-                await again.off_loop(again.restore)
+                await again.restore_async()
                 best = min(best, time.perf_counter() - t0)
                 assert len(again.pending) == 1
             restores.append(best)
@@ -402,7 +402,7 @@ def report() -> str:
             sync_pg = stores[-1][1]
             sync_loads = [_best_of_5(lambda t=t: sync_pg.load(t)) for t, _ in async_loads]
             lines += [
-                _restore_row(f"{ASYNC}: `await conv.off_loop(conv.restore)`", async_restores),
+                _restore_row(f"{ASYNC}: `await conv.restore_async()`", async_restores),
                 _restore_row(f"{ASYNC}: `await store.load` only", [t for _, t in async_loads]),
                 _restore_row("PostgreSQL 15 (sync): `store.load` only, for the ratio", sync_loads),
                 "",

@@ -28,7 +28,7 @@ from agui_tools import (
     UsageError,
     agent_app,
 )
-from agui_tools._errors import JournalError
+from agui_tools._errors import JournalError, ReloadRequired, StoreWriteFailed
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy, Verdict
 from agui_tools.app._conversation import Conversation
@@ -409,7 +409,7 @@ def test_a_failing_hook_answers_its_call_and_the_run_is_still_recorded() -> None
     assert "policy service unavailable" in conv.call("c2").answer.content  # type: ignore[union-attr]
 
 
-def test_a_journal_failure_while_disposing_is_raised_after_the_run_is_recorded(
+def test_a_journal_failure_while_disposing_stops_the_conversation_and_guesses_no_answer(
     tmp_path: Path,
 ) -> None:
     with SQLiteJournal(tmp_path / "app.sqlite", timeout=0.05) as journal:
@@ -418,12 +418,18 @@ def test_a_journal_failure_while_disposing_is_raised_after_the_run_is_recorded(
         run(conv, *call("c1", "lookup", "not json", parent="m1"))
         blocker = sqlite3.connect(tmp_path / "app.sqlite", isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")
-        with pytest.raises(JournalError):
+        with pytest.raises(StoreWriteFailed) as failed:
             conv.end_run()
         blocker.execute("ROLLBACK")
         blocker.close()
-        assert len(conv.runs) == 1 and conv.call("c1").status is CallStatus.FAILED
-        conv.next_input()  # not wedged
+        assert failed.value.written == "no"
+        # the answer the journal refused is not given from memory, nor sent: the
+        # conversation stops, saying reload — the journal holds nothing of the call
+        assert conv.call("c1").answer is None and journal.lookup(THREAD, "c1") is None
+        assert not conv.in_step
+        with pytest.raises(ReloadRequired) as refused:
+            conv.next_input()
+        assert refused.value.cause is failed.value
 
 
 # -- calls answered some other way stay answered --------------------------------------

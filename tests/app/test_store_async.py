@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agui_tools._errors import JournalError, StaleThread, StoreError, UsageError
+from agui_tools._errors import JournalError, ReloadRequired, StaleThread, StoreError, UsageError
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
@@ -51,23 +51,23 @@ async def _ended(store: AsyncMemoryStore, *, end: bool = True) -> Conversation:
     """A conversation on ``store`` whose first run arrived (and ended, unless not
     ``end``), both calls approved by policy."""
     conv = _conv(store, consent=ConsentPolicy.auto_approve())
-    await conv.off_loop(conv.restore)
+    await conv.restore_async()
     _first_run(conv)
     if end:
-        await conv.off_loop(conv.end_run)
+        await conv.end_run_async()
     return conv
 
 
 async def _a_whole_thread(store: AsyncMemoryStore) -> Conversation:
     conv = _conv(store)
-    assert await conv.off_loop(conv.restore) is False  # a new thread: nothing stored
+    assert await conv.restore_async() is False  # a new thread: nothing stored
     _first_run(conv)
-    result = await conv.off_loop(conv.end_run)
+    result = await conv.end_run_async()
     assert [(c.call_id, c.status) for c in result.pending] == [
         ("c1", CallStatus.AWAITING_CONSENT),
         ("c2", CallStatus.APPROVED),
     ]
-    await conv.off_loop(conv.approve, "c1", arguments={"orderId": "A7", "qty": 3})
+    await conv.approve_async("c1", arguments={"orderId": "A7", "qty": 3})
     placed = await conv.execute_async("c1", lambda a: f"placed {a['qty']}")
     found = await conv.execute_async("c2", lambda a: "found")
     assert (placed, found) == (Answer.executed("c1", "placed 3"), Answer.executed("c2", "found"))
@@ -109,10 +109,10 @@ def test_another_process_restores_the_thread_from_the_async_store() -> None:
         first = await _a_whole_thread(store)
         first.next_input(user="thanks", run_id="r2")
         run(first, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "Done."})
-        await first.off_loop(first.end_run)
+        await first.end_run_async()
         again = _conv(AsyncMemoryStore(store.inner))  # another process, the same store
-        assert await again.off_loop(again.restore) is True
-        assert await again.off_loop(again.restore) is True  # once is enough; no second load
+        assert await again.restore_async() is True
+        assert await again.restore_async() is True  # once is enough; no second load
         assert again.messages == first.messages
         return again
 
@@ -154,7 +154,7 @@ def test_the_async_face_asks_the_store_exactly_what_the_sync_face_asks() -> None
     async def scenario() -> Conversation:
         conv = await _ended(store)
         await conv.execute_async("c1", lambda a: "placed")
-        await conv.off_loop(conv.fail, "c2", "not needed")
+        await conv.fail_async("c2", "not needed")
         return conv
 
     async_conv = asyncio.run(scenario())
@@ -208,32 +208,24 @@ def test_a_sync_method_on_an_async_store_is_a_clear_error_and_writes_nothing(
 
     async def opened() -> Conversation:
         conv = _conv(store)
-        await conv.off_loop(conv.restore)
+        await conv.restore_async()
         _first_run(conv)
-        await conv.off_loop(conv.end_run)
-        await conv.off_loop(conv.approve, "c1")  # every method below may now act on c1
+        await conv.end_run_async()
+        await conv.approve_async("c1")  # every method below may now act on c1
         return conv
 
     conv = asyncio.run(opened())
     before = list(store.calls)
-    with pytest.raises(UsageError, match=r"async store \(AsyncMemoryStore\).*off_loop"):
+    with pytest.raises(UsageError, match=r"async store \(AsyncMemoryStore\).*_async methods"):
         use(conv)
     assert store.calls == before
 
 
 def test_the_thread_must_be_loaded_before_it_goes_on() -> None:
     conv = _conv(AsyncMemoryStore())
-    with pytest.raises(UsageError, match=r"off_loop\(conversation.restore\)"):
+    with pytest.raises(UsageError, match=r"restore_async\(\)"):
         conv.next_input(user="hi")
     assert conv.messages == []
-
-
-def test_off_loop_refuses_what_it_cannot_perform_on_an_async_store() -> None:
-    store = AsyncMemoryStore()
-    conv = _conv(store)
-    with pytest.raises(UsageError, match="cannot run on an async store"):
-        asyncio.run(conv.off_loop(conv.take_updates))
-    assert store.calls == []
 
 
 # -- a store that waits, fails, or a task cancelled ---------------------------------------
@@ -254,7 +246,7 @@ def test_a_store_that_waits_does_not_stall_other_tasks() -> None:
                 await asyncio.sleep(0.01)
 
         ticking = asyncio.create_task(ticker())
-        ending = asyncio.create_task(conv.off_loop(conv.end_run))
+        ending = asyncio.create_task(conv.end_run_async())
         await asyncio.sleep(0.3)
         assert not ending.done()  # the store holds it …
         waited = ticks
@@ -269,20 +261,22 @@ def test_a_store_that_waits_does_not_stall_other_tasks() -> None:
     assert calls >= 5
 
 
-def test_a_failed_save_is_raised_and_the_calls_are_still_disposed() -> None:
+def test_a_failed_save_is_raised_and_no_call_of_the_unsaved_run_is_disposed() -> None:
     store = AsyncMemoryStore()
     store.fail["save_run"] = store_error("save a run")
 
     async def scenario() -> Conversation:
         conv = await _ended(store, end=False)
         with pytest.raises(StoreError, match="could not save a run"):
-            await conv.off_loop(conv.end_run)
+            await conv.end_run_async()
+        with pytest.raises(ReloadRequired, match="could not save a run"):
+            await conv.approve_async("c1")  # it goes no further: reload
         return conv
 
     conv = asyncio.run(scenario())
-    assert [c.status for c in conv.pending] == [CallStatus.APPROVED] * 2
+    assert conv.pending == []  # no call of a run that is not saved is disposed of
     assert store.inner.load(THREAD) is None  # nothing half-written
-    assert len(store.inner.decisions(THREAD, "c1")) == 1  # the journal half went on
+    assert store.inner.decisions(THREAD, "c1") == []  # nor approved through the journal
 
 
 def test_a_stale_writer_on_an_async_store_writes_nothing() -> None:
@@ -292,16 +286,16 @@ def test_a_stale_writer_on_an_async_store_writes_nothing() -> None:
         a = _conv(store, consent=ConsentPolicy.auto_approve())
         b = _conv(AsyncMemoryStore(store.inner), consent=ConsentPolicy.auto_approve())
         for conv in (a, b):
-            await conv.off_loop(conv.restore)
+            await conv.restore_async()
             _first_run(conv)
-        await a.off_loop(a.end_run)
+        await a.end_run_async()
         with pytest.raises(StaleThread, match="t-async"):
-            await b.off_loop(b.end_run)
+            await b.end_run_async()
         assert b.pending == []  # nothing of the stale run is disposed …
         with pytest.raises(StaleThread):
             b.next_input(user="go on")  # … and it cannot go on: reload and retry
         with pytest.raises(StaleThread):
-            await b.off_loop(b.restore)  # not by restoring this object: a new one reloads
+            await b.restore_async()  # not by restoring this object: a new one reloads
 
     asyncio.run(scenario())
     record = store.inner.load(THREAD)

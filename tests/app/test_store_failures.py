@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agui_tools._errors import StoreError
+from agui_tools._errors import ReloadRequired, StoreError, StoreOutcomeUnknown
 from agui_tools.app._calls import Answer
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, JournalKey
@@ -94,9 +94,16 @@ def test_a_connection_killed_mid_claim_is_a_clear_error_and_the_call_runs_once(
     text = str(error)
     assert "record the intent to execute call 'c1'" in text
     assert "connection to the server was lost" in text and "never run twice" in text
+    assert isinstance(error, StoreOutcomeUnknown) and error.written == "unknown"
     assert ran == []  # nothing ran on a claim that did not commit
-    # recovered: the pool hands out a fresh connection, the call runs — once
-    assert conv.execute("c1", lambda _a: ran.append("ran") or "found") == Answer.executed(
+    # the conversation stopped there: it refuses to go on, and says reload
+    with pytest.raises(ReloadRequired, match="reload the thread") as refused:
+        conv.execute("c1", lambda _a: ran.append("ran") or "found")
+    assert refused.value.cause is error and ran == []
+    # recovered as documented: reloaded, the pool hands out a fresh connection and the
+    # call — whose claim did not commit — runs, once
+    reloaded = Conversation(thread_id=THREAD, tools=[LOOKUP], store=store)
+    assert reloaded.execute("c1", lambda _a: ran.append("ran") or "found") == Answer.executed(
         "c1", "found"
     )
     again = Conversation(thread_id=THREAD, tools=[LOOKUP], store=store)

@@ -17,8 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ FAULTS = (
     "finished-after-error",  # RUN-12: RUN_FINISHED after RUN_ERROR
     "missing-thread-id",  # RUN_STARTED without threadId (malformed known event)
     "500-on-malformed",  # INPUT-15: a server error for a body that is not JSON
-    "dangling-accepted",  # FE-8: a history with an unanswered call is run
+    "dangling-answered",  # FE-2: a history's unanswered frontend call answered by the agent
 )
 
 MAX_BODY = 1024 * 1024
@@ -168,7 +168,7 @@ def raw_agent(
         ):
             return JSONResponse({"error": "not a RunAgentInput"}, status_code=422)
         messages = data["messages"]
-        if fault != "dangling-accepted" and not data.get("resume") and _dangling(messages):
+        if fault != "dangling-answered" and not data.get("resume") and _dangling(messages):
             return JSONResponse(
                 {"error": f"unanswered calls {_dangling(messages)}"}, status_code=409
             )
@@ -189,6 +189,16 @@ def raw_agent(
         messages = data["messages"]
         tools = data.get("tools") or []
         last = messages[-1] if messages else {}
+        if fault == "dangling-answered":  # the application's answer, made up by the agent
+            for i, left in enumerate(_dangling(messages)):
+                yield _sse(
+                    {
+                        "type": "TOOL_CALL_RESULT",
+                        "messageId": f"r{i}-{run}",
+                        "toolCallId": left,
+                        "content": "sunny",
+                    }
+                )
         finished: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread, "runId": run}
         mid = f"m-{run}"
         if last.get("role") == "tool":
@@ -496,3 +506,137 @@ def binary_agent(fault: str | None = None) -> Starlette:
 
 
 PROTO = "application/vnd.ag-ui.event+proto"
+
+
+def scripted_agent(answer: Any) -> Starlette:
+    """An agent whose every answer a test writes: ``answer(input)`` returns the events of
+    the run (sent as SSE, 200) or a whole :class:`Response`. Malformed bodies get 400 —
+    the shapes of issue 23 are about what an agent does with *good* input."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            data = json.loads(await request.body())
+            assert isinstance(data, dict) and isinstance(data["messages"], list)
+            assert isinstance(data["threadId"], str) and isinstance(data["runId"], str)
+        except (ValueError, KeyError, TypeError, AssertionError):
+            return JSONResponse({"error": "not a RunAgentInput"}, status_code=400)
+        out = answer(data)
+        if isinstance(out, Response):
+            return out
+        return Response("".join(_sse(e) for e in out), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def run_of(data: dict[str, Any], *events: dict[str, Any], **finished: Any) -> list[dict[str, Any]]:
+    """``events`` between the input's RUN_STARTED and a RUN_FINISHED (``finished``: its
+    extra members, an ``outcome`` say)."""
+    thread, run = data["threadId"], data["runId"]
+    return [
+        {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"},
+        *events,
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": run, **finished},
+    ]
+
+
+def say(mid: str, text: str) -> list[dict[str, Any]]:
+    """A whole assistant text message."""
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": text},
+        {"type": "TEXT_MESSAGE_END", "messageId": mid},
+    ]
+
+
+def call(cid: str, name: str, arguments: str = "{}", parent: str | None = None) -> list[Any]:
+    """A whole tool call (START, ARGS, END)."""
+    start: dict[str, Any] = {"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": name}
+    if parent is not None:
+        start["parentMessageId"] = parent
+    return [
+        start,
+        {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": arguments},
+        {"type": "TOOL_CALL_END", "toolCallId": cid},
+    ]
+
+
+def dangling(messages: list[Any]) -> list[str]:
+    """The calls of ``messages`` no tool message answers."""
+    return _dangling(messages)
+
+
+@asynccontextmanager
+async def drops_keep_alive_after_500() -> AsyncIterator[str]:
+    """A raw HTTP/1.1 server (asyncio, no framework) shaped like CrewAI's behind uvicorn:
+    an input without ``tools`` gets a 500 that keeps the connection open — no
+    ``Connection: close`` — and the next request on that connection is never answered,
+    the server having dropped it. Everything else is a short run, on keep-alive."""
+
+    def answer(writer: asyncio.StreamWriter, status: int, body: bytes, kind: str) -> None:
+        head = f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+        writer.write(head.encode("latin-1") + b"\r\n" + body)
+
+    open_: dict[asyncio.StreamWriter, asyncio.Task[Any]] = {}
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        open_[writer] = task
+        dropped = False
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                if dropped:
+                    break  # the request on the dropped connection: no answer, just the close
+                lines = head.split("\r\n")
+                length = next(
+                    (
+                        int(h.split(":", 1)[1])
+                        for h in lines
+                        if h.lower().startswith("content-length:")
+                    ),
+                    0,
+                )
+                body = await reader.readexactly(length)
+                if not lines[0].startswith("POST "):
+                    answer(writer, 405, b"", "text/plain")
+                    continue
+                try:
+                    data = json.loads(body)
+                    thread, run = data["threadId"], data["runId"]
+                except (ValueError, KeyError, TypeError):
+                    answer(writer, 400, b"not a RunAgentInput", "text/plain")
+                    continue
+                if "tools" not in data:
+                    answer(writer, 500, b"Internal Server Error", "text/plain")
+                    dropped = True
+                    continue
+                events = [
+                    {
+                        "type": "RUN_STARTED",
+                        "threadId": thread,
+                        "runId": run,
+                        "protocolVersion": "1.1",
+                    },
+                    *say(f"m-{run}", "Hello."),
+                    {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
+                ]
+                answer(writer, 200, "".join(map(_sse, events)).encode(), "text/event-stream")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            open_.pop(writer, None)
+            writer.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.close()
+        tasks = list(open_.values())
+        for writer in list(open_):  # idle keep-alive connections: end them, then their tasks
+            writer.transport.abort()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.wait_closed()

@@ -59,7 +59,8 @@ EXPECTED: dict[str, tuple[str, str, set[str]]] = {
         },
     ),
     "500-on-malformed": ("input.malformed-json", "INPUT-15", {"input.malformed-json"}),
-    "dangling-accepted": ("history.dangling", "FE-8", {"history.dangling"}),
+    # running on the dangling history is allowed (FE-8 binds the application); answering it is not
+    "dangling-answered": ("history.dangling", "FE-2", {"history.dangling"}),
 }
 
 

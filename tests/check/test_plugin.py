@@ -49,3 +49,20 @@ def test_a_broken_agent_fails_the_test_naming_case_and_rule(tmp_path: Path) -> N
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert "frontend.no-self-answer fail [FE-2]" in proc.stdout
     assert "Traceback" not in proc.stdout
+
+
+def test_the_fixture_keeps_the_agents_warnings_off_stderr(tmp_path: Path) -> None:
+    """With pytest's log capture off (``-p no:logging``) nothing stands between the
+    in-thread agent's warnings and stderr but the checker."""
+    (tmp_path / "test_my_agent.py").write_text(_example())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "no:logging"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+        env=ENV,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "stripped unknown property" not in proc.stdout + proc.stderr, proc.stderr
+    assert "VER-5" not in proc.stdout + proc.stderr, proc.stderr

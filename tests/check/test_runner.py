@@ -12,11 +12,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agui_tools import TransportError, UsageError
-from agui_tools.check import CASES, Verdict, check_agent, select_cases
+from agui_tools.check import CASES, CheckReport, Verdict, acheck_agent, check_agent, select_cases
 from agui_tools.testing import free_port, serving
 
 from .agents import agui_tools_serve, check_app, endless_agent, hanging_agent, raw_agent
@@ -260,3 +261,91 @@ def test_a_stream_that_never_ends_is_read_up_to_a_cap_and_judged() -> None:
     assert "max_message_bytes" in case.findings[0].message
     assert f"stopped reading after {STREAM_CAP // 1048576} MiB" in case.findings[1].message
     assert STREAM_CAP / 5 < len(case.exchanges[0].frames) * 4000 < STREAM_CAP * 1.5
+
+
+def test_a_connection_the_server_dropped_after_a_500_does_not_fail_the_next_case() -> None:
+    """Issue 23: CrewAI answers an input without ``tools`` with a 500 and drops the
+    keep-alive connection without saying ``Connection: close``; a reused connection
+    failed the *next* case (``input.newer-version``, VER-5) — but only when it ran after
+    ``input.tools-absent``. A case's verdict must not depend on the case before it."""
+    from .agents import drops_keep_alive_after_500
+
+    async def main() -> CheckReport:
+        async with drops_keep_alive_after_500() as url:
+            return await acheck_agent(url, cases=["input.tools-absent", "input.newer-version"])
+
+    report = asyncio.run(main())
+    absent = report.case("input.tools-absent")
+    assert absent.verdict is Verdict.FAIL  # the 500 itself...
+    assert "the same prompt ran" in absent.findings[0].message  # ...and the run after it
+    newer = report.case("input.newer-version")
+    assert newer.verdict is Verdict.PASS, newer.findings
+    for case in report.cases:  # every request got its answer
+        assert all(ex.status is not None for ex in case.exchanges), case.exchanges
+
+
+def _web_page(status: int) -> Any:
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    page = "<!DOCTYPE html>\n<html><head><title>My shop</title></head><body>" + "x" * 5000
+
+    async def endpoint(request: Any) -> HTMLResponse:
+        await request.body()
+        return HTMLResponse(page, status_code=status if request.method == "POST" else 200)
+
+    return Starlette(routes=[Route("/", endpoint, methods=["GET", "POST"])])
+
+
+@pytest.mark.parametrize("status", [200, 501])
+def test_a_web_page_is_one_clear_finding_not_thirty_failed_cases(status: int) -> None:
+    """Issue 23: a URL that answers HTML (a web app's page; ``python -m http.server``'s
+    501) printed its body in every case (119 lines), with a --prompt hint."""
+    from agui_tools.check.pytest_plugin import serving_in_thread
+
+    with serving_in_thread(_web_page(status)) as url:
+        with pytest.raises(TransportError, match="this is not an AG-UI endpoint") as caught:
+            check_agent(url)
+        proc = subprocess.run(
+            [*AGUI, "check", url], capture_output=True, text=True, timeout=60, env=ENV
+        )
+    said = str(caught.value)
+    assert f"it answered HTTP {status} text/html" in said, said
+    assert "My shop" in said and said.count("x") < 200  # the page's start, not the page
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert "this is not an AG-UI endpoint" in proc.stderr and "--prompt" not in proc.stderr
+
+
+_IN_PROCESS = """
+import asyncio
+from agui_tools import Run, agent_app
+from agui_tools.check import acheck_agent
+from agui_tools.testing import serving
+
+async def my_agent(run: Run) -> None:
+    async with run.message() as m:
+        await m.delta("Hello!")
+
+async def main() -> None:
+    async with serving(agent_app(my_agent)) as base:
+        report = await acheck_agent(base + "/", cases=["input.unknown-members", "input.newer-version"])
+    assert report.ok, report.failed()
+    assert any("PROC-3" in line for line in report.agent_log), report.agent_log  # kept
+    print(report.counts())
+
+asyncio.run(main())
+"""
+
+
+def test_the_agents_warnings_about_the_checkers_input_stay_off_the_users_stderr() -> None:
+    """Issue 23: an in-process agent (``serving``, the pytest fixture) logged a warning for
+    every odd input the checker sends on purpose — unknown members (PROC-3), a newer
+    version (VER-5) — and with no logging configured they landed on the user's stderr."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _IN_PROCESS], capture_output=True, text=True, timeout=120, env=ENV
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "'pass': 2" in proc.stdout
+    assert proc.stderr == "", proc.stderr

@@ -155,7 +155,7 @@ async def dispose_all_async(
         conv = Conversation(
             thread_id=thread, tools=[CHARGE], store=store, consent=ConsentPolicy.auto_approve()
         )
-        await conv.off_loop(conv.restore)
+        await conv.restore_async()
         for call in list(conv.pending):
             if call.status is not CallStatus.APPROVED:
                 continue

@@ -311,7 +311,7 @@ def test_a_session_resumes_a_thread_on_an_async_store(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
     """The hand-over above with an async store: the replica cancelled while asking,
-    the next session restores the thread through ``off_loop(restore)`` and
+    the next session restores the thread through ``restore_async()`` and
     finishes it — on ``AsyncPostgresStore`` through psycopg's async API."""
     charges: list[int] = []
     dsn = request.getfixturevalue("postgres_dsn") if kind == "postgres-async" else None
@@ -436,7 +436,7 @@ def test_a_run_cancelled_mid_stream_is_saved_truncated_in_an_async_store() -> No
 
         async with serving(agent_app(slow, path="/agent")) as base:
             conv = Conversation(thread_id="cut", store=store)
-            await conv.off_loop(conv.restore)
+            await conv.restore_async()
             conv.next_input(user="go")
             task = asyncio.create_task(AgentClient(f"{base}/agent").run(conv))
             await streaming.wait()
@@ -515,7 +515,7 @@ def test_a_send_retried_after_stale_thread_with_its_message_id_adds_nothing_twic
             # the documented retry: reload (a new session), the same message id
             await session(url, "A-retry", lambda _c: True).send("Order two", message_id=mid)
             check = Conversation(thread_id="stale", store=store)
-            await check.off_loop(check.restore)
+            await check.restore_async()
             messages = check.messages
         await store.aclose() if dsn is not None else store.close()
         return messages

@@ -37,15 +37,14 @@ import dataclasses
 import inspect
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from .._errors import (
     ProtocolViolation,
     ProtocolWarning,
-    StaleThread,
     StoreError,
     StoreOutcomeUnknown,
     UsageError,
@@ -60,10 +59,11 @@ from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
 from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
+from ._link import Link, Operation
 from ._reducer import ThreadState
+from ._steps import Pause, Steps, StoreOp, adrive, ask, drive
 from ._store import (
     AsyncStore,
-    Pause,
     Store,
     ThreadRecord,
     encode_messages,
@@ -89,64 +89,17 @@ T = TypeVar("T")
 
 
 # -- what the core asks of its journal or store ---------------------------------
+#
+# Everything that reads or writes the journal or store — ending a run, restoring
+# a thread, disposing of a call, consent, claiming and answering — is written
+# once, as steps that yield ``StoreOp``s (app/_steps.py); ``_drive`` performs
+# them on a synchronous store, ``_perform`` awaits them on an async one. Every
+# operation first asks the conversation's ``Link`` (app/_link.py) whether the
+# copy of the thread is still in step with the store; a failed store call moves
+# the link out of step, and from then on the conversation refuses to go on.
 
-
-@dataclass(frozen=True, slots=True)
-class StoreOp:
-    """One thing the core needs of its journal or store: a method and its arguments.
-
-    Everything that reads or writes the journal or store — ending a run,
-    restoring a thread, disposing of a call, consent, claiming and answering —
-    is written once, as a generator that yields these and is sent each one's
-    result (or has its exception thrown in). :meth:`Conversation._drive`
-    performs them on a synchronous journal or store; :meth:`Conversation._perform`
-    awaits them on an :class:`~agui_tools.app._store.AsyncStore`, or drives a
-    synchronous one in a worker thread. So the sync and the async faces cannot
-    differ in what they decide and record, only in how they wait — the sans-I/O
-    habit of the wire core, applied to storage.
-    """
-
-    method: str
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-
-Steps = Generator["StoreOp | Pause", Any, T]
-
-
-def _ask(method: str, *args: Any, **kwargs: Any) -> Generator[StoreOp, Any, Any]:
-    """``result = yield from _ask("claim", key, tool=name)``: one store call."""
-    return (yield StoreOp(method, args, kwargs))
-
-
-@dataclass(frozen=True, slots=True)
-class _Finished(Generic[T]):
-    """The steps returned ``value``: nothing more to perform."""
-
-    value: T
-
-
-def _advance(
-    steps: Steps[T], reply: Any, error: BaseException | None
-) -> StoreOp | Pause | _Finished[T]:
-    """Hand the steps the last call's result (or throw its exception in where it was
-    asked); take their next store call, or what they returned."""
-    try:
-        return steps.send(reply) if error is None else steps.throw(error)
-    except StopIteration as done:
-        return _Finished(done.value)
-
-
-# the public methods that touch the store, and the steps each is written as: what
-# ``off_loop`` performs on an async store
-_TWO_FACED: dict[str, str] = {
-    "end_run": "_end_run_steps",
-    "abandon_run": "_abandon_steps",
-    "approve": "_approve_steps",
-    "decline": "_decline_steps",
-    "fail": "_fail_steps",
-    "restore": "_restore_steps",
-}
+StoreSteps = Steps[StoreOp | Pause, T]
+"""What the conversation asks of its journal or store, and the pauses between."""
 
 
 # -- updates for a UI, as the stream arrives ----------------------------------
@@ -231,9 +184,9 @@ class Conversation:
             advertises this application's ``tools``. An
             :class:`~agui_tools.app._store.AsyncStore` (``AsyncPostgresStore``)
             is driven from async code only: the constructor cannot await, so
-            ``await conversation.off_loop(conversation.restore)`` loads the
-            thread, and every method that touches the store is called through
-            ``off_loop`` (``Session`` and ``AgentClient`` do both).
+            ``await conversation.restore_async()`` loads the
+            thread, and every method that touches the store is called as its
+            ``*_async`` twin (``Session`` and ``AgentClient`` do both).
         messages, state: history and state to start from.
         context, forwarded_props: carried on every input.
         unadvertised: called with ``(name, arguments)`` for a call naming a tool
@@ -307,7 +260,8 @@ class Conversation:
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
         self._saved: list[bytes] = []  # the messages of that version, each encoded
-        self._stale: StaleThread | None = None
+        self._link = Link(self.thread_id)
+        """Whether this copy of the thread is in step with the store (app/_link.py)."""
         self.context = [dict(c) for c in context]
         self.forwarded_props = forwarded_props
         self.unadvertised = unadvertised
@@ -377,8 +331,7 @@ class Conversation:
         if self._pipeline is not None:
             raise UsageError("the current run has not ended: call end_run() first")
         self._check_loaded()
-        if self._stale is not None:
-            raise self._stale
+        self._link.check("next_input")
         covered = self._check_resume(resume, now or datetime.now(UTC))
         dangling = [
             c for c in self.thread.unanswered_calls() if c not in covered and c not in self._resumed
@@ -511,9 +464,9 @@ class Conversation:
         if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
             self._withdraw_run()  # no store to touch: any face, any store
             return None
-        return self._drive(self._end_run_steps())
+        return self._drive("abandon_run", self._end_run_steps())
 
-    def _abandon_steps(self) -> Steps[RunResult | None]:
+    def _abandon_steps(self) -> StoreSteps[RunResult | None]:
         if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
             self._withdraw_run()
             return None
@@ -535,7 +488,7 @@ class Conversation:
         if self._unloaded:
             raise UsageError(
                 f"thread {self.thread_id!r} may be kept in the store and was not loaded yet: "
-                "an async store is read with `await conversation.off_loop(conversation.restore)` "
+                "an async store is read with `await conversation.restore_async()` "
                 "first (Session does it for you)"
             )
 
@@ -558,6 +511,7 @@ class Conversation:
         Raises :class:`ProtocolViolation` when the stream breaks a fatal rule;
         the run then ends as ``rejected`` at :meth:`end_run`.
         """
+        self._link.check("receive")
         return self.receive_many((frame,))
 
     def receive_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Update]:
@@ -647,14 +601,17 @@ class Conversation:
     def end_run(self) -> RunResult:
         """The run's stream ended (or was abandoned): judge it and open its disposition.
 
-        Every call the run left unanswered gets a :class:`PendingCall`. One the
-        application cannot dispose of (a journal failure) is answered as failed
-        in memory, the run is recorded, and then the error is raised: the
-        conversation can always continue.
+        Every call the run left unanswered gets a :class:`PendingCall`. The run
+        is saved (with a store) before any of them is disposed of. A store
+        failure — of the save, or of a disposition's read or write — is raised
+        and leaves the conversation out of step with its store: from then on it
+        refuses further work with :class:`~agui_tools._errors.ReloadRequired`
+        (reload: a new conversation on the same store and thread id; see
+        app/_link.py).
         """
-        return self._drive(self._end_run_steps())
+        return self._drive("end_run", self._end_run_steps())
 
-    def _end_run_steps(self) -> Steps[RunResult]:
+    def _end_run_steps(self) -> StoreSteps[RunResult]:
         pipe = self._ensure_pipeline()
         result: StreamResult = pipe.close()
         self._pipeline = None
@@ -690,33 +647,33 @@ class Conversation:
             warnings=result.warnings,
             outcome=summary.outcome if summary is not None else None,
         )
-        failure: Exception | None = None
-        try:
-            # "this run folded, these calls pending": before disposing
-            yield from self._save_steps(run, todo)
-        except StaleThread as exc:
-            self._stale = exc  # nothing of the run was written, and nothing is disposed
-            raise
-        except StoreError as exc:  # not saved; the calls are still disposed of (journal)
-            failure = exc
+        # "this run folded, these calls pending" is durable before any call is disposed
+        # of: a save that failed raises here, nothing is disposed, and the link is out
+        # of step — the run is not in the store, so no call of it may ever run (a
+        # reload resumes from what the store holds; the same message_id sends again)
+        yield from self._save_steps(run, todo)
         self.runs.append(run)
         run.pending, failed = yield from self._dispose_all_steps(todo, {c: run_id for c, _ in todo})
-        failure = failure or failed
-        if failure is not None:
-            raise failure
+        if failed is not None:
+            raise failed
         return run
 
     def _dispose_all_steps(
         self, todo: Sequence[tuple[str, bool]], runs: Mapping[str, str | None]
-    ) -> Steps[tuple[list[PendingCall], Exception | None]]:
-        """Dispose of each call; one that fails is answered failed in memory, and the
-        first failure is returned for raising once all are done."""
+    ) -> StoreSteps[tuple[list[PendingCall], Exception | None]]:
+        """Dispose of each call; the first failure is returned for raising once all are
+        done. A store failure is raised at once: a call whose record could not be read
+        is never answered from a guess (the link is out of step; reload). Any other
+        failure (an ``unadvertised`` hook that raised) comes after the record was read
+        and found no execution: that call is answered "not executed", in memory."""
         pending: list[PendingCall] = []
         failure: Exception | None = None
         for call_id, closed in todo:
             run_id = runs.get(call_id)
             try:
                 pending.append((yield from self._dispose_steps(call_id, run_id, closed=closed)))
+            except StoreError:
+                raise
             except Exception as exc:
                 failure = failure or exc
                 pending.append(self._undisposable(call_id, run_id, exc))
@@ -724,7 +681,7 @@ class Conversation:
 
     # -- the store: save each run, restore a thread ----------------------------------
 
-    def _save_steps(self, run: RunResult, todo: Sequence[tuple[str, bool]]) -> Steps[None]:
+    def _save_steps(self, run: RunResult, todo: Sequence[tuple[str, bool]]) -> StoreSteps[None]:
         """Save the run; of the messages, only those after the ones the last saved
         version holds unchanged are written (``keep``)."""
         if self.store is None:
@@ -732,7 +689,7 @@ class Conversation:
         messages = self.thread.messages
         encoded = encode_messages(messages)  # a value that is not JSON: refused here
         keep = kept_prefix(self._saved, encoded)
-        self.version = yield from _ask(
+        self.version = yield from ask(
             "save_run",
             self.thread_id,
             expected_version=self.version,
@@ -750,18 +707,15 @@ class Conversation:
 
         The constructor does it for a synchronous store; for an
         :class:`~agui_tools.app._store.AsyncStore` call ``await
-        conversation.off_loop(conversation.restore)`` before anything else. A
-        call the restore could not dispose of is answered failed in memory,
-        then its error raised: the conversation can continue.
+        conversation.restore_async()`` before anything else. A store failure
+        while restoring is raised and stops the conversation (reload).
         """
-        return self._drive(self._restore_steps())
+        return self._drive("restore", self._restore_steps())
 
-    def _restore_steps(self) -> Steps[bool]:
-        if self._stale is not None:
-            raise self._stale  # this object is out of date for good: a new one reloads
+    def _restore_steps(self) -> StoreSteps[bool]:
         if not self._unloaded:
             return self.version > 0
-        record = yield from _ask("load", self.thread_id)
+        record = yield from ask("load", self.thread_id)
         self._unloaded = False
         if record is None:
             return False
@@ -773,7 +727,7 @@ class Conversation:
         yield from self._restored_steps(record)
         return True
 
-    def _restored_steps(self, record: ThreadRecord) -> Steps[None]:
+    def _restored_steps(self, record: ThreadRecord) -> StoreSteps[None]:
         """Pick the thread up where the last saved run left it.
 
         The snapshot gives messages, state and runs; every call still
@@ -816,79 +770,124 @@ class Conversation:
         if failure is not None:
             raise failure
 
-    async def off_loop(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Call ``fn`` — a method of this conversation that touches the journal or
-        store (:meth:`end_run`, :meth:`abandon_run`, :meth:`approve`,
-        :meth:`decline`, :meth:`fail`, :meth:`restore`) — without blocking the
-        event loop: awaiting each store call on an async store, in a worker
-        thread when a synchronous journal may wait (a file lock, a database),
-        inline when it never does.
+    # -- the explicit async face: the same steps, awaited ---------------------------
 
-        One task drives a conversation at a time; while ``fn`` runs, other
-        tasks must not call into the same conversation.
+    async def end_run_async(self) -> RunResult:
+        """:meth:`end_run` without blocking the event loop (any store)."""
+        return await self._perform("end_run", self._end_run_steps())
+
+    async def abandon_run_async(self) -> RunResult | None:
+        """:meth:`abandon_run` without blocking the event loop (any store)."""
+        return await self._perform("abandon_run", self._abandon_steps())
+
+    async def restore_async(self) -> bool:
+        """:meth:`restore` without blocking the event loop: how a conversation on an
+        :class:`~agui_tools.app._store.AsyncStore` loads its thread."""
+        return await self._perform("restore", self._restore_steps())
+
+    async def approve_async(
+        self,
+        call_id: str,
+        *,
+        by: DecidedBy = "user",
+        arguments: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ConsentDecision:
+        """:meth:`approve` without blocking the event loop (any store)."""
+        return await self._perform(
+            "approve", self._approve_steps(call_id, by=by, arguments=arguments, reason=reason)
+        )
+
+    async def decline_async(
+        self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
+    ) -> Answer:
+        """:meth:`decline` without blocking the event loop (any store)."""
+        return await self._perform("decline", self._decline_steps(call_id, by=by, reason=reason))
+
+    async def fail_async(self, call_id: str, error: str) -> Answer:
+        """:meth:`fail` without blocking the event loop (any store)."""
+        return await self._perform("fail", self._fail_steps(call_id, error))
+
+    # -- the two drivers of the store steps ------------------------------------------
+
+    @property
+    def in_step(self) -> bool:
+        """Whether this conversation's copy of the thread is in step with its store.
+
+        ``False`` after a store operation failed (app/_link.py): every further
+        operation that reads or writes the store raises
+        :class:`~agui_tools._errors.ReloadRequired` (or the
+        :class:`~agui_tools._errors.StaleThread` that stopped it) — reload.
         """
-        owner = getattr(fn, "__self__", None)
-        name = getattr(fn, "__name__", "")
-        if owner is self and name in _TWO_FACED:
-            steps: Steps[T] = getattr(self, _TWO_FACED[name])(*args, **kwargs)
-            performed: T = await self._perform(steps)
-            return performed
-        if is_async_store(self.journal):
-            raise UsageError(
-                f"{name or fn!r} cannot run on an async store: off_loop performs "
-                f"{', '.join(sorted(_TWO_FACED))} (and execute_async executes)"
-            )
-        if getattr(self.journal, "blocking", True):
-            return await asyncio.to_thread(fn, *args, **kwargs)
-        return fn(*args, **kwargs)
+        return self._link.in_step
 
-    def _drive(self, steps: Steps[T]) -> T:
-        """Perform ``steps`` on this conversation's synchronous journal or store."""
+    def _drive(self, operation: Operation | None, steps: StoreSteps[T]) -> T:
+        """Perform ``steps`` on this conversation's synchronous journal or store.
+
+        ``operation`` is checked against the link first (``None``: recording an
+        execution's answer, which is always right to attempt — the side effect
+        happened); a store call that fails moves the link out of step.
+        """
         journal = self.journal
         if is_async_store(journal):
             steps.close()
             raise UsageError(
                 f"this conversation keeps its thread in an async store "
-                f"({type(journal).__name__}): call it from async code — `await "
-                "conversation.off_loop(conversation.<method>, ...)`, execute_async() — or use "
-                "Session, which does; synchronous code (SyncSession) uses PostgresStore or "
-                "SQLiteStore"
+                f"({type(journal).__name__}): call it from async code — the *_async methods "
+                "(end_run_async(), restore_async(), approve_async(), decline_async(), "
+                "fail_async(), execute_async()) — or use Session, which does; synchronous code "
+                "(SyncSession) uses PostgresStore or SQLiteStore"
             )
-        step = _advance(steps, None, None)
-        while not isinstance(step, _Finished):
+        if operation is not None:
             try:
-                if isinstance(step, Pause):
-                    time.sleep(step.seconds)
-                    reply, error = None, None
-                else:
-                    reply, error = getattr(journal, step.method)(*step.args, **step.kwargs), None
-            except BaseException as exc:  # thrown in where it was asked: the core decides
-                reply, error = None, exc
-            step = _advance(steps, reply, error)
-        return step.value
+                self._link.check(operation)
+            except BaseException:
+                steps.close()
+                raise
+        link = self._link
 
-    async def _perform(self, steps: Steps[T]) -> T:
+        def perform(op: StoreOp) -> Any:
+            try:
+                return op.call(journal)
+            except BaseException as exc:
+                link.failed(exc, writes=op.writes)
+                raise
+
+        try:
+            return drive(steps, perform)
+        except StoreError as exc:  # raised by the steps themselves (a thread that is not JSON)
+            link.failed(exc)
+            raise
+
+    async def _perform(self, operation: Operation | None, steps: StoreSteps[T]) -> T:
         """Perform ``steps`` without blocking the event loop: awaiting an async
         store's coroutines, or driving a synchronous store in a worker thread when
         it may wait (inline when it never does)."""
         journal = self.journal
         if not is_async_store(journal):
             if getattr(journal, "blocking", True):
-                return await asyncio.to_thread(self._drive, steps)
-            return self._drive(steps)
-        step = _advance(steps, None, None)
-        while not isinstance(step, _Finished):
+                return await asyncio.to_thread(self._drive, operation, steps)
+            return self._drive(operation, steps)
+        if operation is not None:
             try:
-                if isinstance(step, Pause):
-                    await asyncio.sleep(step.seconds)
-                    reply, error = None, None
-                else:
-                    op = getattr(journal, step.method)
-                    reply, error = await op(*step.args, **step.kwargs), None
-            except BaseException as exc:  # a cancellation too: the steps see it where it struck
-                reply, error = None, exc
-            step = _advance(steps, reply, error)
-        return step.value
+                self._link.check(operation)
+            except BaseException:
+                steps.close()
+                raise
+        link = self._link
+
+        async def perform(op: StoreOp) -> Any:
+            try:
+                return await op.call(journal)
+            except BaseException as exc:  # a cancellation too: the outcome of a write is unknown
+                link.failed(exc, writes=op.writes)
+                raise
+
+        try:
+            return await adrive(steps, perform)
+        except StoreError as exc:
+            link.failed(exc)
+            raise
 
     # -- disposition -------------------------------------------------------------
 
@@ -911,16 +910,16 @@ class Conversation:
 
     def _dispose_steps(
         self, call_id: str, run_id: str | None, *, closed: bool = True
-    ) -> Steps[PendingCall]:
+    ) -> StoreSteps[PendingCall]:
         """Put a call through the disposition gates (:mod:`._disposition`) and carry
         out their ruling: durable first, then in memory.
 
         What the gates need of the journal is read first (the record; the
         decisions when there is no record), so the gates stay pure functions."""
         call = self._pending_call(call_id, run_id)
-        record: ClaimResult | None = yield from _ask("lookup", self.thread_id, call_id)
+        record: ClaimResult | None = yield from ask("lookup", self.thread_id, call_id)
         decisions: list[dict[str, Any]] = (
-            [] if record is not None else (yield from _ask("decisions", self.thread_id, call_id))
+            [] if record is not None else (yield from ask("decisions", self.thread_id, call_id))
         )
         ruling = rule_on(call, Desk(record, decisions, self.consent, self.unadvertised, closed))
         if isinstance(ruling, Stand):
@@ -974,7 +973,9 @@ class Conversation:
         Edited arguments are validated against the schema like the proposal
         was; the approval binds their fingerprint, and voids the original's.
         """
-        return self._drive(self._approve_steps(call_id, by=by, arguments=arguments, reason=reason))
+        return self._drive(
+            "approve", self._approve_steps(call_id, by=by, arguments=arguments, reason=reason)
+        )
 
     def _approve_steps(
         self,
@@ -983,7 +984,7 @@ class Conversation:
         by: DecidedBy = "user",
         arguments: Mapping[str, Any] | None = None,
         reason: str | None = None,
-    ) -> Steps[ConsentDecision]:
+    ) -> StoreSteps[ConsentDecision]:
         call = self.call(call_id)
         if call.status not in (CallStatus.AWAITING_CONSENT, CallStatus.APPROVED):
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be approved now")
@@ -1023,11 +1024,11 @@ class Conversation:
         elsewhere (another process, an earlier life of this one), that is not
         undone by a decline — the call is answered "outcome unknown" instead.
         """
-        return self._drive(self._decline_steps(call_id, by=by, reason=reason))
+        return self._drive("decline", self._decline_steps(call_id, by=by, reason=reason))
 
     def _decline_steps(
         self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
-    ) -> Steps[Answer]:
+    ) -> StoreSteps[Answer]:
         call = self.call(call_id)
         if call.status.answered or call.status is CallStatus.EXECUTING:
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be declined now")
@@ -1080,9 +1081,9 @@ class Conversation:
         Returns the answer that stands (see :meth:`decline`). A call that is
         executing is answered by its handler's return, not by this.
         """
-        return self._drive(self._fail_steps(call_id, error))
+        return self._drive("fail", self._fail_steps(call_id, error))
 
-    def _fail_steps(self, call_id: str, error: str) -> Steps[Answer]:
+    def _fail_steps(self, call_id: str, error: str) -> StoreSteps[Answer]:
         call = self.call(call_id)
         if call.status.answered:
             raise UsageError(f"call {call_id!r} is already answered")
@@ -1093,7 +1094,7 @@ class Conversation:
             )
         return (yield from self._settle_steps(call, Answer.failed(call_id, error)))
 
-    def _claim_steps(self, call_id: str) -> Steps[tuple[PendingCall, JournalKey | None]]:
+    def _claim_steps(self, call_id: str) -> StoreSteps[tuple[PendingCall, JournalKey | None]]:
         """Take the right to execute; ``(call, None)`` when the call got its answer instead."""
         call = self.call(call_id)
         if call.status is not CallStatus.APPROVED:
@@ -1108,10 +1109,8 @@ class Conversation:
                 f"the recorded consent for {call_id!r} does not cover the arguments that would run",
                 rule="TOOL-22",
             )
-        if self._stale is not None:
-            raise self._stale
         key = JournalKey(self.thread_id, call_id, call.fingerprint)
-        claim: ClaimResult = yield from _ask("claim", key, tool=call.name)
+        claim: ClaimResult = yield from ask("claim", key, tool=call.name)
         if claim.claim is Claim.ANSWERED:
             assert claim.answer is not None
             self._answer(call, Answer.from_json(claim.answer))
@@ -1123,9 +1122,11 @@ class Conversation:
         self._updates.append(call_update(call))
         return call, key
 
-    def _record_steps(self, call: PendingCall, decision: ConsentDecision) -> Steps[ConsentDecision]:
+    def _record_steps(
+        self, call: PendingCall, decision: ConsentDecision
+    ) -> StoreSteps[ConsentDecision]:
         """A decision that answers nothing yet (an approval): recorded, then it holds."""
-        yield from _ask("record_decision", decision.to_json())
+        yield from ask("record_decision", decision.to_json())
         call.decision = decision
         return decision
 
@@ -1166,10 +1167,10 @@ class Conversation:
         *,
         decision: ConsentDecision | None = None,
         record: bool = True,
-    ) -> Steps[Answer]:
+    ) -> StoreSteps[Answer]:
         """An answer that ran nothing: made durable, then given — unless the journal
         already holds something for the call, which then stands (and is returned)."""
-        found: ClaimResult = yield from _ask(
+        found: ClaimResult = yield from ask(
             "settle",
             JournalKey(self.thread_id, call.call_id, call.fingerprint),
             answer.to_json(),
@@ -1184,11 +1185,13 @@ class Conversation:
             return self._answer(call, answer)
         return self._answer(call, Answer.from_json(found.answer))
 
-    def _executed_steps(self, call: PendingCall, key: JournalKey, answer: Answer) -> Steps[Answer]:
+    def _executed_steps(
+        self, call: PendingCall, key: JournalKey, answer: Answer
+    ) -> StoreSteps[Answer]:
         """An execution's answer: given first (the side effect happened), then made durable."""
         given = self._answer(call, answer)
         try:
-            yield from _ask("finish", key, answer.to_json())
+            yield from ask("finish", key, answer.to_json())
         except StoreError as exc:
             raise StoreOutcomeUnknown(
                 f"call {call.call_id!r} was executed and is answered, but its answer could not be "
@@ -1197,7 +1200,7 @@ class Conversation:
             ) from exc
         return given
 
-    def _unknown_steps(self, call: PendingCall, record: ClaimResult) -> Steps[Answer]:
+    def _unknown_steps(self, call: PendingCall, record: ClaimResult) -> StoreSteps[Answer]:
         """A call whose execution started and recorded no answer: never run again.
 
         An execution that started less than ``in_flight_wait`` seconds ago may
@@ -1210,7 +1213,7 @@ class Conversation:
         while (now := time.time()) < deadline:
             yield Pause(min(pause, deadline - now))
             pause = min(pause * 2, 0.5)
-            found: ClaimResult | None = yield from _ask("lookup", self.thread_id, call.call_id)
+            found: ClaimResult | None = yield from ask("lookup", self.thread_id, call.call_id)
             if found is not None and found.claim is Claim.ANSWERED:
                 assert found.answer is not None
                 return self._answer(call, Answer.from_json(found.answer))
@@ -1237,7 +1240,7 @@ class Conversation:
         known = dataclasses.replace(known, call_id=call.call_id)
         given = self._answer(call, known)
         assert record.fingerprint is not None
-        yield from _ask(
+        yield from ask(
             "finish", JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
         )
         return given
@@ -1296,7 +1299,7 @@ class _Execution:
 
     def __enter__(self) -> _Execution:
         conv = self._conversation
-        return self._entered(conv._drive(conv._claim_steps(self._call_id)))
+        return self._entered(conv._drive("execute", conv._claim_steps(self._call_id)))
 
     async def __aenter__(self) -> _Execution:
         """The claim, off the event loop (``_perform``).
@@ -1306,14 +1309,14 @@ class _Execution:
         call is answered "not executed" — never left executing.
         """
         conv = self._conversation
-        claiming = asyncio.ensure_future(conv._perform(conv._claim_steps(self._call_id)))
+        claiming = asyncio.ensure_future(conv._perform("execute", conv._claim_steps(self._call_id)))
         try:
             claimed = await asyncio.shield(claiming)
         except asyncio.CancelledError:
             call, key = await claiming  # the claim is finished either way
             if key is not None:
                 await conv._perform(
-                    conv._executed_steps(call, key, _cancelled_before(self._call_id))
+                    None, conv._executed_steps(call, key, _cancelled_before(self._call_id))
                 )
             raise
         return self._entered(claimed)
@@ -1347,7 +1350,9 @@ class _Execution:
         if self._key is None:
             return False
         conv = self._conversation
-        self.answer = conv._drive(conv._executed_steps(self._call, self._key, self._outcome(exc)))
+        self.answer = conv._drive(
+            None, conv._executed_steps(self._call, self._key, self._outcome(exc))
+        )
         return isinstance(exc, Exception)
 
     async def __aexit__(
@@ -1364,7 +1369,7 @@ class _Execution:
         # while that write is awaited, the journal still holds the intent without an
         # answer, which reads as "outcome unknown" — the same answer, never a re-run
         steps = conv._executed_steps(self._call, self._key, self._outcome(exc))
-        self.answer = await conv._perform(steps)
+        self.answer = await conv._perform(None, steps)
         return isinstance(exc, Exception)
 
 

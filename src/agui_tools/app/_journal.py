@@ -182,7 +182,7 @@ class MemoryJournal(AnswerFromLookup):
     """The journal's semantics in memory; lost when the process exits."""
 
     blocking: ClassVar[bool] = False
-    """Never waits on I/O: async callers call it inline (see ``Conversation.off_loop``)."""
+    """Never waits on I/O: async callers call it inline (see the conversation's ``*_async`` methods)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

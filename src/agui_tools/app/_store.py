@@ -115,7 +115,7 @@ class AsyncStore(Protocol):
 
     Same semantics, method for method, as :class:`Store` — the one contract suite
     runs on both. A conversation drives it through ``await
-    conversation.off_loop(...)`` (``Session``, ``AgentClient`` and
+    conversation.end_run_async()`` and its other ``*_async`` methods (``Session``, ``AgentClient`` and
     ``execute_async`` do), never from a synchronous method.
     """
 
@@ -157,15 +157,6 @@ class AsyncStore(Protocol):
     ) -> int: ...
 
     async def aclose(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Pause:
-    """A step that waits ``seconds`` (for another process's answer, for a server that
-    is starting): a sans-I/O plan yields it, and its driver sleeps — ``time.sleep``
-    in a sync driver, ``await asyncio.sleep`` in an async one."""
-
-    seconds: float
 
 
 def is_async_store(journal: object) -> bool:

@@ -45,6 +45,7 @@ import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import orjson
@@ -67,7 +68,8 @@ from ._journal import (
     decision_row,
     stored_result,
 )
-from ._store import Pause, ThreadRecord, decode_record, encode_snapshot
+from ._steps import Pause, Steps, adrive, drive
+from ._store import ThreadRecord, decode_record, encode_snapshot
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -129,7 +131,8 @@ class Query:
     fetch: Literal["none", "one", "all"] = "none"
 
 
-Steps = Generator[Query, Any, T]
+QuerySteps = Steps[Query, T]
+"""A plan's steps: SQL queries, each sent its rows (app/_steps.py drives them)."""
 """A plan's body: yields queries, is sent each one's rows, returns the result."""
 
 
@@ -139,13 +142,13 @@ class Plan(Generic[T]):
     must commit together (one transaction) or each on its own (autocommit)."""
 
     what: str
-    steps: Steps[T]
+    steps: QuerySteps[T]
     tx: bool = False
     writes: bool = False
     """Whether it writes: only a write whose connection is lost has an unknown outcome."""
 
 
-def _call_row(thread_id: str, call_id: str) -> Steps[ClaimResult | None]:
+def _call_row(thread_id: str, call_id: str) -> QuerySteps[ClaimResult | None]:
     row = yield Query(
         "SELECT fingerprint, started_at, answer FROM agui_calls "
         "WHERE thread_id = %s AND call_id = %s",
@@ -163,7 +166,7 @@ def _insert_decision(decision: Mapping[str, Any]) -> Query:
 
 
 def migrate_plan() -> Plan[int]:
-    def steps() -> Steps[int]:
+    def steps() -> QuerySteps[int]:
         yield Query("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         yield Query("CREATE TABLE IF NOT EXISTS agui_schema (version INTEGER NOT NULL)")
         row = yield Query("SELECT version FROM agui_schema", fetch="one")
@@ -187,7 +190,7 @@ def migrate_plan() -> Plan[int]:
 def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
     now = time.time()
 
-    def steps() -> Steps[ClaimResult]:
+    def steps() -> QuerySteps[ClaimResult]:
         inserted = yield Query(
             "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at) "
             "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread_id, call_id) DO NOTHING "
@@ -207,7 +210,7 @@ def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
 def finish_plan(key: JournalKey, answer: Mapping[str, Any]) -> Plan[None]:
     payload = orjson.dumps(dict(answer))
 
-    def steps() -> Steps[None]:
+    def steps() -> QuerySteps[None]:
         row = yield Query(
             "WITH upd AS (UPDATE agui_calls SET answer = %s, finished_at = %s "
             "WHERE thread_id = %s AND call_id = %s AND fingerprint = %s AND answer IS NULL "
@@ -237,7 +240,7 @@ def settle_plan(
     payload = orjson.dumps(dict(answer))
     now = time.time()
 
-    def steps() -> Steps[ClaimResult]:
+    def steps() -> QuerySteps[ClaimResult]:
         inserted = yield Query(
             "INSERT INTO agui_calls (thread_id, call_id, fingerprint, tool, started_at, "
             "finished_at, answer) VALUES (%s, %s, %s, '', %s, %s, %s) "
@@ -261,7 +264,7 @@ def lookup_plan(thread_id: str, call_id: str) -> Plan[ClaimResult | None]:
 
 
 def record_decision_plan(decision: Mapping[str, Any]) -> Plan[None]:
-    def steps() -> Steps[None]:
+    def steps() -> QuerySteps[None]:
         yield _insert_decision(decision)
 
     return Plan(
@@ -270,7 +273,7 @@ def record_decision_plan(decision: Mapping[str, Any]) -> Plan[None]:
 
 
 def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:
-    def steps() -> Steps[list[dict[str, Any]]]:
+    def steps() -> QuerySteps[list[dict[str, Any]]]:
         rows = yield Query(
             "SELECT decision FROM agui_decisions WHERE thread_id = %s AND call_id = %s "
             "ORDER BY seq",
@@ -283,7 +286,7 @@ def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:
 
 
 def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
-    def steps() -> Steps[ThreadRecord | None]:
+    def steps() -> QuerySteps[ThreadRecord | None]:
         row = yield Query(
             "SELECT version, state, resumed FROM agui_threads WHERE thread_id = %s",
             (thread_id,),
@@ -321,7 +324,7 @@ def save_run_plan(
     snap = encode_snapshot(messages, state, resumed, run, keep)  # refused before any connection
     new = expected_version + 1
 
-    def steps() -> Steps[int]:
+    def steps() -> QuerySteps[int]:
         if expected_version == 0:
             written = yield Query(
                 "INSERT INTO agui_threads (thread_id, version, state, resumed, updated_at) "
@@ -362,40 +365,24 @@ def save_run_plan(
 # -- the drivers: the same plan on a sync or an async connection ---------------------------
 
 
-def _drive(conn: Any, steps: Steps[T]) -> T:
-    """Run a plan's steps on a sync psycopg connection."""
-    try:
-        query = next(steps)
-        while True:
-            cur = conn.execute(query.sql, query.params)
-            if query.fetch == "one":
-                rows: Any = cur.fetchone()
-            elif query.fetch == "all":
-                rows = cur.fetchall()
-            else:
-                rows = None
-            query = steps.send(rows)
-    except StopIteration as done:
-        result: T = done.value
-        return result
+def _run_query(conn: Any, query: Query) -> Any:
+    """One query on a sync psycopg connection: its rows as the plan asked for them."""
+    cur = conn.execute(query.sql, query.params)
+    if query.fetch == "one":
+        return cur.fetchone()
+    if query.fetch == "all":
+        return cur.fetchall()
+    return None
 
 
-async def _adrive(conn: Any, steps: Steps[T]) -> T:
-    """Run a plan's steps on an async psycopg connection (awaiting, never blocking)."""
-    try:
-        query = next(steps)
-        while True:
-            cur = await conn.execute(query.sql, query.params)
-            if query.fetch == "one":
-                rows: Any = await cur.fetchone()
-            elif query.fetch == "all":
-                rows = await cur.fetchall()
-            else:
-                rows = None
-            query = steps.send(rows)
-    except StopIteration as done:
-        result: T = done.value
-        return result
+async def _arun_query(conn: Any, query: Query) -> Any:
+    """One query on an async psycopg connection (awaited, never blocking)."""
+    cur = await conn.execute(query.sql, query.params)
+    if query.fetch == "one":
+        return await cur.fetchone()
+    if query.fetch == "all":
+        return await cur.fetchall()
+    return None
 
 
 # -- opening: one direct attempt first, so a wrong connection string says why, at once -----
@@ -464,45 +451,31 @@ def _probe(conninfo: str, timeout: float) -> None:
     """Run :func:`opening_plan` with blocking connections and sleeps."""
     import psycopg
 
-    steps = opening_plan(conninfo, timeout)
-    step = next(steps)
-    try:
-        while True:
-            error: BaseException | None = None
-            if isinstance(step, Pause):
-                time.sleep(step.seconds)
-            else:
-                try:
-                    psycopg.connect(conninfo, connect_timeout=step.connect_timeout).close()
-                except psycopg.Error as exc:
-                    error = exc
-            step = steps.send(error)
-    except StopIteration:
-        return
+    def attempt(step: Attempt) -> BaseException | None:
+        try:
+            psycopg.connect(conninfo, connect_timeout=step.connect_timeout).close()
+        except psycopg.Error as exc:
+            return exc  # sent to the plan, which decides whether to try again
+        return None
+
+    drive(opening_plan(conninfo, timeout), attempt)
 
 
 async def _aprobe(conninfo: str, timeout: float) -> None:
     """Run :func:`opening_plan` awaiting, never blocking the event loop."""
     import psycopg
 
-    steps = opening_plan(conninfo, timeout)
-    step = next(steps)
-    try:
-        while True:
-            error: BaseException | None = None
-            if isinstance(step, Pause):
-                await asyncio.sleep(step.seconds)
-            else:
-                try:
-                    conn = await psycopg.AsyncConnection.connect(
-                        conninfo, connect_timeout=step.connect_timeout
-                    )
-                    await conn.close()
-                except psycopg.Error as exc:
-                    error = exc
-            step = steps.send(error)
-    except StopIteration:
-        return
+    async def attempt(step: Attempt) -> BaseException | None:
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                conninfo, connect_timeout=step.connect_timeout
+            )
+            await conn.close()
+        except psycopg.Error as exc:
+            return exc
+        return None
+
+    await adrive(opening_plan(conninfo, timeout), attempt)
 
 
 # -- what a failure says, for both stores ---------------------------------------------------
@@ -658,7 +631,7 @@ class PostgresStore(AnswerFromLookup):
 
     def _run(self, plan: Plan[T]) -> T:
         with self._conn(plan.what, tx=plan.tx, writes=plan.writes) as conn:
-            return _drive(conn, plan.steps)
+            return drive(plan.steps, partial(_run_query, conn))
 
     def migrate(self) -> int:
         """Apply the migrations the database lacks; return the schema version."""
@@ -843,8 +816,8 @@ class AsyncPostgresStore:
             async with pool.connection() as conn:
                 if plan.tx:
                     async with conn.transaction():
-                        return await _adrive(conn, plan.steps)
-                return await _adrive(conn, plan.steps)
+                        return await adrive(plan.steps, partial(_arun_query, conn))
+                return await adrive(plan.steps, partial(_arun_query, conn))
         except Exception as exc:
             error = _failed(self.conninfo, plan.what, exc, writes=plan.writes)
             if error is None:

@@ -19,6 +19,7 @@ JUnit XML, a self-contained HTML page).
 
 from __future__ import annotations
 
+from ._baseline import Baseline, BaselineDiff, Known
 from ._cases import CASES, SECTIONS, Case
 from ._context import DEFAULT_PROMPTS, DEFAULT_TOOLS
 from ._report import CaseResult, CheckReport, Exchange, Finding, Verdict
@@ -29,11 +30,14 @@ __all__ = [
     "DEFAULT_PROMPTS",
     "DEFAULT_TOOLS",
     "SECTIONS",
+    "Baseline",
+    "BaselineDiff",
     "Case",
     "CaseResult",
     "CheckReport",
     "Exchange",
     "Finding",
+    "Known",
     "Verdict",
     "acheck_agent",
     "check_agent",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
@@ -117,12 +117,20 @@ def describe(stream: Stream) -> str:
         short = " ".join(text.split())
         parts.append(f"said {short[:100]!r}" + ("…" if len(short) > 100 else ""))
     answered = {ev.get("toolCallId") for _, ev in judged.of_type("TOOL_CALL_RESULT")}
+    left = set(unanswered(stream))
     calls = []
     for _, ev in judged.of_type("TOOL_CALL_START") + judged.of_type("TOOL_CALL_CHUNK"):
         name = ev.get("toolCallName")
         if name is None:
             continue
-        how = "answered in-stream" if ev.get("toolCallId") in answered else "left unanswered"
+        cid = ev.get("toolCallId")
+        how = (
+            "answered in-stream"
+            if cid in answered
+            else "left unanswered"
+            if cid in left or judged.thread is None
+            else "answered only in a snapshot"
+        )
         calls.append(f"{name} ({how})")
     if calls:
         parts.append("called " + ", ".join(dict.fromkeys(calls)))
@@ -145,6 +153,18 @@ def calls_made(stream: Stream) -> list[tuple[str, str, int]]:
             if isinstance(cid, str) and isinstance(name, str) and cid not in out:
                 out[cid] = (cid, name, i)
     return list(out.values())
+
+
+def interrupt_named(stream: Stream) -> set[str]:
+    """The calls the stream's interrupts name (``Interrupt.toolCallId``, INT-4)."""
+    if stream.judged is None:
+        return set()
+    return {
+        str(i["toolCallId"])
+        for run in stream.judged.runs
+        for i in run.interrupts or ()
+        if isinstance(i, Mapping) and i.get("toolCallId") is not None
+    }
 
 
 def unanswered(stream: Stream) -> list[str]:
@@ -311,7 +331,46 @@ async def _unknown_members(ctx: Context, res: CaseResult) -> None:
 )
 async def _tools_absent(ctx: Context, res: CaseResult) -> None:
     stream = await ctx.send(res, "input without tools", _basic_input(tools=None))
-    _must_run(res, stream, "INPUT-11", "the input had no tools member")
+    # the same prompt with `tools: []` (lifecycle.stream's run): what the agent does there
+    # is what INPUT-11 asks of it here — a run that fails only here is the difference
+    twin = await basic_run(ctx)
+    twin_ran = (
+        twin.judged is not None
+        and twin.judged.error is None
+        and twin.judged.last is not None
+        and twin.judged.last.status != "error"
+    )
+    same = "A producer MUST treat a missing tools exactly as it would treat an empty one."
+    if twin_ran:
+        use(res, twin)
+        compared = f"with `tools: []` the same prompt ran ({describe(twin)})"
+    else:
+        compared = f"with `tools: []` it did not run either ({describe(twin)})"
+    if stream.judged is None:
+        add(
+            res,
+            Verdict.FAIL,
+            "INPUT-11",
+            f"the input had no tools member, and the agent answered {describe(stream)}; "
+            f"{compared}. {same}",
+            stream,
+        )
+        return
+    findings_of(res, stream)
+    res.observed = describe(stream)
+    last = stream.judged.last
+    if last is not None and last.status == "error" and twin_ran:
+        add(
+            res,
+            Verdict.FAIL,
+            "INPUT-11",
+            f"the input had no tools member, and the run failed with RUN_ERROR {last.error}; "
+            f"{compared}. {same}",
+            stream,
+            len(stream.judged.events) - 1,
+        )
+        return
+    _ran_into_error(res, stream, "INPUT-11")
 
 
 @case(
@@ -399,7 +458,9 @@ async def _oversized(ctx: Context, res: CaseResult) -> None:
 # -- lifecycle ----------------------------------------------------------------------
 
 
-async def _basic(ctx: Context) -> Stream:
+async def basic_run(ctx: Context) -> Stream:
+    """The plain prompt with ``tools: []``, sent once per check and shared."""
+
     async def make() -> Stream:
         res = CaseResult("", "", "", (), "", "")
         return await ctx.send(res, "a plain prompt, no tools", _basic_input(tools=[]))
@@ -417,7 +478,7 @@ async def _basic(ctx: Context) -> Stream:
     "one terminal event and nothing after it — the full consumer pipeline accepts it.",
 )
 async def _lifecycle_stream(ctx: Context, res: CaseResult) -> None:
-    stream = await _basic(ctx)
+    stream = await basic_run(ctx)
     if stream.judged is None:
         add(
             res,
@@ -442,7 +503,7 @@ async def _lifecycle_stream(ctx: Context, res: CaseResult) -> None:
     "this version MUST send its declaration.",
 )
 async def _protocol_version(ctx: Context, res: CaseResult) -> None:
-    stream = await _basic(ctx)
+    stream = await basic_run(ctx)
     if stream.judged is None:
         res.observed = f"not exercised: {describe(stream)}"
         add(res, Verdict.NOT_EXERCISED, "RUN-2", "no stream to read RUN_STARTED from.", stream)
@@ -477,7 +538,7 @@ async def _protocol_version(ctx: Context, res: CaseResult) -> None:
     "RUN_STARTED and RUN_FINISHED carry the input's threadId; the requested run echoes its runId.",
 )
 async def _ids_echoed(ctx: Context, res: CaseResult) -> None:
-    stream = await _basic(ctx)
+    stream = await basic_run(ctx)
     if stream.judged is None:
         add(res, Verdict.NOT_EXERCISED, "INPUT-3", f"no stream: {describe(stream)}", stream)
         return
@@ -542,6 +603,8 @@ class Invite:
     tools: list[dict[str, Any]]
     attempts: list[Stream]
     adopted: list[str]
+    gated: list[str] = field(default_factory=list)
+    """Unadvertised calls an interrupt names: the agent's own, waiting on a resume."""
 
     @property
     def frontend_calls(self) -> list[tuple[str, str, int]]:
@@ -560,11 +623,18 @@ async def _invite(
             res, "a prompt inviting a frontend call", new_input(user=prompt, tools=advertised)
         )
         invite = Invite(first, advertised, [first], [])
+        invite.gated = [
+            f"{name} ({cid})"
+            for cid, name, _ in calls_made(first)
+            if cid in interrupt_named(first) and name not in {t["name"] for t in advertised}
+        ]
         names = {t["name"] for t in advertised}
         if tools is None and not invite.frontend_calls and first.judged is not None:
             # the agent called tools of its own naming and left them to the application:
             # advertise those too (no schema) and ask again on a new thread
-            left = set(unanswered(first))
+            # ... but not a call an interrupt names: that one waits on a resume entry, an
+            # approval of the agent's own tool (INT-4), not on the application's answer
+            left = set(unanswered(first)) - interrupt_named(first)
             adopted = [
                 name for cid, name, _ in calls_made(first) if cid in left and name not in names
             ]
@@ -584,7 +654,7 @@ async def _invite(
                     f"the same prompt, now also advertising {', '.join(adopted)}",
                     new_input(user=prompt, tools=advertised),
                 )
-                invite = Invite(second, advertised, [first, second], adopted)
+                invite = Invite(second, advertised, [first, second], adopted, invite.gated)
         return invite
 
     invite: Invite = await ctx.once(key, make)
@@ -609,13 +679,28 @@ def _not_invited(res: CaseResult, invite: Invite, rule: str) -> bool:
     for attempt in invite.attempts:
         use(res, attempt)
     names = ", ".join(t["name"] for t in invite.tools)
+    if judged is None:  # no run at all: a prompt would not help
+        add(
+            res,
+            Verdict.NOT_EXERCISED,
+            rule,
+            f"the prompt inviting a call to {names} was answered {describe(invite.stream)}; "
+            "no run, so no call to judge.",
+        )
+        return True
+    gated = (
+        f" Its own {', '.join(invite.gated)}, which an interrupt names, waits on a resume "
+        "(the interrupt cases judge it), not on the application: not a frontend call."
+        if invite.gated
+        else ""
+    )
     add(
         res,
         Verdict.NOT_EXERCISED,
         rule,
         f"the agent called none of the advertised tools ({names}): it "
-        f"{describe(invite.stream)}. Give it a prompt that leads to a call (--prompt) or "
-        "the tools it knows (--tools).",
+        f"{describe(invite.stream)}.{gated} Give it a prompt that leads to a call (--prompt) "
+        "or the tools it knows (--tools).",
     )
     return True
 
@@ -796,13 +881,18 @@ async def _arguments(ctx: Context, res: CaseResult) -> None:
         res.observed = "valid: " + "; ".join(good)
 
 
-def _answer_all(stream: Stream, how: str) -> dict[str, Any]:
-    """The continuation input answering every call the thread left (FE-8)."""
+def _answer_all(
+    stream: Stream, how: str, *, skip: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
+    """The continuation input answering every call the thread left (FE-8) — but the
+    ones in ``skip`` (calls an interrupt names: a resume entry covers those)."""
     judged = stream.judged
     assert judged is not None and judged.thread is not None
     # a copy: the judged thread is shared with the other cases reading this stream
     thread = ThreadState(judged.thread.messages, judged.thread.state)
     for cid in thread.unanswered_calls():
+        if cid in skip:
+            continue
         name = thread.call_name(cid) or "tool"
         if how == "decline":
             answer = Answer.declined(cid, "user", "agui-tools check declines this call")
@@ -906,11 +996,13 @@ async def _decline(ctx: Context, res: CaseResult) -> None:
 
 @case(
     "history.dangling",
-    "A history with an unanswered call is refused",
-    ("FE-8", "INPUT-5"),
+    "A history with an unanswered call is not answered by the agent",
+    ("FE-8", "INPUT-5", "FE-2"),
     "tool-calls",
-    "The agent refuses before running — an HTTP 4xx, or a stream opening with RUN_ERROR — "
-    "and never hands the unanswered call to its model.",
+    "The agent never fabricates the missing answer (FE-2: no TOOL_CALL_RESULT, no invented "
+    "tool message). Refusing — an HTTP 4xx, or a stream opening with RUN_ERROR — passes; "
+    "running on the history as shown is info: FE-8 binds the application that sent it, and "
+    "INPUT-5 has the producer take the history as complete.",
 )
 async def _dangling(ctx: Context, res: CaseResult) -> None:
     tools = [dict(t) for t in ctx.settings.tools]
@@ -922,7 +1014,7 @@ async def _dangling(ctx: Context, res: CaseResult) -> None:
             "role": "assistant",
             "toolCalls": [
                 {
-                    "id": "check-dangling-call",
+                    "id": _DANGLING,
                     "type": "function",
                     "function": {"name": name, "arguments": "{}"},
                 }
@@ -930,40 +1022,56 @@ async def _dangling(ctx: Context, res: CaseResult) -> None:
         },
     ]
     body = new_input(user="And now?", tools=tools, messages=history)
-    stream = await ctx.send(res, "history with call check-dangling-call unanswered", body)
+    stream = await ctx.send(res, f"history with call {_DANGLING} unanswered", body)
     ex = stream.exchange
     if ex.status is not None and 400 <= ex.status < 500 and stream.judged is None:
         res.observed = f"HTTP {ex.status}: refused"
         use(res, stream)
         return
     if stream.judged is not None:
-        findings_of(res, stream)
+        found = findings_of(res, stream)
         events = stream.judged.events
         if events and events[0].get("type") == "RUN_ERROR":
             res.observed = "refused: the stream opens with RUN_ERROR"
             return
+        res.observed = describe(stream)
+        if any(f.rule == "FE-2" and _DANGLING in f.message for f in found):
+            return  # the agent answered the call itself: the FE-2 finding says where
         add(
             res,
-            Verdict.FAIL,
+            Verdict.INFO,
             "FE-8",
-            f"the agent ran on a history whose call 'check-dangling-call' has no answer "
-            f"({describe(stream)}); a thread that continues MUST answer every call first, and a "
-            "producer that runs anyway hands its model a dangling call (providers answer 400).",
+            f"the agent ran on a history whose call {_DANGLING!r} has no answer, without "
+            f"answering it itself ({describe(stream)}). Allowed: FE-8 binds the application "
+            "that sent the history (a thread that continues answers every call first), and "
+            "INPUT-5 has the producer treat the history as complete as shown. A model handed "
+            "a dangling call is often refused by its provider; refusing with a 4xx naming "
+            "the call is the clearer answer.",
             stream,
-            0 if events else None,
         )
         return
     if ex.status is not None and ex.status >= 500:
         add(
             res,
-            Verdict.FAIL,
+            Verdict.WARN,
             "FE-8",
-            f"HTTP {ex.status}: the agent crashed on a dangling call instead of refusing it with "
-            "a 4xx naming the call.",
+            f"HTTP {ex.status}: a server error, neither a refusal nor a run; an agent that will "
+            "not run on a dangling call refuses it with a 4xx naming the call (no rule binds "
+            "the producer here: FE-8 binds the application that sent the history).",
             stream,
         )
         return
-    add(res, Verdict.FAIL, "FE-8", f"unexpected answer: {describe(stream)}", stream)
+    add(
+        res,
+        Verdict.FAIL,
+        "TRANS-4",
+        f"answered {describe(stream)}; a request is refused with an error status or "
+        "answered with 200 text/event-stream.",
+        stream,
+    )
+
+
+_DANGLING: Final = "check-dangling-call"
 
 
 # -- interrupts ----------------------------------------------------------------------------
@@ -1009,16 +1117,12 @@ async def _interrupt_ids(ctx: Context, res: CaseResult) -> None:
 
 
 def _resume_input(stream: Stream, entries: list[dict[str, Any]]) -> dict[str, Any]:
-    judged = stream.judged
-    assert judged is not None and judged.thread is not None
-    return {
-        "threadId": stream.input["threadId"],
-        "runId": f"check-run-{uuid.uuid4().hex[:12]}",
-        "protocolVersion": stream.input.get("protocolVersion"),
-        "messages": judged.thread.messages,
-        "tools": stream.input.get("tools", []),
-        "resume": entries,
-    }
+    """The continuation of an interrupted run: its frontend calls answered with tool
+    messages, as any continuation answers them (FE-8), and the calls its interrupts
+    name left to the resume entries (INT-7) — never a tool message for those."""
+    out = _answer_all(stream, "answer", skip=interrupt_named(stream))
+    out["resume"] = entries
+    return out
 
 
 @case(
@@ -1210,7 +1314,7 @@ def _same_script(run_input: Mapping[str, Any]) -> dict[str, Any]:
     "input delivered (identifiers and timestamps aside).",
 )
 async def _protobuf(ctx: Context, res: CaseResult) -> None:
-    twins: list[tuple[str, Stream]] = [("the plain prompt", await _basic(ctx))]
+    twins: list[tuple[str, Stream]] = [("the plain prompt", await basic_run(ctx))]
     invite = await _invite(ctx)
     if invite.stream.judged is not None:
         twins.append(("the frontend-tool prompt", invite.stream))

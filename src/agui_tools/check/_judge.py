@@ -120,6 +120,8 @@ def judge_stream(
     for warning in result.warnings:
         verdict = Verdict.FAIL if warning.rule in PRODUCER_MUSTS else Verdict.WARN
         text = _text(warning.rule, warning)
+        if warning.rule == "AGT-SNAP-2":
+            verdict, text = _restated_result(out, run_input, warning.index, warning.ids)
         out.findings.append(Finding(verdict, warning.rule, text, at, warning.index))
     if capped:
         out.findings.append(
@@ -153,6 +155,7 @@ def judge_stream(
     if result.error is None:
         _check_echo(out, at, run_input)
     _check_restream(out, at, run_input)
+    _check_snapshot_answers(out, at, run_input)
     return out
 
 
@@ -252,3 +255,159 @@ def _check_restream(out: Judged, at: int, run_input: Mapping[str, Any]) -> None:
                 )
             )
             return
+
+
+def _tool_messages(ev: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    messages = ev.get("messages")
+    if not isinstance(messages, list):
+        return []
+    return [m for m in messages if isinstance(m, Mapping) and m.get("role") == "tool"]
+
+
+def _check_snapshot_answers(out: Judged, at: int, run_input: Mapping[str, Any]) -> None:
+    """A tool message a ``MESSAGES_SNAPSHOT`` brings for a call nothing had answered.
+
+    The answer of a call the input left open, or the stream made, arrives as a
+    ``TOOL_CALL_RESULT`` when the agent ran the tool (FE-12) and not at all when the
+    application does (FE-2). A snapshot restating it is the only trace of it otherwise:
+    to an advertised tool that is the "fabricated tool message" FE-2 forbids (``fail``);
+    to the agent's own, a result a consumer deriving the pending calls from the stream
+    (FE-5, FE-6: "every tool call the run started that received no result") never
+    sees — FE-12's "answer in-stream via ``TOOL_CALL_RESULT``" not followed (``warn``).
+    """
+    advertised = {t.get("name") for t in run_input.get("tools") or () if isinstance(t, Mapping)}
+    names: dict[str, str] = {}
+    answered: set[str] = set()
+    from_input: set[str] = set()
+    for message in run_input.get("messages") or ():
+        if not isinstance(message, Mapping):
+            continue
+        if message.get("role") == "tool":
+            answered.add(str(message.get("toolCallId")))
+        for c in message.get("toolCalls") or ():
+            if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping):
+                names[str(c.get("id"))] = str(c["function"].get("name"))
+                from_input.add(str(c.get("id")))
+    for index, ev in enumerate(out.events):
+        kind = ev.get("type")
+        if kind in ("TOOL_CALL_START", "TOOL_CALL_CHUNK") and isinstance(
+            ev.get("toolCallName"), str
+        ):
+            names.setdefault(str(ev.get("toolCallId")), ev["toolCallName"])
+        elif kind == "TOOL_CALL_RESULT":
+            answered.add(str(ev.get("toolCallId")))
+        elif kind == "MESSAGES_SNAPSHOT":
+            for message in ev.get("messages") or ():
+                if not isinstance(message, Mapping):
+                    continue
+                for c in message.get("toolCalls") or ():
+                    if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping):
+                        names.setdefault(str(c.get("id")), str(c["function"].get("name")))
+            for message in _tool_messages(ev):
+                cid = str(message.get("toolCallId"))
+                if cid in answered:
+                    continue
+                answered.add(cid)
+                name = names.get(cid, "?")
+                whose = "the run input left unanswered" if cid in from_input else "this run made"
+                if name in advertised:
+                    out.findings.append(
+                        Finding(
+                            Verdict.FAIL,
+                            "FE-2",
+                            f"event #{index} MESSAGES_SNAPSHOT carries tool message "
+                            f"{message.get('id')!r} answering call {cid!r} to {name!r}, a "
+                            f"frontend tool the run input advertised, which {whose}: a "
+                            "fabricated tool message. A producer that calls a frontend tool "
+                            "MUST NOT answer it; the result is the application's to produce.",
+                            at,
+                            index,
+                        )
+                    )
+                else:
+                    out.findings.append(
+                        Finding(
+                            Verdict.WARN,
+                            "FE-12",
+                            f"event #{index} MESSAGES_SNAPSHOT is the only answer to call "
+                            f"{cid!r} to {name!r} (the agent's own tool, which {whose}): no "
+                            "TOOL_CALL_RESULT carried it. The producer's own tools answer "
+                            "in-stream via TOOL_CALL_RESULT; a consumer deriving the pending "
+                            "calls from the stream (FE-5, FE-6: every call the run started "
+                            "that received no result) counts this one as left to the "
+                            "application.",
+                            at,
+                            index,
+                        )
+                    )
+
+
+def _restated_result(
+    out: Judged, run_input: Mapping[str, Any], index: int | None, ids: Mapping[str, str]
+) -> tuple[Verdict, str]:
+    """AGT-SNAP-2 as this stream shows it: where the earlier id came from, and whether the
+    restated result really moved away from its call in the thread the consumer now holds.
+
+    A snapshot that re-mints every id in order (LlamaIndex) replaces each message with
+    its restatement, and the thread keeps its shape: worth knowing (``info``), not the
+    ag-ui #1745 slip the rule names (a result appended after the messages the thread
+    kept — ``warn``).
+    """
+    call_id, restated = ids.get("toolCallId", "?"), ids.get("messageId", "?")
+    earlier = ids.get("resultMessageId", "?")
+    origin = f"the thread held it as message {earlier!r}"
+    for i, ev in enumerate(out.events[: index if index is not None else None]):
+        if ev.get("type") == "TOOL_CALL_RESULT" and ev.get("messageId") == earlier:
+            origin = f"its TOOL_CALL_RESULT at event #{i} minted it as message {earlier!r}"
+            break
+        if ev.get("type") == "MESSAGES_SNAPSHOT" and any(
+            m.get("id") == earlier for m in _tool_messages(ev)
+        ):
+            origin = f"the MESSAGES_SNAPSHOT at event #{i} restated it as message {earlier!r}"
+            break
+    else:
+        if any(
+            isinstance(m, Mapping) and m.get("id") == earlier
+            for m in run_input.get("messages") or ()
+        ):
+            origin = f"the run input carried it as message {earlier!r}"
+    where = f"event #{index} MESSAGES_SNAPSHOT: " if index is not None else ""
+    head = f"{where}MESSAGES_SNAPSHOT restates the result of tool call {call_id!r} as message "
+    if _beside_its_call(out, call_id):
+        return Verdict.INFO, (
+            f"{head}{restated!r}, but {origin}. Reconciled by id, {earlier!r} is dropped and "
+            f"{restated!r} appended; the snapshot re-mints the messages around it too, so the "
+            "result stays beside its call and the thread keeps its shape — only what an "
+            f"application keyed to {earlier!r} loses its message."
+        )
+    return Verdict.WARN, (
+        f"{head}{restated!r}, but {origin}; reconciled by id, {earlier!r} is dropped and "
+        f"{restated!r} is appended after the messages the thread kept, away from its call."
+    )
+
+
+def _beside_its_call(out: Judged, call_id: str) -> bool:
+    """In the thread the stream left, the call's tool message follows the message holding
+    the call, with only tool messages between them."""
+    if out.thread is None:
+        return False
+    messages = out.thread.messages
+    holder = next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if any(c.get("id") == call_id for c in m.get("toolCalls") or ())
+        ),
+        None,
+    )
+    answer = next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "tool" and m.get("toolCallId") == call_id
+        ),
+        None,
+    )
+    if holder is None or answer is None or answer < holder:
+        return False
+    return all(m.get("role") == "tool" for m in messages[holder + 1 : answer])

@@ -65,13 +65,37 @@ class Probe:
         self.url = url
         self.headers = dict(headers or {})
         self.timeout = timeout
-        self.http = httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=timeout, read=timeout, write=timeout, pool=timeout)
-        )
+        self.http = self._client()
         self.raw: dict[int, Sent] = {}
+
+    def _client(self) -> httpx.AsyncClient:
+        t = self.timeout
+        return httpx.AsyncClient(timeout=httpx.Timeout(connect=t, read=t, write=t, pool=t))
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+    async def fresh_after(self, status: int | None, error: str = "") -> None:
+        """After an error status or a broken exchange, the next request opens a new connection.
+
+        A server may drop a keep-alive connection after an error without saying
+        ``Connection: close`` (uvicorn after a 500); a pooled connection reused
+        then fails the *next* request, and the case after an error would be judged
+        on the error before it. A new pool keeps every case's outcome its own.
+        """
+        if error or status is None or status >= 400:
+            old, self.http = self.http, self._client()
+            await old.aclose()
+
+    async def get(self) -> httpx.Response:
+        """One GET of the endpoint (is anything there?), on a connection of its own after."""
+        try:
+            resp = await self.http.get(self.url, headers=self.headers)
+        except httpx.HTTPError:
+            await self.fresh_after(None, "failed")
+            raise
+        await self.fresh_after(resp.status_code)
+        return resp
 
     async def post(
         self,
@@ -151,6 +175,7 @@ class Probe:
             exchange.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         finally:
             exchange.seconds = time.perf_counter() - start
+            await self.fresh_after(exchange.status, exchange.error)
         return exchange
 
     async def post_large(self, label: str, body: bytes, into: list[Exchange]) -> Exchange:

@@ -166,6 +166,10 @@ class CheckReport:
     seconds: float = 0.0
     started: str = ""
     version: str = ""
+    agent_log: list[str] = field(default_factory=list)
+    """What an agent served in this process logged below ERROR during the check (its
+    warnings about the checker's deliberate inputs), kept off the user's stderr; not
+    part of the JSON document."""
 
     def counts(self) -> dict[str, int]:
         out = {v.value: 0 for v in Verdict}

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from .._errors import TransportError, UsageError
+from .._text import escape_controls
 from .._version import __version__
-from ._cases import CASES, SECTIONS, Case
+from ._cases import CASES, SECTIONS, Case, basic_run
 from ._context import DEFAULT_TOOLS, Context, Settings
 from ._probe import Probe
 from ._report import CaseResult, CheckReport, Finding, Verdict, worst
@@ -76,14 +80,16 @@ async def acheck_agent(
     started = datetime.now(UTC)
     start = time.perf_counter()
     probe = Probe(url, headers=settings.headers, timeout=timeout)
-    try:
-        await _reachable(probe)
-        ctx = Context(settings, probe)
-        results: dict[str, CaseResult] = {}
-        for case in [c for c in chosen if not c.late] + [c for c in chosen if c.late]:
-            results[case.id] = await _run_case(ctx, case)
-    finally:
-        await probe.aclose()
+    with _agent_log() as log:
+        try:
+            await _reachable(probe)
+            ctx = Context(settings, probe)
+            await _an_agui_endpoint(ctx)
+            results: dict[str, CaseResult] = {}
+            for case in [c for c in chosen if not c.late] + [c for c in chosen if c.late]:
+                results[case.id] = await _run_case(ctx, case)
+        finally:
+            await probe.aclose()
     return CheckReport(
         url=url,
         cases=[results[c.id] for c in chosen],
@@ -91,7 +97,58 @@ async def acheck_agent(
         seconds=time.perf_counter() - start,
         started=started.isoformat(timespec="seconds"),
         version=__version__,
+        agent_log=log.lines,
     )
+
+
+class _AgentLog(logging.Handler):
+    """While a check runs: what ``agui_tools`` loggers say below ERROR is kept, not shown.
+
+    An agent served in this process (``serving``, the pytest fixture) warns about
+    every odd input the checker sends on purpose — unknown members stripped
+    (PROC-3), a newer version served (VER-5) — and with no logging configured
+    those warnings reached the user's stderr by logging's last resort. They are
+    the agent doing what the cases ask of it: kept on the report
+    (:attr:`CheckReport.agent_log`). An ERROR — an agent body raising, a bug —
+    goes on to the root logger's handlers as before.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR:
+            logging.getLogger().handle(record)
+        elif len(self.lines) < _AGENT_LOG_CAP:
+            self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
+_AGENT_LOG_CAP = 1000
+_LOGGER = logging.getLogger("agui_tools")
+_log_lock = threading.Lock()
+_log_depth = 0
+_log_propagate = True
+
+
+@contextmanager
+def _agent_log() -> Iterator[_AgentLog]:
+    """Route the ``agui_tools`` records through an :class:`_AgentLog` for the check."""
+    global _log_depth, _log_propagate
+    handler = _AgentLog()
+    with _log_lock:
+        if _log_depth == 0:
+            _log_propagate, _LOGGER.propagate = _LOGGER.propagate, False
+        _log_depth += 1
+        _LOGGER.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        with _log_lock:
+            _LOGGER.removeHandler(handler)
+            _log_depth -= 1
+            if _log_depth == 0:
+                _LOGGER.propagate = _log_propagate
 
 
 def check_agent(url: str, **options: Any) -> CheckReport:
@@ -118,7 +175,7 @@ def check_agent(url: str, **options: Any) -> CheckReport:
 async def _reachable(probe: Probe) -> None:
     """One GET, so an unreachable URL is one clear error, not thirty failed cases."""
     try:
-        await probe.http.get(probe.url, headers=probe.headers)
+        await probe.get()
     except (httpx.ReadTimeout, httpx.RemoteProtocolError):
         return  # connected: what it does with a GET is not the check's business
     except httpx.HTTPError as exc:
@@ -126,6 +183,36 @@ async def _reachable(probe: Probe) -> None:
         raise TransportError(
             f"cannot reach the agent at {probe.url} ({detail})", url=probe.url
         ) from None
+
+
+_NO_ROUTE = frozenset({404, 405, 501})
+"""Statuses saying nothing serves a POST here (not found, no POST, not implemented)."""
+
+
+async def _an_agui_endpoint(ctx: Context) -> None:
+    """One plain, well-formed run input first: a URL that answers it with a web page (or
+    with no POST route at all) is not an agent, and that is one error — not every case
+    failing on the same page. (The run is the one ``lifecycle.stream`` judges.)"""
+    try:
+        stream = await asyncio.wait_for(basic_run(ctx), ctx.settings.timeout)
+    except TimeoutError:
+        return  # slow, or hanging: the cases judge that, each within its time bound
+    ex = stream.exchange
+    if stream.judged is not None or ex.status is None:
+        return
+    if not (200 <= ex.status < 300 or ex.status in _NO_ROUTE):
+        return  # an error status of an agent (401, 422, 500): the cases say what it means
+    kind = ex.content_type.split(";")[0].strip() or "no content type"
+    body = escape_controls(" ".join(ex.body.split()), one_line=True)
+    shown = f" ({body[:80]!r}{'…' if len(body) > 80 else ''})" if body else ""
+    raise TransportError(
+        f"this is not an AG-UI endpoint: it answered HTTP {ex.status} {kind}{shown} to a "
+        "well-formed RunAgentInput POST, where an agent answers 200 text/event-stream; "
+        "give the URL of the agent's POST endpoint",
+        status=ex.status,
+        body=ex.body[:200],
+        url=ctx.settings.url,
+    )
 
 
 async def _run_case(ctx: Context, case: Case) -> CaseResult:

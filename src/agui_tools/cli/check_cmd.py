@@ -25,8 +25,13 @@ Reports: a table per section on the terminal; --json prints one JSON document
 instead (docs/cli.md describes it); --junit FILE writes JUnit XML for CI;
 --html FILE a self-contained page with every wire transcript.
 
-Exit codes: 0 no case failed (with --strict: none warned either), 1 a case
-failed, 2 bad usage or the agent cannot be reached at all.
+Baseline: --write-baseline FILE records today's failing findings (case, rule,
+verdict) and exits 0; --baseline FILE then fails only on findings it does not
+hold, and lists the ones it holds that are fixed.
+
+Exit codes: 0 no case failed (with --strict: none warned either; with
+--baseline: no new failure), 1 a case failed, 2 bad usage, the agent cannot be
+reached at all, or the URL is not an AG-UI endpoint.
 """
 
 
@@ -70,6 +75,17 @@ def register(sub: Any) -> None:
         metavar="FILE|MODULE:ATTR",
         help="the frontend tools to advertise: a JSON file (a list of Tool objects, or "
         '{"tools": [...], "prompt": "..."}) or a Python module attribute holding the list',
+    )
+    p.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record the failing findings as the agent's known faults in FILE (exit 0)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="fail only on findings FILE (from --write-baseline) does not hold; "
+        "report the ones it holds that are fixed",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report to FILE")
@@ -123,7 +139,7 @@ def load_tools(spec: str) -> tuple[list[dict[str, Any]], str | None]:
 
 def run(args: argparse.Namespace) -> int:
     from .._errors import TransportError, UsageError
-    from ..check import CASES, check_agent
+    from ..check import CASES, Baseline, check_agent
     from ..check.reports import html_report, junit_xml, print_report
 
     if args.list:
@@ -137,6 +153,15 @@ def run(args: argparse.Namespace) -> int:
         headers = _headers(args.header)
         tools, prompt = load_tools(args.tools) if args.tools else (None, None)
     except Exception as exc:  # the user's file or module: any failure is bad usage
+        print(f"agui-tools check: {exc}", file=sys.stderr)
+        return 2
+    baseline = None
+    try:
+        if args.baseline and args.write_baseline:
+            raise UsageError("give --baseline FILE or --write-baseline FILE, not both")
+        if args.baseline:
+            baseline = Baseline.load(args.baseline)
+    except UsageError as exc:
         print(f"agui-tools check: {exc}", file=sys.stderr)
         return 2
     try:
@@ -168,4 +193,18 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(report.dumps() + b"\n")
     else:
         print_report(report)
+    said = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone
+    if args.write_baseline:
+        written = Baseline.of(report)
+        try:
+            written.write(args.write_baseline)
+        except OSError as exc:
+            print(f"agui-tools check: cannot write the baseline: {exc}", file=sys.stderr)
+            return 2
+        print(f"wrote {args.write_baseline}: {len(written.known)} known failure(s)", file=said)
+        return 0
+    if baseline is not None:
+        diff = baseline.compare(report)
+        print("\n".join(diff.lines(f"baseline {args.baseline}")), file=said)
+        return diff.exit_code
     return report.exit_code

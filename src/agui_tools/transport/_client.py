@@ -514,14 +514,14 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
             # a transport failure or cancellation mid-stream still ends the run (as
             # truncated, never as finished) before the exception goes on; ending saves
             # the run and disposes of its calls: store I/O, off the event loop
-            ending = asyncio.ensure_future(conversation.off_loop(conversation.abandon_run))
+            ending = asyncio.ensure_future(conversation.abandon_run_async())
             try:
                 await asyncio.shield(ending)
             except asyncio.CancelledError:
                 await ending  # cancelled again while the run was ended: seen through once
                 raise
             raise
-        return await conversation.off_loop(conversation.end_run)
+        return await conversation.end_run_async()
 
 
 class SyncAgentClient(BaseAgentClient[httpx.Client]):

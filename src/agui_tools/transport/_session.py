@@ -45,7 +45,7 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
@@ -53,8 +53,17 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from .._errors import UsageError
 from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy, DecidedBy
-from ..app._conversation import Conversation, OutcomeUnknown, RunResult, Update, call_update
+from ..app._conversation import (
+    Conversation,
+    OutcomeUnknown,
+    RunResult,
+    StoreSteps,
+    Update,
+    call_update,
+)
 from ..app._journal import Journal
+from ..app._link import Operation
+from ..app._steps import Pause, adrive, drive
 from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
 from ._client import AgentClient, SyncAgentClient
@@ -178,20 +187,26 @@ def tool_spec_from_function(
 # -- the steps the loop needs a face to perform ---------------------------------------
 
 
+class _SessionStep:
+    """What the session's loop asks its face to do (one of the classes below)."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
-class _Turn:
+class _Turn(_SessionStep):
     """Send the prepared input and consume the run; the face replies with its RunResult."""
 
 
 @dataclass(frozen=True, slots=True)
-class _Ask:
+class _Ask(_SessionStep):
     """Ask the user about ``call``; the face replies with the ``ask`` callback's answer."""
 
     call: PendingCall
 
 
 @dataclass(frozen=True, slots=True)
-class _Execute:
+class _Execute(_SessionStep):
     """Execute the approved ``call``; the face replies with its Answer.
 
     ``emit`` takes the updates of the claim (the call is executing) before the
@@ -209,37 +224,27 @@ class _Execute:
 
 
 @dataclass(frozen=True, slots=True)
-class _Store:
-    """Call ``fn`` — it reads or writes the journal or store; the face replies with
-    what it returned (the async face performs a conversation's method through
-    ``Conversation.off_loop``: awaited on an async store, in a worker thread when
-    a synchronous store may wait)."""
-
-    fn: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-    def __call__(self) -> Any:
-        return self.fn(*self.args, **self.kwargs)
-
-
-_Step = _Turn | _Ask | _Execute | _Store
-Steps = Generator[_Step, Any, Any]
+class _Open(_SessionStep):
+    """Make the session's conversation — a new one, restored from the store, when
+    there is none or the last one stopped at a store failure; the face replies with
+    it. Made in a worker thread by the async face when the store may wait (a
+    synchronous store is read by the constructor)."""
 
 
 @dataclass(frozen=True, slots=True)
-class _Done:
-    """The loop returned ``value``: nothing more to perform."""
+class _Store(_SessionStep):
+    """Perform a conversation operation's store steps; the face replies with what they
+    returned (``Conversation._drive`` in the sync face, ``Conversation._perform`` —
+    awaited on an async store, in a worker thread when a sync store may wait — in the
+    async face)."""
 
-    value: Any
+    conversation: Conversation
+    operation: Operation
+    steps: StoreSteps[Any]
 
 
-def _advance(steps: Steps, reply: Any) -> _Step | _Done:
-    """Hand the loop the outcome of its last step; take its next step, or its end."""
-    try:
-        return steps.send(reply)
-    except StopIteration as done:
-        return _Done(done.value)
+_Step = _SessionStep
+Steps = Generator[_Step | Pause, Any, Any]  # a session pauses never; the drivers allow it
 
 
 class BaseSession(Generic[C]):
@@ -357,7 +362,18 @@ class BaseSession(Generic[C]):
                 in_flight_wait=self._in_flight_wait,
                 outcome_unknown=self._outcome_unknown,
             )
+            self._thread_id = self.conversation.thread_id  # a reload picks up the same thread
         return self.conversation
+
+    def _reopened(self) -> Conversation:
+        """The conversation to go on with: a new one from the store after a failure."""
+        conv = self.conversation
+        if conv is not None and not conv.in_step:
+            if self._store is None:
+                # no store to reload from: the refusal says what stopped it
+                conv._link.check("restore")
+            self.conversation = None  # reload: the store and the journal decide, not the copy
+        return self._conversation()
 
     @property
     def _store_may_wait(self) -> bool:
@@ -370,9 +386,15 @@ class BaseSession(Generic[C]):
     # -- the loop, once -------------------------------------------------------------
 
     def _open_steps(self) -> Steps:
-        """The conversation, its thread restored from the store (when it holds it)."""
-        conv: Conversation = yield _Store(self._conversation)  # restoring reads the store
-        yield _Store(conv.restore)  # done by the constructor, unless the store is async
+        """The conversation, its thread restored from the store (when it holds it).
+
+        A conversation that stopped at a store failure (``in_step`` False) is
+        replaced here by a new one on the same store and thread id: the reload
+        every :class:`~agui_tools._errors.StoreError` asks for, so retrying
+        ``send`` with the same ``message_id`` on this session is the recovery."""
+        conv: Conversation = yield _Open()  # restoring reads the store
+        # done by the constructor, unless the store is async
+        yield _Store(conv, "restore", conv._restore_steps())
         return conv
 
     def _send_steps(
@@ -428,34 +450,45 @@ class BaseSession(Generic[C]):
                 if self.ask is None:
                     # nobody to ask: the policy declines — never worded as the user's decision
                     yield _Store(
-                        conv.decline,
-                        (call.call_id,),
-                        {"by": "policy", "reason": "no one was available to ask for consent"},
+                        conv,
+                        "decline",
+                        conv._decline_steps(
+                            call.call_id,
+                            by="policy",
+                            reason="no one was available to ask for consent",
+                        ),
                     )
                 else:
                     answer = yield _Ask(call)
                     approval = Approval(answer) if isinstance(answer, bool) else answer
                     if approval.approved:
                         yield _Store(
-                            conv.approve,
-                            (call.call_id,),
-                            {
-                                "by": approval.decided_by,
-                                "arguments": approval.arguments,
-                                "reason": approval.reason,
-                            },
+                            conv,
+                            "approve",
+                            conv._approve_steps(
+                                call.call_id,
+                                by=approval.decided_by,
+                                arguments=approval.arguments,
+                                reason=approval.reason,
+                            ),
                         )
                     else:
                         yield _Store(
-                            conv.decline,
-                            (call.call_id,),
-                            {"by": approval.decided_by, "reason": approval.reason},
+                            conv,
+                            "decline",
+                            conv._decline_steps(
+                                call.call_id, by=approval.decided_by, reason=approval.reason
+                            ),
                         )
             if call.status is CallStatus.APPROVED:
                 registered = self._tools.get(call.name)
                 if registered is None:  # an unadvertised tool routed elsewhere has no handler here
                     yield _Store(
-                        conv.fail, (call.call_id, f"no handler is registered for {call.name!r}")
+                        conv,
+                        "fail",
+                        conv._fail_steps(
+                            call.call_id, f"no handler is registered for {call.name!r}"
+                        ),
                     )
                 else:
                     timeout = registered.timeout if registered.timeout is not None else self.timeout
@@ -517,26 +550,23 @@ class Session(BaseSession[AgentClient]):
         await self._perform(self._dispose_steps(emit), emit)
 
     async def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
-        step = _advance(steps, None)
-        while not isinstance(step, _Done):
-            reply: Any
+        async def perform(step: _Step) -> Any:
             if isinstance(step, _Turn):
-                reply = await self.client.run(self._conversation(), on_update=emit)
-            elif isinstance(step, _Ask):
+                return await self.client.run(self._conversation(), on_update=emit)
+            if isinstance(step, _Ask):
                 assert self.ask is not None
                 reply = self.ask(step.call)
-                if inspect.isawaitable(reply):
-                    reply = await reply
-            elif isinstance(step, _Store):
-                owner = getattr(step.fn, "__self__", None)
-                if isinstance(owner, Conversation):  # its method: performed as the store needs
-                    reply = await owner.off_loop(step.fn, *step.args, **step.kwargs)
-                else:
-                    reply = await asyncio.to_thread(step) if self._store_may_wait else step()
-            else:
-                reply = await self._execute(step)
-            step = _advance(steps, reply)
-        return step.value
+                return await reply if inspect.isawaitable(reply) else reply
+            if isinstance(step, _Open):
+                if self._store_may_wait:
+                    return await asyncio.to_thread(self._reopened)
+                return self._reopened()
+            if isinstance(step, _Store):
+                return await step.conversation._perform(step.operation, step.steps)
+            assert isinstance(step, _Execute)
+            return await self._execute(step)
+
+        return await adrive(steps, perform)
 
     async def _execute(self, step: _Execute) -> Answer:
         handler, timeout = step.handler, step.timeout
@@ -607,12 +637,10 @@ class SyncSession(BaseSession[SyncAgentClient]):
         self._perform(self._dispose_steps(emit), emit)
 
     def _perform(self, steps: Steps, emit: Callable[[Update], Any]) -> Any:
-        step = _advance(steps, None)
-        while not isinstance(step, _Done):
-            reply: Any
+        def perform(step: _Step) -> Any:
             if isinstance(step, _Turn):
-                reply = self.client.run(self._conversation(), on_update=emit)
-            elif isinstance(step, _Ask):
+                return self.client.run(self._conversation(), on_update=emit)
+            if isinstance(step, _Ask):
                 assert self.ask is not None
                 reply = self.ask(step.call)
                 if inspect.isawaitable(reply):
@@ -622,12 +650,15 @@ class SyncSession(BaseSession[SyncAgentClient]):
                         "a SyncSession's ask callback must answer directly (an Approval or a "
                         "bool), not return an awaitable; use Session for an async one"
                     )
-            elif isinstance(step, _Store):
-                reply = step()
-            else:
-                reply = self._execute(step)
-            step = _advance(steps, reply)
-        return step.value
+                return reply
+            if isinstance(step, _Open):
+                return self._reopened()
+            if isinstance(step, _Store):
+                return step.conversation._drive(step.operation, step.steps)
+            assert isinstance(step, _Execute)
+            return self._execute(step)
+
+        return drive(steps, perform)
 
     def _execute(self, step: _Execute) -> Answer:
         handler, timeout = step.handler, step.timeout
