@@ -30,7 +30,7 @@ import json
 import os
 import random
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +66,8 @@ reloads itself), ``new`` on a new session on the same store and thread."""
 PG_SAMPLE = 6
 """Bounded: fault points per (scenario, kind) on each PostgreSQL store."""
 SIGKILLS = 48 if FULL else 3
-"""SIGKILL trials per durable backend."""
+"""SIGKILL trials per durable backend (every third one right after the operation
+committed, the others as it is about to be sent)."""
 SHOWN = 25
 
 
@@ -298,17 +299,18 @@ def test_a_real_sigkill_at_a_store_operation_is_recovered_from(
     tally: Tally,
 ) -> None:
     """A worker subprocess runs the scenario and SIGKILLs itself as operation k is
-    about to be sent; this process recovers (a new store object, a new session, the
+    about to be sent (or right after it committed); this process recovers (a new store object, a new session, the
     message in flight again) and judges the thread. A deterministic sample of
     (scenario, k), every scenario represented."""
     started = time.monotonic()
     backend = _backend(backend_name, tmp_path, request)
-    face: Face = "async" if backend.is_async else "sync"
+    faces: tuple[Face, ...] = ("async",) if backend.is_async else ("sync", "async")
     counted = {
-        name: run_trial(
+        (name, face): run_trial(
             s, backend, url=agent.url, face=face, habit="new", fault=None, ledger=Ledger()
         )
         for name, s in SCENARIOS.items()
+        for face in faces
     }
     violations = [v for base in counted.values() for v in base.violations]
     for base in counted.values():
@@ -316,24 +318,25 @@ def test_a_real_sigkill_at_a_store_operation_is_recovered_from(
     rng = random.Random(f"{SEED}/kill/{backend.name}")
     names = list(SCENARIOS)
     rng.shuffle(names)
-    sample: list[tuple[str, int]] = []
-    per: defaultdict[str, list[int]] = defaultdict(list)
+    sample: list[tuple[str, Face, int, bool]] = []
+    seen: set[tuple[str, Face, int, bool]] = set()
     for i in range(SIGKILLS):
-        name = names[i % len(names)]
-        left = [k for k in range(counted[name].ops) if k not in per[name]]
+        name, face, after = names[i % len(names)], faces[i % len(faces)], i % 3 == 2
+        left = [k for k in range(counted[name, face].ops) if (name, face, k, after) not in seen]
         if left:
-            k = rng.choice(left)
-            per[name].append(k)
-            sample.append((name, k))
-    for name, k in sample:
+            point = (name, face, rng.choice(left), after)
+            seen.add(point)
+            sample.append(point)
+    for name, face, k, after in sample:
         result = sigkill_trial(
             SCENARIOS[name],
             backend,
             url=agent.url,
             face=face,
             index=k,
-            op_name=counted[name].op_log[k][1],
+            op_name=counted[name, face].op_log[k][1],
             workdir=tmp_path,
+            after=after,
         )
         tally.add(backend.name, "sigkill", result)
         violations += result.violations

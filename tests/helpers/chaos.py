@@ -52,7 +52,7 @@ from agui_tools.app._store import MemoryStore
 from agui_tools.testing import serving
 from agui_tools.transport._session import Approval, tool_spec_from_function
 
-from .faults import AsyncFaultyStore, Fault, FaultyStore, Injector, ProcessDied
+from .faults import AsyncFaultyStore, Fault, FaultKind, FaultyStore, Injector, ProcessDied
 
 __all__ = [
     "SCENARIOS",
@@ -974,9 +974,11 @@ def sigkill_trial(
     index: int,
     op_name: str,
     workdir: Path,
+    after: bool = False,
 ) -> TrialResult:
     """A real ``SIGKILL``: a worker subprocess runs the scenario and kills itself as
-    store operation ``index`` is about to be sent; this process then recovers —
+    store operation ``index`` is about to be sent (``after``: right after it
+    committed); this process then recovers —
     a new store object, a new session, the message in flight sent again — and
     checks the invariants. The ledger is a SQLite file both processes write."""
     import subprocess
@@ -991,6 +993,7 @@ def sigkill_trial(
         "url": url,
         "face": face,
         "index": index,
+        "kind": "sigkill-after" if after else "sigkill",
         "thread_id": thread_id,
         "ledger": ledger_path,
         "flags": flags_path,
@@ -1031,7 +1034,8 @@ def sigkill_trial(
     # the recovery: the step in flight, then the rest, in a new process (this one)
     problems_after, carried = asyncio.run(_trial(trial))
     ledger.close()
-    result = _result(trial, problems + problems_after, carried, Fault(index, "sigkill"), op_name)
+    kind: FaultKind = "sigkill-after" if after else "sigkill"
+    result = _result(trial, problems + problems_after, carried, Fault(index, kind), op_name)
     result.fired = done.returncode == -9
     return result
 
@@ -1045,7 +1049,7 @@ def _worker(spec: dict[str, Any]) -> None:
         url=spec["url"],
         face=spec["face"],
         habit="new",
-        fault=Fault(spec["index"], "sigkill"),
+        fault=Fault(spec["index"], spec["kind"]),
         thread_id=spec["thread_id"],
         ledger=ledger,
         flags_path=spec["flags"],

@@ -22,9 +22,9 @@ at the one index a trial names, injects one fault:
 ``die-after``
     the operation commits, then the process dies before it hears back (a claim
     recorded, the handler never started).
-``sigkill``
+``sigkill`` / ``sigkill-after``
     a real ``SIGKILL`` of the current process as the operation is about to be
-    sent (for a worker subprocess, tests/helpers/chaos.py).
+    sent / right after it committed (for a worker subprocess, tests/helpers/chaos.py).
 
 The counter (:class:`Injector`) is shared by every wrapper of one trial — the
 faulty replica's successive "processes" — so an index means the same operation
@@ -55,7 +55,7 @@ __all__ = [
     "ProcessDied",
 ]
 
-FaultKind = Literal["before", "after", "die", "die-after", "sigkill"]
+FaultKind = Literal["before", "after", "die", "die-after", "sigkill", "sigkill-after"]
 KINDS: tuple[FaultKind, ...] = ("before", "after", "die", "die-after")
 """The kinds every fault point is tried with in process (``sigkill`` is sampled)."""
 
@@ -164,6 +164,8 @@ class _Faults:
         if kind == "die-after":
             self.dead = True
             raise ProcessDied(f"the process died right after {method} committed (#{index})")
+        if kind == "sigkill-after":
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 class FaultyStore(_Faults):
