@@ -26,6 +26,7 @@ backend, face, habit, k, the operation, the fault kind and the invariant.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -34,9 +35,17 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agui_tools._errors import StoreOutcomeUnknown, StoreReadFailed, StoreWriteFailed
+from agui_tools.app._calls import Answer
+from agui_tools.app._consent import fingerprint
+from agui_tools.app._journal import Claim, JournalKey
+from agui_tools.app._store import MemoryStore, is_async_store
+
+from ..helpers.async_store import AsyncMemoryStore
 from ..helpers.chaos import (
     SCENARIOS,
     AgentServer,
@@ -45,13 +54,23 @@ from ..helpers.chaos import (
     Habit,
     Ledger,
     Scenario,
+    Step,
     TrialResult,
     Violation,
     agent_server,
+    check,
     run_trial,
     sigkill_trial,
 )
-from ..helpers.faults import KINDS, Fault, FaultKind
+from ..helpers.faults import (
+    KINDS,
+    AsyncFaultyStore,
+    Fault,
+    FaultKind,
+    FaultyStore,
+    Injector,
+    ProcessDied,
+)
 
 FULL = os.environ.get("CHAOS", "").strip().lower() == "full"
 SEED = int(os.environ.get("CHAOS_SEED", "21"))
@@ -343,3 +362,141 @@ def test_a_real_sigkill_at_a_store_operation_is_recovered_from(
     tally.seconds[backend.name] += time.monotonic() - started
     if violations:
         pytest.fail(_report(violations), pytrace=False)
+
+
+# -- the harness itself: the faults do what they say, and the checker can fail -------------
+
+
+def test_each_fault_kind_does_what_it_says_to_the_store() -> None:
+    """``before`` never reaches the store, ``after`` commits then says it may not have,
+    ``die``/``die-after`` leave a wrapper that refuses everything from then on; the
+    index counts every call of every wrapper sharing the injector."""
+    inner = MemoryStore()
+    key = JournalKey("t", "c1", "fp")
+    answer = {"callId": "c1", "outcome": "executed", "content": "ok"}
+
+    store = FaultyStore(inner, Injector(Fault(0, "before")))
+    with pytest.raises(StoreWriteFailed, match="never reached"):
+        store.claim(key, tool="charge")
+    assert inner.lookup("t", "c1") is None
+    with pytest.raises(StoreReadFailed):
+        FaultyStore(inner, Injector(Fault(0, "before"))).load("t")
+
+    store = FaultyStore(inner, Injector(Fault(1, "after")))
+    assert store.claim(key, tool="charge").claim is Claim.RUN
+    with pytest.raises(StoreOutcomeUnknown, match="committed"):
+        store.finish(key, answer)
+    assert inner.answer_for("t", "c1") == answer  # it did commit
+    assert store.injector.count == 2 and store.injector.fired
+
+    shared = Injector(Fault(1, "die-after"))
+    first, second = FaultyStore(inner, shared), FaultyStore(inner, shared)
+    first.lookup("t", "c1")
+    with pytest.raises(ProcessDied):
+        second.record_decision({"threadId": "t", "toolCallId": "c2", "approved": True})
+    assert len(inner.decisions("t", "c2")) == 1  # committed, then the process died
+    with pytest.raises(ProcessDied, match="dead"):
+        second.lookup("t", "c1")  # a dead process reaches nothing …
+    assert first.lookup("t", "c1") is not None  # … another process still does
+    assert [op.method for op in shared.ops] == ["lookup", "record_decision", "lookup"]
+
+    died = FaultyStore(inner, Injector(Fault(0, "die")))
+    with pytest.raises(ProcessDied):
+        died.settle(JournalKey("t", "c3", "fp"), {**answer, "callId": "c3"})
+    assert inner.lookup("t", "c3") is None
+
+
+def test_the_async_wrapper_faults_the_same_way() -> None:
+    async def scenario() -> None:
+        inner = AsyncMemoryStore()
+        store = AsyncFaultyStore(inner, Injector(Fault(1, "after")))
+        assert is_async_store(store) and store.blocking is False
+        assert await store.load("t") is None
+        with pytest.raises(StoreOutcomeUnknown):
+            await store.claim(JournalKey("t", "c1", "fp"), tool="charge")
+        assert inner.inner.lookup("t", "c1") is not None
+
+    asyncio.run(scenario())
+
+
+def _thread(store: MemoryStore, ledger: Ledger, shape: str) -> None:
+    """A finished ``one-replica``-like thread (one message, one charge), bent by ``shape``."""
+    t, cid, order = "t", "charge-1", "m1"
+    args = {"order": order, "cents": 500, "ref": cid}
+    done = Answer.executed(cid, "charged 500 cents for m1")
+    key = JournalKey(t, cid, fingerprint(args))
+    messages: list[dict[str, Any]] = [
+        {"id": "m1", "role": "user", "content": "order one"},
+        {
+            "id": "a1",
+            "role": "assistant",
+            "content": "Charging.",
+            "toolCalls": [
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {"name": "charge", "arguments": json.dumps(args)},
+                }
+            ],
+        },
+        done.tool_message("r1"),
+        {"id": "a2", "role": "assistant", "content": "Done."},
+    ]
+    journal = done
+    charges = 1
+    if shape == "dangling":
+        del messages[2]
+    elif shape == "answered twice":
+        messages.insert(3, done.tool_message("r2"))
+    elif shape == "said executed, not charged":
+        charges = 0
+    elif shape == "charged, said declined":
+        messages[2] = Answer.declined(cid, "user").tool_message("r1")
+        journal = Answer.declined(cid, "user")
+    elif shape == "unknown, journal answered":
+        messages[2] = Answer.failed(cid, "outcome unknown: it started").tool_message("r1")
+    elif shape == "journal disagrees":
+        journal = Answer.executed(cid, "charged 700 cents for m1")
+    elif shape == "charged twice":
+        charges = 2
+    elif shape == "a charge nobody mentions":
+        ledger.record(t, "charge-0", order + "/0")
+    elif shape == "user message twice":
+        messages.append({"id": "m1", "role": "user", "content": "order one"})
+        messages.append({"id": "a3", "role": "assistant", "content": "Again?"})
+    elif shape == "user message lost":
+        messages[0] = {"id": "m9", "role": "user", "content": "order one"}
+    elif shape == "unfinished":
+        del messages[3]
+    for _ in range(charges):
+        ledger.record(t, cid, order)
+    store.claim(key, tool="charge")
+    store.finish(key, journal.to_json())
+    store.save_run(
+        t, expected_version=0, messages=messages, state=None, resumed=[], run={"status": "success"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "invariant"),
+    [
+        ("sound", None),
+        ("dangling", "answered-once"),
+        ("answered twice", "answered-once"),
+        ("said executed, not charged", "executed-iff-effect"),
+        ("charged, said declined", "executed-iff-effect"),
+        ("unknown, journal answered", "executed-iff-effect"),
+        ("journal disagrees", "journal-agrees"),
+        ("charged twice", "at-most-once"),
+        ("a charge nobody mentions", "executed-iff-effect"),
+        ("user message twice", "user-messages"),
+        ("user message lost", "user-messages"),
+        ("unfinished", "finished"),
+    ],
+)
+def test_the_checker_catches_each_kind_of_violation(shape: str, invariant: str | None) -> None:
+    store, ledger = MemoryStore(), Ledger()
+    _thread(store, ledger, shape)
+    one = Scenario("checked", (Step("A", "order one", "m1"),))
+    found = {name for name, _ in check(one, store, ledger, "t")}
+    assert found == ({invariant} if invariant else set())

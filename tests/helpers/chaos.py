@@ -62,9 +62,11 @@ __all__ = [
     "Habit",
     "Ledger",
     "Scenario",
+    "Step",
     "TrialResult",
     "Violation",
     "agent_server",
+    "check",
     "run_trial",
     "sigkill_trial",
 ]
@@ -404,17 +406,17 @@ class _Broken(Exception):
 
 
 class _Process:
-    """One application process of a replica: its store object and its sessions."""
+    """One application process of a replica: its store object (always wrapped, so a
+    scripted death stops its writes too; only the faulty replica's wrapper shares
+    the trial's numbering and fault)."""
 
-    def __init__(self, store: Any, faulty: bool) -> None:
+    def __init__(self, store: FaultyStore | AsyncFaultyStore) -> None:
         self.store = store
-        self.faulty = faulty
         self.dead = False
 
     def die(self) -> None:
         self.dead = True
-        if isinstance(self.store, FaultyStore | AsyncFaultyStore):
-            self.store.kill()
+        self.store.kill()
 
 
 class Trial:
@@ -469,18 +471,10 @@ class Trial:
     # -- processes and sessions -----------------------------------------------------
 
     async def _open(self, replica: str) -> _Process:
-        faulty = replica == self.scenario.faulty
-        inner = (
-            await self.backend.open_async() if self.backend.is_async else self.backend.open_sync()
-        )
-        if not faulty:
-            return _Process(inner, False)
-        wrapped = (
-            AsyncFaultyStore(inner, self.injector)
-            if self.backend.is_async
-            else FaultyStore(inner, self.injector)
-        )
-        return _Process(wrapped, True)
+        injector = self.injector if replica == self.scenario.faulty else Injector()
+        if self.backend.is_async:
+            return _Process(AsyncFaultyStore(await self.backend.open_async(), injector))
+        return _Process(FaultyStore(self.backend.open_sync(), injector))
 
     async def process(self, replica: str) -> _Process:
         proc = self.processes.get(replica)
@@ -492,9 +486,9 @@ class Trial:
     async def _close(self, proc: _Process) -> None:
         store = proc.store
         if self.backend.name == "memory":
-            return
+            return  # the memory outlives its processes: it is the store
         with suppress(Exception):
-            if self.backend.is_async:
+            if isinstance(store, AsyncFaultyStore):
                 await store.aclose()
             else:
                 store.close()
