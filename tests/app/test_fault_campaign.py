@@ -12,8 +12,9 @@ message_id=mid)`` again on the same session or on a new one, a new process after
 a death — and checks the invariants (``chaos.check``): each charge at most once,
 every call answered exactly once, "executed" iff the card was charged (else the
 documented "outcome unknown"), no dangling call, each user message once, the
-thread agreeing with the journal. A sample of deaths is a real ``SIGKILL`` of a
-worker subprocess.
+thread agreeing with the journal, the agent having the last word. A sample of
+deaths is a real ``SIGKILL`` of a worker subprocess, as an operation is about to
+be sent or right after it committed (the table's ``sigkill`` column counts both).
 
 Bounded (``make test``): memory and SQLite exhaustive over (scenario, k, kind),
 the session face and the recovery habit alternating from one fault point to the
@@ -31,7 +32,7 @@ import json
 import os
 import random
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,7 +97,7 @@ class Tally:
 
     points: Counter[tuple[str, str]] = field(default_factory=Counter)
     violated: Counter[tuple[str, str]] = field(default_factory=Counter)
-    seconds: Counter[str] = field(default_factory=Counter)
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     by_invariant: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     baselines: Counter[str] = field(default_factory=Counter)

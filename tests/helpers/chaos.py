@@ -208,8 +208,8 @@ class Ledger:
     def rows(self, thread_id: str) -> list[tuple[str, str, str]]:
         if self._db is not None:
             return [
-                tuple(r)  # type: ignore[misc]
-                for r in self._db.execute(
+                (t, c, o)
+                for t, c, o in self._db.execute(
                     "SELECT thread_id, call_id, orders FROM charges WHERE thread_id=?",
                     (thread_id,),
                 )
@@ -533,6 +533,7 @@ class Trial:
     def _make_session(self, replica: str, proc: _Process) -> Any:
         scenario = self.scenario
         trial = self
+        store: Any = proc.store  # the Store (or AsyncStore) protocol, method for method
 
         def charge(order: str, cents: int, ref: str) -> str:
             """Charge the user's card for an order."""
@@ -586,7 +587,7 @@ class Trial:
             ask = ask_sync
             session: Any = SyncSession(
                 SyncAgentClient(self.url, http=self._http_sync()),
-                store=proc.store,
+                store=store,
                 thread_id=self.thread_id,
                 ask=ask,
                 timeout=None,
@@ -604,7 +605,7 @@ class Trial:
             ask = ask_async
             session = Session(
                 AgentClient(self.url, http=self._http_async()),
-                store=proc.store,
+                store=store,
                 thread_id=self.thread_id,
                 ask=ask,
                 timeout=None,
