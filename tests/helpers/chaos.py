@@ -701,6 +701,10 @@ class Trial:
                 continue
             self.current = step
             await self.perform(step, fresh=self.scenario.session_per_step)
+            if step.nested is not None and f"nested-{step.nested.mid}" not in self.flags:
+                # B's message was in flight too when the process died, and A's retry
+                # did not ask again (B's recorded approval stands): B sends it again
+                await self.run_nested(step.nested)
             self.flag(f"done-{step.mid}")
         self.current = None
 
