@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -217,27 +217,9 @@ class FaultyStore(_Faults):
         result: ThreadRecord | None = self._call("load", thread_id)
         return result
 
-    def save_run(
-        self,
-        thread_id: str,
-        *,
-        expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
-    ) -> int:
-        result: int = self._call(
-            "save_run",
-            thread_id,
-            expected_version=expected_version,
-            messages=messages,
-            state=state,
-            resumed=resumed,
-            run=run,
-            keep=keep,
-        )
+    def save_run(self, thread_id: str, *args: Any, **kwargs: Any) -> int:
+        # the run's shape is the store's business: forwarded as given
+        result: int = self._call("save_run", thread_id, *args, **kwargs)
         return result
 
     def close(self) -> None:
@@ -293,27 +275,8 @@ class AsyncFaultyStore(_Faults):
         result: ThreadRecord | None = await self._call("load", thread_id)
         return result
 
-    async def save_run(
-        self,
-        thread_id: str,
-        *,
-        expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
-    ) -> int:
-        result: int = await self._call(
-            "save_run",
-            thread_id,
-            expected_version=expected_version,
-            messages=messages,
-            state=state,
-            resumed=resumed,
-            run=run,
-            keep=keep,
-        )
+    async def save_run(self, thread_id: str, *args: Any, **kwargs: Any) -> int:
+        result: int = await self._call("save_run", thread_id, *args, **kwargs)
         return result
 
     async def aclose(self) -> None:
