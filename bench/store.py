@@ -40,7 +40,7 @@ import orjson
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import JournalKey
-from agui_tools.app._store import MemoryStore, Store
+from agui_tools.app._store import MemoryStore, Snapshot, Store, encode_snapshot
 from agui_tools.app._tools import ToolSpec
 
 WORKERS = (1, 4, 16)
@@ -155,7 +155,7 @@ async def _async_build_thread(store: Any, conv: Conversation) -> str:
     """:func:`build_thread`, awaited."""
     thread, saves = _saves(conv)
     for save in saves:
-        await store.save_run(thread, **save)
+        await store.save_run(thread, *_snapshot(save))
     return thread
 
 
@@ -242,10 +242,10 @@ def message_bytes_written(runs: int) -> tuple[int, int]:
     written = whole = 0
 
     class Counting(MemoryStore):
-        def save_run(self, thread_id: str, **kw: Any) -> int:
+        def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
             nonlocal written
-            written += len(orjson.dumps(list(kw["messages"])))
-            return super().save_run(thread_id, **kw)
+            written += len(snapshot.messages)
+            return super().save_run(thread_id, expected_version, snapshot)
 
     thread = f"bytes-{runs}"
     conv = Conversation(
@@ -260,12 +260,45 @@ def message_bytes_written(runs: int) -> tuple[int, int]:
     return written, whole
 
 
+SAVE_RUNS = (100, 1000, 4000)
+
+
+def save_cpu(runs: int) -> tuple[float, float]:
+    """CPU seconds of one save's message encoding on a thread of ``runs`` runs, one
+    run after the last save: what the conversation does now (``ThreadState.encoded``:
+    the messages the run touched) and what it did before (every message rebuilt,
+    encoded and compared) — best of 5, on the same thread."""
+    thread = f"save-{runs}"
+    conv = Conversation(
+        thread_id=thread, tools=[LOOKUP], store=MemoryStore(), consent=ConsentPolicy.auto_approve()
+    )
+    for n in range(runs):
+        conv.next_input(user=f"question {n}", run_id=f"r{n}")
+        conv.receive_many(_events(thread, f"r{n}", f"c{n}"))
+        conv.end_run()
+        conv.execute(f"c{n}", lambda _a: "4.50")
+    saved = conv._saved
+    now = before = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        conv.thread.encoded(saved)
+        now = min(now, time.perf_counter() - t0)
+        old = [blob for _, blob in saved]
+        t0 = time.perf_counter()
+        fresh = [orjson.dumps(m) for m in conv.thread.messages]
+        _keep = next(
+            (i for i, (a, b_) in enumerate(zip(old, fresh, strict=False)) if a != b_), len(old)
+        )
+        before = min(before, time.perf_counter() - t0)
+    return now, before
+
+
 def build_thread(store: Store, conv: Conversation) -> str:
     """Save a folded thread through the store's own API: a restore reads the last
     snapshot and every run row, whatever wrote them."""
     thread, saves = _saves(conv)
     for save in saves:
-        store.save_run(thread, **save)
+        store.save_run(thread, *_snapshot(save))
     return thread
 
 
@@ -282,6 +315,12 @@ def _saves(conv: Conversation) -> tuple[str, list[dict[str, Any]]]:
         }
         for n, run in enumerate(conv.runs)
     ]
+
+
+def _snapshot(save: dict[str, Any]) -> tuple[int, Snapshot]:
+    """One of :func:`_saves`'s entries as ``save_run``'s last two arguments."""
+    rest = {k: v for k, v in save.items() if k != "expected_version"}
+    return save["expected_version"], encode_snapshot(**rest)
 
 
 def restore_seconds(store: Store, thread: str) -> float:
@@ -423,6 +462,18 @@ def report() -> str:
         for n in RUNS:
             written, whole = message_bytes_written(n)
             lines.append(f"| {n:,} | {written:,} B | {whole:,} B | {whole / written:,.1f}× |")
+        lines.append("")
+        lines += [
+            "### A save's CPU: encoding the messages (one run after the last save)",
+            "",
+            "| runs in the thread | now (what the run touched) | before (the whole thread) | ratio |",
+            "|---:|---:|---:|---:|",
+        ]
+        for n in SAVE_RUNS:
+            now, before = save_cpu(n)
+            lines.append(
+                f"| {n:,} | {now * 1000:.2f} ms | {before * 1000:.2f} ms | {before / now:,.0f}× |"
+            )
         lines.append("")
     return "\n".join(lines)
 

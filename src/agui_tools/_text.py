@@ -1,10 +1,19 @@
-"""Peer-controlled text made safe to show: on a terminal, and in a log.
+"""Peer-controlled text made safe to show: on a terminal, in a log, in HTML.
 
 A tool name, an unknown member's name, a run id — a peer chooses them, and a
 peer's ``"x\\nCRITICAL forged line"`` must not become a line of our log, nor a
-``\\x1b]0;…`` sequence our user's terminal obeys. One escaping, two uses: the
-terminal keeps line breaks and tabs (message text has them), a log line keeps
-neither (a log record is one line).
+``\\x1b]0;…`` sequence our user's terminal obeys. One escaping, every face:
+
+* :func:`terminal_text` — the one way text reaches a terminal (every command's
+  stdout and stderr, the rich UI, ``check``'s table): line breaks and tabs kept,
+  every other control or format character a visible escape;
+* :func:`terminal_json` — a JSON document for stdout (``--json``): orjson
+  escapes C0 controls but writes C1 controls (``\\x9b`` is CSI to many
+  terminals) and bidi overrides raw; here they are ``\\u`` escapes — the same
+  document, inert on a terminal;
+* :func:`html_text` — text or an attribute value in HTML (``check --html``, the
+  inspector's page), controls shown as on a terminal (a report is ``cat``-ed too);
+* a log line keeps neither line breaks nor tabs (a log record is one line).
 
 Logs also get a budget (:class:`LogGuard`): a peer that can make us log a line
 per request, per member or per failed ``accept()`` can make us write gigabytes
@@ -13,6 +22,7 @@ at full CPU (66,842 "Too many open files" lines in one measured minute).
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 import threading
@@ -20,7 +30,14 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["LogGuard", "escape_controls", "guarded_logger"]
+__all__ = [
+    "LogGuard",
+    "escape_controls",
+    "guarded_logger",
+    "html_text",
+    "terminal_json",
+    "terminal_text",
+]
 
 # C0 controls except TAB and LF, DEL, C1 controls, and the Unicode format
 # characters that reorder or hide text (bidi embeddings/overrides/isolates,
@@ -56,6 +73,33 @@ def escape_controls(value: str, *, one_line: bool = False) -> str:
     """``value`` with every control/format character replaced by a visible escape;
     with ``one_line``, line breaks and tabs too (a log record is one line)."""
     return (_UNSAFE_IN_A_LINE if one_line else _UNSAFE).sub(_escape, value)
+
+
+def terminal_text(value: object) -> str:
+    """``value`` (``str()`` of it) as it may be written to a terminal: line breaks and
+    tabs kept, every other control or format character a visible escape (``\\x1b``,
+    ``\\r``, ``\\x9b``, ``\\u202e``) — shown, never obeyed, never dropped."""
+    return escape_controls(value if isinstance(value, str) else str(value))
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
+def terminal_json(document: bytes) -> bytes:
+    """A JSON document (orjson's output) with every control or format character
+    written as a ``\\u`` escape: the same value for a parser, inert on a terminal.
+    Outside its strings JSON is ASCII and whitespace, so only strings change."""
+    text = document.decode()
+    if _UNSAFE.search(text) is None:
+        return document
+    return _UNSAFE.sub(_json_escape, text).encode()
+
+
+def html_text(value: object) -> str:
+    """``value`` for HTML text or a quoted attribute: markup escaped, and controls
+    shown as :func:`terminal_text` shows them."""
+    return html.escape(terminal_text(value), quote=True)
 
 
 class LogGuard(logging.Filter):

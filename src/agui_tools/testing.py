@@ -39,9 +39,19 @@ class _InProcessServer(uvicorn.Server):
 
 @asynccontextmanager
 async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn in this event loop; yield ``http://host:port``."""
+    """Serve ``app`` with uvicorn in this event loop; yield ``http://host:port``.
+
+    Every phase of a connection has a deadline (see
+    :mod:`agui_tools.transport._deadlines`): the inspector is served this way."""
+    from .transport._deadlines import deadline_protocol
+
     config = uvicorn.Config(
-        app, host=host, port=port or free_port(host), log_level="warning", lifespan="off"
+        app,
+        host=host,
+        port=port or free_port(host),
+        log_level="warning",
+        lifespan="off",
+        http=deadline_protocol(),
     )
     server = _InProcessServer(config)
     task = asyncio.create_task(server.serve())

@@ -579,6 +579,24 @@ def test_an_outcome_check_that_fails_leaves_the_outcome_unknown_and_says_why(
     assert state is not None and state.claim is Claim.UNKNOWN  # still open for a later check
 
 
+def test_an_outcome_check_that_returns_no_answer_leaves_the_outcome_unknown_and_says_so(
+    journal_factory: Callable[[], Journal],
+) -> None:
+    """A hook returning something else than an Answer or None (a str, say) is the
+    application's bug: the thread still loads, the call stays "outcome unknown" and
+    the answer says what the hook returned — it used to be a TypeError that kept
+    every replica with that hook from loading the thread."""
+    first = received(journal_factory(), ORDER)
+    first.approve("c1")
+    journal_factory().claim(JournalKey(THREAD, "c1", first.call("c1").fingerprint), tool="x")
+    again = received(journal_factory(), ORDER, outcome_unknown=lambda *_: "charged")
+    answer = again.call("c1").answer
+    assert answer is not None and "outcome unknown" in answer.content
+    assert "returned str, not an Answer or None" in answer.content
+    state = journal_factory().lookup(THREAD, "c1")
+    assert state is not None and state.claim is Claim.UNKNOWN  # still open for a later check
+
+
 def test_an_input_refused_before_sending_leaves_the_thread_as_it_was() -> None:
     conv = Conversation(thread_id=THREAD, journal=MemoryJournal())
     with pytest.raises(InputRejected, match="/messages/0/content"):

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+import orjson
 import pytest
 
 from agui_tools._errors import JournalError, StaleThread, StoreError, UsageError
@@ -19,7 +20,7 @@ from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, JournalKey
-from agui_tools.app._store import MemoryStore
+from agui_tools.app._store import MemoryStore, Snapshot, encode_snapshot
 
 from ..conftest import StoreFactory
 from .test_conversation import CONFIRM, LOOKUP, call, run
@@ -37,7 +38,8 @@ def saved(store: Any, version: int = 0, **kw: Any) -> int:
         "run": {**RUN, "runId": f"r{version + 1}"},
     }
     args.update(kw)
-    return int(store.save_run(THREAD, **args))
+    expected = args.pop("expected_version")
+    return int(store.save_run(THREAD, expected, encode_snapshot(**args)))
 
 
 # -- the journal half: exactly-once claims -----------------------------------------
@@ -450,9 +452,9 @@ class _Recording:
         self._store = store
         self.saves: list[tuple[int, int]] = []  # (keep, messages written)
 
-    def save_run(self, thread_id: str, **kw: Any) -> int:
-        self.saves.append((kw.get("keep", 0), len(kw["messages"])))
-        return int(self._store.save_run(thread_id, **kw))
+    def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
+        self.saves.append((snapshot.keep, len(orjson.loads(snapshot.messages))))
+        return int(self._store.save_run(thread_id, expected_version, snapshot))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

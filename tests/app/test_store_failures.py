@@ -8,6 +8,7 @@ damaged file. Read-only and full disks are real: a tmpfs mounted for the test
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import threading
@@ -22,6 +23,7 @@ from agui_tools._errors import ReloadRequired, StoreError, StoreOutcomeUnknown
 from agui_tools.app._calls import Answer
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, JournalKey
+from agui_tools.app._store import encode_snapshot
 from agui_tools.app._store_postgres import PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
 
@@ -192,11 +194,13 @@ def test_a_full_disk_is_a_clear_error_and_nothing_half_written(tmpfs: Path) -> N
         for _ in range(100):  # each run's snapshot holds the growing state: the disk fills
             version = store.save_run(
                 THREAD,
-                expected_version=version,
-                messages=[],
-                state={"blob": "x" * 200_000, "v": version},
-                resumed=[],
-                run={"runId": f"r{version + 1}", "status": "success", "calls": []},
+                version,
+                encode_snapshot(
+                    messages=[],
+                    state={"blob": "x" * 200_000, "v": version},
+                    resumed=[],
+                    run={"runId": f"r{version + 1}", "status": "success", "calls": []},
+                ),
             )
     text = str(info.value)
     assert "disk is full" in text and "nothing of this operation was written" in text
@@ -247,11 +251,13 @@ def test_a_damaged_file_is_a_clear_error_naming_it(tmp_path: Path, where: str) -
     for n in range(40):
         store.save_run(
             f"t{n}",
-            expected_version=0,
-            messages=[{"id": "u", "role": "user", "content": "x" * 2000}],
-            state={},
-            resumed=[],
-            run={"runId": "r1", "status": "success", "calls": []},
+            0,
+            encode_snapshot(
+                messages=[{"id": "u", "role": "user", "content": "x" * 2000}],
+                state={},
+                resumed=[],
+                run={"runId": "r1", "status": "success", "calls": []},
+            ),
         )
     store.close()
     data = bytearray(path.read_bytes())
@@ -283,12 +289,14 @@ def test_a_run_row_that_keeps_more_than_there_was_is_damage_not_a_short_history(
     for version in range(2):
         store.save_run(
             "t",
-            expected_version=version,
-            messages=[{"id": f"u{version}", "role": "user", "content": "hi"}],
-            state={},
-            resumed=[],
-            run={"runId": f"r{version}", "status": "success", "calls": []},
-            keep=version,
+            version,
+            encode_snapshot(
+                messages=[{"id": f"u{version}", "role": "user", "content": "hi"}],
+                state={},
+                resumed=[],
+                run={"runId": f"r{version}", "status": "success", "calls": []},
+                keep=version,
+            ),
         )
     assert [m["id"] for m in store.load("t").messages] == ["u0", "u1"]  # type: ignore[union-attr]
     db = sqlite3.connect(path)
@@ -334,3 +342,53 @@ def test_replicas_starting_together_migrate_once_and_an_old_replica_refuses_a_ne
     with pytest.raises(StoreError, match="newer than this agui-tools knows") as info:
         PostgresStore(postgres_dsn)
     assert "upgrade agui-tools on this replica" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_idle_pooled_connection_the_server_killed_is_never_handed_out(
+    postgres_dsn: str, kind: str
+) -> None:
+    """The pool checks a connection with a round trip only when its socket heard from
+    the server while idle; a backend terminated while idle is found so and replaced,
+    and the next store call — a read and a write — succeeds on the first try."""
+    import psycopg
+
+    from agui_tools.app._store_postgres import AsyncPostgresStore
+
+    def backends(admin: Any) -> list[int]:
+        rows = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+            "AND datname = current_database() AND backend_type = 'client backend'"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    admin = psycopg.connect(postgres_dsn, autocommit=True)
+    key = JournalKey(THREAD, "idle-1", "fp")
+    try:
+        if kind == "sync":
+            store = PostgresStore(postgres_dsn, min_size=2, max_size=2, timeout=5)
+            assert store.lookup(THREAD, "idle-0") is None  # the pool's connections are up
+            killed = backends(admin)
+            for pid in killed:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            time.sleep(0.2)  # the server closes the sockets
+            assert store.lookup(THREAD, "idle-0") is None  # a read: no error
+            assert store.claim(key, tool="t").claim is Claim.RUN  # a write: no error
+            store.close()
+        else:
+
+            async def scenario() -> None:
+                store = await AsyncPostgresStore(
+                    postgres_dsn, min_size=2, max_size=2, timeout=5
+                ).open()
+                assert await store.lookup(THREAD, "idle-0") is None
+                for pid in backends(admin):
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                await asyncio.sleep(0.2)
+                assert await store.lookup(THREAD, "idle-0") is None
+                assert (await store.claim(key, tool="t")).claim is Claim.RUN
+                await store.aclose()
+
+            asyncio.run(scenario())
+    finally:
+        admin.close()

@@ -133,8 +133,7 @@ def test_a_chat_kept_in_a_store_is_resumed_by_thread_id(url: str, tmp_path: Path
     thread = found.group(1)
     again = chat("--thread", thread, said="hello again\n")
     assert again.returncode == 0, again.stderr
-    assert "message 1 of this thread" not in again.stdout  # the history came back
-    assert "message 2 of this thread" in again.stdout
+    assert "you said 'hello again' (message 2 of this thread)" in again.stdout  # it came back
     lost = chat("--thread", "chat-x", "--journal", str(tmp_path / "j.db"), said="")
     assert lost.returncode == 2 and "not both" in lost.stderr
     alone = subprocess.run(

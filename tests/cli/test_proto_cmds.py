@@ -75,9 +75,10 @@ def test_verify_rejects_a_binary_capture_at_its_undecodable_frame(
 def test_verify_calls_a_binary_capture_cut_mid_frame_truncated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, doc = verify(tmp_path, binary(GOOD)[:-5], capsys)
-    assert doc["outcome"] == "completed"
-    assert doc["runs"][0]["status"] == "truncated"
+    code, doc = verify(tmp_path, binary(GOOD)[:-5], capsys)
+    assert doc["outcome"] == "completed" and code == 1  # not rejected, and not a success
+    assert doc["runs"][0]["status"] == "truncated" and doc["truncated"]["rule"] == "TRANS-2"
+    assert doc["truncated"]["unfinishedAt"] is not None
 
 
 def test_verify_human_output_names_the_rule(tmp_path: Path) -> None:

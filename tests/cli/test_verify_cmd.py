@@ -111,9 +111,10 @@ def test_truncated_stream_is_not_a_success(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, "cut.json", GOOD[:4], "json")
-    assert main(["verify", str(path), "--json"]) == 0  # consumed; the run is truncated
+    # consumed, but the run is truncated: no outcome, not a success (TRANS-2), exit 1
+    assert main(["verify", str(path), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["runs"][0]["status"] == "truncated"
+    assert doc["runs"][0]["status"] == "truncated" and doc["truncated"]["rule"] == "TRANS-2"
     # what arrived is delivered (the text closed by the call's chunk), and nothing is
     # invented for what did not: no end for the open call, no RUN_FINISHED
     assert [e["type"] for e in doc["events"]] == DELIVERED[:7]

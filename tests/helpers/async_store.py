@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agui_tools._errors import StoreError
 from agui_tools.app._journal import ClaimResult, JournalKey
-from agui_tools.app._store import MemoryStore, ThreadRecord
+from agui_tools.app._store import MemoryStore, Snapshot, ThreadRecord
 
 
 class AsyncMemoryStore:
@@ -82,27 +82,8 @@ class AsyncMemoryStore:
         result: ThreadRecord | None = await self._do("load", thread_id)
         return result
 
-    async def save_run(
-        self,
-        thread_id: str,
-        *,
-        expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
-    ) -> int:
-        result: int = await self._do(
-            "save_run",
-            thread_id,
-            expected_version=expected_version,
-            messages=messages,
-            state=state,
-            resumed=resumed,
-            run=run,
-            keep=keep,
-        )
+    async def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
+        result: int = await self._do("save_run", thread_id, expected_version, snapshot)
         return result
 
     async def aclose(self) -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from agui_tools.app._journal import ClaimResult, JournalKey
-from agui_tools.app._store import ThreadRecord
+from agui_tools.app._store import Snapshot, ThreadRecord
 from agui_tools.app._store_postgres import AsyncPostgresStore
 
 __all__ = ["AsyncView"]
@@ -83,25 +83,5 @@ class AsyncView:
     def load(self, thread_id: str) -> ThreadRecord | None:
         return self._wait(self.store.load(thread_id))
 
-    def save_run(
-        self,
-        thread_id: str,
-        *,
-        expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
-    ) -> int:
-        return self._wait(
-            self.store.save_run(
-                thread_id,
-                expected_version=expected_version,
-                messages=messages,
-                state=state,
-                resumed=resumed,
-                run=run,
-                keep=keep,
-            )
-        )
+    def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
+        return self._wait(self.store.save_run(thread_id, expected_version, snapshot))

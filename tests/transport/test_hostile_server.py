@@ -110,7 +110,7 @@ def test_the_origin_policy_is_same_origin_by_default_with_an_allow_list() -> Non
 def _partial_request(host: str, port: int, sent: int = 10, declared: int = 200) -> socket.socket:
     sock = socket.create_connection((host, port), timeout=15)
     sock.sendall(
-        b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST / HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
         + f"content-length: {declared}\r\n\r\n".encode()
         + b" " * sent
     )

@@ -502,7 +502,7 @@ def test_a_413_closes_the_connection_instead_of_leaving_unread_bytes(base_url: s
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.settimeout(10)  # a guard against hanging, not a measurement
         sock.sendall(
-            b"POST /small/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /small/ HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: 200000\r\n\r\n" + b"x" * 5000
         )
         raw = b""
@@ -578,7 +578,7 @@ def test_only_post_is_served(base_url: str, client: httpx.Client) -> None:
 
 
 def test_starlette_testclient_in_process() -> None:
-    with TestClient(agent_app(happy, path="/agent")) as tc:
+    with TestClient(agent_app(happy, path="/agent"), base_url="http://localhost") as tc:
         response = tc.post("/agent", json=INPUT, headers=SSE)
         assert response.status_code == 200
         result, _ = judge(response.content)
@@ -595,7 +595,7 @@ def test_a_bug_of_ours_still_ends_the_stream_with_run_error(
         raise RuntimeError("emitter bug")
 
     monkeypatch.setattr(Emitter, "finish", broken_finish)
-    with TestClient(agent_app(happy)) as tc:
+    with TestClient(agent_app(happy), base_url="http://localhost") as tc:
         response = tc.post("/", json=INPUT, headers=SSE)
     assert response.status_code == 200
     _, events = judge(response.content, run_error=True)
@@ -610,7 +610,7 @@ def test_a_producer_that_dies_without_a_word_still_yields_run_error(
         raise RuntimeError("died before RUN_STARTED")
 
     monkeypatch.setattr(server_module, "drive", dead_drive)
-    with TestClient(agent_app(happy)) as tc:
+    with TestClient(agent_app(happy), base_url="http://localhost") as tc:
         response = tc.post("/", json=INPUT, headers=SSE)
     assert response.status_code == 200
     _, events = judge(response.content, run_error=True)

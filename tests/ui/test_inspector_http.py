@@ -114,11 +114,17 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
 
 
 def test_the_hosts_a_page_may_name() -> None:
-    from agui_tools.ui.inspector import loopback_hosts
+    from agui_tools.ui.inspector import host_policy
 
-    assert loopback_hosts("127.0.0.1", 8) == {"127.0.0.1:8", "localhost:8", "[::1]:8"}
-    assert loopback_hosts("192.168.1.5", 8) == {"192.168.1.5:8"}
-    assert loopback_hosts("0.0.0.0", 8) is None  # any name; Origin and token still checked
+    for bind in ("127.0.0.1", "192.168.1.5", "0.0.0.0", "::"):
+        policy = host_policy(bind)
+        for host in ("127.0.0.1:8", "localhost:8", "[::1]:8", "192.168.1.5:8", "a.localhost"):
+            assert policy.allows(host), (bind, host)
+        assert not policy.allows("evil.example:8"), bind  # a wildcard bind too (issue 28)
+    assert host_policy("inspector.lan").allows("inspector.lan:8")  # the bound name
+    listed = host_policy("0.0.0.0", ["inspector.lan", ".corp.example"])
+    assert listed.allows("inspector.lan:8") and listed.allows("x.corp.example")
+    assert not listed.allows("inspector.lan.evil.example")
 
 
 def test_the_inspector_listens_on_loopback_only_by_default() -> None:

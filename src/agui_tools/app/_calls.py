@@ -28,12 +28,13 @@ from typing import Any, Literal
 
 import orjson
 
+from .._errors import UsageError
 from ._arguments import FinalArguments, ParsedArguments, UnparseableArguments
 from ._consent import ConsentDecision, DecidedBy, Verdict, fingerprint
 from ._tools import ToolSpec
 from ._validation import ArgumentError
 
-__all__ = ["Answer", "CallStatus", "PendingCall", "normalize_result"]
+__all__ = ["MOVES", "Answer", "CallAction", "CallStatus", "PendingCall", "move", "normalize_result"]
 
 Outcome = Literal["executed", "failed", "declined"]
 
@@ -50,6 +51,52 @@ class CallStatus(StrEnum):
     @property
     def answered(self) -> bool:
         return self in (CallStatus.DONE, CallStatus.FAILED, CallStatus.DECLINED)
+
+
+CallAction = Literal["ask", "approve", "execute", "executed", "failed", "declined"]
+"""What happens to a call: it is put to the user, approved, starts executing, or is
+answered (``executed`` / ``failed`` / ``declined``, the answer's outcome)."""
+
+_UNANSWERED = (
+    CallStatus.STREAMING,
+    CallStatus.AWAITING_CONSENT,
+    CallStatus.APPROVED,
+    CallStatus.EXECUTING,
+)
+_ANSWERED_AS: dict[CallAction, CallStatus] = {
+    "executed": CallStatus.DONE,
+    "failed": CallStatus.FAILED,
+    "declined": CallStatus.DECLINED,
+}
+
+MOVES: dict[tuple[CallStatus, CallAction], CallStatus] = {
+    (CallStatus.STREAMING, "ask"): CallStatus.AWAITING_CONSENT,
+    (CallStatus.STREAMING, "approve"): CallStatus.APPROVED,  # the policy approved it
+    (CallStatus.AWAITING_CONSENT, "approve"): CallStatus.APPROVED,
+    (CallStatus.APPROVED, "approve"): CallStatus.APPROVED,  # approved again, edited
+    (CallStatus.APPROVED, "execute"): CallStatus.EXECUTING,
+    # an answer may come to any call not answered yet: the journal's (another process
+    # executed it), a decline, a failure, or its own execution's
+    **{(status, outcome): to for status in _UNANSWERED for outcome, to in _ANSWERED_AS.items()},
+}
+"""The call lifecycle, one table: ``(status, action) → status``; anything else is illegal."""
+
+
+def move(call: PendingCall, action: CallAction) -> None:
+    """Move ``call`` by ``action`` along :data:`MOVES`, or refuse, saying which move.
+
+    The one place a call's status changes: an illegal move is a bug of ours or a
+    misuse of the conversation, never something to smooth over (an answered call
+    answered again, an unapproved call executed).
+    """
+    to = MOVES.get((call.status, action))
+    if to is None:
+        allowed = sorted(a for (s, a) in MOVES if s is call.status)
+        raise UsageError(
+            f"call {call.call_id!r} is {call.status.value}: it cannot be moved by "
+            f"{action!r} (from {call.status.value}: {', '.join(allowed) or 'nothing — it is answered'})"
+        )
+    call.status = to
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits
 from ._reducer import ThreadState
 
-__all__ = ["CaptureVerdict", "read_frames", "replay", "verify_capture"]
+__all__ = ["CaptureVerdict", "read_frames", "replay", "truncation", "verify_capture"]
 
 
 @dataclass
@@ -33,6 +33,9 @@ class CaptureVerdict:
     result: StreamResult
     events: list[WireEvent]
     thread: ThreadState
+    truncated: dict[str, Any] | None = None
+    """Where the capture ends mid-run (:func:`truncation`); ``None`` when no run was cut
+    — or when the verdict was not made from the capture's bytes."""
 
     @property
     def warnings(self) -> list[ProtocolWarning]:
@@ -56,6 +59,7 @@ class CaptureVerdict:
             "runs": [r.to_json() for r in self.result.runs],
             "messages": self.thread.messages,
             "state": self.thread.state,
+            "truncated": self.truncated,
         }
 
 
@@ -172,14 +176,69 @@ def verify_capture(
 
     ``data`` is a JSON array of events, NDJSON, an SSE body or a binary-binding
     body (sniffed from its first bytes). The verdict's :meth:`CaptureVerdict.to_json` is the document
-    ``agui-tools verify --json`` prints. A stream that breaks a rule is a
+    ``agui-tools verify --json`` prints; ``truncated`` says where a capture cut
+    mid-run stops (TRANS-2). A stream that breaks a rule is a
     verdict (``result.outcome == "failed"``), not an exception; only a capture
     that is no stream at all raises :class:`ProtocolViolation` (TRANS-4).
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    return replay(
+    verdict = replay(
         read_frames(raw, limits=limits), run_input=run_input, strict=strict, limits=limits
     )
+    verdict.truncated = truncation(verdict, raw)
+    return verdict
+
+
+def truncation(outcome: CaptureVerdict, data: bytes) -> dict[str, Any] | None:
+    """Where the capture ends mid-run (``None``: every run it started ended).
+
+    A truncated run has no outcome and is never a success (TRANS-2; RUN-9): the
+    verdict names the run, the last event read, and the byte the capture stops
+    at — and where an unfinished event (an SSE event without its blank line, a
+    binary frame without all its bytes) begins. A capture holding no event at
+    all (keep-alives only) started no run, and is not cut.
+    """
+    result = outcome.result
+    if result.error is not None or result.events == 0:
+        return None
+    cut = [r for r in result.runs if r.status == "truncated"]
+    if not cut:
+        return None
+    run = cut[-1]
+    unfinished = _unfinished_at(data)
+    where = f"after event {result.events - 1}, at byte {len(data)}"
+    if unfinished is not None:
+        where += f", inside an unfinished event that starts at byte {unfinished}"
+    ident = f"run {run.run_id!r}" if run.run_id else "the stream"
+    return {
+        "rule": "TRANS-2",
+        "runId": run.run_id,
+        "index": result.events - 1,
+        "offset": len(data),
+        "unfinishedAt": unfinished,
+        "message": f"{ident} has no terminal event: the capture ends mid-run {where}; a "
+        "truncated run has no outcome and is not a success",
+    }
+
+
+def _unfinished_at(data: bytes) -> int | None:
+    """The byte offset where the capture's last, unfinished event starts (``None``: none)."""
+    kind = sniff_format(data[:64])
+    if kind == "proto":
+        from ..wire._proto_framing import ProtoReader
+
+        reader = ProtoReader(max_event_bytes=len(data) + 1)
+        reader.feed_frames(data)
+        pending = reader.pending_frame()
+        return None if pending is None else pending.offset
+    if kind != "sse":
+        return None
+    ends = [data.rfind(sep) + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r")]
+    end = max([e for e in ends if e >= 4] or [0])  # found: past its separator
+    rest = data[end:]
+    if all(line.startswith(b":") for line in rest.splitlines() if line.strip()):
+        return None  # the last event ended; only blank or comment lines follow
+    return end
 
 
 def dumps(document: Any) -> bytes:

@@ -38,7 +38,6 @@ import inspect
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec, TypeVar
 
@@ -47,30 +46,34 @@ from .._errors import (
     ProtocolWarning,
     StoreError,
     StoreOutcomeUnknown,
+    StoreWriteFailed,
     UsageError,
 )
 from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
-from ._arguments import ParsedArguments, Preview, parse_arguments
+from ._arguments import parse_arguments
 from ._call_order import in_call_order, misplaced_tool_messages
-from ._calls import Answer, CallStatus, PendingCall, describe_errors, normalize_result
+from ._calls import Answer, CallStatus, PendingCall, describe_errors, move, normalize_result
 from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
 from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
 from ._downgrade import prepare_run_input
+from ._execution import Execution, unawaited
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._link import Link, Operation
 from ._reducer import ThreadState
+from ._resume import check_resume
+from ._runs import RunResult, run_from_json, run_to_json
 from ._steps import Pause, Steps, StoreOp, adrive, ask, drive
 from ._store import (
     AsyncStore,
     Store,
     ThreadRecord,
-    encode_messages,
     is_async_store,
-    kept_prefix,
+    snapshot_of,
 )
 from ._tools import ToolSpec
+from ._updates import CallUpdate, TextDelta, Update, call_update, shown
 
 __all__ = [
     "CallUpdate",
@@ -100,70 +103,6 @@ T = TypeVar("T")
 
 StoreSteps = Steps[StoreOp | Pause, T]
 """What the conversation asks of its journal or store, and the pauses between."""
-
-
-# -- updates for a UI, as the stream arrives ----------------------------------
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """Text (or reasoning) appended to a message."""
-
-    message_id: str
-    role: str
-    delta: str
-
-
-_NOT_SET: Any = object()
-
-
-@dataclass(frozen=True)
-class CallUpdate:
-    """A tool-call card changed: name, argument preview (a *prefix*), status, answer.
-
-    ``arguments`` is set once the arguments are no longer a preview: a
-    ``MESSAGES_SNAPSHOT`` restated the call differently from what streamed, or
-    the call reached disposition (the user's edit included) or its answer. It
-    is what runs — or ran — (the parsed JSON value; the raw text when it does
-    not parse); a UI shows it in place of the streamed preview, so what a user
-    is shown after the fact is what executed.
-    """
-
-    call_id: str
-    name: str
-    status: CallStatus
-    preview: Preview | None = None
-    answer: Answer | None = None
-    agent_side: bool = False
-    arguments: Any = _NOT_SET
-
-    @property
-    def has_arguments(self) -> bool:
-        """Whether :attr:`arguments` is set (``None`` and ``{}`` are arguments too)."""
-        return self.arguments is not _NOT_SET
-
-
-Update = TextDelta | CallUpdate | ProtocolWarning
-
-
-@dataclass
-class RunResult:
-    """What one run amounted to, for the application.
-
-    ``status`` is ``success``, ``interrupt``, ``cancelled``, ``error``,
-    ``truncated`` or ``rejected`` (the stream broke a rule); ``pending`` the
-    calls the run left for the application, derived from the stream whenever
-    ``pendingToolCallIds`` is absent or empty (FE-6, FE-7).
-    """
-
-    run_id: str | None
-    status: str
-    pending: list[PendingCall]
-    interrupts: list[dict[str, Any]] = field(default_factory=list)
-    error: dict[str, Any] | None = None
-    violation: ProtocolViolation | None = None
-    warnings: list[ProtocolWarning] = field(default_factory=list)
-    outcome: dict[str, Any] | None = None
 
 
 class Conversation:
@@ -259,7 +198,8 @@ class Conversation:
         )
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
-        self._saved: list[bytes] = []  # the messages of that version, each encoded
+        # the messages of that version, each encoded, with the record it was encoded from
+        self._saved: list[tuple[object, bytes]] = []
         self._link = Link(self.thread_id)
         """Whether this copy of the thread is in step with the store (app/_link.py)."""
         self.context = [dict(c) for c in context]
@@ -332,7 +272,7 @@ class Conversation:
             raise UsageError("the current run has not ended: call end_run() first")
         self._check_loaded()
         self._link.check("next_input")
-        covered = self._check_resume(resume, now or datetime.now(UTC))
+        covered = check_resume(self.runs, resume, now or datetime.now(UTC))
         dangling = [
             c for c in self.thread.unanswered_calls() if c not in covered and c not in self._resumed
         ]
@@ -403,43 +343,6 @@ class Conversation:
         if misplaced and self.tool_message_order == "call-order":
             return [dict(m) for m in in_call_order(messages)]
         return messages
-
-    def _check_resume(self, resume: Sequence[Mapping[str, Any]] | None, now: datetime) -> set[str]:
-        """Judge a resume list against the last run; return the call ids its interrupts cover."""
-        last = self.runs[-1] if self.runs else None
-        interrupts = last.interrupts if last is not None and last.status == "interrupt" else []
-        if not interrupts:
-            if resume:
-                raise UsageError(
-                    "a resume list answers the interrupts of the run being continued, and the "
-                    "last run was not interrupted (INT-6)",
-                    rule="INT-6",
-                )
-            return set()
-        by_id = {i["id"]: i for i in interrupts}
-        entries = {e["interruptId"]: e for e in resume or ()}
-        unknown = sorted(set(entries) - set(by_id))
-        if unknown:
-            raise UsageError(
-                f"resume entries {unknown} name no interrupt of the interrupted run "
-                f"(its interrupts: {sorted(by_id)}) (INT-6)",
-                rule="INT-6",
-            )
-        missing = sorted(set(by_id) - set(entries))
-        if missing:
-            raise UsageError(
-                f"the resume list leaves interrupt(s) {missing} uncovered; answer each, or abandon "
-                "it explicitly with status 'cancelled' — omission is not abandonment (INT-7)",
-                rule="INT-7",
-            )
-        for iid, entry in entries.items():
-            if entry.get("status") == "resolved" and _expired(by_id[iid], now):
-                raise UsageError(
-                    f"interrupt {iid!r} expired at {by_id[iid]['expiresAt']}: it can no longer be "
-                    "answered, only abandoned with status 'cancelled' (INT-8)",
-                    rule="INT-8",
-                )
-        return {i["toolCallId"] for i in interrupts if "toolCallId" in i}
 
     @property
     def pending_input(self) -> dict[str, Any]:
@@ -594,7 +497,7 @@ class Conversation:
                     call_id,
                     self.thread.call_name(call_id) or "",
                     status,
-                    arguments=_shown(new),
+                    arguments=shown(new),
                 )
             )
 
@@ -686,19 +589,21 @@ class Conversation:
         version holds unchanged are written (``keep``)."""
         if self.store is None:
             return
-        messages = self.thread.messages
-        encoded = encode_messages(messages)  # a value that is not JSON: refused here
-        keep = kept_prefix(self._saved, encoded)
-        self.version = yield from ask(
-            "save_run",
-            self.thread_id,
-            expected_version=self.version,
-            messages=messages[keep:],
-            state=self.thread.state,
-            resumed=sorted(self._resumed),
-            run=_run_to_json(run, todo),
-            keep=keep,
+        # what changed is encoded; what did not is reused (the reducer knows which is which)
+        try:
+            keep, encoded = self.thread.encoded(self._saved)
+        except TypeError as exc:
+            raise StoreWriteFailed(
+                f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
+            ) from None
+        snapshot = snapshot_of(
+            [blob for _, blob in encoded[keep:]],
+            keep,
+            self.thread.state,
+            sorted(self._resumed),
+            run_to_json(run, todo),
         )
+        self.version = yield from ask("save_run", self.thread_id, self.version, snapshot)
         self._saved = encoded
 
     def restore(self) -> bool:
@@ -743,9 +648,9 @@ class Conversation:
             max_depth=(self.limits or Limits()).max_depth,
         )
         self.version = record.version
-        self._saved = encode_messages(record.messages)
+        self._saved = self.thread.encoded([])[1]
         self._resumed = set(record.resumed)
-        self.runs = [_run_from_json(r) for r in record.runs]
+        self.runs = [run_from_json(r) for r in record.runs]
         closed: dict[str, bool] = {}
         owner: dict[str, str | None] = {}
         for raw in record.runs:
@@ -937,9 +842,9 @@ class Conversation:
                 yield from self._record_steps(call, ruling.decision)
             else:
                 call.decision = ruling.decision
-            call.status = CallStatus.APPROVED
+            move(call, "approve")
         else:
-            call.status = CallStatus.AWAITING_CONSENT
+            move(call, "ask")
         return call
 
     def _undisposable(self, call_id: str, run_id: str | None, exc: Exception) -> PendingCall:
@@ -1013,7 +918,7 @@ class Conversation:
             decision = yield from self._record_steps(
                 call, decide(call, approved=True, by=by, reason=reason)
             )
-        call.status = CallStatus.APPROVED
+        move(call, "approve")
         self._updates.append(call_update(call))
         return decision
 
@@ -1049,11 +954,11 @@ class Conversation:
         """
         if inspect.iscoroutinefunction(handler):
             raise UsageError(f"the handler for {call_id!r} is async: use execute_async()")
-        with _Execution(self, call_id) as run:
+        with Execution(self, call_id) as run:
             if run.claimed:
                 result = handler(run.arguments)
                 if inspect.isawaitable(result):
-                    run.returned(_unawaited(call_id, result))
+                    run.returned(unawaited(call_id, result))
                 else:
                     run.returned(Answer.executed(call_id, normalize_result(result)))
         return run.answer
@@ -1067,7 +972,7 @@ class Conversation:
         store that may wait), the claim is seen through and, as nothing ran,
         the call is answered "not executed" — never left executing.
         """
-        async with _Execution(self, call_id) as run:
+        async with Execution(self, call_id) as run:
             if run.claimed:
                 result = handler(run.arguments)
                 if inspect.isawaitable(result):
@@ -1118,7 +1023,7 @@ class Conversation:
         if claim.claim is Claim.UNKNOWN:
             yield from self._unknown_steps(call, claim)
             return call, None
-        call.status = CallStatus.EXECUTING
+        move(call, "execute")
         self._updates.append(call_update(call))
         return call, key
 
@@ -1136,12 +1041,8 @@ class Conversation:
         """Give ``call`` its answer in memory and in the thread; an answer is never replaced."""
         if call.answer is not None:
             return call.answer
+        move(call, answer.outcome)
         call.answer = answer
-        call.status = {
-            "executed": CallStatus.DONE,
-            "failed": CallStatus.FAILED,
-            "declined": CallStatus.DECLINED,
-        }[answer.outcome]
         self._post(call, answer)
         self._updates.append(call_update(call, answer))
         return answer
@@ -1225,6 +1126,12 @@ class Conversation:
                 known = self.outcome_unknown(call, started)
             except Exception as exc:  # the hook could not tell: the outcome stays unknown
                 note = f"; the application's check of it failed ({describe_exception(exc)})"
+            if known is not None and not isinstance(known, Answer):
+                note = (
+                    f"; the application's outcome_unknown hook returned "
+                    f"{type(known).__name__}, not an Answer or None"
+                )
+                known = None
         if known is None:
             return self._answer(
                 call,
@@ -1258,218 +1165,3 @@ class Conversation:
     @property
     def state(self) -> Any:
         return self.thread.state
-
-
-def _shown(text: str) -> Any:
-    """Argument text as a card shows it: its JSON value, or the text when it does not parse."""
-    parsed = parse_arguments(text)
-    return parsed.value if isinstance(parsed, ParsedArguments) else text
-
-
-def call_update(call: PendingCall, answer: Answer | None = None) -> CallUpdate:
-    """The card of a call in disposition: its status and the arguments that run (edits included)."""
-    effective = call.effective_arguments
-    return CallUpdate(
-        call.call_id,
-        call.name,
-        call.status,
-        answer=answer,
-        arguments=effective if effective is not None else _shown(call.text),
-    )
-
-
-class _Execution:
-    """One execution of a call, answered however its handler ends — written once
-    for :meth:`Conversation.execute` and :meth:`Conversation.execute_async`.
-
-    Entering claims the call through the journal (:meth:`Conversation._claim`);
-    when the claim finds an answer instead, ``claimed`` is False and ``answer``
-    is that answer. The body runs the handler and hands its answer to
-    :meth:`returned`. Leaving records the answer — or, when the handler raised,
-    a ``failed`` answer (an ``Exception``: a handler failure is an answer, not
-    a crash) or an "outcome unknown" one before the interruption goes on
-    (``KeyboardInterrupt``, ``SystemExit``, cancellation: it may have acted).
-    """
-
-    def __init__(self, conversation: Conversation, call_id: str) -> None:
-        self._conversation = conversation
-        self._call_id = call_id
-        self._result: Answer | None = None
-        self.answer: Answer
-
-    def __enter__(self) -> _Execution:
-        conv = self._conversation
-        return self._entered(conv._drive("execute", conv._claim_steps(self._call_id)))
-
-    async def __aenter__(self) -> _Execution:
-        """The claim, off the event loop (``_perform``).
-
-        Cancelled while the claim is being recorded (in its thread, or awaited
-        on an async store), the claim is seen through and, as nothing ran, the
-        call is answered "not executed" — never left executing.
-        """
-        conv = self._conversation
-        claiming = asyncio.ensure_future(conv._perform("execute", conv._claim_steps(self._call_id)))
-        try:
-            claimed = await asyncio.shield(claiming)
-        except asyncio.CancelledError:
-            call, key = await claiming  # the claim is finished either way
-            if key is not None:
-                await conv._perform(
-                    None, conv._executed_steps(call, key, _cancelled_before(self._call_id))
-                )
-            raise
-        return self._entered(claimed)
-
-    def _entered(self, claimed: tuple[PendingCall, JournalKey | None]) -> _Execution:
-        self._call, self._key = claimed
-        if self._key is None:
-            assert self._call.answer is not None
-            self.answer = self._call.answer
-        self.arguments = dict(self._call.effective_arguments or {})
-        return self
-
-    @property
-    def claimed(self) -> bool:
-        return self._key is not None
-
-    def returned(self, answer: Answer) -> None:
-        self._result = answer
-
-    def _outcome(self, exc: BaseException | None) -> Answer:
-        if exc is None:
-            assert self._result is not None
-            return self._result
-        if isinstance(exc, Exception):
-            return Answer.failed(self._call_id, describe_exception(exc))
-        return _interrupted(self._call_id, exc)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> bool:
-        if self._key is None:
-            return False
-        conv = self._conversation
-        self.answer = conv._drive(
-            None, conv._executed_steps(self._call, self._key, self._outcome(exc))
-        )
-        return isinstance(exc, Exception)
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> bool:
-        if self._key is None:
-            return False
-        conv = self._conversation
-        if exc is not None and not isinstance(exc, Exception) and not is_async_store(conv.journal):
-            # cancelled (or stopped): recorded here and now — a cancelled task cannot
-            # wait for a worker thread
-            return self.__exit__(kind, exc, tb)
-        # the answer is given in memory before the store is awaited: cancelled again
-        # while that write is awaited, the journal still holds the intent without an
-        # answer, which reads as "outcome unknown" — the same answer, never a re-run
-        steps = conv._executed_steps(self._call, self._key, self._outcome(exc))
-        self.answer = await conv._perform(None, steps)
-        return isinstance(exc, Exception)
-
-
-def _run_to_json(run: RunResult, calls: Sequence[tuple[str, bool]]) -> dict[str, Any]:
-    """A run as the store keeps it: its result, and the calls it left for disposition."""
-    out: dict[str, Any] = {
-        "runId": run.run_id,
-        "status": run.status,
-        "calls": [{"id": c, "closed": closed} for c, closed in calls],
-        "interrupts": run.interrupts,
-        "error": run.error,
-        "outcome": run.outcome,
-        "warnings": [w.to_json() for w in run.warnings],
-    }
-    if run.violation is not None:
-        out["violation"] = {**run.violation.to_json(), "where": run.violation.where}
-    return out
-
-
-def _run_from_json(data: Mapping[str, Any]) -> RunResult:
-    """The inverse of :func:`_run_to_json`; ``pending`` is filled by the restore."""
-    v = data.get("violation")
-    violation = (
-        ProtocolViolation(
-            v["rule"],
-            v["message"],
-            index=v.get("index"),
-            path=v.get("path", ""),
-            value=v.get("value"),
-            event_type=v.get("eventType"),
-            ids=v.get("ids"),
-            where=v.get("where"),
-        )
-        if v is not None
-        else None
-    )
-    return RunResult(
-        run_id=data.get("runId"),
-        status=data["status"],
-        pending=[],
-        interrupts=list(data.get("interrupts") or []),
-        error=data.get("error"),
-        violation=violation,
-        warnings=[
-            ProtocolWarning(
-                w["rule"],
-                w["message"],
-                w.get("index"),
-                w.get("path", ""),
-                w.get("eventType"),
-                w.get("ids") or {},
-            )
-            for w in data.get("warnings", ())
-        ],
-        outcome=data.get("outcome"),
-    )
-
-
-def _unawaited(call_id: str, result: Any) -> Answer:
-    """A sync ``execute`` got an awaitable back: a coroutine never started; other
-    awaitables (a task, a future) may already be doing something."""
-    if inspect.iscoroutine(result):
-        result.close()
-        return Answer.failed(
-            call_id,
-            "not executed: the handler returned a coroutine, which execute() cannot await; "
-            "use execute_async()",
-        )
-    return Answer.failed(
-        call_id,
-        "outcome unknown: the handler returned an awaitable, which execute() cannot wait for; "
-        "use execute_async()",
-    )
-
-
-def _cancelled_before(call_id: str) -> Answer:
-    return Answer.failed(
-        call_id,
-        "not executed: cancelled while the execution was being recorded, before the "
-        "handler started",
-    )
-
-
-def _interrupted(call_id: str, exc: BaseException) -> Answer:
-    return Answer.failed(
-        call_id,
-        f"outcome unknown: the handler was interrupted ({type(exc).__name__}) before it "
-        "returned; it may or may not have taken effect, and it was not run again",
-    )
-
-
-def _expired(interrupt: Mapping[str, Any], now: datetime) -> bool:
-    """The reference reading of ``expiresAt``: an ISO 8601 date, now-or-earlier is expired."""
-    raw = interrupt.get("expiresAt")
-    if not isinstance(raw, str):
-        return False
-    try:
-        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        return False  # unreadable: cannot judge it expired
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when <= now

@@ -45,6 +45,8 @@ applications that accept losing the record on exit).
 
 from __future__ import annotations
 
+import os
+import re
 import sqlite3
 import threading
 import time
@@ -58,7 +60,7 @@ from typing import Any, ClassVar, Protocol
 
 import orjson
 
-from .._errors import JournalError, StoreReadFailed, StoreWriteFailed
+from .._errors import JournalError, StoreError, StoreReadFailed, StoreWriteFailed
 
 __all__ = [
     "Claim",
@@ -171,8 +173,13 @@ class AnswerFromLookup:
         return answer_of(self.lookup(thread_id, call_id))
 
 
+def _not_written(message: str) -> StoreError:
+    """A failure that wrote nothing (an open that failed, a refused answer): said so."""
+    return StoreError(message, written="no")
+
+
 def _no_intent(key: JournalKey) -> JournalError:
-    return JournalError(
+    return _not_written(
         f"no intent is recorded for call {key.call_id!r} with these arguments: "
         "finish() records the answer of an execution claim() allowed"
     )
@@ -274,6 +281,158 @@ CREATE INDEX IF NOT EXISTS decisions_by_call ON decisions (thread_id, call_id);
 """
 
 
+_BIRTH = ".creating"
+"""How the temporary name of a file being created ends (see :func:`create_aside`)."""
+
+
+def _statements(scripts: tuple[str, ...]) -> Iterator[str]:
+    """The statements of ``scripts`` one by one: ``executescript`` would COMMIT."""
+    for script in scripts:
+        for statement in script.split(";"):
+            if statement.strip():
+                yield statement
+
+
+def _identify(db: sqlite3.Connection) -> str:
+    """A new identity row, in the transaction the caller holds."""
+    identity = str(uuid.uuid4())
+    db.execute(
+        "INSERT INTO journal_identity (id, created_at, format) VALUES (?, ?, ?)",
+        (identity, time.time(), _FORMAT),
+    )
+    return identity
+
+
+def _fsync(path: Path, *, folder: bool = False) -> None:
+    try:  # a file opened for writing: Windows flushes no read-only handle
+        fd = os.open(path, os.O_RDONLY if folder else os.O_RDWR)
+    except OSError:
+        if folder:  # a folder cannot be opened on Windows: its entries are durable there
+            return
+        raise
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_STRAY_AFTER = 3600.0
+"""Seconds after which a temporary file no creation linked is a crash's leftover."""
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}{_BIRTH}")
+
+
+def _temporaries(path: Path) -> list[Path]:
+    """The temporary files of creations of ``path`` (with their -journal, -wal, -shm)."""
+    named = re.compile(
+        rf"\.{re.escape(path.name)}\.[0-9a-f]{{12}}{re.escape(_BIRTH)}(-journal|-wal|-shm)?"
+    )
+    try:
+        with os.scandir(path.parent) as entries:
+            return [Path(e.path) for e in entries if named.fullmatch(e.name)]
+    except OSError:
+        return []
+
+
+def _births(path: Path) -> list[Path]:
+    """The temporary names the file at ``path`` was created under, still linked to it."""
+    found = []
+    for name in _temporaries(path):
+        with suppress(OSError):
+            if name.name.endswith(_BIRTH) and os.path.samefile(name, path):
+                found.append(name)
+    return found
+
+
+def _sweep(path: Path) -> None:
+    """Once the file at ``path`` has its identity: the temporary names still linked to
+    it, and what creations killed before linking left — linked to no file, and an
+    hour old (no creation in progress takes that long)."""
+    births = _births(path)
+    stale = time.time() - _STRAY_AFTER
+    for name in _temporaries(path):
+        with suppress(OSError):
+            if name in births or ((found := name.stat()).st_nlink == 1 and found.st_mtime < stale):
+                name.unlink()
+
+
+def _wal(db: sqlite3.Connection, timeout: float) -> None:
+    """WAL mode. A no-op on a file made by :func:`create_aside` (born in WAL); a file
+    still in rollback mode (one ``create=True`` starts in) switches under an exclusive
+    lock that SQLite does not wait for: while other processes open it too, retried
+    for up to ``timeout``."""
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def create_aside(path: Path, scripts: tuple[str, ...]) -> None:
+    """Put a new journal file at ``path`` — unless a file is there.
+
+    The file is built beside ``path`` under a temporary name (its tables, WAL mode,
+    committed and fsynced), then hard-linked to ``path``, which fails if ``path``
+    exists: a crash at any moment leaves ``path`` absent or whole, and of several
+    processes creating one file at once, one links its file and the others open it.
+
+    The new file has no identity row: its first open writes it, in the ``-wal``
+    like every record after it — so a copy of the file made without its ``-wal``
+    still has no identity and is refused. Until that first open, the temporary
+    name stays linked to the file: the proof that a file without an identity is a
+    new one, not such a copy. A crash before the link may leave the temporary file
+    (``.NAME.HEX.creating``, beside ``path``): it holds no record and may be deleted.
+    """
+    tmp = _temporary(path)
+    what = f"cannot create the journal at {path}"
+    linked = False
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            for statement in _statements(scripts):
+                db.execute(statement)
+            db.execute("COMMIT")
+            # recorded in the header: the file is born in the mode every open expects
+            db.execute("PRAGMA journal_mode=WAL")
+        finally:
+            db.close()  # the last connection: nothing stays in a -wal of the temporary name
+        _fsync(tmp)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return  # another process created it first: that file is the journal
+        except OSError as exc:
+            if not path.parent.is_dir():
+                raise
+            raise _not_written(
+                f"{what}: the file system of {path.parent} cannot hard-link files ({exc}), "
+                "which creating a journal atomically needs. Put the file on a local disk; "
+                "or create an empty file at that path and open it with create=True (the "
+                "journal is then created in place: a crash while creating it leaves an "
+                "empty file, which create=True accepts again)"
+            ) from exc
+        linked = True
+        _fsync(path.parent, folder=True)
+    except sqlite3.Error as exc:
+        raise _not_written(f"{what}: {exc}") from exc
+    except OSError as exc:
+        raise _not_written(f"{what}: {exc.strerror or exc}") from exc
+    finally:
+        for suffix in ("-journal", "-wal", "-shm", *(() if linked else ("",))):
+            with suppress(OSError):
+                os.unlink(f"{tmp}{suffix}")
+
+
 class SQLiteJournal(AnswerFromLookup):
     """The durable journal: one SQLite file per application.
 
@@ -286,87 +445,140 @@ class SQLiteJournal(AnswerFromLookup):
     blocking: ClassVar[bool] = True
     """May wait for another process's lock: async callers run it in a worker thread."""
 
+    _schema: ClassVar[tuple[str, ...]] = (_SCHEMA,)
+    """The tables a new file is created with (a subclass adds its own)."""
+
     def __init__(
         self, path: str | Path, *, timeout: float = 30.0, create: bool | None = None
     ) -> None:
         """Open the journal at ``path``.
 
         ``create``: ``None`` (the default) creates a journal only where no file
-        exists; ``True`` also over an empty file (0 bytes, or a database holding
-        nothing); ``False`` never creates. A file that exists but holds no journal
-        is refused (:class:`JournalError`): it is what a journal becomes when its
-        contents are lost — replaced by an empty file, or copied without its
-        ``-wal`` — and opening it as a fresh journal would run every call again.
+        exists; ``True`` also in a file that holds nothing (0 bytes, or a database
+        without a record), in place; ``False`` never creates. A new file is created
+        whole (:func:`create_aside`): a crash leaves none, or one that opens. A
+        file that exists but holds no journal is refused (:class:`JournalError`):
+        it is what a journal becomes when its contents are lost — replaced by an
+        empty file, or copied without its ``-wal`` — and opening it as a fresh
+        journal would run every call again. ``create=True`` never replaces a
+        record.
         """
         self.path = Path(path)
         self._lock = threading.Lock()
-        existed = self.path.exists()
-        if not existed and create is False:
-            raise JournalError(f"there is no journal at {self.path} (and create=False)")
+        if not self.path.exists():
+            if create is False:
+                raise _not_written(f"there is no journal at {self.path} (and create=False)")
+            create_aside(self.path, self._schema)
         try:
+            # mode=rw: a file removed since is an error here, never a new empty file
             self._db = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                f"{self.path.absolute().as_uri()}?mode=rw",
+                uri=True,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
             )
         except sqlite3.Error as exc:
-            raise JournalError(f"cannot open the journal at {self.path}: {exc}") from exc
+            raise _not_written(f"cannot open the journal at {self.path}: {exc}") from exc
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _wal(self._db, timeout)
             self._db.execute("PRAGMA synchronous=FULL")
-            self.identity = self._claim_identity(existed, create)
+            self.identity = self._claim_identity(create)
         except JournalError:
             self._db.close()
             raise
+        except sqlite3.OperationalError as exc:
+            self._db.close()
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise self._unreadable(exc) from exc
+            raise _not_written(f"cannot open the journal at {self.path}: {exc}") from exc
         except Exception as exc:  # a corrupt file fails in surprising ways (UnicodeDecodeError)
             self._db.close()
-            raise JournalError(
-                f"cannot open the journal at {self.path}: it is not a readable journal "
-                f"({type(exc).__name__}: {exc}); restore it from a backup"
-            ) from exc
+            raise self._unreadable(exc) from exc
+        _sweep(self.path)  # the identity is written: the file is not new
 
-    def _claim_identity(self, existed: bool, create: bool | None) -> str:
-        """The journal's identity: read, adopted (a journal from before identities),
-        or written — under the write lock, so two processes creating one file agree."""
+    def _unreadable(self, exc: Exception) -> JournalError:
+        return _not_written(
+            f"cannot open the journal at {self.path}: it is not a readable journal "
+            f"({type(exc).__name__}: {exc}); restore it from a backup"
+        )
+
+    def _claim_identity(self, create: bool | None) -> str:
+        """The journal's identity: read; written by the first open of a new file (or
+        of one that holds nothing, with ``create=True``); or adopted (a journal from
+        before identities) — under the write lock, so processes opening one file agree."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if "journal_identity" in tables:
                 row = db.execute("SELECT id FROM journal_identity").fetchone()
-                if row is None or not isinstance(row[0], str):
-                    raise JournalError(
-                        f"the journal at {self.path} has lost its identity row; restore it from "
-                        "a backup"
+                if row is not None and isinstance(row[0], str):
+                    db.execute("COMMIT")
+                    return row[0]
+                if row is not None:
+                    raise _not_written(
+                        f"the journal at {self.path} has a damaged identity row; restore it "
+                        "from a backup"
                     )
-                db.execute("COMMIT")
-                return row[0]
-            if "calls" not in tables:
-                if tables:
-                    raise JournalError(
-                        f"{self.path} is a SQLite database but not an agui-tools journal "
-                        f"(it holds {', '.join(sorted(tables))})"
+                empty = self._holds_nothing(tables)
+                # never a new identity over a record: a file still linked to its
+                # temporary name was never opened; create=True is the caller's word
+                if not (empty and (create is True or _births(self.path))):
+                    raise _not_written(
+                        f"the journal at {self.path} has no identity row: its first open's "
+                        "records are gone — a copy made without its -wal file (the identity "
+                        "and every record after it were in the -wal), or contents lost — and "
+                        "opening it as a new journal would run every call again. Restore the "
+                        "journal from a backup, with its -wal file"
+                        + (
+                            "; if it never held a record, open it with create=True to start "
+                            "a new journal in this file."
+                            if empty
+                            else "."
+                        )
                     )
-                if existed and create is not True:
-                    raise JournalError(
-                        f"the journal file {self.path} is empty: if it held a journal, its "
-                        "contents are gone (an empty file put in its place, or a copy made "
-                        "without its -wal file) and every call it recorded would run again. "
-                        "Restore the journal from a backup; to start a new journal in this "
-                        "file, open it with create=True."
-                    )
-            identity = str(uuid.uuid4())
-            for statement in _SCHEMA.split(";"):  # one by one: executescript would COMMIT
-                if statement.strip():
-                    db.execute(statement)
-            db.execute(
-                "INSERT INTO journal_identity (id, created_at, format) VALUES (?, ?, ?)",
-                (identity, time.time(), _FORMAT),
-            )
+                identity = _identify(db)
+            elif "calls" in tables:  # a journal from before identities: adopted
+                identity = self._initialise(db)
+            elif tables:
+                raise _not_written(
+                    f"{self.path} is a SQLite database but not an agui-tools journal "
+                    f"(it holds {', '.join(sorted(tables))})"
+                )
+            elif create is not True:
+                raise _not_written(
+                    f"the journal file {self.path} is empty: if it held a journal, its "
+                    "contents are gone (an empty file put in its place, or a copy made "
+                    "without its -wal file) and every call it recorded would run again: "
+                    "restore the journal from a backup. If it never held one (an older "
+                    "agui-tools killed while creating it leaves such a file), open it "
+                    "with create=True to start a new journal in this file."
+                )
+            else:
+                identity = self._initialise(db)
             db.execute("COMMIT")
             return identity
         except BaseException:
             with suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
             raise
+
+    def _initialise(self, db: sqlite3.Connection) -> str:
+        for statement in _statements(self._schema):
+            db.execute(statement)
+        return _identify(db)
+
+    def _holds_nothing(self, tables: set[str]) -> bool:
+        """No table holds a row (SQLite's own bookkeeping aside)."""
+        return all(
+            self._db.execute(
+                f'SELECT 1 FROM "{t.replace(chr(34), chr(34) * 2)}" LIMIT 1'
+            ).fetchone()
+            is None
+            for t in tables
+            if not t.startswith("sqlite_")
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -382,19 +594,25 @@ class SQLiteJournal(AnswerFromLookup):
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
         """One committed transaction; rolled back (never left open) on any failure."""
         with self._lock:
+            # one try from BEGIN to COMMIT: an interruption (Ctrl-C) landing anywhere
+            # between them — right after BEGIN too — rolls back, so the file's write
+            # lock is never left held by a transaction nobody will finish
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreWriteFailed(
-                    f"the journal at {self.path} could not {what}: {exc}", operation=what
-                ) from exc
-            try:
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise StoreWriteFailed(
+                        f"the journal at {self.path} could not {what}: {exc}", operation=what
+                    ) from exc
                 yield self._db
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 # the transaction may already be gone; the original error is the news
-                with suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                if isinstance(exc, StoreError):
+                    raise
                 if isinstance(exc, _UNREADABLE):
                     # rolled back: a SQLite transaction commits whole or not at all
                     raise StoreWriteFailed(

@@ -41,7 +41,7 @@ both produce the same history.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -249,6 +249,7 @@ class ThreadState:
         # when it is (placing each on arrival scanned the list — quadratic disposal)
         self._later: dict[int, tuple[_Message, list[_Message]]] = {}
         self._by_id: dict[str, _Message] = {}
+        self._touched: set[str] = set()  # message ids an event may have changed (encoded())
         self._calls: dict[str, _Call] = {}
         self._answers: dict[str, str] = {}  # toolCallId → the tool message answering it
         self._state = self._document(initial, None if state is None else len(blob))
@@ -332,7 +333,56 @@ class ThreadState:
         """Fold one verified event into the thread."""
         handler = self._handlers.get(event["type"])
         if handler is not None:
+            self._note(event)  # the records it names, before (a handler may fail midway) …
             handler(event, index)
+            self._note(event)  # … and after (a call's owner exists once it started)
+
+    def _note(self, event: WireEvent) -> None:
+        """Remember the messages ``event`` may change, for :meth:`encoded`: every
+        message it names, and the message holding every call it names. Generous
+        on purpose — a message noted that did not change costs one encoding."""
+        touched = self._touched
+        for key in ("messageId", "parentMessageId", "entityId"):
+            ident = event.get(key)
+            if isinstance(ident, str):
+                touched.add(ident)
+                call = self._calls.get(ident)
+                if call is not None:
+                    touched.add(call.message.id)
+        call_id = event.get("toolCallId")
+        if isinstance(call_id, str):
+            call = self._calls.get(call_id)
+            if call is not None:
+                touched.add(call.message.id)
+
+    def encoded(
+        self, previous: Sequence[tuple[object, bytes]]
+    ) -> tuple[int, list[tuple[object, bytes]]]:
+        """Every message as JSON bytes, and how many leading ones are as ``previous``
+        (what the last call returned) had them: what a save writes is what changed.
+
+        A message whose record is the one ``previous`` holds at its position and
+        that no event, answer or edit touched since is not encoded again (its
+        bytes are reused); every other one is encoded and compared byte for byte,
+        so a snapshot restating the thread as it was still keeps it. Raises
+        ``TypeError`` for a value JSON cannot carry.
+        """
+        touched, self._touched = self._touched, set()
+        out: list[tuple[object, bytes]] = []
+        keep: int | None = None
+        dumps = orjson.dumps
+        for i, record in enumerate(self._order):
+            prev = previous[i] if i < len(previous) else None
+            if prev is not None and prev[0] is record and record.id not in touched:
+                blob = prev[1]
+            else:
+                blob = dumps(record.to_wire())
+                if keep is None and (prev is None or prev[1] != blob):
+                    keep = i
+            out.append((record, blob))
+        if keep is None:
+            keep = min(len(out), len(previous))
+        return keep, out
 
     def apply_all(self, events: Iterable[WireEvent]) -> None:
         apply = self.apply

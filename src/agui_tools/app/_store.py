@@ -89,20 +89,16 @@ class Store(Journal, Protocol):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
         """Record one folded run atomically; return the thread's new version.
 
-        The thread's messages become the first ``keep`` messages of version
-        ``expected_version``, then ``messages``. Raises :class:`StaleThread` —
-        having written nothing — when the stored version is not
-        ``expected_version``.
+        ``snapshot`` (:func:`encode_snapshot`, made before any I/O) holds the run
+        encoded: the thread's messages become the first ``snapshot.keep``
+        messages of version ``expected_version``, then ``snapshot.messages``.
+        Raises :class:`StaleThread` — having written nothing — when the stored
+        version is not ``expected_version``.
         """
         ...
 
@@ -147,13 +143,8 @@ class AsyncStore(Protocol):
     async def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int: ...
 
     async def aclose(self) -> None: ...
@@ -190,16 +181,10 @@ class MemoryStore(MemoryJournal):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        # fails before anything changes
-        snap = encode_snapshot(messages, state, resumed, run, keep)
+        snap = snapshot
         with self._lock:
             found = self._threads.get(thread_id)
             version, runs = (found[0], found[2]) if found is not None else (0, [])
@@ -258,25 +243,23 @@ def encode_snapshot(
         ) from None
 
 
-def encode_messages(messages: Sequence[Mapping[str, Any]]) -> list[bytes]:
-    """Each message encoded on its own: what a conversation compares, save to save, to
-    find the messages a run left as they were."""
+def snapshot_of(
+    messages: Sequence[bytes], keep: int, state: Any, resumed: Sequence[str], run: Mapping[str, Any]
+) -> Snapshot:
+    """A save whose messages are already encoded, one by one (the conversation's):
+    joined, not encoded again."""
     try:
-        return [orjson.dumps(m) for m in messages]
+        return Snapshot(
+            b"[" + b",".join(messages) + b"]",
+            keep,
+            orjson.dumps(state),
+            orjson.dumps(sorted(resumed)),
+            orjson.dumps(dict(run)),
+        )
     except TypeError as exc:
         raise StoreWriteFailed(
             f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
         ) from None
-
-
-def kept_prefix(before: Sequence[bytes], after: Sequence[bytes]) -> int:
-    """How many leading messages ``after`` has exactly as ``before`` had them."""
-    n = 0
-    for old, new in zip(before, after, strict=False):
-        if old != new:
-            break
-        n += 1
-    return n
 
 
 def decode_record(

@@ -27,7 +27,10 @@ blocks the event loop. So the SQL, the decisions and the error messages cannot
 drift apart between the two.
 
 Both pools check each connection before handing it out, so a server restart
-costs the calls in flight, not the pool. A task cancelled while its operation
+costs the calls in flight, not the pool — with a round trip to the server only
+for a connection whose socket became readable while it was idle (the server
+closed it, or said it would): a non-blocking ``select`` per checkout instead of
+a query per store call. A task cancelled while its operation
 waits (on a row lock, say) has its query cancelled on the server by psycopg;
 the connection goes back to the pool, and an uncommitted write is not written.
 
@@ -42,7 +45,7 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import partial
@@ -69,7 +72,7 @@ from ._journal import (
     stored_result,
 )
 from ._steps import Pause, Steps, adrive, drive
-from ._store import ThreadRecord, decode_record, encode_snapshot
+from ._store import Snapshot, ThreadRecord, decode_record
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -312,16 +315,7 @@ def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
     return Plan(f"load thread {thread_id!r}", steps(), tx=True)
 
 
-def save_run_plan(
-    thread_id: str,
-    expected_version: int,
-    messages: Sequence[Mapping[str, Any]],
-    state: Any,
-    resumed: Sequence[str],
-    run: Mapping[str, Any],
-    keep: int,
-) -> Plan[int]:
-    snap = encode_snapshot(messages, state, resumed, run, keep)  # refused before any connection
+def save_run_plan(thread_id: str, expected_version: int, snap: Snapshot) -> Plan[int]:
     new = expected_version + 1
 
     def steps() -> QuerySteps[int]:
@@ -545,6 +539,47 @@ def _failed(conninfo: str, what: str, exc: Exception, *, writes: bool) -> StoreE
     return None
 
 
+def _heard_from_server(conn: Any) -> bool:
+    """Whether an idle pooled connection has something to read — or is closed.
+
+    An idle connection of ours is sent nothing (no LISTEN, no query in flight):
+    if its socket is readable, the server spoke while we were away — it closed
+    it (a restart, ``pg_terminate_backend``, an idle timeout) or sent the notice
+    that precedes closing. One non-blocking ``select`` answers, with no round
+    trip to the server.
+    """
+    import select
+
+    if conn.closed:
+        return True
+    try:
+        fd = conn.pgconn.socket
+    except Exception:  # no socket: a broken connection
+        return True
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
+
+
+def _check(conn: Any) -> None:
+    """The pool's check before it hands a connection out: a round trip to the server
+    (psycopg_pool's ``check_connection``) only when the connection heard from the
+    server while idle — the liveness check a pooled checkout cost on every store
+    call, now paid where it can find something. A server restart still costs the
+    calls in flight, not the pool: the restart closes every socket, which reads."""
+    from psycopg_pool import ConnectionPool
+
+    if _heard_from_server(conn):
+        ConnectionPool.check_connection(conn)  # raises for a dead one: the pool discards it
+
+
+async def _acheck(conn: Any) -> None:
+    """:func:`_check` for the async pool."""
+    from psycopg_pool import AsyncConnectionPool
+
+    if _heard_from_server(conn):
+        await AsyncConnectionPool.check_connection(conn)
+
+
 def _pool_options(min_size: int, max_size: int, timeout: float) -> dict[str, Any]:
     """What both pools are built with (each adds its own ``check_connection``, so a
     connection is checked before it is handed out): autocommit, opened explicitly."""
@@ -587,7 +622,7 @@ class PostgresStore(AnswerFromLookup):
         _probe(conninfo, timeout)  # a wrong connection string fails here, saying why
         self._pool = ConnectionPool(
             conninfo,
-            check=ConnectionPool.check_connection,
+            check=_check,
             **_pool_options(min_size, max_size, timeout),
         )
         try:
@@ -671,17 +706,10 @@ class PostgresStore(AnswerFromLookup):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        return self._run(
-            save_run_plan(thread_id, expected_version, messages, state, resumed, run, keep)
-        )
+        return self._run(save_run_plan(thread_id, expected_version, snapshot))
 
 
 class AsyncPostgresStore:
@@ -734,7 +762,7 @@ class AsyncPostgresStore:
             return self
         await _aprobe(self.conninfo, self._timeout)  # a wrong connection string fails here
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            self.conninfo, check=AsyncConnectionPool.check_connection, **self._options
+            self.conninfo, check=_acheck, **self._options
         )
         try:
             await pool.open(wait=True, timeout=self._timeout)
@@ -865,17 +893,10 @@ class AsyncPostgresStore:
     async def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        return await self._run(
-            save_run_plan(thread_id, expected_version, messages, state, resumed, run, keep)
-        )
+        return await self._run(save_run_plan(thread_id, expected_version, snapshot))
 
 
 _UNREADABLE = "connection string unreadable"

@@ -17,14 +17,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from .._errors import JournalError, StaleThread, StoreError
 from ._journal import SQLiteJournal
-from ._store import ThreadRecord, decode_record, encode_snapshot
+from ._store import Snapshot, ThreadRecord, decode_record
 
 __all__ = ["SQLiteStore"]
 
@@ -51,18 +51,26 @@ class SQLiteStore(SQLiteJournal):
     """Threads, runs, intents, answers and decisions in one SQLite file.
 
     Args:
-        path: the file (created when missing).
+        path: the file (created when missing: whole, or not at all if the process
+            dies meanwhile — see :func:`~agui_tools.app._journal.create_aside`).
         timeout: how long a write waits for another process's lock, seconds.
+        create: ``None`` creates a store only where no file exists; ``True`` also in
+            an empty file (0 bytes, or a database holding nothing — what an older
+            version killed while creating a store left); ``False`` never creates.
+            A file holding anything is never replaced.
     """
 
     blocking: ClassVar[bool] = True
+    _schema: ClassVar[tuple[str, ...]] = (*SQLiteJournal._schema, _THREADS_SCHEMA)
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, timeout: float = 30.0, create: bool | None = None
+    ) -> None:
         try:
-            super().__init__(path, timeout=timeout)
+            super().__init__(path, timeout=timeout, create=create)
         except JournalError as exc:
             raise _advised(Path(path), exc) from exc.__cause__
-        try:
+        try:  # a journal's file opened as a store: its thread tables are added
             with self._lock:
                 self._db.executescript(_THREADS_SCHEMA)
         except sqlite3.Error as exc:
@@ -115,15 +123,10 @@ class SQLiteStore(SQLiteJournal):
     def save_run(
         self,
         thread_id: str,
-        *,
         expected_version: int,
-        messages: Sequence[Mapping[str, Any]],
-        state: Any,
-        resumed: Sequence[str],
-        run: Mapping[str, Any],
-        keep: int = 0,
+        snapshot: Snapshot,
     ) -> int:
-        snap = encode_snapshot(messages, state, resumed, run, keep)
+        snap = snapshot
         with self._write(f"save a run of thread {thread_id!r}") as db:
             row = db.execute(
                 "SELECT version FROM threads WHERE thread_id=?", (thread_id,)
@@ -158,7 +161,7 @@ _ADVICE = (
         "the file and its folder (SQLite writes -wal and -shm files beside it)",
     ),
     (
-        ("disk is full", "disk i/o error", "database or disk is full"),
+        ("disk is full", "disk i/o error", "database or disk is full", "no space left"),
         "the disk is full (or failing): free space and retry — nothing of this operation "
         "was written",
     ),

@@ -31,12 +31,14 @@ unless ``validate_formats`` says otherwise.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
+from urllib.parse import unquote, urljoin
 
 import jsonschema_rs
 import orjson
@@ -342,87 +344,193 @@ _CACHE_LOCK: Final = threading.Lock()
 
 
 # Applicators whose subschemas apply to the *same* instance: a cycle through these
-# (and $ref) never reaches a smaller value, so it decides nothing — jsonschema-rs
-# accepted ``{"$ref": "#"}`` and then validated any arguments as valid.
+# (and the references) never reaches a smaller value, so it decides nothing —
+# jsonschema-rs accepted ``{"$ref": "#"}`` and then validated any arguments as valid.
 _IN_PLACE_ONE: Final = ("not", "if", "then", "else")
 _IN_PLACE_MANY: Final = ("allOf", "anyOf", "oneOf")
-_IN_PLACE_MAP: Final = ("dependentSchemas",)
+_IN_PLACE_MAP: Final = ("dependentSchemas", "dependencies")
+_REFERENCES: Final = ("$ref", "$dynamicRef", "$recursiveRef")
+# Every keyword whose value is a subschema (or a list or name map of them), in any
+# draft: where the walk looks for schemas — and so for $id, anchors and cycles. A
+# value under any other keyword (``const``, ``enum``, ``default``…) is data.
+_SUB_ONE: Final = (
+    *_IN_PLACE_ONE,
+    "items",
+    "additionalItems",
+    "contains",
+    "propertyNames",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
+_SUB_MANY: Final = (*_IN_PLACE_MANY, "prefixItems", "items")
+_SUB_MAP: Final = (*_IN_PLACE_MAP, "properties", "patternProperties", "$defs", "definitions")
+_ROOT_URI: Final = "https://agui-tools.invalid/tool-parameters.json"
+"""The base URI of a schema without an absolute ``$id`` (never fetched: a name)."""
+_INDEX: Final = re.compile(r"0|[1-9][0-9]{0,8}")
 
 
-def _ref_cycle(schema: Any) -> str | None:
-    """The schema path of a ``$ref`` that loops back to the same instance, or None.
+def _join(base: str, ref: str) -> str:
+    if ref.startswith("#"):
+        return base.partition("#")[0] + ref
+    return urljoin(base, ref)
 
-    Only local references (``#`` and ``#/pointer``) are followed — nothing is
-    fetched, and a remote one already fails compilation. Recursion through
-    ``properties``, ``items`` and the like is fine: each step consumes a level
-    of the instance.
+
+def _token(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def _ref_cycle(schema: Any, *, draft4: bool = False) -> str | None:
+    """The schema path of a reference that loops back to the same instance, or None.
+
+    Every subschema of the document is a node — the cycle may sit anywhere, under
+    ``properties`` as well as at the root — and its edges are the in-place
+    applicators and the references, resolved as a validator resolves them, within
+    the document (nothing is fetched; a remote ``$ref`` already fails
+    compilation): against the base URI each ``$id`` sets (``id`` in draft 4),
+    to a JSON pointer (percent-decoded), an ``$anchor``, a ``$dynamicAnchor``
+    or a draft-6/7 ``"$id": "#name"``. A ``$dynamicRef`` may land on any
+    ``$dynamicAnchor`` of its name, a ``$recursiveRef`` on any
+    ``"$recursiveAnchor": true``: each is an edge to all of them (through one
+    shared node per name, so the graph stays linear in the schema's size).
+    Recursion through ``properties``, ``items`` and the like is fine: each step
+    consumes a level of the instance.
     """
+    id_key = "id" if draft4 else "$id"
+    nodes: dict[str, tuple[Any, str]] = {}  # path -> (subschema, its base URI)
+    resources: dict[str, str] = {_ROOT_URI: ""}  # absolute URI (no fragment) -> path
+    anchors: dict[str, str] = {}  # "uri#name" -> path
+    dynamic: dict[str, list[str]] = {}  # virtual node "dynamic:name" -> anchor paths
 
-    def resolve(ref: str) -> tuple[Any, str] | None:
-        if ref == "#":
-            return schema, ""
-        if not ref.startswith("#/"):
+    def register(top: Any, top_path: str, top_base: str) -> None:
+        todo = [(top, top_path, top_base)]
+        while todo:
+            node, path, base = todo.pop()
+            if path in nodes:
+                continue
+            if isinstance(node, dict):
+                ident = node.get(id_key)
+                if isinstance(ident, str) and ident.startswith("#"):
+                    anchors[base.partition("#")[0] + ident] = path  # a draft-6/7 anchor
+                elif isinstance(ident, str):
+                    base = _join(base, ident).partition("#")[0]
+                    resources.setdefault(base, path)
+                for key in ("$anchor", "$dynamicAnchor"):
+                    name = node.get(key)
+                    if isinstance(name, str):
+                        anchors.setdefault(f"{base}#{name}", path)
+                name = node.get("$dynamicAnchor")
+                if isinstance(name, str):
+                    dynamic.setdefault(f"dynamic:{name}", []).append(path)
+                if node.get("$recursiveAnchor") is True:
+                    dynamic.setdefault("dynamic:", []).append(path)
+            nodes[path] = (node, base)
+            if not isinstance(node, dict):
+                continue
+            for key in _SUB_ONE:
+                if isinstance(node.get(key), dict):
+                    todo.append((node[key], f"{path}/{_token(key)}", base))
+            for key in _SUB_MANY:
+                if isinstance(node.get(key), list):
+                    todo += [(sub, f"{path}/{key}/{i}", base) for i, sub in enumerate(node[key])]
+            for key in _SUB_MAP:
+                if isinstance(node.get(key), dict):
+                    todo += [
+                        (sub, f"{path}/{_token(key)}/{_token(name)}", base)
+                        for name, sub in node[key].items()
+                        if isinstance(sub, dict)
+                    ]
+
+    def resolve(ref: str, base: str) -> str | None:
+        document, _, fragment = _join(base, ref).partition("#")
+        fragment = unquote(fragment)
+        at = resources.get(document)
+        if at is None:
             return None
-        node = schema
-        for token in ref[2:].split("/"):
-            token = token.replace("~1", "/").replace("~0", "~")
+        if not fragment.startswith("/"):
+            return at if not fragment else anchors.get(f"{document}#{fragment}")
+        node, path = nodes[at][0], at
+        for raw in fragment[1:].split("/"):
+            token = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = node[token]
-            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            elif isinstance(node, list) and _INDEX.fullmatch(token) and int(token) < len(node):
                 node = node[int(token)]
             else:
                 return None
-        return node, ref[1:]
+            path += f"/{_token(token)}"
+        if path not in nodes:  # a subschema somewhere the walk does not look: walk it too
+            register(node, path, nodes[at][1])
+        return path
 
-    def edges(node: Any, path: str) -> list[tuple[Any, str]]:
+    def edges(path: str) -> list[str]:
+        if path.startswith("dynamic:"):
+            return list(dynamic.get(path, ()))
+        node, base = nodes[path]
         if not isinstance(node, dict):
             return []
-        out: list[tuple[Any, str]] = []
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            target = resolve(ref)
+        out: list[str] = []
+        for key in _REFERENCES:
+            ref = node.get(key)
+            if not isinstance(ref, str):
+                continue
+            target = resolve(ref, base)
             if target is not None:
                 out.append(target)
+            if key == "$dynamicRef" and not ref.partition("#")[2].startswith("/"):
+                out.append(f"dynamic:{unquote(ref.partition('#')[2])}")
+            elif key == "$recursiveRef":
+                out.append("dynamic:")
         for key in _IN_PLACE_ONE:
             if key in node:
-                out.append((node[key], f"{path}/{key}"))
+                out.append(f"{path}/{key}")
         for key in _IN_PLACE_MANY:
             if isinstance(node.get(key), list):
-                out += [(sub, f"{path}/{key}/{i}") for i, sub in enumerate(node[key])]
+                out += [f"{path}/{key}/{i}" for i in range(len(node[key]))]
         for key in _IN_PLACE_MAP:
             if isinstance(node.get(key), dict):
-                out += [(sub, f"{path}/{key}/{name}") for name, sub in node[key].items()]
-        return out
+                out += [
+                    f"{path}/{key}/{_token(name)}"
+                    for name, sub in node[key].items()
+                    if isinstance(sub, dict)
+                ]
+        return [e for e in out if e in nodes or e in dynamic]
 
-    # iterative DFS over (schema node, its path), colouring by path: the graph is
-    # the schema's in-place edges, at most one node per subschema
+    register(schema, "", _ROOT_URI)
+    # iterative DFS from every node, colouring by path: a back edge is a schema still
+    # being applied to the same value
     state: dict[str, int] = {}  # 1: on the stack, 2: done
-    stack: list[tuple[str, list[tuple[Any, str]]]] = [("", edges(schema, ""))]
-    state[""] = 1
-    while stack:
-        path, pending = stack[-1]
-        if not pending:
-            state[path] = 2
-            stack.pop()
+    for start in list(nodes):
+        if start in state:
             continue
-        child, child_path = pending.pop()
-        seen = state.get(child_path)
-        if seen == 1:
-            return path  # back to a schema still being applied to the same value
-        if seen is None:
-            state[child_path] = 1
-            stack.append((child_path, edges(child, child_path)))
+        state[start] = 1
+        stack: list[tuple[str, list[str]]] = [(start, edges(start))]
+        while stack:
+            path, pending = stack[-1]
+            if not pending:
+                state[path] = 2
+                stack.pop()
+                continue
+            child = pending.pop()
+            seen = state.get(child)
+            if seen == 1:  # the nearest real schema on the way (not a "dynamic:" name)
+                return next(p for p, _ in reversed(stack) if not p.startswith("dynamic:"))
+            if seen is None:
+                state[child] = 1
+                stack.append((child, edges(child)))
     return None
 
 
 def _compile(
     schema: dict[str, Any] | bool, dialect: Dialect, validate_formats: bool | None
 ) -> jsonschema_rs.Validator:
-    loop = _ref_cycle(schema)
+    loop = _ref_cycle(schema, draft4=dialect is Dialect.DRAFT_04)
     if loop is not None:
         raise InvalidToolSchema(
-            "a $ref cycle applies the schema to the same value forever, so it constrains "
-            "nothing (every argument would pass); refer through properties or items instead",
+            "a $ref cycle ($ref, $dynamicRef or $recursiveRef, through in-place applicators) "
+            "applies the schema to the same value forever, so it constrains nothing (every "
+            "argument would pass); refer through properties or items instead",
             schema_path=loop,
         )
     # From the Python object, not the JSON text: jsonschema-rs parses text with

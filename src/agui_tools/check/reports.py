@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import html
 import socket
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from xml.etree import ElementTree as ET
 
 import orjson
 
+from .._text import html_text, terminal_text
 from ._report import CaseResult, CheckReport, Exchange, Verdict
 from ._rules import RULES
 
@@ -55,8 +55,11 @@ def print_report(report: CheckReport, console: Any = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    def shown(text: str) -> str:  # the agent's text: never markup, never controls
+        return escape(terminal_text(text))
+
     console = console or Console()
-    console.print(f"[bold]agui-tools check[/bold] {escape(report.url)}")
+    console.print(f"[bold]agui-tools check[/bold] {shown(report.url)}")
     for section, cases in report.sections():
         table = Table(title=section, title_justify="left", expand=True, show_lines=False)
         table.add_column("case", no_wrap=True)
@@ -66,11 +69,11 @@ def print_report(report: CheckReport, console: Any = None) -> None:
         for case in cases:
             style = _STYLE[case.verdict]
             table.add_row(
-                escape(case.id),
+                shown(case.id),
                 f"[{style}]{case.verdict.value}[/{style}]",
-                escape(", ".join(case.rules)),
+                shown(", ".join(case.rules)),
                 # a pass says what was seen in brief; anything else says it whole
-                escape(_headline(case, 90 if case.verdict is Verdict.PASS else None)),
+                shown(_headline(case, 90 if case.verdict is Verdict.PASS else None)),
             )
         console.print(table)
     counts = ", ".join(f"{n} {k}" for k, n in report.counts().items() if n)
@@ -206,7 +209,7 @@ ol.events li.warning{background:#713f12;color:#fff}
 
 
 def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return html_text(text)
 
 
 def _badge(verdict: Verdict) -> str:

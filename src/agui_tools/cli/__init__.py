@@ -5,12 +5,19 @@ Exit codes (every command):
 * ``0`` — success: the stream was consumed / every fixture passed;
 * ``1`` — the stream was rejected / a fixture failed;
 * ``2`` — bad usage or unreadable input (a missing file, invalid JSON input);
-* ``130`` — interrupted (Ctrl-C), said in one line, never a traceback.
+* ``130`` — interrupted (Ctrl-C), said in one line, never a traceback;
+* ``141`` — the reader of stdout went away (``| head -1``): the command stops
+  quietly, as a Unix command does on SIGPIPE (128 + 13).
+
+A closed standard stream (``<&-``, ``>&-``) is the null device here: a closed
+stdin is at its end at once (a consent prompt declines as nobody's decision,
+a chat ends), a closed stdout or stderr swallows what is written to it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -29,6 +36,7 @@ from . import (
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,8 +72,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from rich.console import Console
+
+    _reopen_closed_streams()
+    rich_handling = Console.on_broken_pipe
+    Console.on_broken_pipe = _broken_pipe_raises  # type: ignore[method-assign, assignment]
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _reader_gone()
+    finally:  # main() called in a process that goes on (a test): rich as it was
+        Console.on_broken_pipe = rich_handling  # type: ignore[method-assign]
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said with the usage of the command it was given to, not the top level's
+        command = _subparser(parser, getattr(args, "command", None))
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
@@ -76,6 +101,56 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return interrupted(args.command)
     return result
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (the top-level one when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
+    return parser
+
+
+def _reopen_closed_streams() -> None:
+    """A standard stream the shell closed (``<&-``) becomes the null device, on its own fd.
+
+    Python leaves ``sys.stdin`` ``None`` then, and every read of it is an
+    ``AttributeError`` or ``RuntimeError: lost sys.stdin``; the null device
+    reads as an input at its end — what a closed stdin means to a user — and
+    swallows writes. Its descriptor is the closed one, so a child process (a
+    served agent, a browser) inherits a valid stream too.
+    """
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_RDONLY if mode == "r" else os.O_WRONLY)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
+def _broken_pipe_raises(console: object) -> None:
+    """rich answers a broken pipe itself — ``SystemExit(1)``, "a case failed" to a
+    script — from wherever it printed: while a command runs it is a
+    ``BrokenPipeError`` like any other write's, ended once, in :func:`main`."""
+    raise BrokenPipeError
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away (``| head -1``): stop quietly, exit 141 (128 + SIGPIPE).
+
+    What is still buffered for stdout would fail again when Python flushes it
+    at exit, with a second traceback: stdout is pointed at the null device first.
+    """
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -64,12 +64,14 @@ def check_url(url: str) -> str | None:
     """
     import httpx
 
+    from ._common import shown
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        return f"{url!r} is not a valid URL ({exc})"
+        return f"{shown(url)} is not a valid URL ({exc})"
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        return f"{url!r} is not an http:// or https:// URL with a host"
+        return f"{shown(url)} is not an http:// or https:// URL with a host"
     return None
 
 
@@ -132,13 +134,14 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     """The :class:`Driver` for ``args`` — or an exit code, after saying in one line why not."""
     import httpx
 
+    from .._text import terminal_text
     from ..transport._client import AgentClient
     from ..transport._session import Session
     from ..ui.terminal import TerminalUI
     from ._answers import flag_answers
 
     def usage(message: str) -> int:
-        print(f"agui-tools {command}: {message}", file=sys.stderr)
+        print(terminal_text(f"agui-tools {command}: {message}"), file=sys.stderr)
         return 2
 
     problem = check_url(args.url)

@@ -109,21 +109,33 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+PROTO_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
+_RECORDED: Final = frozenset({"text/event-stream", PROTO_MEDIA_TYPE})
+
+
 class Recorder:
     """The raw bytes of every event stream a client reads, in order.
 
     Given a ``sink``, each chunk is also written and flushed as it arrives, so
-    an interrupted command keeps what came. The bodies join into one SSE
-    capture — ``agui-tools verify`` judges it run after run — with a blank
-    line after a body that broke off mid-event, so the break shows as the
-    broken event it is instead of fusing with the next run's first event.
-    Error answers (non-2xx, not an event stream) are not recorded.
+    an interrupted command keeps what came. The bodies join into one capture
+    — ``agui-tools verify`` judges it run after run. SSE bodies get a blank
+    line after one that broke off mid-event, so the break shows as the broken
+    event it is instead of fusing with the next run's first event. Binary
+    bodies (length-prefixed frames, TRANS-7) are joined frame after frame; a
+    body cut mid-frame keeps its fragment only at the capture's end — the next
+    body's frames would otherwise be read as the fragment's rest — so the run
+    shows truncated either way. Error answers (non-2xx, not an event stream)
+    are not recorded.
     """
 
     def __init__(self, sink: IO[bytes] | None = None) -> None:
         self.streams = 0
         self._data = bytearray()
         self._sink = sink
+        self._binary = False
+        self._frame_left = 0  # bytes of the current binary frame still to come
+        self._header = bytearray()  # the current binary frame's length, while it arrives
+        self._frame_bytes = 0  # bytes of the current binary frame received (header included)
 
     def transport(self) -> httpx.AsyncBaseTransport:
         """An httpx transport that records what the real one reads."""
@@ -139,16 +151,54 @@ class Recorder:
         Path(path).write_bytes(data)
         return len(data)
 
-    def _start(self) -> None:
+    def _start(self, binary: bool = False) -> None:
         self.streams += 1
-        if self._data and not self._data.endswith(b"\n\n"):
+        dangling = len(self._header) + self._frame_bytes
+        if self._binary and dangling:
+            self._drop(dangling)
+        self._binary, self._frame_left, self._frame_bytes = binary, 0, 0
+        self._header = bytearray()
+        if not binary and self._data and not self._data.endswith(b"\n\n"):
             self._write(b"\n\n")
+
+    def _drop(self, count: int) -> None:
+        """Forget the last ``count`` bytes: a binary frame another body will never finish."""
+        del self._data[-count:]
+        if self._sink is not None:
+            try:
+                self._sink.seek(len(self._data))
+                self._sink.truncate()
+            except OSError:  # a pipe or a device: what was written stays written
+                pass
 
     def _write(self, chunk: bytes) -> None:
         self._data += chunk
+        if self._binary:
+            self._track_frames(chunk)
         if self._sink is not None:
             self._sink.write(chunk)
             self._sink.flush()
+
+    def _track_frames(self, chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view:
+            if self._frame_left == 0:
+                take = min(4 - len(self._header), len(view))
+                self._header += view[:take]
+                view = view[take:]
+                if len(self._header) == 4:
+                    self._frame_left = int.from_bytes(self._header, "big")
+                    self._frame_bytes = 4
+                    self._header = bytearray()
+                    if self._frame_left == 0:
+                        self._frame_bytes = 0
+                continue
+            take = min(self._frame_left, len(view))
+            self._frame_left -= take
+            self._frame_bytes += take
+            view = view[take:]
+            if self._frame_left == 0:
+                self._frame_bytes = 0
 
 
 def _recording_classes() -> tuple[type, type]:
@@ -156,12 +206,13 @@ def _recording_classes() -> tuple[type, type]:
     import httpx
 
     class Stream(httpx.AsyncByteStream):
-        def __init__(self, inner: httpx.AsyncByteStream, recorder: Recorder) -> None:
+        def __init__(self, inner: httpx.AsyncByteStream, recorder: Recorder, binary: bool) -> None:
             self._inner = inner
             self._recorder = recorder
+            self._binary = binary
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            self._recorder._start()
+            self._recorder._start(self._binary)
             async for chunk in self._inner:
                 self._recorder._write(chunk)
                 yield chunk
@@ -177,13 +228,13 @@ def _recording_classes() -> tuple[type, type]:
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
             response = await self._inner.handle_async_request(request)
             kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if response.status_code >= 300 or kind != "text/event-stream":
+            if response.status_code >= 300 or kind not in _RECORDED:
                 return response
             assert isinstance(response.stream, httpx.AsyncByteStream)
             return httpx.Response(
                 response.status_code,
                 headers=response.headers,
-                stream=Stream(response.stream, self._recorder),
+                stream=Stream(response.stream, self._recorder, kind == PROTO_MEDIA_TYPE),
                 extensions=response.extensions,
             )
 
@@ -199,13 +250,18 @@ def _recording_transport(recorder: Recorder) -> httpx.AsyncBaseTransport:
 
 
 def describe_transport_error(exc: TransportError, url: str) -> str:
-    """The error, and what to try when the answer says it: a redirect, a refusal."""
-    text = str(exc)
+    """The error, and what to try when the answer says it: a redirect, a refusal.
+
+    A long URL is said cut (its start, its end, its length), never echoed whole.
+    """
+    from ._common import cut
+
+    text = str(exc).replace(url, cut(url)) if len(url) > 1 else str(exc)
     status = exc.status
     if status in (301, 302, 303, 307, 308):
         hint = (
             f" — a redirect: an agent mounted in FastAPI or Starlette answers at its path with a "
-            f"trailing slash; try {url}/"
+            f"trailing slash; try {cut(url)}/"
             if not url.endswith("/")
             else " — a redirect: use the URL the agent is served at (agui-tools does not follow "
             "redirects, which would re-send the run elsewhere)"

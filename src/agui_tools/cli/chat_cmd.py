@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
+from .._text import terminal_text
 from ._common import interrupted
 from ._drive import Driver, add_drive_options, describe_run, prepare
 
@@ -80,16 +81,17 @@ def run(args: argparse.Namespace) -> int:
 
     from ..demo.app import ScriptError
 
+    resuming = args.thread is not None  # given, not minted: a thread to show first
     driver = _open_session(args, Console(highlight=False))
     if isinstance(driver, int):
         return driver
     try:
-        return asyncio.run(_chat(driver))
+        return asyncio.run(_chat(driver, resuming=resuming))
     except KeyboardInterrupt:
         driver.ui.finish_run()
         return interrupted("chat", journal=args.journal)
     except ScriptError as exc:
-        print(f"agui-tools chat: --script {args.script}, {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools chat: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
     finally:
         driver.close()
@@ -107,18 +109,22 @@ def _open_session(args: argparse.Namespace, console: Any) -> Driver | int:
     return driver
 
 
-async def _chat(driver: Driver) -> int:
+async def _chat(driver: Driver, *, resuming: bool = False) -> int:
     from rich.text import Text
+
+    from ._common import cut
 
     ui = driver.ui
     try:
         ui.console.print(
             Text(
-                f"chatting with {driver.args.url} — /help lists the commands, /quit or Ctrl-D "
+                f"chatting with {cut(driver.args.url)} — /help lists the commands, /quit or Ctrl-D "
                 "leaves",
                 style="dim",
             )
         )
+        if resuming:
+            await _resume(driver)
         while True:
             try:
                 line = ui.read_line("you> ").strip()
@@ -136,8 +142,32 @@ async def _chat(driver: Driver) -> int:
         await driver.aclose()
 
 
-async def _turn(driver: Driver, text: str) -> None:
-    """One user message and everything it sets off; a failure is said, and the chat goes on."""
+async def _resume(driver: Driver) -> None:
+    """A resumed thread, shown before the user types: its history, then the calls it left
+    pending — asked about (or run) now, and the agent told, as the last process would have."""
+    args = driver.args
+    conversation = await driver.session.open()
+    if not conversation.messages:
+        _say(driver, f"thread {args.thread} holds nothing in {args.store} yet: it starts here")
+        return
+    runs = len(conversation.runs)
+    _say(
+        driver,
+        f"resumed thread {args.thread} from {args.store}: {len(conversation.messages)} "
+        f"message(s)" + (f", {runs} run(s)" if runs else ""),
+    )
+    driver.ui.summary(conversation.messages)
+    pending = conversation.pending
+    if pending:
+        names = ", ".join(f"{c.name} ({c.call_id})" for c in pending)
+        _say(driver, f"the thread left {len(pending)} call(s) pending: {names} — answered now")
+        await _turn(driver, None)
+
+
+async def _turn(driver: Driver, text: str | None) -> None:
+    """One user message and everything it sets off; a failure is said, and the chat goes on.
+
+    Without ``text`` the thread is carried on as it stands (a resumed thread's pending calls)."""
     from .._errors import ProtocolViolation
     from ..transport._client import TransportError
     from ._http import describe_transport_error
@@ -231,7 +261,18 @@ def _events(driver: Driver) -> None:
 
     data = driver.recorder.data
     if not data:
-        _say(driver, "no events yet")
+        conversation = driver.session.conversation
+        restored = len(conversation.messages) if conversation is not None else 0
+        _say(
+            driver,
+            "no events received in this chat yet"
+            + (
+                f"; the thread's {restored} earlier message(s) were restored from the store, "
+                "not replayed as events: /thread shows them"
+                if restored
+                else ""
+            ),
+        )
         return
     outcome = replay(read_frames(data))
     for index, event in enumerate(outcome.events):

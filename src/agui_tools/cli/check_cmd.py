@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from .._text import terminal_json, terminal_text
+
 HELP = """\
 Run the conformance cases against the AG-UI agent at URL (its POST endpoint)
 and judge the producer: how it meets good, malformed and unusual input, the
@@ -149,11 +151,32 @@ def run(args: argparse.Namespace) -> int:
     if not args.url:
         print("agui-tools check: give the agent's URL (or --list)", file=sys.stderr)
         return 2
+    from ._drive import check_url
+
+    problem = check_url(args.url)
+    if problem is not None:  # judged before any case runs: one line, exit 2
+        print(f"agui-tools check: {problem}", file=sys.stderr)
+        return 2
     try:
         headers = _headers(args.header)
+    except ValueError as exc:
+        print(f"agui-tools check: {exc}", file=sys.stderr)
+        return 2
+    try:
         tools, prompt = load_tools(args.tools) if args.tools else (None, None)
     except Exception as exc:  # the user's file or module: any failure is bad usage
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        from ._common import describe_exception
+
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else None
+        if isinstance(exc, orjson.JSONDecodeError):
+            why = f"not JSON ({exc})"
+        print(
+            terminal_text(
+                f"agui-tools check: cannot read --tools {args.tools}: "
+                f"{why or describe_exception(exc)}"
+            ),
+            file=sys.stderr,
+        )
         return 2
     baseline = None
     try:
@@ -162,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         if args.baseline:
             baseline = Baseline.load(args.baseline)
     except UsageError as exc:
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools check: {exc}"), file=sys.stderr)
         return 2
     try:
         report = check_agent(
@@ -179,7 +202,10 @@ def run(args: argparse.Namespace) -> int:
         print("\nagui-tools check: interrupted", file=sys.stderr)
         return 130
     except (UsageError, TransportError) as exc:
-        print(f"agui-tools check: {exc}", file=sys.stderr)
+        from ._common import cut
+
+        text = str(exc).replace(args.url, cut(args.url))
+        print(terminal_text(f"agui-tools check: {text}"), file=sys.stderr)
         return 2
     try:
         if args.junit:
@@ -187,10 +213,10 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             Path(args.html).write_text(html_report(report), encoding="utf-8")
     except OSError as exc:
-        print(f"agui-tools check: cannot write the report: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools check: cannot write the report: {exc}"), file=sys.stderr)
         return 2
     if args.json:
-        sys.stdout.buffer.write(report.dumps() + b"\n")
+        sys.stdout.buffer.write(terminal_json(report.dumps()) + b"\n")
     else:
         print_report(report)
     said = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone

@@ -45,8 +45,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         results = run_directory(path)
-    except (OSError, orjson.JSONDecodeError) as exc:
-        print(f"agui-tools conformance: cannot read fixtures: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(
+            f"agui-tools conformance: cannot read fixtures in {path}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    except orjson.JSONDecodeError as exc:  # a fixture is one JSON document
+        print(
+            f"agui-tools conformance: cannot read fixtures in {path}: a fixture is not JSON "
+            f"({exc})",
+            file=sys.stderr,
+        )
         return 2
     if not results:
         # zero fixtures is not "every fixture passed": most likely the wrong directory

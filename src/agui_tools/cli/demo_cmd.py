@@ -69,6 +69,22 @@ def run(args: argparse.Namespace) -> int:
 
     if args.web:
         return run_web(args)
+    web_only = [
+        flag
+        for flag, given in (
+            (f"--port {args.port}", args.port != 0),
+            (f"--host {args.host}", args.host != "127.0.0.1"),
+            ("--no-browser", args.no_browser),
+        )
+        if given
+    ]
+    if web_only:  # silently ignored, they would leave the user waiting for a page
+        print(
+            f"agui-tools demo: {', '.join(web_only)} is for the browser page: add --web "
+            f"(agui-tools demo --web {' '.join(web_only)})",
+            file=sys.stderr,
+        )
+        return 2
     ok, decide = flag_answers(args, "demo")
     if not ok:
         return 2

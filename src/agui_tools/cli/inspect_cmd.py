@@ -66,6 +66,15 @@ def add_web_flags(p: argparse.ArgumentParser) -> None:
         default="127.0.0.1",
         help="the address to listen on (default 127.0.0.1; anything else exposes the inspector)",
     )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name the page may be reached by, besides localhost, IP addresses and --host "
+        "('.example.com': every name under it); repeatable. Other names are refused: a "
+        "DNS-rebinding page sends its own",
+    )
     p.add_argument("--no-browser", action="store_true", help="print the URL, do not open it")
 
 
@@ -123,10 +132,14 @@ def serve(
 
     async def main() -> None:
         if agent is None:
-            await serve_inspector(make(), host=args.host, port=args.port, ready=ready)
+            await serve_inspector(
+                make(), host=args.host, port=args.port, ready=ready, allowed_hosts=args.allow_host
+            )
             return
         async with agent():
-            await serve_inspector(make(), host=args.host, port=args.port, ready=ready)
+            await serve_inspector(
+                make(), host=args.host, port=args.port, ready=ready, allowed_hosts=args.allow_host
+            )
 
     try:
         asyncio.run(main())

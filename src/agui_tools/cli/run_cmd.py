@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .._text import terminal_json, terminal_text
 from ._common import interrupted
 from ._drive import Driver, add_drive_options, describe_run, prepare
 
@@ -30,8 +31,9 @@ non-interactively (see `agui-tools demo --help` for the script format). At the
 end of input (Ctrl-D, stdin at end of file) a pending call is declined, and
 the answer says nobody decided.
 
---save FILE writes the raw event streams as they arrive (SSE, one run after
-another): `agui-tools verify FILE` judges them. --json prints the outcome as
+--save FILE writes the raw event streams as they arrive, one run after
+another (SSE, or the binary frames with --proto): `agui-tools verify FILE`
+judges them. --json prints the outcome as
 one JSON document on stdout (the terminal UI then goes to stderr).
 
 Exit codes: 0 the agent finished with nothing pending, 1 the run ended in an
@@ -99,19 +101,27 @@ def _run(driver: Driver) -> int:
         result: RunResult | None = asyncio.run(main())
     except KeyboardInterrupt:
         ui.finish_run()
+        if args.json:  # what was received, and that it was cut short: still one document
+            _print_json(driver, INTERRUPTED, status="interrupted")
         return interrupted("run", journal=args.journal)
     except ScriptError as exc:
-        print(f"agui-tools run: --script {args.script}, {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools run: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
     except TransportError as exc:
         ui.finish_run()
-        print(f"agui-tools run: {describe_transport_error(exc, args.url)}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools run: {describe_transport_error(exc, args.url)}"),
+            file=sys.stderr,
+        )
         if not exc.truncated:  # never reached, or refused before any stream: exit 2
             return 2
         result, problem = None, str(exc)
     except ProtocolViolation as exc:
         ui.finish_run()
-        print(f"agui-tools run: the agent's stream was rejected: {exc}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools run: the agent's stream was rejected: {exc}"),
+            file=sys.stderr,
+        )
         result, problem = None, f"the agent's stream was rejected: {exc}"
     ui.finish_run()
     conversation = session.conversation
@@ -119,20 +129,23 @@ def _run(driver: Driver) -> int:
         ui.summary(conversation.messages)
     if result is not None and result.status != "success":
         problem = describe_run(result)
-        print(f"agui-tools run: {problem}", file=sys.stderr)
+        print(terminal_text(f"agui-tools run: {problem}"), file=sys.stderr)
     if args.json:
         _print_json(driver, problem)
     return 0 if problem is None else 1
 
 
-def _print_json(driver: Driver, problem: str | None) -> None:
+INTERRUPTED = "interrupted (Ctrl-C) before the agent finished"
+
+
+def _print_json(driver: Driver, problem: str | None, *, status: str | None = None) -> None:
     """The outcome for a script: the runs, the thread, the state, what went wrong."""
     import orjson
 
     conversation = driver.session.conversation
     runs = conversation.runs if conversation is not None else []
     document = {
-        "status": runs[-1].status if runs else "truncated",
+        "status": status or (runs[-1].status if runs else "truncated"),
         "threadId": conversation.thread_id if conversation is not None else None,
         "runs": [
             {
@@ -147,5 +160,7 @@ def _print_json(driver: Driver, problem: str | None) -> None:
         "state": conversation.state if conversation is not None else None,
         "error": problem,
     }
-    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.buffer.write(
+        terminal_json(orjson.dumps(document, option=orjson.OPT_INDENT_2)) + b"\n"
+    )
     sys.stdout.flush()

@@ -7,6 +7,7 @@ import importlib
 import inspect
 import socket
 import sys
+from pathlib import Path
 from typing import Any, Final
 
 HELP = """\
@@ -19,9 +20,12 @@ agent at URL", so scripts can find the endpoint — and connect at once (with
 --port 0 a free port is chosen and printed). Logs go to stderr: --log-level
 sets how much (warnings by default), --access-log adds one line per request.
 
+AGENT is the agent function, not an application: an ASGI app (FastAPI,
+Starlette, what agent_app() returns) is refused — pass the function it serves.
+
 Exit codes: 0 stopped cleanly (Ctrl-C), 2 bad usage (the agent cannot be
-imported or is not an async function, the path does not start with "/", the
-port is taken).
+imported, is not an async function or is an ASGI application, the path does
+not start with "/", the port is taken).
 """
 
 LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
@@ -69,12 +73,37 @@ def register(sub: Any) -> None:
         help="time a client has to send its whole request body; then 408 (default 30)",
     )
     p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time a connection has to send a complete request head; then 408 and closed "
+        "(default 10)",
+    )
+    p.add_argument(
+        "--send-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client may read nothing while the response waits; then the connection is "
+        "aborted (default 30)",
+    )
+    p.add_argument(
         "--allow-origin",
         action="append",
         default=[],
         metavar="ORIGIN",
         help="a browser origin allowed to start runs (and answered CORS), besides the "
         "server's own; repeatable; '*' allows any",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name (Host) clients reach the server by, besides localhost and IP addresses "
+        "(and --host); '.example.com' allows every name under it, '*' any; repeatable. "
+        "Other names are refused: a DNS-rebinding page sends its own",
     )
     p.set_defaults(func=run)
 
@@ -112,12 +141,51 @@ def load_agent(spec: str) -> Any:
     agent = getattr(module, attr, None)
     if agent is None or not callable(agent):
         raise ValueError(f"{module_name!r} has no callable {attr!r}")
+    if _is_asgi(agent):
+        raise ValueError(
+            f"{spec} is an ASGI application (it takes scope, receive, send), not an agent "
+            f"function: pass the agent it serves — `async def agent(run): …`, the function "
+            f"given to agent_app() (see docs/agent.md) — or serve the application itself "
+            f"with uvicorn {spec}"
+        )
     if not _is_async(agent):
         raise ValueError(
             f"{spec} is not an async function: an agent is `async def {attr}(run): …` "
             "(see docs/agent.md)"
         )
     return agent
+
+
+def _is_asgi(agent: Any) -> bool:
+    """An ASGI application (``app(scope, receive, send)``: FastAPI, Starlette, what
+    ``agent_app()`` returns), which the runner would call with a Run — and fail every
+    request with a ``TypeError``. An agent takes exactly one argument, the run."""
+    target = inspect.unwrap(agent)
+    call = target if inspect.isroutine(target) else getattr(target, "__call__", None)  # noqa: B004
+    try:
+        params = list(inspect.signature(call).parameters.values()) if call is not None else []
+    except (TypeError, ValueError):  # a builtin without a signature: not ASGI as far as we know
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    names = [p.name for p in positional]
+    return len(positional) == 3 or names[:1] == ["scope"]
+
+
+def _module_hint(spec: str) -> str:
+    """What to type instead when AGENT names a file (``x.py:agent``) — a module name belongs."""
+    module_name, sep, attr = spec.partition(":")
+    path = Path(module_name)
+    if not (module_name.endswith(".py") or "/" in module_name):
+        return ""
+    stem = path.stem if path.suffix == ".py" else path.name
+    where = "" if path.parent == Path() else f" from {path.parent} (or add it to PYTHONPATH)"
+    return (
+        f" — AGENT is module:function, with a module name, not a file: try {stem}{sep}{attr}{where}"
+    )
 
 
 def _is_async(agent: Any) -> bool:
@@ -173,14 +241,17 @@ def run(args: argparse.Namespace) -> int:
 
     from .._text import guarded_logger
     from ..demo.agent import demo_agent
+    from ..transport._deadlines import deadline_protocol
     from ..transport._server import agent_app
     from ._common import describe_exception
 
     try:
         agent = load_agent(args.agent) if args.agent else demo_agent()
     except Exception as exc:  # the module's own code runs here: any failure is bad usage
+        hint = _module_hint(args.agent) if args.agent and not isinstance(exc, ValueError) else ""
         print(
-            f"agui-tools serve: cannot load the agent: {describe_exception(exc)}", file=sys.stderr
+            f"agui-tools serve: cannot load the agent: {describe_exception(exc)}{hint}",
+            file=sys.stderr,
         )
         return 2
     try:
@@ -196,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
         path=args.path,
         verify=not args.no_verify,
         allowed_origins=args.allow_origin,
+        allowed_hosts=[args.host, *args.allow_host],
         body_timeout=args.body_timeout,
         max_concurrency=args.limit_concurrency,
     )
@@ -208,6 +280,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=args.access_log,
         limit_concurrency=args.limit_concurrency,
+        http=deadline_protocol(header_timeout=args.header_timeout, send_timeout=args.send_timeout),
     )
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute

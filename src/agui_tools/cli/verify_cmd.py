@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._errors import AguiError, ProtocolViolation
+from .._text import terminal_json, terminal_text
 
 if TYPE_CHECKING:
     from ..app._capture import CaptureVerdict
@@ -37,7 +38,14 @@ as a run with status "error".
 a stream refused with rule LIMIT that you know to be legitimate; NAME is one
 of: {limits}.
 
-Exit codes: 0 completed, 1 failed (rejected), 2 bad usage or unreadable input.
+A capture that ends mid-run (a run started and never ended) is a truncated
+run — it has no outcome and is not a success (TRANS-2): it is said with
+where the capture stops (the last event read, the byte offset, where an
+unfinished event begins), "truncated" in --json says the same, and the exit
+code is 1.
+
+Exit codes: 0 completed, 1 failed (rejected) or truncated, 2 bad usage or
+unreadable input.
 """
 
 
@@ -113,7 +121,9 @@ def _read_input(path: str) -> dict[str, Any] | None:
         data = Path(path).read_bytes()
         obj = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError) as exc:
-        print(f"agui-tools verify: cannot read --input {path}: {exc}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools verify: cannot read --input {path}: {exc}"), file=sys.stderr
+        )
         return None
     if not isinstance(obj, dict):
         print(
@@ -127,17 +137,19 @@ def _read_input(path: str) -> dict[str, Any] | None:
         decoded = decode_run_input(obj)
     except ProtocolViolation as exc:
         print(
-            f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}",
+            terminal_text(f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}"),
             file=sys.stderr,
         )
         return None
     for warning in decoded.warnings:
-        print(f"agui-tools verify: --input {path}: warning {warning}", file=sys.stderr)
+        print(
+            terminal_text(f"agui-tools verify: --input {path}: warning {warning}"), file=sys.stderr
+        )
     return decoded.wire
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..app._capture import read_frames, replay
+    from ..app._capture import read_frames, replay, truncation
     from ..wire._verify import Limits
 
     limits = Limits(**dict(args.limit))
@@ -157,28 +169,34 @@ def run(args: argparse.Namespace) -> int:
     try:
         frames = read_frames(data, limits=limits)
     except ProtocolViolation as exc:
-        print(f"agui-tools verify: {args.source} is not a readable capture: {exc}", file=sys.stderr)
+        name = "standard input" if args.source == "-" else args.source
+        print(
+            terminal_text(f"agui-tools verify: {name} is not a readable capture: {exc}"),
+            file=sys.stderr,
+        )
         if exc.rule == "LIMIT":
             print("agui-tools verify: --limit NAME=N sets a limit (see --help)", file=sys.stderr)
         return 2
     try:
         outcome = replay(frames, run_input=run_input, strict=args.strict, limits=limits)
     except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
-        print(f"agui-tools verify: {exc}", file=sys.stderr)
+        print(terminal_text(f"agui-tools verify: {exc}"), file=sys.stderr)
         return 2
+    cut = outcome.truncated = truncation(outcome, data)
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        document = orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2)
+        sys.stdout.buffer.write(terminal_json(document) + b"\n")
     else:
-        _print_human(outcome)
-    return 0 if outcome.result.completed else 1
+        _print_human(outcome, cut)
+    return 0 if outcome.result.completed and cut is None else 1
 
 
-def _print_human(outcome: CaptureVerdict) -> None:
+def _print_human(outcome: CaptureVerdict, cut: dict[str, Any] | None) -> None:
     result = outcome.result
     for w in result.warnings:
-        print(f"warning {w}")
+        print(terminal_text(f"warning {w}"))
     if result.error is not None:
-        print(f"VIOLATION {result.error}")
+        print(terminal_text(f"VIOLATION {result.error}"))
         if result.error.rule == "LIMIT":
             print(f"  (a limit: --limit NAME=N sets it; NAME one of {', '.join(LIMIT_NAMES)})")
     print(
@@ -191,5 +209,9 @@ def _print_human(outcome: CaptureVerdict) -> None:
             line += f", pending tool calls: {', '.join(r.pending)}"
         if r.error:
             line += f", error: {r.error.get('message')}"
-        print(line)
+        print(terminal_text(line))  # ids, pending calls, RUN_ERROR.message: the agent's text
+    if cut is not None:
+        print(terminal_text(f"TRUNCATED [{cut['rule']}] {cut['message']}"))
+        print("outcome: truncated (not a success)")
+        return
     print(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))

@@ -47,6 +47,21 @@ def _answers(run: Run) -> dict[str, Mapping[str, Any]]:
     return {m["toolCallId"]: m for m in run.messages if m.get("role") == "tool"}
 
 
+def _declined_by(answer: Mapping[str, Any]) -> str | None:
+    """Who declined the call this answer answers: ``"user"``, ``"application"`` (nobody
+    was asked — the input ended, a script ran out), or ``None`` when it was not declined.
+
+    The answer's wording says it (TOOL-22): "The user declined …" is a person's
+    decision; "the application declined … (no user was asked)" is not.
+    """
+    content = str(answer.get("content", ""))
+    if content.startswith("The user declined"):
+        return "user"
+    if "declined this tool call" in content:
+        return "application"
+    return None
+
+
 def _step(run: Run) -> int:
     """Which step of the plan this run is: one more than the last call answered."""
     answers = _answers(run)
@@ -128,8 +143,12 @@ def demo_agent(*, delay: float = 0.04) -> Any:
             order = answers.get("s3-order", {})
             if order.get("error"):
                 outcome = f"The order was not placed ({order['error']})."
-            elif "declined" in str(order.get("content", "")):
+            elif _declined_by(order) == "user":
                 outcome = "You declined the order, so nothing was placed."
+            elif _declined_by(order) is not None:
+                outcome = (
+                    "The application declined the order without asking you, so nothing was placed."
+                )
             else:
                 outcome = f"Order placed: {order.get('content')}."
             mid = await _say(
@@ -145,11 +164,15 @@ def demo_agent(*, delay: float = 0.04) -> Any:
                 await c.args('{"list": "all"}')
         else:
             email, unsub = answers.get("s4-email", {}), answers.get("s4-unsub", {})
-            email_text = (
-                "you declined the receipt email"
-                if "declined" in str(email.get("content", ""))
-                else f"receipt: {email.get('content', '?')}"
-            )
+            declined = _declined_by(email)
+            if declined == "user":
+                email_text = "you declined the receipt email"
+            elif declined is not None:  # the input ended, a script ran out: nobody was asked
+                email_text = (
+                    "the receipt email was not sent (no one was asked: the application declined it)"
+                )
+            else:
+                email_text = f"receipt: {email.get('content', '?')}"
             await _say(
                 run,
                 f"Done — {email_text}; the application refused 'unsubscribe_newsletter' because it "

@@ -1,4 +1,16 @@
-"""An authorization hook in front of an agent endpoint (``agent_app(…, authorize=…)``).
+"""Who may talk to a server: the ``Host`` names it answers, and an authorization hook.
+
+**Host names (DNS rebinding).** A web page at ``http://evil.test:PORT`` whose name
+its owner re-points at ``127.0.0.1`` reaches a server on the user's loopback as
+*same-origin*: the browser sends ``Host`` and ``Origin`` both ``evil.test:PORT``, so
+comparing one with the other proves nothing. What the page cannot choose is the
+name the browser puts in ``Host`` — its own. :class:`HostPolicy` answers only the
+names a server is really reached by: ``localhost`` (and ``*.localhost``, which
+browsers resolve to loopback themselves), any IP address literal (a request
+addressed to an address named nothing that could be rebound), the name the server
+was bound to, and the names its operator lists; ``"*"`` lists every name.
+
+**The hook** (``agent_app(…, authorize=…)``).
 
 The hook sees the request — method, URL, headers, client address — before
 its body is read, so an unauthorised client costs no parsing and never
@@ -12,17 +24,96 @@ fails in any other way refuses with 500: a bug never lets a request through.
 from __future__ import annotations
 
 import inspect
+import ipaddress
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Final
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["Authorize", "Authorized"]
+__all__ = ["LOOPBACK_NAMES", "Authorize", "Authorized", "HostPolicy"]
 
 log = logging.getLogger("agui_tools.server")
+
+LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "::1")
+WILDCARD_ADDRESSES: Final = ("0.0.0.0", "::", "")
+
+
+def host_name(header: str) -> str | None:
+    """The name in a ``Host`` header — lower case, without port, brackets or a
+    final dot — or ``None`` when it is not ``name[:port]`` / ``[v6]:port``."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        name, rest = value[1:end], value[end + 1 :]
+        if end < 0 or (rest and not (rest[0] == ":" and rest[1:].isdigit())):
+            return None
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            return None
+        return name
+    name, colon, port = value.partition(":")
+    if not name or (colon and not port.isdigit()) or any(c in name for c in "/\\@ \t"):
+        return None
+    return name.rstrip(".")
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class HostPolicy:
+    """The ``Host`` names a server answers; see the module's docstring.
+
+    Args:
+        allowed: names besides the defaults: ``"agent.example"`` (that name),
+            ``".corp.example"`` (it and every name under it), ``"*"`` (any name).
+        bound: the address the server listens on; a name (not a wildcard, not an
+            address) is allowed too.
+    """
+
+    def __init__(self, allowed: Iterable[str] = (), *, bound: str | None = None) -> None:
+        names = {n.strip().lower().rstrip(".") for n in allowed}
+        if bound is not None and bound not in WILDCARD_ADDRESSES:
+            names.add(bound.strip("[]").lower().rstrip("."))
+        self.any = "*" in names
+        self.names = frozenset(n for n in names if n and not n.startswith("."))
+        self.suffixes = tuple(n for n in names if n.startswith(".") and len(n) > 1)
+
+    def allows(self, header: str | None) -> bool:
+        """Whether a request with this ``Host`` header is answered. No header (HTTP/1.0)
+        is no browser: browsers always send one."""
+        if self.any or header is None:
+            return True
+        name = host_name(header)
+        if name is None:
+            return False
+        return (
+            name == "localhost"
+            or name.endswith(".localhost")
+            or _is_address(name)
+            or name in self.names
+            or any(name.endswith(s) or name == s[1:] for s in self.suffixes)
+        )
+
+    def problem(self, header: str | None) -> str | None:
+        """Why a request with this ``Host`` is refused (``None``: it is not)."""
+        if self.allows(header):
+            return None
+        shown = repr(header[:200]) if header is not None else "(none)"
+        return (
+            f"Host {shown} is not a name this server answers (a DNS-rebinding page sends its "
+            "own): list the names it is reached by in allowed_hosts (--allow-host)"
+        )
+
 
 Authorize = Callable[[Request], Awaitable[Response | None] | Response | None]
 """``authorize(request)``: ``None`` lets the request through; a ``Response`` refuses it."""

@@ -31,8 +31,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .._errors import ProtocolWarning
-from .._text import escape_controls
-from ..app._calls import CallStatus, PendingCall
+from .._text import terminal_text
+from ..app._calls import CallStatus, PendingCall, describe_errors
 from ..app._conversation import CallUpdate, TextDelta, Update
 from ..transport._session import Approval
 
@@ -76,8 +76,9 @@ def _wait_readable(stream: Any) -> None:
 
 
 def safe(value: str) -> str:
-    """``value`` with every control/format character replaced by a visible escape."""
-    return escape_controls(value)
+    """``value`` with every control/format character replaced by a visible escape
+    (:func:`~agui_tools._text.terminal_text`, what every command writes through)."""
+    return terminal_text(value)
 
 
 def safe_text(value: Any, style: str = "") -> Text:
@@ -311,7 +312,7 @@ class TerminalUI:
         """
         self.show_consent(call)
         try:
-            return self._ask_until_answered()
+            return self._ask_until_answered(call)
         except EOFError:
             self.console.print()
             return Approval.decline(NO_ANSWER, by="system")
@@ -328,10 +329,28 @@ class TerminalUI:
             else:
                 self.show_consent(call)
                 answer = interruptible(lambda: decide(call))  # it may read a pipe
+                for _ in range(_MAX_REFUSED_EDITS):
+                    refused = edit_problem(call, answer)
+                    if refused is None:
+                        break
+                    # a script's edit the schema refuses: said, and the next line answers
+                    self._refuse_edit(refused, "the next answer is used")
+                    answer = interruptible(lambda: decide(call))
+                else:
+                    if edit_problem(call, answer) is not None:
+                        answer = Approval.decline(
+                            "every edited argument given was refused by the tool's schema",
+                            by="system",
+                        )
             self.decided(answer)
             return answer
 
         return ask
+
+    def _refuse_edit(self, problem: str, then: str) -> None:
+        self.console.print(
+            safe_text(f"→ edit refused [TOOL-21]: {problem} — {then}", "red"), soft_wrap=True
+        )
 
     def decided(self, answer: Approval) -> None:
         """One line after each decision, so the transcript says what was decided."""
@@ -343,7 +362,7 @@ class TerminalUI:
             line = "→ declined" + (f": {answer.reason}" if answer.reason else "")
         self.console.print(safe_text(line, "green" if answer.approved else "magenta"))
 
-    def _ask_until_answered(self) -> Approval:
+    def _ask_until_answered(self, call: PendingCall) -> Approval:
         while True:
             answer = self._prompt("[a]pprove / [d]ecline / [e]dit arguments? ").strip().lower()
             if answer in ("a", "approve", "y", "yes"):
@@ -363,6 +382,10 @@ class TerminalUI:
                     continue
                 if not isinstance(edited, dict):
                     self.console.print(Text("the arguments must be a JSON object", style="red"))
+                    continue
+                refused = edit_problem(call, Approval.approve(edited))
+                if refused is not None:
+                    self._refuse_edit(refused, "answer again")
                     continue
                 return Approval.approve(edited)
             self.console.print(Text("please answer a, d or e", style="dim"))
@@ -407,6 +430,25 @@ class TerminalUI:
 
 NO_ANSWER: Final = "the input ended before an answer was given"
 """The reason of a decline nobody gave: end of input at the consent prompt."""
+
+_MAX_REFUSED_EDITS: Final = 100
+"""Refused edits in a row an unattended ``decide`` may give before the call is declined
+(a script advances a line each time; a decider that never does must not loop forever)."""
+
+
+def edit_problem(call: PendingCall, answer: Approval) -> str | None:
+    """Why the schema refuses the edited arguments of ``answer`` (``None``: no edit, or valid).
+
+    Edited arguments are untrusted input like the proposal (TOOL-21): checked
+    here, where the person or script that gave them can be asked again, instead
+    of failing the approval after "approved" was said.
+    """
+    if not answer.approved or answer.arguments is None or call.tool is None:
+        return None
+    errors = call.tool.validator.validate(dict(answer.arguments))
+    if not errors:
+        return None
+    return f"the edited arguments do not match {call.name}'s schema: {describe_errors(errors)}"
 
 
 def _calls_order(

@@ -12,28 +12,29 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ...testing import free_port, serving
+from ...transport._auth import LOOPBACK_NAMES, WILDCARD_ADDRESSES, HostPolicy
 from ._app import inspector_app
 from ._backend import Hub, Inspector, Refused
 
-__all__ = ["Hub", "Inspector", "Refused", "inspector_app", "loopback_hosts", "serve_inspector"]
+__all__ = ["Hub", "Inspector", "Refused", "host_policy", "inspector_app", "serve_inspector"]
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-WILDCARD = ("0.0.0.0", "::", "")
+LOOPBACK = LOOPBACK_NAMES
+WILDCARD = WILDCARD_ADDRESSES
 
 
-def loopback_hosts(host: str, port: int) -> set[str] | None:
-    """The ``Host`` header values a page of this server legitimately sends.
+def host_policy(host: str, allowed: Iterable[str] = ()) -> HostPolicy:
+    """The ``Host`` names a page of an inspector bound to ``host`` may send.
 
-    ``None`` (any) for a wildcard bind (``0.0.0.0``, ``::``), which answers to
-    names this process cannot know; the Origin and token checks still hold.
+    At any bind — a wildcard (``0.0.0.0``, ``::``) too — ``localhost``, IP
+    addresses, the bound name and the ``allowed`` names (``--allow-host``), never
+    any name: the page carries the session token, and a DNS-rebinding page
+    arrives with its own name (it used to be served, token and all, at a
+    wildcard bind).
     """
-    if host in WILDCARD:
-        return None
-    names = {host, *LOOPBACK} if host in LOOPBACK else {host}
-    return {f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names}
+    return HostPolicy(allowed, bound=host)
 
 
 async def serve_inspector(
@@ -42,10 +43,14 @@ async def serve_inspector(
     host: str = "127.0.0.1",
     port: int = 0,
     ready: Callable[[str], None] | None = None,
+    allowed_hosts: Iterable[str] = (),
 ) -> None:
-    """Serve ``inspector`` on ``host:port`` until cancelled; ``ready(url)`` once listening."""
+    """Serve ``inspector`` on ``host:port`` until cancelled; ``ready(url)`` once listening.
+
+    ``allowed_hosts``: names the page may be reached by besides the defaults (see
+    :func:`host_policy`)."""
     port = port or free_port(host)
-    app = inspector_app(inspector, hosts=loopback_hosts(host, port))
+    app = inspector_app(inspector, hosts=host_policy(host, allowed_hosts))
     try:
         async with serving(app, host=host, port=port) as base:
             if ready is not None:

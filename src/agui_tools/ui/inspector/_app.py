@@ -13,8 +13,9 @@ which this app never answers.
 Security (a page on another origin must not be able to drive the inspector):
 
 * it listens on loopback unless told otherwise;
-* every request's ``Host`` must name this server (``127.0.0.1:PORT``,
-  ``localhost:PORT``) — a DNS-rebinding page arrives with its own host name;
+* every request's ``Host`` must be a name this server answers (``localhost``,
+  an IP address, the bound name, ``--allow-host`` names — at a wildcard bind
+  too) — a DNS-rebinding page arrives with its own host name;
 * every ``POST`` must come from this origin (``Origin`` equal to ours) and
   carry the session's secret token (``X-Inspector-Token``), which only the
   page this server rendered knows; the event stream and the exports want the
@@ -42,6 +43,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..._text import html_text, terminal_json
+from ...transport._auth import HostPolicy
 from ._backend import Inspector, Refused
 
 __all__ = ["inspector_app"]
@@ -56,6 +59,10 @@ _STATIC: Final = {
 }
 _MAX_BODY: Final = 4 * 1024 * 1024
 _RULE_ID: Final = re.compile(r"^[A-Z]+-\d+$")
+_NUMBER: Final = re.compile(r"[0-9]{1,18}")
+"""An event id or run number this inspector could have given out. ``int()`` alone
+raised on 5,000 digits (Python's 4,300-digit limit) and on digits ``isdigit()``
+admits but ``int()`` does not (``"²"``): a 500 for what a client sent."""
 
 
 def _refuse(status: int, message: str) -> Response:
@@ -65,7 +72,7 @@ def _refuse(status: int, message: str) -> Response:
 class _Guard:
     """ASGI middleware: the Host, Origin, Sec-Fetch-Site and token checks, before any route."""
 
-    def __init__(self, app: ASGIApp, *, hosts: set[str] | None, token: str) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, token: str) -> None:
         self.app = app
         self.hosts = hosts
         self.token = token
@@ -82,9 +89,10 @@ class _Guard:
 
     def problem(self, scope: Scope) -> str | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        problem = self.hosts.problem(headers.get("host"))
+        if problem is not None:
+            return f"refused: {problem}"
         host = headers.get("host", "")
-        if self.hosts is not None and host not in self.hosts:
-            return f"refused: Host {host!r} is not this inspector (DNS rebinding?)"
         path: str = scope["path"]
         method: str = scope["method"]
         if headers.get("sec-fetch-site") == "cross-site" and not (
@@ -162,17 +170,18 @@ def _answer(exc: Refused) -> Response:
     return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status)
 
 
-def inspector_app(inspector: Inspector, *, hosts: set[str] | None) -> ASGIApp:
-    """The ASGI app serving ``inspector`` to a page, answering only to ``hosts`` (``None``: any)."""
+def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
+    """The ASGI app serving ``inspector`` to a page, answering only the ``Host`` names
+    ``hosts`` allows (see :func:`~agui_tools.ui.inspector.host_policy`)."""
 
     async def page(request: Request) -> Response:
         html = _asset("index.html").decode()
         config = orjson.dumps(
             {"token": inspector.token, "title": inspector.title, "prompt": inspector.prompt}
-        ).decode()
-        # JSON in an attribute: every character that could end it is escaped
-        escaped = config.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-        html = html.replace("{{CONFIG}}", escaped)
+        )
+        # JSON in an attribute: its controls as JSON escapes (the same value for the page's
+        # parser), then every character that could end the attribute escaped
+        html = html.replace("{{CONFIG}}", html_text(terminal_json(config).decode()))
         return Response(html, media_type="text/html; charset=utf-8", headers=_headers())
 
     async def static(request: Request) -> Response:
@@ -183,7 +192,13 @@ def inspector_app(inspector: Inspector, *, hosts: set[str] | None) -> ASGIApp:
 
     async def events(request: Request) -> Response:
         last = request.headers.get("last-event-id", "")
-        start = int(last) + 1 if last.isdigit() else 0
+        if last and not _NUMBER.fullmatch(last):
+            return _refuse(
+                400,
+                "Last-Event-ID must be the id of an event this inspector sent (a number of at "
+                f"most 18 digits), not {last[:40]!r}" + ("…" if len(last) > 40 else ""),
+            )
+        start = int(last) + 1 if last else 0
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": inspector\n\n"
@@ -249,9 +264,14 @@ def inspector_app(inspector: Inspector, *, hosts: set[str] | None) -> ASGIApp:
         if what == "thread.json":
             body = orjson.dumps(inspector.thread_export(), option=orjson.OPT_INDENT_2)
             return _download(body, "application/json", f"thread-{_slug(inspector)}.json")
-        match = re.fullmatch(r"run-(\d+)\.(sse|input\.json)", what)
+        match = re.fullmatch(r"run-([0-9]+)\.(sse|input\.json)", what)
         if match is None:
             return _refuse(404, "not found")
+        if not _NUMBER.fullmatch(match.group(1)):
+            return _refuse(
+                400,
+                f"the run number has {len(match.group(1))} digits: it is no run of this inspector",
+            )
         number = int(match.group(1))
         if not 1 <= number <= len(inspector.captures):
             return _refuse(404, f"no run {number} was captured")

@@ -1,0 +1,72 @@
+"""Interrupts and their resume (INT-6, INT-7, INT-8): what a resume list must cover.
+
+``pages/basic/patterns/interrupt-resume.mdx``: a run that ends with
+``outcome: {type: "interrupt"}`` is continued by an input whose ``resume``
+list has one entry per interrupt — no unknown id, none left out, an expired
+one only ``cancelled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .._errors import UsageError
+from ._runs import RunResult
+
+__all__ = ["check_resume", "expired"]
+
+
+def check_resume(
+    runs: Sequence[RunResult], resume: Sequence[Mapping[str, Any]] | None, now: datetime
+) -> set[str]:
+    """Judge a resume list against the last run; return the call ids its interrupts cover."""
+    last = runs[-1] if runs else None
+    interrupts = last.interrupts if last is not None and last.status == "interrupt" else []
+    if not interrupts:
+        if resume:
+            raise UsageError(
+                "a resume list answers the interrupts of the run being continued, and the "
+                "last run was not interrupted (INT-6)",
+                rule="INT-6",
+            )
+        return set()
+    by_id = {i["id"]: i for i in interrupts}
+    entries = {e["interruptId"]: e for e in resume or ()}
+    unknown = sorted(set(entries) - set(by_id))
+    if unknown:
+        raise UsageError(
+            f"resume entries {unknown} name no interrupt of the interrupted run "
+            f"(its interrupts: {sorted(by_id)}) (INT-6)",
+            rule="INT-6",
+        )
+    missing = sorted(set(by_id) - set(entries))
+    if missing:
+        raise UsageError(
+            f"the resume list leaves interrupt(s) {missing} uncovered; answer each, or abandon "
+            "it explicitly with status 'cancelled' — omission is not abandonment (INT-7)",
+            rule="INT-7",
+        )
+    for iid, entry in entries.items():
+        if entry.get("status") == "resolved" and expired(by_id[iid], now):
+            raise UsageError(
+                f"interrupt {iid!r} expired at {by_id[iid]['expiresAt']}: it can no longer be "
+                "answered, only abandoned with status 'cancelled' (INT-8)",
+                rule="INT-8",
+            )
+    return {i["toolCallId"] for i in interrupts if "toolCallId" in i}
+
+
+def expired(interrupt: Mapping[str, Any], now: datetime) -> bool:
+    """The reference reading of ``expiresAt``: an ISO 8601 date, now-or-earlier is expired."""
+    raw = interrupt.get("expiresAt")
+    if not isinstance(raw, str):
+        return False
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return False  # unreadable: cannot judge it expired
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when <= now

@@ -1,0 +1,147 @@
+"""Every phase of a connection has a deadline: uvicorn's where it has one, ours where not.
+
+A connection costs a socket (a file descriptor) and counts against uvicorn's
+``limit_concurrency`` until it closes; past the limit every new request is
+answered 503. So a peer that opens connections and then does nothing — or
+sends half a request head, or never reads what it asked for — must not be able
+to hold them. What bounds each phase (issue 28, item 2):
+
+=================================  ==========================================  ========
+phase                              bound                                       whose
+=================================  ==========================================  ========
+connected, request head not (yet)  ``header_timeout`` (10 s), then ``408`` and  ours
+complete — the first request, or   closed (uvicorn arms no timer before the
+the next one on a kept-alive       first request, and its keep-alive timer is
+connection                         cancelled by the first byte of the next)
+idle between requests              ``timeout_keep_alive`` (5 s)                uvicorn
+request head too large             16 KiB (``h11_max_incomplete_event_size``)  h11
+                                   → 400
+request body                       ``body_timeout`` (30 s) → 408, and          ours
+                                   ``max_body_bytes`` → 413                    (server)
+response not read by the client    ``send_timeout`` (30 s) without the client  ours
+                                   reading anything while output waits → the
+                                   connection is aborted (the run sees a
+                                   disconnect and is cancelled)
+=================================  ==========================================  ========
+
+``send_timeout`` counts time *without progress*, not the response's length: a
+client that reads, however slowly, resets it; one whose window stays shut while
+bytes wait in our buffer does not — a plain ``close()`` would wait for that
+buffer forever. A stream that only sends a keep-alive every 15 s never fills a
+socket buffer, so a quiet run is not cut.
+
+:func:`deadline_protocol` is the uvicorn ``http=`` protocol class that does
+this (h11's protocol with a watchdog per connection); ``agui-tools serve``,
+``agui-tools inspect`` and :func:`agui_tools.testing.serving` use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Final
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_SEND_TIMEOUT", "deadline_protocol"]
+
+log = logging.getLogger("agui_tools.transport")
+
+DEFAULT_HEADER_TIMEOUT: Final = 10.0
+"""Seconds from a connection's opening (or its previous response) to a complete
+request head. 200 connections that sent nothing, or half a head, used to be held
+forever, and with them 200 of uvicorn's ``limit_concurrency`` slots."""
+DEFAULT_SEND_TIMEOUT: Final = 30.0
+"""Seconds output may wait for a client that reads nothing before the connection
+is aborted."""
+_TIMEOUT_RESPONSE: Final = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+
+
+def deadline_protocol(
+    *,
+    header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
+    send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with these deadlines (``None``: that phase unbounded);
+    pass it as ``uvicorn.Config(app, http=deadline_protocol())``."""
+    for name, value in (("header_timeout", header_timeout), ("send_timeout", send_timeout)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, or None")
+    bounds = [t for t in (header_timeout, send_timeout) if t is not None]
+    tick = min([1.0, *(t / 4 for t in bounds)])
+
+    class DeadlineH11Protocol(H11Protocol):
+        """One watchdog per connection, every ``tick`` seconds: the head's deadline,
+        and whether buffered output has moved since the last look."""
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._head_since: float | None = self.loop.time()
+            self._cycle_seen: Any = None
+            self._stalled_since: float | None = None
+            self._buffered = 0
+            self._watch: asyncio.TimerHandle | None = (
+                self.loop.call_later(tick, self._check) if bounds else None
+            )
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._watch is not None:
+                self._watch.cancel()
+                self._watch = None
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and self.cycle is not self._cycle_seen:
+                self._cycle_seen = self.cycle  # a request head arrived: its clock stops
+                self._head_since = None
+
+        def on_response_complete(self) -> None:
+            self._head_since = self.loop.time()  # the next head's clock (pipelined: stopped
+            super().on_response_complete()  # again at once, by handle_events)
+
+        def resume_writing(self) -> None:
+            self._stalled_since = None  # the client read: progress
+            super().resume_writing()
+
+        def _check(self) -> None:
+            self._watch = None
+            now = self.loop.time()
+            transport = self.transport
+            if (
+                header_timeout is not None
+                and self._head_since is not None
+                and now - self._head_since > header_timeout
+                and not transport.is_closing()
+            ):
+                message = (
+                    f"no complete request head within {header_timeout:g} s (header_timeout)"
+                ).encode()
+                transport.write(_TIMEOUT_RESPONSE % (len(message), message))
+                transport.close()
+                self._head_since = None
+            buffered = transport.get_write_buffer_size()
+            if not buffered:
+                self._stalled_since = None
+            elif self._stalled_since is None or buffered < self._buffered:
+                self._stalled_since = now  # output waits (or moved since the last look)
+            self._buffered = buffered
+            if (
+                send_timeout is not None
+                and self._stalled_since is not None
+                and now - self._stalled_since > send_timeout
+            ):
+                log.info(
+                    "a client read nothing for %g s (send_timeout) with %d bytes waiting; "
+                    "connection aborted",
+                    send_timeout,
+                    buffered,
+                )
+                transport.abort()  # close() would wait for the buffer to drain: forever
+                return
+            self._watch = self.loop.call_later(tick, self._check)
+
+    return DeadlineH11Protocol
