@@ -44,7 +44,7 @@ from agui_tools._errors import StoreOutcomeUnknown, StoreReadFailed, StoreWriteF
 from agui_tools.app._calls import Answer
 from agui_tools.app._consent import fingerprint
 from agui_tools.app._journal import Claim, JournalKey
-from agui_tools.app._store import MemoryStore, is_async_store
+from agui_tools.app._store import MemoryStore, encode_snapshot, is_async_store
 
 from ..helpers.async_store import AsyncMemoryStore
 from ..helpers.chaos import (
@@ -473,9 +473,7 @@ def _thread(store: MemoryStore, ledger: Ledger, shape: str) -> None:
         ledger.record(t, cid, order)
     store.claim(key, tool="charge")
     store.finish(key, journal.to_json())
-    store.save_run(
-        t, expected_version=0, messages=messages, state=None, resumed=[], run={"status": "success"}
-    )
+    store.save_run(t, 0, encode_snapshot(messages, None, [], {"status": "success"}))
 
 
 @pytest.mark.parametrize(
