@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 NPM    ?= npm
 INTEROP_STAMP := interop/node_modules/.installed
 
-.PHONY: test lint bench demo format clean fuzz chaos
+.PHONY: test lint bench demo format clean fuzz chaos chaos-faults
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "agui-tools needs Python >= 3.11"'
@@ -68,7 +68,7 @@ fuzz: $(STAMP)
 # violations (also written to CHAOS_REPORT, default .chaos-report.txt). `make test`
 # runs a bounded campaign (memory and SQLite exhaustive, PostgreSQL sampled).
 CHAOS_REPORT ?= .chaos-report.txt
-chaos: $(STAMP)
+chaos-faults: $(STAMP)
 	@scripts/postgres_setup.sh
 	CHAOS=full CHAOS_REPORT=$(CHAOS_REPORT) $(BIN)/pytest -q -o timeout=0 -p no:cacheprovider tests/app/test_fault_campaign.py
 

@@ -2,14 +2,14 @@
 failed in every way, one at a time — then recovered as docs/deployment.md says
 and judged.
 
-For each scenario of tests/helpers/chaos.py (one replica; two replicas on one
+For each scenario of tests/helpers/fault_campaign.py (one replica; two replicas on one
 thread, faults on either; restore after a crash; decline; a failing handler; a
 retry with ``message_id``; two calls in one run) a fault-free run counts the
 store operations K of the faulty replica; then for every k in 0..K-1 and every
 kind (tests/helpers/faults.py: ``before``, ``after``, ``die``, ``die-after``) a
 trial injects that one fault at operation k, recovers — ``send(text,
 message_id=mid)`` again on the same session or on a new one, a new process after
-a death — and checks the invariants (``chaos.check``): each charge at most once,
+a death — and checks the invariants (``fault_campaign.check``): each charge at most once,
 every call answered exactly once, "executed" iff the card was charged (else the
 documented "outcome unknown"), no dangling call, each user message once, the
 thread agreeing with the journal, the agent having the last word. A sample of
@@ -47,7 +47,7 @@ from agui_tools.app._journal import Claim, JournalKey
 from agui_tools.app._store import MemoryStore, encode_snapshot, is_async_store
 
 from ..helpers.async_store import AsyncMemoryStore
-from ..helpers.chaos import (
+from ..helpers.fault_campaign import (
     SCENARIOS,
     AgentServer,
     Backend,

@@ -24,7 +24,7 @@ at the one index a trial names, injects one fault:
     recorded, the handler never started).
 ``sigkill`` / ``sigkill-after``
     a real ``SIGKILL`` of the current process as the operation is about to be
-    sent / right after it committed (for a worker subprocess, tests/helpers/chaos.py).
+    sent / right after it committed (for a worker subprocess, tests/helpers/fault_campaign.py).
 
 The counter (:class:`Injector`) is shared by every wrapper of one trial — the
 faulty replica's successive "processes" — so an index means the same operation

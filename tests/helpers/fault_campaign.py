@@ -999,7 +999,7 @@ def sigkill_trial(
     }
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "tests.helpers.chaos", json.dumps(spec)],
+        [sys.executable, "-m", "tests.helpers.fault_campaign", json.dumps(spec)],
         cwd=root,
         env=os.environ.copy(),
         capture_output=True,
