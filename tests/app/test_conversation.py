@@ -180,7 +180,7 @@ def test_policy_decisions_never_claim_the_user() -> None:
 
 def test_decisions_are_recorded_with_fingerprint_who_and_when() -> None:
     journal = MemoryJournal()
-    conv = conversation(journal=journal)
+    conv = conversation(store=journal)
     conv.next_input(user="buy")
     run(conv, *call("c1", "confirm_order", '{"orderId":"A","qty":1}'))
     conv.end_run()
@@ -194,7 +194,7 @@ def test_decisions_are_recorded_with_fingerprint_who_and_when() -> None:
 
 def test_edited_arguments_invalidate_the_old_fingerprint_and_are_what_runs() -> None:
     journal = MemoryJournal()
-    conv = conversation(journal=journal)
+    conv = conversation(store=journal)
     conv.next_input(user="buy")
     run(conv, *call("c1", "confirm_order", '{"orderId":"A","qty":5}'))
     conv.end_run()

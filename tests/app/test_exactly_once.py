@@ -67,7 +67,7 @@ def received(
 ) -> Conversation:
     """A conversation (a fresh process's) that received one run making ``calls``."""
     conv = Conversation(
-        thread_id=THREAD, tools=[CONFIRM, LOOKUP], journal=journal, consent=consent, **kw
+        thread_id=THREAD, tools=[CONFIRM, LOOKUP], store=journal, consent=consent, **kw
     )
     conv.next_input(user="go", run_id="r1")
     events = [ev for cid, name, args in calls for ev in call(cid, name, args, parent="m1")]
@@ -413,7 +413,7 @@ def test_a_journal_failure_while_disposing_stops_the_conversation_and_guesses_no
     tmp_path: Path,
 ) -> None:
     with SQLiteJournal(tmp_path / "app.sqlite", timeout=0.05) as journal:
-        conv = Conversation(thread_id=THREAD, tools=[LOOKUP], journal=journal)
+        conv = Conversation(thread_id=THREAD, tools=[LOOKUP], store=journal)
         conv.next_input(user="go")
         run(conv, *call("c1", "lookup", "not json", parent="m1"))
         blocker = sqlite3.connect(tmp_path / "app.sqlite", isolation_level=None)
@@ -436,7 +436,7 @@ def test_a_journal_failure_while_disposing_stops_the_conversation_and_guesses_no
 
 
 def test_a_call_cancelled_through_its_interrupt_is_never_executed_later() -> None:
-    conv = Conversation(thread_id=THREAD, tools=[CONFIRM], journal=MemoryJournal())
+    conv = Conversation(thread_id=THREAD, tools=[CONFIRM], store=MemoryJournal())
     conv.next_input(user="order")
     interrupt = {"id": "i1", "reason": "tool_call", "toolCallId": "c1"}
     run(
@@ -454,7 +454,7 @@ def test_a_call_cancelled_through_its_interrupt_is_never_executed_later() -> Non
 
 
 def test_an_answer_a_snapshot_dropped_is_restored() -> None:
-    conv = Conversation(thread_id=THREAD, tools=[LOOKUP], journal=MemoryJournal())
+    conv = Conversation(thread_id=THREAD, tools=[LOOKUP], store=MemoryJournal())
     conv.next_input(user="look")
     run(conv, *call("c1", "lookup", '{"q":"x"}', parent="m1"))
     conv.end_run()
@@ -468,7 +468,7 @@ def test_an_answer_a_snapshot_dropped_is_restored() -> None:
 
 
 def test_a_run_that_never_started_takes_back_its_user_message() -> None:
-    conv = Conversation(thread_id=THREAD, journal=MemoryJournal())
+    conv = Conversation(thread_id=THREAD, store=MemoryJournal())
     conv.next_input(user="Order two widgets")
     assert conv.abandon_run() is None  # the POST failed: nothing of the stream arrived
     sent = conv.next_input(user="Order two widgets")  # the retry
@@ -597,8 +597,34 @@ def test_an_outcome_check_that_returns_no_answer_leaves_the_outcome_unknown_and_
     assert state is not None and state.claim is Claim.UNKNOWN  # still open for a later check
 
 
+def test_a_hooks_answer_recorded_first_is_the_one_the_executor_gives_too(
+    journal_factory: Callable[[], Journal],
+) -> None:
+    """A replica's outcome_unknown check answers a call the executor is still running
+    (in_flight_wait=0: the hazard docs/deployment.md warns of); when the executor's
+    result arrives second, the executor's conversation gives the answer that stands —
+    the thread and the journal never disagree on the call."""
+    a = received(journal_factory(), ORDER)
+    a.approve("c1")
+
+    def charge(_args: dict[str, Any]) -> str:
+        b = received(
+            journal_factory(),
+            ORDER,
+            outcome_unknown=lambda *_: Answer.failed("c1", "not charged: no payment found"),
+        )
+        assert b.call("c1").answer == Answer.failed("c1", "not charged: no payment found")
+        return "charged"
+
+    answer = a.execute("c1", charge)
+    assert answer == Answer.failed("c1", "not charged: no payment found")
+    assert journal_factory().answer_for(THREAD, "c1") == answer.to_json()
+    tool = [m for m in a.messages if m["role"] == "tool"]
+    assert [m["content"] for m in tool] == [answer.content]
+
+
 def test_an_input_refused_before_sending_leaves_the_thread_as_it_was() -> None:
-    conv = Conversation(thread_id=THREAD, journal=MemoryJournal())
+    conv = Conversation(thread_id=THREAD, store=MemoryJournal())
     with pytest.raises(InputRejected, match="/messages/0/content"):
         conv.next_input(messages=[{"id": "u1", "role": "user", "content": 5}], user="hello")
     assert conv.messages == []

@@ -14,9 +14,7 @@ from tests.helpers.cost import lines_executed
 
 
 def run_with_calls(n: int) -> tuple[Conversation, list[Any]]:
-    conv = Conversation(
-        thread_id="t", tools=[ToolSpec("look", "read-only")], journal=MemoryJournal()
-    )
+    conv = Conversation(thread_id="t", tools=[ToolSpec("look", "read-only")], store=MemoryJournal())
     conv.next_input(run_id="r")
     events: list[Any] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
     for i in range(n):

@@ -130,7 +130,7 @@ def test_an_unreachable_agent_is_one_clear_error() -> None:
         [*AGUI, "check", "not-a-url"], capture_output=True, text=True, timeout=60, env=ENV
     )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "missing an 'http://' or 'https://'" in proc.stderr
+    assert "is not an http:// or https:// URL with a host" in proc.stderr
 
 
 def test_check_agent_refuses_to_block_an_event_loop() -> None:

@@ -50,8 +50,9 @@ class AsyncMemoryStore:
         result: ClaimResult = await self._do("claim", key, tool=tool)
         return result
 
-    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
-        await self._do("finish", key, answer)
+    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await self._do("finish", key, answer)
+        return result
 
     async def settle(
         self,

@@ -56,8 +56,8 @@ class AsyncView:
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         return self._wait(self.store.claim(key, tool=tool))
 
-    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
-        self._wait(self.store.finish(key, answer))
+    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+        return self._wait(self.store.finish(key, answer))
 
     def settle(
         self,

@@ -55,7 +55,7 @@ def main() -> None:
     journal_path, effects_path, mode = sys.argv[1:4]
     effects = Path(effects_path)
     journal = SQLiteJournal(journal_path)
-    conv = Conversation(thread_id="thread-crash", tools=[CHARGE], journal=journal)
+    conv = Conversation(thread_id="thread-crash", tools=[CHARGE], store=journal)
     conv.next_input(user="pay", run_id="run-1")
     # the same stream every time: a replay after a restart, or a retried request
     conv.receive_many(stream("thread-crash", "run-1"))

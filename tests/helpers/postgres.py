@@ -50,10 +50,19 @@ def find_bindir() -> Path:
 
 
 class PostgresServer:
-    """One server: ``start()``, ``conninfo``, ``restart()``, ``stop()``/``destroy()``."""
+    """One server: ``start()``, ``conninfo``, ``restart()``, ``stop()``/``destroy()``.
 
-    def __init__(self, *, durable: bool = False) -> None:
+    ``crash_safe``: still no fsync (the machine does not crash, the data is thrown
+    away), but ``synchronous_commit`` stays on, so an acknowledged commit is in the
+    WAL the server replays: an immediate shutdown (``restart(mode="immediate")``,
+    a server crash) loses nothing a client was told was committed. Without it a
+    test server may forget the last commits of a crash — fine for tests that stop
+    it only with ``fast``, not for a chaos run judging what the store promised.
+    """
+
+    def __init__(self, *, durable: bool = False, crash_safe: bool = False) -> None:
         self.durable = durable
+        self.crash_safe = crash_safe
         self.bindir = find_bindir()
         self.root = Path(tempfile.mkdtemp(prefix="agui-pg-"))
         self.data = self.root / "data"
@@ -90,11 +99,12 @@ class PostgresServer:
             )  # fmt: skip
         # tests throw the data away: no fsync; the benchmark compares like with like
         # (SQLite's store commits with synchronous=FULL): fsync on, as deployed
-        durability = (
-            ""
-            if self.durable
-            else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-        )
+        if self.durable:
+            durability = ""
+        elif self.crash_safe:
+            durability = "-c fsync=off -c full_page_writes=off "
+        else:
+            durability = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
         options = (
             f"-c listen_addresses='' -c unix_socket_directories={self.socket_dir} "
             f"{durability}-c max_connections=300 -c shared_buffers=64MB"
@@ -105,11 +115,14 @@ class PostgresServer:
         )  # fmt: skip
         return self
 
-    def stop(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+    def stop(self, mode: str = "fast") -> None:
+        """``pg_ctl stop -m mode``: ``fast`` (sessions rolled back, a clean shutdown) or
+        ``immediate`` (every server process killed at once, crash recovery on start)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
 
-    def restart(self) -> None:
-        self.stop()
+    def restart(self, mode: str = "fast") -> None:
+        """Stop (``mode`` as for :meth:`stop`) and start again with the same options."""
+        self.stop(mode)
         self.start()
 
     def destroy(self) -> None:

@@ -37,6 +37,7 @@ import dataclasses
 import inspect
 import time
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -113,10 +114,12 @@ class Conversation:
         tools: the frontend tools this application advertises and executes.
         consent: the consent policy (default: read-only tools run, side-effectful
             tools ask the user).
-        journal: where intents, answers and decisions are recorded. Default:
-            :class:`MemoryJournal`; use :class:`SQLiteJournal` for durability.
-        store: where the whole thread is kept (a :class:`~agui_tools.app._store.Store`,
-            which is the journal too — give one or the other). With a
+        store: the one storage knob. A :class:`~agui_tools.app._store.Store`
+            (``SQLiteStore``, ``PostgresStore``, ``AsyncPostgresStore``,
+            ``MemoryStore``) keeps the whole thread and is the journal of every
+            call (intents, answers, consent decisions); a bare journal
+            (``MemoryJournal``, ``SQLiteJournal``) keeps the calls only. Default:
+            a ``MemoryJournal`` — exactly once within this process. With a
             ``thread_id`` the store already holds, the thread is restored from
             it (``messages`` and ``state`` must then be left out); each run is
             saved as it ends. Tools are never read from the store: the thread
@@ -175,15 +178,23 @@ class Conversation:
         peer_version: str | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
         tool_message_order: Literal["as-folded", "call-order"] = "as-folded",
-        store: Store | AsyncStore | None = None,
+        store: Store | AsyncStore | Journal | None = None,
         in_flight_wait: float = 0.0,
     ) -> None:
         if tool_message_order not in ("as-folded", "call-order"):
             raise UsageError(
                 f"tool_message_order must be 'as-folded' or 'call-order', not {tool_message_order!r}"
             )
-        if store is not None and journal is not None and journal is not store:
-            raise UsageError("give store= (which is also the journal) or journal=, not both")
+        if journal is not None:
+            if store is not None and journal is not store:
+                raise UsageError("give store= (which is also the journal) or journal=, not both")
+            warnings.warn(
+                "Conversation(journal=…) is store=… now: one knob for where calls and the "
+                "thread are kept (a bare journal keeps the calls only)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            store = journal
         self.thread_id = thread_id or f"thread-{uuid.uuid4()}"
         self.tools: dict[str, ToolSpec] = {}
         for tool in tools:
@@ -192,10 +203,10 @@ class Conversation:
             tool.validator  # noqa: B018 - compile now: a bad schema fails at registration
             self.tools[tool.name] = tool
         self.consent = consent or ConsentPolicy()
-        self.store = store
-        self.journal: Journal | AsyncStore = (
-            store if store is not None else journal if journal is not None else MemoryJournal()
-        )
+        self.store: Store | AsyncStore | None = store if _keeps_threads(store) else None  # type: ignore[assignment]
+        """Where the thread is kept (``None``: nowhere — a bare journal, or none)."""
+        self.journal: Journal | AsyncStore = store if store is not None else MemoryJournal()
+        """Where the calls are recorded: the store, or the bare journal given."""
         self.version = 0
         """The thread's version in the store: the number of runs saved."""
         # the messages of that version, each encoded, with the record it was encoded from
@@ -232,7 +243,7 @@ class Conversation:
             limits=limits,
         )
         self._given_history = bool(initial) or state is not None
-        self._unloaded = store is not None and thread_id is not None
+        self._unloaded = self.store is not None and thread_id is not None
         """The thread may be in the store and was not looked for yet (an async store)."""
         if self._unloaded and not is_async_store(store):
             self.restore()
@@ -1089,17 +1100,28 @@ class Conversation:
     def _executed_steps(
         self, call: PendingCall, key: JournalKey, answer: Answer
     ) -> StoreSteps[Answer]:
-        """An execution's answer: given first (the side effect happened), then made durable."""
-        given = self._answer(call, answer)
+        """An execution's answer, made durable, then given — the answer that stands:
+        ours, or the one recorded first over our intent (a replica that answered the
+        call "outcome unknown" while it ran), so every reader agrees with the journal.
+
+        If it cannot be recorded, ours is given in memory (the side effect happened)
+        and the error raised; the conversation stops (nothing of it is saved), and a
+        reload reads the intent without an answer: "outcome unknown", never a re-run.
+        """
         try:
-            yield from ask("finish", key, answer.to_json())
-        except StoreError as exc:
+            standing = yield from ask("finish", key, answer.to_json())
+        except BaseException as exc:  # a cancellation too: the side effect happened
+            self._answer(call, answer)
+            if not isinstance(exc, StoreError):
+                raise
             raise StoreOutcomeUnknown(
                 f"call {call.call_id!r} was executed and is answered, but its answer could not be "
                 f"recorded ({exc}); the journal still holds its intent, so after a restart its "
                 "outcome reads as unknown and it is not run again"
             ) from exc
-        return given
+        if isinstance(standing, Mapping) and dict(standing) != answer.to_json():
+            return self._answer(call, Answer.from_json(standing))  # another answered first
+        return self._answer(call, answer)
 
     def _unknown_steps(self, call: PendingCall, record: ClaimResult) -> StoreSteps[Answer]:
         """A call whose execution started and recorded no answer: never run again.
@@ -1133,24 +1155,39 @@ class Conversation:
                 )
                 known = None
         if known is None:
-            return self._answer(
-                call,
-                Answer.failed(
-                    call.call_id,
-                    f"outcome unknown: an execution of this call started at "
-                    f"{started.isoformat(timespec='seconds')} and recorded no result (the "
-                    "application may have stopped mid-call, or is still running it); it was not "
-                    f"run again{note}",
-                ),
+            unknown = Answer.failed(
+                call.call_id,
+                f"outcome unknown: an execution of this call started at "
+                f"{started.isoformat(timespec='seconds')} and recorded no result (the "
+                "application may have stopped mid-call, or is still running it); it was not "
+                f"run again{note}",
             )
-        # the application established what happened: that is the execution's answer
+            # given, not recorded: the intent stays open — the execution may still be
+            # running in another replica, whose result is then what the journal keeps
+            # (in_flight_wait= waits for it instead), and a later outcome_unknown check
+            # may still establish what happened
+            return self._answer(call, unknown)
+            # recorded over the open intent, first answer wins: if the execution was still
+            # running elsewhere and answers meanwhile, the answer recorded first stands for
+            # both — the thread and the journal never disagree on a call
+            standing = yield from ask(
+                "finish",
+                JournalKey(self.thread_id, call.call_id, record.fingerprint),
+                unknown.to_json(),
+            )
+            if isinstance(standing, Mapping):
+                return self._answer(call, Answer.from_json(standing))
+            return self._answer(call, unknown)
+        # the application established what happened: that is the execution's answer —
+        # unless another answer was recorded first, which stands
         known = dataclasses.replace(known, call_id=call.call_id)
-        given = self._answer(call, known)
         assert record.fingerprint is not None
-        yield from ask(
+        standing = yield from ask(
             "finish", JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
         )
-        return given
+        if isinstance(standing, Mapping) and dict(standing) != known.to_json():
+            return self._answer(call, Answer.from_json(standing))
+        return self._answer(call, known)
 
     def take_updates(self) -> list[Update]:
         """Updates produced since last asked (disposition calls produce them too)."""
@@ -1165,3 +1202,8 @@ class Conversation:
     @property
     def state(self) -> Any:
         return self.thread.state
+
+
+def _keeps_threads(store: object) -> bool:
+    """Whether ``store`` keeps threads (a Store, sync or async), not only calls."""
+    return store is not None and (is_async_store(store) or hasattr(store, "save_run"))

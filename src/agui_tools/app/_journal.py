@@ -106,7 +106,12 @@ class Journal(Protocol):
 
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult: ...
 
-    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None: ...
+    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+        """Record ``answer`` over the call's open intent; return the answer that stands:
+        this one, or the one recorded first (by another process, or a reader that
+        answered the call "outcome unknown" meanwhile) — an answer is never
+        overwritten, and every reader gives the call the same one."""
+        ...
 
     def settle(
         self,
@@ -206,13 +211,14 @@ class MemoryJournal(AnswerFromLookup):
             self._calls[key.thread_id, key.call_id] = _Record(key.fingerprint, tool, now, None)
             return ClaimResult(Claim.RUN, None, now, key.fingerprint)
 
-    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
+    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
         with self._lock:
             record = self._calls.get((key.thread_id, key.call_id))
             if record is None or record.fingerprint != key.fingerprint:
                 raise _no_intent(key)
             if record.answer is None:  # first answer wins; an answer is never overwritten
                 record.answer = dict(answer)
+            return dict(record.answer)
 
     def settle(
         self,
@@ -652,7 +658,7 @@ class SQLiteJournal(AnswerFromLookup):
             )
             return ClaimResult(Claim.RUN, None, now, key.fingerprint)
 
-    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
+    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
         payload = orjson.dumps(dict(answer))
         with self._write(f"record the answer of call {key.call_id!r}") as db:
             updated = db.execute(
@@ -660,14 +666,16 @@ class SQLiteJournal(AnswerFromLookup):
                 "WHERE thread_id=? AND call_id=? AND fingerprint=? AND answer IS NULL",
                 (payload, time.time(), key.thread_id, key.call_id, key.fingerprint),
             ).rowcount
-            if updated == 0 and (
-                db.execute(
-                    "SELECT 1 FROM calls WHERE thread_id=? AND call_id=? AND fingerprint=?",
-                    (key.thread_id, key.call_id, key.fingerprint),
-                ).fetchone()
-                is None
-            ):
+            if updated:
+                return dict(answer)
+            row = db.execute(
+                "SELECT answer FROM calls WHERE thread_id=? AND call_id=? AND fingerprint=?",
+                (key.thread_id, key.call_id, key.fingerprint),
+            ).fetchone()
+            if row is None or row[0] is None:
                 raise _no_intent(key)
+            standing: dict[str, Any] = orjson.loads(row[0])
+            return standing
 
     def settle(
         self,

@@ -210,29 +210,32 @@ def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
     return Plan(f"record the intent to execute call {key.call_id!r}", steps(), writes=True)
 
 
-def finish_plan(key: JournalKey, answer: Mapping[str, Any]) -> Plan[None]:
+def finish_plan(key: JournalKey, answer: Mapping[str, Any]) -> Plan[dict[str, Any]]:
     payload = orjson.dumps(dict(answer))
+    where = (key.thread_id, key.call_id, key.fingerprint)
 
-    def steps() -> QuerySteps[None]:
+    def steps() -> QuerySteps[dict[str, Any]]:
         row = yield Query(
             "WITH upd AS (UPDATE agui_calls SET answer = %s, finished_at = %s "
             "WHERE thread_id = %s AND call_id = %s AND fingerprint = %s AND answer IS NULL "
-            "RETURNING 1) SELECT (SELECT count(*) FROM upd), EXISTS (SELECT 1 FROM agui_calls "
-            "WHERE thread_id = %s AND call_id = %s AND fingerprint = %s)",
-            (
-                payload,
-                time.time(),
-                key.thread_id,
-                key.call_id,
-                key.fingerprint,
-                key.thread_id,
-                key.call_id,
-                key.fingerprint,
-            ),
+            "RETURNING 1) SELECT count(*) FROM upd",
+            (payload, time.time(), *where),
             "one",
         )
-        if row is None or (row[0] == 0 and not row[1]):
+        if row is not None and row[0]:
+            return dict(answer)
+        # not ours: the answer recorded first stands (a statement of its own, so it
+        # sees what a writer this UPDATE waited for committed)
+        row = yield Query(
+            "SELECT answer FROM agui_calls WHERE thread_id = %s AND call_id = %s "
+            "AND fingerprint = %s",
+            where,
+            "one",
+        )
+        if row is None or row[0] is None:
             raise _no_intent(key)
+        standing: dict[str, Any] = orjson.loads(row[0])
+        return standing
 
     return Plan(f"record the answer of call {key.call_id!r}", steps(), writes=True)
 
@@ -677,8 +680,8 @@ class PostgresStore(AnswerFromLookup):
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         return self._run(claim_plan(key, tool))
 
-    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
-        self._run(finish_plan(key, answer))
+    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+        return self._run(finish_plan(key, answer))
 
     def settle(
         self,
@@ -861,8 +864,8 @@ class AsyncPostgresStore:
     async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         return await self._run(claim_plan(key, tool))
 
-    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
-        await self._run(finish_plan(key, answer))
+    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._run(finish_plan(key, answer))
 
     async def settle(
         self,

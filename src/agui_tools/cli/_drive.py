@@ -195,8 +195,7 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
         client,
         ask=ui.consent(decide),
         timeout=args.timeout,
-        journal=journal,
-        store=store,
+        store=store if store is not None else journal,
         thread_id=thread_id,
     )
     driver = Driver(command, args, console, ui, session, http, recorder, store or journal, sink)

@@ -165,8 +165,7 @@ async def run_demo(
         session = Session(
             AgentClient(url, transport=transport),
             ask=ui.consent(decide),
-            journal=journal,
-            store=threads,
+            store=threads if threads is not None else journal,
             thread_id=f"demo-{uuid.uuid4().hex[:12]}",
         )
         register(session)

@@ -43,6 +43,7 @@ import contextlib
 import inspect
 import threading
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -255,9 +256,12 @@ class BaseSession(Generic[C]):
         ask: called for a call that needs the user's consent; returns an
             :class:`Approval` (or a bool). Without it, such calls are declined
             by the policy — a session never runs a side effect nobody approved.
-        consent, journal, thread_id: as for :class:`Conversation`.
-        store: where the thread is kept (:class:`~agui_tools.app._store.Store`).
-            With a ``thread_id`` the store holds, the session picks the thread
+        consent, thread_id: as for :class:`Conversation`.
+        store: the one storage knob, as for :class:`Conversation` (``journal=``
+            is its old, deprecated spelling): a store keeps the thread and
+            records every call; a bare journal records the calls only — such a
+            session cannot reload after a store failure (there is no thread to
+            reload). With a ``thread_id`` the store holds, the session picks the thread
             up where any process left it: ``send`` first disposes of the calls
             still pending (asking, executing — never re-running a call another
             process claimed), then continues. The tools advertised are the
@@ -266,7 +270,9 @@ class BaseSession(Generic[C]):
         max_turns: a safety stop for agents that keep calling tools.
         in_flight_wait: as for :class:`Conversation`: how long to wait for the
             answer of a call another replica is executing right now before
-            answering it "outcome unknown" (default 0: never).
+            answering it "outcome unknown". Default: 0 (never) — or, with an
+            ``outcome_unknown`` check, the longest handler timeout: the check is
+            only asked about a call that can no longer be running anywhere.
         outcome_unknown: as for :class:`Conversation`: establishes what became
             of a call whose execution started and recorded no answer.
     """
@@ -283,8 +289,8 @@ class BaseSession(Generic[C]):
         max_turns: int = 10,
         tools: Iterable[RegisteredTool] = (),
         conversation: Conversation | None = None,
-        store: Store | AsyncStore | None = None,
-        in_flight_wait: float = 0.0,
+        store: Store | AsyncStore | Journal | None = None,
+        in_flight_wait: float | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
     ) -> None:
         self.client: C = client
@@ -295,7 +301,16 @@ class BaseSession(Generic[C]):
         self.max_turns = max_turns
         self._tools: dict[str, RegisteredTool] = {t.spec.name: t for t in tools}
         self._consent = consent
-        self._journal = journal
+        if journal is not None:
+            if store is not None and journal is not store:
+                raise UsageError("give store= (which is also the journal) or journal=, not both")
+            warnings.warn(
+                "Session(journal=…) is store=… now: one knob for where calls and the thread "
+                "are kept (a bare journal keeps the calls only)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            store = journal
         self._store = store
         self._thread_id = thread_id
         self.conversation = conversation
@@ -357,20 +372,35 @@ class BaseSession(Generic[C]):
                 thread_id=self._thread_id,
                 tools=[t.spec for t in self._tools.values()],
                 consent=self._consent,
-                journal=self._journal,
                 store=self._store,
-                in_flight_wait=self._in_flight_wait,
+                in_flight_wait=self._effective_in_flight_wait(),
                 outcome_unknown=self._outcome_unknown,
             )
             self._thread_id = self.conversation.thread_id  # a reload picks up the same thread
         return self.conversation
 
+    def _effective_in_flight_wait(self) -> float:
+        """``in_flight_wait`` as given; by default 0 — unless an ``outcome_unknown``
+        check is given: then the longest handler timeout, since asking the system a
+        handler acts on what became of a call is only sound once that call can no
+        longer be running in another replica (asked earlier, it reads "not done" for
+        a call about to be done, and that answer stands)."""
+        if self._in_flight_wait is not None:
+            return self._in_flight_wait
+        if self._outcome_unknown is None:
+            return 0.0
+        bounds = [tool.timeout for tool in self._tools.values() if tool.timeout is not None]
+        if self.timeout is not None:
+            bounds.append(self.timeout)  # the bound of every tool without its own
+        return max(bounds, default=0.0)
+
     def _reopened(self) -> Conversation:
         """The conversation to go on with: a new one from the store after a failure."""
         conv = self.conversation
         if conv is not None and not conv.in_step:
-            if self._store is None:
-                # no store to reload from: the refusal says what stopped it
+            if conv.store is None:
+                # the thread is kept nowhere (no store, or a bare journal): nothing to
+                # reload from — the refusal says what stopped it
                 conv._link.check("restore")
             self.conversation = None  # reload: the store and the journal decide, not the copy
         return self._conversation()
