@@ -157,6 +157,16 @@ async def _resume(driver: Driver) -> None:
         f"message(s)" + (f", {runs} run(s)" if runs else ""),
     )
     driver.ui.summary(conversation.messages)
+    interrupts = driver.session.interrupts
+    if interrupts:
+        ids = ", ".join(i.id for i in interrupts)
+        _say(
+            driver,
+            f"the thread's last run is waiting on {len(interrupts)} interrupt(s): {ids} — "
+            "answered now",
+        )
+        await _turn(driver, None)
+        return
     pending = conversation.pending
     if pending:
         names = ", ".join(f"{c.name} ({c.call_id})" for c in pending)

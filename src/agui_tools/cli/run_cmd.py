@@ -12,6 +12,7 @@ from ._drive import Driver, add_drive_options, describe_run, prepare
 
 if TYPE_CHECKING:
     from ..app._conversation import RunResult
+    from ..transport._session import Interrupt, Resolution
 
 HELP = """\
 Send PROMPT to the AG-UI agent at URL and carry the conversation until the
@@ -86,9 +87,11 @@ def _run(driver: Driver) -> int:
     from .._errors import ProtocolViolation
     from ..demo.app import ScriptError
     from ..transport._client import TransportError
+    from ..transport._session import Resolution
     from ._http import describe_transport_error
 
     args, ui, session = driver.args, driver.ui, driver.session
+    driver.resumed = _recording(driver, Resolution)
 
     async def main() -> RunResult:
         try:
@@ -138,6 +141,22 @@ def _run(driver: Driver) -> int:
 INTERRUPTED = "interrupted (Ctrl-C) before the agent finished"
 
 
+def _recording(driver: Driver, resolution: type[Resolution]) -> list[dict[str, Any]]:
+    """Every resume entry the interrupt handler answers with, in order (for ``--json``)."""
+    entries: list[dict[str, Any]] = []
+    handler = driver.session.on_interrupt
+    assert handler is not None
+
+    def record(interrupt: Interrupt) -> Any:
+        answer = handler(interrupt)
+        assert isinstance(answer, resolution)  # the terminal's handler answers directly
+        entries.append(answer.entry(interrupt.id))
+        return answer
+
+    driver.session.on_interrupt = record
+    return entries
+
+
 def _print_json(driver: Driver, problem: str | None, *, status: str | None = None) -> None:
     """The outcome for a script: the runs, the thread, the state, what went wrong."""
     import orjson
@@ -152,11 +171,13 @@ def _print_json(driver: Driver, problem: str | None, *, status: str | None = Non
                 "runId": r.run_id,
                 "status": r.status,
                 "pending": [c.call_id for c in r.pending],
+                "interrupts": r.interrupts,
                 "error": r.error,
             }
             for r in runs
         ],
         "messages": conversation.messages if conversation is not None else [],
+        "resumed": driver.resumed,
         "state": conversation.state if conversation is not None else None,
         "error": problem,
     }
