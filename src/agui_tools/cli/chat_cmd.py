@@ -46,6 +46,9 @@ Commands (a line starting with "/"):
 the end. A run that fails (an error, a cut connection) is reported and the
 chat goes on: calls it left are answered as not executed.
 
+An AG-UI interrupt shows as a card and is answered as in `agui-tools run`;
+a resumed thread whose last run was interrupted asks at once.
+
 Exit codes: 0 you left (/quit, Ctrl-D), 2 bad usage, 130 interrupted (Ctrl-C).
 """
 

@@ -37,6 +37,12 @@ another (SSE, or the binary frames with --proto): `agui-tools verify FILE`
 judges them. --json prints the outcome as
 one JSON document on stdout (the terminal UI then goes to stderr).
 
+An AG-UI interrupt (the run stops to ask) shows as a card — reason, message,
+the call it names with its arguments, the answer's schema — and is answered:
+[a]pprove, [r]esolve with a JSON payload (validated against the schema), or
+[c]ancel with a reason; --yes approves, --decline cancels, a --script line
+answers (edit {json} gives the payload). At the end of input it is cancelled.
+
 Exit codes: 0 the agent finished with nothing pending, 1 the run ended in an
 error, was cancelled, truncated or rejected, 2 bad usage or an unreachable
 agent, 130 interrupted (Ctrl-C).
