@@ -26,7 +26,7 @@ from agui_tools.transport import (
     SyncSession,
     agent_app,
 )
-from agui_tools.transport._session import BaseSession
+from agui_tools.transport._session import BaseSession, InterruptedCall, interrupt_resolution
 from tests.helpers.cli_agents import scripted
 from tests.helpers.scripted_server import serve
 
@@ -215,3 +215,47 @@ def test_a_restored_interrupt_goes_to_the_handler_before_the_next_message(
     result = call(second, "send", "hello")
     assert result.status == "success"
     assert [e["status"] for e in resumes(log)] == ["cancelled"]
+
+
+def test_ask_sees_an_approval_request_as_it_sees_a_call(url: str, face: str, log: Path) -> None:
+    asked: list[Any] = []
+
+    def ask(pending: Any) -> Approval:
+        asked.append(pending)
+        return Approval.approve({"order": "A1", "cents": 100})
+
+    session = make(url, face, ask=ask)
+    assert call(session, "send", REFUND).status == "success"
+    (pending,) = asked
+    assert pending.name == "refund" and pending.proposed == {"order": "A1", "cents": 500}
+    assert resumes(log)[0]["payload"] == {
+        "approved": True,
+        "arguments": {"order": "A1", "cents": 100},
+    }
+    # declined through ask: cancelled, never approved
+    session = make(url, face, ask=lambda pending: False)
+    assert call(session, "send", REFUND).status == "success"
+    assert resumes(log)[1]["status"] == "cancelled"
+    # an interrupt naming no call is not ask's to answer: send returns it
+    session = make(url, face, ask=ask)
+    assert call(session, "send", "ask " + json.dumps(CITY)).status == "interrupt"
+    assert len(asked) == 1 and len(resumes(log)) == 2
+
+
+def test_edited_arguments_are_validated_against_the_advertised_tool() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"order": {"type": "string"}, "cents": {"type": "integer"}},
+        "required": ["order", "cents"],
+    }
+    named = InterruptedCall("c1", "refund", {"order": "A1", "cents": 5}, "{}", "Refund.", schema)
+    interrupt = Interrupt("i1", "approval", tool_call_id="c1", call=named)
+    with pytest.raises(UsageError, match="TOOL-21") as info:
+        interrupt_resolution(interrupt, Approval.approve({"cents": "all"}))
+    assert "/cents" in str(info.value) and "order" in str(info.value)
+    edited = interrupt_resolution(interrupt, Approval.approve({"order": "A1", "cents": 1}))
+    assert edited.payload == {"approved": True, "arguments": {"order": "A1", "cents": 1}}
+    with pytest.raises(UsageError, match="names no call"):
+        interrupt_resolution(Interrupt("i2", "input"), Approval.approve({"x": 1}))
+    with pytest.raises(UsageError, match="answers with a Resolution"):
+        interrupt_resolution(interrupt, "yes")

@@ -36,8 +36,9 @@ class InterruptedCall:
     """The tool call an interrupt names (an approval request): as the thread holds it.
 
     ``arguments`` is the parsed argument object (``None`` when its text does not
-    parse; ``text`` is the raw text either way); ``description`` the advertised
-    tool's, when the application advertised it (an agent-side tool has none here).
+    parse; ``text`` is the raw text either way); ``description`` and ``parameters``
+    the advertised tool's, when the application advertised it (an agent-side tool
+    has none here).
     """
 
     call_id: str
@@ -45,6 +46,7 @@ class InterruptedCall:
     arguments: Any
     text: str
     description: str | None = None
+    parameters: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,12 @@ def _typed(conv: Conversation, raw: Mapping[str, Any], now: datetime) -> Interru
                 arguments = None
             tool = conv.tools.get(name)
             call = InterruptedCall(
-                call_id, name, arguments, text, tool.description if tool is not None else None
+                call_id,
+                name,
+                arguments,
+                text,
+                tool.description if tool is not None else None,
+                tool.parameters if tool is not None else None,
             )
     schema = raw.get("responseSchema")
     metadata = raw.get("metadata")

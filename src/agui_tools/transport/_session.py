@@ -52,6 +52,7 @@ from typing import Any, Generic, TypeVar, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .._errors import UsageError
+from ..app._arguments import parse_arguments
 from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import (
@@ -75,6 +76,7 @@ from ..app._link import Operation
 from ..app._steps import Pause, adrive, drive
 from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
+from ..app._validation import ArgumentValidator
 from ._client import AgentClient, SyncAgentClient
 
 __all__ = [
@@ -482,7 +484,7 @@ class BaseSession(Generic[C]):
             yield from self._dispose_steps(emit)
         resume: list[dict[str, Any]] | None = None
         if open_interrupts(conv):  # a restored (or returned) interrupted run: answer it first
-            if self.on_interrupt is None:
+            if not self._answers_interrupts(conv):
                 raise UsageError(
                     "the last run was interrupted and its interrupts are open: answer them "
                     "with resume() (or give the session an interrupt handler) before sending "
@@ -529,12 +531,25 @@ class BaseSession(Generic[C]):
         conv.next_input(resume=resume_entries(interrupts, resolutions))  # INT-6/7/8 judged
         return (yield from self._carry_steps(conv, emit))
 
+    def _answers_interrupts(self, conv: Conversation) -> bool:
+        """Whether this session answers the open interrupts itself: it has an interrupt
+        handler — or ``ask``, and each interrupt is an approval request (names a call
+        the thread holds), which ``ask`` answers as it answers a frontend call."""
+        if self.on_interrupt is not None:
+            return True
+        interrupts = open_interrupts(conv)
+        return self.ask is not None and all(i.call is not None for i in interrupts)
+
     def _resolve_steps(self, conv: Conversation) -> Generator[_Step, Any, list[dict[str, Any]]]:
-        """Ask the interrupt handler about each open interrupt; the resume list."""
+        """Ask the interrupt handler (or ``ask``, for an approval request without one)
+        about each open interrupt; the resume list."""
         interrupts = open_interrupts(conv)
         answers: dict[str, Resolution] = {}
         for interrupt in interrupts:
-            answer = yield _Resolve(interrupt)
+            if self.on_interrupt is not None:
+                answer = yield _Resolve(interrupt)
+            else:
+                answer = yield _Ask(_approval_request(conv, interrupt))
             answers[interrupt.id] = interrupt_resolution(interrupt, answer)
         return resume_entries(interrupts, answers)
 
@@ -546,7 +561,7 @@ class BaseSession(Generic[C]):
             assert result is not None
             for update in conv.take_updates():
                 emit(update)
-            if result.status == "interrupt" and self.on_interrupt is not None:
+            if result.status == "interrupt" and self._answers_interrupts(conv):
                 conv.next_input(resume=(yield from self._resolve_steps(conv)))
                 continue
             # the agent is done when its run left no calls at all; calls the core already
@@ -641,8 +656,34 @@ def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
         )
     payload: dict[str, Any] = {"approved": True}
     if answer.arguments is not None:
+        assert interrupt.call is not None
+        if interrupt.call.parameters is not None:
+            errors = ArgumentValidator(interrupt.call.parameters).validate(answer.arguments)
+            if errors:
+                raise UsageError(
+                    f"the edited arguments of {interrupt.call.name!r} do not satisfy its schema: "
+                    + "; ".join(str(e) for e in errors),
+                    rule="TOOL-21",
+                )
         payload["arguments"] = dict(answer.arguments)
     return Resolution.resolve(payload)
+
+
+def _approval_request(conv: Conversation, interrupt: Interrupt) -> PendingCall:
+    """The call an approval request names, as ``ask`` sees a call awaiting consent."""
+    call = interrupt.call
+    assert call is not None
+    last = conv.runs[-1] if conv.runs else None
+    return PendingCall(
+        conv.thread_id,
+        last.run_id if last is not None else None,
+        call.call_id,
+        call.name,
+        call.text,
+        parse_arguments(call.text),
+        conv.tools.get(call.name),
+        status=CallStatus.AWAITING_CONSENT,
+    )
 
 
 def _as_resolution(answer: Any) -> Resolution:
