@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,3 +236,39 @@ def test_a_restarted_chat_resumes_the_interrupt_once(
         term.type("\x04")
         assert term.wait() == 0
     assert [e["status"] for e in resumes()] == ["resolved"]
+
+
+def test_an_interrupt_that_expires_while_the_user_decides(url: str, resumes: Any) -> None:
+    """run: nothing is sent, one line, exit 1; chat: said, and the next turn can only
+    cancel it (INT-8)."""
+    with terminal(["run", url, "expires 1.5"]) as term:
+        term.expect(r"\[r\]esolve with JSON")
+        time.sleep(2)
+        term.type("r\n")
+        term.expect("payload")
+        term.type('"late"\n')
+        assert term.wait() == 1
+        clean(term.text)
+        assert "nothing was sent" in term.text and "INT-8" in term.text
+    assert resumes() == []
+    with terminal(["chat", url]) as term:
+        term.expect("you> ")
+        term.type("expires 1.5\n")
+        term.expect(r"\[r\]esolve with JSON")
+        time.sleep(2)
+        term.type("r\n")
+        term.expect("payload")
+        term.type('"late"\n')
+        term.expect("nothing was sent")
+        term.expect("you> ")
+        term.type("hello\n")
+        term.expect(r"expired: it can only be cancelled")
+        term.expect(r"\[c\]ancel\?")
+        term.type("c\n")
+        term.expect("reason")
+        term.type("\n")
+        term.expect("you> ")
+        term.type("\x04")
+        assert term.wait() == 0
+        clean(term.text)
+    assert [e["status"] for e in resumes()] == ["cancelled"]

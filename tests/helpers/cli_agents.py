@@ -11,7 +11,8 @@ agent covers every phase a test needs to interrupt or inspect:
 * ``approve NAME {json}`` — an agent-side call NAME, then the run interrupts to ask
   approval for it (an interrupt naming the call, a ``{approved, arguments?}`` schema);
 * ``ask {schema}`` — the run interrupts asking for a payload of that schema;
-* ``expired`` — an interrupt whose ``expiresAt`` has passed;
+* ``expired`` — an interrupt whose ``expiresAt`` has passed; ``expires S`` — one that
+  expires S seconds from now;
 * a run that carries ``resume`` entries says what they were (and answers the approved
   call, with its edited arguments when there are); each is appended to the file
   ``AGUI_TEST_RESUME_LOG`` names, when set (exactly-once checks across processes).
@@ -121,6 +122,13 @@ async def scripted(run: Run) -> None:
                 "responseSchema": json.loads(text.split(" ", 1)[1]),
                 "metadata": {"step": 2},
             }
+        )
+    elif text.startswith("expires "):
+        from datetime import UTC, datetime, timedelta
+
+        when = datetime.now(UTC) + timedelta(seconds=float(text.split()[1]))
+        run.interrupt(
+            {"id": f"soon-{run.run_id}", "reason": "input", "expiresAt": when.isoformat()}
         )
     elif text == "expired":
         run.interrupt(

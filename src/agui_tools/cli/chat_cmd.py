@@ -181,7 +181,7 @@ async def _turn(driver: Driver, text: str | None) -> None:
     """One user message and everything it sets off; a failure is said, and the chat goes on.
 
     Without ``text`` the thread is carried on as it stands (a resumed thread's pending calls)."""
-    from .._errors import ProtocolViolation
+    from .._errors import ProtocolViolation, UsageError
     from ..transport._client import TransportError
     from ._http import describe_transport_error
 
@@ -193,6 +193,10 @@ async def _turn(driver: Driver, text: str | None) -> None:
         problem = describe_transport_error(exc, driver.args.url)
     except ProtocolViolation as exc:
         problem = f"the agent's stream was rejected: {exc}"
+    except UsageError as exc:  # an answer refused before it was sent (an interrupt expired)
+        ui.finish_run()
+        _say(driver, f"nothing was sent: {exc}", "red")
+        return
     else:
         if result.status != "success":
             problem = describe_run(result)

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(driver: Driver) -> int:
     import asyncio
 
-    from .._errors import ProtocolViolation
+    from .._errors import ProtocolViolation, UsageError
     from ..demo.app import ScriptError
     from ..transport._client import TransportError
     from ..transport._session import Resolution
@@ -116,6 +116,12 @@ def _run(driver: Driver) -> int:
     except ScriptError as exc:
         print(terminal_text(f"agui-tools run: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
+    except UsageError as exc:  # an answer refused before it was sent (an interrupt expired)
+        ui.finish_run()
+        print(terminal_text(f"agui-tools run: nothing was sent: {exc}"), file=sys.stderr)
+        if args.json:
+            _print_json(driver, f"nothing was sent: {exc}")
+        return 1
     except TransportError as exc:
         ui.finish_run()
         print(

@@ -30,7 +30,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from .._errors import ProtocolWarning
+from .._errors import ProtocolWarning, UsageError
 from .._text import terminal_text
 from ..app._calls import CallStatus, PendingCall, describe_errors
 from ..app._conversation import CallUpdate, TextDelta, Update
@@ -462,7 +462,11 @@ class TerminalUI:
                     return Resolution.cancel("nobody answered (approve gives no payload)")
                 answer = Resolution.resolve(dict(approval.arguments))
             else:
-                answer = interrupt_resolution(interrupt, approval)
+                try:
+                    answer = interrupt_resolution(interrupt, approval)
+                except UsageError as exc:  # edited arguments the tool's schema refuses
+                    self._refuse_payload(str(exc), "the next answer is used")
+                    continue
             refused = _payload_problem(interrupt, answer)
             if refused is None:
                 return answer
