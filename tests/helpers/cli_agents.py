@@ -8,6 +8,14 @@ agent covers every phase a test needs to interrupt or inspect:
 * ``slow N`` — N words, one every 50 ms (something to interrupt while it streams);
 * ``quiet S`` — one word, then S seconds of silence (no keep-alive), then one more;
 * ``boom`` — the agent raises;
+* ``approve NAME {json}`` — an agent-side call NAME, then the run interrupts to ask
+  approval for it (an interrupt naming the call, a ``{approved, arguments?}`` schema);
+* ``ask {schema}`` — the run interrupts asking for a payload of that schema;
+* ``expired`` — an interrupt whose ``expiresAt`` has passed; ``expires S`` — one that
+  expires S seconds from now;
+* a run that carries ``resume`` entries says what they were (and answers the approved
+  call, with its edited arguments when there are); each is appended to the file
+  ``AGUI_TEST_RESUME_LOG`` names, when set (exactly-once checks across processes).
 * anything else — the reply names the message's number in the thread.
 
 After a tool answer, the agent says what came back, per call.
@@ -17,13 +25,45 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from typing import Any
 
 from agui_tools.agent import Run
 
+APPROVAL_SCHEMA = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "arguments": {"type": "object"}},
+    "required": ["approved"],
+}
+
+
+async def resumed(run: Run) -> None:
+    log = os.environ.get("AGUI_TEST_RESUME_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            for entry in run.resume:
+                f.write(json.dumps(entry) + "\n")
+    said = []
+    for entry in run.resume:
+        iid, status = entry["interruptId"], entry["status"]
+        payload = entry.get("payload")
+        reason = (entry.get("metadata") or {}).get("reason")
+        if iid.startswith("approve-"):
+            call_id = iid.removeprefix("approve-")
+            if status == "resolved" and isinstance(payload, dict) and payload.get("approved"):
+                args = payload.get("arguments")
+                await run.result(call_id, f"done {json.dumps(args) if args else 'as proposed'}")
+            else:
+                await run.result(call_id, "not done")
+        said.append(f"{iid} {status} {json.dumps(payload) if payload is not None else reason}")
+    await run.text("resumed — " + " | ".join(said))
+
 
 async def scripted(run: Run) -> None:
+    if run.resume:
+        await resumed(run)
+        return
     last = run.messages[-1]
     if last.get("role") == "tool":
         answers = []
@@ -59,6 +99,41 @@ async def scripted(run: Run) -> None:
             await m.delta("second")
     elif text == "boom":
         raise RuntimeError("the model is down")
+    elif text.startswith("approve "):
+        _, name, args = text.split(" ", 2)
+        call_id = f"{run.run_id}-approve"
+        async with run.tool_call(name, call_id=call_id) as call:
+            await call.args(args)
+        run.interrupt(
+            {
+                "id": f"approve-{call_id}",
+                "reason": "approval",
+                "message": f"May I {name}?",
+                "toolCallId": call_id,
+                "responseSchema": APPROVAL_SCHEMA,
+            }
+        )
+    elif text.startswith("ask "):
+        run.interrupt(
+            {
+                "id": f"ask-{run.run_id}",
+                "reason": "input",
+                "message": "Where to?",
+                "responseSchema": json.loads(text.split(" ", 1)[1]),
+                "metadata": {"step": 2},
+            }
+        )
+    elif text.startswith("expires "):
+        from datetime import UTC, datetime, timedelta
+
+        when = datetime.now(UTC) + timedelta(seconds=float(text.split()[1]))
+        run.interrupt(
+            {"id": f"soon-{run.run_id}", "reason": "input", "expiresAt": when.isoformat()}
+        )
+    elif text == "expired":
+        run.interrupt(
+            {"id": f"late-{run.run_id}", "reason": "input", "expiresAt": "2000-01-01T00:00:00Z"}
+        )
     else:
         await run.text(f"you said {text!r} (message {users} of this thread)")
 

@@ -244,6 +244,25 @@ class ArgumentValidator:
                 break
         return out
 
+    def validate_value(self, value: Any, *, max_errors: int | None = None) -> list[ArgumentError]:
+        """Every way any JSON ``value`` fails the schema (not only an object): for a
+        payload answering an interrupt's ``responseSchema``; paths as for arguments."""
+        if self._compiled is None or self._compiled.is_valid(value):
+            return []
+        out: list[ArgumentError] = []
+        for error in self._compiled.iter_errors(value):
+            out.append(
+                ArgumentError(
+                    _pointer(error.instance_path),
+                    _keyword(error),
+                    _shorten(error.message),
+                    _pointer(error.schema_path),
+                )
+            )
+            if max_errors is not None and len(out) >= max_errors:
+                break
+        return out
+
     def is_valid(self, arguments: ParsedArguments | Mapping[str, Any]) -> bool:
         """Whether ``arguments`` satisfies the schema (stops at the first failure)."""
         value = _instance(arguments)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -117,6 +117,8 @@ class Driver:
     recorder: Recorder
     journal: Journal | None
     sink: IO[bytes] | None
+    resumed: list[dict[str, Any]] = field(default_factory=list)
+    """The resume entries sent so far (``run --json`` reports them)."""
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -194,6 +196,7 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     session = Session(
         client,
         ask=ui.consent(decide),
+        on_interrupt=ui.interrupt_handler(decide),
         timeout=args.timeout,
         store=store if store is not None else journal,
         thread_id=thread_id,
@@ -226,8 +229,5 @@ def describe_run(result: RunResult) -> str:
         return "the stream ended before the run's terminal event: the run is truncated"
     if status == "interrupt":
         ids = ", ".join(str(i.get("id")) for i in result.interrupts)
-        return (
-            f"the run ended interrupted ({ids}); answering interrupts is not something this "
-            "command does"
-        )
+        return f"the run ended interrupted ({ids}) and its interrupts are unanswered"
     return f"the run ended {status}"

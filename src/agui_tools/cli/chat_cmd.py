@@ -46,6 +46,9 @@ Commands (a line starting with "/"):
 the end. A run that fails (an error, a cut connection) is reported and the
 chat goes on: calls it left are answered as not executed.
 
+An AG-UI interrupt shows as a card and is answered as in `agui-tools run`;
+a resumed thread whose last run was interrupted asks at once.
+
 Exit codes: 0 you left (/quit, Ctrl-D), 2 bad usage, 130 interrupted (Ctrl-C).
 """
 
@@ -157,6 +160,16 @@ async def _resume(driver: Driver) -> None:
         f"message(s)" + (f", {runs} run(s)" if runs else ""),
     )
     driver.ui.summary(conversation.messages)
+    interrupts = driver.session.interrupts
+    if interrupts:
+        ids = ", ".join(i.id for i in interrupts)
+        _say(
+            driver,
+            f"the thread's last run is waiting on {len(interrupts)} interrupt(s): {ids} — "
+            "answered now",
+        )
+        await _turn(driver, None)
+        return
     pending = conversation.pending
     if pending:
         names = ", ".join(f"{c.name} ({c.call_id})" for c in pending)
@@ -168,7 +181,7 @@ async def _turn(driver: Driver, text: str | None) -> None:
     """One user message and everything it sets off; a failure is said, and the chat goes on.
 
     Without ``text`` the thread is carried on as it stands (a resumed thread's pending calls)."""
-    from .._errors import ProtocolViolation
+    from .._errors import ProtocolViolation, UsageError
     from ..transport._client import TransportError
     from ._http import describe_transport_error
 
@@ -180,6 +193,10 @@ async def _turn(driver: Driver, text: str | None) -> None:
         problem = describe_transport_error(exc, driver.args.url)
     except ProtocolViolation as exc:
         problem = f"the agent's stream was rejected: {exc}"
+    except UsageError as exc:  # an answer refused before it was sent (an interrupt expired)
+        ui.finish_run()
+        _say(driver, f"nothing was sent: {exc}", "red")
+        return
     else:
         if result.status != "success":
             problem = describe_run(result)

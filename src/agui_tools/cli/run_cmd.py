@@ -12,6 +12,7 @@ from ._drive import Driver, add_drive_options, describe_run, prepare
 
 if TYPE_CHECKING:
     from ..app._conversation import RunResult
+    from ..transport._session import Interrupt, Resolution
 
 HELP = """\
 Send PROMPT to the AG-UI agent at URL and carry the conversation until the
@@ -35,6 +36,12 @@ the answer says nobody decided.
 another (SSE, or the binary frames with --proto): `agui-tools verify FILE`
 judges them. --json prints the outcome as
 one JSON document on stdout (the terminal UI then goes to stderr).
+
+An AG-UI interrupt (the run stops to ask) shows as a card — reason, message,
+the call it names with its arguments, the answer's schema — and is answered:
+[a]pprove, [r]esolve with a JSON payload (validated against the schema), or
+[c]ancel with a reason; --yes approves, --decline cancels, a --script line
+answers (edit {json} gives the payload). At the end of input it is cancelled.
 
 Exit codes: 0 the agent finished with nothing pending, 1 the run ended in an
 error, was cancelled, truncated or rejected, 2 bad usage or an unreachable
@@ -83,12 +90,14 @@ def run(args: argparse.Namespace) -> int:
 def _run(driver: Driver) -> int:
     import asyncio
 
-    from .._errors import ProtocolViolation
+    from .._errors import ProtocolViolation, UsageError
     from ..demo.app import ScriptError
     from ..transport._client import TransportError
+    from ..transport._session import Resolution
     from ._http import describe_transport_error
 
     args, ui, session = driver.args, driver.ui, driver.session
+    driver.resumed = _recording(driver, Resolution)
 
     async def main() -> RunResult:
         try:
@@ -107,6 +116,12 @@ def _run(driver: Driver) -> int:
     except ScriptError as exc:
         print(terminal_text(f"agui-tools run: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
+    except UsageError as exc:  # an answer refused before it was sent (an interrupt expired)
+        ui.finish_run()
+        print(terminal_text(f"agui-tools run: nothing was sent: {exc}"), file=sys.stderr)
+        if args.json:
+            _print_json(driver, f"nothing was sent: {exc}")
+        return 1
     except TransportError as exc:
         ui.finish_run()
         print(
@@ -138,6 +153,22 @@ def _run(driver: Driver) -> int:
 INTERRUPTED = "interrupted (Ctrl-C) before the agent finished"
 
 
+def _recording(driver: Driver, resolution: type[Resolution]) -> list[dict[str, Any]]:
+    """Every resume entry the interrupt handler answers with, in order (for ``--json``)."""
+    entries: list[dict[str, Any]] = []
+    handler = driver.session.on_interrupt
+    assert handler is not None
+
+    def record(interrupt: Interrupt) -> Any:
+        answer = handler(interrupt)
+        assert isinstance(answer, resolution)  # the terminal's handler answers directly
+        entries.append(answer.entry(interrupt.id))
+        return answer
+
+    driver.session.on_interrupt = record
+    return entries
+
+
 def _print_json(driver: Driver, problem: str | None, *, status: str | None = None) -> None:
     """The outcome for a script: the runs, the thread, the state, what went wrong."""
     import orjson
@@ -152,11 +183,13 @@ def _print_json(driver: Driver, problem: str | None, *, status: str | None = Non
                 "runId": r.run_id,
                 "status": r.status,
                 "pending": [c.call_id for c in r.pending],
+                "interrupts": r.interrupts,
                 "error": r.error,
             }
             for r in runs
         ],
         "messages": conversation.messages if conversation is not None else [],
+        "resumed": driver.resumed,
         "state": conversation.state if conversation is not None else None,
         "error": problem,
     }

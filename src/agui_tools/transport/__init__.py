@@ -13,7 +13,17 @@ from __future__ import annotations
 
 from ._client import AgentClient, BaseAgentClient, SyncAgentClient
 from ._server import AgentEndpoint, agent_app
-from ._session import Approval, BaseSession, Session, SyncSession, tool_spec_from_function
+from ._session import (
+    Approval,
+    BaseSession,
+    Interrupt,
+    InterruptedCall,
+    InvalidPayload,
+    Resolution,
+    Session,
+    SyncSession,
+    tool_spec_from_function,
+)
 
 __all__ = [
     "AgentClient",
@@ -21,6 +31,10 @@ __all__ = [
     "Approval",
     "BaseAgentClient",
     "BaseSession",
+    "Interrupt",
+    "InterruptedCall",
+    "InvalidPayload",
+    "Resolution",
     "Session",
     "SyncAgentClient",
     "SyncSession",

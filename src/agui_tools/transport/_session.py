@@ -52,6 +52,7 @@ from typing import Any, Generic, TypeVar, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .._errors import UsageError
+from ..app._arguments import parse_arguments
 from ..app._calls import Answer, CallStatus, PendingCall
 from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import (
@@ -62,17 +63,31 @@ from ..app._conversation import (
     Update,
     call_update,
 )
+from ..app._interrupts import (
+    Interrupt,
+    InterruptedCall,
+    InvalidPayload,
+    Resolution,
+    open_interrupts,
+    resume_entries,
+)
 from ..app._journal import Journal
 from ..app._link import Operation
 from ..app._steps import Pause, adrive, drive
 from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
+from ..app._validation import ArgumentValidator
 from ._client import AgentClient, SyncAgentClient
 
 __all__ = [
     "Approval",
     "BaseSession",
+    "Interrupt",
+    "InterruptedCall",
+    "InvalidPayload",
+    "OnInterrupt",
     "RegisteredTool",
+    "Resolution",
     "Session",
     "SyncSession",
     "tool_spec_from_function",
@@ -107,6 +122,11 @@ class Approval:
 F = TypeVar("F", bound=Callable[..., Any])
 
 AskUser = Callable[[PendingCall], Approval | bool | Awaitable[Approval | bool]]
+InterruptAnswer = Resolution | Approval | bool
+OnInterrupt = Callable[[Interrupt], InterruptAnswer | Awaitable[InterruptAnswer]]
+"""An interrupt handler: a :class:`Resolution`; for an interrupt that names a call
+(an approval request) an :class:`Approval` or a bool too — see
+:func:`interrupt_resolution`."""
 C = TypeVar("C", AgentClient, SyncAgentClient)
 
 
@@ -244,6 +264,13 @@ class _Store(_SessionStep):
     steps: StoreSteps[Any]
 
 
+@dataclass(frozen=True, slots=True)
+class _Resolve(_SessionStep):
+    """Ask the interrupt handler about ``interrupt``; the face replies with its answer."""
+
+    interrupt: Interrupt
+
+
 _Step = _SessionStep
 Steps = Generator[_Step | Pause, Any, Any]  # a session pauses never; the drivers allow it
 
@@ -292,8 +319,10 @@ class BaseSession(Generic[C]):
         store: Store | AsyncStore | Journal | None = None,
         in_flight_wait: float | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
+        on_interrupt: OnInterrupt | None = None,
     ) -> None:
         self.client: C = client
+        self.on_interrupt = on_interrupt
         self._in_flight_wait = in_flight_wait
         self._outcome_unknown = outcome_unknown
         self.ask = ask
@@ -316,6 +345,19 @@ class BaseSession(Generic[C]):
         self.conversation = conversation
 
     # -- registration -------------------------------------------------------------
+
+    def interrupt(self, fn: OnInterrupt, /) -> OnInterrupt:
+        """Register the interrupt handler (a decorator; the same as ``on_interrupt=``)."""
+        self.on_interrupt = fn
+        return fn
+
+    @property
+    def interrupts(self) -> list[Interrupt]:
+        """The interrupts the last run left open (after ``send``/``open``): what
+        :meth:`Session.resume` must answer, every one of them (INT-7)."""
+        if self.conversation is None:
+            return []
+        return open_interrupts(self.conversation)
 
     @overload
     def tool(self, fn: F, /) -> F: ...
@@ -440,6 +482,16 @@ class BaseSession(Generic[C]):
         conv: Conversation = yield from self._open_steps()
         if conv.pending:  # a restored thread: finish what the last process left first
             yield from self._dispose_steps(emit)
+        resume: list[dict[str, Any]] | None = None
+        if open_interrupts(conv):  # a restored (or returned) interrupted run: answer it first
+            if not self._answers_interrupts(conv):
+                raise UsageError(
+                    "the last run was interrupted and its interrupts are open: answer them "
+                    "with resume() (or give the session an interrupt handler) before sending "
+                    "(INT-7)",
+                    rule="INT-7",
+                )
+            resume = yield from self._resolve_steps(conv)
         sent = message_id is not None and conv.thread.has_message(message_id)
         if (
             sent
@@ -452,16 +504,66 @@ class BaseSession(Generic[C]):
             conv.next_input(
                 messages=[
                     {"id": message_id or f"msg-{uuid.uuid4()}", "role": "user", "content": text}
-                ]
+                ],
+                resume=resume,
             )
         else:
-            conv.next_input()
+            conv.next_input(resume=resume)
+        return (yield from self._carry_steps(conv, emit))
+
+    def _resume_steps(
+        self, answers: Mapping[str, InterruptAnswer], emit: Callable[[Update], Any]
+    ) -> Steps:
+        """Answer the open interrupts with ``answers`` and carry the thread on."""
+        conv: Conversation = yield from self._open_steps()
+        interrupts = open_interrupts(conv)
+        if not interrupts:
+            raise UsageError(
+                "there is nothing to resume: the last run of the thread was not interrupted "
+                "(or its interrupts were already answered) (INT-6)",
+                rule="INT-6",
+            )
+        by_id = {i.id: i for i in interrupts}
+        resolutions = {
+            iid: interrupt_resolution(by_id[iid], a) if iid in by_id else _as_resolution(a)
+            for iid, a in answers.items()
+        }
+        conv.next_input(resume=resume_entries(interrupts, resolutions))  # INT-6/7/8 judged
+        return (yield from self._carry_steps(conv, emit))
+
+    def _answers_interrupts(self, conv: Conversation) -> bool:
+        """Whether this session answers the open interrupts itself: it has an interrupt
+        handler — or ``ask``, and each interrupt is an approval request (names a call
+        the thread holds), which ``ask`` answers as it answers a frontend call."""
+        if self.on_interrupt is not None:
+            return True
+        interrupts = open_interrupts(conv)
+        return self.ask is not None and all(i.call is not None for i in interrupts)
+
+    def _resolve_steps(self, conv: Conversation) -> Generator[_Step, Any, list[dict[str, Any]]]:
+        """Ask the interrupt handler (or ``ask``, for an approval request without one)
+        about each open interrupt; the resume list."""
+        interrupts = open_interrupts(conv)
+        answers: dict[str, Resolution] = {}
+        for interrupt in interrupts:
+            if self.on_interrupt is not None:
+                answer = yield _Resolve(interrupt)
+            else:
+                answer = yield _Ask(_approval_request(conv, interrupt))
+            answers[interrupt.id] = interrupt_resolution(interrupt, answer)
+        return resume_entries(interrupts, answers)
+
+    def _carry_steps(self, conv: Conversation, emit: Callable[[Update], Any]) -> Steps:
+        """Run the prepared input, and the next, until nothing is pending."""
         result: RunResult | None = None
         for _ in range(self.max_turns):
             result = yield _Turn()
             assert result is not None
             for update in conv.take_updates():
                 emit(update)
+            if result.status == "interrupt" and self._answers_interrupts(conv):
+                conv.next_input(resume=(yield from self._resolve_steps(conv)))
+                continue
             # the agent is done when its run left no calls at all; calls the core already
             # answered (refused, invalid, denied) still need the agent to hear the answer
             if result.status != "success" or not result.pending:
@@ -527,6 +629,70 @@ class BaseSession(Generic[C]):
                 emit(update)
 
 
+def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
+    """What a handler's answer means for ``interrupt``.
+
+    A :class:`Resolution` is itself. An :class:`Approval` (or a bool) answers an
+    approval request — an interrupt naming a call — the way ``ask`` answers a
+    side-effecting frontend call: approved resolves it with ``{"approved": true}``
+    (and ``"arguments"``, when the user edited them — validated against the
+    advertised tool's schema when there is one); declined cancels it, with the
+    reason. A decline is never sent as an approval.
+    """
+    if isinstance(answer, Resolution):
+        return answer
+    if isinstance(answer, bool):
+        answer = Approval(answer)
+    if not isinstance(answer, Approval):
+        raise UsageError(
+            f"an interrupt handler answers with a Resolution (or, for an approval request, "
+            f"an Approval or a bool), not {type(answer).__name__}"
+        )
+    if not answer.approved:
+        return Resolution.cancel(answer.reason or "declined")
+    if interrupt.call is None and answer.arguments is not None:
+        raise UsageError(
+            f"interrupt {interrupt.id!r} names no call: there are no arguments to edit"
+        )
+    payload: dict[str, Any] = {"approved": True}
+    if answer.arguments is not None:
+        assert interrupt.call is not None
+        if interrupt.call.parameters is not None:
+            errors = ArgumentValidator(interrupt.call.parameters).validate(answer.arguments)
+            if errors:
+                raise UsageError(
+                    f"the edited arguments of {interrupt.call.name!r} do not satisfy its schema: "
+                    + "; ".join(str(e) for e in errors),
+                    rule="TOOL-21",
+                )
+        payload["arguments"] = dict(answer.arguments)
+    return Resolution.resolve(payload)
+
+
+def _approval_request(conv: Conversation, interrupt: Interrupt) -> PendingCall:
+    """The call an approval request names, as ``ask`` sees a call awaiting consent."""
+    call = interrupt.call
+    assert call is not None
+    last = conv.runs[-1] if conv.runs else None
+    return PendingCall(
+        conv.thread_id,
+        last.run_id if last is not None else None,
+        call.call_id,
+        call.name,
+        call.text,
+        parse_arguments(call.text),
+        conv.tools.get(call.name),
+        status=CallStatus.AWAITING_CONSENT,
+    )
+
+
+def _as_resolution(answer: Any) -> Resolution:
+    if isinstance(answer, Resolution):
+        return answer
+    approved = answer.approved if isinstance(answer, Approval) else bool(answer)
+    return Resolution.resolve({"approved": True}) if approved else Resolution.cancel()
+
+
 def _ignore(update: Update) -> None:
     return None
 
@@ -568,6 +734,24 @@ class Session(BaseSession[AgentClient]):
         result: RunResult = await self._perform(steps, emit)
         return result
 
+    async def resume(
+        self,
+        answers: Mapping[str, Resolution | Approval | bool],
+        *,
+        on_update: Callable[[Update], Any] | None = None,
+    ) -> RunResult:
+        """Answer the open interrupts — one answer per interrupt id, each a
+        :class:`Resolution` (an :class:`Approval` for an approval request) — and
+        carry the thread on as :meth:`send` does. On a new session with the
+        thread's id, the interrupted run is restored from the store first.
+        Refused before anything is sent (:class:`UsageError`) when the answers
+        leave an interrupt out or name an unknown one (INT-6/7), resolve an
+        expired one (INT-8), or a payload fails its ``responseSchema``
+        (:class:`InvalidPayload`)."""
+        emit = on_update or _ignore
+        result: RunResult = await self._perform(self._resume_steps(answers, emit), emit)
+        return result
+
     async def open(self) -> Conversation:
         """The session's conversation, its thread restored from the store — without
         sending anything: to show a thread's history before the user types (a page
@@ -587,6 +771,10 @@ class Session(BaseSession[AgentClient]):
                 assert self.ask is not None
                 reply = self.ask(step.call)
                 return await reply if inspect.isawaitable(reply) else reply
+            if isinstance(step, _Resolve):
+                assert self.on_interrupt is not None
+                answer = self.on_interrupt(step.interrupt)
+                return await answer if inspect.isawaitable(answer) else answer
             if isinstance(step, _Open):
                 if self._store_may_wait:
                     return await asyncio.to_thread(self._reopened)
@@ -657,6 +845,17 @@ class SyncSession(BaseSession[SyncAgentClient]):
         result: RunResult = self._perform(self._send_steps(text, emit, message_id), emit)
         return result
 
+    def resume(
+        self,
+        answers: Mapping[str, Resolution | Approval | bool],
+        *,
+        on_update: Callable[[Update], Any] | None = None,
+    ) -> RunResult:
+        """Answer the open interrupts and carry the thread on (see :meth:`Session.resume`)."""
+        emit = on_update or _ignore
+        result: RunResult = self._perform(self._resume_steps(answers, emit), emit)
+        return result
+
     def open(self) -> Conversation:
         """The session's conversation, its thread restored (see :meth:`Session.open`)."""
         conv: Conversation = self._perform(self._open_steps(), _ignore)
@@ -681,6 +880,17 @@ class SyncSession(BaseSession[SyncAgentClient]):
                         "bool), not return an awaitable; use Session for an async one"
                     )
                 return reply
+            if isinstance(step, _Resolve):
+                assert self.on_interrupt is not None
+                answer = self.on_interrupt(step.interrupt)
+                if inspect.isawaitable(answer):
+                    if inspect.iscoroutine(answer):
+                        answer.close()
+                    raise UsageError(
+                        "a SyncSession's interrupt handler must answer directly, not return an "
+                        "awaitable; use Session for an async one"
+                    )
+                return answer
             if isinstance(step, _Open):
                 return self._reopened()
             if isinstance(step, _Store):

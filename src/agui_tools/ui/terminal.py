@@ -30,11 +30,11 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from .._errors import ProtocolWarning
+from .._errors import ProtocolWarning, UsageError
 from .._text import terminal_text
 from ..app._calls import CallStatus, PendingCall, describe_errors
 from ..app._conversation import CallUpdate, TextDelta, Update
-from ..transport._session import Approval
+from ..transport._session import Approval, Interrupt, Resolution, interrupt_resolution
 
 __all__ = ["TerminalUI", "interruptible", "safe", "safe_text"]
 
@@ -390,6 +390,149 @@ class TerminalUI:
                 return Approval.approve(edited)
             self.console.print(Text("please answer a, d or e", style="dim"))
 
+    # -- interrupts ------------------------------------------------------------------
+
+    def show_interrupt(self, interrupt: Interrupt) -> None:
+        """The interrupt card: why the run stopped, what it asks, the call it names (with
+        its arguments), the answer's schema, and when it expires."""
+        self._flush()
+        body = Table.grid(padding=(0, 1))
+        body.add_column(style="dim")
+        body.add_column()
+        body.add_row("interrupt", safe_text(interrupt.id))
+        body.add_row("reason", safe_text(interrupt.reason or "(none given)", "bold"))
+        if interrupt.message:
+            body.add_row("message", safe_text(interrupt.message))
+        call = interrupt.call
+        if call is not None:
+            body.add_row("tool", safe_text(call.name, "bold"))
+            if call.description:
+                body.add_row("does", safe_text(call.description))
+            shown = call.arguments if call.arguments is not None else call.text
+            body.add_row("arguments", safe_text(_compact(shown)))
+        elif interrupt.tool_call_id is not None:
+            body.add_row("call", safe_text(f"{interrupt.tool_call_id} (not in this thread)"))
+        if interrupt.response_schema is not None:
+            body.add_row("answer schema", safe_text(_compact(interrupt.response_schema)))
+        if interrupt.metadata:
+            body.add_row("metadata", safe_text(_compact(interrupt.metadata)))
+        if interrupt.expires_at is not None:
+            late = " — expired: it can only be cancelled" if interrupt.expired else ""
+            body.add_row("expires", safe_text(interrupt.expires_at + late))
+        title = "The agent asks for approval" if call is not None else "The agent is waiting"
+        self.console.print(Panel(body, title=title, border_style="cyan", expand=False))
+
+    def interrupt_handler(
+        self, decide: Callable[[Any], Approval] | None = None
+    ) -> Callable[[Interrupt], Resolution]:
+        """The ``on_interrupt`` for a session: the card, the answer — asked here, or given
+        by ``decide`` (``--yes``, ``--decline``, ``--script``) — and "→ resolved / cancelled".
+
+        A flag's answer reads: approve — an approval request approved (any other
+        interrupt has no payload to give: cancelled, as nobody's answer); decline
+        [reason] — cancelled; edit {json} — approved with those arguments, or, for
+        an interrupt naming no call, resolved with that payload (validated first)."""
+
+        def handle(interrupt: Interrupt) -> Resolution:
+            self.show_interrupt(interrupt)
+            if decide is None:
+                answer = self._answer_interrupt(interrupt)
+            else:
+                answer = self._decided_interrupt(interrupt, decide)
+            self.resolved(answer)
+            return answer
+
+        return handle
+
+    def _decided_interrupt(
+        self, interrupt: Interrupt, decide: Callable[[Any], Approval]
+    ) -> Resolution:
+        for _ in range(_MAX_REFUSED_EDITS):
+            # the flags' deciders read a line (or a flag), whatever they are asked about
+            approval = interruptible(lambda: decide(interrupt))
+            if not approval.approved:
+                why = approval.reason or "declined"
+                if approval.decided_by != "user":
+                    why = f"nobody answered ({why})"
+                return Resolution.cancel(why)
+            if interrupt.expired:
+                return Resolution.cancel("expired before it was answered")
+            if interrupt.call is None:
+                if approval.arguments is None:
+                    return Resolution.cancel("nobody answered (approve gives no payload)")
+                answer = Resolution.resolve(dict(approval.arguments))
+            else:
+                try:
+                    answer = interrupt_resolution(interrupt, approval)
+                except UsageError as exc:  # edited arguments the tool's schema refuses
+                    self._refuse_payload(str(exc), "the next answer is used")
+                    continue
+            refused = _payload_problem(interrupt, answer)
+            if refused is None:
+                return answer
+            self._refuse_payload(refused, "the next answer is used")
+        return Resolution.cancel("nobody answered (every payload given was refused)")
+
+    def _answer_interrupt(self, interrupt: Interrupt) -> Resolution:
+        try:
+            return self._ask_interrupt(interrupt)
+        except EOFError:
+            self.console.print()
+            return Resolution.cancel(f"nobody answered ({NO_ANSWER})")
+
+    def _ask_interrupt(self, interrupt: Interrupt) -> Resolution:
+        if interrupt.expired:
+            self.console.print(Text("it has expired: it can only be cancelled", style="dim"))
+        if interrupt.call is not None and not interrupt.expired:
+            question = "[a]pprove / [r]esolve with JSON / [c]ancel? "
+        elif not interrupt.expired:
+            question = "[r]esolve with JSON / [c]ancel? "
+        else:
+            question = "[c]ancel? "
+        while True:
+            answer = self._prompt(question).strip().lower()
+            if answer in ("c", "cancel", "d", "decline", "n", "no"):
+                try:
+                    reason = self._prompt("reason (optional): ").strip()
+                except EOFError:  # the user cancelled; the reason is what ended
+                    reason = ""
+                return Resolution.cancel(reason or None)
+            if interrupt.expired:
+                self.console.print(Text("please answer c", style="dim"))
+                continue
+            if interrupt.call is not None and answer in ("a", "approve", "y", "yes"):
+                return interrupt_resolution(interrupt, Approval.approve())
+            if answer in ("r", "resolve"):
+                raw = self._prompt("payload (JSON): ")
+                try:
+                    payload = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    self.console.print(safe_text(f"not JSON: {exc}", "red"))
+                    continue
+                resolution = Resolution.resolve(payload)
+                refused = _payload_problem(interrupt, resolution)
+                if refused is not None:
+                    self._refuse_payload(refused, "answer again")
+                    continue
+                return resolution
+            choices = "a, r or c" if interrupt.call is not None else "r or c"
+            self.console.print(Text(f"please answer {choices}", style="dim"))
+
+    def _refuse_payload(self, problem: str, then: str) -> None:
+        self.console.print(
+            safe_text(f"→ payload refused: {problem} — {then}", "red"), soft_wrap=True
+        )
+
+    def resolved(self, answer: Resolution) -> None:
+        """One line after each interrupt answered, so the transcript says what was sent."""
+        if answer.resolved:
+            line = "→ resolved" + (
+                f" with {_compact(answer.payload)}" if answer.payload is not None else ""
+            )
+        else:
+            line = "→ cancelled" + (f": {answer.reason}" if answer.reason else "")
+        self.console.print(safe_text(line, "green" if answer.resolved else "magenta"))
+
     # -- summary -----------------------------------------------------------------------
 
     def summary(self, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -429,6 +572,24 @@ class TerminalUI:
 
 
 NO_ANSWER: Final = "the input ended before an answer was given"
+
+
+def _compact(value: Any) -> str:
+    """A JSON value on one line (a text that is not JSON as it is)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+def _payload_problem(interrupt: Interrupt, answer: Resolution) -> str | None:
+    """Why ``answer`` cannot be sent for ``interrupt`` (its responseSchema), or ``None``."""
+    if not answer.resolved:
+        return None
+    errors = interrupt.validate(answer.payload)
+    return "; ".join(str(e) for e in errors) if errors else None
+
+
 """The reason of a decline nobody gave: end of input at the consent prompt."""
 
 _MAX_REFUSED_EDITS: Final = 100
