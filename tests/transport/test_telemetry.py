@@ -17,6 +17,7 @@ from agui_tools import _telemetry
 from agui_tools._errors import StoreOutcomeUnknown, StoreWriteFailed
 from agui_tools.agent import Run
 from agui_tools.agent._runner import collect
+from agui_tools.app._consent import ConsentPolicy
 from agui_tools.testing import serving
 from agui_tools.transport._client import AgentClient, SyncAgentClient
 from agui_tools.transport._server import agent_app
@@ -311,6 +312,21 @@ def test_nobody_asked_is_never_a_user_decision(
     assert (call.attributes or {})["agui.tool_call.decided_by"] == "policy"
 
 
+def test_a_policy_approval_is_the_policy_s_not_a_user_s(
+    spans: InMemorySpanExporter, url: str, face: str
+) -> None:
+    session = make_session(url, face, consent=ConsentPolicy.auto_approve())
+    send(session, "frontend")
+    [decision] = [s for s in spans.get_finished_spans() if s.name == "agui.consent"]
+    assert dict(decision.attributes or {}) == {
+        "agui.consent.decision": "approved",
+        "agui.consent.decided_by": "policy",
+        "agui.consent.asked": False,
+    }
+    [execution] = [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]
+    assert (execution.attributes or {})["agui.tool.outcome"] == "executed"
+
+
 def test_a_failing_handler_is_an_error_execution_naming_its_type_not_its_text(
     spans: InMemorySpanExporter, url: str, face: str
 ) -> None:
@@ -427,6 +443,9 @@ def test_a_crash_after_the_claim_resumes_as_outcome_unknown(
         "agui.store.outcome": "unknown",  # a write failed: written or not, nobody knows
         "error.type": "StoreWriteFailed",
     }
+    a_call = under(a_send, "agui.tool_call confirm_order")
+    assert (a_call.attributes or {})["error.type"] == "StoreOutcomeUnknown"
+    assert a_call.status.status_code.name == "ERROR"
     execution = under(a_send, "execute_tool confirm_order")
     assert (execution.attributes or {})["error.type"] == "StoreOutcomeUnknown"
     assert execution.status.status_code.name == "ERROR"
@@ -468,7 +487,9 @@ def test_an_emitter_refusal_is_an_event_on_the_agent_run(spans: InMemorySpanExpo
 def test_with_telemetry_off_nothing_is_recorded_and_no_header_is_sent(
     spans: InMemorySpanExporter, url: str
 ) -> None:
-    _telemetry.use(enabled=False)
+    provider = TracerProvider()  # a provider that would record: telemetry off wins
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    _telemetry.use(provider, enabled=False)
     seen: list[httpx.Request] = []
     client = SyncAgentClient(url, http=httpx.Client(event_hooks={"request": [seen.append]}))
     SyncSession(client).send("text")
