@@ -3,9 +3,10 @@
 The faces (the HTTP client, the session, the server and the run driver) call
 the few functions here; nothing else of the library imports OpenTelemetry.
 The API is imported on the first span, never at ``import agui_tools``; without
-it every function is a no-op, and with it but no SDK configured the spans are
-the API's non-recording ones, whose attributes are never computed (each helper
-yields ``None`` for a span that does not record).
+it every function is a no-op, and with it but no SDK configured (the global
+provider is still the API's proxy) too — no span is started, no header
+injected; a span that does not record (sampled out) is yielded as ``None``, so
+its attributes are never computed.
 
 No secrets: argument values, results and message text are never recorded —
 their sizes are — unless a tool opts in (``Session.tool(trace_payloads=True)``).
@@ -72,6 +73,10 @@ def _get_tracer() -> Any:
         from ._version import __version__
 
         provider = _provider if _provider is not None else api[0].get_tracer_provider()
+        if isinstance(provider, api[0].ProxyTracerProvider | api[0].NoOpTracerProvider):
+            # no SDK configured (yet): nothing would record — stay a no-op, and look
+            # again next time (an application may set its provider after importing us)
+            return None
         _tracer = provider.get_tracer(SCOPE, __version__)
     return _tracer
 
@@ -147,7 +152,7 @@ def within(s: Any) -> Iterator[None]:
 
 def inject(headers: Mapping[str, str]) -> Mapping[str, str]:
     """``headers`` with the current trace context (``traceparent``) added, when any."""
-    if _load() is None:
+    if _get_tracer() is None:
         return headers
     carrier: MutableMapping[str, str] = {}
     _api[1].inject(carrier)
@@ -158,7 +163,7 @@ def inject(headers: Mapping[str, str]) -> Mapping[str, str]:
 def extracted(carrier: Mapping[str, str]) -> Iterator[None]:
     """The block runs in the trace context the request's headers carry (none: as is)."""
     api = _load()
-    if api is None or "traceparent" not in carrier:
+    if api is None or "traceparent" not in carrier or _get_tracer() is None:
         yield
         return
     token = api[2].attach(api[1].extract(carrier))

@@ -4,6 +4,8 @@ loopback server, exported in memory by the SDK — every attribute asserted."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -495,3 +497,24 @@ def test_with_telemetry_off_nothing_is_recorded_and_no_header_is_sent(
     SyncSession(client).send("text")
     assert spans.get_finished_spans() == ()
     assert "traceparent" not in seen[0].headers
+
+
+def test_the_api_without_an_sdk_starts_no_span_and_injects_nothing() -> None:
+    """No provider configured (the API's proxy): every helper is the no-op."""
+    _telemetry.use(None)
+    assert _telemetry._get_tracer() is None  # not even the proxy's non-recording spans
+    headers = {"accept": "text/event-stream"}
+    with _telemetry.span("x") as s:
+        assert s is None
+        assert _telemetry.inject(headers) is headers
+
+
+def test_the_faces_import_opentelemetry_only_on_the_first_span() -> None:
+    code = (
+        "import sys, agui_tools.transport._session, agui_tools.transport._server; "
+        "print(any(m.startswith('opentelemetry') for m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
