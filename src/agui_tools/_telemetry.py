@@ -16,6 +16,7 @@ Attribute names: docs/observability.md.
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -36,6 +37,8 @@ _UNSET: Any = object()
 _api: Any = _UNSET  # (trace, propagate, context) once loaded; None: absent or disabled
 _provider: Any = None  # a TracerProvider of this library's own (tests, bench); None: the global
 _tracer: Any = None
+_meter_provider: Any = None  # a MeterProvider of this library's own (tests); None: the global
+_meters: Any = None  # the instruments (:class:`_Meters`) once made
 _RUNS: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (thread, run) → the run span's context
 _RUNS_KEPT = 256
 
@@ -54,13 +57,15 @@ def _load() -> Any:
     return _api
 
 
-def use(provider: Any = None, *, enabled: bool = True) -> None:
-    """Send this library's spans to ``provider`` (``None``: the global one); with
-    ``enabled=False``, behave as if OpenTelemetry were not installed. For tests and
-    the bench; an application configures the global provider instead."""
-    global _api, _provider, _tracer
+def use(provider: Any = None, *, meter_provider: Any = None, enabled: bool = True) -> None:
+    """Send this library's spans to ``provider`` and its measurements to
+    ``meter_provider`` (``None``: the global ones); with ``enabled=False``, behave as
+    if OpenTelemetry were not installed. For tests and the bench; an application
+    configures the global providers instead."""
+    global _api, _provider, _tracer, _meter_provider, _meters
     _api = _UNSET if enabled else None
     _provider, _tracer = provider, None
+    _meter_provider, _meters = meter_provider, None
     _RUNS.clear()
 
 
@@ -79,6 +84,57 @@ def _get_tracer() -> Any:
             return None
         _tracer = provider.get_tracer(SCOPE, __version__)
     return _tracer
+
+
+class _Meters:
+    """The instruments (names and attributes: docs/observability.md)."""
+
+    def __init__(self, meter: Any) -> None:
+        self.client_runs = meter.create_counter(
+            "agui.client.runs", unit="{run}", description="runs sent, by status"
+        )
+        self.client_events = meter.create_counter(
+            "agui.client.events", unit="{event}", description="events received"
+        )
+        self.violations = meter.create_counter(
+            "agui.client.violations", unit="{violation}", description="rule IDs broken"
+        )
+        self.tool_calls = meter.create_counter(
+            "agui.tool_calls", unit="{call}", description="tool calls, by disposition"
+        )
+        self.tool_duration = meter.create_histogram(
+            "agui.tool.duration", unit="s", description="execute_tool: claim, handler, finish"
+        )
+        self.store_duration = meter.create_histogram(
+            "agui.store.duration", unit="s", description="one store operation"
+        )
+        self.agent_runs = meter.create_counter(
+            "agui.agent.runs", unit="{run}", description="runs served, by terminal event"
+        )
+        self.agent_events = meter.create_counter(
+            "agui.agent.events", unit="{event}", description="events emitted"
+        )
+        self.refusals = meter.create_counter(
+            "agui.agent.refusals", unit="{refusal}", description="emitter refusals, by rule"
+        )
+
+
+def _get_meters() -> _Meters | None:
+    global _meters
+    api = _load()
+    if api is None:
+        return None
+    if _meters is None:
+        from opentelemetry import metrics
+
+        from ._version import __version__
+
+        provider = _meter_provider if _meter_provider is not None else metrics.get_meter_provider()
+        if type(provider).__name__ in ("_ProxyMeterProvider", "NoOpMeterProvider"):
+            return None  # no SDK configured (yet): look again next time
+        _meters = _Meters(provider.get_meter(SCOPE, __version__))
+    made: _Meters = _meters
+    return made
 
 
 @contextlib.contextmanager
@@ -209,6 +265,14 @@ def run_span(run_input: Mapping[str, Any], transport: str) -> Iterator[Any]:
 
 
 def run_ended(s: Any, result: Any, events: int) -> None:
+    m = _get_meters()
+    if m is not None:
+        m.client_runs.add(1, {"agui.run.status": result.status})
+        m.client_events.add(events)
+        for rule in [w.rule for w in result.warnings] + (
+            [result.violation.rule] if result.violation is not None else []
+        ):
+            m.violations.add(1, {"agui.rule": rule})
     if s is None:
         return
     s.set_attribute("agui.run.status", result.status)
@@ -243,6 +307,10 @@ def call_span(call: Any, *, restored: bool = False) -> Any:
 
 
 def call_ended(s: Any, call: Any, error: BaseException | None = None) -> None:
+    m = _get_meters()
+    if m is not None:
+        outcome = call.answer.outcome if call.answer is not None else "unanswered"
+        m.tool_calls.add(1, {"gen_ai.tool.name": call.name, "agui.tool_call.outcome": outcome})
     if s is None:
         return
     s.set_attribute("agui.tool_call.status", str(call.status))
@@ -266,7 +334,7 @@ def restored(conversation: Any) -> None:
     """The calls a restore disposed of (once per conversation): a span each, with
     ``agui.tool_call.restored`` — a call whose execution started and left no answer
     reads ``agui.tool_call.outcome_unknown`` true, never "not run"."""
-    if _get_tracer() is None or conversation in _RESTORED:
+    if (_get_tracer() is None and _get_meters() is None) or conversation in _RESTORED:
         return
     _RESTORED.add(conversation)
     for call in conversation._calls.values():
@@ -298,15 +366,26 @@ def consent_end(s: Any, approved: bool, decided_by: str, asked: bool) -> None:
 def execute_tool(call: Any, parent: Any, payloads: bool) -> Iterator[Any]:
     """``execute_tool {name}`` (GenAI semantic conventions), current while it runs, so
     the store's claim and finish, and the handler's own spans, nest under it."""
-    with span(f"execute_tool {call.name}", parent=parent) as s:
-        if s is not None:
-            s.set_attribute("gen_ai.operation.name", "execute_tool")
-            s.set_attribute("gen_ai.tool.name", call.name)
-            s.set_attribute("gen_ai.tool.call.id", call.call_id)
-            s.set_attribute("gen_ai.tool.type", "function")
-            if payloads:
-                s.set_attribute("gen_ai.tool.call.arguments", _json(call.effective_arguments))
-        yield s
+    m = _get_meters()
+    t0 = time.perf_counter()
+    outcome = "error"  # an exception left the block
+    try:
+        with span(f"execute_tool {call.name}", parent=parent) as s:
+            if s is not None:
+                s.set_attribute("gen_ai.operation.name", "execute_tool")
+                s.set_attribute("gen_ai.tool.name", call.name)
+                s.set_attribute("gen_ai.tool.call.id", call.call_id)
+                s.set_attribute("gen_ai.tool.type", "function")
+                if payloads:
+                    s.set_attribute("gen_ai.tool.call.arguments", _json(call.effective_arguments))
+            yield s
+            outcome = call.answer.outcome if call.answer is not None else "error"
+    finally:
+        if m is not None:
+            m.tool_duration.record(
+                time.perf_counter() - t0,
+                {"gen_ai.tool.name": call.name, "agui.tool.outcome": outcome},
+            )
 
 
 def executed(s: Any, answer: Any, payloads: bool) -> None:
@@ -335,18 +414,32 @@ def store_op(method: str, writes: bool) -> Iterator[None]:
     """One store operation (``agui.store {method}``); ``agui.store.outcome`` is ``ok``,
     ``failed`` (a read failed: nothing was written) or ``unknown`` (a write failed:
     whether it was written is not known)."""
+    m = _get_meters()
+    t0 = time.perf_counter()
+    outcome = "ok"
     with span(f"agui.store {method}") as s:
-        if s is None:
+        if s is None and m is None:
             yield
             return
-        s.set_attribute("agui.store.operation", method)
+        if s is not None:
+            s.set_attribute("agui.store.operation", method)
         try:
             yield
         except BaseException as exc:
-            s.set_attribute("agui.store.outcome", "unknown" if writes else "failed")
-            fail(s, exc)
+            outcome = "unknown" if writes else "failed"
+            if s is not None:
+                s.set_attribute("agui.store.outcome", outcome)
+                fail(s, exc)
             raise
-        s.set_attribute("agui.store.outcome", "ok")
+        else:
+            if s is not None:
+                s.set_attribute("agui.store.outcome", "ok")
+        finally:
+            if m is not None:
+                m.store_duration.record(
+                    time.perf_counter() - t0,
+                    {"agui.store.operation": method, "agui.store.outcome": outcome},
+                )
 
 
 # -- the agent side ---------------------------------------------------------------------
@@ -364,6 +457,10 @@ def agent_run(run_input: Mapping[str, Any]) -> Iterator[Any]:
 
 
 def agent_ended(s: Any, channel: Any) -> None:
+    m = _get_meters()
+    if m is not None:
+        m.agent_runs.add(1, {"agui.run.terminal": channel.ended_with or "none"})
+        m.agent_events.add(channel.pushed)
     if s is None:
         return
     s.set_attribute("agui.agent.events", channel.pushed)
@@ -377,10 +474,14 @@ def refused(error: Any) -> None:
     api = _load()
     if api is None:
         return
+    rule = str(getattr(error, "rule", "") or "")
+    m = _get_meters()
+    if m is not None:
+        m.refusals.add(1, {"agui.rule": rule})
     s = api[0].get_current_span()
     if not s.is_recording():
         return
-    s.add_event("agui.emitter.refusal", {"agui.rule": str(getattr(error, "rule", "") or "")})
+    s.add_event("agui.emitter.refusal", {"agui.rule": rule})
     count = getattr(s, "attributes", {}).get("agui.agent.refusals", 0)
     s.set_attribute("agui.agent.refusals", count + 1)
 

@@ -11,22 +11,25 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agui_tools import _telemetry
-from agui_tools._errors import StoreOutcomeUnknown, StoreWriteFailed
+from agui_tools._errors import ProtocolViolation, StoreOutcomeUnknown, StoreWriteFailed
 from agui_tools.agent import Run
 from agui_tools.agent._runner import collect
 from agui_tools.app._consent import ConsentPolicy
+from agui_tools.app._conversation import Conversation
 from agui_tools.testing import serving
 from agui_tools.transport._client import AgentClient, SyncAgentClient
 from agui_tools.transport._server import agent_app
 from agui_tools.transport._session import Approval, BaseSession, Session, SyncSession
 from tests.helpers.async_store import AsyncMemoryStore
 from tests.helpers.e2e_agent import app
-from tests.helpers.scripted_server import serve
+from tests.helpers.scripted_server import Script, app_for, serve
 
 Tree = tuple[str, str, str, dict[str, Any], list[Any]]
 
@@ -518,3 +521,96 @@ def test_the_faces_import_opentelemetry_only_on_the_first_span() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def metrics() -> Iterator[InMemoryMetricReader]:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    _telemetry.use(None, meter_provider=provider)  # metrics alone: no tracer configured
+    try:
+        yield reader
+    finally:
+        _telemetry.use(None)
+        provider.shutdown()
+
+
+def points(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict[str, Any], Any]]]:
+    """Each metric's data points: (attributes, sum — or count for a histogram)."""
+    data = reader.get_metrics_data()
+    out: dict[str, list[tuple[dict[str, Any], Any]]] = {}
+    assert data is not None
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                out[metric.name] = sorted(
+                    (
+                        (dict(p.attributes or {}), getattr(p, "value", None) or p.count)  # type: ignore[union-attr]
+                        for p in metric.data.data_points
+                    ),
+                    key=repr,
+                )
+    return out
+
+
+def test_a_round_trip_counts_runs_events_calls_and_times_the_handler_and_store(
+    metrics: InMemoryMetricReader, url: str, face: str
+) -> None:
+    session = make_session(url, face, ask=lambda call: True)
+    send(session, "frontend")
+    got = points(metrics)
+    assert got["agui.client.runs"] == [({"agui.run.status": "success"}, 2)]
+    assert got["agui.client.events"] == [({}, 9 + 5)]
+    assert got["agui.agent.runs"] == [({"agui.run.terminal": "RUN_FINISHED"}, 2)]
+    assert got["agui.agent.events"] == [({}, 9 + 5)]
+    assert got["agui.tool_calls"] == [
+        ({"gen_ai.tool.name": "confirm_order", "agui.tool_call.outcome": "executed"}, 1)
+    ]
+    assert got["agui.tool.duration"] == [
+        ({"gen_ai.tool.name": "confirm_order", "agui.tool.outcome": "executed"}, 1)
+    ]
+    ops = {
+        (a["agui.store.operation"], a["agui.store.outcome"]): n
+        for a, n in got["agui.store.duration"]
+    }
+    assert ops == {
+        ("lookup", "ok"): 1,
+        ("decisions", "ok"): 1,
+        ("record_decision", "ok"): 1,
+        ("claim", "ok"): 1,
+        ("finish", "ok"): 1,
+    }
+    assert "agui.client.violations" not in got and "agui.agent.refusals" not in got
+
+
+def test_violations_are_counted_by_rule_id(metrics: InMemoryMetricReader) -> None:
+    script = Script(
+        chunks=[
+            b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n',
+            b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"nope","delta":"x"}\n\n',
+        ]
+    )
+    with serve(app_for(script)) as base, SyncAgentClient(f"{base}/agent") as client:
+        conv = Conversation(thread_id="t")
+        conv.next_input(user="hi", run_id="r")
+        with pytest.raises(ProtocolViolation) as raised:  # the stream broke a rule
+            client.run(conv)
+    assert raised.value.rule == "STREAM-3"
+    got = points(metrics)
+    assert got["agui.client.runs"] == [({"agui.run.status": "rejected"}, 1)]
+    assert got["agui.client.violations"] == [({"agui.rule": "STREAM-3"}, 1)]
+    assert got["agui.client.events"] == [({}, 2)]
+
+
+@pytest.mark.run_error("TOOL-10")
+def test_emitter_refusals_are_counted_by_rule_id(metrics: InMemoryMetricReader) -> None:
+    async def rude(run: Run) -> None:
+        await run.result("never-called", "a result for no call")
+
+    asyncio.run(collect(rude, {"threadId": "t", "runId": "r", "messages": []}))
+    got = points(metrics)
+    assert got["agui.agent.refusals"] == [({"agui.rule": "TOOL-10"}, 1)]
+    assert got["agui.agent.runs"] == [({"agui.run.terminal": "RUN_ERROR"}, 1)]

@@ -439,24 +439,27 @@ class BaseAgentClient(Generic[H]):
 
 
 @contextmanager
-def _ending(conversation: Conversation) -> Iterator[None]:
+def _ending(
+    conversation: Conversation, span: Any = None, events: list[int] | None = None
+) -> Iterator[None]:
     """A transport failure or cancellation mid-stream still ends the run (as
     truncated, never as finished) before the exception propagates."""
     try:
         yield
     except BaseException:
-        conversation.abandon_run()
+        ended = conversation.abandon_run()
+        if ended is not None:
+            _telemetry.run_ended(span, ended, events[0] if events else 0)
         raise
 
 
 def _deliver(
     conversation: Conversation, frames: list[Any], on_update: Callable[[Update], Any] | None
-) -> int:
+) -> None:
     updates = conversation.receive_many(frames)
     if on_update is not None:
         for update in updates:
             on_update(update)
-    return len(frames)
 
 
 class AgentClient(BaseAgentClient[httpx.AsyncClient]):
@@ -513,17 +516,20 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
         with _telemetry.run_span(run_input, self.transport) as span:
             try:
                 async for frames in self.frames(run_input):
-                    events += _deliver(conversation, frames, on_update)
+                    events += len(frames)  # received, whether or not they are accepted
+                    _deliver(conversation, frames, on_update)
             except BaseException:
                 # a transport failure or cancellation mid-stream still ends the run (as
                 # truncated, never as finished) before the exception goes on; ending saves
                 # the run and disposes of its calls: store I/O, off the event loop
                 ending = asyncio.ensure_future(conversation.abandon_run_async())
                 try:
-                    await asyncio.shield(ending)
+                    ended = await asyncio.shield(ending)
                 except asyncio.CancelledError:
                     await ending  # cancelled again while the run was ended: seen through once
                     raise
+                if ended is not None:
+                    _telemetry.run_ended(span, ended, events)
                 raise
             result = await conversation.end_run_async()
             _telemetry.run_ended(span, result, events)
@@ -575,11 +581,12 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
         """Send the conversation's prepared input and consume the run it starts (see
         :meth:`AgentClient.run`)."""
         run_input = conversation.pending_input
-        events = 0
+        events = [0]
         with _telemetry.run_span(run_input, self.transport) as span:
-            with _ending(conversation):
+            with _ending(conversation, span, events):
                 for frames in self.frames(run_input):
-                    events += _deliver(conversation, frames, on_update)
+                    events[0] += len(frames)  # received, whether or not they are accepted
+                    _deliver(conversation, frames, on_update)
             result = conversation.end_run()
-            _telemetry.run_ended(span, result, events)
+            _telemetry.run_ended(span, result, events[0])
             return result
