@@ -404,11 +404,7 @@ async def orders_agent(r: Run) -> None:
         await c.args('{"sku": "W-1", "qty": 2}')
 
 
-def test_a_crash_after_the_claim_resumes_as_outcome_unknown(
-    spans: InMemorySpanExporter,
-) -> None:
-    """A's answer cannot be recorded (the process as good as died after the side
-    effect); B, on the same store, reads the intent without an answer."""
+def _crash_and_resume() -> None:
     store_ = AsyncMemoryStore()
     store_.fail["finish"] = StoreWriteFailed("the disk is full")
 
@@ -423,6 +419,14 @@ def test_a_crash_after_the_claim_resumes_as_outcome_unknown(
             await b.send()
 
     asyncio.run(scenario())
+
+
+def test_a_crash_after_the_claim_resumes_as_outcome_unknown(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A's answer cannot be recorded (the process as good as died after the side
+    effect); B, on the same store, reads the intent without an answer."""
+    _crash_and_resume()
     roots = [s for s in spans.get_finished_spans() if s.name == "agui.send"]
     assert len(roots) == 2
     by_id = {s.context.span_id: s for s in spans.get_finished_spans() if s.context}
@@ -586,18 +590,39 @@ def test_a_round_trip_counts_runs_events_calls_and_times_the_handler_and_store(
     assert "agui.client.violations" not in got and "agui.agent.refusals" not in got
 
 
-def test_violations_are_counted_by_rule_id(metrics: InMemoryMetricReader) -> None:
+def test_a_lost_store_write_is_measured_outcome_unknown(metrics: InMemoryMetricReader) -> None:
+    _crash_and_resume()
+    got = points(metrics)
+    finishes = [
+        (a, n) for a, n in got["agui.store.duration"] if a["agui.store.operation"] == "finish"
+    ]
+    assert finishes == [({"agui.store.operation": "finish", "agui.store.outcome": "unknown"}, 1)]
+    assert ({"gen_ai.tool.name": "confirm_order", "agui.tool.outcome": "error"}, 1) in got[
+        "agui.tool.duration"
+    ]
+
+
+def test_violations_are_counted_by_rule_id(metrics: InMemoryMetricReader, face: str) -> None:
     script = Script(
         chunks=[
             b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n',
             b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"nope","delta":"x"}\n\n',
         ]
     )
-    with serve(app_for(script)) as base, SyncAgentClient(f"{base}/agent") as client:
-        conv = Conversation(thread_id="t")
-        conv.next_input(user="hi", run_id="r")
+    conv = Conversation(thread_id="t")
+    conv.next_input(user="hi", run_id="r")
+    with serve(app_for(script)) as base:
         with pytest.raises(ProtocolViolation) as raised:  # the stream broke a rule
-            client.run(conv)
+            if face == "sync":
+                with SyncAgentClient(f"{base}/agent") as client:
+                    client.run(conv)
+            else:
+
+                async def main() -> None:
+                    async with AgentClient(f"{base}/agent") as client:
+                        await client.run(conv)
+
+                asyncio.run(main())
     assert raised.value.rule == "STREAM-3"
     got = points(metrics)
     assert got["agui.client.runs"] == [({"agui.run.status": "rejected"}, 1)]
