@@ -41,6 +41,11 @@ _meter_provider: Any = None  # a MeterProvider of this library's own (tests); No
 _meters: Any = None  # the instruments (:class:`_Meters`) once made
 _RUNS: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (thread, run) → the run span's context
 _RUNS_KEPT = 256
+RECHECK = 1.0
+"""Seconds between looks at the global providers while none is configured: a provider
+set after the first span is used from at most this much later on."""
+_tracer_next_check = 0.0
+_meters_next_check = 0.0
 
 SCOPE = "agui_tools"
 
@@ -63,24 +68,30 @@ def use(provider: Any = None, *, meter_provider: Any = None, enabled: bool = Tru
     if OpenTelemetry were not installed. For tests and the bench; an application
     configures the global providers instead."""
     global _api, _provider, _tracer, _meter_provider, _meters
+    global _tracer_next_check, _meters_next_check
     _api = _UNSET if enabled else None
     _provider, _tracer = provider, None
     _meter_provider, _meters = meter_provider, None
+    _tracer_next_check = _meters_next_check = 0.0
     _RUNS.clear()
 
 
 def _get_tracer() -> Any:
-    global _tracer
+    global _tracer, _tracer_next_check
     api = _load()
     if api is None:
         return None
     if _tracer is None:
+        now = time.monotonic()
+        if now < _tracer_next_check:
+            return None
+        _tracer_next_check = now + RECHECK
         from ._version import __version__
 
         provider = _provider if _provider is not None else api[0].get_tracer_provider()
         if isinstance(provider, api[0].ProxyTracerProvider | api[0].NoOpTracerProvider):
             # no SDK configured (yet): nothing would record — stay a no-op, and look
-            # again next time (an application may set its provider after importing us)
+            # again within RECHECK s (an application may set its provider later)
             return None
         _tracer = provider.get_tracer(SCOPE, __version__)
     return _tracer
@@ -120,11 +131,15 @@ class _Meters:
 
 
 def _get_meters() -> _Meters | None:
-    global _meters
+    global _meters, _meters_next_check
     api = _load()
     if api is None:
         return None
     if _meters is None:
+        now = time.monotonic()
+        if now < _meters_next_check:
+            return None
+        _meters_next_check = now + RECHECK
         from opentelemetry import metrics
 
         from ._version import __version__
@@ -193,14 +208,11 @@ def fail(s: Any, error: BaseException) -> None:
     s.set_status(Status(StatusCode.ERROR))
 
 
-@contextlib.contextmanager
-def within(s: Any) -> Iterator[None]:
+def within(s: Any) -> contextlib.AbstractContextManager[Any]:
     """The block runs with ``s`` current (``None``: as is); ``s`` is not ended."""
     if s is None:
-        yield
-        return
-    with _api[0].use_span(s, end_on_exit=False):
-        yield
+        return _NOTHING
+    return _api[0].use_span(s, end_on_exit=False)  # type: ignore[no-any-return]
 
 
 # -- propagation ------------------------------------------------------------------------
@@ -409,8 +421,18 @@ def handler_failed(s: Any, error: BaseException) -> None:
         s.set_attribute("error.type", type(error).__qualname__)
 
 
+def store_op(method: str, writes: bool) -> contextlib.AbstractContextManager[None]:
+    """The context of one store operation (the shared no-op when nothing records)."""
+    if _get_tracer() is None and _get_meters() is None:
+        return _NOTHING
+    return _store_op(method, writes)
+
+
+_NOTHING: contextlib.nullcontext[None] = contextlib.nullcontext()
+
+
 @contextlib.contextmanager
-def store_op(method: str, writes: bool) -> Iterator[None]:
+def _store_op(method: str, writes: bool) -> Iterator[None]:
     """One store operation (``agui.store {method}``); ``agui.store.outcome`` is ``ok``,
     ``failed`` (a read failed: nothing was written) or ``unknown`` (a write failed:
     whether it was written is not known)."""
