@@ -639,3 +639,18 @@ def test_emitter_refusals_are_counted_by_rule_id(metrics: InMemoryMetricReader) 
     got = points(metrics)
     assert got["agui.agent.refusals"] == [({"agui.rule": "TOOL-10"}, 1)]
     assert got["agui.agent.runs"] == [({"agui.run.terminal": "RUN_ERROR"}, 1)]
+
+
+def test_a_provider_configured_after_the_first_look_is_used_a_recheck_later(
+    spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    _telemetry.use(None)
+    assert _telemetry._get_tracer() is None  # the proxy: no SDK yet
+    monkeypatch.setattr(_telemetry, "_provider", provider)  # the application sets one now
+    assert _telemetry._get_tracer() is None  # not looked at again before RECHECK s
+    monkeypatch.setattr(_telemetry, "_tracer_next_check", 0.0)  # RECHECK s later
+    with _telemetry.span("x") as s:
+        assert s is not None
+    assert [x.name for x in spans.get_finished_spans()] == ["x"]
