@@ -29,6 +29,9 @@ Groups (``--only`` runs one):
 * ``load`` — 100 / 500 / 1,000 concurrent runs, a storm of 500 disconnects,
   and a small run's first byte while big bodies are judged (bench/load.py);
   ``--write-docs`` writes them into docs/security.md too.
+* ``telemetry`` — what OpenTelemetry tracing costs a Session round trip: before
+  tracing existed, tracing off, the API with no SDK, the SDK with a no-op
+  exporter (bench/telemetry.py; docs/observability.md).
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -47,6 +50,7 @@ from . import pipeline as pipeline_bench
 from . import proto as proto_bench
 from . import reducer as reducer_bench
 from . import store as store_bench
+from . import telemetry as telemetry_bench
 from . import transport as transport_bench
 from .harness import table
 
@@ -60,6 +64,7 @@ GROUPS = (
     "store",
     "hostile",
     "load",
+    "telemetry",
 )
 
 
@@ -134,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         print("## Load and disconnect storm (docs/security.md)\n\n" + load_text)
         if args.write_docs:
             hostile.write_docs(load_text, marker="load")
+    if "telemetry" in groups:
+        print(telemetry_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

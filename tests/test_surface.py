@@ -11,7 +11,16 @@ import pytest
 import agui_tools
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("pydantic", "ag_ui", "httpx", "starlette", "uvicorn", "rich", "jsonschema_rs")
+HEAVY = (
+    "pydantic",
+    "ag_ui",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "rich",
+    "jsonschema_rs",
+    "opentelemetry",
+)
 
 
 def _modules_after(statement: str) -> set[str]:

@@ -51,15 +51,19 @@ class EventChannel:
         """The reader is gone (client disconnected): pushes are dropped."""
         self.ended_with: str | None = None
         """The type of the last terminal event pushed (RUN_FINISHED / RUN_ERROR)."""
+        self.pushed = 0
+        """How many events were pushed (dropped ones, after an abort, are not counted)."""
 
     def push(self, events: Iterable[WireEvent]) -> None:
         if self.aborted:
             return
         encode = self._encode
+        before = len(self._payloads)
         for ev in events:
             self._payloads.append(encode(ev))
             if ev["type"] in ("RUN_FINISHED", "RUN_ERROR"):
                 self.ended_with = ev["type"]
+        self.pushed += len(self._payloads) - before
         if self._payloads:
             self._readable.set()
             if self._high_water is not None and len(self._payloads) >= self._high_water:

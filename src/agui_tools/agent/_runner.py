@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from .. import _telemetry
 from .._errors import UsageError
 from ..wire._kinds import WireEvent
 from ._channel import EventChannel
@@ -63,6 +64,21 @@ async def drive(
     pushed and the cancellation propagates. A bug of our own still ends the
     stream with ``RUN_ERROR``; the channel is always closed.
     """
+    with _telemetry.agent_run(run_input) as span:
+        try:
+            await _drive(agent, run_input, channel, verify=verify, expose_errors=expose_errors)
+        finally:
+            _telemetry.agent_ended(span, channel)
+
+
+async def _drive(
+    agent: Agent,
+    run_input: Mapping[str, Any],
+    channel: EventChannel,
+    *,
+    verify: bool,
+    expose_errors: bool,
+) -> None:
     try:
         emitter = Emitter(run_input, verify=verify)
         run = Run(emitter, channel)
@@ -80,6 +96,8 @@ async def drive(
             channel.push(_end(emitter, run, RunCancelled("a task the agent awaited was cancelled")))
         except BaseException as exc:
             stop = stop_in(exc)
+            if isinstance(exc, UsageError):
+                _telemetry.refused(exc)
             if stop is not None:
                 channel.push(_end(emitter, run, stop))
             else:
@@ -111,6 +129,7 @@ def _end(emitter: Emitter, run: Run, stop: RunStop | None) -> list[WireEvent]:
             return emitter.interrupt(stop.interrupts, usage=run._usage)
         return emitter.finish(result=run._result, usage=run._usage)
     except UsageError as exc:
+        _telemetry.refused(exc)
         log.error("run %s cannot end cleanly: %s", run.run_id, exc)
         return _fail(emitter, run, f"the agent broke a protocol rule ({exc.rule})", "UsageError")
 

@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec, TypeVar
 
+from .. import _telemetry
 from .._errors import (
     ProtocolViolation,
     ProtocolWarning,
@@ -764,7 +765,8 @@ class Conversation:
 
         def perform(op: StoreOp) -> Any:
             try:
-                return op.call(journal)
+                with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
+                    return op.call(journal)
             except BaseException as exc:
                 link.failed(exc, writes=op.writes)
                 raise
@@ -794,7 +796,8 @@ class Conversation:
 
         async def perform(op: StoreOp) -> Any:
             try:
-                return await op.call(journal)
+                with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
+                    return await op.call(journal)
             except BaseException as exc:  # a cancellation too: the outcome of a write is unknown
                 link.failed(exc, writes=op.writes)
                 raise

@@ -41,6 +41,7 @@ from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 import httpx
 import orjson
 
+from .. import _telemetry
 from .._errors import LimitExceeded, ProtocolViolation, TransportError, UsageError
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
@@ -438,13 +439,17 @@ class BaseAgentClient(Generic[H]):
 
 
 @contextmanager
-def _ending(conversation: Conversation) -> Iterator[None]:
+def _ending(
+    conversation: Conversation, span: Any = None, events: list[int] | None = None
+) -> Iterator[None]:
     """A transport failure or cancellation mid-stream still ends the run (as
     truncated, never as finished) before the exception propagates."""
     try:
         yield
     except BaseException:
-        conversation.abandon_run()
+        ended = conversation.abandon_run()
+        if ended is not None:
+            _telemetry.run_ended(span, ended, events[0] if events else 0)
         raise
 
 
@@ -483,7 +488,7 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
                 "POST",
                 self.url,
                 content=exchange.body,
-                headers=self.headers,
+                headers=_telemetry.inject(self.headers),
                 timeout=exchange.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
@@ -507,21 +512,28 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
         (as truncated, never as finished) before the exception propagates.
         """
         run_input = conversation.pending_input
-        try:
-            async for frames in self.frames(run_input):
-                _deliver(conversation, frames, on_update)
-        except BaseException:
-            # a transport failure or cancellation mid-stream still ends the run (as
-            # truncated, never as finished) before the exception goes on; ending saves
-            # the run and disposes of its calls: store I/O, off the event loop
-            ending = asyncio.ensure_future(conversation.abandon_run_async())
+        events = 0
+        with _telemetry.run_span(run_input, self.transport) as span:
             try:
-                await asyncio.shield(ending)
-            except asyncio.CancelledError:
-                await ending  # cancelled again while the run was ended: seen through once
+                async for frames in self.frames(run_input):
+                    events += len(frames)  # received, whether or not they are accepted
+                    _deliver(conversation, frames, on_update)
+            except BaseException:
+                # a transport failure or cancellation mid-stream still ends the run (as
+                # truncated, never as finished) before the exception goes on; ending saves
+                # the run and disposes of its calls: store I/O, off the event loop
+                ending = asyncio.ensure_future(conversation.abandon_run_async())
+                try:
+                    ended = await asyncio.shield(ending)
+                except asyncio.CancelledError:
+                    await ending  # cancelled again while the run was ended: seen through once
+                    raise
+                if ended is not None:
+                    _telemetry.run_ended(span, ended, events)
                 raise
-            raise
-        return await conversation.end_run_async()
+            result = await conversation.end_run_async()
+            _telemetry.run_ended(span, result, events)
+            return result
 
 
 class SyncAgentClient(BaseAgentClient[httpx.Client]):
@@ -549,7 +561,7 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
                 "POST",
                 self.url,
                 content=exchange.body,
-                headers=self.headers,
+                headers=_telemetry.inject(self.headers),
                 timeout=exchange.timeout(self._http.timeout),
             ) as response:
                 if response.status_code >= 300:
@@ -569,7 +581,12 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
         """Send the conversation's prepared input and consume the run it starts (see
         :meth:`AgentClient.run`)."""
         run_input = conversation.pending_input
-        with _ending(conversation):
-            for frames in self.frames(run_input):
-                _deliver(conversation, frames, on_update)
-        return conversation.end_run()
+        events = [0]
+        with _telemetry.run_span(run_input, self.transport) as span:
+            with _ending(conversation, span, events):
+                for frames in self.frames(run_input):
+                    events[0] += len(frames)  # received, whether or not they are accepted
+                    _deliver(conversation, frames, on_update)
+            result = conversation.end_run()
+            _telemetry.run_ended(span, result, events[0])
+            return result

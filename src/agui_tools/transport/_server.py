@@ -57,6 +57,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from .. import _telemetry
 from .._errors import ProtocolViolation, ProtocolWarning, describe_value, json_type_name
 from .._text import guarded_logger
 from .._version import PROTOCOL_VERSION, parse_version
@@ -283,9 +284,11 @@ class AgentEndpoint:
         except _Rejected as rejected:
             await _refuse(scope, receive, send, rejected)
             return
-        await self._stream(
-            run_input, receive, send, binary=accepts_proto(Headers(scope=scope).get("accept"))
-        )
+        headers = Headers(scope=scope)
+        with _telemetry.extracted(headers):  # the client's run span is the parent of ours
+            await self._stream(
+                run_input, receive, send, binary=accepts_proto(headers.get("accept"))
+            )
 
     # -- before the stream ---------------------------------------------------------
 

@@ -51,6 +51,7 @@ from typing import Any, Generic, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
+from .. import _telemetry
 from .._errors import UsageError
 from ..app._arguments import parse_arguments
 from ..app._calls import Answer, CallStatus, PendingCall
@@ -135,6 +136,9 @@ class RegisteredTool:
     spec: ToolSpec
     handler: Callable[[dict[str, Any]], Any]
     timeout: float | None
+    trace_payloads: bool = False
+    """Record this tool's arguments and results in its ``execute_tool`` spans (off:
+    their sizes only, docs/observability.md)."""
 
 
 def tool_spec_from_function(
@@ -238,6 +242,8 @@ class _Execute(_SessionStep):
     handler: Callable[[dict[str, Any]], Any]
     timeout: float | None
     emit: Callable[[Update], Any]
+    trace: Any = None  # the call's span (telemetry), the parent of its execute_tool span
+    trace_payloads: bool = False
 
     def announce(self, conversation: Conversation) -> None:
         for update in conversation.take_updates():
@@ -262,6 +268,7 @@ class _Store(_SessionStep):
     conversation: Conversation
     operation: Operation
     steps: StoreSteps[Any]
+    trace: Any = None  # the call's span, when the operation disposes of one
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +379,7 @@ class BaseSession(Generic[C]):
         description: str | None = None,
         side_effects: bool = False,
         timeout: float | None = None,
+        trace_payloads: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -383,14 +391,19 @@ class BaseSession(Generic[C]):
         description: str | None = None,
         side_effects: bool = False,
         timeout: float | None = None,
+        trace_payloads: bool = False,
     ) -> Any:
-        """Register a frontend tool (usable bare or with arguments, as a decorator)."""
+        """Register a frontend tool (usable bare or with arguments, as a decorator).
+
+        ``trace_payloads`` records the tool's arguments and results in its
+        ``execute_tool`` spans; by default only their sizes are (docs/observability.md).
+        """
 
         def register(f: F) -> F:
             spec, handler = tool_spec_from_function(
                 f, name=name, description=description, side_effects=side_effects
             )
-            self.add_tool(spec, handler, timeout=timeout)
+            self.add_tool(spec, handler, timeout=timeout, trace_payloads=trace_payloads)
             return f
 
         return register(fn) if fn is not None else register
@@ -401,12 +414,13 @@ class BaseSession(Generic[C]):
         handler: Callable[[dict[str, Any]], Any],
         *,
         timeout: float | None = None,
+        trace_payloads: bool = False,
     ) -> None:
         if self.conversation is not None:
             raise UsageError("register tools before the first send()")
         if spec.name in self._tools:
             raise UsageError(f"a tool named {spec.name!r} is already registered")
-        self._tools[spec.name] = RegisteredTool(spec, handler, timeout)
+        self._tools[spec.name] = RegisteredTool(spec, handler, timeout, trace_payloads)
 
     def _conversation(self) -> Conversation:
         if self.conversation is None:
@@ -467,6 +481,7 @@ class BaseSession(Generic[C]):
         conv: Conversation = yield _Open()  # restoring reads the store
         # done by the constructor, unless the store is async
         yield _Store(conv, "restore", conv._restore_steps())
+        _telemetry.restored(conv)
         return conv
 
     def _send_steps(
@@ -577,56 +592,79 @@ class BaseSession(Generic[C]):
         """Answer every pending call: ask, execute, or leave it to the answers already given."""
         conv = self._conversation()
         for call in list(conv.pending):
-            if call.status is CallStatus.AWAITING_CONSENT:
-                emit(call_update(call))
-                if self.ask is None:
-                    # nobody to ask: the policy declines — never worded as the user's decision
+            span = _telemetry.call_span(call)
+            try:
+                yield from self._dispose_call_steps(conv, call, emit, span)
+            except BaseException as exc:
+                _telemetry.call_ended(span, call, exc)
+                raise
+            _telemetry.call_ended(span, call)
+
+    def _dispose_call_steps(
+        self, conv: Conversation, call: PendingCall, emit: Callable[[Update], Any], span: Any
+    ) -> Steps:
+        if call.status is CallStatus.APPROVED and call.decision is not None:
+            # approved before the loop saw it (the policy): nobody was asked
+            _telemetry.consent_end(
+                _telemetry.consent_start(span), True, call.decision.decided_by, asked=False
+            )
+        if call.status is CallStatus.AWAITING_CONSENT:
+            emit(call_update(call))
+            consent = _telemetry.consent_start(span)
+            if self.ask is None:
+                # nobody to ask: the policy declines — never worded as the user's decision
+                yield _Store(
+                    conv,
+                    "decline",
+                    conv._decline_steps(
+                        call.call_id,
+                        by="policy",
+                        reason="no one was available to ask for consent",
+                    ),
+                    span,
+                )
+                _telemetry.consent_end(consent, False, "policy", asked=False)
+            else:
+                answer = yield _Ask(call)
+                approval = Approval(answer) if isinstance(answer, bool) else answer
+                _telemetry.consent_end(consent, approval.approved, approval.decided_by, asked=True)
+                if approval.approved:
+                    yield _Store(
+                        conv,
+                        "approve",
+                        conv._approve_steps(
+                            call.call_id,
+                            by=approval.decided_by,
+                            arguments=approval.arguments,
+                            reason=approval.reason,
+                        ),
+                        span,
+                    )
+                else:
                     yield _Store(
                         conv,
                         "decline",
                         conv._decline_steps(
-                            call.call_id,
-                            by="policy",
-                            reason="no one was available to ask for consent",
+                            call.call_id, by=approval.decided_by, reason=approval.reason
                         ),
+                        span,
                     )
-                else:
-                    answer = yield _Ask(call)
-                    approval = Approval(answer) if isinstance(answer, bool) else answer
-                    if approval.approved:
-                        yield _Store(
-                            conv,
-                            "approve",
-                            conv._approve_steps(
-                                call.call_id,
-                                by=approval.decided_by,
-                                arguments=approval.arguments,
-                                reason=approval.reason,
-                            ),
-                        )
-                    else:
-                        yield _Store(
-                            conv,
-                            "decline",
-                            conv._decline_steps(
-                                call.call_id, by=approval.decided_by, reason=approval.reason
-                            ),
-                        )
-            if call.status is CallStatus.APPROVED:
-                registered = self._tools.get(call.name)
-                if registered is None:  # an unadvertised tool routed elsewhere has no handler here
-                    yield _Store(
-                        conv,
-                        "fail",
-                        conv._fail_steps(
-                            call.call_id, f"no handler is registered for {call.name!r}"
-                        ),
-                    )
-                else:
-                    timeout = registered.timeout if registered.timeout is not None else self.timeout
-                    yield _Execute(call, registered.handler, timeout, emit)
-            for update in conv.take_updates():
-                emit(update)
+        if call.status is CallStatus.APPROVED:
+            registered = self._tools.get(call.name)
+            if registered is None:  # an unadvertised tool routed elsewhere has no handler here
+                yield _Store(
+                    conv,
+                    "fail",
+                    conv._fail_steps(call.call_id, f"no handler is registered for {call.name!r}"),
+                    span,
+                )
+            else:
+                timeout = registered.timeout if registered.timeout is not None else self.timeout
+                yield _Execute(
+                    call, registered.handler, timeout, emit, span, registered.trace_payloads
+                )
+        for update in conv.take_updates():
+            emit(update)
 
 
 def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
@@ -731,7 +769,9 @@ class Session(BaseSession[AgentClient]):
         """
         emit = on_update or _ignore
         steps = self._send_steps(text, emit, message_id)
-        result: RunResult = await self._perform(steps, emit)
+        with _telemetry.send_span(self._thread_id) as span:
+            result: RunResult = await self._perform(steps, emit)
+            _telemetry.sent(span, result, self._thread_id)
         return result
 
     async def resume(
@@ -780,7 +820,8 @@ class Session(BaseSession[AgentClient]):
                     return await asyncio.to_thread(self._reopened)
                 return self._reopened()
             if isinstance(step, _Store):
-                return await step.conversation._perform(step.operation, step.steps)
+                with _telemetry.within(step.trace):
+                    return await step.conversation._perform(step.operation, step.steps)
             assert isinstance(step, _Execute)
             return await self._execute(step)
 
@@ -792,14 +833,18 @@ class Session(BaseSession[AgentClient]):
 
         async def run(arguments: dict[str, Any]) -> Any:
             step.announce(conv)
-            if inspect.iscoroutinefunction(handler):
-                coro = handler(arguments)
-            else:
-                result = await _in_daemon_thread(handler, arguments)
-                if not inspect.isawaitable(result):
-                    return result
-                coro = result
-            return await coro
+            try:
+                if inspect.iscoroutinefunction(handler):
+                    coro = handler(arguments)
+                else:
+                    result = await _in_daemon_thread(handler, arguments)
+                    if not inspect.isawaitable(result):
+                        return result
+                    coro = result
+                return await coro
+            except BaseException as exc:
+                _telemetry.handler_failed(span, exc)
+                raise
 
         async def bounded(arguments: dict[str, Any]) -> Any:
             if timeout is None:
@@ -815,7 +860,10 @@ class Session(BaseSession[AgentClient]):
                     raise
                 raise _deadline(timeout) from None
 
-        return await conv.execute_async(step.call.call_id, bounded)
+        with _telemetry.execute_tool(step.call, step.trace, step.trace_payloads) as span:
+            answer = await conv.execute_async(step.call.call_id, bounded)
+            _telemetry.executed(span, answer, step.trace_payloads)
+            return answer
 
 
 class SyncSession(BaseSession[SyncAgentClient]):
@@ -842,7 +890,9 @@ class SyncSession(BaseSession[SyncAgentClient]):
         """Send a user message and carry the thread until nothing is pending (see
         :meth:`Session.send`)."""
         emit = on_update or _ignore
-        result: RunResult = self._perform(self._send_steps(text, emit, message_id), emit)
+        with _telemetry.send_span(self._thread_id) as span:
+            result: RunResult = self._perform(self._send_steps(text, emit, message_id), emit)
+            _telemetry.sent(span, result, self._thread_id)
         return result
 
     def resume(
@@ -894,7 +944,8 @@ class SyncSession(BaseSession[SyncAgentClient]):
             if isinstance(step, _Open):
                 return self._reopened()
             if isinstance(step, _Store):
-                return step.conversation._drive(step.operation, step.steps)
+                with _telemetry.within(step.trace):
+                    return step.conversation._drive(step.operation, step.steps)
             assert isinstance(step, _Execute)
             return self._execute(step)
 
@@ -905,6 +956,13 @@ class SyncSession(BaseSession[SyncAgentClient]):
         conv = self._conversation()
 
         def bounded(arguments: dict[str, Any]) -> Any:
+            try:
+                return bounded_run(arguments)
+            except BaseException as exc:
+                _telemetry.handler_failed(span, exc)
+                raise
+
+        def bounded_run(arguments: dict[str, Any]) -> Any:
             step.announce(conv)
             if timeout is None:
                 return _complete(handler, arguments)
@@ -926,7 +984,10 @@ class SyncSession(BaseSession[SyncAgentClient]):
                     raise
                 raise _deadline(timeout) from None
 
-        return conv.execute(step.call.call_id, bounded)
+        with _telemetry.execute_tool(step.call, step.trace, step.trace_payloads) as span:
+            answer = conv.execute(step.call.call_id, bounded)
+            _telemetry.executed(span, answer, step.trace_payloads)
+            return answer
 
 
 def _complete(handler: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:

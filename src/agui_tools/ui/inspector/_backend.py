@@ -161,6 +161,7 @@ class _InspectorSession(Session):
         handler: Callable[[dict[str, Any]], Any],
         *,
         timeout: float | None = None,
+        trace_payloads: bool = False,
     ) -> None:
         inspector = self.inspector
         name = spec.name
@@ -179,7 +180,7 @@ class _InspectorSession(Session):
                 loop.call_soon_threadsafe(inspector.executing, name)
                 return handler(arguments)
 
-        super().add_tool(spec, running, timeout=timeout)
+        super().add_tool(spec, running, timeout=timeout, trace_payloads=trace_payloads)
         self.specs[spec.name] = spec
         inspector.push_tools()
 
