@@ -228,27 +228,15 @@ class ArgumentValidator:
                     f"the arguments must be a JSON object, got {json_type_name(value)}",
                 )
             ]
-        if self._compiled is None or self._compiled.is_valid(value):
-            return []  # the common case, and is_valid skips building any error
-        out: list[ArgumentError] = []
-        for error in self._compiled.iter_errors(value):
-            out.append(
-                ArgumentError(
-                    _pointer(error.instance_path),
-                    _keyword(error),
-                    _shorten(error.message),
-                    _pointer(error.schema_path),
-                )
-            )
-            if max_errors is not None and len(out) >= max_errors:
-                break
-        return out
+        return self.validate_value(value, max_errors=max_errors)
 
     def validate_value(self, value: Any, *, max_errors: int | None = None) -> list[ArgumentError]:
         """Every way any JSON ``value`` fails the schema (not only an object): for a
         payload answering an interrupt's ``responseSchema``; paths as for arguments."""
+        if max_errors is not None and max_errors < 1:
+            raise UsageError(f"max_errors must be at least 1, not {max_errors}")
         if self._compiled is None or self._compiled.is_valid(value):
-            return []
+            return []  # the common case, and is_valid skips building any error
         out: list[ArgumentError] = []
         for error in self._compiled.iter_errors(value):
             out.append(
