@@ -28,6 +28,7 @@ from . import (
     conformance_cmd,
     demo_cmd,
     inspect_cmd,
+    proxy_cmd,
     run_cmd,
     serve_cmd,
     verify_cmd,
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     demo_cmd.register(sub)
     serve_cmd.register(sub)
+    proxy_cmd.register(sub)
     run_cmd.register(sub)
     chat_cmd.register(sub)
     inspect_cmd.register(sub)

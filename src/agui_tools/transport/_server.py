@@ -359,6 +359,21 @@ class AgentEndpoint:
             if not message.get("more_body", False):
                 return bytes(body)
 
+    def judge_body(self, body: bytes) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:
+        """The server's verdict on a request body, as data — nothing is run or sent.
+
+        ``(run_input, 200, None)`` when it would be served; ``(None, status, problem)``
+        when it would be refused: the status and the ``error`` member of the JSON
+        body this server answers (400, 413, 422, 409 — see :meth:`_judge`).
+        ``agui-tools proxy`` judges a frontend's inputs with it, so the proxy and
+        the server hold one copy of every input rule. Synchronous, like
+        :meth:`_judge`: a large body is judged in a worker thread by the caller.
+        """
+        verdict = self._verdict(body)
+        if isinstance(verdict, _Rejected):
+            return None, verdict.status, verdict.error
+        return verdict, 200, None
+
     def _verdict(self, body: bytes) -> dict[str, Any] | _Rejected:
         """:meth:`_judge`, with a refusal returned — detached — instead of raised.
 

@@ -1,0 +1,433 @@
+"""A verifying proxy in front of any agent: the I/O of ``agui-tools proxy``.
+
+A thin adapter, like the server: the judging is :mod:`agui_tools.check._watch`
+(sans-I/O); this module moves bytes. A frontend points at the proxy instead of the
+agent; every request is forwarded to ``upstream`` and its answer streamed back.
+
+Theory of operation:
+
+* **Forwarding** — method, body and end-to-end headers go upstream (hop-by-hop
+  headers — ``Connection`` and the ones it names, ``Keep-Alive``, ``TE``,
+  ``Transfer-Encoding``, ``Upgrade``, ``Proxy-*`` — are dropped, as are ``Host``
+  and ``Content-Length``, which httpx sets; ``Accept-Encoding`` is dropped so the
+  body arrives as the agent wrote it, uncompressed, and can be judged). ``Accept``
+  is untouched, so the frontend still negotiates the binding (SSE or protobuf).
+  The request path is appended to ``upstream`` (``/`` is ``upstream`` itself) with
+  its query. The answer's status and end-to-end headers come back, then its body
+  **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
+  held to be sent later).
+* **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
+  application); a ``200`` answer whose ``Content-Type`` is an event stream is
+  judged chunk by chunk as a producer's stream (the agent), after the chunk is
+  forwarded. Findings go to ``on_finding``; each thread's last run is remembered
+  for the next input (:class:`~agui_tools.check._watch.ThreadLedger`).
+* **Strict** — a chunk is judged *before* it is forwarded: whole events that break
+  nothing go on at once, an event's first bytes wait for its last; the first event
+  breaking a producer rule is replaced by a ``RUN_ERROR`` naming the rule, in the
+  stream's binding, and the stream ends there (the agent's connection is closed).
+  An input our server would refuse is answered as our server answers it (409/422
+  problem JSON) and never forwarded.
+* **Upstream unreachable** — ``502`` with a JSON problem body naming the upstream
+  and why; ``on_upstream_error`` is told. A body cut mid-stream by the agent ends
+  the answer there (the judge says TRANS-2: a truncated run).
+* **Recording** (``record``) — every POST exchange as files (docs/proxy.md has the
+  contract): ``NNNN.input.json`` (the body as the frontend sent it),
+  ``NNNN.sse`` / ``.pb`` / ``.ndjson`` / ``.json`` (the answer's body as the agent
+  sent it, written as it arrives), ``NNNN.meta.json``.
+* **Who may use it** — the ``Host`` is judged as our server judges it
+  (:class:`~agui_tools.transport._auth.HostPolicy`: a DNS-rebinding page cannot
+  reach the agent through the proxy); ``Origin`` and CORS are the agent's own
+  (forwarded, answered by it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import httpx
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from .._text import guarded_logger
+from ..check._watch import InputJudged, StreamWatch, ThreadLedger, WatchFinding, binding_of
+from ._auth import HostPolicy
+from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
+
+if TYPE_CHECKING:
+    from ..agent._run import Run
+
+__all__ = ["HOP_BY_HOP", "ProxyApp", "Recording"]
+
+log = guarded_logger("agui_tools.proxy")
+
+HOP_BY_HOP: Final = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers that describe one connection, not the message (RFC 9110 §7.6.1)."""
+_NOT_FORWARDED: Final = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
+_EXTENSIONS: Final = {"sse": "sse", "proto": "pb", "ndjson": "ndjson"}
+_NUMBERED: Final = re.compile(r"^(\d{4,})\.input\.json$")
+
+
+async def _never(run: Run) -> None:  # pragma: no cover - the judge never runs an agent
+    raise AssertionError("the proxy's input judge runs no agent")
+
+
+def _end_to_end(headers: Sequence[tuple[bytes, bytes]], drop: frozenset[str]) -> list[Any]:
+    named = set(drop)
+    for name, value in headers:
+        if name.lower() == b"connection":
+            named |= {t.strip().lower() for t in value.decode("latin-1").split(",")}
+    return [(k, v) for k, v in headers if k.decode("latin-1").lower() not in named]
+
+
+class Recording:
+    """``--record DIR``: each POST exchange as numbered files (docs/proxy.md).
+
+    Numbering goes on after the highest number already in the folder, so a second
+    session adds to a first one's recording and overwrites nothing.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        taken = [
+            int(m.group(1))
+            for p in self.directory.iterdir()
+            if (m := _NUMBERED.match(p.name)) is not None
+        ]
+        self._next = max(taken, default=0) + 1
+
+    def start(self, body: bytes) -> RecordedExchange:
+        number = self._next
+        self._next += 1
+        prefix = self.directory / f"{number:04d}"
+        Path(f"{prefix}.input.json").write_bytes(body)
+        return RecordedExchange(prefix)
+
+
+class RecordedExchange:
+    """One exchange's files, written as the exchange goes."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = prefix
+        self._file: Any = None
+        self.stream_path: Path | None = None
+
+    def open(self, content_type: str | None) -> None:
+        binding = binding_of(content_type)
+        media = (content_type or "").split(";", 1)[0].strip().lower()
+        ext = _EXTENSIONS.get(binding or "") or ("json" if media.endswith("json") else "body")
+        self.stream_path = Path(f"{self.prefix}.{ext}")
+        self._file = self.stream_path.open("wb")
+
+    def write(self, chunk: bytes) -> None:
+        if self._file is not None:
+            self._file.write(chunk)
+
+    def finish(self, meta: Mapping[str, Any]) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        Path(f"{self.prefix}.meta.json").write_bytes(
+            orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
+        )
+
+
+class ProxyApp:
+    """The ASGI application of ``agui-tools proxy`` (see the module's docstring).
+
+    Args:
+        upstream: the agent's URL (``http://127.0.0.1:8000/agent``).
+        strict: refuse what breaks a rule instead of forwarding it.
+        record: a folder to record every exchange in (``None``: none).
+        on_finding: called with each finding, as it is made.
+        on_upstream_error: called with ``(url, message)`` when the upstream
+            cannot be reached or cuts a body.
+        allowed_hosts: names the proxy is reached by besides ``localhost`` and IP
+            addresses (``"*"``: any).
+        connect_timeout: seconds to connect to the upstream (then 502).
+        read_timeout: seconds the upstream may send nothing mid-body (``None``:
+            no limit; an agent thinking for long is legitimate).
+        max_body_bytes: the largest request body forwarded (413 beyond).
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        strict: bool = False,
+        record: str | Path | None = None,
+        on_finding: Callable[[WatchFinding], None] | None = None,
+        on_upstream_error: Callable[[str, str], None] | None = None,
+        allowed_hosts: Sequence[str] = (),
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self.upstream = upstream
+        self.strict = strict
+        self.recording = Recording(record) if record is not None else None
+        self.on_finding = on_finding
+        self.on_upstream_error = on_upstream_error
+        self.hosts = HostPolicy(allowed_hosts)
+        self.max_body_bytes = max_body_bytes
+        self.ledger = ThreadLedger()
+        self.exchanges = 0
+        self.findings: list[WatchFinding] = []
+        """Every finding of the session, in order (the summary counts them)."""
+        self._endpoint = AgentEndpoint(_never, max_body_bytes=max_body_bytes)
+        self._judging = asyncio.Semaphore(1)
+        self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=30.0, pool=30.0)
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- ASGI ------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # pragma: no cover - served with lifespan off
+            return
+        if scope["type"] != "http":
+            return
+        headers = Headers(scope=scope)
+        if not self.hosts.allows(headers.get("host")):
+            await _answer(
+                scope,
+                receive,
+                send,
+                403,
+                f"Host {headers.get('host')!r}: this proxy answers its own names only "
+                "(--allow-host lists others).",
+            )
+            return
+        body = await self._read_body(scope, receive, send, headers)
+        if body is None:
+            return  # answered, or the client left
+        url = self._target(scope)
+        judged: InputJudged | None = None
+        exchange = None
+        if scope["method"] == "POST":
+            self.exchanges += 1
+            judged = await self._judge_input(body)
+            exchange = self.recording.start(body) if self.recording is not None else None
+        meta: dict[str, Any] = {
+            "url": url,
+            "status": None,
+            "contentType": None,
+            "threadId": judged.thread_id if judged else None,
+            "runId": judged.run_id if judged else None,
+            "findings": [],
+        }
+        found: list[WatchFinding] = []
+
+        def on_finding(finding: WatchFinding) -> None:
+            found.append(finding)
+            self._found(finding)
+
+        try:
+            if judged is not None:
+                for finding in judged.findings:
+                    on_finding(finding)
+                if self.strict and judged.refusal is not None:
+                    status, problem = judged.refusal
+                    meta |= {"status": status, "contentType": "application/json", "refused": True}
+                    await JSONResponse({"error": problem}, status_code=status)(scope, receive, send)
+                    if exchange is not None:
+                        exchange.open("application/json")
+                        exchange.write(orjson.dumps({"error": problem}))
+                    return
+            await self._forward(scope, receive, send, url, body, judged, exchange, meta, on_finding)
+        finally:
+            meta["findings"] = [f.to_json() for f in found]
+            if exchange is not None:
+                exchange.finish(meta)
+
+    async def _read_body(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers
+    ) -> bytes | None:
+        """The whole request body (it is judged, and recorded, before it is forwarded);
+        ``None`` when it was answered 413 or the client left."""
+        declared = headers.get("content-length")
+        too_large = (
+            declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
+        )
+        body = bytearray()
+        while not too_large:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            too_large = len(body) > self.max_body_bytes
+            if not message.get("more_body", False) and not too_large:
+                return bytes(body)
+        await _answer(scope, receive, send, 413, self._too_large())
+        return None
+
+    def _too_large(self) -> str:
+        return f"the request body exceeds max_body_bytes={self.max_body_bytes}."
+
+    def _target(self, scope: Scope) -> str:
+        path = scope.get("path", "/")
+        url = self.upstream if path in ("", "/") else self.upstream.rstrip("/") + path
+        query = scope.get("query_string", b"")
+        return f"{url}?{query.decode('latin-1')}" if query else url
+
+    async def _judge_input(self, body: bytes) -> InputJudged:
+        if len(body) > INLINE_JUDGE_BYTES:
+            async with self._judging:
+                verdict = await run_in_threadpool(self._endpoint.judge_body, body)
+        else:
+            verdict = self._endpoint.judge_body(body)
+        return self.ledger.judge(body, verdict)
+
+    def _found(self, finding: WatchFinding) -> None:
+        self.findings.append(finding)
+        if self.on_finding is not None:
+            self.on_finding(finding)
+
+    # -- forwarding ------------------------------------------------------------------------
+
+    async def _forward(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        url: str,
+        body: bytes,
+        judged: InputJudged | None,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        on_finding: Callable[[WatchFinding], None],
+    ) -> None:
+        request = self.client.build_request(
+            scope["method"],
+            url,
+            headers=_end_to_end(scope["headers"], _NOT_FORWARDED),
+            content=body,
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            message = f"the upstream {url} cannot be reached: {_describe(exc)}"
+            meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(url, message)
+            problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
+            if exchange is not None:
+                exchange.open("application/json")
+                exchange.write(orjson.dumps({"error": problem}))
+            await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
+            return
+        content_type = response.headers.get("content-type")
+        meta |= {"status": response.status_code, "contentType": content_type}
+        binding = binding_of(content_type)
+        watch = None
+        if (
+            judged is not None
+            and binding is not None
+            and response.status_code == 200
+            and response.headers.get("content-encoding", "identity") == "identity"
+        ):
+            watch = StreamWatch(binding, run_input=judged.run_input, on_finding=on_finding)
+        if exchange is not None:
+            exchange.open(content_type)
+        pump = asyncio.create_task(self._pump(send, response, watch, exchange, meta))
+        gone = asyncio.create_task(_disconnected(receive))
+        try:
+            await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done():  # the frontend left: so does the proxy, upstream too
+                pump.cancel()
+                meta["clientGone"] = True
+        finally:
+            gone.cancel()
+            await asyncio.wait({pump, gone})
+            await response.aclose()
+            if not pump.cancelled() and pump.exception() is not None:
+                log.error("proxying %s failed", url, exc_info=pump.exception())
+            if watch is not None and judged is not None and judged.run_input is not None:
+                self.ledger.ended(judged.run_input, watch)
+            elif watch is not None:
+                watch.close()
+
+    async def _pump(
+        self,
+        send: Send,
+        response: httpx.Response,
+        watch: StreamWatch | None,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+    ) -> None:
+        headers = _end_to_end(response.headers.raw, HOP_BY_HOP)
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": headers}
+        )
+        strict = self.strict and watch is not None
+        try:
+            async for chunk in response.aiter_raw():
+                if exchange is not None:
+                    exchange.write(chunk)
+                if not strict:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if watch is not None:
+                        watch.feed(chunk)
+                    continue
+                assert watch is not None
+                out, fatal = watch.admit(chunk)
+                if fatal is not None:
+                    out += watch.run_error(fatal)
+                    meta["cut"] = {"rule": fatal.rule, "index": fatal.index}
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+                if fatal is not None:
+                    break
+        except httpx.HTTPError as exc:
+            message = f"the upstream {response.request.url} cut the body: {_describe(exc)}"
+            meta["upstreamError"] = message
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(str(response.request.url), message)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _answer(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
+    await JSONResponse(
+        {"error": {"path": "", "message": message}},
+        status_code=status,
+        headers={"connection": "close"},
+    )(scope, receive, send)
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
