@@ -183,6 +183,9 @@ class StreamWatch:
         self.findings: list[WatchFinding] = []
         self.fatal: WatchFinding | None = None
         """The first error: the finding a strict proxy ends the stream on."""
+        self.cut = False
+        """Strict: the stream was ended at :attr:`fatal` (the rest is not the agent's to answer
+        for: no truncation is said of it)."""
         self.failed = False
         """The pipeline rejected the stream: nothing after it is judged (as ``verify``)."""
         self.size = 0
@@ -228,6 +231,7 @@ class StreamWatch:
             self._judge(self._frames(piece))
             if self.fatal is not None:
                 pending.clear()
+                self.cut = True
                 return bytes(out), self.fatal
             if not self._reader.has_partial_event:
                 out += pending
@@ -259,7 +263,7 @@ class StreamWatch:
         if isinstance(self._reader, NDJSONReader) and not self.failed:
             self._judge(self._reader.close())
         result = self.result = self.pipe.close()
-        cut = truncation_at(result, self.size, self._unfinished)
+        cut = None if self.cut else truncation_at(result, self.size, self._unfinished)
         if cut is not None:
             self._found(
                 WatchFinding(
@@ -529,6 +533,8 @@ class ThreadLedger:
         try:
             covered = check_resume([last.result], resume, now or datetime.now(UTC))
         except UsageError as exc:
+            # the resume list is refused: the calls its interrupts stand for are not also lost
+            covered = {i["toolCallId"] for i in last.result.interrupts if "toolCallId" in i}
             found(
                 exc.rule or "INT-6",
                 f"{str(exc).removeprefix(f'[{exc.rule}] ')} — run {last.result.run_id!r} of this "
