@@ -8,7 +8,7 @@ URL, the app (its findings, its ledger) and what it told its log.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +36,14 @@ class Proxied:
 
 @contextmanager
 def proxied(
-    upstream: str, *, strict: bool = False, record: Path | None = None, **options: Any
+    upstream: str,
+    *,
+    strict: bool = False,
+    record: Path | None = None,
+    wrap: Callable[[Any], Any] | None = None,
+    **options: Any,
 ) -> Iterator[Proxied]:
+    """``wrap``: ASGI middleware served around the proxy (a recorder of what it sent)."""
     holder: list[Proxied] = []
 
     def on_finding(finding: WatchFinding) -> None:
@@ -56,6 +62,6 @@ def proxied(
         on_upstream_error=on_upstream_error,
         **options,
     )
-    with serve(app) as base:
+    with serve(wrap(app) if wrap is not None else app) as base:
         holder.append(Proxied(f"{base}/", app))
         yield holder[0]
