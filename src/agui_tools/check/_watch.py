@@ -145,6 +145,13 @@ class WatchFinding:
         return f"{self.severity} [{self.rule}] {' '.join(where)}: {self.message}"
 
 
+def _said(rule: str, index: int | None, what: object) -> str:
+    """A violation's or warning's text without what the finding carries apart: its rule and
+    its event's position ("TOOL_CALL_RESULT: the producer answered …")."""
+    text = str(what).removeprefix(f"[{rule}] ")
+    return text.removeprefix(f"event #{index} ") if index is not None else text
+
+
 def _ids_text(ids: Mapping[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else ",".join(map(str, v)) for k, v in ids.items()}
 
@@ -380,7 +387,7 @@ class StreamWatch:
                 error.rule,
                 "error",
                 "agent",
-                str(error).removeprefix(f"[{error.rule}] "),
+                _said(error.rule, error.index, error),
                 thread_id=self._thread_id(),
                 run_id=self._run_id(),
                 index=error.index,
@@ -394,7 +401,7 @@ class StreamWatch:
                 warning.rule,
                 "error" if warning.rule in PRODUCER_MUSTS else "warning",
                 "agent",
-                str(warning).removeprefix(f"[{warning.rule}] "),
+                _said(warning.rule, warning.index, warning),
                 thread_id=self._thread_id(),
                 run_id=self._run_id(),
                 index=warning.index,
