@@ -62,6 +62,9 @@ def proxied(
         on_upstream_error=on_upstream_error,
         **options,
     )
-    with serve(wrap(app) if wrap is not None else app) as base:
-        holder.append(Proxied(f"{base}/", app))
-        yield holder[0]
+    try:
+        with serve(wrap(app) if wrap is not None else app) as base:
+            holder.append(Proxied(f"{base}/", app))
+            yield holder[0]
+    finally:
+        app.stop_judge()

@@ -44,6 +44,7 @@ TA = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"qty":2}'}
 TE = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
 TR = {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "m9", "content": "ok"}
 GOOD = [RS, TS, TA, TE, RF]
+JUDGES = pytest.mark.parametrize("in_process", [False, True], ids=["inline", "judge-process"])
 ARGS_AFTER_END = [RS, TS, TE, TA, RF]
 FABRICATED = [RS, TS, TA, TE, TR, RF]
 
@@ -242,12 +243,13 @@ def test_a_foreign_host_is_refused() -> None:
     [(ARGS_AFTER_END, "TOOL-20", 3), (FABRICATED, "FE-2", 4)],
     ids=["args-after-end", "fabricated-frontend-result"],
 )
+@JUDGES
 def test_a_broken_agent_is_reported_and_forwarded_unchanged(
-    events: list[dict[str, Any]], rule: str, index: int
+    events: list[dict[str, Any]], rule: str, index: int, in_process: bool
 ) -> None:
     chunks = sse(events)
     _, app = scripted(chunks)
-    with serve(app) as base, proxied(f"{base}/agent") as px:
+    with serve(app) as base, proxied(f"{base}/agent", judge_in_process=in_process) as px:
         answer = post(px.url, INPUT)
     assert answer.content == b"".join(chunks)  # not strict: the frontend gets what was sent
     (finding,) = px.findings
@@ -367,12 +369,16 @@ def test_a_malformed_input_is_422_in_strict_mode() -> None:
     assert px.findings[0].status == 422
 
 
-def test_a_pending_call_lost_by_the_frontend_is_fe_8() -> None:
+@JUDGES
+def test_a_pending_call_lost_by_the_frontend_is_fe_8(in_process: bool) -> None:
     # run 1 leaves c1 (a frontend call) pending; the "reloaded" frontend sends a history
     # without the call — nothing for our server's history rules to see, only the proxy
     # knows the thread's last run left it pending
     script = Script(chunks=sse([RS, TS, TA, TE, RF]))
-    with serve(app_for(script)) as base, proxied(f"{base}/agent", strict=True) as px:
+    with (
+        serve(app_for(script)) as base,
+        proxied(f"{base}/agent", strict=not in_process, judge_in_process=in_process) as px,
+    ):
         assert post(px.url, INPUT).status_code == 200
         forgot = {
             **INPUT,
@@ -380,10 +386,13 @@ def test_a_pending_call_lost_by_the_frontend_is_fe_8() -> None:
             "messages": [*INPUT["messages"], {"id": "u2", "role": "user", "content": "hi?"}],
         }
         answer = post(px.url, forgot)
-    assert answer.status_code == 409
-    assert answer.json()["error"]["rule"] == "FE-8"
-    assert answer.json()["error"]["toolCallIds"] == ["c1"]
-    assert len(script.requests) == 1
+    if in_process:  # watched, forwarded (the judging process told the ledger in time)
+        assert answer.status_code == 200 and len(script.requests) == 2
+    else:  # strict: refused
+        assert answer.status_code == 409
+        assert answer.json()["error"]["rule"] == "FE-8"
+        assert answer.json()["error"]["toolCallIds"] == ["c1"]
+        assert len(script.requests) == 1
     # the call is lost (FE-8, refused), and with it the assistant message (INPUT-5, a warning)
     assert [(f.rule, f.severity, f.side, f.thread_id) for f in px.findings] == [
         ("FE-8", "error", "frontend", "t1"),
@@ -400,8 +409,8 @@ def test_an_answered_pending_call_is_not_a_finding() -> None:
             [
                 {**RS, "runId": "r2"},
                 {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "ok"},
+                {**RF, "runId": "r2"},
             ]
-            + [{**RF, "runId": "r2"}]
         )
         answered = {
             **INPUT,
@@ -463,7 +472,10 @@ def _verify_says(stream: Path, run_input: Path) -> set[tuple[str, int | None]]:
 
 
 @pytest.mark.parametrize("binding", ["sse", "proto"])
-def test_recording_follows_the_contract_and_verify_agrees(tmp_path: Path, binding: str) -> None:
+@JUDGES
+def test_recording_follows_the_contract_and_verify_agrees(
+    tmp_path: Path, binding: str, in_process: bool
+) -> None:
     bodies = [GOOD, FABRICATED, ARGS_AFTER_END, [RS, TS]]  # the last one cut mid-run
     if binding == "sse":
         encode, media, accept, ext = sse, "text/event-stream", "text/event-stream", "sse"
@@ -473,7 +485,10 @@ def test_recording_follows_the_contract_and_verify_agrees(tmp_path: Path, bindin
     script = Script(content_type=media)
     answers: list[list[bytes]] = []
     sent: list[bytes] = []
-    with serve(app_for(script)) as base, proxied(f"{base}/agent", record=tmp_path) as px:
+    with (
+        serve(app_for(script)) as base,
+        proxied(f"{base}/agent", record=tmp_path, judge_in_process=in_process) as px,
+    ):
         for k, events in enumerate(bodies):
             script.chunks = encode(on_thread(events, f"t{k}"))
             answers.append(script.chunks)

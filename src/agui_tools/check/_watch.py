@@ -60,6 +60,7 @@ from ._judge import PRODUCER_MUSTS
 __all__ = [
     "BINDINGS",
     "InputJudged",
+    "StreamOutcome",
     "StreamWatch",
     "ThreadLedger",
     "WatchFinding",
@@ -157,6 +158,20 @@ def _ids_text(ids: Mapping[str, Any]) -> dict[str, str]:
 
 
 # -- the agent: its response stream ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamOutcome:
+    """What a stream left its thread with, for the next input's judge (plain data: it
+    crosses from a judging process to the proxy's)."""
+
+    run_id: str | None
+    status: str
+    """The last run's status, or ``"rejected"`` when the stream broke a fatal rule."""
+    pending: tuple[str, ...]
+    interrupts: tuple[dict[str, Any], ...]
+    messages: tuple[str, ...]
+    """The ids of the messages the thread held when the stream ended."""
 
 
 class StreamWatch:
@@ -262,6 +277,30 @@ class StreamWatch:
         if self.binding == "ndjson":
             return ndjson_frame(encode_json(event))
         return sse_frame(encode_json(event))
+
+    def outcome(self, run_input: Mapping[str, Any]) -> StreamOutcome | None:
+        """The stream's :class:`StreamOutcome` (closing it); ``None``: it started no run of
+        ``run_input``'s thread."""
+        result = self.close()
+        thread_id = run_input.get("threadId")
+        runs = [r for r in result.runs if r.thread_id in (None, thread_id)]
+        pending: tuple[str, ...] = ()
+        interrupts: tuple[dict[str, Any], ...] = ()
+        if result.error is not None:
+            status = "rejected"
+        elif runs:
+            run = runs[-1]
+            status, pending, interrupts = run.status, tuple(run.pending), tuple(run.interrupts)
+        else:
+            return None
+        run_id = runs[-1].run_id if runs else run_input.get("runId")
+        return StreamOutcome(
+            run_id,
+            status,
+            pending,
+            interrupts,
+            tuple(m["id"] for m in self.thread.messages if isinstance(m.get("id"), str)),
+        )
 
     def close(self) -> StreamResult:
         """The body ended (or was cut): the verdict, with a truncated run said (TRANS-2)."""
@@ -580,23 +619,17 @@ class ThreadLedger:
 
     def ended(self, run_input: Mapping[str, Any], watch: StreamWatch) -> None:
         """A stream answering ``run_input`` ended: remember the thread's last run."""
-        result = watch.close()
+        self.remember(run_input, watch.outcome(run_input))
+
+    def remember(self, run_input: Mapping[str, Any], outcome: StreamOutcome | None) -> None:
+        """Remember ``outcome`` (:meth:`StreamWatch.outcome`) as its thread's last run."""
         thread_id = run_input.get("threadId")
-        if not isinstance(thread_id, str):
+        if outcome is None or not isinstance(thread_id, str):
             return
-        runs = [r for r in result.runs if r.thread_id in (None, thread_id)]
-        if result.error is not None:
-            status, pending, interrupts = "rejected", [], []
-        elif runs:
-            run = runs[-1]
-            status, pending, interrupts = run.status, list(run.pending), list(run.interrupts)
-        else:
-            return
-        run_id = runs[-1].run_id if runs else run_input.get("runId")
         self._threads[thread_id] = _LastRun(
-            RunResult(run_id, status, [], interrupts=interrupts),
-            pending,
-            [m["id"] for m in watch.thread.messages if isinstance(m.get("id"), str)],
+            RunResult(outcome.run_id, outcome.status, [], interrupts=list(outcome.interrupts)),
+            list(outcome.pending),
+            list(outcome.messages),
         )
         self._threads.move_to_end(thread_id)
         while len(self._threads) > self.max_threads:

@@ -198,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
             on_upstream_error=log.upstream_error,
             allowed_hosts=[args.host, *args.allow_host],
             connect_timeout=args.connect_timeout,
+            judge_in_process=True,  # forwarding never waits for the judge (not with --strict)
         )
     except OSError as exc:
         print(
@@ -240,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         sock.close()
+        app.stop_judge()
     for line in summary(app.exchanges, app.findings, log.upstream_errors):
         print(line, file=sys.stderr)
     errors = any(f.severity == "error" for f in app.findings)

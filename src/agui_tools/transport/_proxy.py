@@ -167,6 +167,11 @@ class ProxyApp:
         read_timeout: seconds the upstream may send nothing mid-body (``None``:
             no limit; an agent thinking for long is legitimate).
         max_body_bytes: the largest request body forwarded (413 beyond).
+        judge_in_process: judge streams in a process of its own (:class:`JudgePool`),
+            so forwarding never waits for the judge (not in strict mode, which judges
+            each chunk before it is forwarded). The findings are the same; each arrives
+            a moment after its event was forwarded, and a body's end waits for its
+            verdict.
     """
 
     def __init__(
@@ -181,6 +186,7 @@ class ProxyApp:
         connect_timeout: float = 10.0,
         read_timeout: float | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        judge_in_process: bool = False,
     ) -> None:
         self.upstream = upstream
         self.strict = strict
@@ -197,6 +203,7 @@ class ProxyApp:
         self._judging = asyncio.Semaphore(1)
         self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=30.0, pool=30.0)
         self._client: httpx.AsyncClient | None = None
+        self._pool = JudgePool() if judge_in_process else None
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -204,7 +211,13 @@ class ProxyApp:
             self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
         return self._client
 
+    def stop_judge(self) -> None:
+        """End the judging process, if one was started (:class:`JudgePool`)."""
+        if self._pool is not None:
+            self._pool.stop()
+
     async def aclose(self) -> None:
+        self.stop_judge()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -348,18 +361,24 @@ class ProxyApp:
         content_type = response.headers.get("content-type")
         meta |= {"status": response.status_code, "contentType": content_type}
         binding = binding_of(content_type)
-        watch = None
+        watch: StreamWatch | None = None  # judged here (strict: before forwarding)
+        remote: _RemoteWatch | None = None  # judged in the judging process
+        run_input = judged.run_input if judged is not None else None
         if (
             judged is not None
             and binding is not None
             and response.status_code == 200
             and response.headers.get("content-encoding", "identity") == "identity"
         ):
-            watch = StreamWatch(binding, run_input=judged.run_input, on_finding=on_finding)
+            if self.strict or self._pool is None or self._pool.broken:
+                watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
+            else:
+                remote = self._pool.open(binding, run_input, on_finding)
         if exchange is not None:
             exchange.open(content_type)
-        pump = asyncio.create_task(self._pump(send, response, watch, exchange, meta))
+        pump = asyncio.create_task(self._pump(send, response, watch, remote, exchange, meta))
         gone = asyncio.create_task(_disconnected(receive))
+        ended = False
         try:
             await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
             if not pump.done():  # the frontend left: so does the proxy, upstream too
@@ -369,21 +388,31 @@ class ProxyApp:
             gone.cancel()
             await asyncio.wait({pump, gone})
             await response.aclose()
+            ended = not pump.cancelled() and pump.exception() is None
             if not pump.cancelled() and pump.exception() is not None:
                 log.error("proxying %s failed", url, exc_info=pump.exception())
-            if watch is not None and judged is not None and judged.run_input is not None:
-                self.ledger.ended(judged.run_input, watch)
-            elif watch is not None:
-                watch.close()
+            # the verdict is in — and the thread's last run remembered — before the body
+            # ends: the frontend's next input on the thread is judged against it
+            outcome = None
+            if watch is not None:
+                outcome = watch.outcome(run_input or {})
+            elif remote is not None:
+                outcome = await remote.outcome()
+            if run_input is not None:
+                self.ledger.remember(run_input, outcome)
+        if ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(
         self,
         send: Send,
         response: httpx.Response,
         watch: StreamWatch | None,
+        remote: _RemoteWatch | None,
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
     ) -> None:
+        """The answer, chunk by chunk, until its end (the caller sends the body's end)."""
         headers = _end_to_end(response.headers.raw, HOP_BY_HOP)
         await send(
             {"type": "http.response.start", "status": response.status_code, "headers": headers}
@@ -397,6 +426,8 @@ class ProxyApp:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     if watch is not None:
                         watch.feed(chunk)
+                    elif remote is not None:
+                        await remote.feed(chunk)
                     continue
                 assert watch is not None
                 out, fatal = watch.admit(chunk)
@@ -412,7 +443,181 @@ class ProxyApp:
             meta["upstreamError"] = message
             if self.on_upstream_error is not None:
                 self.on_upstream_error(str(response.request.url), message)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+# -- judging in a process of its own ----------------------------------------------------------
+
+BACKLOG_BYTES: Final = 32 * 1024 * 1024
+"""Bytes forwarded but not yet judged, across streams, before forwarding waits for the
+judge: a judge slower than the agent holds at most this much, never the streams."""
+
+
+def _judge_worker(jobs: Any, results: Any) -> None:
+    """The judging process: a :class:`StreamWatch` per open stream, findings sent back."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the proxy's to handle
+    watches: dict[int, tuple[StreamWatch, Mapping[str, Any]]] = {}
+    while True:
+        job = jobs.get()
+        if job is None:
+            results.put(None)
+            return
+        kind, ex = job[0], job[1]
+        try:
+            if kind == "open":
+
+                def found(finding: WatchFinding, ex: int = ex) -> None:
+                    results.put(("finding", ex, finding))
+
+                watches[ex] = (
+                    StreamWatch(job[2], run_input=job[3], on_finding=found),
+                    job[3] or {},
+                )
+            elif kind == "chunk":
+                results.put(("ack", ex, len(job[2])))
+                watches[ex][0].feed(job[2])
+            elif kind == "close":
+                watch, run_input = watches.pop(ex)
+                results.put(("closed", ex, watch.outcome(run_input)))
+        except Exception as exc:  # a bug of ours: said, and the stream's verdict is lost
+            watches.pop(ex, None)
+            results.put(("failed", ex, f"{type(exc).__name__}: {exc}"))
+
+
+class _RemoteWatch:
+    """One stream judged in the pool's process."""
+
+    def __init__(self, pool: JudgePool, ex: int, on_finding: Callable[[WatchFinding], None]):
+        self.pool, self.ex, self.on_finding = pool, ex, on_finding
+        self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    async def feed(self, chunk: bytes) -> None:
+        await self.pool.send(("chunk", self.ex, chunk), len(chunk))
+
+    async def outcome(self) -> Any:
+        await self.pool.send(("close", self.ex), 0)
+        return await self.done
+
+
+class JudgePool:
+    """Streams judged in a process of their own, so forwarding never waits on the judge.
+
+    Non-strict only (strict judges each chunk before it is forwarded). Started on first
+    use (``spawn``); a judging process that dies is said in the log, and the streams
+    after it are judged in the proxy's own process.
+    """
+
+    def __init__(self) -> None:
+        self._process: Any = None
+        self._jobs: Any = None
+        self._results: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._open: dict[int, _RemoteWatch] = {}
+        self._next = 0
+        self._backlog = 0
+        self._drained = asyncio.Event()
+        self.broken = False
+
+    def open(
+        self,
+        binding: str,
+        run_input: Mapping[str, Any] | None,
+        on_finding: Callable[[WatchFinding], None],
+    ) -> _RemoteWatch:
+        if self._process is None:
+            self._start()
+        self._next += 1
+        remote = _RemoteWatch(self, self._next, on_finding)
+        self._open[self._next] = remote
+        self._jobs.put(("open", self._next, binding, dict(run_input) if run_input else None))
+        return remote
+
+    async def send(self, job: tuple[Any, ...], size: int) -> None:
+        if self.broken:
+            return
+        self._jobs.put(job)
+        self._backlog += size
+        while self._backlog > BACKLOG_BYTES and not self.broken:
+            self._drained.clear()
+            await self._drained.wait()
+
+    def _start(self) -> None:
+        import multiprocessing
+        import threading
+
+        context = multiprocessing.get_context("spawn")
+        self._jobs, self._results = context.Queue(), context.Queue()
+        self._process = context.Process(
+            target=_judge_worker, args=(self._jobs, self._results), daemon=True
+        )
+        self._process.start()
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._read, name="agui-proxy-judge", daemon=True).start()
+
+    def _read(self) -> None:
+        """The results, handed to the event loop (a thread: the queue's reads block)."""
+        import queue
+
+        assert self._loop is not None
+        while True:
+            try:
+                message = self._results.get(timeout=1.0)
+            except queue.Empty:
+                if self._process.is_alive():
+                    continue
+                message = ("died",)
+            except (EOFError, OSError):
+                message = ("died",)
+            if message is None:
+                return
+            try:
+                self._loop.call_soon_threadsafe(self._dispatch, message)
+            except RuntimeError:  # the loop is closed: the proxy has stopped
+                return
+            if message[0] == "died":
+                return
+
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "died":
+            log.error(
+                "the judging process died (exit %s); judging in-process from now on",
+                self._process.exitcode,
+            )
+            self.broken = True
+            self._drained.set()
+            for waiting in self._open.values():
+                if not waiting.done.done():
+                    waiting.done.set_result(None)
+            self._open.clear()
+            return
+        ex = message[1]
+        remote = self._open.get(ex)
+        if kind == "ack":
+            self._backlog -= message[2]
+            if self._backlog <= BACKLOG_BYTES:
+                self._drained.set()
+        elif kind == "finding" and remote is not None:
+            remote.on_finding(message[2])
+        elif kind in ("closed", "failed"):
+            self._open.pop(ex, None)
+            if kind == "failed":
+                log.error("judging a stream failed: %s", message[2])
+            if remote is not None and not remote.done.done():
+                remote.done.set_result(message[2] if kind == "closed" else None)
+
+    def stop(self) -> None:
+        """End the judging process (waits a moment for it, then ends it)."""
+        if self._process is None:
+            return
+        try:
+            self._jobs.put(None)
+            self._process.join(timeout=5)
+        finally:
+            if self._process.is_alive():
+                self._process.terminate()
+            self._process = None
 
 
 async def _disconnected(receive: Receive) -> None:
