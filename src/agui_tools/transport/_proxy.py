@@ -43,7 +43,10 @@ Theory of operation:
 from __future__ import annotations
 
 import asyncio
+import os
+import pickle
 import re
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -448,41 +451,50 @@ class ProxyApp:
 # -- judging in a process of its own ----------------------------------------------------------
 
 BACKLOG_BYTES: Final = 32 * 1024 * 1024
-"""Bytes forwarded but not yet judged, across streams, before forwarding waits for the
-judge: a judge slower than the agent holds at most this much, never the streams."""
+"""Bytes forwarded but not yet handed to the judge, across streams, before forwarding
+waits for it: a judge slower than the agent holds at most this much, never the streams."""
+_HEADER: Final = struct.Struct("!i")  # multiprocessing.Connection's own message header
 
 
 def _judge_worker(jobs: Any, results: Any) -> None:
-    """The judging process: a :class:`StreamWatch` per open stream, findings sent back."""
+    """The judging process: a :class:`StreamWatch` per open stream, findings sent back.
+
+    ``jobs`` and ``results`` are the two ends of one-way pipes (Connections); each
+    message is a pickled tuple."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the proxy's to handle
     watches: dict[int, tuple[StreamWatch, Mapping[str, Any]]] = {}
+
+    def put(message: Any) -> None:
+        results.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
     while True:
-        job = jobs.get()
+        try:
+            job = pickle.loads(jobs.recv_bytes())
+        except (EOFError, OSError):
+            return  # the proxy is gone
         if job is None:
-            results.put(None)
             return
         kind, ex = job[0], job[1]
         try:
             if kind == "open":
 
                 def found(finding: WatchFinding, ex: int = ex) -> None:
-                    results.put(("finding", ex, finding))
+                    put(("finding", ex, finding))
 
                 watches[ex] = (
                     StreamWatch(job[2], run_input=job[3], on_finding=found),
                     job[3] or {},
                 )
             elif kind == "chunk":
-                results.put(("ack", ex, len(job[2])))
                 watches[ex][0].feed(job[2])
             elif kind == "close":
                 watch, run_input = watches.pop(ex)
-                results.put(("closed", ex, watch.outcome(run_input)))
+                put(("closed", ex, watch.outcome(run_input)))
         except Exception as exc:  # a bug of ours: said, and the stream's verdict is lost
             watches.pop(ex, None)
-            results.put(("failed", ex, f"{type(exc).__name__}: {exc}"))
+            put(("failed", ex, f"{type(exc).__name__}: {exc}"))
 
 
 class _RemoteWatch:
@@ -493,10 +505,10 @@ class _RemoteWatch:
         self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     async def feed(self, chunk: bytes) -> None:
-        await self.pool.send(("chunk", self.ex, chunk), len(chunk))
+        await self.pool.send(("chunk", self.ex, chunk))
 
     async def outcome(self) -> Any:
-        await self.pool.send(("close", self.ex), 0)
+        await self.pool.send(("close", self.ex))
         return await self.done
 
 
@@ -504,18 +516,22 @@ class JudgePool:
     """Streams judged in a process of their own, so forwarding never waits on the judge.
 
     Non-strict only (strict judges each chunk before it is forwarded). Started on first
-    use (``spawn``); a judging process that dies is said in the log, and the streams
+    use (``spawn``). No thread on the proxy's side: jobs are written to a non-blocking
+    pipe from the event loop, results read when the loop sees them (a thread moving
+    them would take the GIL from the loop for up to a switch interval, 5 ms, on an
+    event's way). A judging process that dies is said in the log, and the streams
     after it are judged in the proxy's own process.
     """
 
     def __init__(self) -> None:
         self._process: Any = None
-        self._jobs: Any = None
+        self._jobs: Any = None  # the proxy's ends of the two pipes
         self._results: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._open: dict[int, _RemoteWatch] = {}
         self._next = 0
-        self._backlog = 0
+        self._out = bytearray()  # framed jobs the pipe did not take yet
+        self._in = bytearray()
         self._drained = asyncio.Event()
         self.broken = False
 
@@ -530,75 +546,101 @@ class JudgePool:
         self._next += 1
         remote = _RemoteWatch(self, self._next, on_finding)
         self._open[self._next] = remote
-        self._jobs.put(("open", self._next, binding, dict(run_input) if run_input else None))
+        self._write(("open", self._next, binding, dict(run_input) if run_input else None))
         return remote
 
-    async def send(self, job: tuple[Any, ...], size: int) -> None:
+    async def send(self, job: tuple[Any, ...]) -> None:
         if self.broken:
             return
-        self._jobs.put(job)
-        self._backlog += size
-        while self._backlog > BACKLOG_BYTES and not self.broken:
+        self._write(job)
+        while len(self._out) > BACKLOG_BYTES and not self.broken:
             self._drained.clear()
             await self._drained.wait()
 
+    def _write(self, job: tuple[Any, ...]) -> None:
+        payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        pending = bool(self._out)
+        self._out += _HEADER.pack(len(payload))
+        self._out += payload
+        if not pending:
+            self._flush()
+
+    def _flush(self) -> None:
+        assert self._loop is not None
+        fd = self._jobs.fileno()
+        try:
+            while self._out:
+                written = os.write(fd, self._out[: 1 << 20])
+                del self._out[:written]
+        except BlockingIOError:
+            self._loop.add_writer(fd, self._flush)
+            return
+        except OSError:  # the judging process is gone
+            self._died()
+            return
+        self._loop.remove_writer(fd)
+        self._drained.set()
+
     def _start(self) -> None:
         import multiprocessing
-        import threading
 
         context = multiprocessing.get_context("spawn")
-        self._jobs, self._results = context.Queue(), context.Queue()
+        jobs_out, self._jobs = context.Pipe(duplex=False)
+        self._results, results_in = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_judge_worker, args=(self._jobs, self._results), daemon=True
+            target=_judge_worker, args=(jobs_out, results_in), daemon=True
         )
         self._process.start()
+        jobs_out.close()
+        results_in.close()
+        os.set_blocking(self._jobs.fileno(), False)
+        os.set_blocking(self._results.fileno(), False)
         self._loop = asyncio.get_running_loop()
-        threading.Thread(target=self._read, name="agui-proxy-judge", daemon=True).start()
+        self._loop.add_reader(self._results.fileno(), self._read)
 
     def _read(self) -> None:
-        """The results, handed to the event loop (a thread: the queue's reads block)."""
-        import queue
+        try:
+            data = os.read(self._results.fileno(), 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._died()
+            return
+        buf = self._in
+        buf += data
+        while len(buf) >= 4:
+            (size,) = _HEADER.unpack_from(buf)
+            if len(buf) < 4 + size:
+                break
+            message = pickle.loads(bytes(buf[4 : 4 + size]))
+            del buf[: 4 + size]
+            self._dispatch(message)
 
+    def _died(self) -> None:
+        if self.broken:
+            return
+        self.broken = True
         assert self._loop is not None
-        while True:
-            try:
-                message = self._results.get(timeout=1.0)
-            except queue.Empty:
-                if self._process.is_alive():
-                    continue
-                message = ("died",)
-            except (EOFError, OSError):
-                message = ("died",)
-            if message is None:
-                return
-            try:
-                self._loop.call_soon_threadsafe(self._dispatch, message)
-            except RuntimeError:  # the loop is closed: the proxy has stopped
-                return
-            if message[0] == "died":
-                return
-
-    def _dispatch(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "died":
+        self._loop.remove_reader(self._results.fileno())
+        self._loop.remove_writer(self._jobs.fileno())
+        if self._process is not None:
+            self._process.join(timeout=1)
             log.error(
-                "the judging process died (exit %s); judging in-process from now on",
+                "the judging process ended (exit %s); judging in-process from now on",
                 self._process.exitcode,
             )
-            self.broken = True
-            self._drained.set()
-            for waiting in self._open.values():
-                if not waiting.done.done():
-                    waiting.done.set_result(None)
-            self._open.clear()
-            return
-        ex = message[1]
+        self._drained.set()
+        for waiting in self._open.values():
+            if not waiting.done.done():
+                waiting.done.set_result(None)
+        self._open.clear()
+
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        kind, ex = message[0], message[1]
         remote = self._open.get(ex)
-        if kind == "ack":
-            self._backlog -= message[2]
-            if self._backlog <= BACKLOG_BYTES:
-                self._drained.set()
-        elif kind == "finding" and remote is not None:
+        if kind == "finding" and remote is not None:
             remote.on_finding(message[2])
         elif kind in ("closed", "failed"):
             self._open.pop(ex, None)
@@ -608,16 +650,20 @@ class JudgePool:
                 remote.done.set_result(message[2] if kind == "closed" else None)
 
     def stop(self) -> None:
-        """End the judging process (waits a moment for it, then ends it)."""
+        """End the judging process: its pipe closed, it ends (or is ended)."""
         if self._process is None:
             return
-        try:
-            self._jobs.put(None)
-            self._process.join(timeout=5)
-        finally:
-            if self._process.is_alive():
-                self._process.terminate()
-            self._process = None
+        process, self._process = self._process, None
+        self.broken = True
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._results.fileno())
+            self._loop.remove_writer(self._jobs.fileno())
+        self._jobs.close()  # the worker reads EOF and returns
+        self._results.close()
+        process.join(timeout=5)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=5)
 
 
 async def _disconnected(receive: Receive) -> None:
