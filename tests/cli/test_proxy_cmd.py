@@ -14,7 +14,7 @@ import httpx
 import orjson
 import pytest
 
-from agui_tools.wire._framing import sse_frame
+from agui_tools.wire._framing import SSEReader, sse_frame
 from tests.helpers.scripted_server import Script, app_for, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
@@ -157,3 +157,63 @@ def test_an_unreachable_upstream_is_named_in_the_log(tmp_path: Path) -> None:
     (entry,) = [json.loads(x) for x in log.read_text().splitlines()]
     assert entry["event"] == "upstream-error" and entry["url"] == dead
     assert "1 upstream failure(s)" in err and code == 0
+
+
+def test_inspect_shows_the_live_traffic_read_only() -> None:
+    script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in BROKEN])
+    with serve(app_for(script)) as base:
+        proc, url = _start(f"{base}/agent", "--inspect")
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            page_url = re.match(r"AG-UI inspector \(read-only\): (\S+)", line)
+            assert page_url is not None, line
+            page = page_url.group(1)
+            html = httpx.get(page, timeout=10)
+            assert html.status_code == 200 and "Content-Security-Policy" in html.headers
+            token = re.search(r"&quot;token&quot;:&quot;([^&]+)&quot;", html.text)
+            assert token is not None, html.text[:500]
+            # the inspector's own checks: no token, a foreign Host — refused
+            assert httpx.get(f"{page}api/events", timeout=10).status_code == 403
+            assert (
+                httpx.get(
+                    f"{page}api/events?token={token.group(1)}",
+                    headers={"host": "evil.test"},
+                    timeout=10,
+                ).status_code
+                == 403
+            )
+            httpx.post(
+                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
+            )
+            seen: list[dict[str, object]] = []
+            with httpx.stream(
+                "GET", f"{page}api/events?token={token.group(1)}", timeout=10
+            ) as events:
+                reader = SSEReader()
+                for chunk in events.iter_raw():
+                    seen += [json.loads(d) for d in reader.feed(chunk)]
+                    if any(m["kind"] == "run-end" for m in seen):
+                        break
+            kinds = [m["kind"] for m in seen]
+            assert kinds[0] == "run-start" and kinds[-1] == "run-end"
+            assert [m["type"] for m in seen if m["kind"] == "event"] == [e["type"] for e in BROKEN]
+            (violation,) = [m for m in seen if m["kind"] == "violation"]
+            assert violation["rule"] == "TOOL-20" and violation["index"] == 3
+            # read-only: the page cannot drive the thread
+            origin = page.rstrip("/")
+            refused = httpx.post(
+                f"{page}api/prompt",
+                content=b'{"text": "hi"}',
+                headers={
+                    "content-type": "application/json",
+                    "origin": origin,
+                    "x-inspector-token": token.group(1),
+                },
+                timeout=10,
+            )
+            assert refused.status_code == 403 and "read-only" in refused.text
+        finally:
+            code, _, err = _ctrl_c(proc)
+    assert "Traceback" not in err and code == 1
+    assert err.strip().splitlines()[-1] == "agui-tools proxy: stopped — errors were found (exit 1)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections import Counter
 from typing import IO, TYPE_CHECKING, Any
@@ -94,7 +95,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--inspect",
         action="store_true",
-        help="(not yet available) show the live traffic in the inspector's timeline",
+        help="also serve the inspector's timeline of the live traffic, read-only (its URL is "
+        "printed on a second stdout line)",
     )
     p.set_defaults(func=run)
 
@@ -156,6 +158,26 @@ def summary(exchanges: int, findings: list[WatchFinding], upstream_errors: int) 
     return [terminal_text(line) for line in lines]
 
 
+async def _with_inspector(server: Any, sock: Any, inspector: Any, args: Any) -> None:
+    """The proxy and its read-only inspector, in one event loop: the inspector's
+    timeline is filled by the proxy's own traffic."""
+    from ..ui.inspector import serve_inspector
+
+    def ready(url: str) -> None:
+        print(f"AG-UI inspector (read-only): {url}", flush=True)
+
+    page = asyncio.create_task(
+        serve_inspector(
+            inspector, host=args.host, port=0, ready=ready, allowed_hosts=args.allow_host
+        )
+    )
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        page.cancel()
+        await asyncio.gather(page, return_exceptions=True)
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -171,11 +193,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.inspect:
-        print(
-            "agui-tools proxy: --inspect is not available yet; proxying without it",
-            file=sys.stderr,
-        )
     sink: IO[bytes] | None = None
     if args.log == "-":
         sink = sys.stdout.buffer
@@ -189,6 +206,11 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
     log = _Log(sink)
+    inspector = None
+    if args.inspect:
+        from ..ui.inspector._live import LiveInspector
+
+        inspector = LiveInspector(args.upstream)
     try:
         app = ProxyApp(
             args.upstream,
@@ -199,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             allowed_hosts=[args.host, *args.allow_host],
             connect_timeout=args.connect_timeout,
             judge_in_process=True,  # forwarding never waits for the judge (not with --strict)
+            observer=inspector,
         )
     except OSError as exc:
         print(
@@ -236,7 +259,10 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        if inspector is None:
+            uvicorn.Server(config).run(sockets=[sock])
+        else:
+            asyncio.run(_with_inspector(uvicorn.Server(config), sock, inspector, args))
     except KeyboardInterrupt:  # Ctrl-C is how the proxy is stopped: the summary follows
         pass
     finally:

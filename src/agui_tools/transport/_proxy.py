@@ -49,7 +49,7 @@ import re
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import httpx
 import orjson
@@ -66,7 +66,7 @@ from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
 if TYPE_CHECKING:
     from ..agent._run import Run
 
-__all__ = ["HOP_BY_HOP", "ProxyApp", "Recording"]
+__all__ = ["HOP_BY_HOP", "JudgePool", "ProxyApp", "ProxyObserver", "Recording"]
 
 log = guarded_logger("agui_tools.proxy")
 
@@ -99,6 +99,47 @@ def _end_to_end(headers: Sequence[tuple[bytes, bytes]], drop: frozenset[str]) ->
         if name.lower() == b"connection":
             named |= {t.strip().lower() for t in value.decode("latin-1").split(",")}
     return [(k, v) for k, v in headers if k.decode("latin-1").lower() not in named]
+
+
+class ProxyObserver(Protocol):
+    """What watches the traffic besides the judges (``--inspect``: a read-only inspector)."""
+
+    def exchange_started(self, number: int, url: str, body: bytes) -> None: ...
+    def exchange_event(self, number: int, index: int, frame: Any) -> None: ...
+    def exchange_finding(self, number: int, finding: WatchFinding) -> None: ...
+    def exchange_ended(self, number: int, status: int | None, outcome: Any) -> None: ...
+
+
+class _Timeline:
+    """One answer's frames, as the agent sent them, told to the observer."""
+
+    def __init__(self, observer: ProxyObserver, number: int, binding: str) -> None:
+        from ..wire._framing import FrameNote, NDJSONReader, SSEReader
+        from ..wire._proto_framing import ProtoReader
+
+        self.observer, self.number, self.index = observer, number, -1
+        self._note = FrameNote
+        self._reader: Any = (
+            ProtoReader()
+            if binding == "proto"
+            else NDJSONReader()
+            if binding == "ndjson"
+            else SSEReader()
+        )
+
+    def feed(self, chunk: bytes) -> None:
+        if self._reader is None:
+            return
+        feed = getattr(self._reader, "feed_frames", None)
+        try:
+            frames = feed(chunk) if feed is not None else self._reader.feed(chunk)
+        except Exception:  # NDJSON's reader raises: the judge says why, the timeline stops
+            self._reader = None
+            return
+        for frame in frames:
+            if not isinstance(frame, self._note):
+                self.index += 1
+                self.observer.exchange_event(self.number, self.index, frame)
 
 
 class Recording:
@@ -190,6 +231,7 @@ class ProxyApp:
         read_timeout: float | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         judge_in_process: bool = False,
+        observer: ProxyObserver | None = None,
     ) -> None:
         self.upstream = upstream
         self.strict = strict
@@ -200,6 +242,8 @@ class ProxyApp:
         self.max_body_bytes = max_body_bytes
         self.ledger = ThreadLedger()
         self.exchanges = 0
+        self.abandoned = 0
+        """Exchanges still open when the server stopped."""
         self.findings: list[WatchFinding] = []
         """Every finding of the session, in order (the summary counts them)."""
         self._endpoint = AgentEndpoint(_never, max_body_bytes=max_body_bytes)
@@ -207,6 +251,8 @@ class ProxyApp:
         self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=30.0, pool=30.0)
         self._client: httpx.AsyncClient | None = None
         self._pool = JudgePool() if judge_in_process else None
+        self.observer = observer
+        self._outcomes: dict[int, Any] = {}
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -232,6 +278,14 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
+        try:
+            await self._exchange(scope, receive, send)
+        except asyncio.CancelledError:
+            # the server is stopping (Ctrl-C) and gave up waiting for this exchange: it
+            # ends here, said once in the summary, not as a traceback per open stream
+            self.abandoned += 1
+
+    async def _exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         if not self.hosts.allows(headers.get("host")):
             await _answer(
@@ -249,8 +303,12 @@ class ProxyApp:
         url = self._target(scope)
         judged: InputJudged | None = None
         exchange = None
+        number = 0
         if scope["method"] == "POST":
             self.exchanges += 1
+            number = self.exchanges
+            if self.observer is not None:
+                self.observer.exchange_started(number, url, body)
             judged = await self._judge_input(body)
             exchange = self.recording.start(body) if self.recording is not None else None
         meta: dict[str, Any] = {
@@ -266,6 +324,8 @@ class ProxyApp:
         def on_finding(finding: WatchFinding) -> None:
             found.append(finding)
             self._found(finding)
+            if self.observer is not None:
+                self.observer.exchange_finding(number, finding)
 
         try:
             if judged is not None:
@@ -279,9 +339,14 @@ class ProxyApp:
                         exchange.open("application/json")
                         exchange.write(orjson.dumps({"error": problem}))
                     return
-            await self._forward(scope, receive, send, url, body, judged, exchange, meta, on_finding)
+            await self._forward(
+                scope, receive, send, url, body, judged, exchange, meta, on_finding, number
+            )
         finally:
             meta["findings"] = [f.to_json() for f in found]
+            if self.observer is not None and number:
+                outcome = self._outcomes.pop(number, None)
+                self.observer.exchange_ended(number, meta["status"], outcome)
             if exchange is not None:
                 exchange.finish(meta)
 
@@ -341,6 +406,7 @@ class ProxyApp:
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
         on_finding: Callable[[WatchFinding], None],
+        number: int = 0,
     ) -> None:
         request = self.client.build_request(
             scope["method"],
@@ -379,7 +445,14 @@ class ProxyApp:
                 remote = self._pool.open(binding, run_input, on_finding)
         if exchange is not None:
             exchange.open(content_type)
-        pump = asyncio.create_task(self._pump(send, response, watch, remote, exchange, meta))
+        timeline = (
+            _Timeline(self.observer, number, binding)
+            if self.observer is not None and binding is not None and number
+            else None
+        )
+        pump = asyncio.create_task(
+            self._pump(send, response, watch, remote, exchange, meta, timeline)
+        )
         gone = asyncio.create_task(_disconnected(receive))
         ended = False
         try:
@@ -403,6 +476,8 @@ class ProxyApp:
                 outcome = await remote.outcome()
             if run_input is not None:
                 self.ledger.remember(run_input, outcome)
+            if self.observer is not None and number:
+                self._outcomes[number] = outcome
         if ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -414,6 +489,7 @@ class ProxyApp:
         remote: _RemoteWatch | None,
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
+        timeline: _Timeline | None = None,
     ) -> None:
         """The answer, chunk by chunk, until its end (the caller sends the body's end)."""
         headers = _end_to_end(response.headers.raw, HOP_BY_HOP)
@@ -425,6 +501,8 @@ class ProxyApp:
             async for chunk in response.aiter_raw():
                 if exchange is not None:
                     exchange.write(chunk)
+                if timeline is not None:
+                    timeline.feed(chunk)
                 if not strict:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     if watch is not None:
@@ -476,25 +554,37 @@ def _judge_worker(jobs: Any, results: Any) -> None:
             return  # the proxy is gone
         if job is None:
             return
-        kind, ex = job[0], job[1]
+        ex = job[1]
         try:
-            if kind == "open":
-
-                def found(finding: WatchFinding, ex: int = ex) -> None:
-                    put(("finding", ex, finding))
-
-                watches[ex] = (
-                    StreamWatch(job[2], run_input=job[3], on_finding=found),
-                    job[3] or {},
-                )
-            elif kind == "chunk":
-                watches[ex][0].feed(job[2])
-            elif kind == "close":
-                watch, run_input = watches.pop(ex)
-                put(("closed", ex, watch.outcome(run_input)))
+            _job(job, watches, put)
+        except OSError:  # the results pipe is closed: the proxy has stopped
+            return
         except Exception as exc:  # a bug of ours: said, and the stream's verdict is lost
             watches.pop(ex, None)
-            put(("failed", ex, f"{type(exc).__name__}: {exc}"))
+            try:
+                put(("failed", ex, f"{type(exc).__name__}: {exc}"))
+            except OSError:
+                return
+
+
+def _job(
+    job: tuple[Any, ...],
+    watches: dict[int, tuple[StreamWatch, Mapping[str, Any]]],
+    put: Callable[[Any], None],
+) -> None:
+    """One job of the judging process: open a stream, judge a chunk, close a stream."""
+    kind, ex = job[0], job[1]
+    if kind == "open":
+
+        def found(finding: WatchFinding, ex: int = ex) -> None:
+            put(("finding", ex, finding))
+
+        watches[ex] = (StreamWatch(job[2], run_input=job[3], on_finding=found), job[3] or {})
+    elif kind == "chunk":
+        watches[ex][0].feed(job[2])
+    elif kind == "close":
+        watch, run_input = watches.pop(ex)
+        put(("closed", ex, watch.outcome(run_input)))
 
 
 class _RemoteWatch:
