@@ -530,3 +530,27 @@ def test_recording_goes_on_after_an_earlier_session(tmp_path: Path) -> None:
     with serve(app) as base, proxied(f"{base}/agent", record=tmp_path) as px:
         post(px.url, INPUT)
     assert (tmp_path / "0008.sse").read_bytes() == b"".join(sse(GOOD))
+
+
+@JUDGES
+def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent(in_process: bool) -> None:
+    import time
+
+    script = Script(chunks=sse([RS, TS]), hang_after=True)
+    with (
+        serve(app_for(script)) as base,
+        proxied(f"{base}/agent", judge_in_process=in_process) as px,
+    ):
+        with httpx.stream(
+            "POST",
+            px.url,
+            content=orjson.dumps(INPUT),
+            headers={"content-type": "application/json"},
+            timeout=30,
+        ) as answer:
+            next(answer.iter_raw())
+        deadline = time.monotonic() + 20
+        while px.app.abandoned == 0:  # the proxy saw the frontend leave
+            assert time.monotonic() < deadline, "the proxy never saw the frontend leave"
+            time.sleep(0.01)
+    assert px.findings == []  # the run was cut by the frontend, not by the agent (TRANS-2)

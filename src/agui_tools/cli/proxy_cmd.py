@@ -138,13 +138,20 @@ class _Log:
             self.sink.flush()
 
 
-def summary(exchanges: int, findings: list[WatchFinding], upstream_errors: int) -> list[str]:
+def summary(
+    exchanges: int, findings: list[WatchFinding], upstream_errors: int, abandoned: int = 0
+) -> list[str]:
     """The lines printed when the proxy stops."""
     errors = sum(1 for f in findings if f.severity == "error")
     lines = [
         f"agui-tools proxy: {exchanges} run request(s), {errors} error(s), "
         f"{len(findings) - errors} warning(s)"
         + (f", {upstream_errors} upstream failure(s)" if upstream_errors else "")
+        + (
+            f", {abandoned} stream(s) cut short (the frontend left, or the proxy stopped)"
+            if abandoned
+            else ""
+        )
     ]
     counts = Counter((f.side, f.severity, f.rule) for f in findings)
     for (side, severity, rule), n in sorted(counts.items()):
@@ -268,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         sock.close()
         app.stop_judge()
-    for line in summary(app.exchanges, app.findings, log.upstream_errors):
+    for line in summary(app.exchanges, app.findings, log.upstream_errors, app.abandoned):
         print(line, file=sys.stderr)
     errors = any(f.severity == "error" for f in app.findings)
     print(

@@ -43,6 +43,7 @@ Theory of operation:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pickle
 import re
@@ -243,7 +244,7 @@ class ProxyApp:
         self.ledger = ThreadLedger()
         self.exchanges = 0
         self.abandoned = 0
-        """Exchanges still open when the server stopped."""
+        """Streams cut short: the frontend left, or the proxy stopped, before their end."""
         self.findings: list[WatchFinding] = []
         """Every finding of the session, in order (the summary counts them)."""
         self._endpoint = AgentEndpoint(_never, max_body_bytes=max_body_bytes)
@@ -278,12 +279,10 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
-        try:
+        # the server stopping (Ctrl-C) may give up waiting for an exchange: it ends here,
+        # counted in the summary, not as a traceback per open stream
+        with contextlib.suppress(asyncio.CancelledError):
             await self._exchange(scope, receive, send)
-        except asyncio.CancelledError:
-            # the server is stopping (Ctrl-C) and gave up waiting for this exchange: it
-            # ends here, said once in the summary, not as a traceback per open stream
-            self.abandoned += 1
 
     async def _exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -465,15 +464,21 @@ class ProxyApp:
             await asyncio.wait({pump, gone})
             await response.aclose()
             ended = not pump.cancelled() and pump.exception() is None
+            # cut short by the frontend leaving, or by the proxy stopping: the agent's run
+            # did not end because of the agent — no truncation is said of it (TRANS-2)
+            cut_short = pump.cancelled()
+            if cut_short:
+                self.abandoned += 1
             if not pump.cancelled() and pump.exception() is not None:
                 log.error("proxying %s failed", url, exc_info=pump.exception())
             # the verdict is in — and the thread's last run remembered — before the body
             # ends: the frontend's next input on the thread is judged against it
             outcome = None
             if watch is not None:
+                watch.cut = watch.cut or cut_short
                 outcome = watch.outcome(run_input or {})
             elif remote is not None:
-                outcome = await remote.outcome()
+                outcome = await remote.outcome(cut_short)
             if run_input is not None:
                 self.ledger.remember(run_input, outcome)
             if self.observer is not None and number:
@@ -584,6 +589,7 @@ def _job(
         watches[ex][0].feed(job[2])
     elif kind == "close":
         watch, run_input = watches.pop(ex)
+        watch.cut = watch.cut or bool(job[2])
         put(("closed", ex, watch.outcome(run_input)))
 
 
@@ -597,8 +603,8 @@ class _RemoteWatch:
     async def feed(self, chunk: bytes) -> None:
         await self.pool.send(("chunk", self.ex, chunk))
 
-    async def outcome(self) -> Any:
-        await self.pool.send(("close", self.ex))
+    async def outcome(self, cut_short: bool = False) -> Any:
+        await self.pool.send(("close", self.ex, cut_short))
         return await self.done
 
 
