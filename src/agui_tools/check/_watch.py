@@ -220,7 +220,7 @@ class StreamWatch:
         self.pipe = ConsumerPipeline(
             run_input=run_input, limits=self.limits, on_warning=self._warned
         )
-        self.thread = ThreadState(
+        self.thread = _Folded(
             self._input.get("messages") or (),
             self._input.get("state"),
             on_warning=self.pipe.record_warning,
@@ -473,6 +473,15 @@ class StreamWatch:
             return str(run.run_id)
         rid = self._input.get("runId")
         return rid if isinstance(rid, str) else None
+
+
+class _Folded(ThreadState):
+    """The reducer as ``verify`` runs it, minus what only a store reads: which messages
+    changed since the last save (``encoded``) — the watch saves nothing. 12-15 % of the
+    judge's time per event."""
+
+    def _note(self, event: Mapping[str, Any]) -> None:
+        return
 
 
 def _positions(data: bytes, byte: bytes) -> Iterator[int]:
