@@ -214,6 +214,7 @@ class StreamWatch:
         self.result: StreamResult | None = None
         self._tail = bytearray()  # SSE: the bytes since the last event's end …
         self._tail_at = 0  # … and where they start in the body
+        self._strict = False  # fed by admit(): the stream ends at its first error
         self._pending = bytearray()  # strict: bytes judged but not yet forwarded
         self._frame_head = b""  # strict, binary: the current frame's header so far …
         self._frame_have = 0  # … and how many of its bytes have arrived
@@ -244,6 +245,7 @@ class StreamWatch:
         broke the rule; nothing of it or after it is forwarded).
         """
         self._count(chunk)
+        self._strict = True
         if self.fatal is not None or self.failed:
             return b"", self.fatal
         out = bytearray()
@@ -415,7 +417,7 @@ class StreamWatch:
                 self.failed = True
                 self._rejected(pipe.error)
                 return
-            if self.fatal is not None:
+            if self.fatal is not None and self._strict:
                 return  # strict: nothing after the breaking event is judged either
 
     def _rejected(self, error: ProtocolViolation | None) -> None:
