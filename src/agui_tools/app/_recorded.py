@@ -98,22 +98,24 @@ def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
     try:
         frames = read_frames(data)
     except ProtocolViolation as exc:
-        raise UsageError(f"{source}: {exc}", rule=exc.rule) from None
+        raise UsageError(f"{source}: {exc.explanation}", rule=exc.rule) from None
     events: list[dict[str, Any]] = []
     for frame in frames:
         if isinstance(frame, FrameNote):
             continue  # a dropped frame (an unknown binary arm): nothing to replay
         if isinstance(frame, BrokenFrame):
             raise UsageError(
-                f"{source}: event {len(events)} cannot be read ({frame.violation}); a mock "
-                "replays events, and this capture breaks off there",
+                f"{source}: event {len(events)} cannot be read ({frame.violation.explanation}); "
+                "a mock replays events, and this capture breaks off there",
                 rule=frame.violation.rule,
             )
         if isinstance(frame, (str, bytes)):
             try:
                 frame = parse_json(frame, len(events))
             except ProtocolViolation as exc:
-                raise UsageError(f"{source}: {exc}", rule=exc.rule) from None
+                raise UsageError(
+                    f"{source}: event {len(events)}: {exc.explanation}", rule=exc.rule
+                ) from None
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             raise UsageError(
                 f"{source}: event {len(events)} is not an event object with a type "

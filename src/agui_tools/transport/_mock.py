@@ -31,7 +31,7 @@ import asyncio
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -346,9 +346,12 @@ class MockEndpoint(AgentEndpoint):
         match: str = "order",
         timing: str | float = "recorded",
         faults: Iterable[str | Fault] = (),
+        on_request: Callable[[int, int, str], None] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(_no_agent, **options)
+        self.on_request = on_request
+        """Told of each request once it is answered: its number, the status, what it got."""
         if match not in MATCH_MODES:
             raise UsageError(f"match {match!r}: use one of {', '.join(MATCH_MODES)}")
         self.matcher = Matcher(runs, match)  # type: ignore[arg-type]
@@ -374,9 +377,18 @@ class MockEndpoint(AgentEndpoint):
         status = next((f for f in faults if f.kind == "status"), None)
         if status is not None:
             await self._fault_status(status, number, scope, receive, send)
+            self._said(number, status.status, f"fault {status}")
             return
-        run_input = await self._admit(scope, receive, send)
+        statuses: list[int] = []
+
+        async def noted(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+            await send(message)
+
+        run_input = await self._admit(scope, receive, noted)
         if run_input is None:
+            self._said(number, statuses[0] if statuses else 499, "refused before any stream")
             return
         chosen = self.matcher.choose(run_input)
         if isinstance(chosen, Miss):
@@ -384,12 +396,26 @@ class MockEndpoint(AgentEndpoint):
                 chosen.status, {"rule": None, "path": "", "message": chosen.message}
             )
             await _refuse(scope, receive, send, rejected)
+            self._said(number, chosen.status, chosen.message)
             return
         if chosen.status != 200:
             await _answer(send, chosen.status, chosen.body, chosen.content_type)
+            self._said(number, chosen.status, f"the recorded answer of {chosen.source}")
             return
         binary = accepts_proto(Headers(scope=scope).get("accept"))
+        shown = ", ".join(str(f) for f in faults if f.kind != "status")
+        self._said(
+            number,
+            200,
+            f"thread {run_input.get('threadId')} run {run_input.get('runId')} gets "
+            f"{chosen.source} ({len(chosen.events)} events, "
+            f"{'protobuf' if binary else 'SSE'}{', faults ' + shown if shown else ''})",
+        )
         await self._replay(chosen, run_input, faults, receive, send, binary=binary)
+
+    def _said(self, number: int, status: int, text: str) -> None:
+        if self.on_request is not None:
+            self.on_request(number, status, text)
 
     async def _fault_status(
         self, fault: Fault, number: int, scope: Scope, receive: Receive, send: Send
@@ -563,6 +589,7 @@ def mock_app(
     match: str = "order",
     timing: str | float = "recorded",
     faults: Iterable[str | Fault] = (),
+    on_request: Callable[[int, int, str], None] | None = None,
     **options: Any,
 ) -> Starlette:
     """A Starlette application replaying ``captures`` as an agent at ``POST path``.
@@ -574,9 +601,10 @@ def mock_app(
     input's last user message equals the request's; none: 404, a request with
     no user message: 422). ``timing``: ``"recorded"`` (the events' ``timestamp``
     gaps; none recorded: no waits), ``"fast"``, ``"xN"``. ``faults``: specs
-    (:func:`parse_fault`) or :class:`Fault` values. Other options are
-    :class:`AgentEndpoint`'s (``strict_input``, ``max_body_bytes``,
-    ``allowed_origins`` …). Raises :class:`~agui_tools.UsageError` for a
+    (:func:`parse_fault`) or :class:`Fault` values.
+    ``on_request(number, status, text)`` is told of each request as it is
+    answered. Other options are :class:`AgentEndpoint`'s (``strict_input``,
+    ``max_body_bytes``, ``allowed_origins`` …). Raises :class:`~agui_tools.UsageError` for a
     capture that is no stream, a bad fault or timing, an unknown match mode.
     The endpoint is ``app.state.mock`` (its ``requests``, ``matcher``).
     """
@@ -586,7 +614,9 @@ def mock_app(
     for run in runs:
         for note in run.notes:
             log.info("%s: %s", run.source, note)
-    endpoint = MockEndpoint(runs, match=match, timing=timing, faults=faults, **options)
+    endpoint = MockEndpoint(
+        runs, match=match, timing=timing, faults=faults, on_request=on_request, **options
+    )
     app = routed(endpoint, path, options.get("allowed_origins", ()))
     app.state.mock = endpoint
     return app
