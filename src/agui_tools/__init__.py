@@ -57,15 +57,7 @@ if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily b
         Verdict,
         verify_capture,
     )
-    from .transport import (
-        AgentClient,
-        Approval,
-        Session,
-        SyncAgentClient,
-        SyncSession,
-        agent_app,
-        mock_app,
-    )
+    from .transport import AgentClient, Approval, Session, SyncAgentClient, SyncSession, agent_app
     from .wire import ConsumerPipeline, Limits
 
 # name → the subpackage whose surface holds it; the one table of lazy names
@@ -75,7 +67,6 @@ _LAZY: dict[str, str] = {
     "RunCancelled": "agent",
     "RunInterrupted": "agent",
     "agent_app": "transport",
-    "mock_app": "transport",
     # drive one, with frontend tools
     "Session": "transport",
     "SyncSession": "transport",
