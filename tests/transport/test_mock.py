@@ -385,3 +385,108 @@ def test_recorded_runs_are_values_too() -> None:
     ])  # fmt: skip
     app = mock_app(run, path="/agent")
     assert app.state.mock.matcher.runs == [run]
+
+
+def test_the_inspectors_own_exports_replay_the_conversation(tmp_path: Path) -> None:
+    """A real inspector session with the demo agent (ui/inspector), exported as the page's
+    download links export it — run-N.sse + run-N.input.json, and thread.json — then
+    replayed to a Session with the demo's tools: the same assistant turns, in order."""
+    import asyncio
+
+    from agui_tools.demo.agent import demo_agent
+    from agui_tools.demo.tools import register as register_demo
+    from agui_tools.testing import serving
+    from agui_tools.transport._session import Approval
+    from agui_tools.ui.inspector import Inspector
+    from tests.ui.test_inspector_http import idle, running, until
+
+    async def record() -> list[Any]:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent", register=register_demo)
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "Order two widgets for me."})
+                for _ in range(2):  # place_order, then email_receipt
+                    ask = await until(
+                        inspector,
+                        lambda m: (
+                            m["kind"] == "consent"
+                            and not any(
+                                d["kind"] == "consent-done" and d["callId"] == m["callId"]
+                                for d in inspector.hub.messages
+                            )
+                        ),
+                    )
+                    await page.post(
+                        "/api/consent", json={"callId": ask["callId"], "decision": "approve"}
+                    )
+                await until(inspector, idle)
+                token = {"token": inspector.token}
+                (tmp_path / "runs").mkdir()
+                for n in range(1, len(inspector.captures) + 1):
+                    for what in (f"run-{n}.sse", f"run-{n}.input.json"):
+                        r = await page.get(f"/api/export/{what}", params=token)
+                        (tmp_path / "runs" / what).write_bytes(r.content)
+                r = await page.get("/api/export/thread.json", params=token)
+                (tmp_path / "thread.json").write_bytes(r.content)
+                return list(inspector.session.conversation.messages)  # type: ignore[union-attr]
+
+    def turns(messages: list[Any]) -> list[Any]:
+        return [
+            (m.get("content"), [c["function"] for c in m.get("toolCalls") or ()])
+            for m in messages
+            if m["role"] == "assistant"
+        ]
+
+    original = asyncio.run(record())
+    # the tool results the agent streamed itself; every other tool message is the frontend's
+    agent_results = {
+        e["toolCallId"]
+        for sse in (tmp_path / "runs").glob("run-*.sse")
+        for e in verify_capture(sse.read_bytes()).events
+        if e["type"] == "TOOL_CALL_RESULT"
+    }
+    frontend = {m["toolCallId"] for m in original if m["role"] == "tool"} - agent_results
+    assert agent_results and "s4-unsub" in frontend  # an unadvertised call the frontend answers
+    for capture in (tmp_path / "runs", tmp_path / "thread.json"):
+        with serve(mock_app(capture, path="/agent", timing="fast")) as base:
+            session = SyncSession(
+                SyncAgentClient(f"{base}/agent"), ask=lambda call: Approval.approve()
+            )
+            register_demo(session)  # type: ignore[arg-type]
+            result = session.send("Order two widgets for me.")
+            app_messages = session.conversation.messages
+        assert result.status == "success", (capture, result)
+        assert turns(app_messages) == turns(original), capture
+        assert len(app_messages) == len(original)
+        # the frontend is left the same calls to answer: none was turned into the agent's
+        answered_here = {c.call_id for r in session.conversation.runs for c in r.pending}
+        assert answered_here == frontend, capture
+
+
+def test_a_frontend_answer_placed_right_after_its_call_is_not_taken_for_the_agents() -> None:
+    """A frontend may put its tool messages right after the call's assistant message; an
+    answer to an advertised (frontend) tool is the frontend's wherever it sits."""
+    from agui_tools.app._recorded import runs_from_thread_export
+
+    tools = [{"name": "pick", "description": "", "parameters": {"type": "object"}}]
+    user = {"id": "u", "role": "user", "content": "go"}
+    a1 = {"id": "a1", "role": "assistant", "toolCalls": [
+        {"id": "c1", "type": "function", "function": {"name": "pick", "arguments": "{}"}}]}  # fmt: skip
+    answer = {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "picked"}
+    a2 = {"id": "a2", "role": "assistant", "content": "While you pick: hello."}
+    export = {
+        "messages": [user, a1, answer, a2],
+        "runs": [{"input": {"threadId": "t", "runId": "r", "messages": [user], "tools": tools},
+                  "httpStatus": 200, "status": "success"}],
+    }  # fmt: skip
+    (run,) = runs_from_thread_export(export, source="thread.json")
+    assert [e["type"] for e in run.events] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]

@@ -327,11 +327,16 @@ def runs_from_thread_export(document: Mapping[str, Any], *, source: str) -> list
     The export keeps each run's input and the thread's messages, not the
     events: run *k* added to the thread what the next input (the final
     messages, for the last run) holds beyond its own input, less what the
-    frontend added — user messages and the answers to its own (advertised)
-    tools. Those messages are emitted whole (one content delta, one argument
-    delta, no timestamps), and the run ends as it ended (``RUN_FINISHED`` with
-    its outcome, or ``RUN_ERROR``). A refused run (no input, or a non-200
-    status) is left out.
+    frontend added — user messages and its answers to the run's calls. Those
+    messages are emitted whole (one content delta, one argument delta, no
+    timestamps), and the run ends as it ended (``RUN_FINISHED`` with its
+    outcome, or ``RUN_ERROR``). A tool message is the agent's (a
+    ``TOOL_CALL_RESULT``) when it answers a call of this run to a tool the
+    input did not advertise and an assistant message of the run follows it:
+    the frontend answers after the stream, so a backend result after the run's
+    last assistant message is taken for the frontend's (export ``run-N.sse``
+    for the exact stream). A refused run (no input, or a non-200 status) is
+    left out.
     """
     runs = document.get("runs")
     if not isinstance(runs, list):
@@ -363,11 +368,12 @@ def _rebuilt(
     before = {m.get("id") for m in run_input.get("messages") or () if isinstance(m, Mapping)}
     frontend = {t.get("name") for t in run_input.get("tools") or () if isinstance(t, Mapping)}
     calls: dict[Any, Any] = {}
+    added = [m for m in after if isinstance(m, Mapping) and m.get("id") not in before]
+    # the frontend answers once the stream ended: after the run's last assistant message
+    last_said = max((i for i, m in enumerate(added) if m.get("role") == "assistant"), default=-1)
     events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}]
     notes: list[str] = ["rebuilt from the thread export: one delta per message, no timestamps"]
-    for message in after:
-        if not isinstance(message, Mapping) or message.get("id") in before:
-            continue
+    for position, message in enumerate(added):
         role, ident = message.get("role"), message.get("id")
         if role == "assistant":
             content = message.get("content")
@@ -398,9 +404,11 @@ def _rebuilt(
                     )
                 events.append({"type": "TOOL_CALL_END", "toolCallId": call.get("id")})
         elif role == "tool":
-            name = calls.get(message.get("toolCallId"))
-            if name is None or name in frontend:
-                continue  # the frontend's answer (to its own tool, or an earlier run's call)
+            call_id = message.get("toolCallId")
+            if call_id not in calls:
+                continue  # the frontend's answer to an earlier run's call
+            if calls[call_id] in frontend or position > last_said:
+                continue  # the frontend's answer to a call this run left it
             events.append(
                 {
                     "type": "TOOL_CALL_RESULT",
