@@ -490,3 +490,25 @@ def test_a_frontend_answer_placed_right_after_its_call_is_not_taken_for_the_agen
         "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
+
+
+def test_a_binary_recording_and_an_ndjson_capture_are_replayed(tmp_path: Path) -> None:
+    """A proxy recording of a protobuf exchange (``NNNN.pb``) is served in either binding;
+    an NDJSON capture is read like verify reads it."""
+    recorder = Recorder(agent_app(shop, path="/agent"))
+    with serve(recorder) as base:
+        assert new_session(f"{base}/agent", transport="proto").send("hello").status == "success"
+    (ex,) = recorder.exchanges
+    assert ex.headers["content-type"] == "application/vnd.ag-ui.event+proto"
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "0001.input.json").write_bytes(ex.request_body)
+    (folder / "0001.pb").write_bytes(ex.body)
+    ndjson = tmp_path / "hello.ndjson"
+    ndjson.write_bytes(b"".join(json.dumps(e).encode() + b"\n" for e in verify_capture(
+        ex.body).events))  # fmt: skip
+    for capture in (folder, ndjson):
+        with serve(mock_app(capture, path="/agent", timing="fast")) as base:
+            session = new_session(f"{base}/agent")  # SSE this time
+            assert session.send("hello").status == "success"
+        assert session.conversation.messages[-1]["content"] == "You said: hello", capture

@@ -501,8 +501,16 @@ class MockEndpoint(AgentEndpoint):
             try:
                 frame = _malformed(event, binary) if ("malformed", index) in at else None
                 frame = frame or _frame(event, binary)
-            except Exception:  # an event the binding cannot carry: the stream ends as a bug's
-                log.exception("recorded event %d cannot be encoded; sending RUN_ERROR", index)
+            except Exception as exc:  # an event the binding cannot carry: ended as a bug's
+                log.error(
+                    "recorded event %d (%s) cannot be sent in the %s binding (%s: %s); the "
+                    "stream ends with RUN_ERROR",
+                    index,
+                    event.get("type"),
+                    "binary" if binary else "SSE",
+                    type(exc).__name__,
+                    exc,
+                )
                 await _body(send, _frame(_INTERNAL_ERROR, binary))
                 return True
             await _body(send, frame * 2 if ("duplicate", index) in at else frame)
