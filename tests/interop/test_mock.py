@@ -15,9 +15,6 @@ and every exchange is kept as ``proxy --record`` keeps it (``NNNN.input.json``,
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +27,7 @@ from agui_tools.transport._client import SyncAgentClient
 from agui_tools.transport._mock import mock_app
 from agui_tools.transport._session import SyncSession
 from tests.helpers.scripted_server import serve
-from tests.interop.node import ROOT, TS, run_node, skip_reason
+from tests.interop.node import node_process, run_node, skip_reason
 from tests.interop.our_agent import FRONTEND_TOOLS, Recorder, app
 
 pytestmark = [
@@ -73,22 +70,6 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
     yield record_dir(recorder, tmp_path_factory.mktemp("recorded")), document
 
 
-def run_node_raw(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``httpagent.mjs`` run without requiring it to exit 0: a fault may kill it."""
-    node = shutil.which("node")
-    assert node is not None
-    env = {k: v for k, v in os.environ.items() if k not in ("NODE_ENV", "VITEST_WORKER_ID")}
-    return subprocess.run(
-        [node, str(TS / "httpagent.mjs"), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("binary", [False, True], ids=["sse", "protobuf"])
 def test_the_official_client_ends_with_the_original_messages(
     original: tuple[Path, dict[str, Any]], binary: bool
@@ -126,7 +107,7 @@ def session_sees(url: str, **client: Any) -> str:
 
 
 def official_client_sees(url: str, *, binary: bool = False) -> str:
-    proc = run_node_raw(*ts_args(url, "fault", binary=binary))
+    proc = node_process("httpagent.mjs", *ts_args(url, "fault", binary=binary))
     if proc.returncode != 0:  # the process died: an exception nothing in runAgent caught
         last = [line for line in proc.stderr.splitlines() if "Error" in line]
         return f"died: {last[0].strip() if last else proc.stderr[-200:]}"
@@ -188,7 +169,7 @@ def test_a_stall_ends_our_idle_deadline_and_the_official_client_waits_it_out(
     assert "0.5" in seen_by_session  # the deadline it names
     with serve(mock_app(folder, path="/agent", timing="fast", faults=["stall:2:1.5@1"])) as base:
         started = time.monotonic()
-        proc = run_node_raw(*ts_args(f"{base}/agent", "stalled"))
+        proc = node_process("httpagent.mjs", *ts_args(f"{base}/agent", "stalled"))
         waited = time.monotonic() - started
     replayed = json.loads(proc.stdout)
     # the official client has no idle deadline: it waits, then completes as recorded

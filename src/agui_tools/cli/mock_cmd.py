@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .serve_cmd import LOG_LEVELS, _bind, _log_config, _path, _port
+from .serve_cmd import LOG_LEVELS, _bind, _path, _port, serve_on
 
 HELP = """\
 Serve recorded runs as an AG-UI agent, so a frontend can be tested without a
@@ -117,11 +117,8 @@ def _judged(runs: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from .._errors import UsageError
-    from .._text import guarded_logger, terminal_text
-    from ..transport._deadlines import deadline_protocol
+    from .._text import terminal_text
     from ..transport._mock import mock_app
 
     def said(number: int, status: int, text: str) -> None:
@@ -158,25 +155,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in _judged(runs):
         print(terminal_text(line), file=sys.stderr)
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    config = uvicorn.Config(
-        app,
-        lifespan="off",
-        log_config=_log_config(args.log_level, False),
-        log_level=args.log_level,
-        access_log=False,
-        http=deadline_protocol(),
-    )
-    for name in ("uvicorn.error", "asyncio"):
-        guarded_logger(name)
-    print(f"Serving mock AG-UI agent at http://{shown}:{port}{args.path}", flush=True)
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    except KeyboardInterrupt:  # Ctrl-C is how a server is stopped
-        pass
-    finally:
-        sock.close()
+    serve_on(app, sock, what="mock AG-UI agent", path=args.path, log_level=args.log_level)
     left = endpoint.matcher.unused
     start = "\r" if sys.stderr.isatty() else ""
     print(
