@@ -512,3 +512,24 @@ def test_a_binary_recording_and_an_ndjson_capture_are_replayed(tmp_path: Path) -
             session = new_session(f"{base}/agent")  # SSE this time
             assert session.send("hello").status == "success"
         assert session.conversation.messages[-1]["content"] == "You said: hello", capture
+
+
+def test_the_fixture_comes_with_the_plugin_line_a_user_writes(
+    pytester: pytest.Pytester, recording: tuple[Path, list[Any]]
+) -> None:
+    folder, _ = recording
+    pytester.makeconftest('pytest_plugins = ["agui_tools.testing"]')
+    pytester.makepyfile(
+        f"""
+        import httpx
+
+        def test_a_frontend_sees_503_then_the_recorded_run(agui_mock):
+            mock = agui_mock({str(folder)!r}, timing="fast", faults=["status:503@1"])
+            body = {{"threadId": "t", "runId": "r", "messages": []}}
+            assert httpx.post(mock.url, json=body).status_code == 503
+            assert httpx.post(mock.url, json=body).status_code == 200
+            assert (mock.requests, mock.unused) == (2, 2)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
