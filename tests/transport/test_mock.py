@@ -533,3 +533,12 @@ def test_the_fixture_comes_with_the_plugin_line_a_user_writes(
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_a_long_recorded_gap_keeps_an_sse_stream_alive(tmp_path: Path) -> None:
+    capture = tmp_path / "timed.sse"
+    capture.write_bytes(TIMED)  # a 0.6 s gap before event 2
+    with serve(mock_app(capture, path="/agent", keepalive=0.2)) as base:
+        answer = post(base, inp())
+    head, _, tail = answer.content.partition(b'"delta":"hi"')
+    assert b": keep-alive\n\n" in head and b"keep-alive" not in tail
