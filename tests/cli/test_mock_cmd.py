@@ -99,11 +99,16 @@ def test_the_mock_serves_says_each_request_and_stops_on_ctrl_c_in_one_line(
         with pytest.raises(httpx.RemoteProtocolError):  # cut after event 2: no end of body
             httpx.post(url, json=INPUT | {"runId": "r2"}, headers=sse)
         third = httpx.post(url, json=INPUT, headers=sse)
+        dangling = httpx.post(url, json=INPUT | {"messages": [
+            {"id": "a", "role": "assistant", "toolCalls": [{"id": "c9", "type": "function",
+             "function": {"name": "f", "arguments": "{}"}}]},
+            {"id": "u", "role": "user", "content": "next"}]})  # fmt: skip
     finally:
         server.send_signal(signal.SIGINT)
         out, err = server.communicate(timeout=60)
     assert first.status_code == 200 and b'"runId":"r"' in first.content
     assert third.status_code == 404 and "has served them all" in third.text
+    assert dangling.status_code == 409
     assert server.returncode == 0 and out == ""
     lines = err.strip().splitlines()
     assert lines[:3] == [
@@ -114,8 +119,9 @@ def test_the_mock_serves_says_each_request_and_stops_on_ctrl_c_in_one_line(
     assert lines[3] == f"request 1: 200 thread t run r gets {capture} run 1 (5 events, SSE)"
     assert lines[4].endswith("run 2 (5 events, SSE, faults cut:2@2)")
     assert lines[5].startswith("request 3: 404 no recorded run left")
+    assert lines[6].startswith("request 4: 409 [FE-8] ") and "c9" in lines[6]
     assert "returned without completing response" not in err  # a deliberate cut is no error
     assert "Traceback" not in err
-    assert lines[6:] == [
-        "agui-tools mock: stopped after 3 request(s); 0 recorded run(s) never served"
+    assert lines[7:] == [
+        "agui-tools mock: stopped after 4 request(s); 0 recorded run(s) never served"
     ]

@@ -335,8 +335,8 @@ class MockEndpoint(AgentEndpoint):
 
     The request is judged by :class:`AgentEndpoint` (its options apply: limits,
     ``strict_input``, origins, hosts); :meth:`_serve` then answers with the run
-    the matcher chooses. ``requests`` counts every request; ``served`` those
-    answered with a recorded run.
+    the matcher chooses. ``requests`` counts every request; ``matcher.served``
+    those answered with a recorded run.
     """
 
     def __init__(
@@ -379,16 +379,16 @@ class MockEndpoint(AgentEndpoint):
             await self._fault_status(status, number, scope, receive, send)
             self._said(number, status.status, f"fault {status}")
             return
-        statuses: list[int] = []
+        refusal: list[Any] = []  # the status and body of a refusal, as sent
 
         async def noted(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                statuses.append(message["status"])
+            refusal.append(message.get("status", message.get("body", b"")))
             await send(message)
 
         run_input = await self._admit(scope, receive, noted)
         if run_input is None:
-            self._said(number, statuses[0] if statuses else 499, "refused before any stream")
+            status_code = refusal[0] if refusal else 499  # 499: the client left first
+            self._said(number, status_code, _problem(b"".join(refusal[1:])))
             return
         chosen = self.matcher.choose(run_input)
         if isinstance(chosen, Miss):
@@ -551,6 +551,16 @@ async def _watch(receive: Receive, gone: asyncio.Event) -> None:
         if message["type"] == "http.disconnect":
             gone.set()
             return
+
+
+def _problem(body: bytes) -> str:
+    """A refusal's JSON problem in one line: ``[RULE] message``."""
+    try:
+        error = orjson.loads(body)["error"]
+        rule = f"[{error['rule']}] " if error.get("rule") else ""
+        return f"{rule}{error['message']}"
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return "refused before any stream"
 
 
 def _frame(event: Mapping[str, Any], binary: bool) -> bytes:
