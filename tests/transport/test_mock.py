@@ -149,7 +149,7 @@ def test_in_order_past_the_last_recorded_run_is_a_404_problem(
         statuses = [httpx.post(f"{base}/agent", json=body).status_code for _ in range(3)]
         last = httpx.post(f"{base}/agent", json=body)
     assert statuses == [200, 200, 200] and last.status_code == 404
-    assert "has served them all (request 4)" in last.json()["error"]["message"]
+    assert "replays 3 run(s) in order and has served them all" in last.json()["error"]["message"]
 
 
 def test_match_by_last_user_message_picks_the_run_whatever_the_order(

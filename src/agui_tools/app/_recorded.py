@@ -272,8 +272,7 @@ class Matcher:
                 return Miss(
                     404,
                     f"no recorded run left: the mock replays {len(self.runs)} run(s) in order "
-                    f"and has served them all (request {self.served + 1}); restart it, or match "
-                    "by --match last-user-message",
+                    "and has served them all; restart it, or match by --match last-user-message",
                 )
             run = self.runs[self._next]
             self._next += 1
