@@ -542,3 +542,20 @@ def test_a_long_recorded_gap_keeps_an_sse_stream_alive(tmp_path: Path) -> None:
         answer = post(base, inp())
     head, _, tail = answer.content.partition(b'"delta":"hi"')
     assert b": keep-alive\n\n" in head and b"keep-alive" not in tail
+
+
+def test_a_browser_frontend_on_an_allowed_origin_gets_cors_and_others_403(tmp_path: Path) -> None:
+    capture = tmp_path / "timed.sse"
+    capture.write_bytes(TIMED)
+    dev = "http://localhost:5173"
+    app = mock_app(capture, path="/agent", timing="fast", allowed_origins=[dev])
+    with serve(app) as base:
+        preflight = httpx.options(f"{base}/agent", headers={
+            "origin": dev, "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type"})  # fmt: skip
+        other = httpx.post(f"{base}/agent", json=inp(), headers={"origin": "https://evil.example"})
+        allowed = httpx.post(f"{base}/agent", json=inp(), headers={"origin": dev})
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == dev
+    assert other.status_code == 403  # refused before it could use up the recorded run
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == dev
