@@ -20,7 +20,7 @@ Sans-I/O, in the order a verified event travels::
 
 from __future__ import annotations
 
-from ._calls import Answer, CallStatus, PendingCall
+from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_key
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
 from ._consent import ConsentDecision, ConsentPolicy, Verdict
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
@@ -52,8 +52,10 @@ __all__ = [
     "TextDelta",
     "ThreadRecord",
     "ThreadState",
+    "ToolContext",
     "ToolSpec",
     "Verdict",
+    "idempotency_key",
     "read_frames",
     "replay",
     "verify_capture",

@@ -22,6 +22,7 @@ from ._session import (
     Resolution,
     Session,
     SyncSession,
+    ToolContext,
     tool_spec_from_function,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "Session",
     "SyncAgentClient",
     "SyncSession",
+    "ToolContext",
     "agent_app",
     "tool_spec_from_function",
 ]

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import inspect
 import threading
 import uuid
@@ -54,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from .. import _telemetry
 from .._errors import UsageError
 from ..app._arguments import parse_arguments
-from ..app._calls import Answer, CallStatus, PendingCall
+from ..app._calls import Answer, CallStatus, PendingCall, ToolContext
 from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import (
     Conversation,
@@ -91,6 +93,7 @@ __all__ = [
     "Resolution",
     "Session",
     "SyncSession",
+    "ToolContext",
     "tool_spec_from_function",
 ]
 
@@ -139,6 +142,15 @@ class RegisteredTool:
     trace_payloads: bool = False
     """Record this tool's arguments and results in its ``execute_tool`` spans (off:
     their sizes only, docs/observability.md)."""
+    context: bool = False
+    """The handler takes the call's :class:`ToolContext` too: ``handler(arguments, context=…)``."""
+
+    def bound(self, call: PendingCall) -> Callable[[dict[str, Any]], Any]:
+        """The handler of one execution of ``call``: given its context when it asks."""
+        if not self.context:
+            return self.handler
+        takes_context: Callable[..., Any] = self.handler
+        return functools.partial(takes_context, context=call.context())
 
 
 def tool_spec_from_function(
@@ -155,6 +167,10 @@ def tool_spec_from_function(
     model the whole argument object. Unknown arguments are refused by the
     schema (``additionalProperties: false``), so the model cannot smuggle
     parameters the function does not declare.
+
+    A parameter annotated :class:`ToolContext` is not an argument: it is left
+    out of the schema, and the handler passes it the call's context —
+    ``handler(arguments, context=ToolContext(…))`` (:func:`wants_context`).
     """
     sig = inspect.signature(fn)
     try:
@@ -166,6 +182,14 @@ def tool_spec_from_function(
             "it uses at module level"
         ) from None
     params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    contextual = [p.name for p in params if hints.get(p.name) is ToolContext]
+    if len(contextual) > 1:
+        raise UsageError(
+            f"tool {fn.__name__!r} has {len(contextual)} ToolContext parameters "
+            f"({', '.join(contextual)}); a handler is given its call's context once"
+        )
+    context_param = contextual[0] if contextual else None
+    params = [p for p in params if p.name != context_param]
     desc = description or inspect.getdoc(fn) or ""
     if not desc:
         raise UsageError(f"tool {fn.__name__!r} needs a description (a docstring or description=)")
@@ -194,19 +218,37 @@ def tool_spec_from_function(
     closed = schema.get("additionalProperties") is False
     declared = frozenset(schema.get("properties", ()))
 
-    def handler(arguments: dict[str, Any]) -> Any:
+    def handler(arguments: dict[str, Any], context: ToolContext | None = None) -> Any:
         unknown = sorted(set(arguments) - declared) if closed else []
         if unknown:  # the schema refuses them; a direct call must not slip them past
             raise ValueError(
                 f"unknown argument(s) {unknown}: {fn.__name__!r} does not declare them"
             )
         parsed = adapter.validate_python(arguments)
+        extra: dict[str, Any] = {}
+        if context_param is not None:
+            if context is None:
+                raise UsageError(
+                    f"tool {fn.__name__!r} takes its call's ToolContext "
+                    f"({context_param!r}): call the handler as handler(arguments, context=…)"
+                )
+            extra[context_param] = context
         if single_model:
-            return fn(parsed)
-        return fn(**{p.name: getattr(parsed, p.name) for p in params})
+            return fn(parsed, **extra)
+        return fn(**{p.name: getattr(parsed, p.name) for p in params}, **extra)
 
     spec = ToolSpec(name or fn.__name__, desc, parameters=schema, side_effects=side_effects)
     return spec, handler
+
+
+def wants_context(fn: Callable[..., Any]) -> bool:
+    """Whether a typed tool function asks for its call's :class:`ToolContext` (a
+    parameter annotated with it)."""
+    try:
+        hints = get_type_hints(fn)
+    except NameError:
+        return False  # tool_spec_from_function says why
+    return any(h is ToolContext for name, h in hints.items() if name != "return")
 
 
 # -- the steps the loop needs a face to perform ---------------------------------------
@@ -403,7 +445,13 @@ class BaseSession(Generic[C]):
             spec, handler = tool_spec_from_function(
                 f, name=name, description=description, side_effects=side_effects
             )
-            self.add_tool(spec, handler, timeout=timeout, trace_payloads=trace_payloads)
+            self.add_tool(
+                spec,
+                handler,
+                timeout=timeout,
+                trace_payloads=trace_payloads,
+                context=wants_context(f),
+            )
             return f
 
         return register(fn) if fn is not None else register
@@ -415,12 +463,16 @@ class BaseSession(Generic[C]):
         *,
         timeout: float | None = None,
         trace_payloads: bool = False,
+        context: bool = False,
     ) -> None:
+        """Register a tool by its spec and an arguments-dict handler. With
+        ``context=True`` the handler is called ``handler(arguments, context=ctx)``,
+        ``ctx`` the call's :class:`ToolContext`."""
         if self.conversation is not None:
             raise UsageError("register tools before the first send()")
         if spec.name in self._tools:
             raise UsageError(f"a tool named {spec.name!r} is already registered")
-        self._tools[spec.name] = RegisteredTool(spec, handler, timeout, trace_payloads)
+        self._tools[spec.name] = RegisteredTool(spec, handler, timeout, trace_payloads, context)
 
     def _conversation(self) -> Conversation:
         if self.conversation is None:
@@ -661,7 +713,7 @@ class BaseSession(Generic[C]):
             else:
                 timeout = registered.timeout if registered.timeout is not None else self.timeout
                 yield _Execute(
-                    call, registered.handler, timeout, emit, span, registered.trace_payloads
+                    call, registered.bound(call), timeout, emit, span, registered.trace_payloads
                 )
         for update in conv.take_updates():
             emit(update)
@@ -974,7 +1026,12 @@ class SyncSession(BaseSession[SyncAgentClient]):
                 except BaseException as exc:  # handed to the waiting thread, raised there
                     outcome.set_exception(exc)
 
-            threading.Thread(target=work, name=f"tool {step.call.name}", daemon=True).start()
+            # the thread runs in a copy of this one's context: the handler's own spans nest
+            # under its execute_tool span (OpenTelemetry's current span is a contextvar)
+            runner = contextvars.copy_context().run
+            threading.Thread(
+                target=runner, args=(work,), name=f"tool {step.call.name}", daemon=True
+            ).start()
             try:
                 return outcome.result(timeout)
             except TimeoutError:
@@ -1047,5 +1104,8 @@ async def _in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict
             loop.call_soon_threadsafe(settle, *outcome)
 
     name = getattr(fn, "__name__", "handler")
-    threading.Thread(target=work, name=f"agui-tool-{name}", daemon=True).start()
+    # in a copy of the awaiting task's context: the handler's spans nest under its
+    # execute_tool span, its contextvars read as the task's
+    runner = contextvars.copy_context().run
+    threading.Thread(target=runner, args=(work,), name=f"agui-tool-{name}", daemon=True).start()
     return await future
