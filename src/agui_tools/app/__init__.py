@@ -26,6 +26,7 @@ from ._consent import ConsentDecision, ConsentPolicy, Verdict
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._journal import Journal, MemoryJournal, SQLiteJournal
 from ._reducer import ThreadState
+from ._resume import SentResume
 from ._store import MemoryStore, Store, ThreadRecord
 from ._store_postgres import AsyncPostgresStore, PostgresStore
 from ._store_sqlite import SQLiteStore
@@ -48,6 +49,7 @@ __all__ = [
     "RunResult",
     "SQLiteJournal",
     "SQLiteStore",
+    "SentResume",
     "Store",
     "TextDelta",
     "ThreadRecord",

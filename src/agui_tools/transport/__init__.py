@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from .._errors import ResumeOutcomeUnknown
+from ..app._resume import SentResume
 from ._client import AgentClient, BaseAgentClient, SyncAgentClient
 from ._server import AgentEndpoint, agent_app
 from ._session import (
@@ -36,6 +38,8 @@ __all__ = [
     "InterruptedCall",
     "InvalidPayload",
     "Resolution",
+    "ResumeOutcomeUnknown",
+    "SentResume",
     "Session",
     "SyncAgentClient",
     "SyncSession",

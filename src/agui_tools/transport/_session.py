@@ -54,7 +54,7 @@ from typing import Any, Generic, TypeVar, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .. import _telemetry
-from .._errors import UsageError
+from .._errors import ResumeOutcomeUnknown, UsageError
 from ..app._arguments import parse_arguments
 from ..app._calls import Answer, CallStatus, PendingCall, ToolContext
 from ..app._consent import ConsentPolicy, DecidedBy
@@ -64,6 +64,7 @@ from ..app._conversation import (
     RunResult,
     StoreSteps,
     Update,
+    _unknown_resume,
     call_update,
 )
 from ..app._interrupts import (
@@ -76,6 +77,7 @@ from ..app._interrupts import (
 )
 from ..app._journal import Journal
 from ..app._link import Operation
+from ..app._resume import SentResume
 from ..app._steps import Pause, adrive, drive
 from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
@@ -126,6 +128,8 @@ class Approval:
 F = TypeVar("F", bound=Callable[..., Any])
 
 AskUser = Callable[[PendingCall], Approval | bool | Awaitable[Approval | bool]]
+ResumeUnknown = Callable[[SentResume], bool]
+"""A session's ``resume_unknown=`` check: ``True`` sends the recorded resume again."""
 InterruptAnswer = Resolution | Approval | bool
 OnInterrupt = Callable[[Interrupt], InterruptAnswer | Awaitable[InterruptAnswer]]
 """An interrupt handler: a :class:`Resolution`; for an interrupt that names a call
@@ -351,6 +355,15 @@ class BaseSession(Generic[C]):
             only asked about a call that can no longer be running anywhere.
         outcome_unknown: as for :class:`Conversation`: establishes what became
             of a call whose execution started and recorded no answer.
+        resume_unknown: asked about a resume of the thread's interrupted run that
+            was sent (by an earlier process, or another replica) and that no saved
+            run answers — a :class:`~agui_tools.app.SentResume`: its entries, its
+            run id, when. Return ``True`` to send it again — the same entries,
+            under the same run id — once the application established that it did
+            not reach the agent, or that the agent keeps its runs by id; ``False``
+            (and without the check) nothing is sent and
+            :class:`~agui_tools._errors.ResumeOutcomeUnknown` is raised: a resume
+            that was sent is never sent again blindly.
     """
 
     def __init__(
@@ -369,9 +382,11 @@ class BaseSession(Generic[C]):
         in_flight_wait: float | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
         on_interrupt: OnInterrupt | None = None,
+        resume_unknown: ResumeUnknown | None = None,
     ) -> None:
         self.client: C = client
         self.on_interrupt = on_interrupt
+        self.resume_unknown = resume_unknown
         self._in_flight_wait = in_flight_wait
         self._outcome_unknown = outcome_unknown
         self.ask = ask
@@ -550,6 +565,12 @@ class BaseSession(Generic[C]):
         if conv.pending:  # a restored thread: finish what the last process left first
             yield from self._dispose_steps(emit)
         resume: list[dict[str, Any]] | None = None
+        if open_interrupts(conv):
+            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            if lost is not None:  # a resume was sent and not saved: never sent again blindly
+                carried: RunResult = yield from self._resend_steps(conv, lost, emit)
+                if text is None or carried.status != "success" or open_interrupts(conv):
+                    return carried
         if open_interrupts(conv):  # a restored (or returned) interrupted run: answer it first
             if not self._answers_interrupts(conv):
                 raise UsageError(
@@ -583,6 +604,10 @@ class BaseSession(Generic[C]):
     ) -> Steps:
         """Answer the open interrupts with ``answers`` and carry the thread on."""
         conv: Conversation = yield from self._open_steps()
+        if open_interrupts(conv):
+            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            if lost is not None:  # a resume was sent and not saved: never sent again blindly
+                return (yield from self._resend_steps(conv, lost, emit))
         interrupts = open_interrupts(conv)
         if not interrupts:
             raise UsageError(
@@ -596,6 +621,16 @@ class BaseSession(Generic[C]):
             for iid, a in answers.items()
         }
         conv.next_input(resume=resume_entries(interrupts, resolutions))  # INT-6/7/8 judged
+        return (yield from self._carry_steps(conv, emit))
+
+    def _resend_steps(
+        self, conv: Conversation, lost: SentResume, emit: Callable[[Update], Any]
+    ) -> Steps:
+        """A resume that was sent and that no saved run answers: sent again — the same
+        entries, under the same run id — only when ``resume_unknown`` says so."""
+        if self.resume_unknown is None or not self.resume_unknown(lost):
+            raise ResumeOutcomeUnknown(_unknown_resume(lost), lost)
+        conv.resend(lost)
         return (yield from self._carry_steps(conv, emit))
 
     def _answers_interrupts(self, conv: Conversation) -> bool:
@@ -624,6 +659,9 @@ class BaseSession(Generic[C]):
         """Run the prepared input, and the next, until nothing is pending."""
         result: RunResult | None = None
         for _ in range(self.max_turns):
+            if conv.pending_input.get("resume"):
+                # recorded and claimed before it is sent: a resume is sent once
+                yield _Store(conv, "resume", conv._claim_resume_steps())
             result = yield _Turn()
             assert result is not None
             for update in conv.take_updates():

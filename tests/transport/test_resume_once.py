@@ -1,0 +1,183 @@
+"""A resume that was sent is not sent twice (issue #22): before a resume run is sent
+its record is written to the journal (entries, run id, then a claim, exactly once by
+the store) and answered when that run's save is durable. A record still open when
+the thread is picked up — a crash after sending and before saving, another replica
+sending it now — is a resume that may have reached the agent: it is not sent again
+unless the application's ``resume_unknown=`` check says so, and then under the same
+run id with the same entries.
+
+The agent (tests/helpers/cli_agents.py, ``scripted``) appends every resume entry it
+receives to a file: the count is the exactly-once check. Real SQLite files; the
+restart tests kill a real separate process (SIGKILL) and start another."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agui_tools._errors import StaleThread, StoreWriteFailed, UsageError
+from agui_tools.app import SentResume, SQLiteStore
+from agui_tools.transport import Approval, ResumeOutcomeUnknown, agent_app
+from tests.helpers.cli_agents import scripted
+from tests.helpers.scripted_server import serve
+
+from .test_session_interrupts import REFUND, call, make
+
+WORKER = Path(__file__).resolve().parents[1] / "helpers" / "resume_worker.py"
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with serve(agent_app(scripted)) as base:
+        yield f"{base}/"
+
+
+@pytest.fixture(params=["async", "sync"])
+def face(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "resumes.jsonl"
+    monkeypatch.setenv("AGUI_TEST_RESUME_LOG", str(path))  # the agent runs in this process
+    return path
+
+
+def received(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+APPROVED = {"status": "resolved", "payload": {"approved": True}}
+
+
+class _FailsTheResumeSave(SQLiteStore):
+    """The save of the run a resume started fails before it is written (a full disk):
+    the resume reached the agent, and no run of it is in the store."""
+
+    def save_run(self, thread_id: str, version: int, *args: Any, **kwargs: Any) -> int:
+        if version >= 1:
+            raise StoreWriteFailed("injected: the disk is full", operation="save_run")
+        return super().save_run(thread_id, version, *args, **kwargs)
+
+
+def test_two_sessions_on_one_store_resume_once(
+    url: str, face: str, log: Path, tmp_path: Path
+) -> None:
+    """Replica A and replica B both show the interrupt; A resumes it; B's resume is
+    refused before anything is sent (the thread moved on: reload), and after the
+    reload there is nothing left to resume."""
+    db = tmp_path / "threads.db"
+    a = make(url, face, store=SQLiteStore(db), thread_id="t-two")
+    assert call(a, "send", REFUND).status == "interrupt"
+    b = make(url, face, store=SQLiteStore(db), thread_id="t-two")
+    call(b, "open")
+    (interrupt,) = b.interrupts
+    assert call(a, "resume", {interrupt.id: Approval.approve()}).status == "success"
+    with pytest.raises(StaleThread):
+        call(b, "resume", {interrupt.id: Approval.approve()})
+    with pytest.raises(UsageError, match="nothing to resume"):
+        call(b, "resume", {interrupt.id: Approval.approve()})
+    assert [e["status"] for e in received(log)] == ["resolved"]
+
+
+def test_a_resume_sent_and_not_saved_is_not_sent_again_blindly(
+    url: str, face: str, log: Path, tmp_path: Path
+) -> None:
+    """The resume run streamed, its save failed: a retry — on the same session, which
+    reloads, or on a new one — does not send it again; the check, given, sends the
+    recorded entries again under the recorded run id, once."""
+    db = tmp_path / "threads.db"
+    first = make(url, face, store=_FailsTheResumeSave(db), thread_id="t-lost")
+    assert call(first, "send", REFUND).status == "interrupt"
+    (interrupt,) = first.interrupts
+    with pytest.raises(StoreWriteFailed):
+        call(first, "resume", {interrupt.id: Approval.approve()})
+    assert len(received(log)) == 1  # it reached the agent
+    first.client = type(first.client)(first.client.url)  # a fresh client for the new loop
+    with pytest.raises(ResumeOutcomeUnknown, match="INT-7") as lost:
+        call(first, "resume", {interrupt.id: Approval.approve()})
+    assert lost.value.sent.resume == [{"interruptId": interrupt.id, **APPROVED}]
+    assert lost.value.sent.interrupted_run_id is not None
+    declined: list[SentResume] = []
+    second = make(
+        url,
+        face,
+        store=SQLiteStore(db),
+        thread_id="t-lost",
+        resume_unknown=lambda s: bool(declined.append(s)),  # "it did reach the agent"
+    )
+    with pytest.raises(ResumeOutcomeUnknown):
+        call(second, "send", "and now?")  # a new message does not slip past it either
+    assert len(received(log)) == 1
+    assert [d.run_id for d in declined] == [lost.value.sent.run_id]
+    seen: list[SentResume] = []
+    third = make(
+        url,
+        face,
+        store=SQLiteStore(db),
+        thread_id="t-lost",
+        resume_unknown=lambda s: bool(seen.append(s)) or True,
+    )
+    result = call(third, "resume", {interrupt.id: Approval.decline()})  # not asked again
+    assert result.status == "success" and result.run_id == lost.value.sent.run_id
+    assert received(log) == [{"interruptId": interrupt.id, **APPROVED}] * 2
+    fourth = make(url, face, store=SQLiteStore(db), thread_id="t-lost")
+    with pytest.raises(UsageError, match="nothing to resume"):
+        call(fourth, "resume", {interrupt.id: Approval.approve()})
+    assert len(seen) == 1 and len(received(log)) == 2
+
+
+def _worker(url: str, db: Path, mode: str) -> tuple[int, Mapping[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), url, str(db), mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == -signal.SIGKILL or lines, proc.stderr[-3000:]
+    return proc.returncode, (json.loads(lines[-1]) if lines else {})
+
+
+def test_the_process_dies_while_the_user_decides_and_a_new_one_resumes_once(
+    url: str, log: Path, tmp_path: Path
+) -> None:
+    """#22's restart acceptance: killed inside the interrupt handler; a new process on
+    the same store resumes the interrupt, once; a third has nothing to resume."""
+    db = tmp_path / "threads.db"
+    rc, _ = _worker(url, db, "decide-die")
+    assert rc == -signal.SIGKILL and received(log) == []
+    rc, out = _worker(url, db, "resume")
+    assert rc == 0 and out["status"] == "success", out
+    assert "resumed" in out["reply"]
+    rc, out = _worker(url, db, "resume")  # carries the thread on: no resume is sent again
+    assert rc == 0 and out["status"] == "success", out
+    assert [e["status"] for e in received(log)] == ["resolved"]
+
+
+def test_the_process_dies_after_sending_the_resume_and_it_is_not_sent_twice(
+    url: str, log: Path, tmp_path: Path
+) -> None:
+    """Killed after the resume run streamed, as its run was about to be saved: a new
+    process does not send it again (ResumeOutcomeUnknown, INT-7); one whose check says
+    "send it again" sends the recorded resume under the recorded run id, once."""
+    db = tmp_path / "threads.db"
+    rc, _ = _worker(url, db, "send-die")
+    assert rc == -signal.SIGKILL and len(received(log)) == 1
+    rc, out = _worker(url, db, "resume")
+    assert rc == 0 and out.get("error") == "ResumeOutcomeUnknown", out
+    assert out["rule"] == "INT-7" and len(received(log)) == 1
+    rc, out = _worker(url, db, "resume-again")
+    assert rc == 0 and out["status"] == "success", out
+    assert out["seen"] == [{"run_id": out["run_id"], "resume": out["seen"][0]["resume"]}]
+    rc, out = _worker(url, db, "resume-again")
+    assert rc == 0 and out["status"] == "success" and out["seen"] == [], out
+    assert len(received(log)) == 2 and received(log)[0] == received(log)[1]
