@@ -238,6 +238,11 @@ class Conversation:
         self._covering: set[str] = set()  # calls the resume list being sent answers
         self._resumed: set[str] = set()  # calls answered by a resume entry (INT-6)
         self._resume_key: JournalKey | None = None  # the claimed resume the run being sent carries
+        self._call_started: dict[str, float] = {}  # call id → when its TOOL_CALL_START arrived
+        self.call_stream_seconds: dict[str, float] = {}
+        """Call id → seconds from the receipt of its ``TOOL_CALL_START`` to that of its
+        ``TOOL_CALL_END`` (calls this conversation received; the tool-call span's
+        ``agui.tool_call.stream_duration``)."""
         self._updates: list[Update] = []
         initial = list(messages)
         self.thread = ThreadState(
@@ -452,6 +457,9 @@ class Conversation:
         role_of = self.thread.role
         updates = self._updates
         index = pipe.index
+        received: float | None = (
+            None  # when this batch arrived: read once, if a call opens or closes
+        )
         for ev in events:
             kind = ev["type"]
             if kind == "MESSAGES_SNAPSHOT":
@@ -465,8 +473,16 @@ class Conversation:
                 # O(1) per delta: building the message (its whole text) here was quadratic
                 role = role_of(ev["messageId"]) or "assistant"
                 updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
+            elif kind == "TOOL_CALL_END":
+                received = received if received is not None else time.monotonic()
+                started = self._call_started.get(ev["toolCallId"])
+                if started is not None:
+                    self.call_stream_seconds[ev["toolCallId"]] = received - started
             elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
                 call_id = ev["toolCallId"]
+                if kind == "TOOL_CALL_START":
+                    received = received if received is not None else time.monotonic()
+                    self._call_started[call_id] = received
                 buffer = self.thread.argument_buffer(call_id)
                 preview = (
                     buffer.preview() if buffer is not None and kind == "TOOL_CALL_ARGS" else None

@@ -682,7 +682,7 @@ class BaseSession(Generic[C]):
         """Answer every pending call: ask, execute, or leave it to the answers already given."""
         conv = self._conversation()
         for call in list(conv.pending):
-            span = _telemetry.call_span(call)
+            span = _telemetry.call_span(call, streamed=conv.call_stream_seconds.get(call.call_id))
             try:
                 yield from self._dispose_call_steps(conv, call, emit, span)
             except BaseException as exc:
