@@ -22,10 +22,17 @@ from typing import Any
 
 import pytest
 
-from agui_tools._errors import StaleThread, StoreWriteFailed, UsageError
+from agui_tools._errors import StaleThread, StoreError, StoreWriteFailed, UsageError
 from agui_tools.app import SentResume, SQLiteStore
-from agui_tools.transport import Approval, ResumeOutcomeUnknown, agent_app
+from agui_tools.transport import (
+    Approval,
+    ResumeOutcomeUnknown,
+    SyncAgentClient,
+    SyncSession,
+    agent_app,
+)
 from tests.helpers.cli_agents import scripted
+from tests.helpers.faults import KINDS, Fault, FaultyStore, Injector, ProcessDied
 from tests.helpers.scripted_server import serve
 
 from .test_session_interrupts import REFUND, call, make
@@ -181,3 +188,85 @@ def test_the_process_dies_after_sending_the_resume_and_it_is_not_sent_twice(
     rc, out = _worker(url, db, "resume-again")
     assert rc == 0 and out["status"] == "success" and out["seen"] == [], out
     assert len(received(log)) == 2 and received(log)[0] == received(log)[1]
+
+
+# -- the resume path's fault points: every store operation, failed every way --------------
+
+
+def _resume_trial(url: str, db: Path, log: Path, fault: Fault | None) -> tuple[Injector, str]:
+    """One trial (the fault campaign's habit, tests/helpers/faults.py): a fault-free
+    process leaves the thread interrupted; a process whose store operations are
+    numbered answers it, with ``fault`` injected; then fresh fault-free processes
+    recover as the docs say — send again, and send a lost resume again only when
+    the ``resume_unknown`` check says so. Returns the injector and how it ended."""
+    thread = "t-faults"
+    with SyncAgentClient(url) as client:
+        assert SyncSession(client, store=SQLiteStore(db), thread_id=thread).send(REFUND).status == (
+            "interrupt"
+        )
+    injector = Injector(fault)
+    faulty = FaultyStore(SQLiteStore(db), injector)
+    approve = lambda i: Approval.approve()  # noqa: E731
+    how = "clean"
+    try:
+        with SyncAgentClient(url) as client:
+            SyncSession(client, store=faulty, thread_id=thread, on_interrupt=approve).send()
+    except (StoreError, ProcessDied, ResumeOutcomeUnknown) as exc:
+        how = type(exc).__name__
+    faulty.inner.close()
+    resent = False
+    for _ in range(4):  # the recovery converges within a few sends
+        store = SQLiteStore(db)
+        try:
+            with SyncAgentClient(url) as client:
+                session = SyncSession(
+                    client,
+                    store=store,
+                    thread_id=thread,
+                    on_interrupt=approve,
+                    resume_unknown=lambda s, again=resent: again,
+                )
+                session.send()
+                assert session.conversation is not None and not session.interrupts
+                break
+        except ResumeOutcomeUnknown:
+            assert len(received(log)) <= 1, "a resume was sent twice without the check"
+            resent = True  # the operator established it: send it again, once
+        except StaleThread:
+            continue
+        finally:
+            store.close()
+    else:
+        raise AssertionError(f"no recovery after {fault}")
+    got = received(log)
+    if resent:
+        assert len(got) in (1, 2), got  # the check said "send it again": at most once more
+    else:
+        assert len(got) == 1, (fault, how, got)  # exactly once
+    assert all(e == {"interruptId": got[0]["interruptId"], **APPROVED} for e in got)
+    return injector, how
+
+
+def test_every_fault_point_of_the_resume_path_resumes_exactly_once(
+    url: str, log: Path, tmp_path: Path
+) -> None:
+    """Every store operation of a resume — the record lookup, the record, the claim,
+    the resume run's save, the record's answer — failed before it reached the store,
+    after it committed, and by the process dying before or after it: the interrupt is
+    resumed exactly once (twice only when the ``resume_unknown`` check asked for it,
+    after a crash that may have sent it), and the thread is never left interrupted."""
+    counted, _ = _resume_trial(url, tmp_path / "count.db", log, None)
+    points = [op.index for op in counted.ops]
+    methods = [op.method for op in counted.ops]
+    assert {"lookup", "record_decision", "claim", "save_run", "finish"} <= set(methods), methods
+    endings: dict[str, int] = {}
+    for index in points:
+        for kind in KINDS:
+            log.unlink(missing_ok=True)
+            injector, how = _resume_trial(
+                url, tmp_path / f"t{index}{kind}.db", log, Fault(index, kind)
+            )
+            assert injector.fired, (index, kind)
+            endings[how] = endings.get(how, 0) + 1
+    assert sum(endings.values()) == len(points) * len(KINDS) >= 20, endings
+    print(f"resume path: {methods} × {KINDS}: {endings}")
