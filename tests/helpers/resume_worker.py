@@ -3,6 +3,7 @@ carries one thread over a SQLite store and dies — a real ``SIGKILL`` — where
 test says, so a new process on the same store picks the thread up.
 
 usage: python resume_worker.py URL STORE MODE
+  STORE "sqlite:PATH" or "postgres:CONNINFO" (a PostgresStore)
   MODE "decide-die":  send the refund request; die while the user is deciding
                       (inside the interrupt handler, before anything is answered)
   MODE "send-die":    send it, approve, and die after the resume run was sent and
@@ -32,13 +33,27 @@ THREAD = "t-resume-once"
 REFUND = 'approve refund {"order": "A1", "cents": 500}'
 
 
-class DiesAtTheResumeSave(SQLiteStore):
-    """The process is killed as the run a resume started is about to be saved."""
+def open_store(spec: str) -> Any:
+    kind, _, where = spec.partition(":")
+    if kind == "postgres":
+        from agui_tools.app import PostgresStore
 
-    def save_run(self, thread_id: str, *args: Any, **kwargs: Any) -> int:
-        if args and args[0] >= 1:  # version 1 is the interrupted run: this is the resume's
+        return PostgresStore(where, max_size=2, timeout=10)
+    return SQLiteStore(Path(where))
+
+
+def dies_at_the_resume_save(store: Any) -> Any:
+    """The process is killed as the run a resume started is about to be saved."""
+    save_run = store.save_run
+
+    def dying(thread_id: str, version: int, *args: Any, **kwargs: Any) -> int:
+        if version >= 1:  # version 1 is the interrupted run: this save is the resume's
             os.kill(os.getpid(), signal.SIGKILL)
-        return super().save_run(thread_id, *args, **kwargs)
+        result: int = save_run(thread_id, version, *args, **kwargs)
+        return result
+
+    store.save_run = dying
+    return store
 
 
 def die_deciding(interrupt: Interrupt) -> Approval:
@@ -47,8 +62,10 @@ def die_deciding(interrupt: Interrupt) -> Approval:
 
 
 def main() -> None:
-    url, path, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-    store = DiesAtTheResumeSave(path) if mode == "send-die" else SQLiteStore(path)
+    url, spec, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    store = open_store(spec)
+    if mode == "send-die":
+        dies_at_the_resume_save(store)
     seen: list[SentResume] = []
 
     def again(sent: SentResume) -> bool:

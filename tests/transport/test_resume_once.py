@@ -76,15 +76,15 @@ class _FailsTheResumeSave(SQLiteStore):
 
 
 def test_two_sessions_on_one_store_resume_once(
-    url: str, face: str, log: Path, tmp_path: Path
+    url: str, face: str, log: Path, open_durable_store: Any
 ) -> None:
     """Replica A and replica B both show the interrupt; A resumes it; B's resume is
     refused before anything is sent (the thread moved on: reload), and after the
-    reload there is nothing left to resume."""
-    db = tmp_path / "threads.db"
-    a = make(url, face, store=SQLiteStore(db), thread_id="t-two")
+    reload there is nothing left to resume. SQLite, PostgreSQL, and the async
+    PostgreSQL store (seen through tests/helpers/async_view.py)."""
+    a = make(url, face, store=open_durable_store(), thread_id="t-two")
     assert call(a, "send", REFUND).status == "interrupt"
-    b = make(url, face, store=SQLiteStore(db), thread_id="t-two")
+    b = make(url, face, store=open_durable_store(), thread_id="t-two")
     call(b, "open")
     (interrupt,) = b.interrupts
     assert call(a, "resume", {interrupt.id: Approval.approve()}).status == "success"
@@ -142,9 +142,17 @@ def test_a_resume_sent_and_not_saved_is_not_sent_again_blindly(
     assert len(seen) == 1 and len(received(log)) == 2
 
 
-def _worker(url: str, db: Path, mode: str) -> tuple[int, Mapping[str, Any]]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store the processes share: a SQLite file, or a PostgreSQL database."""
+    if request.param == "postgres":
+        return "postgres:" + str(request.getfixturevalue("postgres_dsn"))
+    return f"sqlite:{tmp_path / 'threads.db'}"
+
+
+def _worker(url: str, where: str, mode: str) -> tuple[int, Mapping[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, str(WORKER), url, str(db), mode],
+        [sys.executable, str(WORKER), url, where, mode],
         capture_output=True,
         text=True,
         timeout=120,
@@ -155,37 +163,35 @@ def _worker(url: str, db: Path, mode: str) -> tuple[int, Mapping[str, Any]]:
 
 
 def test_the_process_dies_while_the_user_decides_and_a_new_one_resumes_once(
-    url: str, log: Path, tmp_path: Path
+    url: str, log: Path, where: str
 ) -> None:
     """#22's restart acceptance: killed inside the interrupt handler; a new process on
     the same store resumes the interrupt, once; a third has nothing to resume."""
-    db = tmp_path / "threads.db"
-    rc, _ = _worker(url, db, "decide-die")
+    rc, _ = _worker(url, where, "decide-die")
     assert rc == -signal.SIGKILL and received(log) == []
-    rc, out = _worker(url, db, "resume")
+    rc, out = _worker(url, where, "resume")
     assert rc == 0 and out["status"] == "success", out
     assert "resumed" in out["reply"]
-    rc, out = _worker(url, db, "resume")  # carries the thread on: no resume is sent again
+    rc, out = _worker(url, where, "resume")  # carries the thread on: no resume is sent again
     assert rc == 0 and out["status"] == "success", out
     assert [e["status"] for e in received(log)] == ["resolved"]
 
 
 def test_the_process_dies_after_sending_the_resume_and_it_is_not_sent_twice(
-    url: str, log: Path, tmp_path: Path
+    url: str, log: Path, where: str
 ) -> None:
     """Killed after the resume run streamed, as its run was about to be saved: a new
     process does not send it again (ResumeOutcomeUnknown, INT-7); one whose check says
     "send it again" sends the recorded resume under the recorded run id, once."""
-    db = tmp_path / "threads.db"
-    rc, _ = _worker(url, db, "send-die")
+    rc, _ = _worker(url, where, "send-die")
     assert rc == -signal.SIGKILL and len(received(log)) == 1
-    rc, out = _worker(url, db, "resume")
+    rc, out = _worker(url, where, "resume")
     assert rc == 0 and out.get("error") == "ResumeOutcomeUnknown", out
     assert out["rule"] == "INT-7" and len(received(log)) == 1
-    rc, out = _worker(url, db, "resume-again")
+    rc, out = _worker(url, where, "resume-again")
     assert rc == 0 and out["status"] == "success", out
     assert out["seen"] == [{"run_id": out["run_id"], "resume": out["seen"][0]["resume"]}]
-    rc, out = _worker(url, db, "resume-again")
+    rc, out = _worker(url, where, "resume-again")
     assert rc == 0 and out["status"] == "success" and out["seen"] == [], out
     assert len(received(log)) == 2 and received(log)[0] == received(log)[1]
 
