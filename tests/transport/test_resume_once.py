@@ -12,6 +12,7 @@ restart tests kill a real separate process (SIGKILL) and start another."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -276,3 +277,40 @@ def test_every_fault_point_of_the_resume_path_resumes_exactly_once(
             endings[how] = endings.get(how, 0) + 1
     assert sum(endings.values()) == len(points) * len(KINDS) >= 20, endings
     print(f"resume path: {methods} × {KINDS}: {endings}")
+
+
+def test_on_an_async_store_the_record_is_awaited_on_the_loop_and_a_lost_resume_is_kept(
+    url: str, log: Path
+) -> None:
+    """The async face over an async store (the AsyncPostgresStore path, without a
+    server): the record and the claim are awaited on the event loop, before the resume
+    is sent; a save that fails leaves the record open, and the next session refuses to
+    send the resume again until its check says so."""
+    from agui_tools.transport import AgentClient, Session
+    from tests.helpers.async_store import AsyncMemoryStore
+
+    store = AsyncMemoryStore()
+
+    async def main() -> None:
+        async with AgentClient(url) as client:
+            first = Session(client, store=store, thread_id="t-async")
+            assert (await first.send(REFUND)).status == "interrupt"
+            (interrupt,) = first.interrupts
+            store.calls.clear()
+            store.fail["save_run"] = StoreWriteFailed("injected: the disk is full")
+            with pytest.raises(StoreWriteFailed):
+                await first.resume({interrupt.id: Approval.approve()})
+            methods = store.methods
+            assert methods.index("record_decision") < methods.index("claim")
+            assert methods.index("claim") < methods.index("save_run")  # claimed, then sent
+            assert len(received(log)) == 1
+            del store.fail["save_run"]
+            again = Session(client, store=store, thread_id="t-async")
+            with pytest.raises(ResumeOutcomeUnknown):
+                await again.resume({interrupt.id: Approval.approve()})
+            later = Session(client, store=store, thread_id="t-async", resume_unknown=lambda s: True)
+            assert (await later.send()).status == "success"
+        assert len(store.threads) == 1  # every store call on the loop's thread
+
+    asyncio.run(main())
+    assert len(received(log)) == 2
