@@ -200,19 +200,22 @@ def test_the_process_dies_after_sending_the_resume_and_it_is_not_sent_twice(
 # -- the resume path's fault points: every store operation, failed every way --------------
 
 
-def _resume_trial(url: str, db: Path, log: Path, fault: Fault | None) -> tuple[Injector, str]:
+def _resume_trial(
+    url: str, opener: Any, thread: str, log: Path, fault: Fault | None
+) -> tuple[Injector, str]:
     """One trial (the fault campaign's habit, tests/helpers/faults.py): a fault-free
     process leaves the thread interrupted; a process whose store operations are
     numbered answers it, with ``fault`` injected; then fresh fault-free processes
     recover as the docs say — send again, and send a lost resume again only when
     the ``resume_unknown`` check says so. Returns the injector and how it ended."""
-    thread = "t-faults"
+    first = opener()
     with SyncAgentClient(url) as client:
-        assert SyncSession(client, store=SQLiteStore(db), thread_id=thread).send(REFUND).status == (
+        assert SyncSession(client, store=first, thread_id=thread).send(REFUND).status == (
             "interrupt"
         )
+    first.close()
     injector = Injector(fault)
-    faulty = FaultyStore(SQLiteStore(db), injector)
+    faulty = FaultyStore(opener(), injector)
     approve = lambda i: Approval.approve()  # noqa: E731
     how = "clean"
     try:
@@ -223,7 +226,7 @@ def _resume_trial(url: str, db: Path, log: Path, fault: Fault | None) -> tuple[I
     faulty.inner.close()
     resent = False
     for _ in range(4):  # the recovery converges within a few sends
-        store = SQLiteStore(db)
+        store = opener()
         try:
             with SyncAgentClient(url) as client:
                 session = SyncSession(
@@ -254,15 +257,27 @@ def _resume_trial(url: str, db: Path, log: Path, fault: Fault | None) -> tuple[I
     return injector, how
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """Opens the one store again for each "process": a SQLite file or a PostgreSQL
+    database (the campaign's two durable backends)."""
+    if request.param == "postgres":
+        from agui_tools.app import PostgresStore
+
+        dsn = str(request.getfixturevalue("postgres_dsn"))
+        return lambda: PostgresStore(dsn, max_size=2, timeout=10)
+    return lambda: SQLiteStore(tmp_path / "threads.db")
+
+
 def test_every_fault_point_of_the_resume_path_resumes_exactly_once(
-    url: str, log: Path, tmp_path: Path
+    url: str, log: Path, durable: Any
 ) -> None:
     """Every store operation of a resume — the record lookup, the record, the claim,
     the resume run's save, the record's answer — failed before it reached the store,
     after it committed, and by the process dying before or after it: the interrupt is
     resumed exactly once (twice only when the ``resume_unknown`` check asked for it,
     after a crash that may have sent it), and the thread is never left interrupted."""
-    counted, _ = _resume_trial(url, tmp_path / "count.db", log, None)
+    counted, _ = _resume_trial(url, durable, "t-count", log, None)
     points = [op.index for op in counted.ops]
     methods = [op.method for op in counted.ops]
     assert {"lookup", "record_decision", "claim", "save_run", "finish"} <= set(methods), methods
@@ -271,7 +286,7 @@ def test_every_fault_point_of_the_resume_path_resumes_exactly_once(
         for kind in KINDS:
             log.unlink(missing_ok=True)
             injector, how = _resume_trial(
-                url, tmp_path / f"t{index}{kind}.db", log, Fault(index, kind)
+                url, durable, f"t-{index}-{kind}", log, Fault(index, kind)
             )
             assert injector.fired, (index, kind)
             endings[how] = endings.get(how, 0) + 1
