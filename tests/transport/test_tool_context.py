@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -21,6 +21,7 @@ from agui_tools.app import Answer, SQLiteStore, idempotency_key
 from agui_tools.app._journal import JournalKey
 from agui_tools.testing import serving
 from agui_tools.transport import Session, SyncSession, ToolContext, tool_spec_from_function
+from agui_tools.transport._session import wants_context
 
 
 async def charging_agent(r: Run) -> None:
@@ -115,6 +116,15 @@ def test_plain_handlers_and_the_schema_are_as_before() -> None:
         handler({"cents": 1})  # no context to give: said, not a TypeError
     with pytest.raises(ValueError, match="ctx"):
         handler({"cents": 1, "ctx": "smuggled"})  # not an argument the model may send
+
+    def annotated(cents: int, ctx: Annotated[ToolContext, "the call"]) -> str:
+        """Annotated, the same."""
+        return ctx.call_id
+
+    spec, handler = tool_spec_from_function(annotated)
+    assert spec.parameters is not None and list(spec.parameters["properties"]) == ["cents"]
+    assert wants_context(annotated) and not wants_context(lambda cents: cents)
+    assert handler({"cents": 1}, context=ctx) == "c"
 
     def two(a: ToolContext, b: ToolContext) -> str:
         """Two contexts."""

@@ -49,7 +49,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, get_type_hints, overload
+from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
@@ -186,7 +186,7 @@ def tool_spec_from_function(
             "it uses at module level"
         ) from None
     params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    contextual = [p.name for p in params if hints.get(p.name) is ToolContext]
+    contextual = [p.name for p in params if _is_context(hints.get(p.name))]
     if len(contextual) > 1:
         raise UsageError(
             f"tool {fn.__name__!r} has {len(contextual)} ToolContext parameters "
@@ -249,10 +249,17 @@ def wants_context(fn: Callable[..., Any]) -> bool:
     """Whether a typed tool function asks for its call's :class:`ToolContext` (a
     parameter annotated with it)."""
     try:
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)
     except NameError:
         return False  # tool_spec_from_function says why
-    return any(h is ToolContext for name, h in hints.items() if name != "return")
+    return any(_is_context(h) for name, h in hints.items() if name != "return")
+
+
+def _is_context(hint: Any) -> bool:
+    """``ToolContext``, or ``Annotated[ToolContext, …]``."""
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint is ToolContext
 
 
 # -- the steps the loop needs a face to perform ---------------------------------------
@@ -1141,7 +1148,7 @@ async def _in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict
         with contextlib.suppress(RuntimeError):  # the loop closed while the handler ran
             loop.call_soon_threadsafe(settle, *outcome)
 
-    name = getattr(fn, "__name__", "handler")
+    name = getattr(getattr(fn, "func", fn), "__name__", "handler")  # a partial: its function
     # in a copy of the awaiting task's context: the handler's spans nest under its
     # execute_tool span, its contextvars read as the task's
     runner = contextvars.copy_context().run
