@@ -457,9 +457,8 @@ class Conversation:
         role_of = self.thread.role
         updates = self._updates
         index = pipe.index
-        received: float | None = (
-            None  # when this batch arrived: read once, if a call opens or closes
-        )
+        # when this batch arrived: the clock is read once, and only if a call opens or closes
+        received: float | None = None
         for ev in events:
             kind = ev["type"]
             if kind == "MESSAGES_SNAPSHOT":
@@ -475,7 +474,7 @@ class Conversation:
                 updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
             elif kind == "TOOL_CALL_END":
                 received = received if received is not None else time.monotonic()
-                started = self._call_started.get(ev["toolCallId"])
+                started = self._call_started.pop(ev["toolCallId"], None)
                 if started is not None:
                     self.call_stream_seconds[ev["toolCallId"]] = received - started
             elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
