@@ -162,25 +162,28 @@ class _InspectorSession(Session):
         *,
         timeout: float | None = None,
         trace_payloads: bool = False,
+        context: bool = False,
     ) -> None:
         inspector = self.inspector
         name = spec.name
         running: Callable[[dict[str, Any]], Any]
         if inspect.iscoroutinefunction(handler):
 
-            async def running(arguments: dict[str, Any]) -> Any:
+            async def running(arguments: dict[str, Any], **context_kw: Any) -> Any:
                 inspector.executing(name)
-                return await handler(arguments)
+                return await handler(arguments, **context_kw)
 
         else:  # the session runs it in a worker thread: tell the page from the loop
 
-            def running(arguments: dict[str, Any]) -> Any:
+            def running(arguments: dict[str, Any], **context_kw: Any) -> Any:
                 loop = inspector.loop
                 assert loop is not None  # handlers run only inside a turn send() started
                 loop.call_soon_threadsafe(inspector.executing, name)
-                return handler(arguments)
+                return handler(arguments, **context_kw)  # context=…, when it takes one
 
-        super().add_tool(spec, running, timeout=timeout, trace_payloads=trace_payloads)
+        super().add_tool(
+            spec, running, timeout=timeout, trace_payloads=trace_payloads, context=context
+        )
         self.specs[spec.name] = spec
         inspector.push_tools()
 
