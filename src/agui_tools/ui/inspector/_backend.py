@@ -90,6 +90,26 @@ def _jsonable(value: Any) -> Any:
 PREVIEW_LIMIT = 16_384
 """The most characters of a streaming argument's preview a card update carries."""
 
+VALUE_LIMIT = 262_144
+"""The most characters of a value (a call's arguments, a run's input, the thread's
+messages or state) one message carries whole; past it, a head (``…Head``) and the
+size (``…Chars``) — the exports have the whole."""
+
+
+def bounded(name: str, value: Any, limit: int = VALUE_LIMIT) -> dict[str, Any]:
+    """``{name: value}`` when its JSON has at most ``limit`` characters, else
+    ``{name + "Head": the first limit characters, name + "Chars": its length}``."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            return {name: value}  # not JSON at all: _jsonable writes its repr
+    if len(text) <= limit:
+        return {name: value}
+    return {f"{name}Head": text[:limit], f"{name}Chars": len(text)}
+
 
 def now_ms() -> float:
     """The time a message is stamped with: milliseconds since the epoch."""
@@ -313,6 +333,7 @@ class Inspector:
         self._answers: dict[str, asyncio.Future[tuple[bool, Any]]] = {}
         self._mocks: dict[str, MockTool] = {}
         self._previews: dict[str, object] = {}  # callId → the preview its card last showed
+        self._cards: dict[str, dict[str, Any]] = {}  # callId → the last card update sent
         self._task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._http = httpx.AsyncClient(
@@ -403,8 +424,8 @@ class Inspector:
         self.hub.push(
             "thread",
             threadId=conv.thread_id,
-            messages=conv.messages,
-            state=conv.state,
+            **bounded("messages", conv.messages),
+            **bounded("state", conv.state),
             pending=[c.call_id for c in conv.pending],
         )
 
@@ -419,7 +440,9 @@ class Inspector:
             sent: Any = orjson.loads(capture.request)
         except orjson.JSONDecodeError:
             sent = capture.request.decode("utf-8", "replace")
-        self.hub.push("run-start", run=capture.number, input=sent, url=capture.url, t=now_ms())
+        self.hub.push(
+            "run-start", run=capture.number, **bounded("input", sent), url=capture.url, t=now_ms()
+        )
 
     def frame(self, index: int, frame: str) -> None:
         capture = self._current
@@ -490,8 +513,12 @@ class Inspector:
         )
         if not only_preview:
             self._previews.pop(update.call_id, None)
+            card = self._card(update)
+            if self._cards.get(update.call_id) == card:
+                return  # told already (a handler's start and the session both say "executing")
+            self._cards[update.call_id] = card
             self.hub.settle(key)  # a status change is history: later previews keep it
-            self.hub.push("call", **self._card(update))
+            self.hub.push("call", **card)
             return
         assert preview is not None
         if self._previews.get(update.call_id) is preview:
@@ -524,15 +551,16 @@ class Inspector:
         call = self._call(update.call_id)
         if call is not None:
             tool = call.tool
-            card["arguments"] = call.effective_arguments
-            card["text"] = call.text
+            card.update(bounded("arguments", call.effective_arguments))
+            if call.effective_arguments is None:  # unparseable: the text is what there is
+                card.update(bounded("text", call.text))
             card["edited"] = call.edited is not None
             card["errors"] = [
                 {"path": e.path, "keyword": e.keyword, "message": e.message} for e in call.errors
             ]
             card["advertised"] = call.advertised
         elif update.has_arguments:  # a snapshot restated the call: what runs, not the preview
-            card["arguments"] = update.arguments
+            card.update(bounded("arguments", update.arguments))
         if tool is not None:
             card["description"] = tool.description
             card["sideEffects"] = tool.side_effects
@@ -552,7 +580,7 @@ class Inspector:
         conv = self.session.conversation
         for call in conv.pending if conv is not None else ():
             if call.status is CallStatus.EXECUTING and call.name == name:
-                self.hub.push("call", **self._card(CallUpdate(call.call_id, name, call.status)))
+                self._push_card(CallUpdate(call.call_id, name, call.status))
 
     # -- consent -------------------------------------------------------------------------
 
@@ -560,6 +588,7 @@ class Inspector:
         future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         self._consents[call.call_id] = (call, future)
         tool = call.tool
+        self._cards.pop(call.call_id, None)  # the page changed the card: a repeat is news again
         self.hub.push(
             "consent",
             callId=call.call_id,
@@ -614,6 +643,7 @@ class Inspector:
             raise Refused(422, f"unknown decision {action!r}: approve, decline or edit")
         if not future.done():
             future.set_result(approval)
+        self._cards.pop(call_id, None)
         self.hub.push("consent-done", callId=call_id, action=action, reason=reason)
 
     # -- mock tools -------------------------------------------------------------------------
@@ -671,6 +701,7 @@ class Inspector:
         )
         future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
         self._answers[call.call_id] = future
+        self._cards.pop(call.call_id, None)
         self.hub.push(
             "answer-form",
             callId=call.call_id,
@@ -709,6 +740,7 @@ class Inspector:
             outcome = (True, value)
         if not future.done():
             future.set_result(outcome)
+        self._cards.pop(call_id, None)
         self.hub.push("answer-done", callId=call_id)
 
     # -- views ------------------------------------------------------------------------------
