@@ -2,7 +2,7 @@
 // cards with their consent questions and mock-tool forms. Updated in place; the log
 // sticks to the bottom once per frame, never once per message.
 
-import { $, el, json, api, announce, on, onPrepare, onRender, ruleLink } from "./core.js";
+import { $, el, json, api, announce, on, onRender, ruleLink } from "./core.js";
 import { renderMarkdown, stableEnd } from "./markdown.js";
 
 const STATUS = {
@@ -24,16 +24,24 @@ let stick = true;
 let grew = false;
 let plain = false;
 const LIVE_MARKDOWN = 8192; // an open block longer than this shows as plain text until it closes
+const CHUNK_BLOCKS = 24;
 
-onPrepare(() => {
-  // read while the layout is clean (the previous frame's): were we at the bottom?
+// Stick to the bottom unless the user scrolled away: decided on the user's scrolls (not
+// re-measured each frame — a chunk laid out late must not unstick the log), applied
+// once per frame after the batch (one layout per frame, not one per message).
+let ourTop = -1;
+log.addEventListener("scroll", () => {
+  if (Math.abs(log.scrollTop - ourTop) <= 1) return; // our own scroll
   stick = log.scrollTop + log.clientHeight >= log.scrollHeight - 40;
-});
+}, { passive: true });
 
 onRender(() => {
   for (const holder of dirtyTexts) paint(holder);
   dirtyTexts.clear();
-  if (grew && stick) log.scrollTop = log.scrollHeight;
+  if (grew && stick) {
+    log.scrollTop = log.scrollHeight;
+    ourTop = log.scrollTop;
+  }
   grew = false;
 });
 
@@ -96,11 +104,18 @@ function paint(holder) {
     holder.closedNodes = el("div", { class: "md" });
     holder.open = el("div", { class: "md open" });
     holder.stable = 0;
+    holder.chunk = null;
     holder.body.replaceChildren(holder.closedNodes, holder.open);
   }
   const end = holder.closed ? holder.text.length : stableEnd(holder.text, holder.stable);
   if (end > holder.stable) {
-    holder.closedNodes.append(renderMarkdown(holder.text.slice(holder.stable, end)));
+    // final blocks go into chunks the browser may skip laying out while off-screen
+    // (content-visibility), so a long message costs layout for what is in view
+    if (!holder.chunk || holder.chunk.childElementCount >= CHUNK_BLOCKS) {
+      holder.chunk = el("div", { class: "md-chunk" });
+      holder.closedNodes.append(holder.chunk);
+    }
+    holder.chunk.append(renderMarkdown(holder.text.slice(holder.stable, end)));
     holder.stable = end;
   }
   const rest = holder.text.slice(holder.stable);

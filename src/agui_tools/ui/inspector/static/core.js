@@ -151,7 +151,7 @@ function flush() {
     const msg = queue[head++];
     apply(msg);
     if (typeof msg.seq === "number") lastSeq = msg.seq;
-    if ((head & 127) === 0 && performance.now() - started > BUDGET_MS) break;
+    if ((head & 63) === 0 && performance.now() - started > BUDGET_MS) break;
   }
   if (head >= queue.length) {
     queue.length = 0;

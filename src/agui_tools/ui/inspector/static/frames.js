@@ -17,6 +17,15 @@ const GROUPED = new Set([
   "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CHUNK", "THINKING_TEXT_MESSAGE_CONTENT", "ACTIVITY_DELTA",
 ]);
 
+function eventOf(frame) {
+  if (frame.event !== undefined) return frame.event;
+  try {
+    return JSON.parse(frame.raw);
+  } catch (err) {
+    return null;
+  }
+}
+
 export function familyOf(type) {
   if (type.startsWith("RUN_") || type.startsWith("STEP_")) return "run";
   if (type.startsWith("TEXT_MESSAGE")) return "text";
@@ -61,7 +70,10 @@ function onRunStart(m) {
 function onEvent(m) {
   const type = typeof m.type === "string" ? m.type : "(not an event)";
   const family = familyOf(type);
-  const frame = { run: m.run, index: m.index, type, family, id: idOf(m.event), t: m.t ?? null, event: m.event, raw: m.raw, notes: null };
+  // a grouped delta keeps its raw data only (its JSON is parsed again when shown):
+  // 100,000 of them are most of what the page holds
+  const grouped = GROUPED.has(type) && m.event !== null;
+  const frame = { run: m.run, index: m.index, type, family, id: idOf(m.event), t: m.t ?? null, event: grouped ? undefined : m.event, raw: m.raw, notes: null };
   counts.set(family, counts.get(family) + 1);
   total++;
   const last = items[items.length - 1];
@@ -356,12 +368,15 @@ function select(i) {
     if (frame) {
       parts.push(el("h3", { text: `#${frame.index} ${frame.type}${frame.id ? ` — ${frame.id}` : ""}` }), el("p", { class: "muted", text: when(frame.t, frame.run) }));
       for (const n of frame.notes || []) parts.push(noteNode(n));
-      parts.push(el("span", { class: "label", text: "as JSON" }), el("pre", { class: "json", text: json(frame.event === null ? frame.raw : frame.event) }),
+      parts.push(el("span", { class: "label", text: "as JSON" }), el("pre", { class: "json", text: json(eventOf(frame) ?? frame.raw) }),
         el("span", { class: "label", text: "raw bytes, as received" }), el("pre", { class: "raw", text: frame.raw ?? "" }));
     } else {
       const first = item.frames[0];
       const lastFrame = item.frames[item.frames.length - 1];
-      const joined = item.frames.map((f) => (f.event && typeof f.event.delta === "string" ? f.event.delta : "")).join("");
+      const joined = item.frames.map((f) => {
+        const ev = eventOf(f);
+        return ev && typeof ev.delta === "string" ? ev.delta : "";
+      }).join("");
       parts.push(el("h3", { text: `${item.frames.length} × ${item.type}${item.id ? ` — ${item.id}` : ""} (#${first.index}–${lastFrame.index})` }),
         el("p", { class: "muted", text: `${when(first.t, first.run)}; the last ${since(lastFrame.t, lastFrame.run)}` }),
         el("span", { class: "label", text: `the deltas joined (${joined.length.toLocaleString("en")} characters)` }),
