@@ -345,6 +345,14 @@ def test_the_page_works_at_390px_wide(browser: Any, tmp_path: Path) -> None:
             for name in ("Approve place_order", "Decline place_order", "Send"):
                 box = page.get_by_role("button", name=name).bounding_box()
                 assert box is not None and box["x"] + box["width"] <= 390, name
+            # one column: the chat full width, the inspection panels below it
+            chat = page.locator("section.chat").bounding_box()
+            side = page.locator("section.side").bounding_box()
+            assert chat is not None and side is not None
+            assert chat["width"] >= 370 and side["width"] >= 370
+            assert side["y"] >= chat["y"] + chat["height"] - 1
+            prompt = page.get_by_label("Your message to the agent").bounding_box()
+            assert prompt is not None and prompt["width"] >= 250
             screenshot(page, "inspector-phone.png", tmp_path)
             page.get_by_role("tab", name="Timeline").scroll_into_view_if_needed()
             page.get_by_role("tab", name="Timeline").click()
