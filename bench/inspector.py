@@ -9,7 +9,8 @@ by each page.
   installed on demand into ``.venv-agui-inspector`` (pinned, never into the
   project's venv); when that cannot be done its rows say "peer skipped" and why.
 
-Figures per page and N: **time to settle** (from the click on Send to the last
+Each page runs once at N = 100 first (a warm-up, not reported). Figures per page
+and N: **time to settle** (from the click on Send to the last
 word shown, polled every 100 ms — a frozen page answers the poll late, so a freeze
 counts), the **longest long task** (Long Tasks API, from the click on), the JS
 heap and DOM nodes after (CDP ``Performance.getMetrics``), and for ours the time
@@ -232,6 +233,9 @@ def results(
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
+            ours(browser, 100)  # warm-up (the browser's caches, our server's imports)
+            if static is not None:
+                peer(browser, static, 100)
             for n in (*sizes, *ours_only):
                 row: dict[str, Any] = {"n": n, "ours": ours(browser, n)}
                 if n in sizes and static is not None:
