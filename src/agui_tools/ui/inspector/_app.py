@@ -68,6 +68,7 @@ _STATIC: Final = {
     "style.css": "text/css; charset=utf-8",
 }
 _MAX_BODY: Final = 4 * 1024 * 1024
+_LIVE_BATCH: Final = 1000
 _RULE_ID: Final = re.compile(r"^[A-Z]+-\d+$")
 _NUMBER: Final = re.compile(r"[0-9]{1,18}")
 """An event id or run number this inspector could have given out. ``int()`` alone
@@ -212,15 +213,21 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": inspector\n\n"
-            # what piled up since the last read (a new page: the whole session) goes as ONE
-            # "batch" message, its text deltas joined; its id is the last message's seq
+            # what a new or reconnecting page missed goes as ONE "batch" message (its text
+            # deltas joined; its id is the last message's seq); later, what piles up while
+            # the page reads goes in batches of at most _LIVE_BATCH (each one parse for it)
+            first = True
             async for batch in inspector.hub.batches(start):
-                last = batch[-1]["seq"]
-                if len(batch) == 1:
-                    yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(batch[0]))
-                    continue
-                body = {"seq": last, "kind": "batch", "messages": compact(batch)}
-                yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(body))
+                size = len(batch) if first else _LIVE_BATCH
+                first = False
+                for i in range(0, len(batch), size):
+                    part = batch[i : i + size]
+                    last = part[-1]["seq"]
+                    if len(part) == 1:
+                        yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(part[0]))
+                        continue
+                    body = {"seq": last, "kind": "batch", "messages": compact(part)}
+                    yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(body))
 
         return StreamingResponse(
             stream(),

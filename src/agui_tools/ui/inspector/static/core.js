@@ -115,7 +115,7 @@ export function onPrepare(fn) {
 const queue = [];
 let head = 0;
 let scheduled = false;
-const BUDGET_MS = 10; // a batch yields to the browser after this long; the rest waits a frame
+const BUDGET_MS = 8; // a batch yields to the browser after this long; the rest waits a frame
 
 export function enqueue(msg) {
   queue.push(msg);
@@ -151,7 +151,7 @@ function flush() {
     const msg = queue[head++];
     apply(msg);
     if (typeof msg.seq === "number") lastSeq = msg.seq;
-    if ((head & 63) === 0 && performance.now() - started > BUDGET_MS) break;
+    if ((head & 31) === 0 && performance.now() - started > BUDGET_MS) break;
   }
   if (head >= queue.length) {
     queue.length = 0;

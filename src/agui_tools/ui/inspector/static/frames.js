@@ -326,17 +326,25 @@ function scheduleRender() {
   });
 }
 
-let shownCounts = "";
+// The counts: one button per family seen, its text updated in place.
+const chips = new Map(); // family → button
 function renderCounts() {
-  const key = `${total}:${noteCount}:${filter.family}`;
-  if (key === shownCounts) return;
-  shownCounts = key;
   const box = $("family-counts");
-  const chip = (family, label, n) => el("button", { type: "button", class: "chip", "data-family": family, "aria-pressed": String(filter.family === family),
-    text: `${label} ${n.toLocaleString("en")}`, onclick: () => setFamily(filter.family === family ? "" : family) });
-  box.replaceChildren(chip("", "all", total));
-  for (const [family, n] of counts) if (n) box.append(chip(family, family, n));
-  if (noteCount) box.append(chip("verdicts", "verdicts", noteCount));
+  const show = (family, label, n) => {
+    let chip = chips.get(family);
+    if (!chip) {
+      chip = el("button", { type: "button", class: "chip", "data-family": family, onclick: () => setFamily(filter.family === family ? "" : family) });
+      chips.set(family, chip);
+      box.append(chip);
+    }
+    const text = `${label} ${n.toLocaleString("en")}`;
+    if (chip.textContent !== text) chip.textContent = text;
+    const pressed = String(filter.family === family);
+    if (chip.getAttribute("aria-pressed") !== pressed) chip.setAttribute("aria-pressed", pressed);
+  };
+  show("", "all", total);
+  for (const [family, n] of counts) if (n) show(family, family, n);
+  if (noteCount) show("verdicts", "verdicts", noteCount);
 }
 
 onRender(renderList);
