@@ -2,8 +2,9 @@
 
 Why Server-Sent Events for the page's updates (and plain ``POST`` for what the
 page sends): the traffic is a one-way, ordered log from the back end, which is
-exactly what SSE is — with resumption built in (``Last-Event-ID`` replays what
-a reconnecting page missed, so a dropped connection loses nothing), no extra
+exactly what SSE is — with resumption built in (``Last-Event-ID`` sends what
+a reconnecting page missed, as one ``batch`` message — a new page gets the whole
+session that way — so a dropped connection loses nothing), no extra
 server dependency, and the same wire the agent side speaks. What the page
 sends is rare and request-shaped (a prompt, a decision), and as ``POST`` with a
 JSON body and a token header it gets the browser's own cross-origin defences

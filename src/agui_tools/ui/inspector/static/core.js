@@ -34,6 +34,17 @@ export function json(value) {
   }
 }
 
+/** A value the back end may have cut (issue 28): ``msg[name]``, or — when it was over
+ * its limit — the head it sent with the size, as text. */
+export function shownValue(msg, name) {
+  if (name in msg) return json(msg[name]);
+  if (`${name}Head` in msg) {
+    const chars = Number(msg[`${name}Chars`]).toLocaleString("en");
+    return `${msg[`${name}Head`]}… (${chars} characters in all: the export has the whole)`;
+  }
+  return "";
+}
+
 export async function api(action, body) {
   const response = await fetch(`/api/${action}`, {
     method: "POST",

@@ -7,7 +7,7 @@
 // Keyboard: the list is one Tab stop (a roving tabindex on the active row); ↑ ↓ Home
 // End PageUp PageDown move, → expands a group, ← collapses it, Enter shows the frame.
 
-import { $, el, json, on, onPrepare, onRender, ruleLink, showRule } from "./core.js";
+import { $, el, json, on, onPrepare, onRender, ruleLink, showRule, shownValue } from "./core.js";
 
 const ROW = 26; // px: every row is this tall, so a row's position is arithmetic
 const OVERSCAN = 8;
@@ -62,8 +62,9 @@ function addItem(item) {
 
 function onRunStart(m) {
   runStarts.set(m.run, m.t ?? null);
-  addItem({ kind: "run-start", run: m.run, url: m.url, input: m.input, t: m.t ?? null });
-  $("last-input").textContent = json(m.input);
+  const input = shownValue(m, "input");
+  addItem({ kind: "run-start", run: m.run, url: m.url, input, t: m.t ?? null });
+  $("last-input").textContent = input;
   waterfall.start(m);
 }
 
