@@ -31,7 +31,8 @@ from ..app._validation import ArgumentValidator, InvalidToolSchema
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE
 from ._context import Context, Stream, add, findings_of, new_input, use
 from ._parity import first_difference
-from ._report import CaseResult, Verdict
+from ._report import CaseResult, Tier, Verdict
+from ._tiers import tier_of
 
 __all__ = ["CASES", "SECTIONS", "Case"]
 
@@ -58,6 +59,13 @@ class Case:
     expected: str
     run: CaseFn
     late: bool = False
+    capability: str | None = None
+    """What the agent must declare or exercise for the case to judge (``_tiers.CAPABILITIES``)."""
+
+    @property
+    def tier(self) -> Tier:
+        """MUST / SHOULD / MAY / informational, from the rules it cites (``_tiers``)."""
+        return tier_of(self.id, self.rules)
 
     def result(self) -> CaseResult:
         return CaseResult(
@@ -67,6 +75,8 @@ class Case:
             rules=self.rules,
             page=self.page,
             expected=self.expected,
+            tier=self.tier,
+            capability=self.capability,
         )
 
 
@@ -81,10 +91,21 @@ def case(
     expected: str,
     *,
     late: bool = False,
+    capability: str | None = None,
 ) -> Callable[[CaseFn], CaseFn]:
     def register(fn: CaseFn) -> CaseFn:
         CASES.append(
-            Case(id, id.split(".")[0], title, tuple(rules), PAGES[page], expected, fn, late)
+            Case(
+                id,
+                id.split(".")[0],
+                title,
+                tuple(rules),
+                PAGES[page],
+                expected,
+                fn,
+                late,
+                capability,
+            )
         )
         return fn
 
@@ -568,6 +589,7 @@ async def _ids_echoed(ctx: Context, res: CaseResult) -> None:
     "A RUN_ERROR carries a message and nothing follows it but a new RUN_STARTED; a "
     "cancelled run closes what it opened and finishes with the cancelled outcome.",
     late=True,
+    capability="errored-runs",
 )
 async def _errored_runs(ctx: Context, res: CaseResult) -> None:
     seen = []
@@ -736,6 +758,7 @@ async def _frontend_invite(ctx: Context, res: CaseResult) -> None:
     ("FE-2",),
     "tool-calls",
     "No TOOL_CALL_RESULT (and no fabricated tool message) for a call to an advertised tool.",
+    capability="frontend-tools",
 )
 async def _no_self_answer(ctx: Context, res: CaseResult) -> None:
     invite = await _invite(ctx)
@@ -752,6 +775,7 @@ async def _no_self_answer(ctx: Context, res: CaseResult) -> None:
     ("FE-3", "FE-13"),
     "tool-calls",
     "RUN_FINISHED with the success outcome (or none) — never the interrupt outcome.",
+    capability="frontend-tools",
 )
 async def _success_outcome(ctx: Context, res: CaseResult) -> None:
     invite = await _invite(ctx)
@@ -781,6 +805,7 @@ async def _success_outcome(ctx: Context, res: CaseResult) -> None:
     "tool-calls",
     "The success outcome's pendingToolCallIds lists exactly the calls the run started and "
     "did not answer (a SHOULD to send it; a MUST to be exact when sent).",
+    capability="frontend-tools",
 )
 async def _pending_ids(ctx: Context, res: CaseResult) -> None:
     invite = await _invite(ctx)
@@ -836,6 +861,7 @@ async def _pending_ids(ctx: Context, res: CaseResult) -> None:
     "tool-calls",
     "The closed call's argument text is a JSON object valid against the tool's parameters "
     "(a warning when not: the model's fault, not the protocol's).",
+    capability="frontend-tools",
 )
 async def _arguments(ctx: Context, res: CaseResult) -> None:
     invite = await _invite(ctx)
@@ -958,6 +984,7 @@ def _judge_continuation(res: CaseResult, nxt: Stream, what: str) -> None:
     "tool-calls",
     "Sent the thread with a tool message answering each call, the agent runs on: a "
     "well-formed stream that does not re-stream the answered call (RUN-14) nor answer it again.",
+    capability="frontend-tools",
 )
 async def _continuation(ctx: Context, res: CaseResult) -> None:
     invite = await _invite(ctx)
@@ -976,6 +1003,7 @@ async def _continuation(ctx: Context, res: CaseResult) -> None:
     "tool-calls",
     "Sent the thread with the call declined (a tool message saying so), the agent runs on "
     "with a well-formed stream.",
+    capability="frontend-tools",
 )
 async def _decline(ctx: Context, res: CaseResult) -> None:
     first = await _invite(ctx)
@@ -1107,6 +1135,7 @@ def _no_interrupt(ctx: Context, res: CaseResult, rule: str) -> bool:
     "interrupts",
     "Each interrupt outcome carries at least one interrupt, each with an id unique in the run.",
     late=True,
+    capability="interrupts",
 )
 async def _interrupt_ids(ctx: Context, res: CaseResult) -> None:
     if _no_interrupt(ctx, res, "INT-3"):
@@ -1133,6 +1162,7 @@ def _resume_input(stream: Stream, entries: list[dict[str, Any]]) -> dict[str, An
     "Refused (4xx or RUN_ERROR first) or interrupted again — the run MUST NOT end as success "
     "while an interrupt stands unanswered.",
     late=True,
+    capability="interrupts",
 )
 async def _uncovered(ctx: Context, res: CaseResult) -> None:
     if _no_interrupt(ctx, res, "INT-10"):
@@ -1172,6 +1202,7 @@ async def _uncovered(ctx: Context, res: CaseResult) -> None:
     "A resume list cancelling every interrupt — the way expired ones are abandoned — "
     "continues the thread with a well-formed run.",
     late=True,
+    capability="interrupts",
 )
 async def _resume(ctx: Context, res: CaseResult) -> None:
     if _no_interrupt(ctx, res, "INT-6"):
@@ -1312,6 +1343,7 @@ def _same_script(run_input: Mapping[str, Any]) -> dict[str, Any]:
     "and exactly that many bytes of one event that decodes, nothing cut or trailing; the "
     "events through the same pipeline as SSE; and the same events the SSE run of the same "
     "input delivered (identifiers and timestamps aside).",
+    capability="binary",
 )
 async def _protobuf(ctx: Context, res: CaseResult) -> None:
     twins: list[tuple[str, Stream]] = [("the plain prompt", await basic_run(ctx))]
