@@ -165,6 +165,8 @@ async def run_demo(
         session = Session(
             AgentClient(url, transport=transport),
             ask=ui.consent(decide),
+            # the refund's approval is an interrupt: its card, and the same answers
+            on_interrupt=ui.interrupt_handler(decide),
             store=threads if threads is not None else journal,
             thread_id=f"demo-{uuid.uuid4().hex[:12]}",
         )
