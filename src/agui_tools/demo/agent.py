@@ -199,14 +199,18 @@ async def _settle_refund(
     return said
 
 
-def demo_agent(*, delay: float = 0.04) -> Any:
-    """The agent function to serve (``agent_app(demo_agent())``); ``delay=0`` streams at once."""
+def demo_agent(*, delay: float = 0.04, refund: bool = True) -> Any:
+    """The agent function to serve (``agent_app(demo_agent())``); ``delay=0`` streams at once.
+
+    ``refund=False`` ends the order plan after step 4's answers, without the refund's
+    interrupt (for a face that cannot answer interrupts yet: the inspector); a thread
+    asking for a refund still gets one."""
     pace = _Pace(delay)
 
     async def agent(run: Run) -> None:
-        refund = _open_refund(run)
-        if refund is not None:  # resuming the refund interrupt
-            call_id, arguments = refund
+        asked = _open_refund(run)
+        if asked is not None:  # resuming the refund interrupt
+            call_id, arguments = asked
             said = await _settle_refund(run, pace, call_id, arguments)
             if not call_id.startswith("s5-"):  # a refund asked for on its own
                 await _say(run, f"Done — {said}.", pace)
@@ -297,10 +301,13 @@ def demo_agent(*, delay: float = 0.04) -> Any:
                 email_text = f"receipt: {email.get('content', '?')}"
             await _say(
                 run,
-                f"So: {email_text}; the application refused 'unsubscribe_newsletter' because it "
-                f"never offered that tool ({unsub.get('error', 'no reason given')}).",
+                f"{'So:' if refund else 'Done —'} {email_text}; the application refused "
+                "'unsubscribe_newsletter' because it never offered that tool "
+                f"({unsub.get('error', 'no reason given')}).",
                 pace,
             )
+            if not refund:
+                return
             await _ask_refund(
                 run, pace, "s5-refund", "One more thing: your shipping was charged twice."
             )
