@@ -95,10 +95,14 @@ def level_text(report: CheckReport) -> str:
     """What fails the check at the report's level, in a few words."""
     level = report.effective_level
     if level == "must":
-        return "level must: fails fail"
+        return "level must: only a fail fails the check"
     if level == "should":
-        return "level should: fails, and warnings of MUST and SHOULD cases, fail"
-    return "level may" + (" (strict)" if report.strict else "") + ": every warning fails too"
+        return "level should: a fail, or a warn of a MUST or SHOULD case, fails the check"
+    return (
+        "level may"
+        + (" (strict)" if report.strict else "")
+        + ": every fail and warn fails the check"
+    )
 
 
 def capabilities_line(report: CheckReport) -> str:
