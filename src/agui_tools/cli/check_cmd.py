@@ -168,7 +168,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         for case in CASES:
-            print(f"{case.id:32} {', '.join(case.rules):28} {case.title}")
+            print(
+                f"{case.id:30} {case.tier.value:13} {case.capability or '-':15} "
+                f"{', '.join(case.rules):28} {case.title}"
+            )
         return 0
     if not args.url:
         print("agui-tools check: give the agent's URL (or --list)", file=sys.stderr)
