@@ -168,9 +168,7 @@ def _interrupt_refund(run: Run, call_id: str, arguments: Mapping[str, Any]) -> N
     )
 
 
-async def _settle_refund(
-    run: Run, pace: _Pace, call_id: str, arguments: Mapping[str, Any]
-) -> str:
+async def _settle_refund(run: Run, pace: _Pace, call_id: str, arguments: Mapping[str, Any]) -> str:
     """The run resuming the refund interrupt: issue the refund or not, as the entry says
     (answering the agent's own call in-stream); what became of it, in a sentence. With no
     entry for it the interrupt stays open (INT-10): the run interrupts again."""
