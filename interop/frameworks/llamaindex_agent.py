@@ -29,9 +29,13 @@ from llama_index.protocols.ag_ui.router import AGUIWorkflowRouter, get_default_w
 
 def _tool_result(messages: list[ChatMessage]) -> str | None:
     last = messages[-1] if messages else None
-    if last is None or last.role != MessageRole.TOOL:
+    if last is None:
         return None
-    return str(last.content)
+    # the adapter hands an application's tool message to the model as a *user* message
+    # carrying the call's id (its own tool results stay role "tool")
+    if last.role == MessageRole.TOOL or last.additional_kwargs.get("tool_call_id"):
+        return str(last.content)
+    return None
 
 
 def script(messages: Any, **kwargs: Any) -> ChatMessage:
