@@ -78,6 +78,9 @@ INTERRUPTING: tuple[str, ...] = ("langgraph", "strands")
 
 BASELINES = HERE / "baselines"
 
+VENV_ARGS: tuple[str, ...] = ()
+"""Extra ``python -m venv`` arguments (the helper's own tests make pip-less venvs: faster)."""
+
 INSTALL_TIMEOUT = float(os.environ.get("FRAMEWORK_INSTALL_TIMEOUT", "900"))
 START_TIMEOUT = float(os.environ.get("FRAMEWORK_START_TIMEOUT", "120"))
 """A framework's import can be slow on a busy 2-core machine (CrewAI's takes seconds)."""
@@ -146,9 +149,11 @@ def ensure_venv(framework: str, *, log: Callable[[str], None] | None = None) -> 
                 log(f"{framework}: building {venv.name} from {reqs.relative_to(ROOT)}")
             shutil.rmtree(venv, ignore_errors=True)
             steps = [
-                [_base_python(), "-m", "venv", str(venv)],
-                [str(_python(venv)), "-m", "pip", "install", "--quiet",
-                 "--disable-pip-version-check", "-r", str(reqs)],
+                [_base_python(), "-m", "venv", *VENV_ARGS, str(venv)],
+                # the project's pip installs into the venv (`--python`): the same pip
+                # for every framework, and a venv made without one still installs
+                [sys.executable, "-m", "pip", "--python", str(_python(venv)), "install",
+                 "--quiet", "--disable-pip-version-check", "-r", str(reqs)],
             ]  # fmt: skip
             for step in steps:
                 try:
