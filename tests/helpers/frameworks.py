@@ -167,7 +167,10 @@ def ensure_venv(framework: str, *, log: Callable[[str], None] | None = None) -> 
                     ) from None
                 if done.returncode != 0:
                     shutil.rmtree(venv, ignore_errors=True)
-                    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
+                    lines = (done.stdout + done.stderr).strip().splitlines()
+                    # a pip config naming absent local indexes warns once per package: noise
+                    said = [ln for ln in lines if not ln.startswith("WARNING: Location '")]
+                    tail = "\n".join(said[-25:])
                     raise FrameworkUnavailable(
                         f"{framework}: building {venv.name} failed (exit {done.returncode}) "
                         f"at `{' '.join(step)}`:\n{tail}"
