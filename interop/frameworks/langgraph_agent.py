@@ -136,14 +136,14 @@ def time_tool(gated: bool) -> Any:
     return get_time_tool
 
 
-def build_app(gated: bool) -> FastAPI:
+def build_app(gated: bool, outcome: bool = True) -> FastAPI:
     graph = StateGraph(State)
     graph.add_node("model", model_node)
     graph.add_node("tools", ToolNode([time_tool(gated)]))
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", route, ["tools", END])
     graph.add_edge("tools", "model")
-    agent = LangGraphAgent(name="scripted", graph=graph.compile(checkpointer=MemorySaver()), emit_interrupt_outcome=gated)
+    agent = LangGraphAgent(name="scripted", graph=graph.compile(checkpointer=MemorySaver()), emit_interrupt_outcome=gated and outcome)
     app = FastAPI()
     add_langgraph_fastapi_endpoint(app, agent, "/")
     return app
@@ -153,6 +153,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=8100)
     parser.add_argument("--interrupt", action="store_true", help="get_time waits on an approval")
+    parser.add_argument(
+        "--legacy-interrupts",
+        action="store_true",
+        help="with --interrupt: the adapter's default signalling (a CUSTOM on_interrupt event, no interrupt outcome)",
+    )
     args = parser.parse_args()
     print(f"Serving the LangGraph agent at http://127.0.0.1:{args.port}/", flush=True)
-    uvicorn.run(build_app(args.interrupt), host="127.0.0.1", port=args.port, log_level="warning")
+    app = build_app(args.interrupt, outcome=not args.legacy_interrupts)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

@@ -216,3 +216,35 @@ def test_agui_tools_run_answers_the_frameworks_interrupt(
     said = str(outcome["messages"][-1].get("content"))
     assert ("12:00 in UTC" in said) is (flag == "--yes"), said
     assert len(verify(capture)["runs"]) == 2
+
+
+def test_langgraphs_default_interrupt_signalling_is_still_a_custom_event_and_a_success() -> None:
+    """Pins the INT-2 fault docs/conformance.md reports upstream: with the adapter's defaults
+    a graph paused in ``interrupt()`` sends ``CUSTOM`` ``on_interrupt`` and finishes with a
+    plain success. When this fails, upstream changed the default: update the write-up."""
+    python = require_venv("langgraph")
+    args = ["--interrupt", "--legacy-interrupts"]
+    with serving_framework("langgraph", python=python, args=args) as served:
+        body = {
+            "threadId": "t-legacy",
+            "runId": "r-legacy",
+            "messages": [{"id": "u1", "role": "user", "content": "What time is it?"}],
+            "tools": [],
+            "context": [],
+            "state": {},
+            "forwardedProps": {},
+        }
+        with httpx.stream("POST", served.url, json=body, timeout=60) as response:
+            assert response.status_code == 200
+            events = [
+                json.loads(line.removeprefix("data:"))
+                for line in response.iter_lines()
+                if line.startswith("data:")
+            ]
+    customs = [e for e in events if e["type"] == "CUSTOM" and e.get("name") == "on_interrupt"]
+    assert customs, [e["type"] for e in events]
+    (finished,) = [e for e in events if e["type"] == "RUN_FINISHED"]
+    assert (finished.get("outcome") or {"type": "success"})["type"] == "success", finished
+    started = {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_START"}
+    answered = {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    assert started - answered, "the paused call was answered"  # left for nobody to answer
