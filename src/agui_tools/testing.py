@@ -3,19 +3,30 @@
 ``serving(app)`` starts a real uvicorn server for an ASGI app on a free
 loopback port inside the current event loop and yields its base URL — real
 HTTP, real SSE, no subprocess — and stops it on exit.
+
+As a pytest plugin (``pytest_plugins = ["agui_tools.testing"]``) it gives the
+``agui_mock`` fixture: ``agui_mock(captures, **options)`` serves
+:func:`~agui_tools.transport.mock_app` on a free loopback port in a background
+thread for the test and returns a :class:`MockServer` (its ``url``, and the
+endpoint: requests seen, runs left) — a frontend under test talks to recorded
+runs, faults included, with no model behind them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-__all__ = ["free_port", "serving"]
+if TYPE_CHECKING:
+    from .transport._mock import MockEndpoint
+
+__all__ = ["MockServer", "agui_mock", "free_port", "serving"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -69,3 +80,51 @@ async def serving(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncI
     finally:
         server.should_exit = True
         await task
+
+
+@dataclass
+class MockServer:
+    """A mock agent serving for one test: POST runs to ``url``."""
+
+    url: str
+    endpoint: MockEndpoint
+
+    @property
+    def requests(self) -> int:
+        """Requests the mock has received (refused ones included)."""
+        return self.endpoint.requests
+
+    @property
+    def unused(self) -> int:
+        """Recorded runs no request has been given yet."""
+        return self.endpoint.matcher.unused
+
+    def __str__(self) -> str:
+        return self.url
+
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - pytest is only needed to use the fixture
+    pass
+else:
+
+    @pytest.fixture
+    def agui_mock() -> Iterator[Callable[..., MockServer]]:
+        """Serve recorded runs as an agent for this test: ``agui_mock(captures, **options)``.
+
+        ``captures`` and ``options`` are :func:`~agui_tools.transport.mock_app`'s
+        (``path`` defaults to ``"/agent"``: the URL ends with it). Each call starts
+        one mock on its own free port; all stop when the test ends.
+        """
+        from .check.pytest_plugin import serving_in_thread
+        from .transport._mock import mock_app
+
+        with ExitStack() as stack:
+
+            def start(captures: Any, *, path: str = "/agent", **options: Any) -> MockServer:
+                app = mock_app(captures, path=path, **options)
+                url = stack.enter_context(serving_in_thread(app, path=path))
+                return MockServer(url, app.state.mock)
+
+            yield start

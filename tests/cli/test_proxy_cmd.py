@@ -197,7 +197,10 @@ def test_inspect_shows_the_live_traffic_read_only() -> None:
             ) as events:
                 reader = SSEReader()
                 for chunk in events.iter_raw():
-                    seen += [json.loads(d) for d in reader.feed(chunk)]
+                    for message in (json.loads(d) for d in reader.feed(chunk)):
+                        # what piled up comes as one "batch" message holding the others
+                        batch = message.get("messages") if message["kind"] == "batch" else None
+                        seen += batch if isinstance(batch, list) else [message]
                     if any(m["kind"] == "run-end" for m in seen):
                         break
             kinds = [m["kind"] for m in seen]

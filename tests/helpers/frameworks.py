@@ -49,9 +49,11 @@ from .no_skips_in_ci import in_ci
 
 __all__ = [
     "FRAMEWORKS",
+    "INTERRUPTING",
     "ROOT",
     "FrameworkUnavailable",
     "Served",
+    "baseline_path",
     "ensure_venv",
     "ensure_venvs",
     "framework_agent",
@@ -70,6 +72,14 @@ FRAMEWORKS: tuple[str, ...] = tuple(
     sorted(p.name.removesuffix("-requirements.txt") for p in HERE.glob("*-requirements.txt"))
 )
 """Every framework with a pinned requirements file in interop/frameworks/."""
+
+INTERRUPTING: tuple[str, ...] = ("langgraph", "strands")
+"""The harnesses with an ``--interrupt`` mode: their agent-side tool waits on an approval."""
+
+BASELINES = HERE / "baselines"
+
+VENV_ARGS: tuple[str, ...] = ()
+"""Extra ``python -m venv`` arguments (the helper's own tests make pip-less venvs: faster)."""
 
 INSTALL_TIMEOUT = float(os.environ.get("FRAMEWORK_INSTALL_TIMEOUT", "900"))
 START_TIMEOUT = float(os.environ.get("FRAMEWORK_START_TIMEOUT", "120"))
@@ -112,6 +122,11 @@ def _base_python() -> str:
     return getattr(sys, "_base_executable", None) or sys.executable
 
 
+def baseline_path(framework: str, mode: str | None = None) -> Path:
+    """The committed ``check`` baseline of a harness (``mode``: ``"interrupt"``, or the default)."""
+    return BASELINES / (f"{framework}-{mode}.json" if mode else f"{framework}.json")
+
+
 def ensure_venv(framework: str, *, log: Callable[[str], None] | None = None) -> Path:
     """The framework's venv, built or rebuilt as needed; returns its interpreter.
 
@@ -134,9 +149,11 @@ def ensure_venv(framework: str, *, log: Callable[[str], None] | None = None) -> 
                 log(f"{framework}: building {venv.name} from {reqs.relative_to(ROOT)}")
             shutil.rmtree(venv, ignore_errors=True)
             steps = [
-                [_base_python(), "-m", "venv", str(venv)],
-                [str(_python(venv)), "-m", "pip", "install", "--quiet",
-                 "--disable-pip-version-check", "-r", str(reqs)],
+                [_base_python(), "-m", "venv", *VENV_ARGS, str(venv)],
+                # the project's pip installs into the venv (`--python`): the same pip
+                # for every framework, and a venv made without one still installs
+                [sys.executable, "-m", "pip", "--python", str(_python(venv)), "install",
+                 "--quiet", "--disable-pip-version-check", "-r", str(reqs)],
             ]  # fmt: skip
             for step in steps:
                 try:
@@ -150,7 +167,10 @@ def ensure_venv(framework: str, *, log: Callable[[str], None] | None = None) -> 
                     ) from None
                 if done.returncode != 0:
                     shutil.rmtree(venv, ignore_errors=True)
-                    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
+                    lines = (done.stdout + done.stderr).strip().splitlines()
+                    # a pip config naming absent local indexes warns once per package: noise
+                    said = [ln for ln in lines if not ln.startswith("WARNING: Location '")]
+                    tail = "\n".join(said[-25:])
                     raise FrameworkUnavailable(
                         f"{framework}: building {venv.name} failed (exit {done.returncode}) "
                         f"at `{' '.join(step)}`:\n{tail}"
@@ -311,8 +331,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or bring up to date) the named venvs, or all")
     build.add_argument("frameworks", nargs="*", default=list(FRAMEWORKS))
-    build.add_argument("--jobs", type=int, default=4)
+    build.add_argument("--jobs", type=int, default=len(FRAMEWORKS))
+    build.add_argument(
+        "--soft",
+        action="store_true",
+        help="a failed build is a warning (exit 0) unless CI is set — `make test`'s mode",
+    )
+    record = sub.add_parser(
+        "baseline",
+        help="serve a harness, run `check` against it and write its baseline "
+        "(interop/frameworks/baselines/) — every fail it records must be written up in "
+        "docs/conformance.md",
+    )
+    record.add_argument("frameworks", nargs="*", default=list(FRAMEWORKS))
+    record.add_argument("--interrupt", action="store_true", help="the harness's --interrupt mode")
     options = parser.parse_args(argv)
+    if options.command == "baseline":
+        return _record(options.frameworks, interrupt=options.interrupt)
     unknown = sorted(set(options.frameworks) - set(FRAMEWORKS))
     if unknown:
         parser.error(f"no harness for {', '.join(unknown)} (known: {', '.join(FRAMEWORKS)})")
@@ -325,7 +360,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {failure}", file=sys.stderr)
     print(f"frameworks: {len(failures)} venvs ready in {time.monotonic() - started:.0f} s"
           if not any(failures.values()) else "frameworks: some venvs could not be built")  # fmt: skip
-    return 1 if any(failures.values()) else 0
+    if not any(failures.values()):
+        return 0
+    if options.soft and not in_ci():
+        print("warning: the matrix tests of these frameworks will skip (CI is not set)")
+        return 0
+    return 1
+
+
+def _record(frameworks: Sequence[str], *, interrupt: bool) -> int:
+    from agui_tools.check import Baseline, check_agent
+
+    BASELINES.mkdir(exist_ok=True)
+    for framework in frameworks:
+        if interrupt and framework not in INTERRUPTING:
+            print(f"{framework}: no --interrupt mode", file=sys.stderr)
+            return 2
+        args = ["--interrupt"] if interrupt else []
+        with serving_framework(framework, args=args) as served:
+            report = check_agent(served.url, timeout=60)
+        path = baseline_path(framework, "interrupt" if interrupt else None)
+        baseline = Baseline.of(report)
+        baseline.write(path)
+        counts = ", ".join(f"{n} {v}" for v, n in report.counts().items())
+        print(f"{framework}: {path.relative_to(ROOT)} — {len(baseline.known)} known; {counts}")
+        for known in baseline.known:
+            print(f"  {known.line()}")
+    return 0
 
 
 if __name__ == "__main__":

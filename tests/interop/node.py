@@ -30,12 +30,22 @@ def skip_reason() -> str | None:
 
 def run_node(script: str, *args: str, timeout: float = 120) -> dict[str, Any]:
     """Run ``interop/ts/<script>`` and parse the one JSON document it prints."""
+    proc = node_process(script, *args, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError(f"node {script} exited {proc.returncode}:\n{proc.stderr}")
+    document: dict[str, Any] = json.loads(proc.stdout)
+    return document
+
+
+def node_process(script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``interop/ts/<script>``; its exit code and output, whatever they are (a
+    fault injected on purpose may kill the process)."""
     node = shutil.which("node")
     assert node is not None, skip_reason()
     # NODE_ENV=development|test makes the official reducer deep-freeze (slow); the
     # harness is meant to run the client as an application in production runs it.
     env = {k: v for k, v in os.environ.items() if k not in ("NODE_ENV", "VITEST_WORKER_ID")}
-    proc = subprocess.run(
+    return subprocess.run(
         [node, str(TS / script), *args],
         capture_output=True,
         text=True,
@@ -44,7 +54,3 @@ def run_node(script: str, *args: str, timeout: float = 120) -> dict[str, Any]:
         cwd=ROOT,
         check=False,
     )
-    if proc.returncode != 0:
-        raise AssertionError(f"node {script} exited {proc.returncode}:\n{proc.stderr}")
-    document: dict[str, Any] = json.loads(proc.stdout)
-    return document

@@ -28,6 +28,7 @@ from . import (
     conformance_cmd,
     demo_cmd,
     inspect_cmd,
+    mock_cmd,
     proxy_cmd,
     run_cmd,
     serve_cmd,
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify_cmd.register(sub)
     conformance_cmd.register(sub)
     check_cmd.register(sub)
+    mock_cmd.register(sub)
     return parser
 
 

@@ -237,11 +237,7 @@ def _log_config(level: str, access: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from .._text import guarded_logger
     from ..demo.agent import demo_agent
-    from ..transport._deadlines import deadline_protocol
     from ..transport._server import agent_app
     from ._common import describe_exception
 
@@ -271,26 +267,58 @@ def run(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         max_concurrency=args.limit_concurrency,
     )
+    serve_on(
+        app,
+        sock,
+        what="AG-UI agent",
+        path=args.path,
+        log_level=args.log_level,
+        access_log=args.access_log,
+        limit_concurrency=args.limit_concurrency,
+        header_timeout=args.header_timeout,
+        send_timeout=args.send_timeout,
+    )
+    return 0
+
+
+def serve_on(
+    app: Any,
+    sock: socket.socket,
+    *,
+    what: str,
+    path: str,
+    log_level: str,
+    access_log: bool = False,
+    limit_concurrency: int | None = None,
+    header_timeout: float | None = 10.0,
+    send_timeout: float | None = 30.0,
+) -> None:
+    """Print "Serving WHAT at URL" on stdout, then serve ``app`` on the bound ``sock``
+    until Ctrl-C (which stops it cleanly); the socket is closed on the way out."""
+    import uvicorn
+
+    from .._text import guarded_logger
+    from ..transport._deadlines import deadline_protocol
+
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     config = uvicorn.Config(
         app,
         lifespan="off",
-        log_config=_log_config(args.log_level, args.access_log),
-        log_level=args.log_level,
-        access_log=args.access_log,
-        limit_concurrency=args.limit_concurrency,
-        http=deadline_protocol(header_timeout=args.header_timeout, send_timeout=args.send_timeout),
+        log_config=_log_config(log_level, access_log),
+        log_level=log_level,
+        access_log=access_log,
+        limit_concurrency=limit_concurrency,
+        http=deadline_protocol(header_timeout=header_timeout, send_timeout=send_timeout),
     )
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute
     for name in ("uvicorn.error", "asyncio"):
         guarded_logger(name)
-    print(f"Serving AG-UI agent at http://{shown}:{port}{args.path}", flush=True)
+    print(f"Serving {what} at http://{shown}:{port}{path}", flush=True)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: cleanly
         pass
     finally:
         sock.close()
-    return 0

@@ -7,11 +7,16 @@
               SyncSession; the loop both run is BaseSession's)
 ``_server``   Starlette/ASGI: judge the input, run the agent, stream SSE
               (agent_app, AgentEndpoint)
+``_mock``     the same judging, then recorded runs replayed instead of an agent,
+              faults injected on purpose (mock_app, MockEndpoint)
 """
 
 from __future__ import annotations
 
+from .._errors import ResumeOutcomeUnknown
+from ..app._resume import SentResume
 from ._client import AgentClient, BaseAgentClient, SyncAgentClient
+from ._mock import Fault, MockEndpoint, mock_app
 from ._server import AgentEndpoint, agent_app
 from ._session import (
     Approval,
@@ -22,6 +27,7 @@ from ._session import (
     Resolution,
     Session,
     SyncSession,
+    ToolContext,
     tool_spec_from_function,
 )
 
@@ -31,13 +37,19 @@ __all__ = [
     "Approval",
     "BaseAgentClient",
     "BaseSession",
+    "Fault",
     "Interrupt",
     "InterruptedCall",
     "InvalidPayload",
+    "MockEndpoint",
     "Resolution",
+    "ResumeOutcomeUnknown",
+    "SentResume",
     "Session",
     "SyncAgentClient",
     "SyncSession",
+    "ToolContext",
     "agent_app",
+    "mock_app",
     "tool_spec_from_function",
 ]

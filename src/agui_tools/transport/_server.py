@@ -265,6 +265,18 @@ class AgentEndpoint:
             self._active -= 1
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        run_input = await self._admit(scope, receive, send)
+        if run_input is None:
+            return
+        headers = Headers(scope=scope)
+        with _telemetry.extracted(headers):  # the client's run span is the parent of ours
+            await self._stream(
+                run_input, receive, send, binary=accepts_proto(headers.get("accept"))
+            )
+
+    async def _admit(self, scope: Scope, receive: Receive, send: Send) -> dict[str, Any] | None:
+        """The request judged whole: the run input, or ``None`` once it was refused
+        (answered here) or the client left before its body was complete."""
         try:
             headers = Headers(scope=scope)
             self._check_origin(scope, headers)
@@ -278,17 +290,12 @@ class AgentEndpoint:
             del body  # the run keeps what it decoded, never the bytes
             if isinstance(verdict, _Rejected):
                 raise verdict
-            run_input = verdict
+            return verdict
         except _ClientGone:
-            return
+            return None
         except _Rejected as rejected:
             await _refuse(scope, receive, send, rejected)
-            return
-        headers = Headers(scope=scope)
-        with _telemetry.extracted(headers):  # the client's run span is the parent of ours
-            await self._stream(
-                run_input, receive, send, binary=accepts_proto(headers.get("accept"))
-            )
+            return None
 
     # -- before the stream ---------------------------------------------------------
 
@@ -716,6 +723,11 @@ def agent_app(
         allowed_hosts=allowed_hosts,
     )
     app: Any = endpoint if authorize is None else Authorized(endpoint, authorize)
+    return routed(app, path, allowed_origins)
+
+
+def routed(app: Any, path: str, allowed_origins: Sequence[str]) -> Starlette:
+    """``app`` at ``POST path``, with CORS answered for ``allowed_origins`` (none: no CORS)."""
     middleware = []
     if allowed_origins:
         middleware.append(

@@ -1,0 +1,434 @@
+"""Recorded runs: what a mock agent replays, and which one answers a request.
+
+Sans-I/O (the files are read by :mod:`agui_tools.transport._mock`): a captured
+body — a JSON array, NDJSON, SSE or binary-binding body, sniffed as
+:func:`~agui_tools.app._capture.read_frames` sniffs it — becomes
+:class:`RecordedRun` values, each the events one response carried and, when the
+capture kept it, the run input that asked for them. A capture with no input (a
+``run --save`` file) is split at its top-level ``RUN_STARTED`` events: one
+recorded run per run. The inspector's ``thread.json`` keeps inputs and the
+thread's messages but no events: :func:`runs_from_thread_export` rebuilds each
+run's stream from what the run added to the thread.
+
+:class:`Matcher` picks the recorded run that answers a request — in recorded
+order, or by the request's last user message — and :func:`retarget` puts the
+request's ``threadId``/``runId`` into the events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import orjson
+
+from .._errors import ProtocolViolation, UsageError
+from ..wire._codec import parse_json
+from ..wire._framing import BrokenFrame, FrameNote
+from ._capture import read_frames
+
+__all__ = [
+    "MATCH_MODES",
+    "Matcher",
+    "Miss",
+    "RecordedRun",
+    "last_user_turn",
+    "recorded_runs",
+    "retarget",
+    "runs_from_thread_export",
+]
+
+MatchMode = Literal["order", "last-user-message"]
+MATCH_MODES: Final = ("order", "last-user-message")
+_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+
+
+@dataclass
+class RecordedRun:
+    """One recorded response: its events in order, and the input that asked for them.
+
+    ``status`` other than 200 is a recorded refusal (a proxy recording keeps
+    the upstream's 409 or 500): replayed as that status with ``body``.
+    """
+
+    source: str
+    events: list[dict[str, Any]]
+    input: dict[str, Any] | None = None
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    notes: list[str] = field(default_factory=list)
+    """What was rebuilt rather than recorded (a thread export keeps no events)."""
+
+    @property
+    def thread_id(self) -> str | None:
+        return _first_id(self.events, "threadId")
+
+    @property
+    def run_id(self) -> str | None:
+        return _first_id(self.events, "runId")
+
+    def delays(self) -> list[float]:
+        """Seconds to wait before each event, from the events' ``timestamp`` (ms).
+
+        An event without a timestamp — or the first, or one stamped earlier than
+        the event before it — waits nothing: timing is only what was recorded.
+        """
+        out, previous = [], None
+        for event in self.events:
+            stamp = event.get("timestamp")
+            now = stamp if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None
+            out.append(max((now - previous) / 1000, 0.0) if now is not None and previous else 0.0)
+            if now is not None:
+                previous = now
+        return out
+
+
+def _first_id(events: Sequence[Mapping[str, Any]], key: str) -> str | None:
+    for event in events:
+        if event.get("type") == "RUN_STARTED":
+            value = event.get(key)
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
+    """Every event of a captured body, as wire dicts; a frame that is no event is an error."""
+    try:
+        frames = read_frames(data)
+    except ProtocolViolation as exc:
+        raise UsageError(f"{source}: {exc.explanation}", rule=exc.rule) from None
+    events: list[dict[str, Any]] = []
+    for frame in frames:
+        if isinstance(frame, FrameNote):
+            continue  # a dropped frame (an unknown binary arm): nothing to replay
+        if isinstance(frame, BrokenFrame):
+            raise UsageError(
+                f"{source}: event {len(events)} cannot be read ({frame.violation.explanation}); "
+                "a mock replays events, and this capture breaks off there",
+                rule=frame.violation.rule,
+            )
+        if isinstance(frame, (str, bytes)):
+            try:
+                frame = parse_json(frame, len(events))
+            except ProtocolViolation as exc:
+                raise UsageError(
+                    f"{source}: event {len(events)}: {exc.explanation}", rule=exc.rule
+                ) from None
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            raise UsageError(
+                f"{source}: event {len(events)} is not an event object with a type "
+                f"(a JSON {type(frame).__name__})",
+                rule="PROC-2",
+            )
+        events.append(frame)
+    return events
+
+
+def recorded_runs(
+    data: bytes,
+    *,
+    source: str,
+    run_input: Mapping[str, Any] | None = None,
+    split: bool | None = None,
+) -> list[RecordedRun]:
+    """The recorded runs of one captured body.
+
+    With ``run_input`` the body is one response (a proxy exchange, an inspector
+    run): one recorded run. Without, it is split at its top-level ``RUN_STARTED``
+    events (``split`` overrides): ``run --save`` joins every run of a command.
+    Raises :class:`~agui_tools.UsageError` naming ``source`` when the body is
+    no stream or holds no event.
+    """
+    events = _events_of(data, source)
+    if not events:
+        raise UsageError(f"{source}: the capture holds no event: nothing to replay")
+    if split is None:
+        split = run_input is None
+    if not split:
+        return [RecordedRun(source, events, dict(run_input) if run_input is not None else None)]
+    runs: list[list[dict[str, Any]]] = []
+    open_runs: list[Any] = []
+    for event in events:
+        kind = event["type"]
+        if kind == "RUN_STARTED" and not open_runs:
+            runs.append([])
+        if not runs:
+            runs.append([])
+        runs[-1].append(event)
+        if kind == "RUN_STARTED":
+            open_runs.append(event.get("runId"))
+        elif kind in _TERMINAL and open_runs:
+            if kind == "RUN_ERROR":
+                open_runs.clear()  # RUN_ERROR ends the stream's run, nested ones with it
+            elif event.get("runId") in open_runs:
+                del open_runs[open_runs.index(event.get("runId")) :]
+            else:
+                open_runs.pop()
+    many = len(runs) > 1
+    return [
+        RecordedRun(f"{source} run {n}" if many else source, part) for n, part in enumerate(runs, 1)
+    ]
+
+
+def retarget(
+    events: Iterable[Mapping[str, Any]],
+    run_input: Mapping[str, Any],
+    *,
+    thread_id: str | None,
+    run_id: str | None,
+) -> list[dict[str, Any]]:
+    """The recorded events with the request's ``threadId`` and ``runId`` in them.
+
+    Every ``threadId`` equal to the recorded thread's, every ``runId`` and
+    ``parentRunId`` equal to the recorded run's, becomes the request's (a
+    subagent's own run id stays its own); ``RUN_STARTED.input`` becomes the
+    request's input. Nothing else is touched: message and call ids are the
+    recorded ones, which a history the recording built also names.
+    """
+    new_thread, new_run = run_input.get("threadId"), run_input.get("runId")
+    out = []
+    for event in events:
+        copy = dict(event)
+        if thread_id is not None and copy.get("threadId") == thread_id:
+            copy["threadId"] = new_thread
+        for key in ("runId", "parentRunId"):
+            if run_id is not None and copy.get(key) == run_id:
+                copy[key] = new_run
+        if copy.get("type") == "RUN_STARTED" and "input" in copy:
+            copy["input"] = dict(run_input)
+        out.append(copy)
+    return out
+
+
+def last_user_turn(messages: Sequence[Any]) -> tuple[bytes, int] | None:
+    """The last user message's content (canonical JSON) and how many messages follow it.
+
+    ``None`` when the history has no user message. The count tells a turn's
+    first run from its continuation after a tool result: both end with the same
+    user message, the continuation with the call and its answer after it.
+    """
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            content = orjson.dumps(message.get("content"), option=orjson.OPT_SORT_KEYS)
+            return content, len(messages) - 1 - position
+    return None
+
+
+@dataclass
+class Miss:
+    """No recorded run answers the request: the status and the problem to say."""
+
+    status: int
+    message: str
+
+
+class Matcher:
+    """Which recorded run answers the next request.
+
+    ``order``: the first request gets the first recorded run, the next the
+    second…; past the last, every request is a :class:`Miss` (404).
+    ``last-user-message``: the recorded run whose input ends its last user
+    message the same way — equal content, as many messages after it; among
+    several, each in turn, the last one again once all were served. A request
+    with no user message is a 422 miss, one matching none a 404.
+    """
+
+    def __init__(self, runs: Sequence[RecordedRun], mode: MatchMode = "order") -> None:
+        if mode not in MATCH_MODES:
+            raise UsageError(f"match mode {mode!r}: use one of {', '.join(MATCH_MODES)}")
+        if not runs:
+            raise UsageError("a mock needs at least one recorded run")
+        self.runs = list(runs)
+        self.mode = mode
+        self.served = 0
+        self._next = 0
+        self._keys: dict[tuple[bytes, int], list[int]] = {}
+        self._turns: dict[tuple[bytes, int], int] = {}
+        if mode == "last-user-message":
+            missing = [r.source for r in runs if r.input is None]
+            if missing:
+                raise UsageError(
+                    f"--match last-user-message needs each run's input, and "
+                    f"{_listed(missing)} kept none (a plain stream file): record with "
+                    "`agui-tools proxy --record DIR`, export the inspector's run-N.input.json "
+                    "beside run-N.sse, or match in order"
+                )
+            for n, run in enumerate(runs):
+                assert run.input is not None
+                key = last_user_turn(run.input.get("messages") or [])
+                if key is None:
+                    raise UsageError(
+                        f"{run.source}: its input has no user message: --match "
+                        "last-user-message cannot tell when to serve it"
+                    )
+                self._keys.setdefault(key, []).append(n)
+
+    def choose(self, run_input: Mapping[str, Any]) -> RecordedRun | Miss:
+        if self.mode == "order":
+            if self._next >= len(self.runs):
+                return Miss(
+                    404,
+                    f"no recorded run left: the mock replays {len(self.runs)} run(s) in order "
+                    "and has served them all; restart it, or match by --match last-user-message",
+                )
+            run = self.runs[self._next]
+            self._next += 1
+            self.served += 1
+            return run
+        key = last_user_turn(run_input.get("messages") or [])
+        if key is None:
+            return Miss(
+                422,
+                "the request's messages hold no user message: with --match last-user-message "
+                "a recorded run is chosen by the last user message",
+            )
+        candidates = self._keys.get(key)
+        if not candidates:
+            text = key[0].decode()
+            known = sorted({k[0].decode() for k in self._keys})
+            return Miss(
+                404,
+                f"no recorded run's input ends with the user message {_short(text)} followed "
+                f"by {key[1]} message(s); the recorded last user messages: "
+                f"{', '.join(_short(k) for k in known[:5])}{' …' if len(known) > 5 else ''}",
+            )
+        turn = self._turns.get(key, 0)
+        self._turns[key] = turn + 1
+        self.served += 1
+        return self.runs[candidates[min(turn, len(candidates) - 1)]]
+
+    @property
+    def unused(self) -> int:
+        """Recorded runs no request has been given (in order: those after the last served)."""
+        if self.mode == "order":
+            return len(self.runs) - self._next
+        return sum(max(len(c) - self._turns.get(k, 0), 0) for k, c in self._keys.items())
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _listed(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:3])
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+# -- the inspector's thread export -----------------------------------------------------------
+
+
+def runs_from_thread_export(document: Mapping[str, Any], *, source: str) -> list[RecordedRun]:
+    """The runs of an inspector ``thread.json``, their streams rebuilt from the thread.
+
+    The export keeps each run's input and the thread's messages, not the
+    events: run *k* added to the thread what the next input (the final
+    messages, for the last run) holds beyond its own input, less what the
+    frontend added — user messages and its answers to the run's calls. Those
+    messages are emitted whole (one content delta, one argument delta, no
+    timestamps), and the run ends as it ended (``RUN_FINISHED`` with its
+    outcome, or ``RUN_ERROR``). A tool message is the agent's (a
+    ``TOOL_CALL_RESULT``) when it answers a call of this run to a tool the
+    input did not advertise and an assistant message of the run follows it:
+    the frontend answers after the stream, so a backend result after the run's
+    last assistant message is taken for the frontend's (export ``run-N.sse``
+    for the exact stream). A refused run (no input, or a non-200 status) is
+    left out.
+    """
+    runs = document.get("runs")
+    if not isinstance(runs, list):
+        raise UsageError(f"{source}: not an inspector thread export (no runs array)")
+    kept = [
+        r
+        for r in runs
+        if isinstance(r, Mapping)
+        and isinstance(r.get("input"), Mapping)
+        and r.get("httpStatus") in (None, 200)
+    ]
+    if not kept:
+        raise UsageError(f"{source}: the thread export holds no run that was served")
+    final = document.get("messages")
+    out = []
+    for n, run in enumerate(kept):
+        run_input = run["input"]
+        after = kept[n + 1]["input"].get("messages") if n + 1 < len(kept) else final
+        events, notes = _rebuilt(run, run_input, after if isinstance(after, list) else [])
+        label = f"{source} run {run.get('run', n + 1)}"
+        out.append(RecordedRun(label, events, dict(run_input), notes=notes))
+    return out
+
+
+def _rebuilt(
+    run: Mapping[str, Any], run_input: Mapping[str, Any], after: Sequence[Any]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    thread_id, run_id = run_input.get("threadId"), run.get("runId") or run_input.get("runId")
+    before = {m.get("id") for m in run_input.get("messages") or () if isinstance(m, Mapping)}
+    frontend = {t.get("name") for t in run_input.get("tools") or () if isinstance(t, Mapping)}
+    calls: dict[Any, Any] = {}
+    added = [m for m in after if isinstance(m, Mapping) and m.get("id") not in before]
+    # the frontend answers once the stream ended: after the run's last assistant message
+    last_said = max((i for i, m in enumerate(added) if m.get("role") == "assistant"), default=-1)
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}]
+    notes: list[str] = ["rebuilt from the thread export: one delta per message, no timestamps"]
+    for position, message in enumerate(added):
+        role, ident = message.get("role"), message.get("id")
+        if role == "assistant":
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                events += [
+                    {"type": "TEXT_MESSAGE_START", "messageId": ident, "role": "assistant"},
+                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": ident, "delta": content},
+                    {"type": "TEXT_MESSAGE_END", "messageId": ident},
+                ]
+            for call in message.get("toolCalls") or ():
+                function = call.get("function") or {}
+                calls[call.get("id")] = function.get("name")
+                events.append(
+                    {
+                        "type": "TOOL_CALL_START",
+                        "toolCallId": call.get("id"),
+                        "toolCallName": function.get("name"),
+                        "parentMessageId": ident,
+                    }
+                )
+                if function.get("arguments"):
+                    events.append(
+                        {
+                            "type": "TOOL_CALL_ARGS",
+                            "toolCallId": call.get("id"),
+                            "delta": function["arguments"],
+                        }
+                    )
+                events.append({"type": "TOOL_CALL_END", "toolCallId": call.get("id")})
+        elif role == "tool":
+            call_id = message.get("toolCallId")
+            if call_id not in calls:
+                continue  # the frontend's answer to an earlier run's call
+            if calls[call_id] in frontend or position > last_said:
+                continue  # the frontend's answer to a call this run left it
+            events.append(
+                {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": ident,
+                    "toolCallId": message.get("toolCallId"),
+                    "content": message.get("content"),
+                    "role": "tool",
+                }
+            )
+        elif role != "user":
+            notes.append(f"a {role} message ({ident}) is not rebuilt")
+    error = run.get("error")
+    if run.get("status") == "error" or isinstance(error, Mapping):
+        failure = error if isinstance(error, Mapping) else {}
+        events.append(
+            {"type": "RUN_ERROR", "message": str(failure.get("message") or "the run failed")}
+            | ({"code": failure["code"]} if isinstance(failure.get("code"), str) else {})
+        )
+    else:
+        finished: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id}
+        if isinstance(run.get("outcome"), Mapping):
+            finished["outcome"] = dict(run["outcome"])
+        events.append(finished)
+    return events, notes

@@ -1,0 +1,640 @@
+"""A mock agent: recorded runs served over HTTP, with faults injected on purpose.
+
+What a frontend developer points their UI at instead of an agent with a live
+model (``agui-tools mock``, :func:`mock_app`). Each request is judged exactly
+as :class:`~agui_tools.transport._server.AgentEndpoint` judges it — 413, 400,
+422, a dangling history 409 (FE-8) — then answered by the recorded run it
+matches (:class:`~agui_tools.app._recorded.Matcher`), with the request's
+``threadId``/``runId`` in the events, in the binding its ``Accept`` asks for
+(SSE, or the binary binding's length-prefixed protobuf frames, TRANS-7).
+
+The recorded events are sent as recorded: the mock does not re-judge them (a
+capture of a broken agent replays its breakage), and a fault breaks them more
+on purpose. Fault specs (``--fault``, repeatable; ``@R`` limits one to the
+R-th request, counting from 1, every request counted)::
+
+    cut:N            the connection is cut after event N (no terminal event, no end of body)
+    stall:N:S        S seconds of silence before event N (no keep-alive either)
+    malformed:N      event N's frame does not decode (SSE: its JSON cut in half;
+                     binary: a frame whose bytes are no protobuf message)
+    status:CODE[:BODY]  the request is answered CODE (400-599) with BODY (default: a
+                     JSON problem naming the fault), before its input is judged
+    drip:S           S seconds before every event
+    duplicate:N      event N is sent twice
+
+Event numbers count from 0, as a consumer's errors count them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import orjson
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from .._errors import UsageError
+from .._text import guarded_logger
+from ..app._recorded import (
+    MATCH_MODES,
+    Matcher,
+    Miss,
+    RecordedRun,
+    recorded_runs,
+    retarget,
+    runs_from_thread_export,
+)
+from ..wire._codec import encode_json
+from ..wire._framing import sse_comment, sse_frame
+from ._server import (
+    _INTERNAL_ERROR,
+    _PROTO_HEADERS,
+    _SSE_HEADERS,
+    AgentEndpoint,
+    _refuse,
+    _Rejected,
+    accepts_proto,
+    routed,
+)
+
+__all__ = [
+    "FAULT_KINDS",
+    "Fault",
+    "MockEndpoint",
+    "load_captures",
+    "mock_app",
+    "parse_fault",
+    "parse_timing",
+]
+
+log = guarded_logger("agui_tools.transport")
+
+FAULT_KINDS: Final = ("cut", "stall", "malformed", "status", "drip", "duplicate")
+_FAULT_SYNTAX: Final = (
+    "cut:N, stall:N:SECONDS, malformed:N, status:CODE[:BODY], drip:SECONDS, duplicate:N, "
+    "each optionally followed by @R (only the R-th request)"
+)
+_BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json")
+_EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json)$")
+_NOT_PROTOBUF: Final = b"\xff\xff\xff\xff"  # an unfinished varint tag: no message decodes
+_CUT_MESSAGE: Final = "ASGI callable returned without completing response."
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected fault; ``request``: only that request (1-based), ``None``: every one."""
+
+    kind: Literal["cut", "stall", "malformed", "status", "drip", "duplicate"]
+    event: int | None = None
+    seconds: float = 0.0
+    status: int = 0
+    body: str | None = None
+    request: int | None = None
+
+    def applies(self, request: int) -> bool:
+        return self.request is None or self.request == request
+
+    def __str__(self) -> str:
+        text = {
+            "cut": f"cut:{self.event}",
+            "stall": f"stall:{self.event}:{self.seconds:g}",
+            "malformed": f"malformed:{self.event}",
+            "status": f"status:{self.status}" + (f":{self.body}" if self.body is not None else ""),
+            "drip": f"drip:{self.seconds:g}",
+            "duplicate": f"duplicate:{self.event}",
+        }[self.kind]
+        return text + (f"@{self.request}" if self.request is not None else "")
+
+
+def parse_fault(spec: str | Fault) -> Fault:
+    """A ``--fault`` spec read (the syntax: this module's docstring); :class:`UsageError`
+    saying what is wrong and the whole syntax when it is not one."""
+    if isinstance(spec, Fault):
+        return spec
+
+    def bad(why: str) -> UsageError:
+        return UsageError(f"fault {spec!r}: {why}; a fault is one of {_FAULT_SYNTAX}")
+
+    text, request = spec.strip(), None
+    at = re.search(r"@([^@:]*)$", text)
+    if at is not None:
+        request = _count(at.group(1), "the request number after @", bad, least=1)
+        text = text[: at.start()]
+    kind, _, rest = text.partition(":")
+    kind = kind.strip().lower()
+    args = rest.split(":") if rest else []
+    if kind not in FAULT_KINDS:
+        raise bad(f"unknown kind {kind!r}")
+    if kind == "status":
+        if not args:
+            raise bad("status needs a code")
+        code = _count(args[0], "the status code", bad, least=400)
+        if code > 599:
+            raise bad(f"status {code} is no error status (use 400-599)")
+        body = rest.split(":", 1)[1] if len(args) > 1 else None
+        return Fault("status", status=code, body=body, request=request)
+    want = {"cut": 1, "malformed": 1, "duplicate": 1, "stall": 2, "drip": 1}[kind]
+    if len(args) != want:
+        shape = {"stall": "stall:N:SECONDS", "drip": "drip:SECONDS"}.get(kind, f"{kind}:N")
+        raise bad(f"{kind} takes {want} argument(s): {shape}")
+    if kind == "drip":
+        return Fault("drip", seconds=_seconds(args[0], bad), request=request)
+    event = _count(args[0], "the event number", bad, least=0)
+    seconds = _seconds(args[1], bad) if kind == "stall" else 0.0
+    return Fault(kind, event=event, seconds=seconds, request=request)  # type: ignore[arg-type]
+
+
+def _count(text: str, what: str, bad: Any, *, least: int) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise bad(f"{what} {text!r} is not a whole number") from None
+    if value < least:
+        raise bad(f"{what} must be {least} or more, not {value}")
+    return value
+
+
+def _seconds(text: str, bad: Any) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise bad(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value <= 3600 or value != value:
+        raise bad(f"{text!r} seconds: use 0 to 3600")
+    return value
+
+
+def parse_timing(spec: str | float) -> float:
+    """``recorded`` (1.0), ``fast`` (0.0) or ``xN`` (``×N`` too): the factor recorded gaps
+    are multiplied by — ``x2`` replays twice as fast (0.5), ``x0.5`` at half speed."""
+    if not isinstance(spec, str):
+        if not spec >= 0:
+            raise UsageError(f"timing {spec!r}: a factor of 0 or more")
+        return float(spec)
+    text = spec.strip().lower()
+    if text == "recorded":
+        return 1.0
+    if text == "fast":
+        return 0.0
+    if text[:1] in ("x", "×"):
+        try:
+            speed = float(text[1:])
+        except ValueError:
+            speed = 0.0
+        if speed > 0 and speed != float("inf"):
+            return 1 / speed
+    raise UsageError(
+        f"timing {spec!r}: use recorded (the events' timestamps), fast (no waits) or xN "
+        "(N times the recorded speed, e.g. x2 or x0.5)"
+    )
+
+
+# -- reading captures ---------------------------------------------------------------------------
+
+
+def load_captures(paths: Iterable[str | os.PathLike[str] | RecordedRun]) -> list[RecordedRun]:
+    """Every recorded run of ``paths``, in order; :class:`UsageError` naming the file when
+    one cannot be read as a capture.
+
+    A path is a directory (a ``proxy --record`` DIR: ``NNNN.input.json`` +
+    ``NNNN.sse``/``.pb``/``.ndjson``/``.json`` + ``NNNN.meta.json``; or the
+    inspector's ``run-N.input.json`` + ``run-N.sse`` exports) or a file: an
+    inspector ``thread.json``, or a stream (JSON array, NDJSON, SSE, binary;
+    ``run --save``) — with the input beside it when there is one
+    (``X.input.json`` for ``X.sse``).
+    """
+    runs: list[RecordedRun] = []
+    for item in paths:
+        if isinstance(item, RecordedRun):
+            runs.append(item)
+            continue
+        path = Path(item)
+        if path.is_dir():
+            runs += _load_dir(path)
+        else:
+            runs += _load_file(_body_of(path))
+    if not runs:
+        raise UsageError("no capture given: a mock replays at least one recorded run")
+    return runs
+
+
+def _body_of(path: Path) -> Path:
+    """``X.input.json`` or ``X.meta.json`` named: the exchange's body beside it."""
+    for suffix in (".input.json", ".meta.json"):
+        if path.name.endswith(suffix):
+            stem = path.name[: -len(suffix)]
+            for ext in _BODY_SUFFIXES:
+                if (body := path.with_name(stem + ext)).exists():
+                    return body
+            raise UsageError(
+                f"{path}: no response body beside it ({stem}.sse, .pb, .ndjson, .json)"
+            )
+    return path
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
+
+
+def _load_dir(folder: Path) -> list[RecordedRun]:
+    bodies = []
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise UsageError(f"cannot read capture directory {folder}: {exc.strerror or exc}") from None
+    for name in names:
+        found = _EXCHANGE.match(name)
+        if found is not None:
+            stem = found.group("stem")
+            bodies.append((int(stem.removeprefix("run-")), stem.startswith("run-"), folder / name))
+    if not bodies:
+        raise UsageError(
+            f"{folder}: no recorded exchange (NNNN.sse / .pb / .ndjson / .json beside "
+            "NNNN.input.json, or the inspector's run-N.sse): not a proxy --record directory"
+        )
+    runs: list[RecordedRun] = []
+    for _, _, body in sorted(bodies, key=lambda b: (b[1], b[0])):
+        runs += _load_file(body, exchange=True)
+    return runs
+
+
+def _load_file(path: Path, *, exchange: bool = False) -> list[RecordedRun]:
+    data = _read(path)
+    stem = path.name.rsplit(".", 1)[0]
+    source = str(path)
+    run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
+    meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
+    if meta is not None:
+        status = meta.get("status")
+        if isinstance(status, int) and status != 200:
+            kind = meta.get("contentType")
+            return [
+                RecordedRun(
+                    source,
+                    [],
+                    run_input,
+                    status=status,
+                    body=data,
+                    content_type=kind if isinstance(kind, str) else "application/json",
+                )
+            ]
+    if run_input is None and not exchange and data.lstrip()[:1] == b"{":
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            document = None  # NDJSON, or a broken file: read as a stream, which says which
+        if isinstance(document, dict) and "runs" in document and "type" not in document:
+            return runs_from_thread_export(document, source=source)
+    return recorded_runs(data, source=source, run_input=run_input, split=run_input is None)
+
+
+def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        document = orjson.loads(_read(path))
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"{path}: the {what} is not valid JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: the {what} must be a JSON object")
+    return document
+
+
+# -- serving ------------------------------------------------------------------------------------
+
+
+class _CutFilter(logging.Filter):
+    """uvicorn says "returned without completing response" when a mock cuts on purpose:
+    not an error of anyone's — dropped while a deliberate cut is pending."""
+
+    pending = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _CutFilter.pending and record.getMessage() == _CUT_MESSAGE:
+            _CutFilter.pending -= 1
+            return False
+        return True
+
+
+_cut_filter = _CutFilter()
+
+
+class MockEndpoint(AgentEndpoint):
+    """The ASGI application replaying recorded runs (what :func:`mock_app` routes to).
+
+    The request is judged by :class:`AgentEndpoint` (its options apply: limits,
+    ``strict_input``, origins, hosts); :meth:`_serve` then answers with the run
+    the matcher chooses. ``requests`` counts every request; ``matcher.served``
+    those answered with a recorded run.
+    """
+
+    def __init__(
+        self,
+        runs: Sequence[RecordedRun],
+        *,
+        match: str = "order",
+        timing: str | float = "recorded",
+        faults: Iterable[str | Fault] = (),
+        on_request: Callable[[int, int, str], None] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(_no_agent, **options)
+        self.on_request = on_request
+        """Told of each request once it is answered: its number, the status, what it got."""
+        if match not in MATCH_MODES:
+            raise UsageError(f"match {match!r}: use one of {', '.join(MATCH_MODES)}")
+        self.matcher = Matcher(runs, match)  # type: ignore[arg-type]
+        self.factor = parse_timing(timing)
+        self.faults = [parse_fault(f) for f in faults]
+        self.requests = 0
+        self._check_faults()
+        logging.getLogger("uvicorn.error").addFilter(_cut_filter)
+
+    def _check_faults(self) -> None:
+        longest = max(len(r.events) for r in self.matcher.runs)
+        for fault in self.faults:
+            if fault.event is not None and fault.event >= longest:
+                raise UsageError(
+                    f"fault {fault}: event {fault.event} is past every recorded run (the longest "
+                    f"has {longest} events, numbered from 0)"
+                )
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.requests += 1
+        number = self.requests
+        faults = [f for f in self.faults if f.applies(number)]
+        status = next((f for f in faults if f.kind == "status"), None)
+        if status is not None:
+            await self._fault_status(status, number, scope, receive, send)
+            self._said(number, status.status, f"fault {status}")
+            return
+        refusal: list[Any] = []  # the status and body of a refusal, as sent
+
+        async def noted(message: Any) -> None:
+            refusal.append(message.get("status", message.get("body", b"")))
+            await send(message)
+
+        run_input = await self._admit(scope, receive, noted)
+        if run_input is None:
+            status_code = refusal[0] if refusal else 499  # 499: the client left first
+            self._said(number, status_code, _problem(b"".join(refusal[1:])))
+            return
+        chosen = self.matcher.choose(run_input)
+        if isinstance(chosen, Miss):
+            rejected = _Rejected(
+                chosen.status, {"rule": None, "path": "", "message": chosen.message}
+            )
+            await _refuse(scope, receive, send, rejected)
+            self._said(number, chosen.status, chosen.message)
+            return
+        if chosen.status != 200:
+            await _answer(send, chosen.status, chosen.body, chosen.content_type)
+            self._said(number, chosen.status, f"the recorded answer of {chosen.source}")
+            return
+        binary = accepts_proto(Headers(scope=scope).get("accept"))
+        shown = ", ".join(str(f) for f in faults if f.kind != "status")
+        self._said(
+            number,
+            200,
+            f"thread {run_input.get('threadId')} run {run_input.get('runId')} gets "
+            f"{chosen.source} ({len(chosen.events)} events, "
+            f"{'protobuf' if binary else 'SSE'}{', faults ' + shown if shown else ''})",
+        )
+        await self._replay(chosen, run_input, faults, receive, send, binary=binary)
+
+    def _said(self, number: int, status: int, text: str) -> None:
+        if self.on_request is not None:
+            self.on_request(number, status, text)
+
+    async def _fault_status(
+        self, fault: Fault, number: int, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        try:
+            await self._read_body_in_time(scope, receive)  # the body read whole, then refused
+        except _Rejected as rejected:
+            await _refuse(scope, receive, send, rejected)
+            return
+        except Exception:  # the client left
+            return
+        if fault.body is None:
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "path": "",
+                        "message": f"fault injected by the mock: status {fault.status} for "
+                        f"request {number} (--fault {fault})",
+                    }
+                }
+            )
+            kind = "application/json"
+        else:
+            body, kind = fault.body.encode(), "text/plain; charset=utf-8"
+        await _answer(send, fault.status, body, kind)
+
+    async def _replay(
+        self,
+        recorded: RecordedRun,
+        run_input: dict[str, Any],
+        faults: Sequence[Fault],
+        receive: Receive,
+        send: Send,
+        *,
+        binary: bool,
+    ) -> None:
+        events = retarget(
+            recorded.events, run_input, thread_id=recorded.thread_id, run_id=recorded.run_id
+        )
+        delays = [d * self.factor for d in recorded.delays()]
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(_watch(receive, gone))
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": _PROTO_HEADERS if binary else _SSE_HEADERS,
+                }
+            )
+            complete = await self._send_events(events, delays, faults, send, gone, binary=binary)
+            if complete:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            return  # the client went away mid-send
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+
+    async def _send_events(
+        self,
+        events: Sequence[dict[str, Any]],
+        delays: Sequence[float],
+        faults: Sequence[Fault],
+        send: Send,
+        gone: asyncio.Event,
+        *,
+        binary: bool,
+    ) -> bool:
+        """Send each event with its wait and faults; ``False`` when the body must not end
+        (cut, or the client left)."""
+        drip = sum(f.seconds for f in faults if f.kind == "drip")
+        at: dict[tuple[str, int], Fault] = {
+            (f.kind, f.event): f for f in faults if f.event is not None
+        }
+        for index, event in enumerate(events):
+            stall = at.get(("stall", index))
+            if stall is not None and not await _quiet(stall.seconds, gone):
+                return False
+            wait = delays[index] + drip
+            if wait and not await self._wait(wait, send, gone, binary=binary):
+                return False
+            try:
+                frame = _malformed(event, binary) if ("malformed", index) in at else None
+                frame = frame or _frame(event, binary)
+            except Exception as exc:  # an event the binding cannot carry: ended as a bug's
+                log.error(
+                    "recorded event %d (%s) cannot be sent in the %s binding (%s: %s); the "
+                    "stream ends with RUN_ERROR",
+                    index,
+                    event.get("type"),
+                    "binary" if binary else "SSE",
+                    type(exc).__name__,
+                    exc,
+                )
+                await _body(send, _frame(_INTERNAL_ERROR, binary))
+                return True
+            await _body(send, frame * 2 if ("duplicate", index) in at else frame)
+            if ("cut", index) in at:
+                _CutFilter.pending += 1
+                return False
+        return True
+
+    async def _wait(self, seconds: float, send: Send, gone: asyncio.Event, *, binary: bool) -> bool:
+        """Wait ``seconds``; an SSE stream gets its keep-alives meanwhile. ``False``: client gone."""
+        step = self.keepalive if self.keepalive is not None and not binary else None
+        while seconds > 0:
+            chunk = min(seconds, step) if step is not None else seconds
+            if not await _quiet(chunk, gone):
+                return False
+            seconds -= chunk
+            if seconds > 0 and step is not None:
+                await _body(send, sse_comment())
+        return True
+
+
+async def _no_agent(run: Any) -> None:  # pragma: no cover - the mock never drives an agent
+    raise RuntimeError("a mock replays recorded runs; it runs no agent")
+
+
+async def _quiet(seconds: float, gone: asyncio.Event) -> bool:
+    """Sleep ``seconds`` unless the client leaves first (then ``False``)."""
+    try:
+        await asyncio.wait_for(gone.wait(), seconds)
+    except TimeoutError:
+        return True
+    return False
+
+
+async def _watch(receive: Receive, gone: asyncio.Event) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
+
+
+def _problem(body: bytes) -> str:
+    """A refusal's JSON problem in one line: ``[RULE] message``."""
+    try:
+        error = orjson.loads(body)["error"]
+        rule = f"[{error['rule']}] " if error.get("rule") else ""
+        return f"{rule}{error['message']}"
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return "refused before any stream"
+
+
+def _frame(event: Mapping[str, Any], binary: bool) -> bytes:
+    if binary:
+        from ..wire._proto_codec import encode_proto_event
+        from ..wire._proto_framing import proto_frame
+
+        return proto_frame(encode_proto_event(event))
+    return sse_frame(encode_json(event))
+
+
+def _malformed(event: Mapping[str, Any], binary: bool) -> bytes:
+    """Event ``event``'s frame, broken: half its JSON (SSE), or bytes no protobuf decodes."""
+    if binary:
+        from ..wire._proto_framing import proto_frame
+
+        return proto_frame(_NOT_PROTOBUF)
+    text = encode_json(event)
+    return sse_frame(text[: max(len(text) // 2, 1)])
+
+
+async def _body(send: Send, chunk: bytes) -> None:
+    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+
+async def _answer(send: Send, status: int, body: bytes, content_type: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type.encode("latin-1", "replace")),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def mock_app(
+    captures: str | os.PathLike[str] | RecordedRun | Iterable[str | os.PathLike[str] | RecordedRun],
+    *,
+    path: str = "/",
+    match: str = "order",
+    timing: str | float = "recorded",
+    faults: Iterable[str | Fault] = (),
+    on_request: Callable[[int, int, str], None] | None = None,
+    **options: Any,
+) -> Starlette:
+    """A Starlette application replaying ``captures`` as an agent at ``POST path``.
+
+    ``captures``: paths (files or ``proxy --record`` directories, see
+    :func:`load_captures`) or :class:`~agui_tools.app._recorded.RecordedRun`
+    values. ``match``: ``"order"`` (the n-th request gets the n-th recorded run;
+    past the last, 404) or ``"last-user-message"`` (the recorded run whose
+    input's last user message equals the request's; none: 404, a request with
+    no user message: 422). ``timing``: ``"recorded"`` (the events' ``timestamp``
+    gaps; none recorded: no waits), ``"fast"``, ``"xN"``. ``faults``: specs
+    (:func:`parse_fault`) or :class:`Fault` values.
+    ``on_request(number, status, text)`` is told of each request as it is
+    answered. Other options are :class:`AgentEndpoint`'s (``strict_input``,
+    ``max_body_bytes``, ``allowed_origins`` …). Raises :class:`~agui_tools.UsageError` for a
+    capture that is no stream, a bad fault or timing, an unknown match mode.
+    The endpoint is ``app.state.mock`` (its ``requests``, ``matcher``).
+    """
+    if isinstance(captures, (str, os.PathLike, RecordedRun)):
+        captures = [captures]
+    runs = load_captures(captures)
+    for run in runs:
+        for note in run.notes:
+            log.info("%s: %s", run.source, note)
+    endpoint = MockEndpoint(
+        runs, match=match, timing=timing, faults=faults, on_request=on_request, **options
+    )
+    app = routed(endpoint, path, options.get("allowed_origins", ()))
+    app.state.mock = endpoint
+    return app
