@@ -130,6 +130,7 @@ def raw_agent(
     slip: str | None = None,
     arguments: dict[str, Any] | None = None,
     calls_tools: bool = True,
+    declares_version: bool = True,
 ) -> Starlette:
     """A conforming agent written as raw SSE — or, with ``fault``, one that breaks one rule.
 
@@ -140,7 +141,8 @@ def raw_agent(
     (the first argument chunk never sent, the snapshot restating the whole) or
     ``"args-rewritten"`` (the snapshot restating other arguments than were streamed).
     ``arguments``: what the model puts in the call (default: what the schema asks for);
-    ``calls_tools=False``: a model that only ever talks.
+    ``calls_tools=False``: a model that only ever talks; ``declares_version=False``: a
+    peer from before ``protocolVersion`` (its ``RUN_STARTED`` declares none).
     """
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}")
@@ -184,6 +186,8 @@ def raw_agent(
         }
         if fault == "missing-thread-id":
             del started["threadId"]
+        if not declares_version:
+            del started["protocolVersion"]
         yield _sse(started)
         await asyncio.sleep(0)
         messages = data["messages"]
