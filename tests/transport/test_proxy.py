@@ -554,3 +554,21 @@ def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent(in_proc
             assert time.monotonic() < deadline, "the proxy never saw the frontend leave"
             time.sleep(0.01)
     assert px.findings == []  # the run was cut by the frontend, not by the agent (TRANS-2)
+
+
+@pytest.mark.parametrize("binding", ["sse", "proto"])
+def test_mock_replays_a_proxy_recording_byte_for_byte(tmp_path: Path, binding: str) -> None:
+    """The recording contract, read by its other party: `mock` serves what `proxy` kept."""
+    from agui_tools.transport._mock import mock_app
+
+    accept = "text/event-stream" if binding == "sse" else f"{PROTO_MEDIA_TYPE}, text/event-stream"
+    script = Script(
+        chunks=(sse if binding == "sse" else proto)(GOOD),
+        content_type="text/event-stream" if binding == "sse" else PROTO_MEDIA_TYPE,
+    )
+    with serve(app_for(script)) as base, proxied(f"{base}/agent", record=tmp_path) as px:
+        recorded = post(px.url, INPUT, accept=accept).content
+    with serve(mock_app(tmp_path, timing="fast")) as mock:
+        replayed = post(f"{mock}/", INPUT, accept=accept)
+    assert replayed.status_code == 200
+    assert replayed.content == recorded == b"".join(script.chunks)
