@@ -21,6 +21,7 @@ from agui_tools.demo.tools import register as register_demo
 from agui_tools.testing import serving
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector, serve_inspector
+from agui_tools.ui.inspector._app import cookie_name
 
 from .inspector_agents import broken_app, register_three, three_calls_agent
 
@@ -74,6 +75,7 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
                 assert ok.status_code == 200
                 assert "script-src 'self'" in ok.headers["content-security-policy"]
                 assert inspector.token in ok.text  # only the page this server rendered knows it
+                page.cookies.clear()  # the page's cookie would authenticate the GETs below
 
                 async def post(**headers: str) -> httpx.Response:
                     return await page.post("/api/prompt", json={"text": "hi"}, headers=headers)
@@ -95,6 +97,10 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
                     "the events without a token": await page.get("/api/events", headers=no_token),
                     "an export with a wrong token": await page.get(
                         "/api/export/thread.json", params={"token": "guess"}, headers=no_token
+                    ),
+                    "a wrong cookie": await page.get(
+                        "/api/export/thread.json",
+                        headers={**no_token, "Cookie": f"{cookie_name(ok.url.netloc.decode())}=guess"},
                     ),
                     "a preflight": await page.options("/api/prompt"),
                 }

@@ -53,6 +53,7 @@ async def serve_inspector(
     app = inspector_app(inspector, hosts=host_policy(host, allowed_hosts))
     try:
         async with serving(app, host=host, port=port) as base:
+            await inspector.start()  # a thread restored from the store is shown, carried on
             if ready is not None:
                 ready(f"{base}/")
             try:

@@ -361,7 +361,8 @@ let runs = 0;
 function refreshExports() {
   runs = timeline.querySelectorAll("li.run-start").length;
   const list = $("exports");
-  const link = (what, label) => el("li", {}, el("a", { href: `/api/export/${what}?token=${encodeURIComponent(config.token)}`, download: what, text: label }));
+  // the token travels in the page's cookie, never in a URL (history, logs, Referer)
+  const link = (what, label) => el("li", {}, el("a", { href: `/api/export/${what}`, download: what, text: label }));
   list.replaceChildren(link("thread.json", "thread.json — the thread, its runs and inputs"));
   for (let n = 1; n <= runs; n++) {
     list.append(link(`run-${n}.sse`, `run-${n}.sse — run ${n}'s stream as received`), link(`run-${n}.input.json`, `run-${n}.input.json — its RunAgentInput`));
@@ -422,7 +423,7 @@ const handlers = {
 };
 
 function connect() {
-  const source = new EventSource(`/api/events?token=${encodeURIComponent(config.token)}`);
+  const source = new EventSource("/api/events"); // authenticated by the page's cookie
   source.onmessage = (ev) => {
     const msg = JSON.parse(ev.data);
     const handler = handlers[msg.kind];
@@ -521,6 +522,15 @@ function setupViews() {
     root.dataset.theme = dark ? "light" : "dark";
   });
 }
+
+// the hook session.js (sessions, interrupts, replay) plugs into: more handlers per kind
+window.inspector = {
+  el, json, api, announce, card, setStatus, addToLog, ruleLink, errorList, cards, config, $,
+  on(kind, fn) {
+    const before = handlers[kind];
+    handlers[kind] = before ? (m) => { before(m); fn(m); } : fn;
+  },
+};
 
 $("agent").textContent = config.title;
 setupTabs();
