@@ -189,3 +189,101 @@ def broken_after_call_app() -> Starlette:
             {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
         ]
     )
+
+
+REFUND_SCHEMA = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
+    "required": ["approved"],
+}
+ADDRESS_SCHEMA = {
+    "type": "object",
+    "properties": {"street": {"type": "string", "minLength": 3}, "zip": {"type": "integer"}},
+    "required": ["street", "zip"],
+}
+
+
+def interrupt_agent() -> Any:
+    """Asks for two things at once: approval of its own ``refund`` call, and an address.
+
+    The next run (carrying the resume) tells what it was given — the refund's result
+    when approved — so a test sees the thread go on to the agent's answer.
+    """
+
+    async def agent(run: Run) -> None:
+        resume = {entry["interruptId"]: entry for entry in run.resume}
+        asked = len([m for m in run.messages if m.get("role") == "user"])
+        call_id = f"r{asked}"  # a call of each request: r1, r2…
+        if not resume:
+            mid = await run.text("I need two things from you.")
+            async with run.tool_call("refund", call_id=call_id, parent_message_id=mid) as call:
+                await call.args(json.dumps({"order": "A-17", "amount": 40}))
+            run.interrupt(
+                [
+                    {
+                        "id": "approve-refund",
+                        "reason": "approval",
+                        "message": "May I refund 40 EUR for order A-17?",
+                        "toolCallId": call_id,
+                        "responseSchema": REFUND_SCHEMA,
+                    },
+                    {
+                        "id": "address",
+                        "reason": "input",
+                        "message": "Where should the replacement go?",
+                        "responseSchema": ADDRESS_SCHEMA,
+                    },
+                ]
+            )
+        refund = resume["approve-refund"]
+        if refund["status"] == "resolved" and refund.get("payload", {}).get("approved"):
+            await run.result(call_id, "refunded 40 EUR")
+        said = "; ".join(
+            f"{iid}: {entry['status']} {json.dumps(entry.get('payload', entry.get('metadata')))}"
+            for iid, entry in sorted(resume.items())
+        )
+        await run.text(f"Final answer. {said}")
+
+    return agent
+
+
+def slow_agent() -> Any:
+    """Streams a word every 50 ms for a long time: a run to stop."""
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            await m.delta("Counting: ")
+            for i in range(600):
+                await m.delta(f"{i} ")
+                await asyncio.sleep(0.05)
+
+    return agent
+
+
+def echo_agent(tag: str) -> Any:
+    """Says its ``tag``, the Authorization header it was sent (a raw app reads headers),
+    and how many user messages its thread holds."""
+
+    def events(request: Request, ids: dict[str, str]) -> list[dict[str, Any]]:
+        return [
+            {"type": "RUN_STARTED", **ids},
+            *_text(
+                f"e-{ids['runId']}",
+                f"{tag} heard {request.headers.get('authorization', '(no authorization)')}",
+            ),
+            {"type": "RUN_FINISHED", **ids},
+        ]
+
+    return raw_app(events)
+
+
+def broken_mid_call_app() -> Starlette:
+    """Starts a call, streams half its arguments, then breaks a rule (TOOL-20)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "TOOL_CALL_START", "toolCallId": "c7", "toolCallName": "place_order"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c7", "delta": '{"sku": "w'},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
+        ]
+    )

@@ -100,7 +100,10 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
                     ),
                     "a wrong cookie": await page.get(
                         "/api/export/thread.json",
-                        headers={**no_token, "Cookie": f"{cookie_name(ok.url.netloc.decode())}=guess"},
+                        headers={
+                            **no_token,
+                            "Cookie": f"{cookie_name(ok.url.netloc.decode())}=guess",
+                        },
                     ),
                     "a preflight": await page.options("/api/prompt"),
                 }
@@ -532,3 +535,145 @@ def test_the_inspect_command_serves_a_page_with_the_tools_module_and_stops_on_ct
         thread = client.get("/api/export/thread.json", params={"token": token}).json()
     tools = {t["name"]: t["sideEffects"] for t in thread["tools"]}
     assert tools == {"lookup_sku": False, "refund": True}
+
+
+# -- craft: HEAD, the favicon, the token in a cookie (issue 24) ----------------------------
+
+
+def test_head_answers_like_get_a_favicon_ships_and_the_token_rides_in_a_cookie() -> None:
+    from agui_tools.ui.inspector._app import CSP, cookie_name
+
+    async def go() -> None:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                got = await page.get("/")
+                head = await page.head("/")
+                assert head.status_code == 200 and head.content == b""
+                assert head.headers["content-security-policy"] == CSP  # curl -I shows it
+                assert head.headers["content-type"] == got.headers["content-type"]
+                for path in ("/favicon.ico", "/static/favicon.svg"):
+                    icon = await page.get(path, headers={"X-Inspector-Token": ""})
+                    assert icon.status_code == 200, path
+                    assert icon.headers["content-type"] == "image/svg+xml"
+                    assert icon.content.startswith(b"<svg")
+                    assert (await page.head(path)).status_code == 200
+                # the page sets the token as an HttpOnly, same-site cookie for its port
+                cookie = got.headers["set-cookie"]
+                name = cookie_name(got.url.netloc.decode())
+                assert cookie.startswith(f"{name}={inspector.token};")
+                assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+                # … and the page never puts the token in a URL
+                script = (await page.get("/static/app.js")).text
+                assert "?token=" not in script and "token=" not in script
+                # the cookie alone authenticates the event stream and the exports
+                page.cookies.clear()
+                bare = {"X-Inspector-Token": ""}
+                jar = {"Cookie": f"{name}={inspector.token}"}
+                assert (await page.get("/api/export/thread.json", headers=bare)).status_code == 403
+                assert (
+                    await page.get("/api/export/thread.json", headers={**bare, **jar})
+                ).status_code == 200
+                # a cookie is no POST token: the header is still required (no CSRF by cookie)
+                refused = await page.post(
+                    "/api/prompt", json={"text": "hi"}, headers={**bare, **jar}
+                )
+                assert refused.status_code == 403
+                # other methods are still refused
+                assert (await page.request("PUT", "/")).status_code == 403
+
+    asyncio.run(go())
+
+
+def test_a_string_result_schema_is_answered_and_checked_as_any_json_value() -> None:
+    from .inspector_agents import weather_agent
+
+    async def go() -> None:
+        async with serving(agent_app(weather_agent(), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                added = await page.post(
+                    "/api/tools", json={"name": "get_weather", "description": "The weather."}
+                )
+                assert added.status_code == 200  # the result schema defaults to a string
+                await page.post("/api/prompt", json={"text": "weather?"})
+                await until(inspector, lambda m: m["kind"] == "answer-form")
+                wrong = await page.post("/api/answer", json={"callId": "w1", "value": {"t": 1}})
+                assert wrong.status_code == 422
+                assert wrong.json()["errors"][0]["keyword"] == "type"
+                assert "JSON object" not in wrong.text  # not the argument validator's words
+                ok = await page.post("/api/answer", json={"callId": "w1", "value": "sunny"})
+                assert ok.status_code == 200, ok.text
+                said = await until(
+                    inspector, lambda m: m["kind"] == "text" and "The weather" in m["delta"]
+                )
+                assert "sunny" in said["delta"]
+                await until(inspector, idle)
+
+    asyncio.run(go())
+
+
+def test_session_controls_refuse_what_cannot_be_done_now() -> None:
+    from .inspector_agents import interrupt_agent, slow_agent
+
+    async def go() -> None:
+        async with (
+            serving(agent_app(slow_agent(), path="/agent")) as slow,
+            serving(agent_app(interrupt_agent(), path="/agent")) as asking,
+        ):
+            inspector = Inspector(
+                None, agents={"slow": f"{slow}/agent", "asking": f"{asking}/agent"}
+            )
+            async with running(inspector) as page:
+                assert (await page.post("/api/stop", json={})).status_code == 409  # nothing runs
+                bad = {
+                    "an unknown agent": {"agent": "nope"},
+                    "a URL that is none": {"url": "not a url"},
+                    "a header with a line break": {"headers": {"X-A": "1\r\nX-B: 2"}},
+                    "a header name that is none": {"headers": {"a b": "1"}},
+                    "a bearer token with spaces": {"bearer": "a b"},
+                }
+                for why, body in bad.items():
+                    answer = await page.post("/api/agent", json=body)
+                    assert answer.status_code == 422, why
+                await page.post("/api/prompt", json={"text": "count"})
+                await until(inspector, lambda m: m["kind"] == "text")
+                assert (await page.post("/api/new-thread", json={})).status_code == 409
+                assert (await page.post("/api/agent", json={"agent": "asking"})).status_code == 409
+                assert (await page.post("/api/stop", json={})).status_code == 200
+                stopped = await until(inspector, lambda m: m["kind"] == "run-end")
+                assert stopped["status"] == "stopped"
+                await until(inspector, idle)
+                assert (await page.post("/api/agent", json={"agent": "asking"})).status_code == 200
+                await page.post("/api/prompt", json={"text": "refund"})
+                await until(inspector, lambda m: m["kind"] == "interrupt" and m["id"] == "address")
+                for body, status in (
+                    ({"id": "nope", "action": "resolve"}, 409),
+                    ({"id": "address", "action": "maybe"}, 422),
+                    ({"id": "address", "action": "resolve", "payload": {"street": "Main"}}, 422),
+                ):
+                    answer = await page.post("/api/interrupt", json=body)
+                    assert answer.status_code == status, body
+                answer = await page.post(
+                    "/api/interrupt",
+                    json={
+                        "id": "address",
+                        "action": "resolve",
+                        "payload": {"street": "x", "zip": 1},
+                    },
+                )
+                assert [e["path"] for e in answer.json()["errors"]] == ["/street"]
+                assert (await page.post("/api/stop", json={})).status_code == 200
+                await until(inspector, lambda m: m["kind"] == "stopped")
+                await until(inspector, idle)
+                # a stopped interrupt is asked again by the next prompt, never an INT-7 failure
+                await page.post("/api/prompt", json={"text": "again"})
+                again = await until(
+                    inspector, lambda m: m["kind"] == "interrupt" and m["seq"] > stopped["seq"]
+                )
+                assert again["id"] in ("approve-refund", "address")
+                assert not [m for m in inspector.hub.messages if m["kind"] == "failed"]
+                await page.post("/api/stop", json={})
+                await until(inspector, lambda m: idle(m) and m["seq"] > again["seq"])
+
+    asyncio.run(go())

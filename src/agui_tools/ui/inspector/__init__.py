@@ -17,9 +17,17 @@ from collections.abc import Callable, Iterable
 from ...testing import free_port, serving
 from ...transport._auth import LOOPBACK_NAMES, WILDCARD_ADDRESSES, HostPolicy
 from ._app import inspector_app
-from ._backend import Hub, Inspector, Refused
+from ._backend import Agent, Hub, Inspector, Refused
 
-__all__ = ["Hub", "Inspector", "Refused", "host_policy", "inspector_app", "serve_inspector"]
+__all__ = [
+    "Agent",
+    "Hub",
+    "Inspector",
+    "Refused",
+    "host_policy",
+    "inspector_app",
+    "serve_inspector",
+]
 
 LOOPBACK = LOOPBACK_NAMES
 WILDCARD = WILDCARD_ADDRESSES

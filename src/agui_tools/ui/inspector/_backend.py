@@ -676,7 +676,15 @@ class Inspector:
             if shown_card["status"] not in ("streaming", "called"):
                 continue
             if rejected:
-                self._push_card({"callId": call_id, "status": "rejected"})
+                self._push_card(
+                    {
+                        "callId": call_id,
+                        "status": "rejected",
+                        "note": "The run was rejected: the next prompt asks about this call first."
+                        if call_id in pending
+                        else "The run was rejected before this call was complete: it never runs.",
+                    }
+                )
             elif call_id in pending:
                 call = pending[call_id]
                 self._push_card(self._card(CallUpdate(call_id, call.name, call.status)))

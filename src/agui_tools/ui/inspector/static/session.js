@@ -25,7 +25,7 @@ function fixCard(msg) {
     c.argsLabel.textContent = "arguments";
   }
   if (msg.status === "rejected") {
-    c.actions.replaceChildren(el("p", { class: "muted", text: "The run was rejected: this call is never executed." }));
+    c.actions.replaceChildren(el("p", { class: "muted", text: msg.note || "The run was rejected." }));
   }
   if (msg.status === "stopped") {
     c.actions.replaceChildren(el("p", { class: "muted", text: "You stopped the turn; the next prompt asks again." }));
@@ -210,7 +210,7 @@ function jsonEditor(label, initial) {
 
 function showInterrupt(m) {
   const title = m.call ? `Approval: ${m.call.name}` : `Interrupt: ${m.reason || m.id}`;
-  const node = el("article", { class: "card interrupt", "data-interrupt-id": m.id, "aria-label": `interrupt ${m.id}` });
+  const node = el("section", { class: "card interrupt", "data-interrupt-id": m.id, "aria-label": `interrupt ${m.id}` });
   const badge = el("span", { class: "badge", "data-status": "awaiting_approval", text: m.expired ? "expired" : "awaiting your answer" });
   node.append(el("header", {}, el("h3", { class: "tool-name", text: title }), badge));
   const facts = el("dl", { class: "facts" });
@@ -357,14 +357,16 @@ function replayBox() {
         report(err);
       }
     } });
-  const send = el("button", { type: "button", id: "compose-send", text: "Send to the agent",
+  const send = el("button", { type: "button", id: "compose-send", text: "Send this input",
     onclick: async () => {
       const input = read();
       if (input === undefined) return;
+      // said before the post returns: the verdict may arrive before its answer does
+      $("compose-verdict").replaceChildren(el("p", { class: "muted", text: "sent: the stream shows in the timeline…" }));
       try {
         await api("compose", { input });
-        $("compose-verdict").replaceChildren(el("p", { class: "muted", text: "sent: the stream shows in the timeline…" }));
       } catch (err) {
+        $("compose-verdict").replaceChildren();
         report(err);
       }
     } });
