@@ -260,6 +260,18 @@ def slow_agent() -> Any:
     return agent
 
 
+def deltas_agent(n: int, *, paragraph: int = 50) -> Any:
+    """One assistant message streamed as ``n`` text deltas (``"word{i} "``), a blank
+    line every ``paragraph`` deltas — the long stream of issue 24."""
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            for i in range(n):
+                await m.delta(f"word{i} " if (i + 1) % paragraph else f"word{i}\n\n")
+
+    return agent
+
+
 def echo_agent(tag: str) -> Any:
     """Says its ``tag``, the Authorization header it was sent (a raw app reads headers),
     and how many user messages its thread holds."""
@@ -287,3 +299,28 @@ def broken_mid_call_app() -> Starlette:
             {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
         ]
     )
+
+
+def big_argument_agent(size: int, chunk: int = 1024) -> Any:
+    """A call to ``upload`` whose ``size``-character argument streams in ``chunk``-sized
+    deltas (issue 28, item 3); once the call is answered, a short text."""
+
+    async def agent(run: Run) -> None:
+        if any(m.get("role") == "tool" for m in run.messages):
+            await run.text("uploaded")
+            return
+        text = json.dumps({"blob": "x" * (size - 12)})
+        async with run.tool_call("upload", call_id="big") as call:
+            for i in range(0, len(text), chunk):
+                await call.args(text[i : i + chunk])
+
+    return agent
+
+
+def register_upload(session: Session) -> None:
+    """The frontend tool :func:`big_argument_agent` calls (no side effects: no consent)."""
+
+    @session.tool
+    def upload(blob: str) -> str:
+        """Store a blob."""
+        return f"stored {len(blob)} characters"

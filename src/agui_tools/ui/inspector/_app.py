@@ -49,7 +49,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._text import html_text, terminal_json
 from ...transport._auth import HostPolicy
-from ._backend import Inspector, Refused
+from ._backend import Inspector, Refused, compact
 from ._replay import MAX_IMPORT, ImportRefused, imported
 
 __all__ = ["inspector_app"]
@@ -58,9 +58,19 @@ CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 )
+_MODULES: Final = (
+    "app.js",
+    "core.js",
+    "chat.js",
+    "markdown.js",
+    "frames.js",
+    "state.js",
+    "controls.js",
+    "session.js",
+)
+"""The page's ES modules (static/app.js says what each holds)."""
 _STATIC: Final = {
-    "app.js": "text/javascript; charset=utf-8",
-    "session.js": "text/javascript; charset=utf-8",
+    **dict.fromkeys(_MODULES, "text/javascript; charset=utf-8"),
     "style.css": "text/css; charset=utf-8",
     "session.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
@@ -248,8 +258,15 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": inspector\n\n"
-            async for message in inspector.hub.follow(start):
-                yield b"id: %d\ndata: %s\n\n" % (message["seq"], orjson.dumps(message))
+            # what piled up since the last read (a new page: the whole session) goes as ONE
+            # "batch" message, its text deltas joined; its id is the last message's seq
+            async for batch in inspector.hub.batches(start):
+                last = batch[-1]["seq"]
+                if len(batch) == 1:
+                    yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(batch[0]))
+                    continue
+                body = {"seq": last, "kind": "batch", "messages": compact(batch)}
+                yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(body))
 
         return StreamingResponse(
             stream(),

@@ -22,6 +22,17 @@ Messages (``kind`` and its fields):
   ``violation`` (``rule``, ``index``, ``message``), ``run-end`` (``status``,
   ``pending``, ``error``);
 * ``thread`` — messages and state after a run; ``busy``; ``failed``; ``tools``.
+
+``event``, ``run-start`` and ``run-end`` carry ``t``, the time the back end
+received them (milliseconds since the epoch); ``event`` carries ``raw``, the
+frame's data exactly as received.
+
+Bounded (issue 28, item 3): a card's argument preview is sent only when it
+changed (the preview re-parses geometrically, see
+:class:`~agui_tools.app._arguments.PreviewPolicy`), at most
+:data:`PREVIEW_LIMIT` characters of it (``previewText``, a head, past that), and
+each new preview of a call *supersedes* the previous one in the log: a page
+that catches up gets the latest, not every intermediate preview.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import asyncio
 import inspect
 import logging
 import secrets
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -45,7 +57,7 @@ from ...app._conversation import CallUpdate, Conversation, RunResult, TextDelta,
 from ...app._interrupts import Interrupt, Resolution
 from ...app._store import Store
 from ...app._tools import ToolSpec
-from ...app._updates import shown
+from ...app._updates import shown as shown_arguments
 from ...app._validation import ArgumentValidator, InvalidToolSchema
 from ...transport._client import DEFAULT_TIMEOUT, AgentClient
 from ...transport._session import Approval, Session
@@ -87,44 +99,145 @@ def _jsonable(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS))
 
 
+PREVIEW_LIMIT = 16_384
+"""The most characters of a streaming argument's preview a card update carries."""
+
+VALUE_LIMIT = 262_144
+"""The most characters of a value (a call's arguments, a run's input, the thread's
+messages or state) one message carries whole; past it, a head (``…Head``) and the
+size (``…Chars``) — the exports have the whole."""
+
+
+def bounded(name: str, value: Any, limit: int = VALUE_LIMIT) -> dict[str, Any]:
+    """``{name: value}`` when its JSON has at most ``limit`` characters, else
+    ``{name + "Head": the first limit characters, name + "Chars": its length}``."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            return {name: value}  # not JSON at all: _jsonable writes its repr
+    if len(text) <= limit:
+        return {name: value}
+    return {f"{name}Head": text[:limit], f"{name}Chars": len(text)}
+
+
+def now_ms() -> float:
+    """The time a message is stamped with: milliseconds since the epoch."""
+    return round(time.time() * 1000, 3)
+
+
 class Hub:
     """An ordered, replayable log of messages for the page.
 
     A page that reconnects (``Last-Event-ID``) resumes where it was; a second
-    tab replays the whole session. Nothing is ever dropped from the log.
+    tab catches up with the whole session. A message pushed with a
+    ``supersedes`` key replaces the previous message with that key: the old
+    one leaves the log (its sequence number is never reused), so what is kept
+    and replayed for a streamed argument is its latest preview, not each one.
+    Nothing else is dropped.
     """
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
+        self._log: list[dict[str, Any] | None] = []
+        self._latest: dict[str, int] = {}
         self._changed = asyncio.Event()
         self.closed = False
+        self.superseded = 0
         self.thread_start = 0
         """Where a page that connects afresh starts: the last ``new-thread`` message (the
         threads before it are in the store and the exports, not in every new tab)."""
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages kept, in order (superseded ones left out)."""
+        return [m for m in self._log if m is not None]
+
+    @property
+    def next_seq(self) -> int:
+        return len(self._log)
 
     def close(self) -> None:
         """End every follower (the server is stopping)."""
         self.closed = True
         self._changed.set()
 
-    def push(self, kind: str, **fields: Any) -> dict[str, Any]:
-        message: dict[str, Any] = _jsonable({"seq": len(self.messages), "kind": kind, **fields})
+    def push(self, kind: str, *, supersedes: str | None = None, **fields: Any) -> dict[str, Any]:
+        seq = len(self._log)
+        message: dict[str, Any] = _jsonable({"seq": seq, "kind": kind, **fields})
+        if supersedes is not None:
+            previous = self._latest.get(supersedes)
+            if previous is not None and self._log[previous] is not None:
+                self._log[previous] = None
+                self.superseded += 1
+            self._latest[supersedes] = seq
         if kind == "new-thread":
-            self.thread_start = message["seq"]
-        self.messages.append(message)
+            self.thread_start = seq
+        self._log.append(message)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
         return message
 
+    def settle(self, key: str) -> None:
+        """Messages pushed with ``key`` from now on supersede nothing before this point."""
+        self._latest.pop(key, None)
+
+    def since(self, start: int) -> list[dict[str, Any]]:
+        """The messages kept from sequence number ``start`` on."""
+        return [m for m in self._log[max(0, start) :] if m is not None]
+
     async def follow(self, start: int = 0) -> AsyncIterator[dict[str, Any]]:
         """Every message from ``start`` on, waiting for new ones forever."""
+        async for batch in self.batches(start):
+            for message in batch:
+                yield message
+
+    async def batches(self, start: int = 0) -> AsyncIterator[list[dict[str, Any]]]:
+        """What is new from ``start`` on, as a list each time: everything that piled up
+        while the reader was away comes at once (a page catches up in one batch)."""
         i = max(0, start)
         while not self.closed:
             changed = self._changed
-            while i < len(self.messages):
-                yield self.messages[i]
-                i += 1
+            if i < len(self._log):
+                batch = [m for m in self._log[i:] if m is not None]
+                i = len(self._log)
+                if batch:
+                    yield batch
+                continue
             await changed.wait()
+
+
+def compact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each run of text deltas of one message joined into one.
+
+    Only ``event`` and ``warning`` messages (the frame list's) may stand between
+    two deltas that are joined: anything the chat shows in between keeps them
+    apart, so the page builds the same chat as from the deltas one by one.
+    """
+    out: list[dict[str, Any]] = []
+    open_text: dict[str, Any] | None = None
+    parts: list[str] = []
+    for message in messages:
+        kind = message["kind"]
+        if kind == "text":
+            if open_text is not None and open_text["messageId"] == message["messageId"]:
+                parts.append(message["delta"])
+                open_text["seq"] = message["seq"]
+                continue
+            if open_text is not None:
+                open_text["delta"] = "".join(parts)
+            open_text = dict(message)
+            parts = [message["delta"]]
+            out.append(open_text)
+        else:
+            if kind not in ("event", "warning") and open_text is not None:
+                open_text["delta"] = "".join(parts)
+                open_text = None
+            out.append(message)
+    if open_text is not None:
+        open_text["delta"] = "".join(parts)
+    return out
 
 
 @dataclass(frozen=True)
@@ -296,7 +409,9 @@ class Inspector:
         self._answers: dict[str, asyncio.Future[tuple[bool, Any]]] = {}
         self._interrupts: dict[str, tuple[Interrupt, asyncio.Future[Resolution]]] = {}
         self._mocks: dict[str, MockTool] = {}
-        self._cards: dict[str, dict[str, Any]] = {}  # call id → its card's status and name
+        self._previews: dict[str, object] = {}  # callId → the preview its card last showed
+        self._cards: dict[str, dict[str, Any]] = {}  # callId → the last card update sent
+        self._shown: dict[str, dict[str, Any]] = {}  # callId → its card's status and name
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -407,12 +522,12 @@ class Inspector:
                 self.hub.push("text", messageId=message["id"], role=role, delta=content)
             for call in message.get("toolCalls") or ():
                 function = call.get("function") or {}
-                self._push_card(
+                self._push_shown(
                     {
                         "callId": call["id"],
                         "name": function.get("name", ""),
                         "status": "done" if conv.thread.has_result(call["id"]) else "streaming",
-                        "arguments": shown(str(function.get("arguments", ""))),
+                        "arguments": shown_arguments(str(function.get("arguments", ""))),
                     }
                 )
 
@@ -471,6 +586,8 @@ class Inspector:
             raise Busy()
         self._new_session()
         self._cards.clear()
+        self._shown.clear()
+        self._previews.clear()
         self.hub.push("new-thread", threadId=self.thread_id)
         self.push_agents()
         self.push_tools()
@@ -569,9 +686,9 @@ class Inspector:
             ifuture.cancel()
             self.hub.push("interrupt-done", id=iid, action="stopped")
         self._interrupts.clear()
-        for call_id, shown_card in list(self._cards.items()):
+        for call_id, shown_card in list(self._shown.items()):
             if shown_card["status"] in _OPEN:
-                self._push_card({"callId": call_id, "status": "stopped"})
+                self._push_shown({"callId": call_id, "status": "stopped"})
 
     def _push_thread(self) -> None:
         conv = self.session.conversation
@@ -580,8 +697,8 @@ class Inspector:
         self.hub.push(
             "thread",
             threadId=conv.thread_id,
-            messages=conv.messages,
-            state=conv.state,
+            **bounded("messages", conv.messages),
+            **bounded("state", conv.state),
             pending=[c.call_id for c in conv.pending],
         )
 
@@ -599,8 +716,9 @@ class Inspector:
         self.hub.push(
             "run-start",
             run=capture.number,
-            input=sent,
+            **bounded("input", sent),
             url=capture.url,
+            t=now_ms(),
             agent=self.agent,
             composed=capture.composed,
         )
@@ -619,7 +737,8 @@ class Inspector:
             index=index,
             type=kind if isinstance(kind, str) else "(not an event)",
             event=event,
-            raw=None if event is not None else str(frame),
+            raw=str(frame),
+            t=now_ms(),
         )
         if kind == "TOOL_CALL_END" and self.loop is not None:
             call_id = event.get("toolCallId")
@@ -629,16 +748,16 @@ class Inspector:
 
     def _closed(self, call_id: str) -> None:
         """A call's arguments are complete: its card shows them whole, no longer a preview."""
-        shown_card = self._cards.get(call_id)
+        shown_card = self._shown.get(call_id)
         if shown_card is None or shown_card["status"] != "streaming":
             return
         conv = self.session.conversation
         text = conv.thread.arguments(call_id) if conv is not None else None
-        self._push_card(
+        self._push_shown(
             {
                 "callId": call_id,
                 "status": "called",
-                **({"arguments": shown(text)} if text is not None else {}),
+                **(bounded("arguments", shown_arguments(text)) if text is not None else {}),
             }
         )
 
@@ -646,7 +765,7 @@ class Inspector:
         capture, self._current = self._current, None
         number = capture.number if capture is not None else 0
         if len(conversation.runs) <= before:  # nothing arrived: the run never started
-            self.hub.push("run-end", run=number, status="not started", pending=[])
+            self.hub.push("run-end", run=number, status="not started", pending=[], t=now_ms())
             return
         run = conversation.runs[-1]
         if run.violation is not None:
@@ -655,7 +774,7 @@ class Inspector:
                 "violation", run=number, index=v.index, rule=v.rule, message=str(v), path=v.path
             )
         status = "stopped" if self._stopping and run.status == "truncated" else run.status
-        result = {
+        result: dict[str, Any] = {
             "run": number,
             "runId": run.run_id,
             "status": status,
@@ -665,18 +784,18 @@ class Inspector:
         }
         if capture is not None:
             capture.result = result
-        self.hub.push("run-end", **result)
+        self.hub.push("run-end", **result, t=now_ms())
         self._settle_cards(conversation, rejected=run.violation is not None)
 
     def _settle_cards(self, conv: Conversation, *, rejected: bool) -> None:
         """Cards the run left open show what became of their call: a rejected run's
         calls are never executed; the others wait for consent, run, or were the agent's."""
         pending = {c.call_id: c for c in conv.pending}
-        for call_id, shown_card in list(self._cards.items()):
+        for call_id, shown_card in list(self._shown.items()):
             if shown_card["status"] not in ("streaming", "called"):
                 continue
             if rejected:
-                self._push_card(
+                self._push_shown(
                     {
                         "callId": call_id,
                         "status": "rejected",
@@ -687,7 +806,7 @@ class Inspector:
                 )
             elif call_id in pending:
                 call = pending[call_id]
-                self._push_card(self._card(CallUpdate(call_id, call.name, call.status)))
+                self._push_card(CallUpdate(call_id, call.name, call.status))
             elif shown_card["status"] == "streaming":
                 self._closed(call_id)
 
@@ -697,20 +816,50 @@ class Inspector:
         if isinstance(update, TextDelta):
             self.hub.push("text", messageId=update.message_id, role=update.role, delta=update.delta)
         elif isinstance(update, CallUpdate):
-            self._push_card(self._card(update))
+            self._push_card(update)
         elif isinstance(update, ProtocolWarning):
             run = self._current.number if self._current is not None else len(self.captures)
             self.hub.push(
                 "warning", run=run, index=update.index, rule=update.rule, message=str(update)
             )
 
-    def _push_card(self, card: dict[str, Any]) -> None:
-        """Tell the page a card changed (and remember what it shows now)."""
-        shown_card = self._cards.setdefault(card["callId"], {"name": card.get("name", "")})
-        if "name" not in card:
-            card["name"] = shown_card["name"]
+    def _push_card(self, update: CallUpdate) -> None:
+        """A card update, coalesced: a preview-only update is sent when the preview
+        changed (not once per delta — most deltas of a long argument leave the cached
+        preview as it was) and supersedes the previous preview of that call."""
+        key = f"preview:{update.call_id}"
+        preview = update.preview
+        only_preview = (
+            preview is not None
+            and update.status is CallStatus.STREAMING
+            and update.answer is None
+            and not update.has_arguments
+        )
+        if not only_preview:
+            self._previews.pop(update.call_id, None)
+            card = self._card(update)
+            if self._cards.get(update.call_id) == card:
+                return  # told already (a handler's start and the session both say "executing")
+            self._push_shown(card)
+            self._cards[update.call_id] = card
+            return
+        assert preview is not None
+        if self._previews.get(update.call_id) is preview:
+            return  # the same cached preview: nothing on the card would change
+        self._previews[update.call_id] = preview
+        card = self._card(update)
+        self._shown[update.call_id] = {"name": card["name"], "status": card["status"]}
+        self.hub.push("call", supersedes=key, **card)
+
+    def _push_shown(self, card: dict[str, Any]) -> None:
+        """Tell the page a card changed — a status of the inspector's own (called,
+        awaiting approval, rejected, stopped) or the session's — and remember it."""
+        shown_card = self._shown.setdefault(card["callId"], {"name": card.get("name", "")})
+        card.setdefault("name", shown_card["name"])
         shown_card["name"] = card["name"]
         shown_card["status"] = card["status"]
+        self._cards.pop(card["callId"], None)  # the card changed: a repeat is news again
+        self.hub.settle(f"preview:{card['callId']}")  # a status change is history
         self.hub.push("call", **card)
 
     def _card(self, update: CallUpdate) -> dict[str, Any]:
@@ -721,9 +870,13 @@ class Inspector:
             "agentSide": update.agent_side,
         }
         if update.preview is not None:
-            card["preview"] = update.preview.value
             card["previewChars"] = update.preview.chars
             card["previewError"] = update.preview.error
+            if update.preview.chars <= PREVIEW_LIMIT:
+                card["preview"] = update.preview.value
+            else:  # a head of it: the page shows so much, and a long argument stays bounded
+                shown = orjson.dumps(update.preview.value, default=repr, option=orjson.OPT_INDENT_2)
+                card["previewText"] = shown[:PREVIEW_LIMIT].decode("utf-8", "ignore")
         answer = update.answer
         if answer is not None:
             card["answer"] = answer.to_json()
@@ -734,19 +887,20 @@ class Inspector:
         call = self._call(update.call_id)
         if call is not None:
             tool = call.tool
-            card["arguments"] = call.effective_arguments
-            card["text"] = call.text
+            card.update(bounded("arguments", call.effective_arguments))
+            if call.effective_arguments is None:  # unparseable: the text is what there is
+                card.update(bounded("text", call.text))
             card["edited"] = call.edited is not None
             card["errors"] = [
                 {"path": e.path, "keyword": e.keyword, "message": e.message} for e in call.errors
             ]
             card["advertised"] = call.advertised
         elif update.has_arguments:  # a snapshot restated the call: what runs, not the preview
-            card["arguments"] = update.arguments
+            card.update(bounded("arguments", update.arguments))
         elif update.status is not CallStatus.STREAMING and conv is not None:
             text = conv.thread.arguments(update.call_id)  # the agent's own call: as it sent it
             if text is not None:
-                card["arguments"] = shown(text)
+                card.update(bounded("arguments", shown_arguments(text)))
         if tool is not None:
             card["description"] = tool.description
             card["sideEffects"] = tool.side_effects
@@ -766,7 +920,7 @@ class Inspector:
         conv = self.session.conversation
         for call in conv.pending if conv is not None else ():
             if call.status is CallStatus.EXECUTING and call.name == name:
-                self._push_card(self._card(CallUpdate(call.call_id, name, call.status)))
+                self._push_card(CallUpdate(call.call_id, name, call.status))
 
     # -- interrupts --------------------------------------------------------------------------
 
@@ -807,7 +961,7 @@ class Inspector:
             },
         )
         if call is not None:
-            self._push_card(
+            self._push_shown(
                 {
                     "callId": call.call_id,
                     "name": call.name,
@@ -856,7 +1010,7 @@ class Inspector:
             "interrupt-done", id=interrupt_id, action=action, payload=payload, reason=text
         )
         if interrupt.call is not None:
-            self._push_card(
+            self._push_shown(
                 {
                     "callId": interrupt.call.call_id,
                     "status": "approved" if action == "resolve" else "declined",
@@ -870,6 +1024,7 @@ class Inspector:
         future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         self._consents[call.call_id] = (call, future)
         tool = call.tool
+        self._cards.pop(call.call_id, None)  # the page changed the card: a repeat is news again
         self.hub.push(
             "consent",
             callId=call.call_id,
@@ -924,6 +1079,7 @@ class Inspector:
             raise Refused(422, f"unknown decision {action!r}: approve, decline or edit")
         if not future.done():
             future.set_result(approval)
+        self._cards.pop(call_id, None)
         self.hub.push("consent-done", callId=call_id, action=action, reason=reason)
 
     # -- mock tools -------------------------------------------------------------------------
@@ -985,6 +1141,7 @@ class Inspector:
         )
         future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
         self._answers[call.call_id] = future
+        self._cards.pop(call.call_id, None)
         self.hub.push(
             "answer-form",
             callId=call.call_id,
@@ -1025,6 +1182,7 @@ class Inspector:
             outcome = (True, value)
         if not future.done():
             future.set_result(outcome)
+        self._cards.pop(call_id, None)
         self.hub.push("answer-done", callId=call_id)
 
     # -- views ------------------------------------------------------------------------------

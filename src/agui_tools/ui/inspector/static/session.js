@@ -1,11 +1,20 @@
 // Sessions you control, interrupts, replay and compose: the parts of the inspector page
-// that drive the session rather than render its stream. Plugged into the page's message
-// handlers (inspector.on) — one more handler per kind, after the page's own.
+// that drive the session rather than render its stream. Plugged into the handlers table
+// (on(kind, fn)) — one more handler per kind, after chat.js's own (imported first).
 //
 // The page's rule holds here too: everything the agent, a tool, a file or the user
 // produced is DATA, put into the DOM with textContent / value only.
 
-const { el, json, api, announce, card, setStatus, addToLog, ruleLink, errorList, on, $ } = window.inspector;
+import { $, el, json, api, announce, config, on, ruleLink } from "./core.js";
+import { addToLog, card, setStatus } from "./chat.js";
+
+function errorList(errors) {
+  const list = el("ul", { class: "errors" });
+  for (const e of errors || []) {
+    list.append(el("li", {}, el("code", { class: "path", text: e.path === "" ? "(payload)" : e.path }), " ", el("span", { text: e.message })));
+  }
+  return list;
+}
 
 // -- statuses: every card says where its call is ---------------------------------------------
 
@@ -146,7 +155,7 @@ on("busy", (m) => {
 // A new thread after the one this page was served on: reload, and the fresh connection
 // starts at the new thread (the back end replays a new tab only the current thread).
 on("new-thread", (m) => {
-  if (m.seq > (window.inspector.config.threadStart || 0)) location.reload();
+  if (m.seq > (config.threadStart || 0)) location.reload();
 });
 
 on("stopped", (m) => {
@@ -253,7 +262,7 @@ function showInterrupt(m) {
     try {
       await api("interrupt", { id: m.id, ...body });
     } catch (err) {
-      problems.append(el("p", { class: "error", text: err.message }), errorList((err.details || []).map((e) => ({ ...e, path: e.path === "" ? "(payload)" : e.path }))));
+      problems.append(el("p", { class: "error", text: err.message }), errorList(err.details));
     }
   };
   const resolve = el("button", { type: "button", class: "approve", text: "Resolve", "aria-label": `Resolve interrupt ${m.reason || m.id}`, disabled: m.expired,
@@ -414,4 +423,6 @@ function showImport(data) {
   }
 }
 
-toolbar();
+export function setupSession() {
+  toolbar();
+}
