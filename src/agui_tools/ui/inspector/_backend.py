@@ -758,7 +758,8 @@ class Inspector:
                 "callId": call_id,
                 "status": "called",
                 **(bounded("arguments", shown_arguments(text)) if text is not None else {}),
-            }
+            },
+            ends_preview=True,
         )
 
     def end_run(self, conversation: Conversation, before: int) -> None:
@@ -804,7 +805,8 @@ class Inspector:
                         else "The run was rejected before this call was complete: it never runs.",
                     }
                 )
-            elif call_id in pending:
+            elif call_id in pending and pending[call_id].status is CallStatus.AWAITING_CONSENT:
+                # queued behind another call's consent: it waits for its own question
                 call = pending[call_id]
                 self._push_card(CallUpdate(call_id, call.name, call.status))
             elif shown_card["status"] == "streaming":
@@ -851,16 +853,20 @@ class Inspector:
         self._shown[update.call_id] = {"name": card["name"], "status": card["status"]}
         self.hub.push("call", supersedes=key, **card)
 
-    def _push_shown(self, card: dict[str, Any]) -> None:
+    def _push_shown(self, card: dict[str, Any], *, ends_preview: bool = False) -> None:
         """Tell the page a card changed — a status of the inspector's own (called,
-        awaiting approval, rejected, stopped) or the session's — and remember it."""
+        awaiting approval, rejected, stopped) or the session's — and remember it.
+
+        ``ends_preview``: the card shows the whole arguments, so it takes the place of
+        the call's last preview in the log (a page catching up needs only this one)."""
         shown_card = self._shown.setdefault(card["callId"], {"name": card.get("name", "")})
         card.setdefault("name", shown_card["name"])
         shown_card["name"] = card["name"]
         shown_card["status"] = card["status"]
         self._cards.pop(card["callId"], None)  # the card changed: a repeat is news again
-        self.hub.settle(f"preview:{card['callId']}")  # a status change is history
-        self.hub.push("call", **card)
+        key = f"preview:{card['callId']}"
+        self.hub.push("call", supersedes=key if ends_preview else None, **card)
+        self.hub.settle(key)  # a status change is history: later previews keep it
 
     def _card(self, update: CallUpdate) -> dict[str, Any]:
         card: dict[str, Any] = {
