@@ -721,3 +721,107 @@ def test_session_controls_refuse_what_cannot_be_done_now() -> None:
                 await until(inspector, lambda m: idle(m) and m["seq"] > again["seq"])
 
     asyncio.run(go())
+
+
+# -- the command line: several agents, a store ------------------------------------------------
+
+
+def test_inspect_refuses_bad_agents_and_stores_as_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "none.toml").write_text("[other]\nx = 1\n")
+    (tmp_path / "broken.toml").write_text("[agents\n")
+    (tmp_path / "nourl.json").write_text('{"agents": {"a": {"headers": {}}}}')
+    (tmp_path / "ftp.toml").write_text('[agents.a]\nurl = "ftp://x"\n')
+    (tmp_path / "dir.db").mkdir()
+    cases = {
+        "no agent": ([], "give the agent's URL"),
+        "not NAME=URL": (["--agent", "local"], "is not NAME=URL"),
+        "a missing file": (["--agents", str(tmp_path / "missing.toml")], "cannot read --agents"),
+        "no agents table": (["--agents", str(tmp_path / "none.toml")], "names no agents"),
+        "not TOML": (["--agents", str(tmp_path / "broken.toml")], "is not TOML"),
+        "no url": (["--agents", str(tmp_path / "nourl.json")], "needs a url"),
+        "not http": (["--agents", str(tmp_path / "ftp.toml")], "not an http:// or https://"),
+        "a store that is a directory": (
+            ["http://127.0.0.1:1/agent", "--store", str(tmp_path / "dir.db")],
+            "cannot open --store",
+        ),
+    }
+    for why, (argv, said) in cases.items():
+        assert main(["inspect", *argv, "--no-browser"]) == 2, why
+        err = capsys.readouterr().err
+        assert said in err, (why, err)
+        assert "Traceback" not in err, why
+
+
+def test_inspect_with_an_agents_file_and_a_store_resumes_after_a_restart(tmp_path: Path) -> None:
+    from .conftest import cli_inspector
+    from .inspector_agents import echo_agent
+
+    secret = "file-token-0042"
+
+    async def events_until(
+        url: str, client: httpx.AsyncClient, want: Callable[[dict[str, Any]], bool]
+    ) -> list[dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+        async with client.stream("GET", f"{url}api/events") as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("data: "):
+                    message = json.loads(line[6:])
+                    batch = message["messages"] if message["kind"] == "batch" else [message]
+                    seen.extend(batch)
+                    if any(want(m) for m in batch):
+                        return seen
+        raise AssertionError("the event stream ended")
+
+    async def session(url: str, prompt: str | None) -> list[dict[str, Any]]:
+        async with httpx.AsyncClient(timeout=10) as client:
+            page = await client.get(url)  # sets the token cookie the event stream reads
+            token = re.search(r"&quot;token&quot;:&quot;([^&]+)&quot;", page.text)
+            assert token is not None
+            seen = await asyncio.wait_for(
+                events_until(url, client, lambda m: m["kind"] == "agents"), 10
+            )
+            if prompt is not None:
+                headers = {"Origin": url.rstrip("/"), "X-Inspector-Token": token.group(1)}
+                sent = await client.post(f"{url}api/prompt", json={"text": prompt}, headers=headers)
+                assert sent.status_code == 200, sent.text
+                seen = await asyncio.wait_for(
+                    events_until(url, client, lambda m: m["kind"] == "run-end"), 10
+                )
+            return seen
+
+    async def go() -> None:
+        async with serving(echo_agent("alpha")) as a, serving(echo_agent("beta")) as b:
+            agents = tmp_path / "agents.toml"
+            agents.write_text(
+                f'[agents.alpha]\nurl = "{a}/agent"\nheaders = {{ Authorization = "Bearer {secret}" }}\n'
+                f'[agents.beta]\nurl = "{b}/agent"\n'
+            )
+            argv = [
+                "inspect",
+                "--agents",
+                str(agents),
+                "--store",
+                str(tmp_path / "t.db"),
+                "--no-browser",
+            ]
+            with cli_inspector(argv) as url:
+                seen = await session(url, "hello")
+            listed = next(m for m in seen if m["kind"] == "agents")
+            assert [x["name"] for x in listed["agents"]] == ["alpha", "beta"]
+            assert listed["agents"][0]["headers"] == ["Authorization"]  # a name, not its value
+            text = "".join(m["delta"] for m in seen if m["kind"] == "text")
+            assert text == f"alpha heard Bearer {secret}"  # the file's header reached the agent
+            # nothing the inspector says carries it (the agent's own echo of it aside)
+            echoed = ("text", "event", "thread")
+            shown = json.dumps([m for m in seen if m["kind"] not in echoed])
+            assert secret not in shown and "run-start" in shown
+            thread = listed["threadId"]
+            with cli_inspector(argv) as url:
+                again = await session(url, None)
+            restored = next(m for m in again if m["kind"] == "restored")
+            assert restored["threadId"] == thread and restored["messages"] == 2
+            assert [m["text"] for m in again if m["kind"] == "user"] == ["hello"]
+
+    asyncio.run(go())
