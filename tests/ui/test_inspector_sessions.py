@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ def test_interrupts_one_resolved_by_the_generated_form_one_cancelled_the_thread_
         }
         # the named call's own card waits for the approval, not "streaming…"
         assert badge(page, "r1") == "awaiting approval"
+        card(page, "r1").scroll_into_view_if_needed()
         screenshot(page, "inspector-interrupt.png", tmp_path)
 
         # a payload the responseSchema refuses is refused at its JSON path; nothing is sent
@@ -145,10 +147,13 @@ def test_stop_ends_the_run_as_stopped_and_new_thread_starts_over(
         screenshot(page, "inspector-controls.png", tmp_path)
 
         page.get_by_role("button", name="Start a new thread").click()
-        page.wait_for_function(
-            f"document.querySelector('#thread-id').textContent !== {json.dumps(first_thread)}"
-            " && document.querySelector('#thread-id').textContent !== ''"
-        )
+        for _ in range(100):  # (wait_for_function would eval a string: the CSP forbids it)
+            new_thread = served.call(lambda: served.inspector.thread_id)
+            if new_thread != first_thread:
+                break
+            time.sleep(0.05)
+        assert new_thread != first_thread
+        page.locator("#thread-id", has_text=new_thread).wait_for()
         assert page.locator("#log .bubble").count() == 0  # the page starts over
         assert served.call(lambda: served.inspector.session.conversation) is None
         send(page, "count again")
@@ -215,7 +220,7 @@ def test_every_card_status_streaming_waiting_executing_answered_declined_rejecte
         send(page, "Do the three things")
         page.get_by_role("button", name="Approve place_order").wait_for()
         # the calls behind the first consent wait for it: never "streaming…" after the run
-        page.wait_for_function("document.querySelector('.run-end')")
+        page.locator(".run-end").first.wait_for()
         assert badge(page, "c1") == "awaiting consent"
         assert badge(page, "c2") == "awaiting consent"
         for call in ("c1", "c2"):
