@@ -320,6 +320,22 @@ def test_a_restart_on_the_store_resumes_the_thread(browser: Any, tmp_path: Path)
         conv = served.call(lambda: served.inspector.session.conversation)
         assert [r.status for r in conv.runs] == ["interrupt", "success"]  # resumed once
 
+        # a second thread, then back to the first: each kept in the store
+        page.get_by_role("button", name="Start a new thread").click()
+        page.locator("#log .bubble").first.wait_for(state="detached")
+        send(page, "Refund my order")
+        page.locator('section.interrupt[data-interrupt-id="address"]').wait_for()
+        second = served.call(lambda: served.inspector.thread_id)
+        assert second != thread
+        page.get_by_role("button", name="Stop the run in progress").click()
+        idle(page)
+        page.get_by_label("Thread", exact=True).select_option(thread)
+        page.locator(".bubble.note", has_text=f"Thread {thread} resumed from the store").wait_for()
+        page.locator(".bubble.assistant", has_text="Final answer.").wait_for()
+        assert served.call(lambda: served.inspector.thread_id) == thread
+        kept = json.loads(index.read_text())["threads"]
+        assert [t["threadId"] for t in kept] == [thread, second]
+
 
 def test_import_shows_the_verdicts_verify_prints(browser: Any, tmp_path: Path) -> None:
     from agui_tools.app._capture import verify_capture

@@ -309,6 +309,8 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
                 inspector.stop()
             elif action == "new-thread":
                 inspector.new_thread()
+            elif action == "thread":
+                await inspector.open_thread(data.get("threadId"))
             elif action == "agent":
                 inspector.configure(
                     agent=data.get("agent"),

@@ -492,6 +492,7 @@ class Inspector:
             return
         self.threads.append({"threadId": tid, "agent": self.agent})
         self.index.write_bytes(orjson.dumps({"threads": self.threads}, option=orjson.OPT_INDENT_2))
+        self.push_agents()
 
     async def start(self) -> None:
         """Show the page what a restored thread holds (with a store, after a restart); a
@@ -500,6 +501,28 @@ class Inspector:
         self.push_agents()
         if self.store is None or not self.threads:
             return
+        await self._restore()
+
+    async def open_thread(self, thread_id: Any) -> None:
+        """Go back to an earlier thread of this inspector (with a store): the page starts
+        over on it, its history shown and what it left open asked about again."""
+        if self.busy:
+            raise Busy()
+        known = next((t for t in self.threads if t["threadId"] == thread_id), None)
+        if known is None:
+            raise Refused(404, f"no thread {str(thread_id)[:80]!r} is kept by this inspector")
+        if known.get("agent") in self.agents:
+            self.agent = known["agent"]
+        self._new_session(known["threadId"])
+        self._cards.clear()
+        self._shown.clear()
+        self._previews.clear()
+        self.hub.push("new-thread", threadId=self.thread_id)
+        self.push_agents()
+        self.push_tools()
+        await self._restore()
+
+    async def _restore(self) -> None:
         conv = await self.session.open()
         if not conv.messages:
             return
@@ -563,6 +586,7 @@ class Inspector:
             current=self.agent,
             threadId=self.thread_id,
             title=self.title,
+            threads=[t["threadId"] for t in self.threads] if self.store is not None else None,
         )
 
     @property

@@ -71,7 +71,9 @@ function toolbar() {
   const replay = el("button", { type: "button", id: "replay-open", class: "ghost", text: "Replay…", "aria-expanded": "false", "aria-controls": "replay-box",
     onclick: () => toggle($("replay-box"), replay) });
   const thread = el("span", { id: "thread-id", class: "muted thread-id", title: "the thread this page drives" });
-  const controls = el("div", { class: "session-controls", role: "group", "aria-label": "Session" }, pick, settings, stop, fresh, replay, thread);
+  const threads = el("select", { id: "thread-select", "aria-label": "Thread", hidden: true,
+    onchange: () => api("thread", { threadId: threads.value }).catch((err) => announce(err.message)) });
+  const controls = el("div", { class: "session-controls", role: "group", "aria-label": "Session" }, pick, settings, stop, fresh, threads, replay, thread);
   const bar = document.querySelector("header.bar");
   bar.insertBefore(controls, $("status"));
   document.body.append(agentBox(), replayBox());
@@ -141,6 +143,13 @@ on("agents", (m) => {
     ? `Headers sent (values hidden): ${current.headers.join(", ")}${current.bearer ? " — a bearer token is set" : ""}`
     : "No extra headers are sent.";
   $("thread-id").textContent = m.threadId;
+  // with a store: the threads this inspector kept, to go back to one
+  const threads = $("thread-select");
+  const kept = m.threads || [];
+  const listed = kept.includes(m.threadId) ? kept : [...kept, m.threadId];
+  threads.replaceChildren(...listed.map((t) => el("option", { value: t, text: t })));
+  threads.value = m.threadId;
+  threads.hidden = !m.threads || listed.length < 2;
 });
 
 on("busy", (m) => {
@@ -148,6 +157,7 @@ on("busy", (m) => {
   $("stop").disabled = !busy;
   $("new-thread").disabled = busy;
   $("agent-select").disabled = busy;
+  $("thread-select").disabled = busy;
   $("agent-apply").disabled = busy;
   $("compose-send").disabled = busy;
 });
