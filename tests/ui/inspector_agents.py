@@ -324,3 +324,39 @@ def register_upload(session: Session) -> None:
     def upload(blob: str) -> str:
         """Store a blob."""
         return f"stored {len(blob)} characters"
+
+
+MARKDOWN = (
+    "# Report\n\nSome **bold**, some *emphasis*, `code <b>`, and raw <b>html</b> here.\n\n"
+    "- a [safe link](https://example.com/a?b=1)\n"
+    "- a [bad link](javascript:window.pwned=3)\n"
+    "- a [data link](data:text/html,<script>window.pwned=4</script>)\n"
+    "- ![an image](https://example.com/x.png)\n\n"
+    "```\n<script>window.pwned = 5</script>\n```\n\n"
+    '> quoted <img src=x onerror="window.pwned=6">\n'
+)
+
+
+def markdown_agent() -> Any:
+    """Assistant text in Markdown, with hostile links and markup, streamed in pieces."""
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            for i in range(0, len(MARKDOWN), 7):
+                await m.delta(MARKDOWN[i : i + 7])
+
+    return agent
+
+
+def state_history_agent() -> Any:
+    """A snapshot, three deltas, a second snapshot: a state history to step through."""
+
+    async def agent(run: Run) -> None:
+        await run.state_snapshot({"cart": [], "step": 1})
+        await run.state_delta([{"op": "add", "path": "/cart/-", "value": "widget"}])
+        await run.state_delta([{"op": "replace", "path": "/step", "value": 2}])
+        await run.state_delta([{"op": "add", "path": "/cart/-", "value": "gadget"}])
+        await run.state_snapshot({"cart": ["gadget"], "step": 3, "paid": True})
+        await run.text("Paid.")
+
+    return agent
