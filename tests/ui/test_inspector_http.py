@@ -825,3 +825,67 @@ def test_inspect_with_an_agents_file_and_a_store_resumes_after_a_restart(tmp_pat
             assert [m["text"] for m in again if m["kind"] == "user"] == ["hello"]
 
     asyncio.run(go())
+
+
+def test_import_judges_ndjson_and_protobuf_as_verify_does_and_refuses_what_is_no_capture() -> None:
+    import base64
+
+    from agui_tools.app._capture import verify_capture
+    from agui_tools.wire._proto_codec import encode_proto_event
+    from agui_tools.wire._proto_framing import proto_frame
+
+    ids = {"threadId": "t1", "runId": "r1"}
+    events = [
+        {"type": "RUN_STARTED", **ids},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "<b>hi</b>"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "RUN_FINISHED", **ids},
+    ]
+    ndjson = b"".join(json.dumps(e).encode() + b"\n" for e in events[:-1])  # cut: truncated
+    proto = b"".join(proto_frame(encode_proto_event(e)) for e in events)
+
+    async def go() -> None:
+        inspector = Inspector("http://127.0.0.1:1/agent")
+        async with running(inspector) as page:
+
+            async def imported(name: str, data: bytes) -> httpx.Response:
+                body = {"name": name, "data": base64.b64encode(data).decode()}
+                return await page.post("/api/import", json=body)
+
+            for name, data in (("run.ndjson", ndjson), ("run.bin", proto)):
+                answer = await imported(name, data)
+                assert answer.status_code == 200, answer.text
+                (run,) = answer.json()["runs"]
+                assert run["lines"] == verify_capture(data).lines(), name
+                assert [f["type"] for f in run["frames"]][:2] == [
+                    "RUN_STARTED",
+                    "TEXT_MESSAGE_START",
+                ]
+            assert "TRUNCATED [TRANS-2]" in "\n".join(
+                (await imported("run.ndjson", ndjson)).json()["runs"][0]["lines"]
+            )
+            # a binary stream in thread.json travels as base64 and is judged again
+            export = {
+                "threadId": "t1",
+                "runs": [
+                    {
+                        "run": 1,
+                        "input": None,
+                        "stream": base64.b64encode(proto).decode(),
+                        "streamEncoding": "base64",
+                    }
+                ],
+            }
+            answer = await imported("thread.json", json.dumps(export).encode())
+            assert answer.json()["runs"][0]["lines"][-1] == "outcome: completed"
+            # no capture at all: verify's own words, not a 500
+            junk = (await imported("junk.bin", b"\x00\x01garbage")).json()["runs"][0]
+            assert junk["verdict"]["outcome"] == "unreadable"
+            assert junk["lines"][0].startswith("not a readable capture: [TRANS-")
+            not_b64 = await page.post("/api/import", json={"name": "x", "data": "%%%"})
+            assert not_b64.status_code == 422
+            no_stream = await imported("old.json", b'{"runs": [{"run": 1}]}')
+            assert no_stream.status_code == 422 and "holds no stream" in no_stream.json()["error"]
+
+    asyncio.run(go())
