@@ -360,3 +360,27 @@ def state_history_agent() -> Any:
         await run.text("Paid.")
 
     return agent
+
+
+def hostile_interrupt_agent() -> Any:
+    """An interrupt whose every field is hostile markup — reason, message, metadata, the
+    schema's property names and enum — on a call whose arguments are markup too."""
+
+    async def agent(run: Run) -> None:
+        async with run.tool_call("lookup", call_id="h1") as call:
+            await call.args(json.dumps({"q": HOSTILE}))
+        run.interrupt(
+            {
+                "id": "hostile",
+                "reason": HOSTILE,
+                "message": HOSTILE,
+                "toolCallId": "h1",
+                "metadata": {HOSTILE: HOSTILE},
+                "responseSchema": {
+                    "type": "object",
+                    "properties": {HOSTILE: {"enum": [HOSTILE, "ok"]}},
+                },
+            }
+        )
+
+    return agent

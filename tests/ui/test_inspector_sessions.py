@@ -414,3 +414,35 @@ def test_the_raw_request_editor_refuses_at_the_json_path_then_sends(browser: Any
         assert json.loads(sent) == edited  # sent as written
         thread = served.call(lambda: served.inspector.session.conversation.messages)
         assert "hello again" not in json.dumps(thread)  # the thread is not touched
+
+
+def test_hostile_markup_in_an_interrupt_and_an_import_stays_literal(
+    browser: Any, tmp_path: Path
+) -> None:
+    from .inspector_agents import HOSTILE, hostile_interrupt_agent
+
+    app = agent_app(hostile_interrupt_agent(), path="/agent")
+    capture = tmp_path / "hostile.sse"
+    ids = {"threadId": HOSTILE, "runId": HOSTILE}
+    capture.write_text(
+        f"data: {json.dumps({'type': 'RUN_STARTED', **ids})}\n\n"
+        f"data: {json.dumps({'type': 'RUN_ERROR', 'message': HOSTILE})}\n\n"
+    )
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        send(page, "go")
+        shown = page.locator('section.interrupt[data-interrupt-id="hostile"]')
+        shown.wait_for()
+        assert shown.locator("dd").first.inner_text() == HOSTILE  # the reason, as text
+        assert json.loads(shown.locator("pre.args").inner_text()) == {"q": HOSTILE}
+        assert shown.locator("fieldset label.field > span").inner_text() == HOSTILE  # a field name
+        assert shown.locator("select option").nth(1).inner_text() == HOSTILE  # a choice
+        page.get_by_role("button", name="Replay…").click()
+        page.get_by_label(re.compile("A capture to import")).set_input_files(str(capture))
+        page.locator(".imported-run").wait_for()
+        assert HOSTILE in page.locator(".imported-run pre.verdict-lines").inner_text()
+        assert page.evaluate("window.pwned") is None
+        assert (
+            page.locator("#log img, #log script, #log b, #replay-box img, #replay-box b").count()
+            == 0
+        )
+        del served
