@@ -446,3 +446,18 @@ def test_hostile_markup_in_an_interrupt_and_an_import_stays_literal(
             == 0
         )
         del served
+
+
+def test_the_panels_open_and_close_with_the_keyboard(browser: Any) -> None:
+    app = agent_app(three_calls_agent(delay=0), path="/agent")
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        opener = page.get_by_role("button", name="Replay…")
+        opener.focus()
+        page.keyboard.press("Enter")
+        assert opener.get_attribute("aria-expanded") == "true"
+        assert page.evaluate("document.activeElement.id") == "import-file"
+        page.keyboard.press("Escape")
+        assert page.locator("#replay-box").is_hidden()
+        assert page.evaluate("document.activeElement.id") == "replay-open"  # focus returns
+        assert opener.get_attribute("aria-expanded") == "false"
+        del served

@@ -83,10 +83,20 @@ function toggle(box, button) {
   box.hidden = !box.hidden;
   button.setAttribute("aria-expanded", String(!box.hidden));
   if (!box.hidden) {
-    const first = box.querySelector("input, textarea, select, button");
+    const first = box.querySelector("input, textarea, select") || box.querySelector("button");
     if (first) first.focus();
+  } else {
+    button.focus(); // back where the keyboard opened it
   }
 }
+
+// Escape closes an open panel (Agent…, Replay…)
+document.addEventListener("keydown", (ev) => {
+  if (ev.key !== "Escape") return;
+  for (const [box, button] of [["agent-box", "agent-settings"], ["replay-box", "replay-open"]]) {
+    if (!$(box).hidden && $(box).contains(document.activeElement)) toggle($(box), $(button));
+  }
+});
 
 function agentBox() {
   const url = el("input", { type: "url", id: "agent-url", "aria-label": "Agent URL", size: 40 });
