@@ -151,7 +151,7 @@ def test_deltas_are_one_expandable_row_and_the_detail_shows_the_frame(browser: A
         assert page.evaluate("window.__frames().rows") == 7
 
 
-def test_filters_by_type_family_and_id_and_counts_per_family(browser: Any) -> None:
+def test_filters_by_type_family_and_id_and_counts_per_family(browser: Any, tmp_path: Path) -> None:
     app = agent_app(three_calls_agent(delay=0), path="/agent")
     with (
         serve(agent_setup(app, register=register_three)) as served,
@@ -182,6 +182,20 @@ def test_filters_by_type_family_and_id_and_counts_per_family(browser: Any) -> No
         page.locator("#family-counts button", has_text="run 2").click()
         assert [r["type"] for r in rows(page) if r["type"]] == ["RUN_STARTED", "RUN_FINISHED"]
         assert page.get_by_label("Event family").input_value() == "run"
+        # the waterfall: a bar per message and call of the run
+        page.get_by_label("Event family").select_option("")
+        page.locator("#waterfall-box summary").click()
+        bars = page.locator("#waterfall .bars li")
+        bars.first.wait_for()
+        assert bars.count() == 4  # the text message and the three calls
+        labels = page.locator("#waterfall .bar-label").all_inner_texts()
+        assert [label.split(" ")[0] for label in labels[1:]] == [
+            "place_order",
+            "email_receipt",
+            "delete_account",
+        ]
+        page.locator("#timeline li.group").first.click()
+        screenshot(page, "inspector-frames.png", tmp_path)
 
 
 def test_the_frame_list_is_one_tab_stop_moved_with_the_arrow_keys(browser: Any) -> None:

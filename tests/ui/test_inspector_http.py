@@ -543,7 +543,7 @@ def test_the_docs_show_screenshots_the_tests_take() -> None:
     text = (root / "docs" / "inspector.md").read_text()
     images = re.findall(r"!\[[^\]]*\]\((img/[^)]+)\)", text)
     assert len(images) >= 3
-    tests = (root / "tests" / "ui" / "test_inspector_browser.py").read_text()
+    tests = "".join(p.read_text() for p in (root / "tests" / "ui").glob("test_inspector_*.py"))
     for image in images:
         assert (root / "docs" / image).stat().st_size > 10_000, image
         assert f'"{Path(image).name}"' in tests, f"{image} is not taken by a test"
