@@ -49,6 +49,20 @@ def send(page: Any, text: str) -> None:
     page.get_by_role("button", name="Send", exact=True).click()
 
 
+def start_over(page: Any, served: Any, old: str) -> str:
+    """Click New thread; once the page reloaded on the new thread, its id."""
+    page.get_by_role("button", name="Start a new thread").click()
+    for _ in range(100):  # (wait_for_function would eval a string: the CSP forbids it)
+        new = str(served.call(lambda: served.inspector.thread_id))
+        if new != old:
+            break
+        time.sleep(0.05)
+    assert new != old
+    # the reloaded page's modules are running once they show the new thread
+    page.locator("#thread-id", has_text=new).wait_for()
+    return new
+
+
 def idle(page: Any) -> None:
     page.get_by_role("status").filter(has_text="idle").wait_for()
 
@@ -146,14 +160,7 @@ def test_stop_ends_the_run_as_stopped_and_new_thread_starts_over(
         assert runs == ["truncated"]
         screenshot(page, "inspector-controls.png", tmp_path)
 
-        page.get_by_role("button", name="Start a new thread").click()
-        for _ in range(100):  # (wait_for_function would eval a string: the CSP forbids it)
-            new_thread = served.call(lambda: served.inspector.thread_id)
-            if new_thread != first_thread:
-                break
-            time.sleep(0.05)
-        assert new_thread != first_thread
-        page.locator("#thread-id", has_text=new_thread).wait_for()
+        new_thread = start_over(page, served, first_thread)
         assert page.locator("#log .bubble").count() == 0  # the page starts over
         assert served.call(lambda: served.inspector.session.conversation) is None
         send(page, "count again")
@@ -321,8 +328,7 @@ def test_a_restart_on_the_store_resumes_the_thread(browser: Any, tmp_path: Path)
         assert [r.status for r in conv.runs] == ["interrupt", "success"]  # resumed once
 
         # a second thread, then back to the first: each kept in the store
-        page.get_by_role("button", name="Start a new thread").click()
-        page.locator("#log .bubble").first.wait_for(state="detached")
+        start_over(page, served, thread)
         send(page, "Refund my order")
         page.locator('section.interrupt[data-interrupt-id="address"]').wait_for()
         second = served.call(lambda: served.inspector.thread_id)
