@@ -5,6 +5,8 @@
 ``_app``      the Starlette app: the page, its SSE message stream, the posts it
               may make, and the Host/Origin/token checks in front of all of it
 ``_capture``  each run's input as sent and body as received, for export
+``_replay``   an imported capture judged as ``agui-tools verify`` judges it, and a
+              composed ``RunAgentInput`` checked against the schema
 ``static/``   the page itself (HTML, JS, CSS shipped in the package: no build
               step, no CDN, works offline)
 """

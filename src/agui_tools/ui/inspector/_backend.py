@@ -21,7 +21,19 @@ Messages (``kind`` and its fields):
   (``index``, ``type``, ``event``: each frame as received), ``warning`` /
   ``violation`` (``rule``, ``index``, ``message``), ``run-end`` (``status``,
   ``pending``, ``error``);
-* ``thread`` — messages and state after a run; ``busy``; ``failed``; ``tools``.
+* ``thread`` — messages and state after a run; ``busy``; ``failed``; ``tools``;
+* ``interrupt`` (``id``, ``reason``, ``message``, ``metadata``, ``expiresAt``,
+  ``expired``, ``responseSchema``, ``toolCallId``, ``call``) / ``interrupt-done``
+  (``action``: resolve, cancel or stopped) — an open interrupt of the last run;
+* ``agents`` (the configured agents, header *names* only, the current one, the
+  thread id, with a store the threads kept); ``new-thread`` (a page reloads: a new
+  connection starts at the last one); ``stopped``; ``restored`` (a thread read
+  back from the store); ``verdict`` (a composed run judged, ``lines`` as
+  ``verify`` prints them).
+
+Card statuses beyond the session's own: ``called`` (the arguments complete, the
+run going on), ``agent`` (answered by the agent), ``awaiting_approval`` (an
+interrupt names the call), ``rejected`` (the run was), ``stopped``.
 
 ``event``, ``run-start`` and ``run-end`` carry ``t``, the time the back end
 received them (milliseconds since the epoch); ``event`` carries ``raw``, the
