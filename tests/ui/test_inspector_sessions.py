@@ -25,18 +25,7 @@ from .inspector_agents import (
     slow_agent,
     three_calls_agent,
 )
-
-
-def agent_setup(app: Any, **inspector: Any) -> Any:
-    async def setup(stack: AsyncExitStack) -> Inspector:
-        base = await stack.enter_async_context(serving(app))
-        return Inspector(f"{base}/agent", **inspector)
-
-    return setup
-
-
-def card(page: Any, call_id: str) -> Any:
-    return page.locator(f'article.card[data-call-id="{call_id}"]')
+from .test_inspector_browser import agent_setup, card
 
 
 def badge(page: Any, call_id: str) -> str:
@@ -161,6 +150,7 @@ def test_stop_ends_the_run_as_stopped_and_new_thread_starts_over(
         screenshot(page, "inspector-controls.png", tmp_path)
 
         new_thread = start_over(page, served, first_thread)
+        assert page.locator("#thread-id").inner_text() == new_thread
         assert page.locator("#log .bubble").count() == 0  # the page starts over
         assert served.call(lambda: served.inspector.session.conversation) is None
         send(page, "count again")
@@ -255,17 +245,23 @@ def test_every_card_status_streaming_waiting_executing_answered_declined_rejecte
         assert "never runs" in card(page, "c7").inner_text()
 
 
+def weather_tool_asked(page: Any) -> None:
+    """Define ``get_weather`` in the page with the default result schema (a string) and
+    prompt the weather agent, which calls it."""
+    page.get_by_role("tab", name="Tools").click()
+    page.get_by_label("Name", exact=True).fill("get_weather")
+    page.get_by_label("Description").fill("The weather in a city.")
+    page.get_by_role("button", name="Add tool").click()  # result schema: {"type": "string"}
+    page.locator("#tools li", has_text="get_weather").wait_for()
+    send(page, "weather?")
+
+
 def test_a_mock_tool_with_the_default_string_result_is_answered(browser: Any) -> None:
     from .inspector_agents import weather_agent
 
     app = agent_app(weather_agent(), path="/agent")
     with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
-        page.get_by_role("tab", name="Tools").click()
-        page.get_by_label("Name", exact=True).fill("get_weather")
-        page.get_by_label("Description").fill("The weather in a city.")
-        page.get_by_role("button", name="Add tool").click()  # result schema: {"type": "string"}
-        page.locator("#tools li", has_text="get_weather").wait_for()
-        send(page, "weather?")
+        weather_tool_asked(page)
         form = card(page, "w1")
         form.get_by_label("your answer for get_weather").fill("sunny, 24 °C")
         form.get_by_role("button", name="Send the answer for get_weather").click()
@@ -279,12 +275,7 @@ def test_a_failed_card_says_its_error_once(browser: Any) -> None:
 
     app = agent_app(weather_agent(), path="/agent")
     with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
-        page.get_by_role("tab", name="Tools").click()
-        page.get_by_label("Name", exact=True).fill("get_weather")
-        page.get_by_label("Description").fill("The weather in a city.")
-        page.get_by_role("button", name="Add tool").click()
-        page.locator("#tools li", has_text="get_weather").wait_for()
-        send(page, "weather?")
+        weather_tool_asked(page)
         form = card(page, "w1")
         form.get_by_label("Why get_weather failed").fill("the sensor is down")
         form.get_by_role("button", name="Answer get_weather as failed").click()

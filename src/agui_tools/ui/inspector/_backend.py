@@ -525,13 +525,7 @@ class Inspector:
             raise Refused(404, f"no thread {str(thread_id)[:80]!r} is kept by this inspector")
         if known.get("agent") in self.agents:
             self.agent = known["agent"]
-        self._new_session(known["threadId"])
-        self._cards.clear()
-        self._shown.clear()
-        self._previews.clear()
-        self.hub.push("new-thread", threadId=self.thread_id)
-        self.push_agents()
-        self.push_tools()
+        self._start_over(known["threadId"])
         await self._restore()
 
     async def _restore(self) -> None:
@@ -620,7 +614,11 @@ class Inspector:
         """Start over: a new thread with the current agent (the old one stays in the store)."""
         if self.busy:
             raise Busy()
-        self._new_session()
+        self._start_over()
+
+    def _start_over(self, thread_id: str | None = None) -> None:
+        """A session on another thread, the page told to start over on it."""
+        self._new_session(thread_id)
         self._cards.clear()
         self._shown.clear()
         self._previews.clear()

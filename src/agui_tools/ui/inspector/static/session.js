@@ -6,15 +6,8 @@
 // produced is DATA, put into the DOM with textContent / value only.
 
 import { $, el, json, api, announce, config, on, ruleLink } from "./core.js";
-import { addToLog, card, setStatus } from "./chat.js";
+import { addToLog, card, errorList, schemaForm, setStatus } from "./chat.js";
 
-function errorList(errors) {
-  const list = el("ul", { class: "errors" });
-  for (const e of errors || []) {
-    list.append(el("li", {}, el("code", { class: "path", text: e.path === "" ? "(payload)" : e.path }), " ", el("span", { text: e.message })));
-  }
-  return list;
-}
 
 // -- statuses: every card says where its call is ---------------------------------------------
 
@@ -191,46 +184,8 @@ on("restored", (m) => {
 
 const interrupts = new Map(); // interrupt id → card parts
 
-// A form for a JSON Schema: objects of scalars, enums, booleans, numbers and strings get
-// fields; anything else (and any schema on request) a JSON editor.
-function schemaForm(schema, label) {
-  const type = schema && schema.type;
-  const field = (node) => el("label", { class: "field" }, el("span", { text: label }), node);
-  if (schema && Array.isArray(schema.enum)) {
-    const select = el("select", {}, el("option", { value: "", text: "(choose)" }));
-    schema.enum.forEach((option, i) => select.append(el("option", { value: String(i), text: typeof option === "string" ? option : json(option) })));
-    return { node: field(select), read: () => (select.value === "" ? undefined : schema.enum[Number(select.value)]) };
-  }
-  if (type === "string") {
-    const input = el("input", { type: "text" });
-    return { node: field(input), read: () => input.value };
-  }
-  if (type === "integer" || type === "number") {
-    const input = el("input", { type: "number", step: type === "integer" ? "1" : "any" });
-    return { node: field(input), read: () => (input.value === "" ? undefined : Number(input.value)) };
-  }
-  if (type === "boolean") {
-    const input = el("input", { type: "checkbox" });
-    return { node: el("label", { class: "field inline" }, input, el("span", { text: label })), read: () => input.checked };
-  }
-  if (type === "object" && schema.properties && Object.keys(schema.properties).length) {
-    const required = schema.required || [];
-    const fields = Object.entries(schema.properties).map(([name, sub]) => [name, schemaForm(sub, name + (required.includes(name) ? " *" : ""))]);
-    return {
-      node: el("fieldset", { class: "object" }, el("legend", { text: label }), ...fields.map(([, f]) => f.node)),
-      read: () => {
-        const out = {};
-        for (const [name, f] of fields) {
-          const value = f.read();
-          if (value !== undefined) out[name] = value;
-        }
-        return out;
-      },
-    };
-  }
-  return jsonEditor(label, type === "array" ? [] : type === "object" || !schema ? {} : null);
-}
-
+// The form for a responseSchema is chat.js's (the mock tools' answer form); a JSON editor
+// for a schema it has no fields for, or on request.
 function jsonEditor(label, initial) {
   const area = el("textarea", { rows: 4, class: "editor", "aria-label": label });
   area.value = initial === null ? "" : json(initial);
@@ -282,7 +237,7 @@ function showInterrupt(m) {
     try {
       await api("interrupt", { id: m.id, ...body });
     } catch (err) {
-      problems.append(el("p", { class: "error", text: err.message }), errorList(err.details));
+      problems.append(el("p", { class: "error", text: err.message }), errorList(err.details, "(payload)"));
     }
   };
   const resolve = el("button", { type: "button", class: "approve", text: "Resolve", "aria-label": `Resolve interrupt ${m.reason || m.id}`, disabled: m.expired,
