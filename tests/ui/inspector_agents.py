@@ -384,3 +384,15 @@ def hostile_interrupt_agent() -> Any:
         )
 
     return agent
+
+
+def expired_interrupt_agent() -> Any:
+    """Interrupts with an ``expiresAt`` long past (INT-8: it can only be cancelled), then
+    says what the resume carried."""
+
+    async def agent(run: Run) -> None:
+        if not run.resume:
+            run.interrupt({"id": "late", "reason": "input", "expiresAt": "2000-01-01T00:00:00Z"})
+        await run.text(f"resumed with {json.dumps(run.resume)}")
+
+    return agent

@@ -889,3 +889,29 @@ def test_import_judges_ndjson_and_protobuf_as_verify_does_and_refuses_what_is_no
             assert no_stream.status_code == 422 and "holds no stream" in no_stream.json()["error"]
 
     asyncio.run(go())
+
+
+def test_an_expired_interrupt_can_only_be_cancelled_and_the_thread_goes_on() -> None:
+    from .inspector_agents import expired_interrupt_agent
+
+    async def go() -> None:
+        async with serving(agent_app(expired_interrupt_agent(), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "go"})
+                shown = await until(inspector, lambda m: m["kind"] == "interrupt")
+                assert shown["expired"] is True
+                late = await page.post(
+                    "/api/interrupt", json={"id": "late", "action": "resolve", "payload": 1}
+                )
+                assert late.status_code == 422 and "INT-8" in late.json()["error"]
+                ok = await page.post("/api/interrupt", json={"id": "late", "action": "cancel"})
+                assert ok.status_code == 200
+                said = await until(inspector, lambda m: m["kind"] == "text")
+                assert json.loads(said["delta"].removeprefix("resumed with ")) == [
+                    {"interruptId": "late", "status": "cancelled"}
+                ]
+                await until(inspector, idle)
+                assert not [m for m in inspector.hub.messages if m["kind"] == "failed"]
+
+    asyncio.run(go())
