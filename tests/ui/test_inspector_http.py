@@ -670,6 +670,8 @@ def test_session_controls_refuse_what_cannot_be_done_now() -> None:
             )
             async with running(inspector) as page:
                 assert (await page.post("/api/stop", json={})).status_code == 409  # nothing runs
+                unknown = await page.post("/api/thread", json={"threadId": "thread-x"})
+                assert unknown.status_code == 404  # no store: no thread to go back to
                 bad = {
                     "an unknown agent": {"agent": "nope"},
                     "a URL that is none": {"url": "not a url"},
