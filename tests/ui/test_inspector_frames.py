@@ -375,3 +375,25 @@ def test_the_page_works_at_390px_wide(browser: Any, tmp_path: Path) -> None:
             screenshot(page, "inspector-phone-frames.png", tmp_path)
         finally:
             context.close()
+
+
+def test_a_value_over_the_limit_is_shown_as_its_head_and_size(browser: Any) -> None:
+    """Issue 28 item 3: the back end sends a 300 KB argument as a head and its size; the
+    card, the run's input and the thread's messages say so instead of going blank."""
+    from .inspector_agents import big_argument_agent, register_upload
+
+    app = agent_app(big_argument_agent(300_000, chunk=4096), path="/agent")
+    with (
+        serve(agent_setup(app, register=register_upload)) as served,
+        observed(browser, served.url) as page,
+    ):
+        send(page, "upload it")
+        settled(page, served)
+        args = page.locator("article.card[data-call-id='big'] pre.args").text_content()
+        assert args.startswith('{"blob":"xxx') and "characters in all" in args
+        assert len(args) < 270_000
+        assert (
+            "stored 299988 characters" in page.locator("article.card pre.result-text").inner_text()
+        )
+        assert "characters in all" in page.locator("#last-input").text_content()
+        assert "characters in all" in page.locator("#messages").text_content()

@@ -2,7 +2,7 @@
 // cards with their consent questions and mock-tool forms. Updated in place; the log
 // sticks to the bottom once per frame, never once per message.
 
-import { $, el, json, api, announce, on, onRender, ruleLink } from "./core.js";
+import { $, el, json, api, announce, on, onRender, ruleLink, shownValue } from "./core.js";
 import { renderMarkdown, stableEnd } from "./markdown.js";
 
 const STATUS = {
@@ -179,9 +179,9 @@ function showCall(msg) {
       c.args.textContent = msg.preview === null ? "" : json(msg.preview);
     }
   }
-  if ("arguments" in msg) {
+  if ("arguments" in msg || "argumentsHead" in msg) {
     c.argsLabel.textContent = msg.edited ? "arguments (edited by you)" : "arguments";
-    c.args.textContent = msg.arguments === null ? msg.text : json(msg.arguments);
+    c.args.textContent = msg.arguments === null ? shownValue(msg, "text") : shownValue(msg, "arguments");
     c.errors.replaceChildren();
     if (msg.errors && msg.errors.length) {
       c.errors.append(el("p", { class: "error", text: "The arguments do not match the tool's schema:" }), errorList(msg.errors));

@@ -34,6 +34,17 @@ export function json(value) {
   }
 }
 
+/** A value the back end may have cut (issue 28): ``msg[name]``, or — when it was over
+ * its limit — the head it sent with the size, as text. */
+export function shownValue(msg, name) {
+  if (name in msg) return json(msg[name]);
+  if (`${name}Head` in msg) {
+    const chars = Number(msg[`${name}Chars`]).toLocaleString("en");
+    return `${msg[`${name}Head`]}… (${chars} characters in all: the export has the whole)`;
+  }
+  return "";
+}
+
 export async function api(action, body) {
   const response = await fetch(`/api/${action}`, {
     method: "POST",
@@ -115,7 +126,7 @@ export function onPrepare(fn) {
 const queue = [];
 let head = 0;
 let scheduled = false;
-const BUDGET_MS = 10; // a batch yields to the browser after this long; the rest waits a frame
+const BUDGET_MS = 8; // a batch yields to the browser after this long; the rest waits a frame
 
 export function enqueue(msg) {
   queue.push(msg);
@@ -151,7 +162,7 @@ function flush() {
     const msg = queue[head++];
     apply(msg);
     if (typeof msg.seq === "number") lastSeq = msg.seq;
-    if ((head & 63) === 0 && performance.now() - started > BUDGET_MS) break;
+    if ((head & 31) === 0 && performance.now() - started > BUDGET_MS) break;
   }
   if (head >= queue.length) {
     queue.length = 0;

@@ -7,7 +7,7 @@
 // Keyboard: the list is one Tab stop (a roving tabindex on the active row); ↑ ↓ Home
 // End PageUp PageDown move, → expands a group, ← collapses it, Enter shows the frame.
 
-import { $, el, json, on, onPrepare, onRender, ruleLink, showRule } from "./core.js";
+import { $, el, json, on, onPrepare, onRender, ruleLink, showRule, shownValue } from "./core.js";
 
 const ROW = 26; // px: every row is this tall, so a row's position is arithmetic
 const OVERSCAN = 8;
@@ -62,8 +62,9 @@ function addItem(item) {
 
 function onRunStart(m) {
   runStarts.set(m.run, m.t ?? null);
-  addItem({ kind: "run-start", run: m.run, url: m.url, input: m.input, t: m.t ?? null });
-  $("last-input").textContent = json(m.input);
+  const input = shownValue(m, "input");
+  addItem({ kind: "run-start", run: m.run, url: m.url, input, t: m.t ?? null });
+  $("last-input").textContent = input;
   waterfall.start(m);
 }
 
@@ -326,17 +327,25 @@ function scheduleRender() {
   });
 }
 
-let shownCounts = "";
+// The counts: one button per family seen, its text updated in place.
+const chips = new Map(); // family → button
 function renderCounts() {
-  const key = `${total}:${noteCount}:${filter.family}`;
-  if (key === shownCounts) return;
-  shownCounts = key;
   const box = $("family-counts");
-  const chip = (family, label, n) => el("button", { type: "button", class: "chip", "data-family": family, "aria-pressed": String(filter.family === family),
-    text: `${label} ${n.toLocaleString("en")}`, onclick: () => setFamily(filter.family === family ? "" : family) });
-  box.replaceChildren(chip("", "all", total));
-  for (const [family, n] of counts) if (n) box.append(chip(family, family, n));
-  if (noteCount) box.append(chip("verdicts", "verdicts", noteCount));
+  const show = (family, label, n) => {
+    let chip = chips.get(family);
+    if (!chip) {
+      chip = el("button", { type: "button", class: "chip", "data-family": family, onclick: () => setFamily(filter.family === family ? "" : family) });
+      chips.set(family, chip);
+      box.append(chip);
+    }
+    const text = `${label} ${n.toLocaleString("en")}`;
+    if (chip.textContent !== text) chip.textContent = text;
+    const pressed = String(filter.family === family);
+    if (chip.getAttribute("aria-pressed") !== pressed) chip.setAttribute("aria-pressed", pressed);
+  };
+  show("", "all", total);
+  for (const [family, n] of counts) if (n) show(family, family, n);
+  if (noteCount) show("verdicts", "verdicts", noteCount);
 }
 
 onRender(renderList);

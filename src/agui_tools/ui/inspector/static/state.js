@@ -4,7 +4,7 @@
 // every CHECKPOINT steps, so the history costs memory for its payloads, not one copy
 // of the state per step.
 
-import { $, el, json, on, onRender } from "./core.js";
+import { $, el, json, on, onRender, shownValue } from "./core.js";
 
 const CHECKPOINT = 32;
 const MAX_LISTED = 500;
@@ -127,8 +127,9 @@ on("event", (m) => {
   else if (m.type === "STATE_SNAPSHOT" && m.event) push({ run: m.run, index: m.index, type: m.type, payload: m.event.snapshot });
 });
 on("thread", (m) => {
-  thread = m.state;
-  $("messages").textContent = json(m.messages);
+  // a state over the back end's limit comes as a head: the page's own history has it whole
+  thread = "state" in m ? m.state : null;
+  $("messages").textContent = shownValue(m, "messages");
   dirty = true;
 });
 
