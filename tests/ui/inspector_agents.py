@@ -396,3 +396,28 @@ def expired_interrupt_agent() -> Any:
         await run.text(f"resumed with {json.dumps(run.resume)}")
 
     return agent
+
+
+def hostile_ids_app() -> Starlette:
+    """Markup in every field the frame list, waterfall and state history show: message
+    and call ids, a tool name, a step name, state keys and values, a custom event, and an
+    unknown property (a warning whose message quotes it)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "STEP_STARTED", "stepName": HOSTILE},
+            *_text(f"m-{HOSTILE}", f"**{HOSTILE}** [x]({HOSTILE})", **{HOSTILE: 1}),
+            {"type": "TOOL_CALL_START", "toolCallId": f"c-{HOSTILE}", "toolCallName": HOSTILE},
+            {
+                "type": "TOOL_CALL_ARGS",
+                "toolCallId": f"c-{HOSTILE}",
+                "delta": json.dumps({"q": HOSTILE}),
+            },
+            {"type": "TOOL_CALL_END", "toolCallId": f"c-{HOSTILE}"},
+            {"type": "STATE_SNAPSHOT", "snapshot": {HOSTILE: HOSTILE}},
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": HOSTILE}]},
+            {"type": "CUSTOM", "name": HOSTILE, "value": HOSTILE},
+            {"type": "STEP_FINISHED", "stepName": HOSTILE},
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )

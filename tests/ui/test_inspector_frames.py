@@ -397,3 +397,40 @@ def test_a_value_over_the_limit_is_shown_as_its_head_and_size(browser: Any) -> N
         )
         assert "characters in all" in page.locator("#last-input").text_content()
         assert "characters in all" in page.locator("#messages").text_content()
+
+
+def test_markup_in_ids_names_and_state_is_shown_literally_in_every_new_view(
+    browser: Any,
+) -> None:
+    from .inspector_agents import HOSTILE, hostile_ids_app
+
+    # the page's own markup: one <script src>, no <img>, <b> or inline <script>
+    foreign = "document.querySelectorAll('img, b, iframe, script:not([src]), [onerror]').length"
+    with serve(agent_setup(hostile_ids_app())) as served, observed(browser, served.url) as page:
+        send(page, "hostile")
+        settled(page, served)
+        listed = page.locator("#timeline").text_content()
+        assert f"m-{HOSTILE}" in listed and f"c-{HOSTILE}" in listed
+        # every row's detail (JSON, raw bytes, verdicts), shown one by one with the keyboard
+        page.locator("#timeline li[tabindex='0']").focus()
+        page.keyboard.press("Home")
+        shown = 0
+        for _ in range(page.evaluate("window.__frames().rows")):
+            page.keyboard.press(" ")
+            shown += HOSTILE in page.locator("#frame-detail").text_content()
+            assert page.evaluate(foreign) == 0
+            page.keyboard.press("ArrowDown")
+        assert shown >= 10
+        page.locator("#waterfall-box summary").click()
+        page.locator("#waterfall .bars li").first.wait_for()
+        assert HOSTILE in page.locator("#waterfall").text_content()
+        page.get_by_role("tab", name="State").click()
+        for step in range(page.locator("#deltas button.step").count()):
+            page.locator("#deltas button.step").nth(step).click()
+            escaped = json.dumps(HOSTILE)[1:-1]  # as JSON text shows it: its quotes escaped
+            assert escaped in page.locator("#state-at").text_content()
+            assert page.evaluate(foreign) == 0
+        assert json.dumps(HOSTILE) in page.locator("#state-diff").text_content()  # the delta
+        page.get_by_role("button", name="Plain text").click()
+        assert page.evaluate(foreign) == 0
+        assert page.evaluate("window.pwned") is None

@@ -79,7 +79,7 @@ export function ruleLink(rule, focusable = true) {
     } });
 }
 
-export async function showRule(rule) {
+export async function showRule(rule, focus = true) {
   const box = $("rule-box");
   $("rule-title").textContent = rule;
   $("rule-text").textContent = "…";
@@ -93,7 +93,7 @@ export async function showRule(rule) {
   } catch (err) {
     $("rule-text").textContent = `could not load the rule (${err.message})`;
   }
-  $("rule-close").focus();
+  if (focus) $("rule-close").focus();
 }
 
 // -- the message table and the frame loop ----------------------------------------------------

@@ -365,7 +365,7 @@ function select(i) {
   const when = (t, run) => (t ? `received ${new Date(t).toISOString().slice(11, 23)} UTC, ${since(t, run)} after the run's input was sent` : "");
   if (note) {
     parts.push(el("h3", { text: `${note.kind} on frame #${note.index}` }), noteNode({ ...note }));
-    showRule(note.rule);
+    showRule(note.rule, false); // the keyboard stays on its row
   }
   if (item.kind === "run-start") {
     parts.push(el("h3", { text: `run ${item.run}: the RunAgentInput sent to ${item.url}` }), el("p", { class: "muted", text: when(item.t, item.run) }),
