@@ -71,6 +71,35 @@ class CaptureVerdict:
             "truncated": self.truncated,
         }
 
+    def lines(self) -> list[str]:
+        """The verdict as ``agui-tools verify`` prints it, line by line (the agent's text
+        in it unescaped: a terminal escapes each line, a page shows it as text)."""
+        result = self.result
+        out = [f"warning {w}" for w in result.warnings]
+        if result.error is not None:
+            out.append(f"VIOLATION {result.error}")
+            if result.error.rule == "LIMIT":
+                out.append("  (a limit: --limit NAME=N sets it)")
+        out.append(
+            f"{result.events} event(s) read, {len(self.events)} delivered, "
+            f"{len(result.warnings)} warning(s)"
+        )
+        for r in result.runs:
+            ident = f"thread {r.thread_id!r} run {r.run_id!r}" if r.run_id else "stream"
+            line = f"  {ident}: {r.status}"
+            if r.pending:
+                line += f", pending tool calls: {', '.join(r.pending)}"
+            if r.error:
+                line += f", error: {r.error.get('message')}"
+            out.append(line)
+        cut = self.truncated
+        if cut is not None:
+            out.append(f"TRUNCATED [{cut['rule']}] {cut['message']}")
+            out.append("outcome: truncated (not a success)")
+            return out
+        out.append(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))
+        return out
+
 
 _SSE_LINE: Final = re.compile(rb"^(?::|(?:data|event|id|retry)(?::|$))", re.MULTILINE)
 
