@@ -164,6 +164,15 @@ def test_an_unreachable_upstream_is_named_in_the_log(tmp_path: Path) -> None:
     assert "1 upstream failure(s)" in err and code == 0
 
 
+ACTIONS = [
+    ("prompt", {"text": "hi"}),
+    ("consent", {"callId": "c1", "decision": "approve"}),
+    ("answer", {"callId": "c1", "value": 1}),
+    ("stop", {}),
+    ("new-thread", {}),
+]
+
+
 def test_inspect_shows_the_live_traffic_read_only() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in BROKEN])
     with serve(app_for(script)) as base:
@@ -204,23 +213,26 @@ def test_inspect_shows_the_live_traffic_read_only() -> None:
                     if any(m["kind"] == "run-end" for m in seen):
                         break
             kinds = [m["kind"] for m in seen]
+            seen = seen[kinds.index("run-start") :]  # after what the page is shown first
+            kinds = [m["kind"] for m in seen]
             assert kinds[0] == "run-start" and kinds[-1] == "run-end"
             assert [m["type"] for m in seen if m["kind"] == "event"] == [e["type"] for e in BROKEN]
             (violation,) = [m for m in seen if m["kind"] == "violation"]
             assert violation["rule"] == "TOOL-20" and violation["index"] == 3
             # read-only: the page cannot drive the thread
             origin = page.rstrip("/")
-            refused = httpx.post(
-                f"{page}api/prompt",
-                content=b'{"text": "hi"}',
-                headers={
-                    "content-type": "application/json",
-                    "origin": origin,
-                    "x-inspector-token": token.group(1),
-                },
-                timeout=10,
-            )
-            assert refused.status_code == 403 and "read-only" in refused.text
+            for action, body in ACTIONS:
+                refused = httpx.post(
+                    f"{page}api/{action}",
+                    content=orjson.dumps(body),
+                    headers={
+                        "content-type": "application/json",
+                        "origin": origin,
+                        "x-inspector-token": token.group(1),
+                    },
+                    timeout=10,
+                )
+                assert refused.status_code == 403 and "read-only" in refused.text, action
         finally:
             code, _, err = _ctrl_c(proc)
     assert "Traceback" not in err and code == 1

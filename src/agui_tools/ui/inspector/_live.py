@@ -52,6 +52,24 @@ class LiveInspector(Inspector):
     def next_input(self, prompt: str | None) -> dict[str, Any]:
         self._read_only()
 
+    def resolve_interrupt(self, *args: Any, **kwargs: Any) -> None:
+        self._read_only()
+
+    def compose(self, *args: Any, **kwargs: Any) -> None:
+        self._read_only()
+
+    def configure(self, *args: Any, **kwargs: Any) -> None:
+        self._read_only()
+
+    def stop(self) -> None:
+        self._read_only()
+
+    def new_thread(self) -> None:
+        self._read_only()
+
+    async def open_thread(self, thread_id: Any) -> None:
+        self._read_only()
+
     # -- what the proxy tells it ----------------------------------------------------------------
 
     def exchange_started(self, number: int, url: str, body: bytes) -> None:
