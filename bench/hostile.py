@@ -58,6 +58,18 @@ CASES: list[tuple[str, int, str, str]] = [
         "held forever (issue 11: 3,000 after 60 s)",
     ),
     (
+        "check_flood",
+        1024,
+        "`check` (every case, `--html` + JSON) against an agent streaming 1 GB of small events",
+        "4.4 GB, 625 MB HTML (issue); 32 MiB cap: 2.6 GB on 200 MB",
+    ),
+    (
+        "check_flood",
+        0,
+        "`check` against an agent whose stream never ends",
+        "4.8 GB, 752 MB HTML (issue); GET alone: OOM-killed at 24 GB",
+    ),
+    (
         "gzip_bomb",
         512,
         "a gzip stream inflating to 512 MB of comments",
@@ -244,6 +256,41 @@ def gzip_bomb(megabytes: int) -> str:
         except LimitExceeded as exc:
             return f"`{exc.rule}` violation after {len(bomb):,} compressed bytes"
     return f"run {conv.runs[-1].status}"
+
+
+def check_flood(megabytes: int) -> str:
+    """``check`` in this process against :func:`tests.check.agents.flood_agent` served by
+    another (``bench.hostile_peer``), so the peak RSS is the checker's."""
+    import atexit
+    import socket
+
+    from tests.helpers.scripted_server import free_port
+
+    from agui_tools.check import check_agent
+    from agui_tools.check.reports import html_report
+
+    resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))  # the machine is shared
+    port = free_port()
+    peer = subprocess.Popen(
+        [sys.executable, "-m", "bench.hostile_peer", str(port), str(megabytes)],
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    atexit.register(peer.kill)
+    for _ in range(400):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    report = check_agent(f"http://127.0.0.1:{port}/", timeout=60)
+    html, doc = html_report(report), report.dumps()
+    capped = sum(
+        "exceeded the checker's budget" in f.message for c in report.cases for f in c.findings
+    )
+    return (
+        f"HTML {len(html) / 1e6:.1f} MB, JSON {len(doc) / 1e6:.1f} MB; {capped} streams "
+        "cut at 2 MiB (`LIMIT` warning)"
+    )
 
 
 def _child(name: str, arg: int) -> None:

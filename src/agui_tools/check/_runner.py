@@ -19,7 +19,7 @@ from .._text import escape_controls
 from .._version import __version__
 from ._cases import CASES, SECTIONS, Case, basic_run
 from ._context import DEFAULT_TOOLS, Context, Settings
-from ._probe import Probe
+from ._probe import STREAM_CAP, Probe
 from ._report import CaseResult, CheckReport, Finding, Verdict, worst
 
 __all__ = ["acheck_agent", "check_agent", "select_cases"]
@@ -63,6 +63,7 @@ async def acheck_agent(
     tools: Sequence[Mapping[str, Any]] | None = None,
     prompt: str | None = None,
     oversize_bytes: int = 16 * 1024 * 1024,
+    max_stream_bytes: int = STREAM_CAP,
 ) -> CheckReport:
     """Run the conformance cases against the agent at ``url``; see :func:`check_agent`."""
     if timeout <= 0:
@@ -76,10 +77,13 @@ async def acheck_agent(
         tools=[dict(t) for t in tools] if tools is not None else DEFAULT_TOOLS,
         prompt=prompt,
         oversize_bytes=oversize_bytes,
+        max_stream_bytes=max_stream_bytes,
     )
     started = datetime.now(UTC)
     start = time.perf_counter()
-    probe = Probe(url, headers=settings.headers, timeout=timeout)
+    if max_stream_bytes <= 0:
+        raise UsageError(f"max_stream_bytes must be a positive number, not {max_stream_bytes}")
+    probe = Probe(url, headers=settings.headers, timeout=timeout, max_stream_bytes=max_stream_bytes)
     with _agent_log() as log:
         try:
             await _reachable(probe)
@@ -157,7 +161,8 @@ def check_agent(url: str, **options: Any) -> CheckReport:
     Options: ``cases`` (ids or globs), ``sections``, ``timeout`` (seconds per
     case), ``strict`` (warnings fail), ``headers``, ``tools`` (the frontend
     tools to advertise, wire ``Tool`` dicts), ``prompt`` (the message inviting
-    a call). Blocking; inside a running event loop use :func:`acheck_agent`.
+    a call), ``max_stream_bytes`` (what is read of one answer before the checker
+    stops: a ``LIMIT`` warning; 2 MiB). Blocking; inside a running event loop use :func:`acheck_agent`.
 
     Raises :class:`~agui_tools.TransportError` when the agent cannot be reached
     at all and :class:`~agui_tools.UsageError` for bad options; everything the

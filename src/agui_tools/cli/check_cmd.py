@@ -62,6 +62,13 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="time bound of each case (default 10)",
     )
+    p.add_argument(
+        "--max-stream-bytes",
+        type=_bytes,
+        default=2 * 1024 * 1024,
+        metavar="BYTES",
+        help="read at most this much of one answer, then stop (a LIMIT warning; default 2 MiB)",
+    )
     p.add_argument("--strict", action="store_true", help="warnings fail the check too")
     p.add_argument(
         "-H",
@@ -102,6 +109,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the byte budget must be positive, not {text}")
     return value
 
 
@@ -197,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
             headers=headers,
             tools=tools,
             prompt=args.prompt or prompt,
+            max_stream_bytes=args.max_stream_bytes,
         )
     except KeyboardInterrupt:
         print("\nagui-tools check: interrupted", file=sys.stderr)
