@@ -37,6 +37,12 @@ CASES: list[tuple[str, int, str, str]] = [
         "400 one-value `replace` deltas on a 2 MB state",
         "21.7 ms per delta (issue: 175 ms)",
     ),
+    (
+        "selfcopy",
+        13_000,
+        "13k 78-byte `copy /a → /a` deltas (1 MB) on a 2.7 MB state",
+        "29.7 s CPU, all applied (issue); 30.5 s wall here",
+    ),
     ("text", 160_000, "160k `TEXT_MESSAGE_CONTENT` deltas of 8 bytes", "16.7 s (80k: 1.6 s)"),
     ("sse", 680, "one 16 MB SSE event of 3-byte `data:` lines", "10.8 s, 777 MB"),
     (
@@ -123,6 +129,29 @@ def state(deltas: int) -> str:
         conv.receive(frame)
     per = (time.process_time() - started) / deltas * 1e3
     return f"{per:.3f} ms per delta"
+
+
+def selfcopy(deltas: int) -> str:
+    from agui_tools import LimitExceeded
+    from agui_tools.app import Conversation
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    conv.receive_many(
+        [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 2_700_000}},
+        ]
+    )
+    frame = json.dumps(
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": "/a"}]}
+    ).encode()
+    for n in range(deltas):
+        try:
+            conv.receive(frame)
+        except LimitExceeded as exc:
+            return f"`{exc.rule}` violation at delta {n + 1} (work credit spent)"
+    return f"all {deltas:,} applied"
 
 
 def text(deltas: int) -> str:
