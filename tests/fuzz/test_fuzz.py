@@ -260,7 +260,7 @@ def test_the_memory_oracle_counts_what_only_a_collection_would_free() -> None:
 
     _, cost = measured(len(raw), leaky)
     assert cost.retained > cost.size * 100
-    with pytest.raises(AssertionError, match="left .* allocated after it returned"):
+    with pytest.raises(AssertionError, match=r"left .* allocated after it returned"):
         cost.check("a refusal kept by a cycle")
     _, cost = measured(len(raw), clean)
     assert cost.retained < 64 * 1024
