@@ -280,3 +280,27 @@ def test_patches_that_bring_their_own_bytes_keep_applying() -> None:
         )
     assert conv.state["a"] == "9" * 1_000_000 and conv.state["k49"] == 1999
     assert conv.state["c"] == 1951
+
+
+def test_a_state_limit_and_run_finished_in_one_chunk_fail_the_run_at_the_limit() -> None:
+    """Issue 28 item 9: a state ``LIMIT`` followed by ``RUN_FINISHED`` in the same
+    network chunk left the run "success" (the pipeline had judged the whole chunk
+    before the reducer saw the state), named event #5 instead of #4, and the chunk's
+    earlier events never reached the UI. Now: rejected at #4, updates kept."""
+    from agui_tools.app import TextDelta
+
+    conv = started(limits=Limits(max_state_bytes=1024))
+    chunk = [
+        RUN,
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hello"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 2000}},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    with pytest.raises(LimitExceeded) as caught:
+        conv.receive_many(chunk)
+    assert caught.value.index == 4 and caught.value.event_type == "STATE_SNAPSHOT"
+    result = conv.end_run()
+    assert result.status == "rejected" and result.violation is caught.value
+    assert TextDelta("m", "assistant", "hello") in conv.take_updates()
