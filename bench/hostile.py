@@ -236,7 +236,7 @@ def slowloris(clients: int) -> str:
         for _ in range(clients):
             sock = socket.create_connection((host, int(port)), timeout=30)
             sock.sendall(
-                b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"POST / HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
                 b"content-length: 1000\r\n\r\n{"
             )
             socks.append(sock)
