@@ -443,7 +443,9 @@ def test_an_unreachable_agent_fails_the_turn_in_words_and_a_retry_sends_the_prom
             assert not inspector.busy
             conv = inspector.session.conversation
             assert conv is not None and conv.messages == []  # nothing was sent: withdrawn
-            async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent"), port=port):
+            async with serving(
+                agent_app(demo_agent(delay=0, refund=False), path="/agent"), port=port
+            ):
                 await page.post("/api/prompt", json={"text": "hello"})
                 await until(
                     inspector, lambda m: m["kind"] == "run-end" and m["status"] == "success"
