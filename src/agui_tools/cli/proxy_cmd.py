@@ -165,6 +165,21 @@ def summary(
     return [terminal_text(line) for line in lines]
 
 
+def _draining_server(config: Any, app: Any) -> Any:
+    """uvicorn, which on the way out first waits for the verdicts the judging process
+    still owes (a body's end is forwarded before its verdict is in)."""
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            # the verdicts first (bounded): the exchanges waiting for them then end by
+            # themselves, and only streams still open meet the short graceful timeout
+            await app.drain()
+            await super().shutdown(sockets)
+
+    return DrainingServer(config)
+
+
 async def _with_inspector(server: Any, sock: Any, inspector: Any, args: Any) -> None:
     """The proxy and its read-only inspector, in one event loop: the inspector's
     timeline is filled by the proxy's own traffic."""
@@ -266,10 +281,11 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
+        server = _draining_server(config, app)
         if inspector is None:
-            uvicorn.Server(config).run(sockets=[sock])
+            server.run(sockets=[sock])
         else:
-            asyncio.run(_with_inspector(uvicorn.Server(config), sock, inspector, args))
+            asyncio.run(_with_inspector(server, sock, inspector, args))
     except KeyboardInterrupt:  # Ctrl-C is how the proxy is stopped: the summary follows
         pass
     finally:

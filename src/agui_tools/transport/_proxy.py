@@ -60,7 +60,13 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from .._text import guarded_logger
-from ..check._watch import InputJudged, StreamWatch, ThreadLedger, WatchFinding, binding_of
+from ..check._watch import (
+    InputJudged,
+    StreamWatch,
+    ThreadLedger,
+    WatchFinding,
+    binding_of,
+)
 from ._auth import HostPolicy
 from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
 
@@ -215,8 +221,8 @@ class ProxyApp:
         judge_in_process: judge streams in a process of its own (:class:`JudgePool`),
             so forwarding never waits for the judge (not in strict mode, which judges
             each chunk before it is forwarded). The findings are the same; each arrives
-            a moment after its event was forwarded, and a body's end waits for its
-            verdict.
+            a moment after its event was forwarded; a body's end is forwarded at once
+            and the verdict follows — the next input waits for it instead.
     """
 
     def __init__(
@@ -254,6 +260,10 @@ class ProxyApp:
         self._pool = JudgePool() if judge_in_process else None
         self.observer = observer
         self._outcomes: dict[int, Any] = {}
+        self._settling: dict[str, asyncio.Future[None]] = {}
+        self._unsettled: set[asyncio.Future[None]] = set()
+        """Per thread, the judging process's verdict on its last stream, still to come:
+        the thread's next input is judged against it once it is in."""
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -266,7 +276,14 @@ class ProxyApp:
         if self._pool is not None:
             self._pool.stop()
 
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Wait (``timeout`` at most) for the verdicts still to come from the judging
+        process — on the way out, so that the summary counts every stream forwarded."""
+        if self._unsettled:
+            await asyncio.wait(set(self._unsettled), timeout=timeout)
+
     async def aclose(self) -> None:
+        await self.drain()
         self.stop_judge()
         if self._client is not None:
             await self._client.aclose()
@@ -319,6 +336,7 @@ class ProxyApp:
             "findings": [],
         }
         found: list[WatchFinding] = []
+        settle: asyncio.Future[None] | None = None
 
         def on_finding(finding: WatchFinding) -> None:
             found.append(finding)
@@ -338,16 +356,30 @@ class ProxyApp:
                         exchange.open("application/json")
                         exchange.write(orjson.dumps({"error": problem}))
                     return
-            await self._forward(
+            settle = await self._forward(
                 scope, receive, send, url, body, judged, exchange, meta, on_finding, number
             )
         finally:
-            meta["findings"] = [f.to_json() for f in found]
-            if self.observer is not None and number:
-                outcome = self._outcomes.pop(number, None)
-                self.observer.exchange_ended(number, meta["status"], outcome)
-            if exchange is not None:
-                exchange.finish(meta)
+            if settle is not None:
+                # the body has ended (the frontend is not kept waiting); the exchange
+                # — its record, the inspector's card — is over once its verdict is in
+                await asyncio.shield(settle)
+            self._complete(number, meta, found, exchange)
+
+    def _complete(
+        self,
+        number: int,
+        meta: dict[str, Any],
+        found: list[WatchFinding],
+        exchange: RecordedExchange | None,
+    ) -> None:
+        """An exchange is over, its verdict in: the recording's meta, the inspector's card."""
+        meta["findings"] = [f.to_json() for f in found]
+        if self.observer is not None and number:
+            outcome = self._outcomes.pop(number, None)
+            self.observer.exchange_ended(number, meta["status"], outcome)
+        if exchange is not None:
+            exchange.finish(meta)
 
     async def _read_body(
         self, scope: Scope, receive: Receive, send: Send, headers: Headers
@@ -380,6 +412,10 @@ class ProxyApp:
         return f"{url}?{query.decode('latin-1')}" if query else url
 
     async def _judge_input(self, body: bytes) -> InputJudged:
+        if self._unsettled:
+            # the verdicts still to come first: an input is judged against its thread's
+            # last run, and findings are told in the order the exchanges happened
+            await asyncio.wait(set(self._unsettled))
         if len(body) > INLINE_JUDGE_BYTES:
             async with self._judging:
                 verdict = await run_in_threadpool(self._endpoint.judge_body, body)
@@ -406,7 +442,9 @@ class ProxyApp:
         meta: dict[str, Any],
         on_finding: Callable[[WatchFinding], None],
         number: int = 0,
-    ) -> None:
+    ) -> asyncio.Future[None] | None:
+        """Forward the request and stream the answer back; the verdict of a stream
+        judged in the judging process, when it is still to come (``None``: it is in)."""
         request = self.client.build_request(
             scope["method"],
             url,
@@ -425,7 +463,7 @@ class ProxyApp:
                 exchange.open("application/json")
                 exchange.write(orjson.dumps({"error": problem}))
             await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
-            return
+            return None
         content_type = response.headers.get("content-type")
         meta |= {"status": response.status_code, "contentType": content_type}
         binding = binding_of(content_type)
@@ -473,18 +511,43 @@ class ProxyApp:
                 log.error("proxying %s failed", url, exc_info=pump.exception())
             # the verdict is in — and the thread's last run remembered — before the body
             # ends: the frontend's next input on the thread is judged against it
-            outcome = None
-            if watch is not None:
-                watch.cut = watch.cut or cut_short
-                outcome = watch.outcome(run_input or {})
-            elif remote is not None:
-                outcome = await remote.outcome(cut_short)
-            if run_input is not None:
-                self.ledger.remember(run_input, outcome)
-            if self.observer is not None and number:
-                self._outcomes[number] = outcome
+            settle: asyncio.Future[None] | None = None
+            if remote is not None:
+                settle = self._settle(remote, cut_short, run_input, number)
+            else:
+                outcome = None
+                if watch is not None:
+                    watch.cut = watch.cut or cut_short
+                    outcome = watch.outcome(run_input or {})
+                self._remember(run_input, outcome, number)
         if ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return settle
+
+    def _remember(self, run_input: Mapping[str, Any] | None, outcome: Any, number: int) -> None:
+        if run_input is not None:
+            self.ledger.remember(run_input, outcome)
+        if self.observer is not None and number:
+            self._outcomes[number] = outcome
+
+    def _settle(
+        self,
+        remote: _RemoteWatch,
+        cut_short: bool,
+        run_input: Mapping[str, Any] | None,
+        number: int,
+    ) -> asyncio.Future[None]:
+        """The judging process's verdict on a stream, awaited apart from the body: the
+        frontend has its answer's end at once (no wait for the judge), and the next
+        input (:meth:`_judge_input`) waits for this instead."""
+
+        async def settle() -> None:
+            self._remember(run_input, await remote.outcome(cut_short), number)
+
+        task = asyncio.ensure_future(settle())
+        self._unsettled.add(task)
+        task.add_done_callback(self._unsettled.discard)
+        return task
 
     async def _pump(
         self,
