@@ -29,6 +29,10 @@ Groups (``--only`` runs one):
 * ``load`` — 100 / 500 / 1,000 concurrent runs, a storm of 500 disconnects,
   and a small run's first byte while big bodies are judged (bench/load.py);
   ``--write-docs`` writes them into docs/security.md too.
+* ``inspector`` — the inspector page in headless Chromium streaming 1,000 / 5,000
+  text deltas beside ``agui-inspector`` 0.2.0 (installed on demand into
+  ``.venv-agui-inspector``), and 100,000 for ours: settle time, longest long task,
+  memory, a filter change (bench/inspector.py; docs/inspector.md).
 * ``telemetry`` — what OpenTelemetry tracing costs a Session round trip: before
   tracing existed, tracing off, the API with no SDK, the SDK with a no-op
   exporter (bench/telemetry.py; docs/observability.md).
@@ -46,6 +50,7 @@ import time
 
 from . import arguments as arguments_bench
 from . import codec, corpus, hostile, load, peers
+from . import inspector as inspector_bench
 from . import pipeline as pipeline_bench
 from . import proto as proto_bench
 from . import reducer as reducer_bench
@@ -65,6 +70,7 @@ GROUPS = (
     "hostile",
     "load",
     "telemetry",
+    "inspector",
 )
 
 
@@ -141,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             hostile.write_docs(load_text, marker="load")
     if "telemetry" in groups:
         print(telemetry_bench.report())
+    if "inspector" in groups:
+        print(inspector_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")
     return 0
 

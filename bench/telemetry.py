@@ -10,7 +10,11 @@ library's own work is what is timed, not the loopback's), on a memory store.
   API's non-recording spans; attributes are never computed);
 * the SDK, a no-op exporter — every span recorded and handed, synchronously
   (``SimpleSpanProcessor``), to an exporter that drops it: the cost of the spans
-  themselves, with no export I/O.
+  themselves, with no export I/O;
+* the SDK's metrics alone — a ``MeterProvider`` whose reader is never collected
+  (every counter and histogram recorded, nothing exported), tracing off: what the
+  metrics cost;
+* both — spans (no-op exporter) and metrics.
 
 And "before": the same round trips on the sources of the commit before tracing
 existed (``BEFORE``, checked out with ``git archive`` into a temporary directory
@@ -112,16 +116,27 @@ def _measure_here(mode: str, sends: int, repeats: int) -> float:
     """Best seconds for ``sends`` round trips in this process, tracing as ``mode`` says
     (``before``: the sources on the path have no telemetry at all)."""
     provider = None
+    meters = None
     if mode != "before":
         from agui_tools import _telemetry
 
-        if mode == "sdk":
+        if mode in ("sdk", "sdk+metrics"):
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
             provider = TracerProvider()
             provider.add_span_processor(SimpleSpanProcessor(_NoOpExporter()))  # type: ignore[arg-type]
-        _telemetry.use(provider, enabled=mode != "off")
+        if mode in ("metrics", "sdk+metrics"):
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+            meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+        if mode == "metrics":
+            # metrics only: no tracer provider of ours, and the global one is the API's
+            # proxy — so no span records; the meters do
+            _telemetry.use(None, meter_provider=meters)
+        else:
+            _telemetry.use(provider, meter_provider=meters, enabled=mode != "off")
     return _best(lambda: asyncio.run(_round_trips(sends)), repeats)
 
 
@@ -147,6 +162,8 @@ MODES = {
     "off": "tracing off (no otel extra)",
     "api": "opentelemetry-api, no SDK configured",
     "sdk": "SDK + a no-op exporter (every span recorded)",
+    "metrics": "SDK metrics only (every instrument recorded)",
+    "sdk+metrics": "SDK spans (no-op exporter) + metrics",
 }
 
 

@@ -181,6 +181,22 @@ class UsageError(AguiError):
         super().__init__(f"[{rule}] {message}" if rule else message)
 
 
+class ResumeOutcomeUnknown(AguiError):
+    """A resume of the thread's interrupted run was sent — by an earlier life of this
+    process, or another replica — and no run of it was saved: it may have reached the
+    agent. It is not sent again blindly (a resume sent is never sent twice): nothing
+    was sent now. ``sent`` is the recorded resume (:class:`~agui_tools.app.SentResume`:
+    its run id, its entries, when it was sent); a session's ``resume_unknown=`` check
+    decides whether to send it again (docs/transport.md, "A resume is sent once").
+    """
+
+    rule = "INT-7"
+
+    def __init__(self, message: str, sent: Any) -> None:
+        self.sent = sent
+        super().__init__(f"[INT-7] {message}")
+
+
 class LimitExceeded(ProtocolViolation):
     """A configured resource limit was exceeded (event size, argument text…).
 

@@ -16,6 +16,7 @@ Attribute names: docs/observability.md.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import time
 import weakref
 from collections import OrderedDict
@@ -301,7 +302,7 @@ def run_ended(s: Any, result: Any, events: int) -> None:
         s.set_status(Status(StatusCode.ERROR, result.status))
 
 
-def call_span(call: Any, *, restored: bool = False) -> Any:
+def call_span(call: Any, *, restored: bool = False, streamed: float | None = None) -> Any:
     """The span of one tool call under disposition (not current: the session's loop
     spans many steps), a child of the span of the run that made the call when this
     process sent it (else, and for a call a restore disposed of, of the current span)."""
@@ -315,6 +316,8 @@ def call_span(call: Any, *, restored: bool = False) -> Any:
             s.set_attribute("agui.run.id", call.run_id)
         s.set_attribute("agui.tool_call.argument_bytes", len(call.text.encode()))
         s.set_attribute("agui.tool_call.status.initial", str(call.status))
+        if streamed is not None:
+            s.set_attribute("agui.tool_call.stream_duration", streamed)
     return s
 
 
@@ -467,15 +470,26 @@ def _store_op(method: str, writes: bool) -> Iterator[None]:
 # -- the agent side ---------------------------------------------------------------------
 
 
+_AGENT_SPAN: contextvars.ContextVar[Any] = contextvars.ContextVar("agui_agent_span", default=None)
+"""The span of the run being served, in the agent's task: where refusals are recorded
+(not the current span, which may be one the agent opened itself)."""
+
+
 @contextlib.contextmanager
 def agent_run(run_input: Mapping[str, Any]) -> Iterator[Any]:
     """One span per run served (kind SERVER): a child of the client's run span when the
     request carried its context."""
     with span("agui.agent.run", kind="SERVER") as s:
-        if s is not None:
-            s.set_attribute("agui.thread.id", str(run_input.get("threadId")))
-            s.set_attribute("agui.run.id", str(run_input.get("runId")))
-        yield s
+        if s is None:
+            yield s
+            return
+        s.set_attribute("agui.thread.id", str(run_input.get("threadId")))
+        s.set_attribute("agui.run.id", str(run_input.get("runId")))
+        token = _AGENT_SPAN.set(s)
+        try:
+            yield s
+        finally:
+            _AGENT_SPAN.reset(token)
 
 
 def agent_ended(s: Any, channel: Any) -> None:
@@ -492,7 +506,9 @@ def agent_ended(s: Any, channel: Any) -> None:
 
 def refused(error: Any) -> None:
     """The emitter refused what the agent asked of it (a protocol rule it would
-    break): an event on the current span (the run's), counted in ``agui.agent.refusals``."""
+    break) — recorded as the refusal is made, so one the agent catches is too: an event
+    on the agent's run span (the current span outside a run), counted in
+    ``agui.agent.refusals``."""
     api = _load()
     if api is None:
         return
@@ -500,7 +516,9 @@ def refused(error: Any) -> None:
     m = _get_meters()
     if m is not None:
         m.refusals.add(1, {"agui.rule": rule})
-    s = api[0].get_current_span()
+    s = _AGENT_SPAN.get()
+    if s is None:
+        s = api[0].get_current_span()
     if not s.is_recording():
         return
     s.add_event("agui.emitter.refusal", {"agui.rule": rule})

@@ -169,6 +169,9 @@ def test_cli_list_and_a_selected_run_with_tools_file(tmp_path: Path) -> None:
     )
     assert listed.returncode == 0
     assert all(case.id in listed.stdout for case in CASES)
+    lines = {line.split()[0]: line.split()[1:3] for line in listed.stdout.splitlines()}
+    assert lines["interrupts.resolved"] == ["MUST", "interrupts"]  # its tier and capability
+    assert lines["transport.keep-alive"] == ["informational", "-"]
 
     tools = tmp_path / "tools.json"
     tools.write_text(

@@ -4,6 +4,7 @@ loopback server, exported in memory by the SDK — every attribute asserted."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,8 @@ from tests.helpers.e2e_agent import app
 from tests.helpers.scripted_server import Script, app_for, serve
 
 Tree = tuple[str, str, str, dict[str, Any], list[Any]]
+STREAMED = "<seconds from TOOL_CALL_START to TOOL_CALL_END>"
+"""What a tree shows for ``agui.tool_call.stream_duration``, checked to be seconds."""
 
 
 @pytest.fixture
@@ -102,11 +105,16 @@ def tree(exporter: InMemorySpanExporter) -> list[Tree]:
         kids = [
             c for c in finished if c.parent is not None and c.parent.span_id == s.context.span_id
         ]
+        attrs = dict(s.attributes or {})
+        if "agui.tool_call.stream_duration" in attrs:
+            seconds = attrs["agui.tool_call.stream_duration"]
+            assert isinstance(seconds, float) and 0 <= seconds < 60, seconds
+            attrs["agui.tool_call.stream_duration"] = STREAMED
         return (
             s.name,
             s.kind.name,
             s.status.status_code.name,
-            dict(s.attributes or {}),
+            attrs,
             [node(c) for c in kids],
         )
 
@@ -150,6 +158,7 @@ def call_attrs(thread: str, run: str, call_id: str, **final: Any) -> dict[str, A
         "agui.run.id": run,
         "agui.tool_call.argument_bytes": len(b'{"sku": "W-1", "qty": 2}'),
         "agui.tool_call.status.initial": "awaiting_consent",
+        "agui.tool_call.stream_duration": STREAMED,
         **final,
     }
 
@@ -654,3 +663,94 @@ def test_a_provider_configured_after_the_first_look_is_used_a_recheck_later(
     with _telemetry.span("x") as s:
         assert s is not None
     assert [x.name for x in spans.get_finished_spans()] == ["x"]
+
+
+# -- #27's leftovers: streaming time, sync handlers' context, caught refusals ----------------
+
+
+async def slow_arguments_agent(r: Run) -> None:
+    if r.messages[-1]["role"] == "tool":
+        await r.text("Thanks.")
+        return
+    async with r.tool_call("confirm_order", call_id="c1") as c:
+        await c.args('{"sku": "W-1", ')
+        await asyncio.sleep(0.3)  # the model is slow to finish the arguments
+        await c.args('"qty": 2}')
+
+
+def test_the_call_span_times_the_arguments_from_start_to_end(
+    spans: InMemorySpanExporter, face: str
+) -> None:
+    """``agui.tool_call.stream_duration``: from the receipt of TOOL_CALL_START to that
+    of TOOL_CALL_END — at least the pause the agent made between them."""
+
+    async def main() -> None:
+        async with serving(agent_app(slow_arguments_agent, path="/agent")) as base:
+            session = make_session(f"{base}/agent", face, ask=lambda c: True)
+            if isinstance(session, SyncSession):
+                await asyncio.to_thread(send, session, "order")
+            else:
+                assert isinstance(session, Session)
+                async with session.client:
+                    await session.send("order")
+
+    asyncio.run(main())
+    [call] = [s for s in spans.get_finished_spans() if s.name == "agui.tool_call confirm_order"]
+    seconds = (call.attributes or {})["agui.tool_call.stream_duration"]
+    assert isinstance(seconds, float) and seconds >= 0.3, seconds
+
+
+@pytest.mark.parametrize(
+    ("face_", "timeout"),
+    [("async", None), ("sync", 30.0), ("sync", None)],
+    ids=["Session", "SyncSession-timeout", "SyncSession"],
+)
+def test_a_sync_handler_runs_inside_its_execute_tool_span(
+    spans: InMemorySpanExporter, url: str, face_: str, timeout: float | None
+) -> None:
+    """A blocking handler runs in a thread (the async face's daemon thread, the blocking
+    face's deadline thread): it runs in a copy of the caller's context, so the current
+    span there is its ``execute_tool`` span and the handler's own spans nest under it."""
+    from opentelemetry import trace
+
+    current: list[Any] = []
+    if face_ == "sync":
+        session: BaseSession[Any] = SyncSession(
+            SyncAgentClient(url), ask=lambda c: True, timeout=timeout
+        )
+    else:
+        session = Session(AgentClient(url), ask=lambda c: True, timeout=timeout)
+
+    @session.tool(side_effects=True)
+    def confirm_order(sku: str, qty: int) -> str:
+        """Place an order after the user confirmed it."""
+        current.append(trace.get_current_span().get_span_context())
+        return "ordered"
+
+    assert send(session, "frontend").status == "success"
+    [execution] = [s for s in spans.get_finished_spans() if s.name == "execute_tool confirm_order"]
+    assert execution.context is not None
+    [seen] = current
+    assert seen.is_valid and seen.span_id == execution.context.span_id
+
+
+def test_a_refusal_the_agent_catches_is_recorded_on_the_agent_run(
+    spans: InMemorySpanExporter,
+) -> None:
+    """The agent catches the emitter's refusal and finishes cleanly: the refusal is
+    still an event on the agent's run span (recorded as it is made, not as it escapes)."""
+    from agui_tools._errors import UsageError
+
+    async def careful(run: Run) -> None:
+        with contextlib.suppress(UsageError):  # the agent knows better and goes on
+            await run.result("never-called", "a result for no call")
+        await run.text("carrying on")
+
+    events = asyncio.run(collect(careful, {"threadId": "t", "runId": "r", "messages": []}))
+    assert events[-1]["type"] == "RUN_FINISHED"
+    [agent] = spans.get_finished_spans()
+    attrs = dict(agent.attributes or {})
+    assert attrs["agui.agent.refusals"] == 1 and attrs["agui.run.terminal"] == "RUN_FINISHED"
+    [refusal] = agent.events
+    assert refusal.name == "agui.emitter.refusal"
+    assert dict(refusal.attributes or {}) == {"agui.rule": "TOOL-10"}

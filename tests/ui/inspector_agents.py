@@ -189,3 +189,101 @@ def broken_after_call_app() -> Starlette:
             {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
         ]
     )
+
+
+def deltas_agent(n: int, *, paragraph: int = 50) -> Any:
+    """One assistant message streamed as ``n`` text deltas (``"word{i} "``), a blank
+    line every ``paragraph`` deltas — the long stream of issue 24."""
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            for i in range(n):
+                await m.delta(f"word{i} " if (i + 1) % paragraph else f"word{i}\n\n")
+
+    return agent
+
+
+def big_argument_agent(size: int, chunk: int = 1024) -> Any:
+    """A call to ``upload`` whose ``size``-character argument streams in ``chunk``-sized
+    deltas (issue 28, item 3); once the call is answered, a short text."""
+
+    async def agent(run: Run) -> None:
+        if any(m.get("role") == "tool" for m in run.messages):
+            await run.text("uploaded")
+            return
+        text = json.dumps({"blob": "x" * (size - 12)})
+        async with run.tool_call("upload", call_id="big") as call:
+            for i in range(0, len(text), chunk):
+                await call.args(text[i : i + chunk])
+
+    return agent
+
+
+def register_upload(session: Session) -> None:
+    """The frontend tool :func:`big_argument_agent` calls (no side effects: no consent)."""
+
+    @session.tool
+    def upload(blob: str) -> str:
+        """Store a blob."""
+        return f"stored {len(blob)} characters"
+
+
+MARKDOWN = (
+    "# Report\n\nSome **bold**, some *emphasis*, `code <b>`, and raw <b>html</b> here.\n\n"
+    "- a [safe link](https://example.com/a?b=1)\n"
+    "- a [bad link](javascript:window.pwned=3)\n"
+    "- a [data link](data:text/html,<script>window.pwned=4</script>)\n"
+    "- ![an image](https://example.com/x.png)\n\n"
+    "```\n<script>window.pwned = 5</script>\n```\n\n"
+    '> quoted <img src=x onerror="window.pwned=6">\n'
+)
+
+
+def markdown_agent() -> Any:
+    """Assistant text in Markdown, with hostile links and markup, streamed in pieces."""
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            for i in range(0, len(MARKDOWN), 7):
+                await m.delta(MARKDOWN[i : i + 7])
+
+    return agent
+
+
+def state_history_agent() -> Any:
+    """A snapshot, three deltas, a second snapshot: a state history to step through."""
+
+    async def agent(run: Run) -> None:
+        await run.state_snapshot({"cart": [], "step": 1})
+        await run.state_delta([{"op": "add", "path": "/cart/-", "value": "widget"}])
+        await run.state_delta([{"op": "replace", "path": "/step", "value": 2}])
+        await run.state_delta([{"op": "add", "path": "/cart/-", "value": "gadget"}])
+        await run.state_snapshot({"cart": ["gadget"], "step": 3, "paid": True})
+        await run.text("Paid.")
+
+    return agent
+
+
+def hostile_ids_app() -> Starlette:
+    """Markup in every field the frame list, waterfall and state history show: message
+    and call ids, a tool name, a step name, state keys and values, a custom event, and an
+    unknown property (a warning whose message quotes it)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "STEP_STARTED", "stepName": HOSTILE},
+            *_text(f"m-{HOSTILE}", f"**{HOSTILE}** [x]({HOSTILE})", **{HOSTILE: 1}),
+            {"type": "TOOL_CALL_START", "toolCallId": f"c-{HOSTILE}", "toolCallName": HOSTILE},
+            {
+                "type": "TOOL_CALL_ARGS",
+                "toolCallId": f"c-{HOSTILE}",
+                "delta": json.dumps({"q": HOSTILE}),
+            },
+            {"type": "TOOL_CALL_END", "toolCallId": f"c-{HOSTILE}"},
+            {"type": "STATE_SNAPSHOT", "snapshot": {HOSTILE: HOSTILE}},
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": HOSTILE}]},
+            {"type": "CUSTOM", "name": HOSTILE, "value": HOSTILE},
+            {"type": "STEP_FINISHED", "stepName": HOSTILE},
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )

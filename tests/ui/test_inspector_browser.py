@@ -255,7 +255,8 @@ import asyncio, io, json
 from rich.console import Console
 from agui_tools.demo.app import run_demo, scripted
 answers = iter(["approve", "decline not now"])
-conv, _ = asyncio.run(run_demo(console=Console(file=io.StringIO()), decide=scripted(answers), fast=True))
+conv, _ = asyncio.run(run_demo(console=Console(file=io.StringIO()), decide=scripted(answers), fast=True,
+                               refund=False))  # the web demo's plan: no interrupt card there yet
 print(json.dumps(conv.messages))
 """
 

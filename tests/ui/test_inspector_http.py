@@ -62,6 +62,11 @@ def idle(m: dict[str, Any]) -> bool:
     return m["kind"] == "busy" and not m["busy"]
 
 
+def unbatched(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages of one SSE message of the page's stream (a batch holds several)."""
+    return list(data["messages"]) if data["kind"] == "batch" else [data]
+
+
 # -- security ------------------------------------------------------------------------------
 
 
@@ -145,25 +150,44 @@ def test_a_reconnecting_page_is_replayed_exactly_what_it_missed() -> None:
             async with running(inspector) as page:
                 await page.post("/api/prompt", json={"text": "hello"})
                 await until(inspector, idle)
-                total = len(inspector.hub.messages)
-                assert total > 10
+                kept = [m["seq"] for m in inspector.hub.messages]
+                assert len(kept) > 10
+                texts = [m for m in inspector.hub.messages if m["kind"] == "text"]
 
-                async def read(last: str | None) -> list[int]:
+                async def read(last: str | None) -> tuple[list[int], list[dict[str, Any]]]:
+                    """The SSE ids read, and the messages they carried (batches unwrapped)."""
                     headers = {"Last-Event-ID": last} if last is not None else {}
                     ids: list[int] = []
+                    messages: list[dict[str, Any]] = []
                     params = {"token": inspector.token}
                     async with page.stream(
                         "GET", "/api/events", params=params, headers=headers
                     ) as r:
                         async for line in r.aiter_lines():
+                            if line.startswith("data: "):
+                                messages += unbatched(json.loads(line[6:]))
                             if line.startswith("id: "):
                                 ids.append(int(line[4:]))
-                                if ids[-1] == total - 1:
-                                    return ids
-                    return ids
+                            if messages and messages[-1]["seq"] == kept[-1]:
+                                return ids, messages
+                    return ids, messages
 
-                assert await read(None) == list(range(total))
-                assert await read("6") == list(range(7, total))
+                # a new page catches up in ONE message (a batch), not one per update
+                ids, messages = await read(None)
+                assert ids == [kept[-1]]
+                # ... holding every kept message but the text deltas, which are joined
+                assert [m["seq"] for m in messages if m["kind"] != "text"] == [
+                    s for s in kept if s not in {t["seq"] for t in texts}
+                ]
+                joined = "".join(m["delta"] for m in messages if m["kind"] == "text")
+                assert joined == "".join(t["delta"] for t in texts)
+                # a reconnecting page gets exactly what it missed after the id it names
+                ids, messages = await read("6")
+                assert ids == [kept[-1]]
+                missed = [m for m in inspector.hub.messages if m["seq"] > 6]
+                assert [m["kind"] for m in messages if m["kind"] != "text"] == [
+                    m["kind"] for m in missed if m["kind"] != "text"
+                ]
 
     asyncio.run(go())
 
@@ -328,8 +352,10 @@ def test_inspect_drives_the_server_built_only_with_the_official_package() -> Non
                         assert r.headers["content-type"].startswith("text/event-stream")
                         async for line in r.aiter_lines():
                             if line.startswith("data: "):
-                                seen.append(json.loads(line[6:]))
-                                if idle(seen[-1]) and any(m["kind"] == "user" for m in seen):
+                                seen.extend(unbatched(json.loads(line[6:])))
+                                if any(idle(m) for m in seen) and any(
+                                    m["kind"] == "user" for m in seen
+                                ):
                                     return
 
                 reader = asyncio.create_task(read_page_stream())
@@ -476,13 +502,31 @@ def test_a_port_in_use_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_page_never_turns_data_into_markup() -> None:
-    """A static guard beside the browser test: no HTML-parsing sink in the page's script."""
+    """A static guard beside the browser test: no HTML-parsing sink in any of the page's
+    modules — and every module the page has is one the server serves (and so checked)."""
     from importlib import resources
 
-    source = resources.files("agui_tools.ui.inspector").joinpath("static", "app.js").read_text()
-    script = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
-        assert sink not in script, sink
+    from agui_tools.ui.inspector._app import _MODULES
+
+    static = resources.files("agui_tools.ui.inspector").joinpath("static")
+    shipped = sorted(p.name for p in static.iterdir() if p.name.endswith(".js"))
+    assert shipped == sorted(_MODULES)
+    for name in shipped:
+        source = static.joinpath(name).read_text()
+        script = "\n".join(
+            line for line in source.splitlines() if not line.lstrip().startswith("//")
+        )
+        for sink in (
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+            "createContextualFragment",
+            "DOMParser",
+        ):
+            assert sink not in script, (name, sink)
 
 
 def test_the_docs_show_screenshots_the_tests_take() -> None:
@@ -490,7 +534,7 @@ def test_the_docs_show_screenshots_the_tests_take() -> None:
     text = (root / "docs" / "inspector.md").read_text()
     images = re.findall(r"!\[[^\]]*\]\((img/[^)]+)\)", text)
     assert len(images) >= 3
-    tests = (root / "tests" / "ui" / "test_inspector_browser.py").read_text()
+    tests = "".join(p.read_text() for p in (root / "tests" / "ui").glob("test_inspector_*.py"))
     for image in images:
         assert (root / "docs" / image).stat().st_size > 10_000, image
         assert f'"{Path(image).name}"' in tests, f"{image} is not taken by a test"

@@ -49,6 +49,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from .. import _telemetry
 from .._errors import ProtocolViolation, UsageError
 from .._version import PROTOCOL_VERSION
 from ..wire._codec import refuse_non_finite
@@ -137,6 +138,15 @@ def _json_numbers(ev: WireEvent) -> None:
     argument delta, whose values are strings.
     """
     refuse_non_finite(ev, f"refusing to emit {ev['type']}")
+
+
+def _refusal(message: str, *, rule: str | None = None) -> UsageError:
+    """A refusal of the emitter: the :class:`UsageError` it raises, recorded (on the
+    agent's run span, in ``agui.agent.refusals``) as it is made — so a refusal the
+    agent catches and goes on from is in the trace too (docs/observability.md)."""
+    error = UsageError(message, rule=rule)
+    _telemetry.refused(error)
+    return error
 
 
 class Emitter:
@@ -231,7 +241,7 @@ class Emitter:
     def start(self) -> list[WireEvent]:
         """``RUN_STARTED`` with our own ``protocolVersion`` (RUN-2), never the input's."""
         if self._phase != "new":
-            raise UsageError("start() was already called for this run.", rule="RUN-13")
+            raise _refusal("start() was already called for this run.", rule="RUN-13")
         ev: WireEvent = {
             "type": "RUN_STARTED",
             "threadId": self.thread_id,
@@ -257,7 +267,7 @@ class Emitter:
         live = [e for e in self._open.values() if e.state == "open"]
         if live:
             first = live[0]
-            raise UsageError(
+            raise _refusal(
                 f"the run cannot finish while {first.describe()} is still open"
                 + (f" (and {len(live) - 1} more)" if len(live) > 1 else "")
                 + "; every item, step and subagent must be closed before RUN_FINISHED.",
@@ -293,10 +303,10 @@ class Emitter:
         """
         self._require_active()
         if not all(isinstance(i, Mapping) for i in interrupts):
-            raise UsageError("each interrupt is an object (a wire Interrupt).", rule="RUN-4")
+            raise _refusal("each interrupt is an object (a wire Interrupt).", rule="RUN-4")
         items = [dict(i) for i in interrupts]
         if not items:
-            raise UsageError("an interrupt outcome carries at least one interrupt.", rule="INT-1")
+            raise _refusal("an interrupt outcome carries at least one interrupt.", rule="INT-1")
         seen: set[Any] = set()
         for n, item in enumerate(items):
             try:
@@ -304,20 +314,18 @@ class Emitter:
                     "Interrupt", item, f"/outcome/interrupts/{n}"
                 )
             except ProtocolViolation as exc:
-                raise UsageError(f"malformed interrupt: {exc}", rule=exc.rule) from None
+                raise _refusal(f"malformed interrupt: {exc}", rule=exc.rule) from None
             if warnings:
-                raise UsageError(
-                    f"interrupt has unrecognised material: {warnings[0]}", rule="PROC-3"
-                )
+                raise _refusal(f"interrupt has unrecognised material: {warnings[0]}", rule="PROC-3")
             ident = item.get("id")
             if ident in seen:
-                raise UsageError(f"interrupt id {ident!r} is used twice in one run.", rule="INT-3")
+                raise _refusal(f"interrupt id {ident!r} is used twice in one run.", rule="INT-3")
             seen.add(ident)
         frontend = [
             c for c in self.pending_tool_call_ids if self.call_name(c) in self.frontend_tools
         ]
         if frontend:
-            raise UsageError(
+            raise _refusal(
                 f"advertised frontend tool call(s) {', '.join(map(repr, frontend))} are "
                 "unanswered: a run that stops on a frontend call finishes with the success outcome "
                 "(the application answers in the next run), never as interrupted.",
@@ -341,7 +349,7 @@ class Emitter:
         when the emitter is poisoned, since it is the one honest ending left.
         """
         if self._phase == "errored":
-            raise UsageError("the run already ended with RUN_ERROR.", rule="RUN-12")
+            raise _refusal("the run already ended with RUN_ERROR.", rule="RUN-12")
         for entry in self._open.values():
             entry.state = "abandoned"
         ev: WireEvent = {"type": "RUN_ERROR", "message": message}
@@ -420,13 +428,13 @@ class Emitter:
         if known is not None:
             k_role, k_name, k_owner = known
             if role != k_role or (name is not None and name != k_name):
-                raise UsageError(
+                raise _refusal(
                     f"reopening text message {message_id!r} as role={role!r} name={name!r}, but it "
                     f"was opened as role={k_role!r} name={k_name!r}; a reopening start must agree.",
                     rule="TEXT-3",
                 )
             if owner is not None and owner != k_owner:
-                raise UsageError(
+                raise _refusal(
                     f"reopening text message {message_id!r} under {owner!r}, but it belongs to "
                     f"{k_owner or 'the parent agent'!r}.",
                     rule="TEXT-4",
@@ -464,7 +472,7 @@ class Emitter:
             parent = self._texts.get(parent_message_id)
             if parent is not None:
                 if owner is not None and owner != parent[2]:
-                    raise UsageError(
+                    raise _refusal(
                         f"tool call {call_id!r} is attributed to {owner!r} but its message "
                         f"{parent_message_id!r} belongs to {parent[2] or 'the parent agent'!r}; a "
                         "call inherits the attribution of its message.",
@@ -475,7 +483,7 @@ class Emitter:
         if known is not None and (
             known.name != name or known.parent != parent_message_id or known.owner != effective
         ):
-            raise UsageError(
+            raise _refusal(
                 f"reopening tool call {call_id!r} as {name!r} (parent {parent_message_id!r}, owner "
                 f"{effective!r}) but it was made as {known.name!r} (parent {known.parent!r}, owner "
                 f"{known.owner!r}); a reopening start must agree.",
@@ -514,20 +522,20 @@ class Emitter:
         ids = f"tool call {call_id!r}"
         call = self._calls.get(call_id)
         if call is None:
-            raise UsageError(
+            raise _refusal(
                 f"{ids} was never made in this thread; a result answers a call.", rule="TOOL-10"
             )
         entry = self._open.get(_key("tool", call_id))
         if entry is not None:
-            raise UsageError(
+            raise _refusal(
                 f"{ids} is still {'open' if entry.state == 'open' else 'abandoned mid-arguments'}; "
                 "a result answers a closed call.",
                 rule="TOOL-10",
             )
         if call_id in self._answered:
-            raise UsageError(f"{ids} already has a result; a call has one.", rule="TOOL-10")
+            raise _refusal(f"{ids} already has a result; a call has one.", rule="TOOL-10")
         if call.name in self.frontend_tools:
-            raise UsageError(
+            raise _refusal(
                 f"{ids} is to {call.name!r}, a frontend tool the run input advertised: the "
                 "application executes it and answers in the next run's input; the producer must "
                 "not answer it.",
@@ -584,7 +592,7 @@ class Emitter:
         key = _key(kind, ident)
         current = self._open.get(key)
         if current is not None:
-            raise UsageError(
+            raise _refusal(
                 f"{spec.noun} {ident!r} is already open "
                 f"({'abandoned by an exception' if current.state == 'abandoned' else 'close it first'});"
                 " an item whose id is open cannot be opened again.",
@@ -611,7 +619,7 @@ class Emitter:
         entry = self._open.get(_key(kind, ident))
         if entry is None or entry.state != "open":
             why = "abandoned by an exception" if entry is not None else "not open"
-            raise UsageError(
+            raise _refusal(
                 f"cannot add to {spec.noun} {ident!r}: it is {why}.",
                 rule=spec.not_open,
             )
@@ -628,7 +636,7 @@ class Emitter:
         spec = STREAMED[kind]
         entry = self._open.get(_key(kind, ident))
         if entry is None:
-            raise UsageError(
+            raise _refusal(
                 f"cannot close {spec.noun} {ident!r}: it is not open.",
                 rule=spec.not_open,
             )
@@ -687,7 +695,7 @@ class Emitter:
         scope = SCOPES[kind]
         key = _key(kind, ident, owner)
         if key in self._open:
-            raise UsageError(f"{scope.noun} {ident!r} is already open.", rule=scope.opened_twice)
+            raise _refusal(f"{scope.noun} {ident!r} is already open.", rule=scope.opened_twice)
         ev: WireEvent = {"type": scope.start, scope.id_field: ident}
         self._tag(ev, owner)
         self._send(ev)
@@ -699,7 +707,7 @@ class Emitter:
         self._require_active()
         entry = self._open.get(_key(kind, ident, owner))
         if entry is None:
-            raise UsageError(
+            raise _refusal(
                 f"cannot close {_NOUN[kind]} {ident!r}: it is not open.",
                 rule=SCOPES[kind].not_open,
             )
@@ -719,19 +727,19 @@ class Emitter:
         self._require_active()
         sid = subagent_run_id
         if _key("subagent", sid) in self._open or sid in self._subagents_done:
-            raise UsageError(
+            raise _refusal(
                 f"subagent invocation {sid!r} was already announced in this run; each invocation "
                 "gets its own id.",
                 rule=SUBAGENT.opened_twice,
             )
         if sid in self._tags:
-            raise UsageError(
+            raise _refusal(
                 f"events were already attributed to {sid!r}; an invocation is announced before "
                 "its events.",
                 rule="SUB-4",
             )
         if parent is not None and _key("subagent", parent) not in self._open:
-            raise UsageError(
+            raise _refusal(
                 f"parent invocation {parent!r} is not active in this run.", rule="SUB-14"
             )
         ev: WireEvent = {"type": "SUBAGENT_STARTED", "subagentRunId": sid, "name": name}
@@ -762,7 +770,7 @@ class Emitter:
         mine = self._owned_by(subagent_run_id)
         live = [e for e in mine if e.state == "open"]
         if live:
-            raise UsageError(
+            raise _refusal(
                 f"subagent {subagent_run_id!r} cannot finish while {live[0].describe()} is still "
                 "open.",
                 rule=_LIVE_RULE[live[0].kind],
@@ -778,7 +786,7 @@ class Emitter:
                 outcome["interruptIds"] = list(interrupt_ids)
             fields["outcome"] = outcome
         elif interrupt_ids:
-            raise UsageError("a success outcome carries no interrupt ids.", rule="SUB-9")
+            raise _refusal("a success outcome carries no interrupt ids.", rule="SUB-9")
         self._subagent_terminal(entry, fields, error=False)
         return self._drain()
 
@@ -815,7 +823,7 @@ class Emitter:
         self._require_active()
         entry = self._open.get(_key("subagent", sid))
         if entry is None:
-            raise UsageError(f"subagent invocation {sid!r} is not active.", rule=SUBAGENT.not_open)
+            raise _refusal(f"subagent invocation {sid!r} is not active.", rule=SUBAGENT.not_open)
         return entry
 
     def _owned_by(self, sid: str) -> list[_Open]:
@@ -931,23 +939,23 @@ class Emitter:
 
     def _require_active(self) -> None:
         if self._poison is not None:
-            raise UsageError(
+            raise _refusal(
                 "an earlier event was refused by verification, so this run can only end with "
                 f"RUN_ERROR (error()). The refusal: {self._poison}",
                 rule=self._poison.rule,
             )
         if self._phase == "new":
-            raise UsageError("the run has not started: call start() first.", rule="RUN-1")
+            raise _refusal("the run has not started: call start() first.", rule="RUN-1")
         if self._phase != "active":
             closed_by = "RUN_FINISHED" if self._phase == "finished" else "RUN_ERROR"
-            raise UsageError(
+            raise _refusal(
                 f"the run already ended with {closed_by}; nothing more may be emitted for it.",
                 rule="RUN-12",
             )
 
     def _check_owner(self, owner: Owner) -> None:
         if owner is not None and owner in self._subagents_done:
-            raise UsageError(
+            raise _refusal(
                 f"subagent invocation {owner!r} has ended; nothing more can be attributed to it "
                 "(its scope is no longer usable).",
                 rule="SUB-5",
@@ -956,7 +964,7 @@ class Emitter:
     def _check_new_message(self, ident: str, kind: str, *, reopen: bool = False) -> None:
         minted = self._messages.get(ident)
         if minted is not None and (minted != kind or not reopen):
-            raise UsageError(
+            raise _refusal(
                 f"messageId {ident!r} already identifies a {minted} message of this thread; a "
                 "messageId is unique within its thread.",
                 rule="EVT-8",
@@ -991,7 +999,7 @@ class Emitter:
                     for item in expanded:
                         self._verifier.feed(item)
             except ProtocolViolation as exc:
-                self._poison = UsageError(f"verification refused the event: {exc}", rule=exc.rule)
+                self._poison = _refusal(f"verification refused the event: {exc}", rule=exc.rule)
                 raise self._poison from exc
         self._out.append(ev)
 
@@ -1000,17 +1008,17 @@ class Emitter:
         try:
             clean, warnings = shared_enforcer(self._max_depth).event(ev)
         except ProtocolViolation as exc:
-            raise UsageError(f"refusing to emit a malformed event: {exc}", rule=exc.rule) from None
+            raise _refusal(f"refusing to emit a malformed event: {exc}", rule=exc.rule) from None
         if clean is None or warnings:
             what = str(warnings[0]) if warnings else f"an event of type {ev['type']!r}"
-            raise UsageError(
+            raise _refusal(
                 f"refusing to emit material a consumer would strip or drop: {what}",
                 rule=warnings[0].rule if warnings else "PROC-9",
             )
         try:
             orjson.dumps(ev, option=_STRICT_JSON)
         except TypeError as exc:
-            raise UsageError(
+            raise _refusal(
                 f"refusing to emit {ev['type']}: a value is not JSON ({exc}).", rule="TRANS-4"
             ) from None
 
@@ -1081,7 +1089,7 @@ def _lane_error(ev: WireEvent, held: _Open) -> UsageError:
     else:
         how = "arrives in its lane"
     lane = f"subagent {held.owner!r}'s lane" if held.owner else "the parent agent's lane"
-    return UsageError(
+    return _refusal(
         f"{kind} {how}, which would make a consumer close the chunk stream of "
         f"{held.describe()} in {lane} while it is still being written. Finish the chunked item "
         "first, spell one of them explicitly, or emit from a subagent scope (its own lane).",

@@ -95,9 +95,7 @@ async def _drive(
             )
             channel.push(_end(emitter, run, RunCancelled("a task the agent awaited was cancelled")))
         except BaseException as exc:
-            stop = stop_in(exc)
-            if isinstance(exc, UsageError):
-                _telemetry.refused(exc)
+            stop = stop_in(exc)  # a refusal was recorded by the emitter as it was made
             if stop is not None:
                 channel.push(_end(emitter, run, stop))
             else:
@@ -128,8 +126,7 @@ def _end(emitter: Emitter, run: Run, stop: RunStop | None) -> list[WireEvent]:
         if isinstance(stop, RunInterrupted):
             return emitter.interrupt(stop.interrupts, usage=run._usage)
         return emitter.finish(result=run._result, usage=run._usage)
-    except UsageError as exc:
-        _telemetry.refused(exc)
+    except UsageError as exc:  # recorded by the emitter as it was made
         log.error("run %s cannot end cleanly: %s", run.run_id, exc)
         return _fail(emitter, run, f"the agent broke a protocol rule ({exc.rule})", "UsageError")
 

@@ -20,12 +20,13 @@ Sans-I/O, in the order a verified event travels::
 
 from __future__ import annotations
 
-from ._calls import Answer, CallStatus, PendingCall
+from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_key
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
 from ._consent import ConsentDecision, ConsentPolicy, Verdict
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._journal import Journal, MemoryJournal, SQLiteJournal
 from ._reducer import ThreadState
+from ._resume import SentResume
 from ._store import MemoryStore, Store, ThreadRecord
 from ._store_postgres import AsyncPostgresStore, PostgresStore
 from ._store_sqlite import SQLiteStore
@@ -48,12 +49,15 @@ __all__ = [
     "RunResult",
     "SQLiteJournal",
     "SQLiteStore",
+    "SentResume",
     "Store",
     "TextDelta",
     "ThreadRecord",
     "ThreadState",
+    "ToolContext",
     "ToolSpec",
     "Verdict",
+    "idempotency_key",
     "read_frames",
     "replay",
     "verify_capture",

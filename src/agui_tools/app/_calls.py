@@ -21,6 +21,7 @@ never interpreted.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,7 +35,17 @@ from ._consent import ConsentDecision, DecidedBy, Verdict, fingerprint
 from ._tools import ToolSpec
 from ._validation import ArgumentError
 
-__all__ = ["MOVES", "Answer", "CallAction", "CallStatus", "PendingCall", "move", "normalize_result"]
+__all__ = [
+    "MOVES",
+    "Answer",
+    "CallAction",
+    "CallStatus",
+    "PendingCall",
+    "ToolContext",
+    "idempotency_key",
+    "move",
+    "normalize_result",
+]
 
 Outcome = Literal["executed", "failed", "declined"]
 
@@ -245,6 +256,23 @@ class PendingCall:
     def advertised(self) -> bool:
         return self.tool is not None
 
+    @property
+    def idempotency_key(self) -> str:
+        """The call's idempotency key (:func:`idempotency_key`): what its handler was
+        given in its :class:`ToolContext`, so an ``outcome_unknown`` check can look
+        the side effect up by the same key."""
+        return idempotency_key(self.thread_id, self.call_id)
+
+    def context(self) -> ToolContext:
+        """What a handler that asks for it is told about this call."""
+        return ToolContext(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            call_id=self.call_id,
+            tool=self.tool if self.tool is not None else ToolSpec(self.name, ""),
+            idempotency_key=self.idempotency_key,
+        )
+
     def problems(self) -> str | None:
         """Why this call cannot run as proposed, in words for the agent; ``None`` if it can."""
         if isinstance(self.arguments, UnparseableArguments):
@@ -252,6 +280,44 @@ class PendingCall:
         if self.errors:
             return "the arguments do not match the tool's schema: " + describe_errors(self.errors)
         return None
+
+
+def idempotency_key(thread_id: str, call_id: str) -> str:
+    """The idempotency key of call ``call_id`` of thread ``thread_id``.
+
+    A pure function of the two ids — ``"agui-"`` and the first 32 hex digits of the
+    SHA-256 of ``thread_id``, a NUL and ``call_id`` — so every execution of the call
+    gets the same key: a retry after a store failure, a restarted process, another
+    replica on the same store. 37 ASCII characters, within the limits payment APIs
+    set (Stripe: 255). Ids are the agent's: the key of a call is only as unique as
+    the agent keeps its call ids within a thread (EVT-9)."""
+    digest = hashlib.sha256(f"{thread_id}\x00{call_id}".encode()).hexdigest()
+    return f"agui-{digest[:32]}"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool handler may know about its call (opt-in: annotate a parameter of
+    the handler ``ToolContext``; docs/application.md, "A handler that knows its call").
+
+    ``idempotency_key`` is stable across retries and replicas (:func:`idempotency_key`):
+    pass it to a payment API, and the side effect is idempotent downstream too — a
+    call whose first execution may have reached the API before a crash is answered
+    "outcome unknown" here, and ``outcome_unknown=`` can ask the API by the same key
+    (``call.idempotency_key``) what became of it.
+    """
+
+    thread_id: str
+    run_id: str | None
+    """The run that made the call (``None``: not known, a call restored from a bare journal)."""
+    call_id: str
+    tool: ToolSpec
+    """The advertised tool: name, description, ``parameters`` (its JSON Schema)."""
+    idempotency_key: str
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool.name
 
 
 def describe_errors(errors: Sequence[ArgumentError], limit: int = 10) -> str:

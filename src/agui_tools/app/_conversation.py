@@ -46,6 +46,8 @@ from .. import _telemetry
 from .._errors import (
     ProtocolViolation,
     ProtocolWarning,
+    ResumeOutcomeUnknown,
+    StaleThread,
     StoreError,
     StoreOutcomeUnknown,
     StoreWriteFailed,
@@ -57,14 +59,14 @@ from ..wire._verify import Limits, RunSummary
 from ._arguments import parse_arguments
 from ._call_order import in_call_order, misplaced_tool_messages
 from ._calls import Answer, CallStatus, PendingCall, describe_errors, move, normalize_result
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
+from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, fingerprint
 from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
 from ._downgrade import prepare_run_input
 from ._execution import Execution, unawaited
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._link import Link, Operation
 from ._reducer import NOTHING_ENCODED, Encoded, ThreadState
-from ._resume import check_resume
+from ._resume import RESUME_TOOL, SentResume, check_resume, resume_record_id
 from ._runs import RunResult, run_from_json, run_to_json
 from ._steps import Pause, Steps, StoreOp, adrive, ask, drive
 from ._store import (
@@ -235,6 +237,12 @@ class Conversation:
         self._added: list[str] = []  # messages next_input() added for the run being sent
         self._covering: set[str] = set()  # calls the resume list being sent answers
         self._resumed: set[str] = set()  # calls answered by a resume entry (INT-6)
+        self._resume_key: JournalKey | None = None  # the claimed resume the run being sent carries
+        self._call_started: dict[str, float] = {}  # call id → when its TOOL_CALL_START arrived
+        self.call_stream_seconds: dict[str, float] = {}
+        """Call id → seconds from the receipt of its ``TOOL_CALL_START`` to that of its
+        ``TOOL_CALL_END`` (calls this conversation received; the tool-call span's
+        ``agui.tool_call.stream_duration``)."""
         self._updates: list[Update] = []
         initial = list(messages)
         self.thread = ThreadState(
@@ -396,6 +404,8 @@ class Conversation:
         self.thread.withdraw(self._added)
         self._added = []
         self._covering = set()
+        # a claimed resume stays claimed: the request may have reached the agent
+        self._resume_key = None
 
     # -- receiving a run ----------------------------------------------------------
 
@@ -447,6 +457,8 @@ class Conversation:
         role_of = self.thread.role
         updates = self._updates
         index = pipe.index
+        # when this batch arrived: the clock is read once, and only if a call opens or closes
+        received: float | None = None
         for ev in events:
             kind = ev["type"]
             if kind == "MESSAGES_SNAPSHOT":
@@ -460,8 +472,16 @@ class Conversation:
                 # O(1) per delta: building the message (its whole text) here was quadratic
                 role = role_of(ev["messageId"]) or "assistant"
                 updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
+            elif kind == "TOOL_CALL_END":
+                received = received if received is not None else time.monotonic()
+                started = self._call_started.pop(ev["toolCallId"], None)
+                if started is not None:
+                    self.call_stream_seconds[ev["toolCallId"]] = received - started
             elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
                 call_id = ev["toolCallId"]
+                if kind == "TOOL_CALL_START":
+                    received = received if received is not None else time.monotonic()
+                    self._call_started[call_id] = received
                 buffer = self.thread.argument_buffer(call_id)
                 preview = (
                     buffer.preview() if buffer is not None and kind == "TOOL_CALL_ARGS" else None
@@ -567,6 +587,10 @@ class Conversation:
         # of step — the run is not in the store, so no call of it may ever run (a
         # reload resumes from what the store holds; the same message_id sends again)
         yield from self._save_steps(run, todo)
+        if self._resume_key is not None:
+            # the run the resume started is saved: the resume's record is answered by it
+            key, self._resume_key = self._resume_key, None
+            yield from ask("finish", key, Answer.executed(key.call_id, run.status).to_json())
         self.runs.append(run)
         run.pending, failed = yield from self._dispose_all_steps(todo, {c: run_id for c, _ in todo})
         if failed is not None:
@@ -593,6 +617,102 @@ class Conversation:
                 failure = failure or exc
                 pending.append(self._undisposable(call_id, run_id, exc))
         return pending, failure
+
+    # -- a resume is sent once: claimed like a call ------------------------------------
+    #
+    # Before a resume run is sent, its record is written (the entries and the run id,
+    # then a journal claim on ``agui.resume/<interrupted run>``, exactly once by the
+    # store); when that run's save is durable, the record is answered. A record still
+    # open when the thread is picked up again (a crash after sending, before saving;
+    # another replica sending it now) is a resume that may have reached the agent:
+    # never sent again blindly (docs/transport.md, "A resume is sent once").
+
+    def _sent_resume_steps(self) -> StoreSteps[SentResume | None]:
+        """The resume of the interrupted last run that a process sent and no saved run
+        answers (``None``: none was sent). One another replica is sending right now is
+        waited for, up to ``in_flight_wait`` after it was sent; answered meanwhile, the
+        thread moved on: :class:`StaleThread` (reload)."""
+        last = self.runs[-1] if self.runs else None
+        if last is None or last.status != "interrupt":
+            return None
+        record_id = resume_record_id(last.run_id)
+        found: ClaimResult | None = yield from ask("lookup", self.thread_id, record_id)
+        if found is None:
+            return None
+        deadline = (found.started_at or 0.0) + self.in_flight_wait
+        pause = 0.02
+        while found.claim is Claim.UNKNOWN and (now := time.time()) < deadline:
+            yield Pause(min(pause, deadline - now))
+            pause = min(pause * 2, 0.5)
+            found = (yield from ask("lookup", self.thread_id, record_id)) or found
+        if found.claim is Claim.ANSWERED:
+            raise StaleThread(self.thread_id, self.version, self.version + 1)
+        return (yield from self._recorded_resume_steps(record_id, found))
+
+    def _recorded_resume_steps(self, record_id: str, found: ClaimResult) -> StoreSteps[SentResume]:
+        records = yield from ask("decisions", self.thread_id, record_id)
+        mine = [
+            r
+            for r in records
+            if r.get("kind") == "resume" and r.get("fingerprint") == found.fingerprint
+        ]
+        record = mine[-1] if mine else {}
+        last = self.runs[-1] if self.runs else None
+        return SentResume(
+            thread_id=self.thread_id,
+            interrupted_run_id=last.run_id if last is not None else None,
+            run_id=str(record.get("runId", "")),
+            resume=[dict(e) for e in record.get("resume", ())],
+            sent_at=datetime.fromtimestamp(found.started_at or 0.0, UTC),
+        )
+
+    def _claim_resume_steps(self) -> StoreSteps[None]:
+        """Record the resume the prepared input carries, before it is sent: its entries
+        and run id, then the claim. Another process's claim found instead, nothing is
+        sent (the prepared input is withdrawn): its run saved, :class:`StaleThread`;
+        not saved, :class:`ResumeOutcomeUnknown`."""
+        run_input = self.pending_input
+        entries = run_input.get("resume")
+        if not entries or self._resume_key is not None:
+            return
+        last = self.runs[-1] if self.runs else None
+        record_id = resume_record_id(last.run_id if last is not None else None)
+        fp = fingerprint({"runId": run_input["runId"], "resume": entries})
+        key = JournalKey(self.thread_id, record_id, fp)
+        try:
+            yield from ask(
+                "record_decision",
+                {
+                    "threadId": self.thread_id,
+                    "toolCallId": record_id,
+                    "kind": "resume",
+                    "fingerprint": fp,
+                    "runId": run_input["runId"],
+                    "resume": entries,
+                    "at": time.time(),
+                },
+            )
+            claim: ClaimResult = yield from ask("claim", key, tool=RESUME_TOOL)
+        except BaseException:
+            self._withdraw_run()  # not claimed (or not known to be): not sent
+            raise
+        if claim.claim is Claim.RUN:
+            self._resume_key = key
+            return
+        self._withdraw_run()
+        if claim.claim is Claim.ANSWERED:
+            raise StaleThread(self.thread_id, self.version, self.version + 1)
+        sent = yield from self._recorded_resume_steps(record_id, claim)
+        raise ResumeOutcomeUnknown(_unknown_resume(sent), sent)
+
+    def resend(self, sent: SentResume) -> dict[str, Any]:
+        """The input that sends ``sent`` again — its entries, under its run id — once the
+        application established that it did not reach the agent (or that the agent
+        keeps its runs by id); its record is answered when that run is saved."""
+        run_input = self.next_input(resume=sent.resume, run_id=sent.run_id)
+        fp = fingerprint({"runId": sent.run_id, "resume": sent.resume})
+        self._resume_key = JournalKey(self.thread_id, resume_record_id(sent.interrupted_run_id), fp)
+        return run_input
 
     # -- the store: save each run, restore a thread ----------------------------------
 
@@ -1205,6 +1325,16 @@ class Conversation:
     @property
     def state(self) -> Any:
         return self.thread.state
+
+
+def _unknown_resume(sent: SentResume) -> str:
+    return (
+        f"a resume of interrupted run {sent.interrupted_run_id!r} of thread {sent.thread_id!r} "
+        f"was sent at {sent.sent_at.isoformat(timespec='seconds')} as run {sent.run_id!r} and "
+        "no run of it was saved (the process stopped, or another replica is sending it): it "
+        "may have reached the agent, so it is not sent again blindly and nothing was sent "
+        "now; give the session a resume_unknown= check to send it again under the same run id"
+    )
 
 
 def _keeps_threads(store: object) -> bool:

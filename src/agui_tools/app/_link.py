@@ -84,6 +84,7 @@ Operation = Literal[
     "decline",
     "execute",
     "fail",
+    "resume",
 ]
 """What a conversation does that reads or writes the store, or sends what the store
 must agree with."""
@@ -99,6 +100,7 @@ _EVERY: frozenset[Operation] = frozenset(
         "decline",
         "execute",
         "fail",
+        "resume",
     }
 )
 

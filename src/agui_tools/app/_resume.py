@@ -9,13 +9,40 @@ one only ``cancelled``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from .._errors import UsageError
 from ._runs import RunResult
 
-__all__ = ["check_resume", "expired"]
+__all__ = ["RESUME_TOOL", "SentResume", "check_resume", "expired", "resume_record_id"]
+
+RESUME_TOOL = "agui.resume"
+"""The ``tool`` of a resume's journal record: a resume is claimed like a call."""
+
+
+def resume_record_id(interrupted_run_id: str | None) -> str:
+    """The journal id of the resume of run ``interrupted_run_id``: one record per
+    interrupted run, claimed before its resume is sent (exactly once, like a call)."""
+    return f"agui.resume/{interrupted_run_id}"
+
+
+@dataclass(frozen=True)
+class SentResume:
+    """A resume that was sent and that no saved run answers: it may have reached the
+    agent. What :class:`~agui_tools._errors.ResumeOutcomeUnknown` carries and a
+    session's ``resume_unknown=`` check is asked about."""
+
+    thread_id: str
+    interrupted_run_id: str | None
+    """The run whose interrupts it answers."""
+    run_id: str
+    """The run id it was sent under: sent again, it is sent under the same id, so an
+    agent that keeps its runs by id (EVT-7) sees one run, not two."""
+    resume: list[dict[str, Any]]
+    """The resume entries that were sent (the user's decisions: not asked again)."""
+    sent_at: datetime
 
 
 def check_resume(

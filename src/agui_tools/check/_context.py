@@ -70,6 +70,7 @@ class Settings:
     tools: Sequence[Mapping[str, Any]] = DEFAULT_TOOLS
     prompt: str | None = None
     oversize_bytes: int = 16 * 1024 * 1024
+    interrupt_prompt: str | None = None
 
     def prompt_for(self, tools: Sequence[Mapping[str, Any]]) -> str:
         if self.prompt:

@@ -11,11 +11,20 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
-__all__ = ["CaseResult", "CheckReport", "Exchange", "Finding", "Verdict"]
+__all__ = [
+    "LEVELS",
+    "CaseResult",
+    "CheckReport",
+    "Exchange",
+    "Finding",
+    "Tier",
+    "Verdict",
+    "counts_at",
+]
 
 
 class Verdict(enum.Enum):
@@ -46,6 +55,41 @@ def worst(verdicts: Iterable[Verdict], default: Verdict = Verdict.PASS) -> Verdi
         if v.rank > out.rank:
             out = v
     return out
+
+
+class Tier(enum.Enum):
+    """How strong the requirement a case judges is, strongest first."""
+
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+    MAY = "MAY"
+    INFORMATIONAL = "informational"
+
+    @property
+    def strength(self) -> int:
+        return {"MUST": 3, "SHOULD": 2, "MAY": 1, "informational": 0}[self.value]
+
+
+LEVELS: Final = ("must", "should", "may")
+"""``--level``: which tiers' warnings fail the check (a ``fail`` always does)."""
+
+
+def counts_at(level: str, verdict: Verdict, tier: Tier) -> bool:
+    """Whether a case of ``tier`` ending ``verdict`` fails the check at ``level``.
+
+    ``must`` (the default): a ``fail`` only — a MUST was broken. ``should``: also
+    a ``warn`` of a MUST or SHOULD case. ``may`` (what ``--strict`` means): also a
+    ``warn`` of a MAY case. An informational case, ``info``, ``pass`` and ``not
+    exercised`` never fail the check.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; the levels are {', '.join(LEVELS)}")
+    if verdict is Verdict.FAIL:
+        return True
+    if verdict is not Verdict.WARN or tier is Tier.INFORMATIONAL:
+        return False
+    floor = {"must": 4, "should": Tier.SHOULD.strength, "may": Tier.MAY.strength}[level]
+    return tier.strength >= floor
 
 
 @dataclass(frozen=True)
@@ -128,6 +172,10 @@ class CaseResult:
     findings: list[Finding] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
     seconds: float = 0.0
+    tier: Tier = Tier.MUST
+    """How strong the requirement the case judges is (``check._tiers`` derives it)."""
+    capability: str | None = None
+    """What the agent must declare or exercise for the case to judge anything."""
 
     @property
     def offending(self) -> set[tuple[int, int]]:
@@ -146,6 +194,8 @@ class CaseResult:
             "section": self.section,
             "title": self.title,
             "verdict": self.verdict.value,
+            "tier": self.tier.value,
+            "capability": self.capability,
             "rules": list(self.rules),
             "page": self.page,
             "expected": self.expected,
@@ -166,6 +216,10 @@ class CheckReport:
     seconds: float = 0.0
     started: str = ""
     version: str = ""
+    level: str = "must"
+    """Which tiers' warnings fail the check (``--level``); ``strict`` means ``may``."""
+    capabilities: dict[str, str] = field(default_factory=dict)
+    """The capabilities the agent declared or exercised during the check: name → evidence."""
     agent_log: list[str] = field(default_factory=list)
     """What an agent served in this process logged below ERROR during the check (its
     warnings about the checker's deliberate inputs), kept off the user's stderr; not
@@ -177,10 +231,16 @@ class CheckReport:
             out[case.verdict.value] += 1
         return out
 
+    @property
+    def effective_level(self) -> str:
+        """The level the exit code is judged at: ``strict`` is ``may`` (every warning)."""
+        return "may" if self.strict else self.level
+
     def failed(self) -> list[CaseResult]:
-        """The cases that make the check fail: ``fail``, and ``warn`` under strict."""
-        bad = {Verdict.FAIL, Verdict.WARN} if self.strict else {Verdict.FAIL}
-        return [c for c in self.cases if c.verdict in bad]
+        """The cases that make the check fail: every ``fail``, and a ``warn`` of a case
+        whose tier the level admits (:func:`counts_at`)."""
+        level = self.effective_level
+        return [c for c in self.cases if counts_at(level, c.verdict, c.tier)]
 
     @property
     def ok(self) -> bool:
@@ -188,7 +248,7 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when no case failed (with ``strict``, none warned either), else 1."""
+        """0 when no case failed (at the level: with ``strict``, none warned either), else 1."""
         return 0 if self.ok else 1
 
     def sections(self) -> list[tuple[str, list[CaseResult]]]:
@@ -211,7 +271,9 @@ class CheckReport:
             "started": self.started,
             "seconds": round(self.seconds, 3),
             "strict": self.strict,
+            "level": self.effective_level,
             "ok": self.ok,
+            "capabilities": dict(self.capabilities),
             "counts": self.counts(),
             "cases": [c.to_json() for c in self.cases],
         }

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from .._errors import ResumeOutcomeUnknown
+from ..app._resume import SentResume
 from ._client import AgentClient, BaseAgentClient, SyncAgentClient
 from ._mock import Fault, MockEndpoint, mock_app
 from ._server import AgentEndpoint, agent_app
@@ -25,6 +27,7 @@ from ._session import (
     Resolution,
     Session,
     SyncSession,
+    ToolContext,
     tool_spec_from_function,
 )
 
@@ -40,9 +43,12 @@ __all__ = [
     "InvalidPayload",
     "MockEndpoint",
     "Resolution",
+    "ResumeOutcomeUnknown",
+    "SentResume",
     "Session",
     "SyncAgentClient",
     "SyncSession",
+    "ToolContext",
     "agent_app",
     "mock_app",
     "tool_spec_from_function",

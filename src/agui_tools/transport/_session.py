@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import inspect
 import threading
 import uuid
@@ -47,14 +49,14 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, get_type_hints, overload
+from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .. import _telemetry
-from .._errors import UsageError
+from .._errors import ResumeOutcomeUnknown, UsageError
 from ..app._arguments import parse_arguments
-from ..app._calls import Answer, CallStatus, PendingCall
+from ..app._calls import Answer, CallStatus, PendingCall, ToolContext
 from ..app._consent import ConsentPolicy, DecidedBy
 from ..app._conversation import (
     Conversation,
@@ -62,6 +64,7 @@ from ..app._conversation import (
     RunResult,
     StoreSteps,
     Update,
+    _unknown_resume,
     call_update,
 )
 from ..app._interrupts import (
@@ -74,6 +77,7 @@ from ..app._interrupts import (
 )
 from ..app._journal import Journal
 from ..app._link import Operation
+from ..app._resume import SentResume
 from ..app._steps import Pause, adrive, drive
 from ..app._store import AsyncStore, Store
 from ..app._tools import ToolSpec
@@ -91,6 +95,7 @@ __all__ = [
     "Resolution",
     "Session",
     "SyncSession",
+    "ToolContext",
     "tool_spec_from_function",
 ]
 
@@ -123,6 +128,8 @@ class Approval:
 F = TypeVar("F", bound=Callable[..., Any])
 
 AskUser = Callable[[PendingCall], Approval | bool | Awaitable[Approval | bool]]
+ResumeUnknown = Callable[[SentResume], bool]
+"""A session's ``resume_unknown=`` check: ``True`` sends the recorded resume again."""
 InterruptAnswer = Resolution | Approval | bool
 OnInterrupt = Callable[[Interrupt], InterruptAnswer | Awaitable[InterruptAnswer]]
 """An interrupt handler: a :class:`Resolution`; for an interrupt that names a call
@@ -139,6 +146,15 @@ class RegisteredTool:
     trace_payloads: bool = False
     """Record this tool's arguments and results in its ``execute_tool`` spans (off:
     their sizes only, docs/observability.md)."""
+    context: bool = False
+    """The handler takes the call's :class:`ToolContext` too: ``handler(arguments, context=…)``."""
+
+    def bound(self, call: PendingCall) -> Callable[[dict[str, Any]], Any]:
+        """The handler of one execution of ``call``: given its context when it asks."""
+        if not self.context:
+            return self.handler
+        takes_context: Callable[..., Any] = self.handler
+        return functools.partial(takes_context, context=call.context())
 
 
 def tool_spec_from_function(
@@ -155,6 +171,10 @@ def tool_spec_from_function(
     model the whole argument object. Unknown arguments are refused by the
     schema (``additionalProperties: false``), so the model cannot smuggle
     parameters the function does not declare.
+
+    A parameter annotated :class:`ToolContext` is not an argument: it is left
+    out of the schema, and the handler passes it the call's context —
+    ``handler(arguments, context=ToolContext(…))`` (:func:`wants_context`).
     """
     sig = inspect.signature(fn)
     try:
@@ -166,6 +186,14 @@ def tool_spec_from_function(
             "it uses at module level"
         ) from None
     params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    contextual = [p.name for p in params if _is_context(hints.get(p.name))]
+    if len(contextual) > 1:
+        raise UsageError(
+            f"tool {fn.__name__!r} has {len(contextual)} ToolContext parameters "
+            f"({', '.join(contextual)}); a handler is given its call's context once"
+        )
+    context_param = contextual[0] if contextual else None
+    params = [p for p in params if p.name != context_param]
     desc = description or inspect.getdoc(fn) or ""
     if not desc:
         raise UsageError(f"tool {fn.__name__!r} needs a description (a docstring or description=)")
@@ -194,19 +222,44 @@ def tool_spec_from_function(
     closed = schema.get("additionalProperties") is False
     declared = frozenset(schema.get("properties", ()))
 
-    def handler(arguments: dict[str, Any]) -> Any:
+    def handler(arguments: dict[str, Any], context: ToolContext | None = None) -> Any:
         unknown = sorted(set(arguments) - declared) if closed else []
         if unknown:  # the schema refuses them; a direct call must not slip them past
             raise ValueError(
                 f"unknown argument(s) {unknown}: {fn.__name__!r} does not declare them"
             )
         parsed = adapter.validate_python(arguments)
+        extra: dict[str, Any] = {}
+        if context_param is not None:
+            if context is None:
+                raise UsageError(
+                    f"tool {fn.__name__!r} takes its call's ToolContext "
+                    f"({context_param!r}): call the handler as handler(arguments, context=…)"
+                )
+            extra[context_param] = context
         if single_model:
-            return fn(parsed)
-        return fn(**{p.name: getattr(parsed, p.name) for p in params})
+            return fn(parsed, **extra)
+        return fn(**{p.name: getattr(parsed, p.name) for p in params}, **extra)
 
     spec = ToolSpec(name or fn.__name__, desc, parameters=schema, side_effects=side_effects)
     return spec, handler
+
+
+def wants_context(fn: Callable[..., Any]) -> bool:
+    """Whether a typed tool function asks for its call's :class:`ToolContext` (a
+    parameter annotated with it)."""
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except NameError:
+        return False  # tool_spec_from_function says why
+    return any(_is_context(h) for name, h in hints.items() if name != "return")
+
+
+def _is_context(hint: Any) -> bool:
+    """``ToolContext``, or ``Annotated[ToolContext, …]``."""
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint is ToolContext
 
 
 # -- the steps the loop needs a face to perform ---------------------------------------
@@ -309,6 +362,15 @@ class BaseSession(Generic[C]):
             only asked about a call that can no longer be running anywhere.
         outcome_unknown: as for :class:`Conversation`: establishes what became
             of a call whose execution started and recorded no answer.
+        resume_unknown: asked about a resume of the thread's interrupted run that
+            was sent (by an earlier process, or another replica) and that no saved
+            run answers — a :class:`~agui_tools.app.SentResume`: its entries, its
+            run id, when. Return ``True`` to send it again — the same entries,
+            under the same run id — once the application established that it did
+            not reach the agent, or that the agent keeps its runs by id; ``False``
+            (and without the check) nothing is sent and
+            :class:`~agui_tools._errors.ResumeOutcomeUnknown` is raised: a resume
+            that was sent is never sent again blindly.
     """
 
     def __init__(
@@ -327,9 +389,11 @@ class BaseSession(Generic[C]):
         in_flight_wait: float | None = None,
         outcome_unknown: OutcomeUnknown | None = None,
         on_interrupt: OnInterrupt | None = None,
+        resume_unknown: ResumeUnknown | None = None,
     ) -> None:
         self.client: C = client
         self.on_interrupt = on_interrupt
+        self.resume_unknown = resume_unknown
         self._in_flight_wait = in_flight_wait
         self._outcome_unknown = outcome_unknown
         self.ask = ask
@@ -403,7 +467,13 @@ class BaseSession(Generic[C]):
             spec, handler = tool_spec_from_function(
                 f, name=name, description=description, side_effects=side_effects
             )
-            self.add_tool(spec, handler, timeout=timeout, trace_payloads=trace_payloads)
+            self.add_tool(
+                spec,
+                handler,
+                timeout=timeout,
+                trace_payloads=trace_payloads,
+                context=wants_context(f),
+            )
             return f
 
         return register(fn) if fn is not None else register
@@ -415,12 +485,16 @@ class BaseSession(Generic[C]):
         *,
         timeout: float | None = None,
         trace_payloads: bool = False,
+        context: bool = False,
     ) -> None:
+        """Register a tool by its spec and an arguments-dict handler. With
+        ``context=True`` the handler is called ``handler(arguments, context=ctx)``,
+        ``ctx`` the call's :class:`ToolContext`."""
         if self.conversation is not None:
             raise UsageError("register tools before the first send()")
         if spec.name in self._tools:
             raise UsageError(f"a tool named {spec.name!r} is already registered")
-        self._tools[spec.name] = RegisteredTool(spec, handler, timeout, trace_payloads)
+        self._tools[spec.name] = RegisteredTool(spec, handler, timeout, trace_payloads, context)
 
     def _conversation(self) -> Conversation:
         if self.conversation is None:
@@ -498,6 +572,12 @@ class BaseSession(Generic[C]):
         if conv.pending:  # a restored thread: finish what the last process left first
             yield from self._dispose_steps(emit)
         resume: list[dict[str, Any]] | None = None
+        if open_interrupts(conv):
+            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            if lost is not None:  # a resume was sent and not saved: never sent again blindly
+                carried: RunResult = yield from self._resend_steps(conv, lost, emit)
+                if text is None or carried.status != "success" or open_interrupts(conv):
+                    return carried
         if open_interrupts(conv):  # a restored (or returned) interrupted run: answer it first
             if not self._answers_interrupts(conv):
                 raise UsageError(
@@ -531,6 +611,10 @@ class BaseSession(Generic[C]):
     ) -> Steps:
         """Answer the open interrupts with ``answers`` and carry the thread on."""
         conv: Conversation = yield from self._open_steps()
+        if open_interrupts(conv):
+            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            if lost is not None:  # a resume was sent and not saved: never sent again blindly
+                return (yield from self._resend_steps(conv, lost, emit))
         interrupts = open_interrupts(conv)
         if not interrupts:
             raise UsageError(
@@ -544,6 +628,16 @@ class BaseSession(Generic[C]):
             for iid, a in answers.items()
         }
         conv.next_input(resume=resume_entries(interrupts, resolutions))  # INT-6/7/8 judged
+        return (yield from self._carry_steps(conv, emit))
+
+    def _resend_steps(
+        self, conv: Conversation, lost: SentResume, emit: Callable[[Update], Any]
+    ) -> Steps:
+        """A resume that was sent and that no saved run answers: sent again — the same
+        entries, under the same run id — only when ``resume_unknown`` says so."""
+        if self.resume_unknown is None or not self.resume_unknown(lost):
+            raise ResumeOutcomeUnknown(_unknown_resume(lost), lost)
+        conv.resend(lost)
         return (yield from self._carry_steps(conv, emit))
 
     def _answers_interrupts(self, conv: Conversation) -> bool:
@@ -572,6 +666,9 @@ class BaseSession(Generic[C]):
         """Run the prepared input, and the next, until nothing is pending."""
         result: RunResult | None = None
         for _ in range(self.max_turns):
+            if conv.pending_input.get("resume"):
+                # recorded and claimed before it is sent: a resume is sent once
+                yield _Store(conv, "resume", conv._claim_resume_steps())
             result = yield _Turn()
             assert result is not None
             for update in conv.take_updates():
@@ -592,7 +689,7 @@ class BaseSession(Generic[C]):
         """Answer every pending call: ask, execute, or leave it to the answers already given."""
         conv = self._conversation()
         for call in list(conv.pending):
-            span = _telemetry.call_span(call)
+            span = _telemetry.call_span(call, streamed=conv.call_stream_seconds.get(call.call_id))
             try:
                 yield from self._dispose_call_steps(conv, call, emit, span)
             except BaseException as exc:
@@ -661,7 +758,7 @@ class BaseSession(Generic[C]):
             else:
                 timeout = registered.timeout if registered.timeout is not None else self.timeout
                 yield _Execute(
-                    call, registered.handler, timeout, emit, span, registered.trace_payloads
+                    call, registered.bound(call), timeout, emit, span, registered.trace_payloads
                 )
         for update in conv.take_updates():
             emit(update)
@@ -974,7 +1071,12 @@ class SyncSession(BaseSession[SyncAgentClient]):
                 except BaseException as exc:  # handed to the waiting thread, raised there
                     outcome.set_exception(exc)
 
-            threading.Thread(target=work, name=f"tool {step.call.name}", daemon=True).start()
+            # the thread runs in a copy of this one's context: the handler's own spans nest
+            # under its execute_tool span (OpenTelemetry's current span is a contextvar)
+            runner = contextvars.copy_context().run
+            threading.Thread(
+                target=runner, args=(work,), name=f"tool {step.call.name}", daemon=True
+            ).start()
             try:
                 return outcome.result(timeout)
             except TimeoutError:
@@ -1046,6 +1148,9 @@ async def _in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict
         with contextlib.suppress(RuntimeError):  # the loop closed while the handler ran
             loop.call_soon_threadsafe(settle, *outcome)
 
-    name = getattr(fn, "__name__", "handler")
-    threading.Thread(target=work, name=f"agui-tool-{name}", daemon=True).start()
+    name = getattr(getattr(fn, "func", fn), "__name__", "handler")  # a partial: its function
+    # in a copy of the awaiting task's context: the handler's spans nest under its
+    # execute_tool span, its contextvars read as the task's
+    runner = contextvars.copy_context().run
+    threading.Thread(target=runner, args=(work,), name=f"agui-tool-{name}", daemon=True).start()
     return await future

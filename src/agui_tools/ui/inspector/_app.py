@@ -2,8 +2,9 @@
 
 Why Server-Sent Events for the page's updates (and plain ``POST`` for what the
 page sends): the traffic is a one-way, ordered log from the back end, which is
-exactly what SSE is — with resumption built in (``Last-Event-ID`` replays what
-a reconnecting page missed, so a dropped connection loses nothing), no extra
+exactly what SSE is — with resumption built in (``Last-Event-ID`` sends what
+a reconnecting page missed, as one ``batch`` message — a new page gets the whole
+session that way — so a dropped connection loses nothing), no extra
 server dependency, and the same wire the agent side speaks. What the page
 sends is rare and request-shaped (a prompt, a decision), and as ``POST`` with a
 JSON body and a token header it gets the browser's own cross-origin defences
@@ -45,7 +46,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._text import html_text, terminal_json
 from ...transport._auth import HostPolicy
-from ._backend import Inspector, Refused
+from ._backend import Inspector, Refused, compact
 
 __all__ = ["inspector_app"]
 
@@ -53,11 +54,22 @@ CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 )
+_MODULES: Final = (
+    "app.js",
+    "core.js",
+    "chat.js",
+    "markdown.js",
+    "frames.js",
+    "state.js",
+    "controls.js",
+)
+"""The page's ES modules (static/app.js says what each holds)."""
 _STATIC: Final = {
-    "app.js": "text/javascript; charset=utf-8",
+    **dict.fromkeys(_MODULES, "text/javascript; charset=utf-8"),
     "style.css": "text/css; charset=utf-8",
 }
 _MAX_BODY: Final = 4 * 1024 * 1024
+_LIVE_BATCH: Final = 1000
 _RULE_ID: Final = re.compile(r"^[A-Z]+-\d+$")
 _NUMBER: Final = re.compile(r"[0-9]{1,18}")
 """An event id or run number this inspector could have given out. ``int()`` alone
@@ -202,8 +214,21 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": inspector\n\n"
-            async for message in inspector.hub.follow(start):
-                yield b"id: %d\ndata: %s\n\n" % (message["seq"], orjson.dumps(message))
+            # what a new or reconnecting page missed goes as ONE "batch" message (its text
+            # deltas joined; its id is the last message's seq); later, what piles up while
+            # the page reads goes in batches of at most _LIVE_BATCH (each one parse for it)
+            first = True
+            async for batch in inspector.hub.batches(start):
+                size = len(batch) if first else _LIVE_BATCH
+                first = False
+                for i in range(0, len(batch), size):
+                    part = batch[i : i + size]
+                    last = part[-1]["seq"]
+                    if len(part) == 1:
+                        yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(part[0]))
+                        continue
+                    body = {"seq": last, "kind": "batch", "messages": compact(part)}
+                    yield b"id: %d\ndata: %s\n\n" % (last, orjson.dumps(body))
 
         return StreamingResponse(
             stream(),

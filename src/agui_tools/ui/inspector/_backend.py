@@ -22,6 +22,17 @@ Messages (``kind`` and its fields):
   ``violation`` (``rule``, ``index``, ``message``), ``run-end`` (``status``,
   ``pending``, ``error``);
 * ``thread`` — messages and state after a run; ``busy``; ``failed``; ``tools``.
+
+``event``, ``run-start`` and ``run-end`` carry ``t``, the time the back end
+received them (milliseconds since the epoch); ``event`` carries ``raw``, the
+frame's data exactly as received.
+
+Bounded (issue 28, item 3): a card's argument preview is sent only when it
+changed (the preview re-parses geometrically, see
+:class:`~agui_tools.app._arguments.PreviewPolicy`), at most
+:data:`PREVIEW_LIMIT` characters of it (``previewText``, a head, past that), and
+each new preview of a call *supersedes* the previous one in the log: a page
+that catches up gets the latest, not every intermediate preview.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import asyncio
 import inspect
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -75,39 +87,140 @@ def _jsonable(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS))
 
 
+PREVIEW_LIMIT = 16_384
+"""The most characters of a streaming argument's preview a card update carries."""
+
+VALUE_LIMIT = 262_144
+"""The most characters of a value (a call's arguments, a run's input, the thread's
+messages or state) one message carries whole; past it, a head (``…Head``) and the
+size (``…Chars``) — the exports have the whole."""
+
+
+def bounded(name: str, value: Any, limit: int = VALUE_LIMIT) -> dict[str, Any]:
+    """``{name: value}`` when its JSON has at most ``limit`` characters, else
+    ``{name + "Head": the first limit characters, name + "Chars": its length}``."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            return {name: value}  # not JSON at all: _jsonable writes its repr
+    if len(text) <= limit:
+        return {name: value}
+    return {f"{name}Head": text[:limit], f"{name}Chars": len(text)}
+
+
+def now_ms() -> float:
+    """The time a message is stamped with: milliseconds since the epoch."""
+    return round(time.time() * 1000, 3)
+
+
 class Hub:
     """An ordered, replayable log of messages for the page.
 
     A page that reconnects (``Last-Event-ID``) resumes where it was; a second
-    tab replays the whole session. Nothing is ever dropped from the log.
+    tab catches up with the whole session. A message pushed with a
+    ``supersedes`` key replaces the previous message with that key: the old
+    one leaves the log (its sequence number is never reused), so what is kept
+    and replayed for a streamed argument is its latest preview, not each one.
+    Nothing else is dropped.
     """
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
+        self._log: list[dict[str, Any] | None] = []
+        self._latest: dict[str, int] = {}
         self._changed = asyncio.Event()
         self.closed = False
+        self.superseded = 0
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages kept, in order (superseded ones left out)."""
+        return [m for m in self._log if m is not None]
+
+    @property
+    def next_seq(self) -> int:
+        return len(self._log)
 
     def close(self) -> None:
         """End every follower (the server is stopping)."""
         self.closed = True
         self._changed.set()
 
-    def push(self, kind: str, **fields: Any) -> dict[str, Any]:
-        message: dict[str, Any] = _jsonable({"seq": len(self.messages), "kind": kind, **fields})
-        self.messages.append(message)
+    def push(self, kind: str, *, supersedes: str | None = None, **fields: Any) -> dict[str, Any]:
+        seq = len(self._log)
+        message: dict[str, Any] = _jsonable({"seq": seq, "kind": kind, **fields})
+        if supersedes is not None:
+            previous = self._latest.get(supersedes)
+            if previous is not None and self._log[previous] is not None:
+                self._log[previous] = None
+                self.superseded += 1
+            self._latest[supersedes] = seq
+        self._log.append(message)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
         return message
 
+    def settle(self, key: str) -> None:
+        """Messages pushed with ``key`` from now on supersede nothing before this point."""
+        self._latest.pop(key, None)
+
+    def since(self, start: int) -> list[dict[str, Any]]:
+        """The messages kept from sequence number ``start`` on."""
+        return [m for m in self._log[max(0, start) :] if m is not None]
+
     async def follow(self, start: int = 0) -> AsyncIterator[dict[str, Any]]:
         """Every message from ``start`` on, waiting for new ones forever."""
+        async for batch in self.batches(start):
+            for message in batch:
+                yield message
+
+    async def batches(self, start: int = 0) -> AsyncIterator[list[dict[str, Any]]]:
+        """What is new from ``start`` on, as a list each time: everything that piled up
+        while the reader was away comes at once (a page catches up in one batch)."""
         i = max(0, start)
         while not self.closed:
             changed = self._changed
-            while i < len(self.messages):
-                yield self.messages[i]
-                i += 1
+            if i < len(self._log):
+                batch = [m for m in self._log[i:] if m is not None]
+                i = len(self._log)
+                if batch:
+                    yield batch
+                continue
             await changed.wait()
+
+
+def compact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each run of text deltas of one message joined into one.
+
+    Only ``event`` and ``warning`` messages (the frame list's) may stand between
+    two deltas that are joined: anything the chat shows in between keeps them
+    apart, so the page builds the same chat as from the deltas one by one.
+    """
+    out: list[dict[str, Any]] = []
+    open_text: dict[str, Any] | None = None
+    parts: list[str] = []
+    for message in messages:
+        kind = message["kind"]
+        if kind == "text":
+            if open_text is not None and open_text["messageId"] == message["messageId"]:
+                parts.append(message["delta"])
+                open_text["seq"] = message["seq"]
+                continue
+            if open_text is not None:
+                open_text["delta"] = "".join(parts)
+            open_text = dict(message)
+            parts = [message["delta"]]
+            out.append(open_text)
+        else:
+            if kind not in ("event", "warning") and open_text is not None:
+                open_text["delta"] = "".join(parts)
+                open_text = None
+            out.append(message)
+    if open_text is not None:
+        open_text["delta"] = "".join(parts)
+    return out
 
 
 @dataclass(frozen=True)
@@ -162,25 +275,28 @@ class _InspectorSession(Session):
         *,
         timeout: float | None = None,
         trace_payloads: bool = False,
+        context: bool = False,
     ) -> None:
         inspector = self.inspector
         name = spec.name
         running: Callable[[dict[str, Any]], Any]
         if inspect.iscoroutinefunction(handler):
 
-            async def running(arguments: dict[str, Any]) -> Any:
+            async def running(arguments: dict[str, Any], **context_kw: Any) -> Any:
                 inspector.executing(name)
-                return await handler(arguments)
+                return await handler(arguments, **context_kw)
 
         else:  # the session runs it in a worker thread: tell the page from the loop
 
-            def running(arguments: dict[str, Any]) -> Any:
+            def running(arguments: dict[str, Any], **context_kw: Any) -> Any:
                 loop = inspector.loop
                 assert loop is not None  # handlers run only inside a turn send() started
                 loop.call_soon_threadsafe(inspector.executing, name)
-                return handler(arguments)
+                return handler(arguments, **context_kw)  # context=…, when it takes one
 
-        super().add_tool(spec, running, timeout=timeout, trace_payloads=trace_payloads)
+        super().add_tool(
+            spec, running, timeout=timeout, trace_payloads=trace_payloads, context=context
+        )
         self.specs[spec.name] = spec
         inspector.push_tools()
 
@@ -219,6 +335,8 @@ class Inspector:
         self._consents: dict[str, tuple[PendingCall, asyncio.Future[Approval]]] = {}
         self._answers: dict[str, asyncio.Future[tuple[bool, Any]]] = {}
         self._mocks: dict[str, MockTool] = {}
+        self._previews: dict[str, object] = {}  # callId → the preview its card last showed
+        self._cards: dict[str, dict[str, Any]] = {}  # callId → the last card update sent
         self._task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._http = httpx.AsyncClient(
@@ -309,8 +427,8 @@ class Inspector:
         self.hub.push(
             "thread",
             threadId=conv.thread_id,
-            messages=conv.messages,
-            state=conv.state,
+            **bounded("messages", conv.messages),
+            **bounded("state", conv.state),
             pending=[c.call_id for c in conv.pending],
         )
 
@@ -325,7 +443,9 @@ class Inspector:
             sent: Any = orjson.loads(capture.request)
         except orjson.JSONDecodeError:
             sent = capture.request.decode("utf-8", "replace")
-        self.hub.push("run-start", run=capture.number, input=sent, url=capture.url)
+        self.hub.push(
+            "run-start", run=capture.number, **bounded("input", sent), url=capture.url, t=now_ms()
+        )
 
     def frame(self, index: int, frame: str) -> None:
         capture = self._current
@@ -341,14 +461,15 @@ class Inspector:
             index=index,
             type=kind if isinstance(kind, str) else "(not an event)",
             event=event,
-            raw=None if event is not None else str(frame),
+            raw=str(frame),
+            t=now_ms(),
         )
 
     def end_run(self, conversation: Conversation, before: int) -> None:
         capture, self._current = self._current, None
         number = capture.number if capture is not None else 0
         if len(conversation.runs) <= before:  # nothing arrived: the run never started
-            self.hub.push("run-end", run=number, status="not started", pending=[])
+            self.hub.push("run-end", run=number, status="not started", pending=[], t=now_ms())
             return
         run = conversation.runs[-1]
         if run.violation is not None:
@@ -356,7 +477,7 @@ class Inspector:
             self.hub.push(
                 "violation", run=number, index=v.index, rule=v.rule, message=str(v), path=v.path
             )
-        result = {
+        result: dict[str, Any] = {
             "run": number,
             "runId": run.run_id,
             "status": run.status,
@@ -366,7 +487,7 @@ class Inspector:
         }
         if capture is not None:
             capture.result = result
-        self.hub.push("run-end", **result)
+        self.hub.push("run-end", **result, t=now_ms())
 
     # -- updates from the session ---------------------------------------------------------
 
@@ -374,12 +495,39 @@ class Inspector:
         if isinstance(update, TextDelta):
             self.hub.push("text", messageId=update.message_id, role=update.role, delta=update.delta)
         elif isinstance(update, CallUpdate):
-            self.hub.push("call", **self._card(update))
+            self._push_card(update)
         elif isinstance(update, ProtocolWarning):
             run = self._current.number if self._current is not None else len(self.captures)
             self.hub.push(
                 "warning", run=run, index=update.index, rule=update.rule, message=str(update)
             )
+
+    def _push_card(self, update: CallUpdate) -> None:
+        """A card update, coalesced: a preview-only update is sent when the preview
+        changed (not once per delta — most deltas of a long argument leave the cached
+        preview as it was) and supersedes the previous preview of that call."""
+        key = f"preview:{update.call_id}"
+        preview = update.preview
+        only_preview = (
+            preview is not None
+            and update.status is CallStatus.STREAMING
+            and update.answer is None
+            and not update.has_arguments
+        )
+        if not only_preview:
+            self._previews.pop(update.call_id, None)
+            card = self._card(update)
+            if self._cards.get(update.call_id) == card:
+                return  # told already (a handler's start and the session both say "executing")
+            self._cards[update.call_id] = card
+            self.hub.settle(key)  # a status change is history: later previews keep it
+            self.hub.push("call", **card)
+            return
+        assert preview is not None
+        if self._previews.get(update.call_id) is preview:
+            return  # the same cached preview: nothing on the card would change
+        self._previews[update.call_id] = preview
+        self.hub.push("call", supersedes=key, **self._card(update))
 
     def _card(self, update: CallUpdate) -> dict[str, Any]:
         card: dict[str, Any] = {
@@ -389,9 +537,13 @@ class Inspector:
             "agentSide": update.agent_side,
         }
         if update.preview is not None:
-            card["preview"] = update.preview.value
             card["previewChars"] = update.preview.chars
             card["previewError"] = update.preview.error
+            if update.preview.chars <= PREVIEW_LIMIT:
+                card["preview"] = update.preview.value
+            else:  # a head of it: the page shows so much, and a long argument stays bounded
+                shown = orjson.dumps(update.preview.value, default=repr, option=orjson.OPT_INDENT_2)
+                card["previewText"] = shown[:PREVIEW_LIMIT].decode("utf-8", "ignore")
         answer = update.answer
         if answer is not None:
             card["answer"] = answer.to_json()
@@ -402,15 +554,16 @@ class Inspector:
         call = self._call(update.call_id)
         if call is not None:
             tool = call.tool
-            card["arguments"] = call.effective_arguments
-            card["text"] = call.text
+            card.update(bounded("arguments", call.effective_arguments))
+            if call.effective_arguments is None:  # unparseable: the text is what there is
+                card.update(bounded("text", call.text))
             card["edited"] = call.edited is not None
             card["errors"] = [
                 {"path": e.path, "keyword": e.keyword, "message": e.message} for e in call.errors
             ]
             card["advertised"] = call.advertised
         elif update.has_arguments:  # a snapshot restated the call: what runs, not the preview
-            card["arguments"] = update.arguments
+            card.update(bounded("arguments", update.arguments))
         if tool is not None:
             card["description"] = tool.description
             card["sideEffects"] = tool.side_effects
@@ -430,7 +583,7 @@ class Inspector:
         conv = self.session.conversation
         for call in conv.pending if conv is not None else ():
             if call.status is CallStatus.EXECUTING and call.name == name:
-                self.hub.push("call", **self._card(CallUpdate(call.call_id, name, call.status)))
+                self._push_card(CallUpdate(call.call_id, name, call.status))
 
     # -- consent -------------------------------------------------------------------------
 
@@ -438,6 +591,7 @@ class Inspector:
         future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         self._consents[call.call_id] = (call, future)
         tool = call.tool
+        self._cards.pop(call.call_id, None)  # the page changed the card: a repeat is news again
         self.hub.push(
             "consent",
             callId=call.call_id,
@@ -492,6 +646,7 @@ class Inspector:
             raise Refused(422, f"unknown decision {action!r}: approve, decline or edit")
         if not future.done():
             future.set_result(approval)
+        self._cards.pop(call_id, None)
         self.hub.push("consent-done", callId=call_id, action=action, reason=reason)
 
     # -- mock tools -------------------------------------------------------------------------
@@ -549,6 +704,7 @@ class Inspector:
         )
         future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
         self._answers[call.call_id] = future
+        self._cards.pop(call.call_id, None)
         self.hub.push(
             "answer-form",
             callId=call.call_id,
@@ -587,6 +743,7 @@ class Inspector:
             outcome = (True, value)
         if not future.done():
             future.set_result(outcome)
+        self._cards.pop(call_id, None)
         self.hub.push("answer-done", callId=call_id)
 
     # -- views ------------------------------------------------------------------------------
