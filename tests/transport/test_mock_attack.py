@@ -18,7 +18,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from agui_tools import UsageError
+from agui_tools.app._recorded import recorded_runs
 from agui_tools.testing import serving
 from agui_tools.transport import mock_app
 
@@ -78,30 +81,88 @@ def test_a_recorded_timestamp_of_zero_is_a_timestamp(tmp_path: Path) -> None:
     assert asyncio.run(main()) >= 0.9
 
 
-def test_a_state_snapshot_nested_300_deep_is_replayed_over_sse(tmp_path: Path) -> None:
-    """A capture the mock accepts at start (nesting under the 1024 the library
-    reads) is "served as recorded". Over SSE a STATE_SNAPSHOT nested 300 deep is
-    replaced by a RUN_ERROR (``TypeError: Recursion limit reached`` in the log),
-    while the binary binding serves it."""
-    deep = json.loads("[" * 300 + "]" * 300)
-    events = [
+def _deep_run(depth: int) -> list[dict]:
+    """A run whose STATE_SNAPSHOT nests ``depth`` lists deep (``depth + 1`` levels with
+    the event object)."""
+    deep = json.loads("[" * depth + "]" * depth)
+    return [
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
         {"type": "STATE_SNAPSHOT", "snapshot": deep},
         {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
     ]
+
+
+def test_an_event_nested_deeper_than_sse_writes_is_refused_at_start(tmp_path: Path) -> None:
+    """The library reads captures nested up to 1024 levels; an SSE stream is written
+    254 at most (the event object counted). Over SSE a STATE_SNAPSHOT nested 300 deep
+    was a RUN_ERROR "internal error" mid-stream while the binary binding served it.
+    Decided: a mock serves what both bindings can send — such a capture is refused at
+    start, the file, the event and the limit named (docs/proxy.md)."""
     capture = tmp_path / "deep.json"
-    capture.write_text(json.dumps(events))
+    capture.write_text(json.dumps(_deep_run(300)))
+    with pytest.raises(UsageError) as refused:
+        mock_app(capture, path="/agent", timing="fast")
+    said = str(refused.value)
+    assert str(capture) in said and "event 1 (STATE_SNAPSHOT)" in said
+    assert "at most 254 levels" in said
 
-    async def main() -> bytes:
+
+PROTO = "application/vnd.ag-ui.event+proto"
+
+
+@pytest.mark.parametrize(("depth", "accept"), [(253, "text/event-stream"), (45, PROTO)])
+def test_an_event_as_deep_as_its_binding_carries_is_served(
+    tmp_path: Path, depth: int, accept: str
+) -> None:
+    """The boundary: 253 lists in the event object (254 levels) is served over SSE;
+    in the binary binding, as deep as protobuf's decoders read back."""
+    capture = tmp_path / "deep.json"
+    capture.write_text(json.dumps(_deep_run(depth)))
+
+    async def main() -> list[dict]:
         async with serving(mock_app(capture, path="/agent", timing="fast")) as base:
-            status, body, _ = await _post(f"{base}/agent")
-            assert status == 200
-            return body
+            status, body, _ = await _post(f"{base}/agent", accept=accept)
+            assert status == 200, body
+            return [e for r in recorded_runs(body, source="answer") for e in r.events]
 
-    body = asyncio.run(main()).decode()
-    assert "RUN_ERROR" not in body
-    assert "STATE_SNAPSHOT" in body
-    assert "RUN_FINISHED" in body
+    types = [e["type"] for e in asyncio.run(main())]
+    assert types == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_FINISHED"]
+
+
+def test_a_run_the_binary_binding_cannot_carry_is_406_for_protobuf_only(tmp_path: Path) -> None:
+    """Over the binary binding, a value no protobuf decoder reads back (253 deep) or a
+    timestamp it has no field for (1.5, "x", true, 2**70) was a RUN_ERROR "internal
+    error in the agent server" mid-stream. Decided at start: that run is served over SSE
+    only; a protobuf request for it is answered 406 (TRANS-7) naming the event, before
+    any stream, and does not use the run up (the next SSE request gets it)."""
+    runs = {
+        "deep": _deep_run(253),
+        "float": _text_run([]),
+        "string": _text_run([]),
+        "bool": _text_run([]),
+        "huge": _text_run([]),
+    }
+    runs["float"][2]["timestamp"] = 1.5
+    runs["string"][2]["timestamp"] = "1733000000000"
+    runs["bool"][2]["timestamp"] = True
+    runs["huge"][2]["timestamp"] = 2**70
+    for name, events in runs.items():
+        capture = tmp_path / f"{name}.json"
+        capture.write_text(json.dumps(events))
+
+        async def main() -> tuple[tuple[int, bytes, float], tuple[int, bytes, float]]:
+            async with serving(mock_app(capture, path="/agent", timing="fast")) as base:  # noqa: B023
+                return await _post(f"{base}/agent", accept=PROTO), await _post(f"{base}/agent")
+
+        (proto_status, proto_body, _), (sse_status, sse_body, _) = asyncio.run(main())
+        assert proto_status == 406, (name, proto_body)
+        error = json.loads(proto_body)["error"]
+        assert error["rule"] == "TRANS-7", (name, error)
+        said = "event 1 (STATE_SNAPSHOT)" if name == "deep" else "event 2 (TEXT_MESSAGE_CONTENT)"
+        assert said in error["message"] and "text/event-stream" in error["message"], error
+        assert name == "deep" or "64-bit integer" in error["message"], error
+        assert sse_status == 200 and b"RUN_ERROR" not in sse_body, name
+        assert b"RUN_FINISHED" in sse_body, name
 
 
 def _start_mock(args: list[str]) -> tuple[subprocess.Popen, str]:
@@ -120,7 +181,7 @@ def _start_mock(args: list[str]) -> tuple[subprocess.Popen, str]:
 
 
 def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> None:
-    """"Ctrl-C stops it in one line (exit 0)". With a client reading a stalled
+    """ "Ctrl-C stops it in one line (exit 0)". With a client reading a stalled
     stream (``stall:1:30``) one Ctrl-C does not stop the mock: it waits for the
     stream to end (any long recorded gap or stall), and a second Ctrl-C prints a
     uvicorn traceback ("Exception in ASGI application") before the line."""
@@ -151,23 +212,9 @@ def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> No
         except subprocess.TimeoutExpired:
             proc.kill()
             _, err = proc.communicate()
-        raise AssertionError(f"one Ctrl-C did not stop the mock within 8 s; then: {err[-600:]}")
+        raise AssertionError(
+            f"one Ctrl-C did not stop the mock within 8 s; then: {err[-600:]}"
+        ) from None
     assert proc.returncode == 0
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("agui-tools mock: stopped after 1 request(s)")
-
-
-def test_the_proxy_command_the_docs_and_errors_name_exists() -> None:
-    """docs/proxy.md (title "`proxy` and `mock`", "a `proxy --record DIR`
-    directory") and the mock's own refusal of ``--match last-user-message``
-    ("record with `agui-tools proxy --record DIR`") name a ``proxy`` command;
-    ``agui-tools proxy`` is "invalid choice"."""
-    env = dict(os.environ, PYTHONPATH=str(SRC))
-    done = subprocess.run(
-        [sys.executable, "-m", "agui_tools", "proxy", "--help"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr

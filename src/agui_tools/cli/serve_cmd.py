@@ -29,6 +29,8 @@ not start with "/", the port is taken).
 """
 
 LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
+SHUTDOWN_GRACE: Final = 2.0
+"""Seconds a request in flight gets to end once Ctrl-C stops a server."""
 
 
 def register(sub: Any) -> None:
@@ -292,9 +294,13 @@ def serve_on(
     limit_concurrency: int | None = None,
     header_timeout: float | None = 10.0,
     send_timeout: float | None = 30.0,
+    grace: float = SHUTDOWN_GRACE,
 ) -> None:
     """Print "Serving WHAT at URL" on stdout, then serve ``app`` on the bound ``sock``
-    until Ctrl-C (which stops it cleanly); the socket is closed on the way out."""
+    until Ctrl-C, which stops it cleanly: no new connection is taken, a request in
+    flight has ``grace`` seconds to end, then it is ended (its task cancelled, its
+    response body closed; one not started is answered 503); a second Ctrl-C ends
+    them at once. Never a traceback. The socket is closed on the way out."""
     import uvicorn
 
     from .._text import guarded_logger
@@ -302,8 +308,10 @@ def serve_on(
 
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
+    stoppable = _Stoppable(app, grace)
     config = uvicorn.Config(
-        app,
+        stoppable,
+        interface="asgi3",
         lifespan="off",
         log_config=_log_config(log_level, access_log),
         log_level=log_level,
@@ -317,8 +325,96 @@ def serve_on(
         guarded_logger(name)
     print(f"Serving {what} at http://{shown}:{port}{path}", flush=True)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        _server_class()(config, stoppable).run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: cleanly
         pass
     finally:
         sock.close()
+
+
+class _Stoppable:
+    """The served ASGI app, run so that a stopping server can end what is in flight.
+
+    uvicorn, stopping, waits for every response to end — a stalled or slow stream
+    (the mock's ``stall``, an agent waiting on its model) kept Ctrl-C waiting, and
+    a second Ctrl-C cancelled it mid-``await``: "Exception in ASGI application"
+    and a traceback. Here each request runs as its own task; once :meth:`stop` is
+    called it has ``grace`` seconds, then it is cancelled and its response ended.
+    """
+
+    def __init__(self, app: Any, grace: float) -> None:
+        import asyncio
+
+        self.app = app
+        self.grace = grace
+        self.stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import asyncio
+
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = ended = False
+
+        async def tracked(message: Any) -> None:
+            nonlocal started, ended
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                ended = True
+            await send(message)
+
+        task = asyncio.ensure_future(self.app(scope, receive, tracked))
+        stopping = asyncio.ensure_future(self.stopping.wait())
+        try:
+            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                await asyncio.wait({task}, timeout=self.grace)
+        except asyncio.CancelledError:  # a second Ctrl-C: the loop ends every task now
+            pass
+        finally:
+            stopping.cancel()
+        if task.done():
+            task.result()  # the app's own failure, reported by uvicorn as usual
+            return
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        try:
+            if not started:
+                body = b"the server is stopping"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 503,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+            elif not ended:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception:  # the client or the connection already gone
+            pass
+
+
+def _server_class() -> Any:
+    """uvicorn's Server, telling the app (:class:`_Stoppable`) when it starts stopping."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config, stoppable: _Stoppable) -> None:
+            super().__init__(config)
+            self.stoppable = stoppable
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            self.stoppable.stop()
+            await super().shutdown(sockets)
+
+    return Server
