@@ -24,6 +24,7 @@ from agui_tools import UsageError
 from agui_tools.app._recorded import recorded_runs
 from agui_tools.testing import serving
 from agui_tools.transport import mock_app
+from agui_tools.transport._mock import timing_notes
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -218,3 +219,210 @@ def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> No
     assert proc.returncode == 0
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("agui-tools mock: stopped after 1 request(s)")
+
+
+def test_a_second_ctrl_c_ends_the_mock_at_once_without_a_traceback(tmp_path: Path) -> None:
+    """A second Ctrl-C (during the grace) cancelled the stream mid-``await``: uvicorn's
+    "Exception in ASGI application" traceback (CancelledError out of ``_quiet``)."""
+    capture = tmp_path / "run.sse"
+    capture.write_text(_sse(_text_run()))
+    proc, url = _start_mock([str(capture), "--fault", "stall:1:30"])
+    reader = threading.Thread(target=_read_stream, args=(url,), daemon=True)
+    reader.start()
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=8)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "Exception in ASGI" not in err, err
+    assert err.strip().splitlines()[-1].startswith("agui-tools mock: stopped after 1 request(s)")
+
+
+def _read_stream(url: str) -> None:
+    try:
+        with httpx.stream(
+            "POST", url, json=INPUT, headers={"accept": "text/event-stream"}, timeout=40
+        ) as response:
+            for _ in response.iter_raw():
+                pass
+    except httpx.HTTPError:
+        pass
+
+
+SLOW_AGENT = """
+import asyncio
+
+async def agent(run):
+    await run.text("thinking")
+    await asyncio.sleep(60)
+"""
+
+
+def test_ctrl_c_stops_serve_while_an_agent_is_mid_run(tmp_path: Path) -> None:
+    """``serve`` shares ``serve_on``: an agent waiting (on its model) mid-stream kept one
+    Ctrl-C waiting as the mock's stall did. Now it is stopped within the grace, exit 0."""
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agui_tools", "serve", "slow_agent:agent", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("Serving AG-UI agent at "), line
+    got: list[bytes] = []
+
+    def read() -> None:
+        try:
+            with httpx.stream(
+                "POST", line.split()[-1], json=INPUT, headers={"accept": "text/event-stream"},
+                timeout=40,
+            ) as response:  # fmt: skip
+                got.extend(response.iter_raw())
+        except httpx.HTTPError:
+            pass
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=8)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f"one Ctrl-C did not stop serve within 8 s: {err[-600:]}") from None
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    reader.join(5)
+    assert b"thinking" in b"".join(got)  # the stream was in flight when stopped
+
+
+def test_recorded_gaps_are_capped_and_backwards_ones_wait_nothing() -> None:
+    """Timestamps mixing relative ms and epoch ms, or going backwards (-1e20), made
+    ``--timing recorded`` wait for ever (keep-alives defeat a client's read timeout)."""
+    stamps = [0, 1000, 1733000000000, -1e20, 1e20, None, 1e20 + 500]
+    events = [{"type": "CUSTOM", "name": "n", "value": i} for i in range(len(stamps))]
+    for event, stamp in zip(events, stamps, strict=True):
+        if stamp is not None:
+            event["timestamp"] = stamp
+    run = recorded_runs(_sse(events).encode(), source="gaps")[0]
+    gaps = run.gaps()
+    assert gaps[0] is None and gaps[1] == 1.0 and gaps[5] is None
+    assert gaps[3] is not None and gaps[3] < 0
+    assert run.delays(max_gap=5) == [0.0, 1.0, 5.0, 0.0, 5.0, 0.0, 0.0]
+    notes = timing_notes(run, factor=1.0, max_gap=5)
+    assert notes[0].startswith("2 gap(s) capped at --max-gap 5 s")
+    assert notes[1] == "1 timestamp(s) earlier than the event before (no wait)"
+    assert timing_notes(run, factor=0.0, max_gap=5) == [notes[1]]  # fast: nothing capped
+
+
+def test_a_huge_recorded_gap_is_served_within_the_max_gap(tmp_path: Path) -> None:
+    events = _text_run()
+    events[0]["timestamp"] = 1000  # relative ms, then epoch ms: a 55-year gap
+    events[1]["timestamp"] = 1733000000000
+    events[2]["timestamp"] = -1e20  # backwards: no wait
+    capture = tmp_path / "gap.sse"
+    capture.write_text(_sse(events))
+
+    async def main() -> tuple[int, bytes, float]:
+        app = mock_app(capture, path="/agent", timing="recorded", max_gap=0.5)
+        async with serving(app) as base:
+            return await asyncio.wait_for(_post(f"{base}/agent"), 20)
+
+    status, body, elapsed = asyncio.run(main())
+    assert status == 200 and b"RUN_FINISHED" in body
+    assert elapsed >= 0.5  # the capped gap is still waited
+
+
+def test_the_start_up_summary_warns_of_capped_gaps(tmp_path: Path) -> None:
+    events = _text_run()
+    events[0]["timestamp"] = 1000
+    events[1]["timestamp"] = 1733000000000
+    capture = tmp_path / "gap.sse"
+    capture.write_text(_sse(events))
+    proc, _ = _start_mock([str(capture), "--max-gap", "2"])
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=8)
+    lines = err.splitlines()
+    assert lines[0].endswith("timing recorded, max gap 2 s"), lines
+    assert lines[2].startswith("    warning: 1 gap(s) capped at --max-gap 2 s"), lines
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--fault", "CUT:3"], "unknown kind 'CUT' (kinds are lower-case: cut)"),
+        (["--fault", "cut: 3"], "' 3' is not a whole number (ASCII digits 0-9)"),
+        (["--fault", "cut:\u0663"], "is not a whole number (ASCII digits 0-9)"),
+        (["--fault", "cut:1@ 2"], "' 2' is not a whole number"),
+        (["--fault", "drip:1e-400"], "'1e-400' is not a number of seconds"),
+        (["--fault", "stall:1:inf"], "'inf' is not a number of seconds"),
+        (["--fault", "drip:-1"], "'-1' is not a number of seconds"),
+        (["--timing", "x 2"], "timing 'x 2': use recorded"),
+        (["--timing", "X2"], "timing 'X2': use recorded"),
+        (["--timing", "x1e400"], "timing 'x1e400': use recorded"),
+        (["--timing", "x\u0662"], "use recorded"),
+        (["--max-gap", "-1"], "max gap '-1'"),
+        (["--max-gap", "4000"], "use 0 to 3600 seconds"),
+    ],
+)
+def test_fault_timing_and_gap_specs_are_read_strictly(
+    tmp_path: Path, flags: list[str], says: str
+) -> None:
+    """``int()``/``float()`` took spaces, any case, non-ASCII digits and exponents that
+    round to 0: each is now bad usage, said in one line, exit 2."""
+    capture = tmp_path / "run.sse"
+    capture.write_text(_sse(_text_run()))
+    done = subprocess.run(
+        [sys.executable, "-m", "agui_tools", "mock", str(capture), "--port", "0", *flags],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(SRC)),
+        timeout=30,
+    )
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_rejected_run_names_its_rule_once(tmp_path: Path) -> None:
+    """The start-up line said ``rejected: [RUN-1] [RUN-1] event #0 …``."""
+    capture = tmp_path / "bad.sse"
+    capture.write_text(_sse(_text_run()[1:]))  # no RUN_STARTED
+    proc, _ = _start_mock([str(capture)])
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=8)
+    line = err.splitlines()[1]
+    assert "rejected: [RUN-1] event #0" in line, line
+    assert line.count("[RUN-1]") == 1, line
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ('{"error": {"message": "busy"}}', "application/json"),
+        ("[1, 2]", "application/json"),
+        ("try later: busy", "text/plain; charset=utf-8"),
+        ("{not json", "text/plain; charset=utf-8"),
+    ],
+)
+def test_a_status_fault_body_that_is_json_is_sent_as_json(
+    tmp_path: Path, body: str, kind: str
+) -> None:
+    capture = tmp_path / "run.sse"
+    capture.write_text(_sse(_text_run()))
+
+    async def main() -> httpx.Response:
+        app = mock_app(capture, path="/agent", timing="fast", faults=[f"status:503:{body}"])
+        async with serving(app) as base, httpx.AsyncClient(timeout=30) as client:
+            return await client.post(f"{base}/agent", json=INPUT)
+
+    answer = asyncio.run(main())
+    assert answer.status_code == 503 and answer.text == body
+    assert answer.headers["content-type"] == kind
