@@ -47,8 +47,8 @@ start and served over SSE only: a protobuf request for it gets 406 (TRANS-7).
 Ctrl-C stops the mock: streams still being sent are ended within 2 seconds.
 
 Exit codes: 0 stopped (Ctrl-C, said in one line), 2 bad usage (a capture that
-cannot be read, holds no event or an event nested deeper than the 254 levels
-an SSE stream carries, a bad --fault, --timing or --max-gap, the port taken).
+cannot be read, holds no event or an event nested deeper than an SSE stream
+is written, a bad --fault, --timing or --max-gap, the port taken).
 """
 
 
