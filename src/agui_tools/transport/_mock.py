@@ -13,7 +13,8 @@ capture of a broken agent replays its breakage), and a fault breaks them more
 on purpose. Fault specs (``--fault``, repeatable; ``@R`` limits one to the
 R-th request, counting from 1, every request counted)::
 
-    cut:N            the connection is cut after event N (no terminal event, no end of body)
+    cut:N            the connection is cut after event N, which is sent (no terminal
+                     event, no end of body)
     stall:N:S        S seconds of silence before event N (no keep-alive either)
     malformed:N      event N's frame does not decode (SSE: its JSON cut in half;
                      binary: a frame whose bytes are no protobuf message)
@@ -23,6 +24,12 @@ R-th request, counting from 1, every request counted)::
     duplicate:N      event N is sent twice
 
 Event numbers count from 0, as a consumer's errors count them.
+
+At start every event is checked in both bindings: one JSON cannot write (nested
+past :data:`JSON_WRITE_DEPTH`) refuses the capture; one the binary binding cannot
+carry (a timestamp that is no 64-bit integer, a value protobuf does not decode
+back) makes its run SSE-only, a protobuf request for it a 406 (TRANS-7). Waits
+are capped at ``max_gap`` (:data:`DEFAULT_MAX_GAP`).
 """
 
 from __future__ import annotations
