@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -77,6 +78,24 @@ INTERRUPTING: tuple[str, ...] = ("langgraph", "strands")
 """The harnesses with an ``--interrupt`` mode: their agent-side tool waits on an approval."""
 
 BASELINES = HERE / "baselines"
+
+MATRIX = BASELINES / "matrix.json"
+"""Every recorded check's verdict per case — the compatibility matrix docs/conformance.md
+shows (``python -m tests.helpers.frameworks matrix`` prints it; tests/docs checks the page
+shows the current one). Written by ``baseline``, a column per harness and mode."""
+
+LABELS: dict[str, str] = {
+    "pydantic-ai": "Pydantic AI",
+    "langgraph": "LangGraph",
+    "langgraph-interrupt": "LangGraph `--interrupt`",
+    "strands": "Strands",
+    "strands-interrupt": "Strands `--interrupt`",
+    "microsoft-agent-framework": "MAF",
+    "google-adk": "ADK",
+    "llamaindex": "LlamaIndex",
+    "crewai": "CrewAI",
+}
+"""The matrix's columns, in order, and their headings."""
 
 VENV_ARGS: tuple[str, ...] = ()
 """Extra ``python -m venv`` arguments (the helper's own tests make pip-less venvs: faster)."""
@@ -345,9 +364,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     record.add_argument("frameworks", nargs="*", default=list(FRAMEWORKS))
     record.add_argument("--interrupt", action="store_true", help="the harness's --interrupt mode")
+    sub.add_parser(
+        "matrix", help="print the compatibility matrix (Markdown) the baselines recorded"
+    )
     options = parser.parse_args(argv)
     if options.command == "baseline":
         return _record(options.frameworks, interrupt=options.interrupt)
+    if options.command == "matrix":
+        print(matrix_table(), end="")
+        return 0
     unknown = sorted(set(options.frameworks) - set(FRAMEWORKS))
     if unknown:
         parser.error(f"no harness for {', '.join(unknown)} (known: {', '.join(FRAMEWORKS)})")
@@ -382,11 +407,60 @@ def _record(frameworks: Sequence[str], *, interrupt: bool) -> int:
         path = baseline_path(framework, "interrupt" if interrupt else None)
         baseline = Baseline.of(report)
         baseline.write(path)
+        _record_column(framework + ("-interrupt" if interrupt else ""), report)
         counts = ", ".join(f"{n} {v}" for v, n in report.counts().items())
         print(f"{framework}: {path.relative_to(ROOT)} — {len(baseline.known)} known; {counts}")
         for known in baseline.known:
             print(f"  {known.line()}")
     return 0
+
+
+def _cell(case: Any) -> str:
+    """One case's verdict as the matrix shows it: ``pass``, ``info``, ``–`` (not
+    exercised), or ``warn``/``**fail**`` with the rules of the findings at that verdict."""
+    verdict = case.verdict.value
+    if verdict == "not exercised":
+        return "–"
+    if verdict in ("pass", "info"):
+        return verdict
+    rules = sorted({f.rule for f in case.findings if f.verdict is case.verdict})
+    shown = "**fail**" if verdict == "fail" else verdict
+    return f"{shown} {', '.join(rules)}".strip()
+
+
+def _record_column(column: str, report: Any) -> None:
+    matrix = json.loads(MATRIX.read_text()) if MATRIX.exists() else {}
+    matrix[column] = {case.id: _cell(case) for case in report.cases}
+    ordered = {k: matrix[k] for k in LABELS if k in matrix}
+    MATRIX.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
+
+
+def matrix_table() -> str:
+    """The Markdown table of :data:`MATRIX`: a row per case, a column per harness, and a
+    closing row of pass/fail/warn counts."""
+    matrix: dict[str, dict[str, str]] = json.loads(MATRIX.read_text())
+    columns = [k for k in LABELS if k in matrix]
+    cases: list[str] = []
+    for column in columns:
+        cases += [c for c in matrix[column] if c not in cases]
+    lines = [
+        "| case | " + " | ".join(LABELS[c] for c in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for case in cases:
+        cells = [matrix[c].get(case, "") for c in columns]
+        lines.append(f"| `{case}` | " + " | ".join(cells) + " |")
+
+    def tally(column: str) -> str:
+        cells = list(matrix[column].values())
+        counted = [
+            sum(1 for v in cells if v.split(" ")[0].strip("*") == k)
+            for k in ("pass", "fail", "warn")
+        ]
+        return "/".join(map(str, counted))
+
+    lines.append("| pass/fail/warn | " + " | ".join(tally(c) for c in columns) + " |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

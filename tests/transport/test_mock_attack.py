@@ -190,13 +190,14 @@ def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> No
     capture.write_text(_sse(_text_run()))
     proc, url = _start_mock([str(capture), "--fault", "stall:1:30"])
 
+    got: list[bytes] = []
+
     def read() -> None:
         try:
             with httpx.stream(
                 "POST", url, json=INPUT, headers={"accept": "text/event-stream"}, timeout=40
             ) as response:
-                for _ in response.iter_raw():
-                    pass
+                got.extend(response.iter_raw())
         except httpx.HTTPError:
             pass
 
@@ -218,7 +219,12 @@ def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> No
         ) from None
     assert proc.returncode == 0
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("agui-tools mock: stopped after 1 request(s)")
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("agui-tools mock: stopped after 1 request(s)"), err
+    assert last.endswith("1 stream(s) still being sent ended with RUN_ERROR after 2 s"), err
+    reader.join(5)
+    body = b"".join(got)  # the stalled stream ends with a terminal event, then its body
+    assert body.startswith(b"data: {") and b'"code":"ServerShuttingDown"' in body, body
 
 
 def test_a_second_ctrl_c_ends_the_mock_at_once_without_a_traceback(tmp_path: Path) -> None:
@@ -261,11 +267,21 @@ async def agent(run):
 
 def test_ctrl_c_stops_serve_while_an_agent_is_mid_run(tmp_path: Path) -> None:
     """``serve`` shares ``serve_on``: an agent waiting (on its model) mid-stream kept one
-    Ctrl-C waiting as the mock's stall did. Now it is stopped within the grace, exit 0."""
+    Ctrl-C waiting as the mock's stall did. Stopped within its grace (#28), exit 0."""
     (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
     env = dict(os.environ, PYTHONPATH=str(SRC))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agui_tools", "serve", "slow_agent:agent", "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "agui_tools",
+            "serve",
+            "slow_agent:agent",
+            "--port",
+            "0",
+            "--shutdown-grace",
+            "1",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -301,7 +317,8 @@ def test_ctrl_c_stops_serve_while_an_agent_is_mid_run(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
     reader.join(5)
-    assert b"thinking" in b"".join(got)  # the stream was in flight when stopped
+    body = b"".join(got)
+    assert b"thinking" in body and b"ServerShuttingDown" in body, body[-300:]
 
 
 def test_recorded_gaps_are_capped_and_backwards_ones_wait_nothing() -> None:

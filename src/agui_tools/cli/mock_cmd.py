@@ -44,12 +44,17 @@ of at start); a timestamp earlier than the one before waits nothing. A run the
 binary binding cannot carry (a timestamp that is no 64-bit integer) is said at
 start and served over SSE only: a protobuf request for it gets 406 (TRANS-7).
 
-Ctrl-C stops the mock: streams still being sent are ended within 2 seconds.
+Ctrl-C stops the mock: a stream still being sent is given 2 seconds, then
+ended with RUN_ERROR (ServerShuttingDown), as `serve` ends its runs.
 
 Exit codes: 0 stopped (Ctrl-C, said in one line), 2 bad usage (a capture that
 cannot be read, holds no event or an event nested deeper than an SSE stream
 is written, a bad --fault, --timing or --max-gap, the port taken).
 """
+
+
+SHUTDOWN_GRACE = 2.0
+"""Seconds a stream still being sent gets once Ctrl-C stops the mock."""
 
 
 def register(sub: Any) -> None:
@@ -188,12 +193,26 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in _judged(endpoint):
         print(terminal_text(line), file=sys.stderr)
-    serve_on(app, sock, what="mock AG-UI agent", path=args.path, log_level=args.log_level)
+    ended: list[int] = []
+    serve_on(
+        app,
+        sock,
+        what="mock AG-UI agent",
+        path=args.path,
+        log_level=args.log_level,
+        shutdown_grace=SHUTDOWN_GRACE,
+        on_ended=ended.append,
+    )
     left = endpoint.matcher.unused
+    cut = (
+        f"; {ended[0]} stream(s) still being sent ended with RUN_ERROR after {SHUTDOWN_GRACE:g} s"
+        if ended and ended[0]
+        else ""
+    )
     start = "\r" if sys.stderr.isatty() else ""
     print(
         f"{start}agui-tools mock: stopped after {endpoint.requests} request(s); "
-        f"{left} recorded run(s) never served",
+        f"{left} recorded run(s) never served{cut}",
         file=sys.stderr,
         flush=True,
     )

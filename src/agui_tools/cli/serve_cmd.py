@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import math
+import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,8 +32,6 @@ not start with "/", the port is taken).
 """
 
 LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
-SHUTDOWN_GRACE: Final = 2.0
-"""Seconds a request in flight gets to end once Ctrl-C stops a server."""
 
 
 def register(sub: Any) -> None:
@@ -73,6 +74,14 @@ def register(sub: Any) -> None:
         default=30.0,
         metavar="SECONDS",
         help="time a client has to send its whole request body; then 408 (default 30)",
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT: stop accepting, let runs in flight finish this long, then end "
+        "them with RUN_ERROR (default 30)",
     )
     p.add_argument(
         "--header-timeout",
@@ -199,6 +208,45 @@ def _is_async(agent: Any) -> bool:
     )
 
 
+def _graceful_server_class() -> Any:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """uvicorn, with the endpoint's own shutdown first: on SIGTERM/SIGINT it stops
+        accepting, lets runs in flight finish for ``grace`` seconds and ends the rest
+        with ``RUN_ERROR`` (uvicorn alone would wait for them forever, or with
+        ``timeout_graceful_shutdown`` cut them with no terminal event)."""
+
+        def __init__(self, config: Any, endpoint: Any, grace: float, on_ended: Any = None) -> None:
+            super().__init__(config)
+            self.endpoint = endpoint
+            self.grace = grace
+            self.on_ended = on_ended
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for server in self.servers:
+                server.close()  # stop accepting now, not after the grace period
+            for sock in sockets or []:
+                sock.close()
+            ended = await self.endpoint.shutdown(self.grace)
+            if self.on_ended is not None:
+                self.on_ended(ended)  # the command says it, in its own stop line
+            elif ended:
+                print(
+                    f"agui-tools serve: ended {ended} run(s) still going after "
+                    f"{self.grace:g} s with RUN_ERROR",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            await super().shutdown(sockets)
+
+    return GracefulServer
+
+
+def _graceful_server(config: Any, endpoint: Any, grace: float, on_ended: Any = None) -> Any:
+    return _graceful_server_class()(config, endpoint, grace, on_ended)
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound before "Serving …" is printed: a taken port is
     reported alone, and the printed URL answers as soon as it is read."""
@@ -279,6 +327,7 @@ def run(args: argparse.Namespace) -> int:
         limit_concurrency=args.limit_concurrency,
         header_timeout=args.header_timeout,
         send_timeout=args.send_timeout,
+        shutdown_grace=args.shutdown_grace,
     )
     return 0
 
@@ -294,13 +343,14 @@ def serve_on(
     limit_concurrency: int | None = None,
     header_timeout: float | None = 10.0,
     send_timeout: float | None = 30.0,
-    grace: float = SHUTDOWN_GRACE,
+    shutdown_grace: float = 30.0,
+    on_ended: Callable[[int], None] | None = None,
 ) -> None:
     """Print "Serving WHAT at URL" on stdout, then serve ``app`` on the bound ``sock``
-    until Ctrl-C, which stops it cleanly: no new connection is taken, a request in
-    flight has ``grace`` seconds to end, then it is ended (its task cancelled, its
-    response body closed; one not started is answered 503); a second Ctrl-C ends
-    them at once. Never a traceback. The socket is closed on the way out."""
+    until Ctrl-C or SIGTERM (which stop it cleanly: an AG-UI endpoint's runs in flight
+    get ``shutdown_grace`` seconds, then a ``RUN_ERROR``); the socket is closed on the
+    way out. ``on_ended(n)``: told how many runs the shutdown ended, instead of the
+    line saying so."""
     import uvicorn
 
     from .._text import guarded_logger
@@ -308,113 +358,36 @@ def serve_on(
 
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    stoppable = _Stoppable(app, grace)
     config = uvicorn.Config(
-        stoppable,
-        interface="asgi3",
+        app,
         lifespan="off",
         log_config=_log_config(log_level, access_log),
         log_level=log_level,
         access_log=access_log,
         limit_concurrency=limit_concurrency,
         http=deadline_protocol(header_timeout=header_timeout, send_timeout=send_timeout),
+        # a backstop: the endpoint ends its runs at the grace period; uvicorn cancels
+        # whatever is left (a response not ours) a little after
+        timeout_graceful_shutdown=math.ceil(shutdown_grace) + 5,
     )
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute
     for name in ("uvicorn.error", "asyncio"):
         guarded_logger(name)
     print(f"Serving {what} at http://{shown}:{port}{path}", flush=True)
+    # uvicorn re-raises the signal that stopped it once it has shut down; SIGTERM's
+    # default action would then kill the process after a clean shutdown (status -15):
+    # a handler that does nothing makes a graceful SIGTERM exit 0, as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    endpoint = getattr(getattr(app, "state", None), "agui_endpoint", None)
+    server = (
+        _graceful_server(config, endpoint, shutdown_grace, on_ended)
+        if callable(getattr(endpoint, "shutdown", None))
+        else uvicorn.Server(config)
+    )
     try:
-        _server_class()(config, stoppable).run(sockets=[sock])
+        server.run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: cleanly
         pass
     finally:
         sock.close()
-
-
-class _Stoppable:
-    """The served ASGI app, run so that a stopping server can end what is in flight.
-
-    uvicorn, stopping, waits for every response to end — a stalled or slow stream
-    (the mock's ``stall``, an agent waiting on its model) kept Ctrl-C waiting, and
-    a second Ctrl-C cancelled it mid-``await``: "Exception in ASGI application"
-    and a traceback. Here each request runs as its own task; once :meth:`stop` is
-    called it has ``grace`` seconds, then it is cancelled and its response ended.
-    """
-
-    def __init__(self, app: Any, grace: float) -> None:
-        import asyncio
-
-        self.app = app
-        self.grace = grace
-        self.stopping = asyncio.Event()
-
-    def stop(self) -> None:
-        self.stopping.set()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        import asyncio
-
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = ended = False
-
-        async def tracked(message: Any) -> None:
-            nonlocal started, ended
-            if message["type"] == "http.response.start":
-                started = True
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                ended = True
-            await send(message)
-
-        task = asyncio.ensure_future(self.app(scope, receive, tracked))
-        stopping = asyncio.ensure_future(self.stopping.wait())
-        try:
-            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not task.done():
-                await asyncio.wait({task}, timeout=self.grace)
-        except asyncio.CancelledError:  # a second Ctrl-C: the loop ends every task now
-            pass
-        finally:
-            stopping.cancel()
-        if task.done():
-            task.result()  # the app's own failure, reported by uvicorn as usual
-            return
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        try:
-            if not started:
-                body = b"the server is stopping"
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 503,
-                        "headers": [
-                            (b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-            elif not ended:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except Exception:  # the client or the connection already gone
-            pass
-
-
-def _server_class() -> Any:
-    """uvicorn's Server, telling the app (:class:`_Stoppable`) when it starts stopping."""
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        def __init__(self, config: uvicorn.Config, stoppable: _Stoppable) -> None:
-            super().__init__(config)
-            self.stoppable = stoppable
-
-        async def shutdown(self, sockets: Any = None) -> None:
-            self.stoppable.stop()
-            await super().shutdown(sockets)
-
-    return Server

@@ -64,6 +64,7 @@ from ..wire._framing import sse_comment, sse_frame
 from ._server import (
     _INTERNAL_ERROR,
     _PROTO_HEADERS,
+    _SHUTDOWN_ERROR,
     _SSE_HEADERS,
     AgentEndpoint,
     _refuse,
@@ -387,6 +388,8 @@ class MockEndpoint(AgentEndpoint):
         self.faults = [parse_fault(f) for f in faults]
         self.requests = 0
         self._check_faults()
+        self._streams: set[asyncio.Task[Any]] = set()
+        self._stopped: set[asyncio.Task[Any]] = set()
         self.sse_only: dict[int, str] = {}
         """``id(run)`` → why that recorded run cannot be served in the binary binding."""
         for run in self.matcher.runs:
@@ -394,6 +397,25 @@ class MockEndpoint(AgentEndpoint):
             if why is not None:
                 self.sse_only[id(run)] = why
         logging.getLogger("uvicorn.error").addFilter(_cut_filter)
+
+    async def shutdown(self, grace: float) -> int:
+        """Stop taking requests (503); let the replays in flight end for ``grace`` seconds,
+        then end the rest: a stall or a recorded gap is cut short, the stream ends with
+        ``RUN_ERROR`` ``ServerShuttingDown`` and its body is closed — as
+        :meth:`AgentEndpoint.shutdown` ends an agent's runs. Returns how many were ended."""
+        self.closing = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self._streams and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        left = list(self._streams)
+        for task in left:
+            self._stopped.add(task)
+            task.cancel()
+        end = loop.time() + 5.0
+        while self._streams and loop.time() < end:  # their streams write the RUN_ERROR
+            await asyncio.sleep(0.02)
+        return len(left)
 
     def _check_faults(self) -> None:
         longest = max(len(r.events) for r in self.matcher.runs)
@@ -506,6 +528,9 @@ class MockEndpoint(AgentEndpoint):
         ]
         gone = asyncio.Event()
         watcher = asyncio.create_task(_watch(receive, gone))
+        task = asyncio.current_task()
+        assert task is not None
+        self._streams.add(task)
         try:
             await send(
                 {
@@ -517,9 +542,20 @@ class MockEndpoint(AgentEndpoint):
             complete = await self._send_events(events, delays, faults, send, gone, binary=binary)
             if complete:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if task not in self._stopped:
+                raise
+            task.uncancel()  # ended by shutdown(): the stream says so and ends
+            try:
+                await _body(send, _frame(_SHUTDOWN_ERROR, binary))
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                return
         except OSError:
             return  # the client went away mid-send
         finally:
+            self._streams.discard(task)
+            self._stopped.discard(task)
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
 
