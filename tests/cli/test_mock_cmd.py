@@ -112,7 +112,7 @@ def test_the_mock_serves_says_each_request_and_stops_on_ctrl_c_in_one_line(
     assert server.returncode == 0 and out == ""
     lines = err.strip().splitlines()
     assert lines[:3] == [
-        "2 recorded run(s), match order, timing recorded, faults cut:2@2",
+        "2 recorded run(s), match order, timing recorded, max gap 5 s, faults cut:2@2",
         f"  run 1 ({capture} run 1): 5 events, success",
         f"  run 2 ({capture} run 2): 5 events, success",
     ]

@@ -69,19 +69,32 @@ class RecordedRun:
     def run_id(self) -> str | None:
         return _first_id(self.events, "runId")
 
-    def delays(self) -> list[float]:
-        """Seconds to wait before each event, from the events' ``timestamp`` (ms).
-
-        An event without a timestamp — or the first, or one stamped earlier than
-        the event before it — waits nothing: timing is only what was recorded.
-        """
-        out, previous = [], None
+    def gaps(self) -> list[float | None]:
+        """The recorded gap before each event in seconds, from the events' ``timestamp``
+        (ms), as recorded: negative when stamped earlier than the event before, ``None``
+        for the first stamped event and for one without a timestamp (0 is a timestamp)."""
+        out: list[float | None] = []
+        previous: float | None = None
         for event in self.events:
             stamp = event.get("timestamp")
             now = stamp if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None
-            out.append(max((now - previous) / 1000, 0.0) if now is not None and previous else 0.0)
+            gap = (now - previous) / 1000 if now is not None and previous is not None else None
+            out.append(gap if gap is None or gap == gap else None)  # NaN: no gap
             if now is not None:
                 previous = now
+        return out
+
+    def delays(self, max_gap: float | None = None) -> list[float]:
+        """Seconds to wait before each event, from :meth:`gaps`.
+
+        An event without a timestamp, the first, or one stamped earlier than the
+        event before it waits nothing: timing is only what was recorded. No wait
+        is longer than ``max_gap`` (``None``: uncapped).
+        """
+        out = []
+        for gap in self.gaps():
+            wait = max(gap, 0.0) if gap is not None else 0.0
+            out.append(min(wait, max_gap) if max_gap is not None else wait)
         return out
 
 
@@ -266,7 +279,8 @@ class Matcher:
                     )
                 self._keys.setdefault(key, []).append(n)
 
-    def choose(self, run_input: Mapping[str, Any]) -> RecordedRun | Miss:
+    def choose(self, run_input: Mapping[str, Any], *, take: bool = True) -> RecordedRun | Miss:
+        """The run that answers ``run_input``; ``take=False``: only which, none counted served."""
         if self.mode == "order":
             if self._next >= len(self.runs):
                 return Miss(
@@ -275,8 +289,9 @@ class Matcher:
                     "and has served them all; restart it, or match by --match last-user-message",
                 )
             run = self.runs[self._next]
-            self._next += 1
-            self.served += 1
+            if take:
+                self._next += 1
+                self.served += 1
             return run
         key = last_user_turn(run_input.get("messages") or [])
         if key is None:
@@ -296,8 +311,9 @@ class Matcher:
                 f"{', '.join(_short(k) for k in known[:5])}{' …' if len(known) > 5 else ''}",
             )
         turn = self._turns.get(key, 0)
-        self._turns[key] = turn + 1
-        self.served += 1
+        if take:
+            self._turns[key] = turn + 1
+            self.served += 1
         return self.runs[candidates[min(turn, len(candidates) - 1)]]
 
     @property

@@ -27,7 +27,7 @@ user message (and as many messages after it: a tool result's continuation is
 its own run); none: 404; a request without a user message: 422.
 
 Faults (--fault, repeatable; event numbers count from 0; @R: only request R):
-  cut:N            cut the connection after event N
+  cut:N            cut the connection after event N (event N is sent)
   stall:N:S        S seconds of silence before event N (no keep-alive)
   malformed:N      event N's frame does not decode
   status:CODE[:BODY]  answer HTTP CODE (400-599) with BODY instead of a stream
@@ -38,9 +38,23 @@ At start each recorded run is judged as `verify` judges a capture (one line
 per run on stderr); a broken run is served as recorded. It prints one line on
 stdout, "Serving mock AG-UI agent at URL", then one line per request on stderr.
 
+--timing recorded waits the gaps between the events' timestamps (ms), each at
+most --max-gap seconds (default 5; a capture mixing units or jumping is warned
+of at start); a timestamp earlier than the one before waits nothing. A run the
+binary binding cannot carry (a timestamp that is no 64-bit integer) is said at
+start and served over SSE only: a protobuf request for it gets 406 (TRANS-7).
+
+Ctrl-C stops the mock: a stream still being sent is given 2 seconds, then
+ended with RUN_ERROR (ServerShuttingDown), as `serve` ends its runs.
+
 Exit codes: 0 stopped (Ctrl-C, said in one line), 2 bad usage (a capture that
-cannot be read or holds no event, a bad --fault or --timing, the port taken).
+cannot be read, holds no event or an event nested deeper than an SSE stream
+is written, a bad --fault, --timing or --max-gap, the port taken).
 """
+
+
+SHUTDOWN_GRACE = 2.0
+"""Seconds a stream still being sent gets once Ctrl-C stops the mock."""
 
 
 def register(sub: Any) -> None:
@@ -64,6 +78,14 @@ def register(sub: Any) -> None:
         metavar="recorded|fast|xN",
         help="recorded: the gaps between the events' timestamps (none recorded: no waits); "
         "fast: no waits; xN: N times the recorded speed (x2, x0.5) (default recorded)",
+    )
+    p.add_argument(
+        "--max-gap",
+        default="5",
+        metavar="SECONDS",
+        help="the longest wait before an event, whatever the timestamps say (a capture mixing "
+        "units or jumping would hang its client); timestamps going backwards wait nothing "
+        "(default 5)",
     )
     p.add_argument(
         "--fault",
@@ -96,24 +118,38 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _judged(runs: Any) -> list[str]:
-    """One line per recorded run: what `verify` says of it."""
+def _judged(endpoint: Any) -> list[str]:
+    """One line per recorded run: what `verify` says of it; then what the timing caps
+    and whether the binary binding can carry it."""
     from ..app._capture import replay
+    from ..transport._mock import timing_notes
 
     lines = []
-    for n, recorded in enumerate(runs, 1):
+    for n, recorded in enumerate(endpoint.matcher.runs, 1):
         if recorded.status != 200:
             lines.append(f"  run {n} ({recorded.source}): a recorded HTTP {recorded.status}")
             continue
         verdict = replay(recorded.events, run_input=recorded.input)
         error = verdict.result.error
         statuses = ", ".join(r.status for r in verdict.result.runs) or "no run"
-        said = f"rejected: [{error.rule}] {error}" if error is not None else statuses
+        said = f"rejected: {_ruled(error)}" if error is not None else statuses
         warned = f", {len(verdict.warnings)} warning(s)" if verdict.warnings else ""
         lines.append(
             f"  run {n} ({recorded.source}): {len(recorded.events)} events, {said}{warned}"
         )
+        for note in timing_notes(recorded, endpoint.factor, endpoint.max_gap):
+            lines.append(f"    warning: {note}")
+        why = endpoint.sse_only.get(id(recorded))
+        if why is not None:
+            lines.append(f"    served over SSE only (a protobuf request gets 406): {why}")
     return lines
+
+
+def _ruled(error: Any) -> str:
+    """``[RULE] message`` — once: the error's text may carry its rule already."""
+    text = str(error)
+    rule = getattr(error, "rule", None)
+    return text if not rule or text.startswith(f"[{rule}]") else f"[{rule}] {text}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
             path=args.path,
             match=args.match,
             timing=args.timing,
+            max_gap=args.max_gap,
             faults=args.fault,
             allowed_origins=args.allow_origin,
             allowed_hosts=[args.host],
@@ -149,18 +186,33 @@ def run(args: argparse.Namespace) -> int:
         return 2
     runs = endpoint.matcher.runs
     print(
-        f"{len(runs)} recorded run(s), match {args.match}, timing {args.timing}"
+        f"{len(runs)} recorded run(s), match {args.match}, timing {args.timing}, "
+        f"max gap {endpoint.max_gap:g} s"
         + (f", faults {', '.join(str(f) for f in endpoint.faults)}" if endpoint.faults else ""),
         file=sys.stderr,
     )
-    for line in _judged(runs):
+    for line in _judged(endpoint):
         print(terminal_text(line), file=sys.stderr)
-    serve_on(app, sock, what="mock AG-UI agent", path=args.path, log_level=args.log_level)
+    ended: list[int] = []
+    serve_on(
+        app,
+        sock,
+        what="mock AG-UI agent",
+        path=args.path,
+        log_level=args.log_level,
+        shutdown_grace=SHUTDOWN_GRACE,
+        on_ended=ended.append,
+    )
     left = endpoint.matcher.unused
+    cut = (
+        f"; {ended[0]} stream(s) still being sent ended with RUN_ERROR after {SHUTDOWN_GRACE:g} s"
+        if ended and ended[0]
+        else ""
+    )
     start = "\r" if sys.stderr.isatty() else ""
     print(
         f"{start}agui-tools mock: stopped after {endpoint.requests} request(s); "
-        f"{left} recorded run(s) never served",
+        f"{left} recorded run(s) never served{cut}",
         file=sys.stderr,
         flush=True,
     )

@@ -9,6 +9,7 @@ import math
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -216,10 +217,11 @@ def _graceful_server_class() -> Any:
         with ``RUN_ERROR`` (uvicorn alone would wait for them forever, or with
         ``timeout_graceful_shutdown`` cut them with no terminal event)."""
 
-        def __init__(self, config: Any, endpoint: Any, grace: float) -> None:
+        def __init__(self, config: Any, endpoint: Any, grace: float, on_ended: Any = None) -> None:
             super().__init__(config)
             self.endpoint = endpoint
             self.grace = grace
+            self.on_ended = on_ended
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             for server in self.servers:
@@ -227,7 +229,9 @@ def _graceful_server_class() -> Any:
             for sock in sockets or []:
                 sock.close()
             ended = await self.endpoint.shutdown(self.grace)
-            if ended:
+            if self.on_ended is not None:
+                self.on_ended(ended)  # the command says it, in its own stop line
+            elif ended:
                 print(
                     f"agui-tools serve: ended {ended} run(s) still going after "
                     f"{self.grace:g} s with RUN_ERROR",
@@ -239,8 +243,8 @@ def _graceful_server_class() -> Any:
     return GracefulServer
 
 
-def _graceful_server(config: Any, endpoint: Any, grace: float) -> Any:
-    return _graceful_server_class()(config, endpoint, grace)
+def _graceful_server(config: Any, endpoint: Any, grace: float, on_ended: Any = None) -> Any:
+    return _graceful_server_class()(config, endpoint, grace, on_ended)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -340,11 +344,13 @@ def serve_on(
     header_timeout: float | None = 10.0,
     send_timeout: float | None = 30.0,
     shutdown_grace: float = 30.0,
+    on_ended: Callable[[int], None] | None = None,
 ) -> None:
     """Print "Serving WHAT at URL" on stdout, then serve ``app`` on the bound ``sock``
     until Ctrl-C or SIGTERM (which stop it cleanly: an AG-UI endpoint's runs in flight
     get ``shutdown_grace`` seconds, then a ``RUN_ERROR``); the socket is closed on the
-    way out."""
+    way out. ``on_ended(n)``: told how many runs the shutdown ended, instead of the
+    line saying so."""
     import uvicorn
 
     from .._text import guarded_logger
@@ -375,7 +381,7 @@ def serve_on(
     signal.signal(signal.SIGTERM, lambda *_: None)
     endpoint = getattr(getattr(app, "state", None), "agui_endpoint", None)
     server = (
-        _graceful_server(config, endpoint, shutdown_grace)
+        _graceful_server(config, endpoint, shutdown_grace, on_ended)
         if callable(getattr(endpoint, "shutdown", None))
         else uvicorn.Server(config)
     )

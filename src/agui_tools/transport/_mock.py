@@ -13,7 +13,8 @@ capture of a broken agent replays its breakage), and a fault breaks them more
 on purpose. Fault specs (``--fault``, repeatable; ``@R`` limits one to the
 R-th request, counting from 1, every request counted)::
 
-    cut:N            the connection is cut after event N (no terminal event, no end of body)
+    cut:N            the connection is cut after event N, which is sent (no terminal
+                     event, no end of body)
     stall:N:S        S seconds of silence before event N (no keep-alive either)
     malformed:N      event N's frame does not decode (SSE: its JSON cut in half;
                      binary: a frame whose bytes are no protobuf message)
@@ -23,6 +24,12 @@ R-th request, counting from 1, every request counted)::
     duplicate:N      event N is sent twice
 
 Event numbers count from 0, as a consumer's errors count them.
+
+At start every event is checked in both bindings: one JSON cannot write (nested
+past :data:`JSON_WRITE_DEPTH`) refuses the capture; one the binary binding cannot
+carry (a timestamp that is no 64-bit integer, a value protobuf does not decode
+back) makes its run SSE-only, a protobuf request for it a 406 (TRANS-7). Waits
+are capped at ``max_gap`` (:data:`DEFAULT_MAX_GAP`).
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from ..wire._framing import sse_comment, sse_frame
 from ._server import (
     _INTERNAL_ERROR,
     _PROTO_HEADERS,
+    _SHUTDOWN_ERROR,
     _SSE_HEADERS,
     AgentEndpoint,
     _refuse,
@@ -66,12 +74,14 @@ from ._server import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_GAP",
     "FAULT_KINDS",
     "Fault",
     "MockEndpoint",
     "load_captures",
     "mock_app",
     "parse_fault",
+    "parse_max_gap",
     "parse_timing",
 ]
 
@@ -123,16 +133,16 @@ def parse_fault(spec: str | Fault) -> Fault:
     def bad(why: str) -> UsageError:
         return UsageError(f"fault {spec!r}: {why}; a fault is one of {_FAULT_SYNTAX}")
 
-    text, request = spec.strip(), None
+    text, request = spec, None
     at = re.search(r"@([^@:]*)$", text)
     if at is not None:
         request = _count(at.group(1), "the request number after @", bad, least=1)
         text = text[: at.start()]
     kind, _, rest = text.partition(":")
-    kind = kind.strip().lower()
     args = rest.split(":") if rest else []
     if kind not in FAULT_KINDS:
-        raise bad(f"unknown kind {kind!r}")
+        lower = f" (kinds are lower-case: {kind.lower()})" if kind.lower() in FAULT_KINDS else ""
+        raise bad(f"unknown kind {kind!r}{lower}")
     if kind == "status":
         if not args:
             raise bad("status needs a code")
@@ -152,44 +162,61 @@ def parse_fault(spec: str | Fault) -> Fault:
     return Fault(kind, event=event, seconds=seconds, request=request)  # type: ignore[arg-type]
 
 
+_WHOLE: Final = re.compile(r"-?[0-9]+")  # the sign read, to say "N or more"
+_DECIMAL: Final = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
 def _count(text: str, what: str, bad: Any, *, least: int) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise bad(f"{what} {text!r} is not a whole number") from None
+    """ASCII digits only: ``int()`` would also take ``" 3"``, ``"+3"``, ``"3_0"``, ``"٣"``."""
+    if not _WHOLE.fullmatch(text):
+        raise bad(f"{what} {text!r} is not a whole number (ASCII digits 0-9)")
+    value = int(text)
     if value < least:
         raise bad(f"{what} must be {least} or more, not {value}")
     return value
 
 
 def _seconds(text: str, bad: Any) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise bad(f"{text!r} is not a number of seconds") from None
-    if not 0 <= value <= 3600 or value != value:
+    """A plain decimal (``2``, ``0.5``, ``.5``): no sign, exponent, ``inf`` or spaces."""
+    if not _DECIMAL.fullmatch(text):
+        raise bad(f"{text!r} is not a number of seconds (a decimal such as 2 or 0.5)")
+    value = float(text)
+    if value > 3600:
         raise bad(f"{text!r} seconds: use 0 to 3600")
     return value
 
 
+DEFAULT_MAX_GAP: Final = 5.0
+"""The longest wait ``--timing`` makes before an event (seconds): a capture whose
+timestamps mix units or jump would otherwise hang its client."""
+
+
+def parse_max_gap(value: str | float) -> float:
+    """``--max-gap``: seconds, 0 to 3600 (a decimal when a string)."""
+    if isinstance(value, str):
+        if not _DECIMAL.fullmatch(value):
+            raise UsageError(f"max gap {value!r}: a number of seconds (a decimal such as 5 or 0.5)")
+        value = float(value)
+    if not 0 <= value <= 3600:
+        raise UsageError(f"max gap {value!r}: use 0 to 3600 seconds")
+    return float(value)
+
+
 def parse_timing(spec: str | float) -> float:
     """``recorded`` (1.0), ``fast`` (0.0) or ``xN`` (``×N`` too): the factor recorded gaps
-    are multiplied by — ``x2`` replays twice as fast (0.5), ``x0.5`` at half speed."""
+    are multiplied by — ``x2`` replays twice as fast (0.5), ``x0.5`` at half speed.
+    Exactly so: lower-case, no spaces, N a plain decimal of ASCII digits."""
     if not isinstance(spec, str):
-        if not spec >= 0:
+        if not 0 <= spec < float("inf"):
             raise UsageError(f"timing {spec!r}: a factor of 0 or more")
         return float(spec)
-    text = spec.strip().lower()
-    if text == "recorded":
+    if spec == "recorded":
         return 1.0
-    if text == "fast":
+    if spec == "fast":
         return 0.0
-    if text[:1] in ("x", "×"):
-        try:
-            speed = float(text[1:])
-        except ValueError:
-            speed = 0.0
-        if speed > 0 and speed != float("inf"):
+    if spec[:1] in ("x", "×") and _DECIMAL.fullmatch(spec[1:]):
+        speed = float(spec[1:])
+        if speed > 0:
             return 1 / speed
     raise UsageError(
         f"timing {spec!r}: use recorded (the events' timestamps), fast (no waits) or xN "
@@ -345,6 +372,7 @@ class MockEndpoint(AgentEndpoint):
         *,
         match: str = "order",
         timing: str | float = "recorded",
+        max_gap: str | float = DEFAULT_MAX_GAP,
         faults: Iterable[str | Fault] = (),
         on_request: Callable[[int, int, str], None] | None = None,
         **options: Any,
@@ -356,10 +384,38 @@ class MockEndpoint(AgentEndpoint):
             raise UsageError(f"match {match!r}: use one of {', '.join(MATCH_MODES)}")
         self.matcher = Matcher(runs, match)  # type: ignore[arg-type]
         self.factor = parse_timing(timing)
+        self.max_gap = parse_max_gap(max_gap)
         self.faults = [parse_fault(f) for f in faults]
         self.requests = 0
         self._check_faults()
+        self._streams: set[asyncio.Task[Any]] = set()
+        self._stopped: set[asyncio.Task[Any]] = set()
+        self.sse_only: dict[int, str] = {}
+        """``id(run)`` → why that recorded run cannot be served in the binary binding."""
+        for run in self.matcher.runs:
+            why = _check_encodable(run)
+            if why is not None:
+                self.sse_only[id(run)] = why
         logging.getLogger("uvicorn.error").addFilter(_cut_filter)
+
+    async def shutdown(self, grace: float) -> int:
+        """Stop taking requests (503); let the replays in flight end for ``grace`` seconds,
+        then end the rest: a stall or a recorded gap is cut short, the stream ends with
+        ``RUN_ERROR`` ``ServerShuttingDown`` and its body is closed — as
+        :meth:`AgentEndpoint.shutdown` ends an agent's runs. Returns how many were ended."""
+        self.closing = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self._streams and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        left = list(self._streams)
+        for task in left:
+            self._stopped.add(task)
+            task.cancel()
+        end = loop.time() + 5.0
+        while self._streams and loop.time() < end:  # their streams write the RUN_ERROR
+            await asyncio.sleep(0.02)
+        return len(left)
 
     def _check_faults(self) -> None:
         longest = max(len(r.events) for r in self.matcher.runs)
@@ -390,6 +446,19 @@ class MockEndpoint(AgentEndpoint):
             status_code = refusal[0] if refusal else 499  # 499: the client left first
             self._said(number, status_code, _problem(b"".join(refusal[1:])))
             return
+        binary = accepts_proto(Headers(scope=scope).get("accept"))
+        chosen = self.matcher.choose(run_input, take=False)
+        why = self.sse_only.get(id(chosen)) if binary else None
+        if why is not None:
+            assert isinstance(chosen, RecordedRun)
+            message = (
+                f"the recorded run {chosen.source} cannot be served in the binary binding "
+                f"(TRANS-7): {why}; ask for text/event-stream (it is served over SSE)"
+            )
+            rejected = _Rejected(406, {"rule": "TRANS-7", "path": "", "message": message})
+            await _refuse(scope, receive, send, rejected)
+            self._said(number, 406, message)
+            return
         chosen = self.matcher.choose(run_input)
         if isinstance(chosen, Miss):
             rejected = _Rejected(
@@ -402,7 +471,6 @@ class MockEndpoint(AgentEndpoint):
             await _answer(send, chosen.status, chosen.body, chosen.content_type)
             self._said(number, chosen.status, f"the recorded answer of {chosen.source}")
             return
-        binary = accepts_proto(Headers(scope=scope).get("accept"))
         shown = ", ".join(str(f) for f in faults if f.kind != "status")
         self._said(
             number,
@@ -439,7 +507,7 @@ class MockEndpoint(AgentEndpoint):
             )
             kind = "application/json"
         else:
-            body, kind = fault.body.encode(), "text/plain; charset=utf-8"
+            body, kind = fault.body.encode(), _body_type(fault.body)
         await _answer(send, fault.status, body, kind)
 
     async def _replay(
@@ -455,9 +523,14 @@ class MockEndpoint(AgentEndpoint):
         events = retarget(
             recorded.events, run_input, thread_id=recorded.thread_id, run_id=recorded.run_id
         )
-        delays = [d * self.factor for d in recorded.delays()]
+        delays = [
+            min(d * self.factor, self.max_gap) if self.factor else 0.0 for d in recorded.delays()
+        ]
         gone = asyncio.Event()
         watcher = asyncio.create_task(_watch(receive, gone))
+        task = asyncio.current_task()
+        assert task is not None
+        self._streams.add(task)
         try:
             await send(
                 {
@@ -469,9 +542,20 @@ class MockEndpoint(AgentEndpoint):
             complete = await self._send_events(events, delays, faults, send, gone, binary=binary)
             if complete:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if task not in self._stopped:
+                raise
+            task.uncancel()  # ended by shutdown(): the stream says so and ends
+            try:
+                await _body(send, _frame(_SHUTDOWN_ERROR, binary))
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                return
         except OSError:
             return  # the client went away mid-send
         finally:
+            self._streams.discard(task)
+            self._stopped.discard(task)
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
 
@@ -501,7 +585,7 @@ class MockEndpoint(AgentEndpoint):
             try:
                 frame = _malformed(event, binary) if ("malformed", index) in at else None
                 frame = frame or _frame(event, binary)
-            except Exception as exc:  # an event the binding cannot carry: ended as a bug's
+            except Exception as exc:  # pragma: no cover - judged at start (_check_encodable)
                 log.error(
                     "recorded event %d (%s) cannot be sent in the %s binding (%s: %s); the "
                     "stream ends with RUN_ERROR",
@@ -551,6 +635,82 @@ async def _watch(receive: Receive, gone: asyncio.Event) -> None:
         if message["type"] == "http.disconnect":
             gone.set()
             return
+
+
+JSON_WRITE_DEPTH: Final = 254
+"""The deepest nesting the SSE binding writes (orjson's limit; the event object counts
+as one level). Deeper events are refused when a mock starts, whichever binding asks."""
+
+
+def _check_encodable(run: RecordedRun) -> str | None:
+    """Refuse (:class:`UsageError`) a run with an event JSON cannot write — it would be a
+    RUN_ERROR mid-stream; say why (``str``) when the binary binding cannot carry one, so
+    that a protobuf request for it is answered 406 before any stream."""
+    why = None
+    for index, event in enumerate(run.events):
+        try:
+            encode_json(event)
+        except orjson.JSONEncodeError as exc:
+            raise UsageError(
+                f"{run.source}: event {index} ({event.get('type')}) cannot be written as JSON "
+                f"({exc}): an SSE stream nests at most {JSON_WRITE_DEPTH} levels, the event "
+                "object counted (the library reads 1024); a mock serves what both bindings "
+                "can send, so it refuses this capture rather than end its stream with RUN_ERROR"
+            ) from None
+        if why is None:
+            from ..wire._proto_codec import decode_proto_event, encode_proto_event
+
+            stamp = event.get("timestamp")
+            if stamp is not None and not (type(stamp) is int and -(2**63) <= stamp < 2**63):
+                why = (
+                    f"event {index} ({event.get('type')}) has the timestamp {stamp!r}, and the "
+                    "binary binding carries a timestamp as a 64-bit integer only"
+                )
+                continue
+            try:
+                frame = encode_proto_event(event)
+            except Exception as exc:  # any value the binding has no field for
+                why = f"event {index} ({event.get('type')}) cannot be encoded: {exc}"
+                continue
+            try:
+                decode_proto_event(frame)
+            except Exception as exc:  # sent, a protobuf reader could not read it back
+                why = (
+                    f"event {index} ({event.get('type')}), encoded, does not decode ({exc}): "
+                    "protobuf's own decoders (Python's, C++'s) read 100 nested messages at most, "
+                    "and a JSON level is two"
+                )
+    return why
+
+
+def timing_notes(run: RecordedRun, factor: float, max_gap: float) -> list[str]:
+    """What ``--timing``/``--max-gap`` change in ``run``'s recorded gaps, for the start-up
+    summary: gaps capped at ``max_gap``, timestamps going backwards (no wait)."""
+    gaps = [g for g in run.gaps() if g is not None]
+    notes = []
+    capped = [g for g in gaps if factor and g * factor > max_gap]
+    if capped:
+        notes.append(
+            f"{len(capped)} gap(s) capped at --max-gap {max_gap:g} s (the longest recorded: "
+            f"{max(capped):.6g} s)"
+        )
+    backwards = sum(1 for g in gaps if g < 0)
+    if backwards:
+        notes.append(f"{backwards} timestamp(s) earlier than the event before (no wait)")
+    return notes
+
+
+def _body_type(body: str) -> str:
+    """A ``status:CODE:BODY`` body's media type: JSON when it reads as a JSON object or
+    array, else plain text."""
+    if body.lstrip()[:1] in ("{", "["):
+        try:
+            orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            return "application/json"
+    return "text/plain; charset=utf-8"
 
 
 def _problem(body: bytes) -> str:
@@ -606,6 +766,7 @@ def mock_app(
     path: str = "/",
     match: str = "order",
     timing: str | float = "recorded",
+    max_gap: str | float = DEFAULT_MAX_GAP,
     faults: Iterable[str | Fault] = (),
     on_request: Callable[[int, int, str], None] | None = None,
     **options: Any,
@@ -618,7 +779,9 @@ def mock_app(
     past the last, 404) or ``"last-user-message"`` (the recorded run whose
     input's last user message equals the request's; none: 404, a request with
     no user message: 422). ``timing``: ``"recorded"`` (the events' ``timestamp``
-    gaps; none recorded: no waits), ``"fast"``, ``"xN"``. ``faults``: specs
+    gaps; none recorded: no waits), ``"fast"``, ``"xN"``. ``max_gap``: the
+    longest wait before an event, in seconds (default :data:`DEFAULT_MAX_GAP`; a
+    timestamp earlier than the one before waits nothing). ``faults``: specs
     (:func:`parse_fault`) or :class:`Fault` values.
     ``on_request(number, status, text)`` is told of each request as it is
     answered. Other options are :class:`AgentEndpoint`'s (``strict_input``,
@@ -633,7 +796,13 @@ def mock_app(
         for note in run.notes:
             log.info("%s: %s", run.source, note)
     endpoint = MockEndpoint(
-        runs, match=match, timing=timing, faults=faults, on_request=on_request, **options
+        runs,
+        match=match,
+        timing=timing,
+        max_gap=max_gap,
+        faults=faults,
+        on_request=on_request,
+        **options,
     )
     app = routed(endpoint, path, options.get("allowed_origins", ()))
     app.state.mock = endpoint
