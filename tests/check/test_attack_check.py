@@ -1,0 +1,184 @@
+"""Adversarial checks of ``agui-tools check`` (issue #23): agents that expose a false
+verdict or a missed fault. Each test states the spec text the expectation rests on.
+
+These tests FAIL on the branch they were written against; each is a finding.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from agui_tools.check import Baseline, Verdict
+from agui_tools.wire._proto_codec import encode_proto_event
+from agui_tools.wire._proto_framing import proto_frame
+
+from .agents import check_app
+
+PROTO = "application/vnd.ag-ui.event+proto"
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return ("data: " + json.dumps(event) + "\n\n").encode()
+
+
+def _hello(inp: dict[str, Any]) -> list[dict[str, Any]]:
+    tid, rid = inp["threadId"], inp["runId"]
+    mid = "m-" + uuid.uuid4().hex[:8]
+    return [
+        {"type": "RUN_STARTED", "threadId": tid, "runId": rid, "protocolVersion": "1.1"},
+        {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": "Hello"},
+        {"type": "TEXT_MESSAGE_END", "messageId": mid},
+        {"type": "RUN_FINISHED", "threadId": tid, "runId": rid},
+    ]
+
+
+async def _input(request: Request) -> dict[str, Any] | None:
+    try:
+        inp = json.loads(await request.body())
+    except ValueError:
+        return None
+    ok = (
+        isinstance(inp, dict)
+        and isinstance(inp.get("messages"), list)
+        and isinstance(inp.get("threadId"), str)
+        and isinstance(inp.get("runId"), str)
+    )
+    return inp if ok else None
+
+
+def protobuf_always_agent() -> Starlette:
+    """Answers protobuf frames whatever the Accept header says — even to a client that
+    sent ``Accept: text/event-stream`` only. A TRANS-7 fault: "producer MUST answer SSE
+    otherwise"; TRANS-4: response ``200``, ``Content-Type: text/event-stream``."""
+
+    async def endpoint(request: Request) -> Response:
+        inp = await _input(request)
+        if inp is None:
+            return JSONResponse({"error": "malformed"}, status_code=422)
+        body = b"".join(proto_frame(encode_proto_event(e)) for e in _hello(inp))
+        return Response(body, media_type=PROTO)
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def status_agent(status: int) -> Starlette:
+    """Answers every POST with one HTTP error status (a provider outage, missing auth)."""
+
+    async def endpoint(request: Request) -> Response:
+        await request.body()
+        return JSONResponse({"error": "nope"}, status_code=status)
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def echoing_snapshot_agent() -> Starlette:
+    """A correct agent that restates the thread with MESSAGES_SNAPSHOT each run
+    (STATE-1 / TEXT-5: a snapshot MAY restate the conversation wholesale)."""
+
+    async def endpoint(request: Request) -> Response:
+        inp = await _input(request)
+        if inp is None:
+            return JSONResponse({"error": "malformed"}, status_code=422)
+        events = _hello(inp)
+        mid = events[1]["messageId"]
+        snap = {
+            "type": "MESSAGES_SNAPSHOT",
+            "messages": [*inp["messages"], {"id": mid, "role": "assistant", "content": "Hello"}],
+        }
+        events.insert(-1, snap)
+
+        async def gen():  # type: ignore[no-untyped-def]
+            for e in events:
+                yield _sse(e)
+
+        return StreamingResponse(gen(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def _case(report: Any, case_id: str) -> Any:
+    return next(c for c in report.cases if c.id == case_id)
+
+
+# --- missed fault --------------------------------------------------------------------
+
+
+def test_protobuf_to_an_sse_only_accept_is_a_fault_lifecycle_stream_catches() -> None:
+    """lifecycle.stream "passes when a plain prompt gets `200 text/event-stream`"
+    (docs/check.md). The checker asks with ``Accept: text/event-stream``; an agent that
+    answers protobuf anyway breaks TRANS-7 ("MUST answer SSE otherwise") and TRANS-4.
+    Today the case passes and only ``input.oversized`` fails (for the wrong reason)."""
+    report = check_app(protobuf_always_agent(), cases=["lifecycle.stream"])
+    case = _case(report, "lifecycle.stream")
+    assert case.verdict is Verdict.FAIL, (case.verdict, case.observed)
+    assert {f.rule for f in case.findings if f.verdict is Verdict.FAIL} & {"TRANS-7", "TRANS-4"}
+
+
+def test_transport_protobuf_does_not_compare_protobuf_with_protobuf() -> None:
+    """transport.protobuf compares the binary run with "the SSE run of the same input";
+    against an agent that never answers SSE it reports "the same 5 events as over SSE"
+    — there was no SSE run. TRANS-7: a producer MUST answer SSE when not asked for
+    protobuf; the case should fail (or at least not pass)."""
+    report = check_app(protobuf_always_agent(), cases=["lifecycle.stream", "transport.protobuf"])
+    case = _case(report, "transport.protobuf")
+    assert case.verdict is not Verdict.PASS, case.observed
+
+
+# --- false verdicts ------------------------------------------------------------------
+
+
+def test_tools_absent_is_info_when_the_agent_fails_both_ways_with_a_5xx() -> None:
+    """docs/check.md, input.tools-absent: "a 4xx/5xx, or a run ending with RUN_ERROR,
+    only without the member is a `fail` …; a run that errors either way is `info`".
+    INPUT-11 asks a producer to treat a missing list "exactly as it would treat an empty
+    one" — a 500 to both is exactly that. Today: `fail` (INPUT-11)."""
+    report = check_app(status_agent(500), cases=["lifecycle.stream", "input.tools-absent"])
+    case = _case(report, "input.tools-absent")
+    assert case.verdict is not Verdict.FAIL, [f.message for f in case.findings]
+
+
+def test_an_agent_behind_auth_checked_without_the_header_is_not_blamed_for_input_rules() -> None:
+    """A 401 to every POST (the CI secret missing) gives four MUST `fail`s today:
+    INPUT-16 ("must strip what it does not recognise and run"), INPUT-11, VER-5 and
+    TRANS-4 — while ``input.malformed-json`` *passes* on the same 401. None of INPUT-16,
+    INPUT-11, VER-5 is a fault the agent showed: it refused every input alike, for a
+    reason none of those rules concerns. Claim (#23): "every `fail` names a real fault
+    of the agent, with its rule"; a URL that cannot be checked gives one clear finding."""
+    report = check_app(
+        status_agent(401),
+        cases=["lifecycle.stream", "input.unknown-members", "input.tools-absent", "input.newer-version"],
+    )
+    blamed = {
+        (c.id, f.rule)
+        for c in report.cases
+        for f in c.findings
+        if f.verdict is Verdict.FAIL and f.rule in {"INPUT-16", "INPUT-11", "VER-5"}
+    }
+    assert not blamed, blamed
+
+
+def test_a_baseline_warning_still_present_is_not_reported_fixed_at_a_lower_level(tmp_path: Path) -> None:
+    """docs/check.md: "a baseline entry the report no longer shows is **fixed**". A
+    baseline written at ``--level should`` records a `warn`; the next run at the
+    default level still shows that very warning, yet the diff lists it as
+    `fixed: … no longer found; rewrite it with --write-baseline` — rewriting would drop
+    a fault the agent still has."""
+    app = echoing_snapshot_agent()
+    first = check_app(app, cases=["input.unknown-members"], level="should")
+    assert not first.ok  # the warn this agent gets (see the finding list) fails at `should`
+    path = tmp_path / "known.json"
+    Baseline.of(first).write(path)
+    second = check_app(app, cases=["input.unknown-members"])
+    still = {(c.id, f.rule, f.verdict) for c in second.cases for f in c.findings}
+    diff = Baseline.load(path).compare(second)
+    wrongly_fixed = [e for e in diff.fixed if (e.case, e.rule, Verdict(e.verdict)) in still]
+    assert not wrongly_fixed, wrongly_fixed
