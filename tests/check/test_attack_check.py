@@ -182,3 +182,35 @@ def test_a_baseline_warning_still_present_is_not_reported_fixed_at_a_lower_level
     diff = Baseline.load(path).compare(second)
     wrongly_fixed = [e for e in diff.fixed if (e.case, e.rule, Verdict(e.verdict)) in still]
     assert not wrongly_fixed, wrongly_fixed
+
+
+def duplicate_interrupt_ids_agent() -> Starlette:
+    """Interrupts with two interrupts sharing one id — INT-3: "Each interrupt's `id` MUST
+    be unique within the run" (P; a consumer treats it as fatal)."""
+
+    async def endpoint(request: Request) -> Response:
+        inp = await _input(request)
+        if inp is None:
+            return JSONResponse({"error": "malformed"}, status_code=422)
+        tid, rid = inp["threadId"], inp["runId"]
+        outcome = {"type": "interrupt", "interrupts": [{"id": "d1", "reason": "a"}, {"id": "d1", "reason": "b"}]}
+        events = [
+            {"type": "RUN_STARTED", "threadId": tid, "runId": rid, "protocolVersion": "1.1"},
+            {"type": "RUN_FINISHED", "threadId": tid, "runId": rid, "outcome": outcome},
+        ]
+        return Response(b"".join(_sse(e) for e in events), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+
+
+def test_duplicate_interrupt_ids_fail_interrupts_ids() -> None:
+    """interrupts.ids "passes when every interrupt outcome has interrupts with unique
+    ids". Against an agent answering the interrupt prompt with two interrupts both
+    named 'd1', the check today says "none of the 2 run(s) … ended with the interrupt
+    outcome", every interrupt case is `not exercised`, the exchange is in no case's
+    transcript, and the exit code is 0: the one fault the case exists for is missed."""
+    report = check_app(duplicate_interrupt_ids_agent(), cases=["interrupts.*"])
+    case = _case(report, "interrupts.ids")
+    assert case.verdict is Verdict.FAIL, (case.verdict, case.observed)
+    assert any(f.rule == "INT-3" and f.verdict is Verdict.FAIL for f in case.findings)
+    assert not report.ok
