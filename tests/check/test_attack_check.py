@@ -184,7 +184,7 @@ def test_a_baseline_warning_still_present_is_not_reported_fixed_at_a_lower_level
     assert not wrongly_fixed, wrongly_fixed
 
 
-def duplicate_interrupt_ids_agent() -> Starlette:
+def duplicate_interrupt_ids_agent(interrupts: list[dict[str, Any]] | None = None) -> Starlette:
     """Interrupts with two interrupts sharing one id — INT-3: "Each interrupt's `id` MUST
     be unique within the run" (P; a consumer treats it as fatal)."""
 
@@ -193,7 +193,8 @@ def duplicate_interrupt_ids_agent() -> Starlette:
         if inp is None:
             return JSONResponse({"error": "malformed"}, status_code=422)
         tid, rid = inp["threadId"], inp["runId"]
-        outcome = {"type": "interrupt", "interrupts": [{"id": "d1", "reason": "a"}, {"id": "d1", "reason": "b"}]}
+        listed = [{"id": "d1", "reason": "a"}, {"id": "d1", "reason": "b"}] if interrupts is None else interrupts
+        outcome = {"type": "interrupt", "interrupts": listed}
         events = [
             {"type": "RUN_STARTED", "threadId": tid, "runId": rid, "protocolVersion": "1.1"},
             {"type": "RUN_FINISHED", "threadId": tid, "runId": rid, "outcome": outcome},
@@ -213,4 +214,14 @@ def test_duplicate_interrupt_ids_fail_interrupts_ids() -> None:
     case = _case(report, "interrupts.ids")
     assert case.verdict is Verdict.FAIL, (case.verdict, case.observed)
     assert any(f.rule == "INT-3" and f.verdict is Verdict.FAIL for f in case.findings)
+    assert not report.ok
+
+
+def test_an_empty_interrupt_list_fails_interrupts_ids() -> None:
+    """INT-1: the interrupt outcome carries "one or more `Interrupt` objects — at least
+    one" (schema `minItems 1`). An agent ending the interrupt prompt's run with
+    `interrupts: []` gets every interrupt case `not exercised` and exit 0 today."""
+    report = check_app(duplicate_interrupt_ids_agent([]), cases=["interrupts.*"])
+    case = _case(report, "interrupts.ids")
+    assert case.verdict is Verdict.FAIL, (case.verdict, case.observed)
     assert not report.ok
