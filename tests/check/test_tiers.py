@@ -278,3 +278,19 @@ def test_the_command_line_takes_level(tmp_path: Path) -> None:
     assert bogus.returncode == 2 and "invalid choice: 'bogus'" in bogus.stderr
     assert both.returncode == 2 and "strict means level 'may'" in both.stderr
     assert "Traceback" not in both.stderr
+
+
+def test_an_agent_that_declares_no_protocol_version_is_warned_not_failed() -> None:
+    """versioning.mdx: absence identifies a peer from before the field, so RUN-2's
+    absence is a warning (failing at ``--level should``), never a fail — the framework
+    adapters on a 1.0 SDK (LangGraph, Microsoft Agent Framework) are such peers."""
+    report = check_app(raw_agent(declares_version=False), cases=["lifecycle.protocol-version"])
+    (case,) = report.cases
+    assert case.verdict is Verdict.WARN, case
+    assert [f.rule for f in case.findings] == ["RUN-2"]
+    assert "peer from before the field" in case.findings[0].message
+    assert report.ok
+    report.level = "should"
+    assert not report.ok
+    declared = check_app(raw_agent(), cases=["lifecycle.protocol-version"])
+    assert declared.cases[0].verdict is Verdict.PASS

@@ -539,12 +539,17 @@ async def _protocol_version(ctx: Context, res: CaseResult) -> None:
     version = ev.get("protocolVersion")
     use(res, stream)
     if version is None:
+        # Absence is defined, not broken (versioning.mdx: "absence means something: a
+        # peer from before the protocol carried a version") — an adapter built on a
+        # pre-1.1 SDK is that peer, and the stream alone cannot say it claims 1.1. So a
+        # warning, which `--level should` still fails on, never a fail (issue 23).
         add(
             res,
-            Verdict.FAIL,
+            Verdict.WARN,
             "RUN-2",
-            f"event #{i} RUN_STARTED declares no protocolVersion; an implementation of this "
-            "version MUST send its declaration (absence means a peer from before the field).",
+            f"event #{i} RUN_STARTED declares no protocolVersion, so the agent reads as a "
+            "peer from before the field and is judged as one; an implementation of 1.1 "
+            "MUST send its declaration.",
             stream,
             i,
         )

@@ -201,8 +201,7 @@ def web_demo(*, fast: bool = False) -> tuple[Callable[[], Any], Callable[[], Any
     """
     from ..ui.inspector import Inspector
 
-    # the inspector has no interrupt card yet (issue 22 item 3): the plan without the refund
-    app = agent_app(demo_agent(delay=0.0 if fast else 0.04, refund=False), path="/agent")
+    app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
     url: list[str] = []
 
     @asynccontextmanager
