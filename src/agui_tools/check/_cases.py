@@ -370,14 +370,19 @@ async def _tools_absent(ctx: Context, res: CaseResult) -> None:
     else:
         compared = f"with `tools: []` it did not run either ({describe(twin)})"
     if stream.judged is None:
+        # an error status only without the member is the difference INPUT-11 forbids; the
+        # same refusal either way is the agent treating both alike (as the RUN_ERROR path)
         add(
             res,
-            Verdict.FAIL,
+            Verdict.FAIL if twin_ran else Verdict.INFO,
             "INPUT-11",
             f"the input had no tools member, and the agent answered {describe(stream)}; "
-            f"{compared}. {same}",
+            f"{compared}. "
+            + (same if twin_ran else "Both alike, as INPUT-11 asks; nothing more to judge."),
             stream,
         )
+        if not twin_ran:
+            use(res, twin)
         return
     findings_of(res, stream)
     res.observed = describe(stream)
@@ -1213,12 +1218,22 @@ def _interrupts_of(stream: Stream) -> list[dict[str, Any]]:
     capability="interrupts",
 )
 async def _interrupt_ids(ctx: Context, res: CaseResult) -> None:
-    if await _interrupt_source(ctx) is None:
+    await _interrupt_source(ctx)  # sends the prompt inviting one when no run interrupted
+    # a run whose interrupt outcome breaks INT-1/INT-3 is rejected (not "interrupted"),
+    # but it is the very run this case exists to judge
+    rules = frozenset({"INT-1", "INT-3"})
+    broken = [
+        s
+        for s in ctx.streams
+        if s.judged is not None and any(f.rule in rules for f in s.judged.findings)
+    ]
+    judged = list({id(s): s for s in [*_interrupted(ctx), *broken]}.values())
+    if not judged:
         _not_interrupting(ctx, res, "INT-3")
         return
-    for stream in _interrupted(ctx):
-        findings_of(res, stream, only=frozenset({"INT-1", "INT-3"}))
-    res.observed = f"{len(_interrupted(ctx))} interrupted run(s) judged"
+    for stream in judged:
+        findings_of(res, stream, only=rules)
+    res.observed = f"{len(judged)} interrupted run(s) judged"
 
 
 def _resume_input(stream: Stream, entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -214,6 +214,9 @@ async def _reachable(probe: Probe) -> None:
 _NO_ROUTE = frozenset({404, 405, 501})
 """Statuses saying nothing serves a POST here (not found, no POST, not implemented)."""
 
+_AUTH = frozenset({401, 403})
+"""Statuses saying the request lacks credentials (or they are refused)."""
+
 
 async def _an_agui_endpoint(ctx: Context) -> None:
     """One plain, well-formed run input first: a URL that answers it with a web page (or
@@ -226,8 +229,21 @@ async def _an_agui_endpoint(ctx: Context) -> None:
     ex = stream.exchange
     if stream.judged is not None or ex.status is None:
         return
+    if ex.status in _AUTH and stream.judged is None:
+        # every case's input is refused alike, for a reason no input rule concerns: one
+        # finding (exit 2), not INPUT-16/INPUT-11/VER-5 fails for a missing credential
+        given = "the headers given were refused" if ctx.settings.headers else "no headers given"
+        raise TransportError(
+            f"the agent refused a plain, well-formed run input with HTTP {ex.status} "
+            f"({'unauthorized' if ex.status == 401 else 'forbidden'}; {given}): nothing can "
+            "be checked; pass its credentials with -H 'Authorization: …' (headers= in "
+            "check_agent)",
+            status=ex.status,
+            body=ex.body[:200],
+            url=ctx.settings.url,
+        )
     if not (200 <= ex.status < 300 or ex.status in _NO_ROUTE):
-        return  # an error status of an agent (401, 422, 500): the cases say what it means
+        return  # an error status of an agent (422, 500): the cases say what it means
     kind = ex.content_type.split(";")[0].strip() or "no content type"
     body = escape_controls(" ".join(ex.body.split()), one_line=True)
     shown = f" ({body[:80]!r}{'…' if len(body) > 80 else ''})" if body else ""
