@@ -140,6 +140,18 @@ def test_transport_protobuf_does_not_compare_protobuf_with_protobuf() -> None:
     assert case.verdict is not Verdict.PASS, case.observed
 
 
+def test_an_oversized_input_answered_with_protobuf_is_accepted_not_an_input_15_fail() -> None:
+    """M2: ``input.oversized`` read the protobuf answer to its (SSE-only) request as
+    "HTTP 200 …; expected a 4xx" under INPUT-15 — but the agent accepted the input and
+    ran, which the spec allows (TRANS-1 sets no size). The binary answer is TRANS-7's
+    business, reported once, by lifecycle.stream."""
+    report = check_app(protobuf_always_agent(), cases=["input.oversized"], oversize_bytes=1 << 20)
+    case = _case(report, "input.oversized")
+    assert case.verdict is Verdict.INFO, [f.message for f in case.findings]
+    assert not any(f.rule == "INPUT-15" for f in case.findings)
+    assert "TRANS-7" in case.findings[0].message
+
+
 # --- false verdicts ------------------------------------------------------------------
 
 
@@ -205,6 +217,18 @@ def test_a_baseline_warning_still_present_is_not_reported_fixed_at_a_lower_level
     diff = Baseline.load(path).compare(second)
     wrongly_fixed = [e for e in diff.fixed if (e.case, e.rule, Verdict(e.verdict)) in still]
     assert not wrongly_fixed, wrongly_fixed
+
+
+def test_an_echoed_probe_member_is_input_16_not_proc_3() -> None:
+    """F4: PROC-3 binds the consumer (the checker, which stripped the member). The agent
+    restating the checker's unknown member in MESSAGES_SNAPSHOT did not strip it, as
+    INPUT-16 says a producer does: a `warn` citing INPUT-16."""
+    report = check_app(echoing_snapshot_agent(), cases=["input.unknown-members"])
+    case = _case(report, "input.unknown-members")
+    assert case.verdict is Verdict.WARN, [(f.rule, f.message) for f in case.findings]
+    rules = {f.rule for f in case.findings if f.verdict is Verdict.WARN}
+    assert rules == {"INPUT-16"}, rules
+    assert any("xAguiCheckNote" in f.message and f.event is not None for f in case.findings)
 
 
 def duplicate_interrupt_ids_agent(interrupts: list[dict[str, Any]] | None = None) -> Starlette:
