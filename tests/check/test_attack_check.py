@@ -219,6 +219,17 @@ def test_a_baseline_warning_still_present_is_not_reported_fixed_at_a_lower_level
     assert not wrongly_fixed, wrongly_fixed
 
 
+def test_a_5xx_on_a_dangling_history_is_info() -> None:
+    """L2: history.dangling says "no rule binds the producer here" of a 5xx, yet graded it
+    `warn` in a MUST-tier case (which fails at --level should). FE-8 binds the
+    application; INPUT-15's 4xx concerns malformed input, and a dangling history is
+    well-formed: `info`."""
+    report = check_app(status_agent(500), cases=["history.dangling"], level="should")
+    case = _case(report, "history.dangling")
+    assert case.verdict is Verdict.INFO, [f.message for f in case.findings]
+    assert report.ok
+
+
 def test_an_echoed_probe_member_is_input_16_not_proc_3() -> None:
     """F4: PROC-3 binds the consumer (the checker, which stripped the member). The agent
     restating the checker's unknown member in MESSAGES_SNAPSHOT did not strip it, as
