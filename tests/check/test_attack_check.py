@@ -27,7 +27,7 @@ from agui_tools.testing import serving
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import proto_frame
 
-from .agents import check_app
+from .agents import check_app, hanging_agent
 
 PROTO = "application/vnd.ag-ui.event+proto"
 
@@ -197,6 +197,52 @@ def test_an_agent_behind_auth_is_one_error_and_exit_2_on_the_command_line() -> N
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "refused a plain, well-formed run input with HTTP 401" in proc.stderr
     assert "INPUT-16" not in proc.stdout + proc.stderr
+
+
+def test_an_agent_failing_every_run_alike_gets_one_fail_for_it() -> None:
+    """F2/L1, generally: an agent answering HTTP 500 to every POST broke TRANS-4 once —
+    on the plain run, which lifecycle.stream judges. The cases whose own input got the
+    very same answer learned nothing about INPUT-16, VER-5 or INPUT-15: `not exercised`,
+    naming lifecycle.stream — one finding per cause."""
+    report = check_app(
+        status_agent(500),
+        cases=[
+            "input.malformed-json",
+            "input.unknown-members",
+            "input.newer-version",
+            "lifecycle.stream",
+        ],
+    )
+    fails = {(c.id, f.rule) for c in report.cases for f in c.findings if f.verdict is Verdict.FAIL}
+    assert fails == {("lifecycle.stream", "TRANS-4")}, fails
+    for cid in ("input.malformed-json", "input.unknown-members", "input.newer-version"):
+        case = _case(report, cid)
+        assert case.verdict is Verdict.NOT_EXERCISED, (cid, case.observed)
+        assert "lifecycle.stream" in case.observed
+
+
+def test_a_stalled_agent_gets_one_fail_not_one_per_rule() -> None:
+    """L1: an agent that never finishes a run, checked with a short --timeout, failed ten
+    cases under ten unrelated rules (INPUT-16, VER-5, FE-8 …), each "did not finish". The
+    plain run stalled: lifecycle.stream fails for it; the rest are `not exercised`."""
+    report = check_app(
+        hanging_agent(),
+        cases=[
+            "lifecycle.stream",
+            "input.unknown-members",
+            "input.newer-version",
+            "history.dangling",
+        ],
+        timeout=0.5,
+    )
+    fails = {(c.id, f.rule) for c in report.cases for f in c.findings if f.verdict is Verdict.FAIL}
+    assert {cid for cid, _ in fails} == {"lifecycle.stream"}, fails
+    assert "did not finish within 0.5 s" in _case(report, "lifecycle.stream").observed
+    for cid in ("input.unknown-members", "input.newer-version", "history.dangling"):
+        case = _case(report, cid)
+        assert case.verdict is Verdict.NOT_EXERCISED, (cid, case.observed)
+        assert "lifecycle.stream" in case.observed
+    assert report.exit_code == 1
 
 
 def test_a_baseline_warning_still_present_is_not_reported_fixed_at_a_lower_level(

@@ -197,8 +197,32 @@ def unanswered(stream: Stream) -> list[str]:
     return stream.judged.thread.unanswered_calls()
 
 
-def _error_status(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
+def as_the_plain_run(ctx: Context, res: CaseResult, stream: Stream) -> bool:
+    """True — with a ``not exercised`` finding pointing at ``lifecycle.stream`` — when the
+    agent answered this case's request exactly as it answered the plain, well-formed run:
+    the same error status (or no answer), no stream. One cause is one finding, on the
+    plain run; this case's own rule (INPUT-16, VER-5, INPUT-15 …) learned nothing."""
+    plain = ctx.cached("basic")
+    if stream.judged is not None or not isinstance(plain, Stream) or plain is stream:
+        return False
+    if plain.judged is not None or plain.exchange.status != stream.exchange.status:
+        return False
+    add(
+        res,
+        Verdict.NOT_EXERCISED,
+        res.rules[0] if res.rules else "RUN-1",
+        f"the agent answered {describe(stream)} — as it answered the plain, well-formed run "
+        "(lifecycle.stream judges that): nothing here is specific to this case's input.",
+        stream,
+    )
+    use(res, plain)
+    return True
+
+
+def _error_status(ctx: Context, res: CaseResult, stream: Stream, rule: str, what: str) -> None:
     """The verdict on an input the agent must refuse before any stream (INPUT-15)."""
+    if as_the_plain_run(ctx, res, stream):
+        return
     ex = stream.exchange
     if ex.status is None:
         add(
@@ -249,8 +273,10 @@ def _error_status(res: CaseResult, stream: Stream, rule: str, what: str) -> None
         )
 
 
-def _must_run(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
+def _must_run(ctx: Context, res: CaseResult, stream: Stream, rule: str, what: str) -> None:
     """An input the agent must serve: a 200 event stream, judged whole."""
+    if as_the_plain_run(ctx, res, stream):
+        return
     if stream.judged is None:
         add(
             res,
@@ -297,7 +323,7 @@ def _basic_input(**kw: Any) -> dict[str, Any]:
 async def _malformed_json(ctx: Context, res: CaseResult) -> None:
     body = orjson.dumps(_basic_input())[:-7]  # cut mid-document
     stream = await ctx.send(res, "a body that is not JSON (cut off mid-document)", body)
-    _error_status(res, stream, "INPUT-15", "a body that is not JSON")
+    _error_status(ctx, res, stream, "INPUT-15", "a body that is not JSON")
 
 
 @case(
@@ -311,7 +337,7 @@ async def _wrong_type(ctx: Context, res: CaseResult) -> None:
     body = _basic_input()
     body["messages"] = "hello"
     stream = await ctx.send(res, "messages is a string, not a list", orjson.dumps(body))
-    _error_status(res, stream, "INPUT-15", "messages of the wrong type")
+    _error_status(ctx, res, stream, "INPUT-15", "messages of the wrong type")
 
 
 @case(
@@ -325,7 +351,7 @@ async def _missing_member(ctx: Context, res: CaseResult) -> None:
     body = _basic_input()
     del body["runId"]
     stream = await ctx.send(res, "no runId", orjson.dumps(body))
-    _error_status(res, stream, "INPUT-15", "an input without its required runId")
+    _error_status(ctx, res, stream, "INPUT-15", "an input without its required runId")
 
 
 _PROBE_MEMBER: Final = "xAguiCheckNote"
@@ -346,7 +372,7 @@ async def _unknown_members(ctx: Context, res: CaseResult) -> None:
     body["xAguiCheckFuture"] = {"added": "in a later version"}
     body["messages"] = [dict(m, **{_PROBE_MEMBER: 1}) for m in good["messages"]]
     stream = await ctx.send(res, "input with unknown members", orjson.dumps(body), judge_as=good)
-    _must_run(res, stream, "INPUT-16", "the input carried unrecognised members")
+    _must_run(ctx, res, stream, "INPUT-16", "the input carried unrecognised members")
     # The judge strips the checker's own probe member where the agent sent it back (a
     # MESSAGES_SNAPSHOT restating the thread) and says PROC-3 — but PROC-3 binds the
     # consumer, which did strip it. The fault is the producer's: INPUT-16 (run-input.mdx)
@@ -436,6 +462,8 @@ async def _newer_version(ctx: Context, res: CaseResult) -> None:
     body = _basic_input()
     body["protocolVersion"] = "1.9"
     stream = await ctx.send(res, 'input declaring protocolVersion "1.9"', body)
+    if as_the_plain_run(ctx, res, stream):
+        return
     if stream.judged is None:
         add(
             res,
@@ -503,6 +531,8 @@ async def _oversized(ctx: Context, res: CaseResult) -> None:
             stream,
         )
         return
+    if as_the_plain_run(ctx, res, stream):
+        return
     if ex.status is not None and 400 <= ex.status < 500:
         res.observed = f"HTTP {ex.status}: refused"
         use(res, stream)
@@ -516,7 +546,7 @@ async def _oversized(ctx: Context, res: CaseResult) -> None:
             stream,
         )
     else:
-        _error_status(res, stream, "INPUT-15", "an oversized input")
+        _error_status(ctx, res, stream, "INPUT-15", "an oversized input")
 
 
 # -- lifecycle ----------------------------------------------------------------------

@@ -225,7 +225,10 @@ async def _an_agui_endpoint(ctx: Context) -> None:
     try:
         stream = await asyncio.wait_for(basic_run(ctx), ctx.settings.timeout)
     except TimeoutError:
-        return  # slow, or hanging: the cases judge that, each within its time bound
+        # slow, or hanging: lifecycle.stream judges that; a case that times out too is
+        # not blamed under its own rule for the same cause (see _run_case)
+        ctx.plain_stalled = True
+        return
     ex = stream.exchange
     if stream.judged is not None or ex.status is None:
         return
@@ -265,12 +268,26 @@ async def _run_case(ctx: Context, case: Case) -> CaseResult:
     except TimeoutError:
         last = res.exchanges[-1] if res.exchanges else None
         doing = f" (waiting on {last.label!r}, {len(last.frames)} event(s) so far)" if last else ""
+        if ctx.plain_stalled and case.id != "lifecycle.stream":
+            # one cause, one finding: the plain run stalled too, and lifecycle.stream fails
+            # for it; this case's own rule learned nothing (#23 L1)
+            verdict = Verdict.NOT_EXERCISED
+            message = (
+                f"the case did not finish within {ctx.settings.timeout:g} s{doing} — nor did "
+                "the plain, well-formed run (lifecycle.stream judges that): nothing here is "
+                "specific to this case; give a slow agent more time (--timeout)."
+            )
+        else:
+            verdict = Verdict.FAIL
+            message = (
+                f"the case did not finish within {ctx.settings.timeout:g} s{doing}; the agent "
+                "must answer — a refusal, a stream, a terminal event — not hang."
+            )
         res.findings.append(
             Finding(
-                Verdict.FAIL,
+                verdict,
                 case.rules[0],
-                f"the case did not finish within {ctx.settings.timeout:g} s{doing}; the agent "
-                "must answer — a refusal, a stream, a terminal event — not hang.",
+                message,
                 len(res.exchanges) - 1 if last else None,
                 len(last.frames) - 1 if last and last.frames else None,
             )
