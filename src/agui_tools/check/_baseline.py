@@ -6,8 +6,9 @@ under ``--strict``, every one) as its case id, rule and verdict, with the
 message, the case's tier and the capability it needs for the reader; ``--baseline FILE``
 then judges a later report against it: a finding whose (case, rule, verdict)
 the baseline holds is *known*, one it does not is *new* (and fails the check),
-and a baseline entry the report no longer shows is *fixed* (reported, so the
-baseline can be rewritten). Messages are not compared: they carry the run's
+and a baseline entry the report no longer shows at all — at any level: a
+``warn`` recorded at ``--level should`` and still found by a ``must`` run is not
+fixed — is *fixed* (reported, so the baseline can be rewritten). Messages are not compared: they carry the run's
 minted ids.
 """
 
@@ -114,7 +115,9 @@ class Baseline:
     def compare(self, report: CheckReport) -> BaselineDiff:
         held = {k.key for k in self.known}
         found = _failing(report)
-        seen = {k.key for k in found}
+        # fixed: the report no longer shows the finding at all, whatever level it is
+        # judged at — a `warn` recorded at --level should is still there at `must`
+        seen = {(c.id, f.rule, f.verdict.value) for c in report.cases for f in c.findings}
         return BaselineDiff(
             known=[k for k in found if k.key in held],
             new=[k for k in found if k.key not in held],

@@ -33,7 +33,7 @@ from ..app._validation import ArgumentValidator, InvalidToolSchema
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE
 from ._context import Context, Stream, add, findings_of, new_input, use
 from ._parity import first_difference
-from ._report import CaseResult, Tier, Verdict
+from ._report import CaseResult, Finding, Tier, Verdict
 from ._tiers import tier_of
 
 __all__ = ["CASES", "SECTIONS", "Case"]
@@ -197,8 +197,32 @@ def unanswered(stream: Stream) -> list[str]:
     return stream.judged.thread.unanswered_calls()
 
 
-def _error_status(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
+def as_the_plain_run(ctx: Context, res: CaseResult, stream: Stream) -> bool:
+    """True — with a ``not exercised`` finding pointing at ``lifecycle.stream`` — when the
+    agent answered this case's request exactly as it answered the plain, well-formed run:
+    the same error status (or no answer), no stream. One cause is one finding, on the
+    plain run; this case's own rule (INPUT-16, VER-5, INPUT-15 …) learned nothing."""
+    plain = ctx.cached("basic")
+    if stream.judged is not None or not isinstance(plain, Stream) or plain is stream:
+        return False
+    if plain.judged is not None or plain.exchange.status != stream.exchange.status:
+        return False
+    add(
+        res,
+        Verdict.NOT_EXERCISED,
+        res.rules[0] if res.rules else "RUN-1",
+        f"the agent answered {describe(stream)} — as it answered the plain, well-formed run "
+        "(lifecycle.stream judges that): nothing here is specific to this case's input.",
+        stream,
+    )
+    use(res, plain)
+    return True
+
+
+def _error_status(ctx: Context, res: CaseResult, stream: Stream, rule: str, what: str) -> None:
     """The verdict on an input the agent must refuse before any stream (INPUT-15)."""
+    if as_the_plain_run(ctx, res, stream):
+        return
     ex = stream.exchange
     if ex.status is None:
         add(
@@ -249,8 +273,10 @@ def _error_status(res: CaseResult, stream: Stream, rule: str, what: str) -> None
         )
 
 
-def _must_run(res: CaseResult, stream: Stream, rule: str, what: str) -> None:
+def _must_run(ctx: Context, res: CaseResult, stream: Stream, rule: str, what: str) -> None:
     """An input the agent must serve: a 200 event stream, judged whole."""
+    if as_the_plain_run(ctx, res, stream):
+        return
     if stream.judged is None:
         add(
             res,
@@ -297,7 +323,7 @@ def _basic_input(**kw: Any) -> dict[str, Any]:
 async def _malformed_json(ctx: Context, res: CaseResult) -> None:
     body = orjson.dumps(_basic_input())[:-7]  # cut mid-document
     stream = await ctx.send(res, "a body that is not JSON (cut off mid-document)", body)
-    _error_status(res, stream, "INPUT-15", "a body that is not JSON")
+    _error_status(ctx, res, stream, "INPUT-15", "a body that is not JSON")
 
 
 @case(
@@ -311,7 +337,7 @@ async def _wrong_type(ctx: Context, res: CaseResult) -> None:
     body = _basic_input()
     body["messages"] = "hello"
     stream = await ctx.send(res, "messages is a string, not a list", orjson.dumps(body))
-    _error_status(res, stream, "INPUT-15", "messages of the wrong type")
+    _error_status(ctx, res, stream, "INPUT-15", "messages of the wrong type")
 
 
 @case(
@@ -325,7 +351,11 @@ async def _missing_member(ctx: Context, res: CaseResult) -> None:
     body = _basic_input()
     del body["runId"]
     stream = await ctx.send(res, "no runId", orjson.dumps(body))
-    _error_status(res, stream, "INPUT-15", "an input without its required runId")
+    _error_status(ctx, res, stream, "INPUT-15", "an input without its required runId")
+
+
+_PROBE_MEMBER: Final = "xAguiCheckNote"
+"""The unknown member ``input.unknown-members`` puts in each message of its input."""
 
 
 @case(
@@ -340,9 +370,28 @@ async def _unknown_members(ctx: Context, res: CaseResult) -> None:
     good = _basic_input()
     body = dict(good)
     body["xAguiCheckFuture"] = {"added": "in a later version"}
-    body["messages"] = [dict(m, xAguiCheckNote=1) for m in good["messages"]]
+    body["messages"] = [dict(m, **{_PROBE_MEMBER: 1}) for m in good["messages"]]
     stream = await ctx.send(res, "input with unknown members", orjson.dumps(body), judge_as=good)
-    _must_run(res, stream, "INPUT-16", "the input carried unrecognised members")
+    _must_run(ctx, res, stream, "INPUT-16", "the input carried unrecognised members")
+    # The judge strips the checker's own probe member where the agent sent it back (a
+    # MESSAGES_SNAPSHOT restating the thread) and says PROC-3 — but PROC-3 binds the
+    # consumer, which did strip it. The fault is the producer's: INPUT-16 (run-input.mdx)
+    # "a producer meeting input material it does not recognise strips it with a warning
+    # and runs" — it ran (the MUST this case judges) but passed the member back instead of
+    # stripping it. Stated without MUST/SHOULD and harmless to a conforming consumer
+    # (which strips it again): a `warn` under INPUT-16, not a `fail`.
+    for i, f in enumerate(res.findings):
+        if f.rule == "PROC-3" and _PROBE_MEMBER in f.message:
+            where = f.message.split(": stripped", 1)[0]
+            res.findings[i] = Finding(
+                Verdict.WARN,
+                "INPUT-16",
+                f"{where}: the agent sent back the checker's unrecognised input member "
+                f"{_PROBE_MEMBER!r}; a producer meeting input material it does not recognise "
+                "strips it (with a warning) and runs — it does not restate it to the client.",
+                f.exchange,
+                f.event,
+            )
 
 
 @case(
@@ -370,14 +419,19 @@ async def _tools_absent(ctx: Context, res: CaseResult) -> None:
     else:
         compared = f"with `tools: []` it did not run either ({describe(twin)})"
     if stream.judged is None:
+        # an error status only without the member is the difference INPUT-11 forbids; the
+        # same refusal either way is the agent treating both alike (as the RUN_ERROR path)
         add(
             res,
-            Verdict.FAIL,
+            Verdict.FAIL if twin_ran else Verdict.INFO,
             "INPUT-11",
             f"the input had no tools member, and the agent answered {describe(stream)}; "
-            f"{compared}. {same}",
+            f"{compared}. "
+            + (same if twin_ran else "Both alike, as INPUT-11 asks; nothing more to judge."),
             stream,
         )
+        if not twin_ran:
+            use(res, twin)
         return
     findings_of(res, stream)
     res.observed = describe(stream)
@@ -408,6 +462,8 @@ async def _newer_version(ctx: Context, res: CaseResult) -> None:
     body = _basic_input()
     body["protocolVersion"] = "1.9"
     stream = await ctx.send(res, 'input declaring protocolVersion "1.9"', body)
+    if as_the_plain_run(ctx, res, stream):
+        return
     if stream.judged is None:
         add(
             res,
@@ -451,16 +507,31 @@ async def _oversized(ctx: Context, res: CaseResult) -> None:
     )
     stream = Stream({}, exchange, None)
     ex = stream.exchange
-    if ex.content_type.split(";")[0].strip() == "text/event-stream":
-        # accepted and streaming: judged like any stream (read here only up to its head)
+    kind = ex.content_type.split(";")[0].strip().lower()
+    if (
+        ex.status is not None
+        and 200 <= ex.status < 300
+        and kind in (SSE_MEDIA_TYPE, PROTO_MEDIA_TYPE)
+    ):
+        # accepted and streaming: judged like any stream (read here only up to its head).
+        # A protobuf answer to this SSE-only Accept breaks TRANS-7, which lifecycle.stream
+        # reports on the plain run; here it is an accepted input, not an INPUT-15 matter
+        binary = (
+            " (with protobuf frames, though the Accept was text/event-stream only: "
+            "TRANS-7, see lifecycle.stream)"
+            if kind == PROTO_MEDIA_TYPE
+            else ""
+        )
         add(
             res,
             Verdict.INFO,
             "TRANS-1",
-            f"the agent accepted a {len(raw) / 1048576:.0f} MiB input and ran "
+            f"the agent accepted a {len(raw) / 1048576:.0f} MiB input and ran{binary} "
             "(the spec sets no limit; consider one).",
             stream,
         )
+        return
+    if as_the_plain_run(ctx, res, stream):
         return
     if ex.status is not None and 400 <= ex.status < 500:
         res.observed = f"HTTP {ex.status}: refused"
@@ -475,7 +546,7 @@ async def _oversized(ctx: Context, res: CaseResult) -> None:
             stream,
         )
     else:
-        _error_status(res, stream, "INPUT-15", "an oversized input")
+        _error_status(ctx, res, stream, "INPUT-15", "an oversized input")
 
 
 # -- lifecycle ----------------------------------------------------------------------
@@ -513,6 +584,19 @@ async def _lifecycle_stream(ctx: Context, res: CaseResult) -> None:
         )
         return
     findings_of(res, stream)
+    if stream.binary:
+        # the checker asked with `Accept: text/event-stream` only; TRANS-7: a producer
+        # "SHOULD answer with it whenever the client's Accept admits the media type with a
+        # positive quality, and MUST answer SSE otherwise"
+        add(
+            res,
+            Verdict.FAIL,
+            "TRANS-7",
+            f"asked with Accept: text/event-stream only, the agent answered HTTP "
+            f"{stream.exchange.status} {stream.exchange.content_type} (protobuf frames); a "
+            "producer MUST answer SSE when the Accept does not admit the protobuf media type.",
+            stream,
+        )
     _ran_into_error(res, stream, "RUN-10")
     res.observed = describe(stream)
 
@@ -1086,13 +1170,15 @@ async def _dangling(ctx: Context, res: CaseResult) -> None:
         )
         return
     if ex.status is not None and ex.status >= 500:
+        # info, not warn: no MUST or SHOULD binds the producer on a dangling history (FE-8
+        # binds the application; INPUT-15's 4xx is for malformed input, which this is not)
         add(
             res,
-            Verdict.WARN,
+            Verdict.INFO,
             "FE-8",
             f"HTTP {ex.status}: a server error, neither a refusal nor a run; an agent that will "
-            "not run on a dangling call refuses it with a 4xx naming the call (no rule binds "
-            "the producer here: FE-8 binds the application that sent the history).",
+            "not run on a dangling call had better refuse it with a 4xx naming the call (no "
+            "rule binds the producer here: FE-8 binds the application that sent the history).",
             stream,
         )
         return
@@ -1213,12 +1299,22 @@ def _interrupts_of(stream: Stream) -> list[dict[str, Any]]:
     capability="interrupts",
 )
 async def _interrupt_ids(ctx: Context, res: CaseResult) -> None:
-    if await _interrupt_source(ctx) is None:
+    await _interrupt_source(ctx)  # sends the prompt inviting one when no run interrupted
+    # a run whose interrupt outcome breaks INT-1/INT-3 is rejected (not "interrupted"),
+    # but it is the very run this case exists to judge
+    rules = frozenset({"INT-1", "INT-3"})
+    broken = [
+        s
+        for s in ctx.streams
+        if s.judged is not None and any(f.rule in rules for f in s.judged.findings)
+    ]
+    judged = list({id(s): s for s in [*_interrupted(ctx), *broken]}.values())
+    if not judged:
         _not_interrupting(ctx, res, "INT-3")
         return
-    for stream in _interrupted(ctx):
-        findings_of(res, stream, only=frozenset({"INT-1", "INT-3"}))
-    res.observed = f"{len(_interrupted(ctx))} interrupted run(s) judged"
+    for stream in judged:
+        findings_of(res, stream, only=rules)
+    res.observed = f"{len(judged)} interrupted run(s) judged"
 
 
 def _resume_input(stream: Stream, entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1727,6 +1823,18 @@ async def _judge_binary(
     if sse.judged is None:
         add(res, Verdict.INFO, "PROC-6", f"{what}: no SSE stream to compare with.", sse)
         return f"{frames} frame(s), not compared"
+    if sse.binary:
+        # no genuine SSE run to compare with: the "SSE" twin came back as protobuf too (a
+        # TRANS-7 fault lifecycle.stream reports — one finding for one cause)
+        add(
+            res,
+            Verdict.NOT_EXERCISED,
+            "TRANS-7",
+            f"{what}: asked for SSE only, the agent answered protobuf as well (see "
+            "lifecycle.stream, TRANS-7), so there is no SSE run to compare the binary one with.",
+            sse,
+        )
+        return f"{frames} frame(s), not compared (no SSE run)"
     diff = first_difference(sse.judged.delivered, proto.judged.delivered, names=("SSE", "protobuf"))
     use(res, sse)
     if diff is None:

@@ -128,6 +128,8 @@ class Context:
         self.settings = settings
         self.probe = probe
         self.streams: list[Stream] = []
+        self.plain_stalled = False
+        """The plain run (``lifecycle.stream``'s) did not finish within the time bound."""
         self._cache: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -167,6 +169,10 @@ class Context:
         )
         self.streams.append(stream)
         return stream
+
+    def cached(self, key: str) -> Any:
+        """What :meth:`once` made for ``key`` so far (``None`` when nothing yet)."""
+        return self._cache.get(key)
 
     async def once(self, key: str, make: Callable[[], Awaitable[Any]]) -> Any:
         """The value ``make`` produces, made once per check run and shared."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._report import LEVELS, CaseResult, Finding, Tier, Verdict, counts_at, worst
 from ._rules import RULES
@@ -139,6 +139,10 @@ def exercised(streams: Iterable[Stream]) -> dict[str, str]:
                 saw("state", f"sent {kind} in {where}")
             elif kind == "MESSAGES_SNAPSHOT":
                 saw("snapshots", f"sent MESSAGES_SNAPSHOT in {where}")
+            elif kind == "RUN_FINISHED" and _interrupt_outcome(ev):
+                # an ill-formed interrupt outcome (INT-1, INT-3) rejects the run, yet the
+                # agent did interrupt: the case judging that outcome is exercised
+                saw("interrupts", f"ended {where} with an interrupt outcome")
         for run in judged.runs:
             if run.status == "interrupt":
                 saw(
@@ -148,6 +152,11 @@ def exercised(streams: Iterable[Stream]) -> dict[str, str]:
             elif run.status in ("error", "cancelled"):
                 saw("errored-runs", f"ended a run of {where} {run.status}")
     return out
+
+
+def _interrupt_outcome(event: Mapping[str, Any]) -> bool:
+    outcome = event.get("outcome")
+    return isinstance(outcome, Mapping) and outcome.get("type") == "interrupt"
 
 
 def gate(res: CaseResult, capability: str | None, shown: Mapping[str, str]) -> None:
