@@ -1,0 +1,104 @@
+"""Adversarial findings (issue #26): each test is a reproduction that fails today.
+
+- verify: a capture cut inside the first event of a run (SSE or binary) is
+  reported "completed", exit 0 — docs/cli.md says a capture that stops inside
+  an event is truncated (TRANS-2), names the byte that event starts at, exit 1.
+- ToolContext: a parameter annotated ``ToolContext | None`` / ``Optional[ToolContext]``
+  is put into the advertised schema as an argument, and the model's value is
+  passed to the handler as its "context" — a forged call id and idempotency key
+  (docs/application.md: "The parameter is not an argument: it is left out of
+  the schema, and a model that sends it is refused").
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from agui_tools.cli import main
+from agui_tools.transport import ToolContext, tool_spec_from_function
+from agui_tools.wire._proto_codec import encode_proto_event
+
+RUN1 = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "hi"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+]
+RUN2_STARTED = {"type": "RUN_STARTED", "threadId": "t", "runId": "r2"}
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def _frames(events: list[dict[str, Any]]) -> bytes:
+    out = b""
+    for e in events:
+        body = encode_proto_event(e)
+        out += struct.pack(">I", len(body)) + body
+    return out
+
+
+def _verdict(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = main(["verify", str(path), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_sse_cut_inside_the_first_event_is_truncated_not_completed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `head -c 40 run.sse`: the capture stops inside its first event
+    path = tmp_path / "cut.sse"
+    path.write_bytes(_sse(RUN1)[:40])
+    code, verdict = _verdict(path, capsys)
+    assert verdict["outcome"] != "completed"
+    assert verdict["truncated"] is not None
+    assert verdict["truncated"]["rule"] == "TRANS-2"
+    assert verdict["truncated"]["unfinishedAt"] == 0
+    assert code == 1
+
+
+def test_sse_cut_inside_the_next_runs_first_event_is_truncated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole = _sse(RUN1)
+    path = tmp_path / "cut.sse"
+    path.write_bytes(whole + _sse([RUN2_STARTED])[:30])
+    code, verdict = _verdict(path, capsys)
+    assert verdict["truncated"] is not None, verdict
+    assert verdict["truncated"]["unfinishedAt"] == len(whole)
+    assert code == 1
+
+
+def test_binary_cut_inside_the_next_runs_first_frame_is_truncated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole = _frames(RUN1)
+    path = tmp_path / "cut.bin"
+    path.write_bytes(whole + _frames([RUN2_STARTED])[:10])
+    code, verdict = _verdict(path, capsys)
+    assert verdict["truncated"] is not None, verdict
+    assert verdict["truncated"]["unfinishedAt"] == len(whole)
+    assert code == 1
+
+
+def _optional_union(x: int, ctx: ToolContext | None = None) -> str:
+    """A handler whose context is optional."""
+    return f"{x} {ctx}"
+
+
+def _optional_typing(x: int, ctx: Optional[ToolContext] = None) -> str:  # noqa: UP045
+    """A handler whose context is optional."""
+    return f"{x} {ctx}"
+
+
+@pytest.mark.parametrize("handler", [_optional_union, _optional_typing])
+def test_an_optional_tool_context_is_no_argument(handler: Any) -> None:
+    spec, _ = tool_spec_from_function(handler)
+    assert spec.parameters is not None
+    assert list(spec.parameters["properties"]) == ["x"], spec.parameters["properties"].keys()
+    assert "$defs" not in spec.parameters  # ToolContext/ToolSpec docstrings sent to the model
