@@ -3,6 +3,8 @@
 - verify: a capture cut inside the first event of a run (SSE or binary) is
   reported "completed", exit 0 — docs/cli.md says a capture that stops inside
   an event is truncated (TRANS-2), names the byte that event starts at, exit 1.
+- chat: two chats on one thread of one ``--store`` — the one that loaded the
+  thread first dies with a StaleThread traceback when it sends its next line.
 - ToolContext: a parameter annotated ``ToolContext | None`` / ``Optional[ToolContext]``
   is put into the advertised schema as an argument, and the model's value is
   passed to the handler as its "context" — a forged call id and idempotency key
@@ -13,7 +15,13 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -102,3 +110,59 @@ def test_an_optional_tool_context_is_no_argument(handler: Any) -> None:
     assert spec.parameters is not None
     assert list(spec.parameters["properties"]) == ["x"], spec.parameters["properties"].keys()
     assert "$defs" not in spec.parameters  # ToolContext/ToolSpec docstrings sent to the model
+
+
+# -- two chats on one SQLite store ------------------------------------------------------
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agui_tools", *args]
+
+
+@pytest.fixture
+def demo_agent_url() -> Iterator[str]:
+    server = subprocess.Popen(
+        _cli("serve", "--port", "0"), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        yield line.strip().rsplit(" ", 1)[-1]
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def test_two_chats_on_one_thread_end_without_a_traceback(
+    tmp_path: Path, demo_agent_url: str
+) -> None:
+    # docs/cli.md: a later `chat --store FILE --thread ID` resumes the thread "where
+    # any process left it"; a chat that loaded it before another chat moved it on
+    # must say so in one line, never raise StaleThread as a traceback.
+    store = str(tmp_path / "threads.sqlite")
+    first = subprocess.run(
+        _cli("chat", demo_agent_url, "--store", store, "--yes"),
+        input="hello\n", capture_output=True, text=True, timeout=60,
+    )
+    thread = re.search(r"chat-[0-9a-f]+", first.stdout + first.stderr)
+    assert thread is not None
+    a = subprocess.Popen(
+        _cli("chat", demo_agent_url, "--store", store, "--thread", thread.group(0), "--yes"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        time.sleep(3)  # A has restored the thread and waits at its prompt
+        subprocess.run(
+            _cli("chat", demo_agent_url, "--store", store, "--thread", thread.group(0), "--yes"),
+            input="hi from B\n", capture_output=True, text=True, timeout=60, check=True,
+        )
+        out, _ = a.communicate("hi from A\n", timeout=60)
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    assert "Traceback" not in out, out[-3000:]
