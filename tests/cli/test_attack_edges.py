@@ -5,6 +5,7 @@
   an event is truncated (TRANS-2), names the byte that event starts at, exit 1.
 - chat: two chats on one thread of one ``--store`` — the one that loaded the
   thread first dies with a StaleThread traceback when it sends its next line.
+- a full disk (`--save /dev/full`, stdout > /dev/full): a traceback (OSError ENOSPC).
 - ToolContext: a parameter annotated ``ToolContext | None`` / ``Optional[ToolContext]``
   is put into the advertised schema as an argument, and the model's value is
   passed to the handler as its "context" — a forged call id and idempotency key
@@ -166,3 +167,29 @@ def test_two_chats_on_one_thread_end_without_a_traceback(
             a.kill()
             a.wait()
     assert "Traceback" not in out, out[-3000:]
+
+
+# -- a full disk ------------------------------------------------------------------------
+
+needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+
+
+@needs_dev_full
+@pytest.mark.parametrize("args", [("verify", "CAPTURE"), ("verify", "CAPTURE", "--json"), ("check", "--list")])
+def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path: Path, args: tuple[str, ...]) -> None:
+    capture = tmp_path / "run.sse"
+    capture.write_bytes(_sse(RUN1))
+    argv = [str(capture) if a == "CAPTURE" else a for a in args]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(_cli(*argv), stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@needs_dev_full
+def test_save_on_a_full_disk_is_one_line_not_a_traceback(demo_agent_url: str) -> None:
+    done = subprocess.run(
+        _cli("run", demo_agent_url, "hi", "--yes", "--save", "/dev/full"),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
