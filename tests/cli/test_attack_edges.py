@@ -6,6 +6,7 @@
 - chat: two chats on one thread of one ``--store`` — the one that loaded the
   thread first dies with a StaleThread traceback when it sends its next line.
 - a full disk (`--save /dev/full`, stdout > /dev/full): a traceback (OSError ENOSPC).
+- idempotency_key("a\\x00b", "c") == idempotency_key("a", "b\\x00c"); a non-UTF-8 PROMPT exits 1, not 2.
 - ToolContext: a parameter annotated ``ToolContext | None`` / ``Optional[ToolContext]``
   is put into the advertised schema as an argument, and the model's value is
   passed to the handler as its "context" — a forged call id and idempotency key
@@ -193,3 +194,20 @@ def test_save_on_a_full_disk_is_one_line_not_a_traceback(demo_agent_url: str) ->
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+
+
+# -- small ones -------------------------------------------------------------------------
+
+
+def test_idempotency_keys_of_different_calls_differ() -> None:
+    # "a pure function of the thread id and the call id": two different
+    # (thread, call) pairs must not share the key a payment API dedupes on
+    from agui_tools.app import idempotency_key
+
+    assert idempotency_key("a\x00b", "c") != idempotency_key("a", "b\x00c")
+
+
+def test_a_prompt_that_is_not_utf8_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    # a PROMPT from a non-UTF-8 argv (surrogate-escaped): nothing is sent, so it is
+    # bad usage (exit 2, docs/cli.md) — not "the run did not end in success" (1)
+    assert main(["run", "http://127.0.0.1:9/agent", "\udcff\udcfe"]) == 2
