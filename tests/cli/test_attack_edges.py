@@ -148,19 +148,29 @@ def test_two_chats_on_one_thread_end_without_a_traceback(
     store = str(tmp_path / "threads.sqlite")
     first = subprocess.run(
         _cli("chat", demo_agent_url, "--store", store, "--yes"),
-        input="hello\n", capture_output=True, text=True, timeout=60,
+        input="hello\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     thread = re.search(r"chat-[0-9a-f]+", first.stdout + first.stderr)
     assert thread is not None
     a = subprocess.Popen(
         _cli("chat", demo_agent_url, "--store", store, "--thread", thread.group(0), "--yes"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         time.sleep(3)  # A has restored the thread and waits at its prompt
         subprocess.run(
             _cli("chat", demo_agent_url, "--store", store, "--thread", thread.group(0), "--yes"),
-            input="hi from B\n", capture_output=True, text=True, timeout=60, check=True,
+            input="hi from B\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
         )
         out, _ = a.communicate("hi from A\n", timeout=60)
     finally:
@@ -176,13 +186,19 @@ needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /
 
 
 @needs_dev_full
-@pytest.mark.parametrize("args", [("verify", "CAPTURE"), ("verify", "CAPTURE", "--json"), ("check", "--list")])
-def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path: Path, args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "args", [("verify", "CAPTURE"), ("verify", "CAPTURE", "--json"), ("check", "--list")]
+)
+def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
     capture = tmp_path / "run.sse"
     capture.write_bytes(_sse(RUN1))
     argv = [str(capture) if a == "CAPTURE" else a for a in args]
     with open("/dev/full", "w") as full:
-        done = subprocess.run(_cli(*argv), stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+        done = subprocess.run(
+            _cli(*argv), stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
     assert "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
@@ -191,7 +207,10 @@ def test_stdout_on_a_full_disk_is_one_line_not_a_traceback(tmp_path: Path, args:
 def test_save_on_a_full_disk_is_one_line_not_a_traceback(demo_agent_url: str) -> None:
     done = subprocess.run(
         _cli("run", demo_agent_url, "hi", "--yes", "--save", "/dev/full"),
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
 
