@@ -230,3 +230,21 @@ def test_a_prompt_that_is_not_utf8_is_bad_usage(capsys: pytest.CaptureFixture[st
     # a PROMPT from a non-UTF-8 argv (surrogate-escaped): nothing is sent, so it is
     # bad usage (exit 2, docs/cli.md) — not "the run did not end in success" (1)
     assert main(["run", "http://127.0.0.1:9/agent", "\udcff\udcfe"]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "http://127.0.0.1:99999/agent", "hi"],
+        ["check", "http://127.0.0.1:99999/agent", "--case", "input.*"],
+        ["check", "http://127.0.0.1:9/agent", "-H", "X-A: \u00e9", "--case", "input.*"],
+    ],
+    ids=["run-port-99999", "check-port-99999", "check-non-ascii-header"],
+)
+def test_bad_url_or_header_is_one_line_and_exit_2(argv: list[str]) -> None:
+    # docs/cli.md: a URL that is not http(s)://host…, a malformed -H: one line, exit 2
+    done = subprocess.run(
+        _cli(*argv), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+    )
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 2
