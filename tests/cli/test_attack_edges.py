@@ -7,6 +7,8 @@
   thread first dies with a StaleThread traceback when it sends its next line.
 - a full disk (`--save /dev/full`, stdout > /dev/full): a traceback (OSError ENOSPC).
 - idempotency_key("a\\x00b", "c") == idempotency_key("a", "b\\x00c"); a non-UTF-8 PROMPT exits 1, not 2.
+- a URL whose port is out of range (`run`, `check`) and a non-ASCII `-H` value
+  (`check`): tracebacks, not the one-line exit-2 usage error.
 - ToolContext: a parameter annotated ``ToolContext | None`` / ``Optional[ToolContext]``
   is put into the advertised schema as an argument, and the model's value is
   passed to the handler as its "context" — a forged call id and idempotency key
