@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 NPM    ?= npm
 INTEROP_STAMP := interop/node_modules/.installed
 
-.PHONY: test lint bench demo format clean fuzz chaos chaos-faults chaos-processes
+.PHONY: test lint bench demo format clean fuzz chaos chaos-faults chaos-processes interop
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "agui-tools needs Python >= 3.11"'
@@ -28,11 +28,21 @@ $(STAMP): pyproject.toml constraints.txt
 # scripts/postgres_setup.sh makes PostgreSQL's server binaries available (apt-get as
 # root when missing); the store tests start a throw-away server from them and, under
 # CI=true, fail rather than skip without them.
+# The compatibility matrix (tests/interop/test_frameworks.py) serves seven agent
+# frameworks' AG-UI adapters, each from its own virtualenv .venv-<framework> built
+# from the pinned interop/frameworks/<framework>-requirements.txt (rebuilt when that
+# file changes). `make test` builds them all first, in parallel (--soft: under CI a
+# failed build fails the target; elsewhere it is a warning and those tests skip,
+# saying why); `make interop` builds them and fails on any failure.
 test: $(STAMP)
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
 	@scripts/browser_setup.sh
 	@scripts/postgres_setup.sh
+	@$(BIN)/python -m tests.helpers.frameworks build --soft
 	$(BIN)/pytest -q
+
+interop: $(STAMP)
+	$(BIN)/python -m tests.helpers.frameworks build
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -97,4 +107,4 @@ demo: $(STAMP)
 	$(BIN)/agui-tools demo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache

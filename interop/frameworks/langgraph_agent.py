@@ -1,47 +1,61 @@
 """LangGraph's AG-UI adapter (ag-ui-langgraph, from PyPI) serving a graph driven by a
-scripted chat model — no network, no API key — for `agui-tools check`.
+scripted chat model — no network, no API key — for `agui-tools check` and the suite.
 
-    python -m venv /tmp/lg && /tmp/lg/bin/pip install -r interop/frameworks/langgraph-requirements.txt
-    /tmp/lg/bin/python interop/frameworks/langgraph_agent.py --port 8100 &
+    python -m tests.helpers.frameworks build langgraph
+    .venv-langgraph/bin/python interop/frameworks/langgraph_agent.py --port 8100 [--interrupt] &
     agui-tools check http://127.0.0.1:8100/ --html langgraph.html
 
-The model behaves like a chat-completions model would: asked with frontend
-tools in state, it calls the first one, streaming the arguments in two chunks
-(the first chunk carrying the name, the id and the start of the arguments, as
-OpenAI streams them); shown a tool result, it answers in text; otherwise it
-says hello. The graph is the standard shape: one model node, frontend tools
-left to the application (the run ends on the call). Findings: docs/conformance.md.
+The model (a LangChain ``BaseChatModel``, the kind LangChain's own fake chat
+models are) follows ``_script.py`` the way a chat-completions model would: it
+calls the first frontend tool in state, streaming the arguments in two chunks
+(the first carrying the name, the id and the start of the arguments, as OpenAI
+streams them), else the agent's own ``get_time``, which the graph's ``tools``
+node (LangGraph's ``ToolNode``) runs; a tool result is answered in text. Frontend calls are left to the
+application (the run ends on the call). ``--interrupt``: the ``tools`` node asks
+for approval with LangGraph's ``interrupt()`` before it runs ``get_time``, and
+``LangGraphAgent(emit_interrupt_outcome=True)`` ends that run with the AG-UI
+interrupt outcome (by default the adapter only sends its legacy ``on_interrupt``
+CUSTOM event and finishes with success — docs/conformance.md); a resume entry
+``{"approved": true}`` runs the tool. Findings: docs/conformance.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import uuid
 from collections.abc import Iterator
 from typing import Annotated, Any
 
 from typing_extensions import TypedDict
 
 import uvicorn
+from _script import AGENT_TOOL, AGENT_TOOL_DESCRIPTION, get_time, plan
 from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
 from fastapi import FastAPI
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
+from langgraph.types import interrupt
+
+APPROVAL_SCHEMA = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}},
+    "required": ["approved"],
+}
 
 
-def _args_for(tool: dict[str, Any]) -> dict[str, Any]:
-    schema = tool.get("parameters") or {}
-    props = schema.get("properties") or {}
-    out: dict[str, Any] = {}
-    for name in schema.get("required") or []:
-        kind = (props.get(name) or {}).get("type")
-        out[name] = {"integer": 2, "number": 1.5, "boolean": True}.get(kind, "Paris")
+def _frontend(tools: list[Any]) -> list[tuple[str, dict[str, Any] | None]]:
+    out = []
+    for tool in tools:
+        fn = tool.get("function", tool) if isinstance(tool, dict) else tool
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if name and name != AGENT_TOOL:
+            out.append((name, fn.get("parameters")))
     return out
 
 
@@ -54,36 +68,29 @@ class ScriptedModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _plan(self, messages: list[BaseMessage]) -> tuple[str, dict[str, Any] | None]:
+    def _step(self, messages: list[BaseMessage]) -> Any:
         last = messages[-1] if messages else None
-        if isinstance(last, ToolMessage):
-            return f"Thanks — the tool said: {last.content}", None
-        if self.tools:
-            return "", self.tools[0]
-        return "Hello! How can I help?", None
+        result = str(last.content) if isinstance(last, ToolMessage) else None
+        return plan(result, _frontend(self.tools))
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
-        text, tool = self._plan(messages)
-        calls = []
-        if tool is not None:
-            calls = [{"name": tool["name"], "args": _args_for(tool), "id": f"call_{uuid.uuid4().hex[:12]}"}]
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, tool_calls=calls))])
+        step = self._step(messages)
+        calls = [{"name": step.tool, "args": step.args, "id": step.call_id}] if step.tool else []
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=step.text or "", tool_calls=calls))])
 
     def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Iterator[ChatGenerationChunk]:
-        text, tool = self._plan(messages)
-        if tool is None:
-            for word in text.split(" "):
+        step = self._step(messages)
+        if step.tool is None:
+            for word in (step.text or "").split(" "):
                 chunk = ChatGenerationChunk(message=AIMessageChunk(content=word + " "))
                 if run_manager:
                     run_manager.on_llm_new_token(word + " ", chunk=chunk)
                 yield chunk
             return
-        args = json.dumps(_args_for(tool))
-        cut = len(args) // 2
-        call_id = f"call_{uuid.uuid4().hex[:12]}"
+        first, second = step.halves()
         pieces = [
-            {"name": tool["name"], "args": args[:cut], "id": call_id, "index": 0},
-            {"name": None, "args": args[cut:], "id": None, "index": 0},
+            {"name": step.tool, "args": first, "id": step.call_id, "index": 0},
+            {"name": None, "args": second, "id": None, "index": 0},
         ]
         for piece in pieces:
             chunk = ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[piece]))
@@ -103,12 +110,40 @@ async def model_node(state: State, config: RunnableConfig) -> dict[str, Any]:
     return {"messages": [reply]}
 
 
-def build_app() -> FastAPI:
+def route(state: State) -> str:
+    last = state["messages"][-1] if state.get("messages") else None
+    calls = getattr(last, "tool_calls", None) or []
+    return "tools" if any(c["name"] == AGENT_TOOL for c in calls) else END
+
+
+def time_tool(gated: bool) -> Any:
+    @tool(AGENT_TOOL, description=AGENT_TOOL_DESCRIPTION)
+    def get_time_tool(zone: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Tell the time in a time zone."""
+        if gated:  # LangGraph's human-in-the-loop: pause here until a resume answers
+            answer = interrupt(
+                {
+                    "reason": "approval",
+                    "message": f"May I run {AGENT_TOOL}?",
+                    "toolCallId": tool_call_id,
+                    "responseSchema": APPROVAL_SCHEMA,
+                }
+            )
+            if not (isinstance(answer, dict) and answer.get("approved") is True):
+                return f"{AGENT_TOOL} was not approved"
+        return get_time(zone)
+
+    return get_time_tool
+
+
+def build_app(gated: bool, outcome: bool = True) -> FastAPI:
     graph = StateGraph(State)
     graph.add_node("model", model_node)
+    graph.add_node("tools", ToolNode([time_tool(gated)]))
     graph.add_edge(START, "model")
-    graph.add_edge("model", END)
-    agent = LangGraphAgent(name="scripted", graph=graph.compile(checkpointer=MemorySaver()))
+    graph.add_conditional_edges("model", route, ["tools", END])
+    graph.add_edge("tools", "model")
+    agent = LangGraphAgent(name="scripted", graph=graph.compile(checkpointer=MemorySaver()), emit_interrupt_outcome=gated and outcome)
     app = FastAPI()
     add_langgraph_fastapi_endpoint(app, agent, "/")
     return app
@@ -117,6 +152,13 @@ def build_app() -> FastAPI:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--interrupt", action="store_true", help="get_time waits on an approval")
+    parser.add_argument(
+        "--legacy-interrupts",
+        action="store_true",
+        help="with --interrupt: the adapter's default signalling (a CUSTOM on_interrupt event, no interrupt outcome)",
+    )
     args = parser.parse_args()
     print(f"Serving the LangGraph agent at http://127.0.0.1:{args.port}/", flush=True)
-    uvicorn.run(build_app(), host="127.0.0.1", port=args.port, log_level="warning")
+    app = build_app(args.interrupt, outcome=not args.legacy_interrupts)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

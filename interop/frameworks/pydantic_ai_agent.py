@@ -1,41 +1,32 @@
 """Pydantic AI's built-in AG-UI adapter (``pydantic-ai-slim[ag-ui]``, from PyPI) serving an
 agent driven by a scripted ``FunctionModel`` — no network, no API key — for `agui-tools check`.
 
-    python -m venv /tmp/pa && /tmp/pa/bin/pip install -r interop/frameworks/pydantic-ai-requirements.txt
-    /tmp/pa/bin/python interop/frameworks/pydantic_ai_agent.py --port 8102 &
+    python -m tests.helpers.frameworks build pydantic-ai
+    .venv-pydantic-ai/bin/python interop/frameworks/pydantic_ai_agent.py --port 8102 &
     agui-tools check http://127.0.0.1:8102/ --html pydantic-ai.html
 
-The scripted model: shown a tool result, it answers in text; offered tools (the
-frontend tools the AG-UI input advertises), it calls the first one, streaming
-the arguments in two chunks; otherwise it says hello. Findings: docs/conformance.md.
+The scripted model follows ``_script.py``: it calls the first frontend tool the
+AG-UI input advertises (arguments streamed in two chunks), else the agent's own
+``get_time`` (a pydantic-ai tool the agent runs); a tool result is answered in
+text. Findings: docs/conformance.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import uvicorn
+from _script import AGENT_TOOL, AGENT_TOOL_DESCRIPTION, get_time, plan
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.ui.ag_ui import AGUIAdapter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-
-
-def _args_for(schema: dict[str, Any]) -> dict[str, Any]:
-    props = schema.get("properties") or {}
-    out: dict[str, Any] = {}
-    for name in schema.get("required") or []:
-        kind = (props.get(name) or {}).get("type")
-        out[name] = {"integer": 2, "number": 1.5, "boolean": True}.get(kind, "Paris")
-    return out
 
 
 def _answered(messages: list[ModelMessage]) -> str | None:
@@ -47,30 +38,35 @@ def _answered(messages: list[ModelMessage]) -> str | None:
     return None
 
 
+def _step(messages: list[ModelMessage], info: AgentInfo) -> Any:
+    frontend = [(t.name, t.parameters_json_schema) for t in info.function_tools if t.name != AGENT_TOOL]
+    return plan(_answered(messages), frontend)
+
+
 def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    answered = _answered(messages)
-    if answered is not None or not info.function_tools:
-        return ModelResponse(parts=[TextPart(f"Thanks: {answered}" if answered else "Hello!")])
-    raise NotImplementedError("the streaming path is the one AG-UI uses")
+    step = _step(messages, info)
+    if step.tool is None:
+        return ModelResponse(parts=[TextPart(step.text or "")])
+    return ModelResponse(parts=[ToolCallPart(step.tool, step.args_json, tool_call_id=step.call_id)])
 
 
-async def stream_reply(
-    messages: list[ModelMessage], info: AgentInfo
-) -> AsyncIterator[str | DeltaToolCalls]:
-    answered = _answered(messages)
-    if answered is not None or not info.function_tools:
-        for word in (f"Thanks — the tool said: {answered}" if answered else "Hello! How can I help?").split(" "):
+async def stream_reply(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+    step = _step(messages, info)
+    if step.tool is None:
+        for word in (step.text or "").split(" "):
             yield word + " "
         return
-    tool = info.function_tools[0]
-    args = json.dumps(_args_for(tool.parameters_json_schema))
-    cut = len(args) // 2
-    call_id = f"call_{uuid.uuid4().hex[:12]}"
-    yield {0: DeltaToolCall(name=tool.name, json_args=args[:cut], tool_call_id=call_id)}
-    yield {0: DeltaToolCall(json_args=args[cut:])}
+    first, second = step.halves()
+    yield {0: DeltaToolCall(name=step.tool, json_args=first, tool_call_id=step.call_id)}
+    yield {0: DeltaToolCall(json_args=second)}
 
 
 agent = Agent(FunctionModel(reply, stream_function=stream_reply))
+
+
+@agent.tool_plain(name=AGENT_TOOL, description=AGENT_TOOL_DESCRIPTION)
+def time_tool(zone: str) -> str:
+    return get_time(zone)
 
 
 async def endpoint(request: Request) -> Response:

@@ -303,3 +303,92 @@ def test_tool_message_order_is_checked() -> None:
 
     with pytest.raises(UsageError, match="tool_message_order"):
         Conversation(tool_message_order="sorted")  # type: ignore[arg-type]
+
+
+# -- issue 23 item 5: AGT-SNAP-2 says what the stream did ---------------------------------
+
+
+def _snapshot(conv: Conversation, tag: str, *more: dict[str, Any]) -> dict[str, Any]:
+    """LlamaIndex's shape: every message restated under a re-minted id, in order."""
+    tool_call = {
+        "id": "c-search",
+        "type": "function",
+        "function": {"name": "search_docs", "arguments": "{}"},
+    }
+    return {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {**user(conv), "id": f"{tag}-user"},
+            {"id": f"{tag}-a", "role": "assistant", "toolCalls": [tool_call]},
+            {"id": f"{tag}-t", "role": "tool", "toolCallId": "c-search", "content": "sunny"},
+            *more,
+        ],
+    }
+
+
+def test_a_result_re_minted_by_a_second_snapshot_names_the_snapshot_and_stays_beside() -> None:
+    """No TOOL_CALL_RESULT anywhere: the earlier id came from the first snapshot, and the
+    second re-mints every id in order — the result does not move away from its call."""
+    conv = Conversation(thread_id="t1")
+    conv.next_input(user="search")
+    updates = run(
+        conv,
+        {"type": "TOOL_CALL_START", "toolCallId": "c-search", "toolCallName": "search_docs"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c-search", "delta": "{}"},
+        {"type": "TOOL_CALL_END", "toolCallId": "c-search"},
+        _snapshot(conv, "x"),
+        _snapshot(conv, "y", {"id": "y-m", "role": "assistant", "content": "It is sunny."}),
+    )
+    (snap2,) = [w for w in updates if isinstance(w, ProtocolWarning) and w.rule == "AGT-SNAP-2"]
+    text = snap2.message
+    assert "TOOL_CALL_RESULT" not in text and "away from its call" not in text, text
+    assert "a MESSAGES_SNAPSHOT at event #4 had it as message 'x-t'" in text, text
+    assert "beside its call" in text and "'y-t'" in text, text
+
+
+def test_a_streamed_result_restated_after_other_messages_moves_away_from_its_call() -> None:
+    conv = Conversation(thread_id="t1")
+    conv.next_input(user="search")
+    updates = run(
+        conv,
+        {"type": "TEXT_MESSAGE_START", "messageId": "a1", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a1", "delta": "Searching."},
+        {"type": "TEXT_MESSAGE_END", "messageId": "a1"},
+        {
+            "type": "TOOL_CALL_START",
+            "toolCallId": "c-search",
+            "toolCallName": "search_docs",
+            "parentMessageId": "a1",
+        },
+        {"type": "TOOL_CALL_END", "toolCallId": "c-search"},
+        {
+            "type": "TOOL_CALL_RESULT",
+            "messageId": "c-search",
+            "toolCallId": "c-search",
+            "content": "found",
+        },
+        {
+            "type": "MESSAGES_SNAPSHOT",
+            "messages": [
+                user(conv),
+                {
+                    "id": "a1",
+                    "role": "assistant",
+                    "content": "Searching.",
+                    "toolCalls": [
+                        {
+                            "id": "c-search",
+                            "type": "function",
+                            "function": {"name": "search_docs", "arguments": ""},
+                        }
+                    ],
+                },
+                {"id": "a2", "role": "assistant", "content": "Found it."},
+                {"id": "uuid-1", "role": "tool", "toolCallId": "c-search", "content": "found"},
+            ],
+        },
+    )
+    (snap2,) = [w for w in updates if isinstance(w, ProtocolWarning) and w.rule == "AGT-SNAP-2"]
+    text = snap2.message
+    assert "its TOOL_CALL_RESULT at event #6 had it as message 'c-search'" in text, text
+    assert "away from its call" in text and "beside its call" not in text, text

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -130,6 +131,7 @@ def raw_agent(
     slip: str | None = None,
     arguments: dict[str, Any] | None = None,
     calls_tools: bool = True,
+    declares_version: bool = True,
 ) -> Starlette:
     """A conforming agent written as raw SSE — or, with ``fault``, one that breaks one rule.
 
@@ -140,7 +142,8 @@ def raw_agent(
     (the first argument chunk never sent, the snapshot restating the whole) or
     ``"args-rewritten"`` (the snapshot restating other arguments than were streamed).
     ``arguments``: what the model puts in the call (default: what the schema asks for);
-    ``calls_tools=False``: a model that only ever talks.
+    ``calls_tools=False``: a model that only ever talks; ``declares_version=False``: a
+    peer from before ``protocolVersion`` (its ``RUN_STARTED`` declares none).
     """
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}")
@@ -184,6 +187,8 @@ def raw_agent(
         }
         if fault == "missing-thread-id":
             del started["threadId"]
+        if not declares_version:
+            del started["protocolVersion"]
         yield _sse(started)
         await asyncio.sleep(0)
         messages = data["messages"]
@@ -640,3 +645,63 @@ async def drops_keep_alive_after_500() -> AsyncIterator[str]:
             writer.transport.abort()
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.wait_closed()
+
+
+def flood_agent(megabytes: int) -> Any:
+    """An agent that answers every request — a GET too — with ``RUN_STARTED`` and then
+    200-character ``TEXT_MESSAGE_CONTENT`` events in 64 KiB chunks: without end when
+    ``megabytes`` is 0, else that many MiB of them and then the run's end (issue 28's
+    endless and 1 GB streams, with small events: what costs a checker most per byte).
+    A raw ASGI app, so the flood costs the server nothing per event."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            run = orjson.loads(body)
+            thread, run_id = str(run.get("threadId", "t")), str(run.get("runId", "r"))
+        except (orjson.JSONDecodeError, AttributeError):
+            thread, run_id = "t", "r"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+
+        def frame(event: dict[str, Any]) -> bytes:
+            return b"data: " + orjson.dumps(event) + b"\n\n"
+
+        head = frame({"type": "RUN_STARTED", "threadId": thread, "runId": run_id})
+        head += frame({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+        await send({"type": "http.response.body", "body": head, "more_body": True})
+        one = frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x" * 200})
+        chunk = one * (65536 // len(one))
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.ensure_future(watch())
+        sent, limit = 0, megabytes * 1048576
+        while (not limit or sent < limit) and not gone.is_set():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sent += len(chunk)
+            await asyncio.sleep(0)  # a client that left is noticed
+        watcher.cancel()
+        if gone.is_set():
+            return
+        tail = frame({"type": "TEXT_MESSAGE_END", "messageId": "m"})
+        tail += frame({"type": "RUN_FINISHED", "threadId": thread, "runId": run_id})
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+    return app

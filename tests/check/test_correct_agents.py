@@ -44,13 +44,32 @@ def test_agui_tools_check_against_agui_tools_serve(tmp_path: Path) -> None:
     assert document["ok"] is True
     verdicts = {c["id"]: c["verdict"] for c in document["cases"]}
     assert set(verdicts.values()) <= {"pass", "info", "not exercised"}, verdicts
-    # the demo agent exercises the whole round trip; only interrupts and errored runs it never makes
-    assert {k for k, v in verdicts.items() if v == "not exercised"} == {
-        "lifecycle.errored-runs",
+    # the demo agent exercises the whole round trip and its refund's interrupt; only errored
+    # runs it never makes
+    assert {k for k, v in verdicts.items() if v == "not exercised"} == {"lifecycle.errored-runs"}
+    assert set(document["capabilities"]) == {
+        "frontend-tools",
+        "agent-tools",
+        "interrupts",
+        "binary",
+    }
+    cases = {c["id"]: c for c in document["cases"]}
+    for case_id in (
         "interrupts.ids",
         "interrupts.uncovered-resume",
         "interrupts.resume",
-    }
+        "interrupts.resolved",
+        "interrupts.unknown-entry",
+    ):
+        assert verdicts[case_id] == "pass", cases[case_id]["findings"]
+    # resolved: the refund issued; cancelled: not — each on its own interrupted thread
+    assert "refunded 4.50 EUR" in cases["interrupts.resolved"]["observed"]
+    assert "the refund was cancelled" in cases["interrupts.resume"]["observed"]
+    resolving = cases["interrupts.resolved"]["exchanges"][-1]["request"]
+    assert resolving["resume"][0]["status"] == "resolved"
+    assert resolving["resume"][0]["payload"] == {"approved": True}
+    # the refund call the interrupt names is covered by the entry, never by a tool message
+    assert not [m for m in resolving["messages"] if m["role"] == "tool"]
     assert verdicts["frontend.continuation"] == "pass" and verdicts["frontend.decline"] == "pass"
     # serve offers the binary binding: judged, frames and events, against its SSE twins
     protobuf = next(c for c in document["cases"] if c["id"] == "transport.protobuf")

@@ -103,6 +103,8 @@ def test_the_conforming_raw_agent_gets_no_failure_and_no_warning() -> None:
         "interrupts.ids",
         "interrupts.uncovered-resume",
         "interrupts.resume",
+        "interrupts.resolved",
+        "interrupts.unknown-entry",
         "transport.protobuf",  # it answers SSE only: the binary binding is OPTIONAL
     }
 
@@ -115,6 +117,8 @@ def test_interrupting_agent_exercises_the_interrupt_cases() -> None:
         "interrupts.ids": Verdict.PASS,
         "interrupts.uncovered-resume": Verdict.PASS,
         "interrupts.resume": Verdict.PASS,
+        "interrupts.resolved": Verdict.PASS,
+        "interrupts.unknown-entry": Verdict.PASS,
     }
     assert "409" in report.case("interrupts.uncovered-resume").observed
 

@@ -118,7 +118,9 @@ def test_json_document_has_the_documented_shape(failing: CheckReport) -> None:
         "started",
         "seconds",
         "strict",
+        "level",
         "ok",
+        "capabilities",
         "counts",
         "cases",
     }
@@ -129,6 +131,8 @@ def test_json_document_has_the_documented_shape(failing: CheckReport) -> None:
         "section",
         "title",
         "verdict",
+        "tier",
+        "capability",
         "rules",
         "page",
         "expected",

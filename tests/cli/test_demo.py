@@ -15,10 +15,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
+from agui_tools.demo.agent import REFUND_SCHEMA
 from agui_tools.demo.app import run_demo, scripted
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,15 +28,16 @@ AGUI = [sys.executable, "-m", "agui_tools"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "120"}
 
 
-def test_demo_thread_every_call_answered_once_declined_says_so_invalid_errors() -> None:
+def _demo(*answers: str) -> Any:
     console = Console(file=open(os.devnull, "w"), width=120)  # noqa: SIM115
-    conv, result = asyncio.run(
-        run_demo(
-            console=console, decide=scripted(iter(["approve", "decline not today"])), fast=True
-        )
-    )
+    return asyncio.run(run_demo(console=console, decide=scripted(iter(answers)), fast=True))
+
+
+def test_demo_thread_every_call_answered_once_declined_says_so_invalid_errors() -> None:
+    conv, result = _demo("approve", "decline not today", "decline too much")
     assert result.status == "success" and conv.pending == []
-    assert [run.status for run in conv.runs] == ["success"] * 5  # no run ended in error
+    # no run ended in error; the fifth stopped to ask for the refund's approval (an interrupt)
+    assert [run.status for run in conv.runs] == ["success"] * 4 + ["interrupt", "success"]
     messages = conv.messages
     calls = [c for m in messages if m.get("toolCalls") for c in m["toolCalls"]]
     answers = [m for m in messages if m["role"] == "tool"]
@@ -52,9 +55,23 @@ def test_demo_thread_every_call_answered_once_declined_says_so_invalid_errors() 
     assert by_call["s1-inventory"]["content"].startswith('{"sku"')  # agent-side, in-stream
     assert {"s1-location", "s1-preferences"} <= set(by_call)  # parallel calls answered together
     # the agent reacted to each answer
+    said = " ".join(str(m.get("content")) for m in messages if m["role"] == "assistant")
+    assert "declined the receipt email" in said and "never offered that tool" in said
+    assert "Fixing the quantity" in said
+    # the refund: the agent's own call, approved through an interrupt — here cancelled
+    interrupt = conv.runs[4].interrupts[0]
+    assert interrupt["toolCallId"] == "s5-refund" and interrupt["responseSchema"] == REFUND_SCHEMA
+    assert json.loads(by_call["s5-refund"]["content"])["refunded"] == 0
     final = messages[-1]["content"]
-    assert "declined the receipt email" in final and "never offered that tool" in final
-    assert any("Fixing the quantity" in str(m.get("content")) for m in messages)
+    assert "the refund was cancelled, so none was issued (too much)" in final, final
+
+
+def test_demo_refund_approved_through_its_interrupt_is_issued() -> None:
+    conv, result = _demo("approve", "approve", "approve")
+    assert result.status == "success"
+    answer = next(m for m in conv.messages if m.get("toolCallId") == "s5-refund")
+    assert json.loads(answer["content"])["refunded"] == 4.5
+    assert "Done — refunded 4.50 EUR (reference RF-" in conv.messages[-1]["content"]
 
 
 def test_demo_command_runs_non_interactively() -> None:
@@ -67,7 +84,9 @@ def test_demo_command_runs_non_interactively() -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "5 runs, last status success; 8 tool results" in proc.stdout
+    assert "6 runs, last status success; 9 tool results" in proc.stdout
+    assert "The agent asks for approval" in proc.stdout and "May I refund 4.50 EUR" in proc.stdout
+    assert "→ resolved with" in proc.stdout and "Done — refunded 4.50 EUR" in proc.stdout
     assert "Traceback" not in proc.stderr
 
 
@@ -107,6 +126,9 @@ def test_interactive_demo_in_a_real_terminal_approve_one_decline_another() -> No
         os.write(fd, b"d\r")
         _read_until(fd, r"reason \(optional\)", buffer)
         os.write(fd, b"privacy\r")
+        # the refund's approval: an interrupt card, answered like run's and chat's
+        _read_until(fd, r"(?s)asks for approval.*\[a\]pprove / \[r\]esolve with JSON", buffer)
+        os.write(fd, b"a\r")
         out = _read_until(fd, r"tool results in the thread", buffer)
     finally:
         for _ in range(100):  # give it time to exit, then make sure it does
@@ -121,6 +143,7 @@ def test_interactive_demo_in_a_real_terminal_approve_one_decline_another() -> No
     assert os.waitstatus_to_exitcode(status) == 0, out[-3000:]
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
     assert "order #" in plain and "The user declined" in plain and "privacy" in plain
+    assert "Done — refunded 4.50 EUR" in plain
 
 
 def test_serve_prints_the_url_and_run_drives_it(tmp_path: Path) -> None:

@@ -30,3 +30,18 @@ def test_rule_table_is_current() -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_compatibility_matrix_is_the_recorded_one() -> None:
+    """docs/conformance.md shows the matrix the frameworks' recorded checks gave
+    (interop/frameworks/baselines/matrix.json, written by ``python -m
+    tests.helpers.frameworks baseline``) — a re-recording that changes a verdict
+    cannot leave the page behind."""
+    from tests.helpers.frameworks import matrix_table
+
+    table = matrix_table()
+    assert table.count("\n") > 20
+    assert table in (ROOT / "docs" / "conformance.md").read_text(), (
+        "docs/conformance.md's matrix is not the recorded one; paste the output of "
+        "`python -m tests.helpers.frameworks matrix`"
+    )

@@ -191,6 +191,75 @@ def broken_after_call_app() -> Starlette:
     )
 
 
+REFUND_SCHEMA = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
+    "required": ["approved"],
+}
+ADDRESS_SCHEMA = {
+    "type": "object",
+    "properties": {"street": {"type": "string", "minLength": 3}, "zip": {"type": "integer"}},
+    "required": ["street", "zip"],
+}
+
+
+def interrupt_agent() -> Any:
+    """Asks for two things at once: approval of its own ``refund`` call, and an address.
+
+    The next run (carrying the resume) tells what it was given — the refund's result
+    when approved — so a test sees the thread go on to the agent's answer.
+    """
+
+    async def agent(run: Run) -> None:
+        resume = {entry["interruptId"]: entry for entry in run.resume}
+        asked = len([m for m in run.messages if m.get("role") == "user"])
+        call_id = f"r{asked}"  # a call of each request: r1, r2…
+        if not resume:
+            mid = await run.text("I need two things from you.")
+            async with run.tool_call("refund", call_id=call_id, parent_message_id=mid) as call:
+                await call.args(json.dumps({"order": "A-17", "amount": 40}))
+            run.interrupt(
+                [
+                    {
+                        "id": "approve-refund",
+                        "reason": "approval",
+                        "message": "May I refund 40 EUR for order A-17?",
+                        "toolCallId": call_id,
+                        "responseSchema": REFUND_SCHEMA,
+                    },
+                    {
+                        "id": "address",
+                        "reason": "input",
+                        "message": "Where should the replacement go?",
+                        "responseSchema": ADDRESS_SCHEMA,
+                    },
+                ]
+            )
+        refund = resume["approve-refund"]
+        if refund["status"] == "resolved" and refund.get("payload", {}).get("approved"):
+            await run.result(call_id, "refunded 40 EUR")
+        said = "; ".join(
+            f"{iid}: {entry['status']} {json.dumps(entry.get('payload', entry.get('metadata')))}"
+            for iid, entry in sorted(resume.items())
+        )
+        await run.text(f"Final answer. {said}")
+
+    return agent
+
+
+def slow_agent() -> Any:
+    """Streams a word every 50 ms for a long time: a run to stop."""
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            await m.delta("Counting: ")
+            for i in range(600):
+                await m.delta(f"{i} ")
+                await asyncio.sleep(0.05)
+
+    return agent
+
+
 def deltas_agent(n: int, *, paragraph: int = 50) -> Any:
     """One assistant message streamed as ``n`` text deltas (``"word{i} "``), a blank
     line every ``paragraph`` deltas — the long stream of issue 24."""
@@ -201,6 +270,35 @@ def deltas_agent(n: int, *, paragraph: int = 50) -> Any:
                 await m.delta(f"word{i} " if (i + 1) % paragraph else f"word{i}\n\n")
 
     return agent
+
+
+def echo_agent(tag: str) -> Any:
+    """Says its ``tag``, the Authorization header it was sent (a raw app reads headers),
+    and how many user messages its thread holds."""
+
+    def events(request: Request, ids: dict[str, str]) -> list[dict[str, Any]]:
+        return [
+            {"type": "RUN_STARTED", **ids},
+            *_text(
+                f"e-{ids['runId']}",
+                f"{tag} heard {request.headers.get('authorization', '(no authorization)')}",
+            ),
+            {"type": "RUN_FINISHED", **ids},
+        ]
+
+    return raw_app(events)
+
+
+def broken_mid_call_app() -> Starlette:
+    """Starts a call, streams half its arguments, then breaks a rule (TOOL-20)."""
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "TOOL_CALL_START", "toolCallId": "c7", "toolCallName": "place_order"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c7", "delta": '{"sku": "w'},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "ghost", "delta": "{}"},
+        ]
+    )
 
 
 def big_argument_agent(size: int, chunk: int = 1024) -> Any:
@@ -260,6 +358,42 @@ def state_history_agent() -> Any:
         await run.state_delta([{"op": "add", "path": "/cart/-", "value": "gadget"}])
         await run.state_snapshot({"cart": ["gadget"], "step": 3, "paid": True})
         await run.text("Paid.")
+
+    return agent
+
+
+def hostile_interrupt_agent() -> Any:
+    """An interrupt whose every field is hostile markup — reason, message, metadata, the
+    schema's property names and enum — on a call whose arguments are markup too."""
+
+    async def agent(run: Run) -> None:
+        async with run.tool_call("lookup", call_id="h1") as call:
+            await call.args(json.dumps({"q": HOSTILE}))
+        run.interrupt(
+            {
+                "id": "hostile",
+                "reason": HOSTILE,
+                "message": HOSTILE,
+                "toolCallId": "h1",
+                "metadata": {HOSTILE: HOSTILE},
+                "responseSchema": {
+                    "type": "object",
+                    "properties": {HOSTILE: {"enum": [HOSTILE, "ok"]}},
+                },
+            }
+        )
+
+    return agent
+
+
+def expired_interrupt_agent() -> Any:
+    """Interrupts with an ``expiresAt`` long past (INT-8: it can only be cancelled), then
+    says what the resume carried."""
+
+    async def agent(run: Run) -> None:
+        if not run.resume:
+            run.interrupt({"id": "late", "reason": "input", "expiresAt": "2000-01-01T00:00:00Z"})
+        await run.text(f"resumed with {json.dumps(run.resume)}")
 
     return agent
 

@@ -254,7 +254,7 @@ TERMINAL_DEMO = """
 import asyncio, io, json
 from rich.console import Console
 from agui_tools.demo.app import run_demo, scripted
-answers = iter(["approve", "decline not now"])
+answers = iter(["approve", "decline not now", "approve"])
 conv, _ = asyncio.run(run_demo(console=Console(file=io.StringIO()), decide=scripted(answers), fast=True))
 print(json.dumps(conv.messages))
 """
@@ -277,7 +277,11 @@ def test_demo_web_clicked_through_reaches_the_terminal_demos_thread(browser: Any
             assert invalid.locator(".validation code.path").all_inner_texts() == ["/qty"]
             page.get_by_label("Reason for declining email_receipt").fill("not now")
             page.get_by_role("button", name="Decline email_receipt").click()
-            page.locator(".bubble.assistant", has_text="Done —").wait_for()
+            # the refund the agent's own call asks approval for, through the interrupt card
+            refund = page.locator('section.interrupt[data-interrupt-id="approve-s5-refund"]')
+            refund.get_by_label("approved *").check()
+            refund.get_by_role("button", name="Resolve interrupt tool_approval").click()
+            page.locator(".bubble.assistant", has_text="everything for your order").wait_for()
             page.get_by_role("status").filter(has_text="idle").wait_for()
             web_thread = page.evaluate(
                 """async () => {

@@ -21,6 +21,7 @@ from agui_tools.demo.tools import register as register_demo
 from agui_tools.testing import serving
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector, serve_inspector
+from agui_tools.ui.inspector._app import cookie_name
 
 from .inspector_agents import broken_app, register_three, three_calls_agent
 
@@ -72,13 +73,14 @@ def unbatched(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down() -> None:
     async def go() -> None:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent")
             async with running(inspector) as page:
                 ok = await page.get("/")
                 assert ok.status_code == 200
                 assert "script-src 'self'" in ok.headers["content-security-policy"]
                 assert inspector.token in ok.text  # only the page this server rendered knows it
+                page.cookies.clear()  # the page's cookie would authenticate the GETs below
 
                 async def post(**headers: str) -> httpx.Response:
                     return await page.post("/api/prompt", json={"text": "hi"}, headers=headers)
@@ -100,6 +102,13 @@ def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down(
                     "the events without a token": await page.get("/api/events", headers=no_token),
                     "an export with a wrong token": await page.get(
                         "/api/export/thread.json", params={"token": "guess"}, headers=no_token
+                    ),
+                    "a wrong cookie": await page.get(
+                        "/api/export/thread.json",
+                        headers={
+                            **no_token,
+                            "Cookie": f"{cookie_name(ok.url.netloc.decode())}=guess",
+                        },
                     ),
                     "a preflight": await page.options("/api/prompt"),
                 }
@@ -145,7 +154,7 @@ def test_the_inspector_listens_on_loopback_only_by_default() -> None:
 
 def test_a_reconnecting_page_is_replayed_exactly_what_it_missed() -> None:
     async def go() -> None:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent")
             async with running(inspector) as page:
                 await page.post("/api/prompt", json={"text": "hello"})
@@ -256,7 +265,7 @@ def test_exported_streams_are_judged_by_verify_as_the_inspector_judged_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async def go() -> tuple[int, list[str]]:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent", register=register_demo)
             async with running(inspector) as page:
                 await page.post("/api/prompt", json={"text": "Order two widgets for me."})
@@ -434,7 +443,9 @@ def test_an_unreachable_agent_fails_the_turn_in_words_and_a_retry_sends_the_prom
             assert not inspector.busy
             conv = inspector.session.conversation
             assert conv is not None and conv.messages == []  # nothing was sent: withdrawn
-            async with serving(agent_app(demo_agent(delay=0), path="/agent"), port=port):
+            async with serving(
+                agent_app(demo_agent(delay=0, refund=False), path="/agent"), port=port
+            ):
                 await page.post("/api/prompt", json={"text": "hello"})
                 await until(
                     inspector, lambda m: m["kind"] == "run-end" and m["status"] == "success"
@@ -570,3 +581,341 @@ def test_the_inspect_command_serves_a_page_with_the_tools_module_and_stops_on_ct
         thread = client.get("/api/export/thread.json", params={"token": token}).json()
     tools = {t["name"]: t["sideEffects"] for t in thread["tools"]}
     assert tools == {"lookup_sku": False, "refund": True}
+
+
+# -- craft: HEAD, the favicon, the token in a cookie (issue 24) ----------------------------
+
+
+def test_head_answers_like_get_a_favicon_ships_and_the_token_rides_in_a_cookie() -> None:
+    from agui_tools.ui.inspector._app import CSP, cookie_name
+
+    async def go() -> None:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                got = await page.get("/")
+                head = await page.head("/")
+                assert head.status_code == 200 and head.content == b""
+                assert head.headers["content-security-policy"] == CSP  # curl -I shows it
+                assert head.headers["content-type"] == got.headers["content-type"]
+                for path in ("/favicon.ico", "/static/favicon.svg"):
+                    icon = await page.get(path, headers={"X-Inspector-Token": ""})
+                    assert icon.status_code == 200, path
+                    assert icon.headers["content-type"] == "image/svg+xml"
+                    assert icon.content.startswith(b"<svg")
+                    assert (await page.head(path)).status_code == 200
+                # the page sets the token as an HttpOnly, same-site cookie for its port
+                cookie = got.headers["set-cookie"]
+                name = cookie_name(got.url.netloc.decode())
+                assert cookie.startswith(f"{name}={inspector.token};")
+                assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+                # … and the page never puts the token in a URL
+                script = (await page.get("/static/app.js")).text
+                assert "?token=" not in script and "token=" not in script
+                # the cookie alone authenticates the event stream and the exports
+                page.cookies.clear()
+                bare = {"X-Inspector-Token": ""}
+                jar = {"Cookie": f"{name}={inspector.token}"}
+                assert (await page.get("/api/export/thread.json", headers=bare)).status_code == 403
+                assert (
+                    await page.get("/api/export/thread.json", headers={**bare, **jar})
+                ).status_code == 200
+                # a cookie is no POST token: the header is still required (no CSRF by cookie)
+                refused = await page.post(
+                    "/api/prompt", json={"text": "hi"}, headers={**bare, **jar}
+                )
+                assert refused.status_code == 403
+                # other methods are still refused
+                assert (await page.request("PUT", "/")).status_code == 403
+
+    asyncio.run(go())
+
+
+def test_a_string_result_schema_is_answered_and_checked_as_any_json_value() -> None:
+    from .inspector_agents import weather_agent
+
+    async def go() -> None:
+        async with serving(agent_app(weather_agent(), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                added = await page.post(
+                    "/api/tools", json={"name": "get_weather", "description": "The weather."}
+                )
+                assert added.status_code == 200  # the result schema defaults to a string
+                await page.post("/api/prompt", json={"text": "weather?"})
+                await until(inspector, lambda m: m["kind"] == "answer-form")
+                wrong = await page.post("/api/answer", json={"callId": "w1", "value": {"t": 1}})
+                assert wrong.status_code == 422
+                assert wrong.json()["errors"][0]["keyword"] == "type"
+                assert "JSON object" not in wrong.text  # not the argument validator's words
+                ok = await page.post("/api/answer", json={"callId": "w1", "value": "sunny"})
+                assert ok.status_code == 200, ok.text
+                said = await until(
+                    inspector, lambda m: m["kind"] == "text" and "The weather" in m["delta"]
+                )
+                assert "sunny" in said["delta"]
+                await until(inspector, idle)
+
+    asyncio.run(go())
+
+
+def test_session_controls_refuse_what_cannot_be_done_now() -> None:
+    from .inspector_agents import interrupt_agent, slow_agent
+
+    async def go() -> None:
+        async with (
+            serving(agent_app(slow_agent(), path="/agent")) as slow,
+            serving(agent_app(interrupt_agent(), path="/agent")) as asking,
+        ):
+            inspector = Inspector(
+                None, agents={"slow": f"{slow}/agent", "asking": f"{asking}/agent"}
+            )
+            async with running(inspector) as page:
+                assert (await page.post("/api/stop", json={})).status_code == 409  # nothing runs
+                unknown = await page.post("/api/thread", json={"threadId": "thread-x"})
+                assert unknown.status_code == 404  # no store: no thread to go back to
+                bad = {
+                    "an unknown agent": {"agent": "nope"},
+                    "a URL that is none": {"url": "not a url"},
+                    "a header with a line break": {"headers": {"X-A": "1\r\nX-B: 2"}},
+                    "a header name that is none": {"headers": {"a b": "1"}},
+                    "a bearer token with spaces": {"bearer": "a b"},
+                }
+                for why, body in bad.items():
+                    answer = await page.post("/api/agent", json=body)
+                    assert answer.status_code == 422, why
+                await page.post("/api/prompt", json={"text": "count"})
+                await until(inspector, lambda m: m["kind"] == "text")
+                assert (await page.post("/api/new-thread", json={})).status_code == 409
+                assert (await page.post("/api/agent", json={"agent": "asking"})).status_code == 409
+                assert (await page.post("/api/stop", json={})).status_code == 200
+                stopped = await until(inspector, lambda m: m["kind"] == "run-end")
+                assert stopped["status"] == "stopped"
+                await until(inspector, idle)
+                assert (await page.post("/api/agent", json={"agent": "asking"})).status_code == 200
+                await page.post("/api/prompt", json={"text": "refund"})
+                await until(inspector, lambda m: m["kind"] == "interrupt" and m["id"] == "address")
+                for body, status in (
+                    ({"id": "nope", "action": "resolve"}, 409),
+                    ({"id": "address", "action": "maybe"}, 422),
+                    ({"id": "address", "action": "resolve", "payload": {"street": "Main"}}, 422),
+                ):
+                    answer = await page.post("/api/interrupt", json=body)
+                    assert answer.status_code == status, body
+                answer = await page.post(
+                    "/api/interrupt",
+                    json={
+                        "id": "address",
+                        "action": "resolve",
+                        "payload": {"street": "x", "zip": 1},
+                    },
+                )
+                assert [e["path"] for e in answer.json()["errors"]] == ["/street"]
+                assert (await page.post("/api/stop", json={})).status_code == 200
+                await until(inspector, lambda m: m["kind"] == "stopped")
+                await until(inspector, idle)
+                # a stopped interrupt is asked again by the next prompt, never an INT-7 failure
+                await page.post("/api/prompt", json={"text": "again"})
+                again = await until(
+                    inspector, lambda m: m["kind"] == "interrupt" and m["seq"] > stopped["seq"]
+                )
+                assert again["id"] in ("approve-refund", "address")
+                assert not [m for m in inspector.hub.messages if m["kind"] == "failed"]
+                await page.post("/api/stop", json={})
+                await until(inspector, lambda m: idle(m) and m["seq"] > again["seq"])
+
+    asyncio.run(go())
+
+
+# -- the command line: several agents, a store ------------------------------------------------
+
+
+def test_inspect_refuses_bad_agents_and_stores_as_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "none.toml").write_text("[other]\nx = 1\n")
+    (tmp_path / "broken.toml").write_text("[agents\n")
+    (tmp_path / "nourl.json").write_text('{"agents": {"a": {"headers": {}}}}')
+    (tmp_path / "ftp.toml").write_text('[agents.a]\nurl = "ftp://x"\n')
+    (tmp_path / "dir.db").mkdir()
+    cases = {
+        "no agent": ([], "give the agent's URL"),
+        "not NAME=URL": (["--agent", "local"], "is not NAME=URL"),
+        "a missing file": (["--agents", str(tmp_path / "missing.toml")], "cannot read --agents"),
+        "no agents table": (["--agents", str(tmp_path / "none.toml")], "names no agents"),
+        "not TOML": (["--agents", str(tmp_path / "broken.toml")], "is not TOML"),
+        "no url": (["--agents", str(tmp_path / "nourl.json")], "needs a url"),
+        "not http": (["--agents", str(tmp_path / "ftp.toml")], "not an http:// or https://"),
+        "a store that is a directory": (
+            ["http://127.0.0.1:1/agent", "--store", str(tmp_path / "dir.db")],
+            "cannot open --store",
+        ),
+    }
+    for why, (argv, said) in cases.items():
+        assert main(["inspect", *argv, "--no-browser"]) == 2, why
+        err = capsys.readouterr().err
+        assert said in err, (why, err)
+        assert "Traceback" not in err, why
+
+
+def test_inspect_with_an_agents_file_and_a_store_resumes_after_a_restart(tmp_path: Path) -> None:
+    from .conftest import cli_inspector
+    from .inspector_agents import echo_agent
+
+    secret = "file-token-0042"
+
+    async def events_until(
+        url: str, client: httpx.AsyncClient, want: Callable[[dict[str, Any]], bool]
+    ) -> list[dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+        async with client.stream("GET", f"{url}api/events") as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("data: "):
+                    message = json.loads(line[6:])
+                    batch = message["messages"] if message["kind"] == "batch" else [message]
+                    seen.extend(batch)
+                    if any(want(m) for m in batch):
+                        return seen
+        raise AssertionError("the event stream ended")
+
+    async def session(url: str, prompt: str | None) -> list[dict[str, Any]]:
+        async with httpx.AsyncClient(timeout=10) as client:
+            page = await client.get(url)  # sets the token cookie the event stream reads
+            token = re.search(r"&quot;token&quot;:&quot;([^&]+)&quot;", page.text)
+            assert token is not None
+            seen = await asyncio.wait_for(
+                events_until(url, client, lambda m: m["kind"] == "agents"), 10
+            )
+            if prompt is not None:
+                headers = {"Origin": url.rstrip("/"), "X-Inspector-Token": token.group(1)}
+                sent = await client.post(f"{url}api/prompt", json={"text": prompt}, headers=headers)
+                assert sent.status_code == 200, sent.text
+                seen = await asyncio.wait_for(
+                    events_until(url, client, lambda m: m["kind"] == "run-end"), 10
+                )
+            return seen
+
+    async def go() -> None:
+        async with serving(echo_agent("alpha")) as a, serving(echo_agent("beta")) as b:
+            agents = tmp_path / "agents.toml"
+            agents.write_text(
+                f'[agents.alpha]\nurl = "{a}/agent"\nheaders = {{ Authorization = "Bearer {secret}" }}\n'
+                f'[agents.beta]\nurl = "{b}/agent"\n'
+            )
+            argv = [
+                "inspect",
+                "--agents",
+                str(agents),
+                "--store",
+                str(tmp_path / "t.db"),
+                "--no-browser",
+            ]
+            with cli_inspector(argv) as url:
+                seen = await session(url, "hello")
+            listed = next(m for m in seen if m["kind"] == "agents")
+            assert [x["name"] for x in listed["agents"]] == ["alpha", "beta"]
+            assert listed["agents"][0]["headers"] == ["Authorization"]  # a name, not its value
+            text = "".join(m["delta"] for m in seen if m["kind"] == "text")
+            assert text == f"alpha heard Bearer {secret}"  # the file's header reached the agent
+            # nothing the inspector says carries it (the agent's own echo of it aside)
+            echoed = ("text", "event", "thread")
+            shown = json.dumps([m for m in seen if m["kind"] not in echoed])
+            assert secret not in shown and "run-start" in shown
+            thread = listed["threadId"]
+            with cli_inspector(argv) as url:
+                again = await session(url, None)
+            restored = next(m for m in again if m["kind"] == "restored")
+            assert restored["threadId"] == thread and restored["messages"] == 2
+            assert [m["text"] for m in again if m["kind"] == "user"] == ["hello"]
+
+    asyncio.run(go())
+
+
+def test_import_judges_ndjson_and_protobuf_as_verify_does_and_refuses_what_is_no_capture() -> None:
+    import base64
+
+    from agui_tools.app._capture import verify_capture
+    from agui_tools.wire._proto_codec import encode_proto_event
+    from agui_tools.wire._proto_framing import proto_frame
+
+    ids = {"threadId": "t1", "runId": "r1"}
+    events = [
+        {"type": "RUN_STARTED", **ids},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "<b>hi</b>"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "RUN_FINISHED", **ids},
+    ]
+    ndjson = b"".join(json.dumps(e).encode() + b"\n" for e in events[:-1])  # cut: truncated
+    proto = b"".join(proto_frame(encode_proto_event(e)) for e in events)
+
+    async def go() -> None:
+        inspector = Inspector("http://127.0.0.1:1/agent")
+        async with running(inspector) as page:
+
+            async def imported(name: str, data: bytes) -> httpx.Response:
+                body = {"name": name, "data": base64.b64encode(data).decode()}
+                return await page.post("/api/import", json=body)
+
+            for name, data in (("run.ndjson", ndjson), ("run.bin", proto)):
+                answer = await imported(name, data)
+                assert answer.status_code == 200, answer.text
+                (run,) = answer.json()["runs"]
+                assert run["lines"] == verify_capture(data).lines(), name
+                assert [f["type"] for f in run["frames"]][:2] == [
+                    "RUN_STARTED",
+                    "TEXT_MESSAGE_START",
+                ]
+            assert "TRUNCATED [TRANS-2]" in "\n".join(
+                (await imported("run.ndjson", ndjson)).json()["runs"][0]["lines"]
+            )
+            # a binary stream in thread.json travels as base64 and is judged again
+            export = {
+                "threadId": "t1",
+                "runs": [
+                    {
+                        "run": 1,
+                        "input": None,
+                        "stream": base64.b64encode(proto).decode(),
+                        "streamEncoding": "base64",
+                    }
+                ],
+            }
+            answer = await imported("thread.json", json.dumps(export).encode())
+            assert answer.json()["runs"][0]["lines"][-1] == "outcome: completed"
+            # no capture at all: verify's own words, not a 500
+            junk = (await imported("junk.bin", b"\x00\x01garbage")).json()["runs"][0]
+            assert junk["verdict"]["outcome"] == "unreadable"
+            assert junk["lines"][0].startswith("not a readable capture: [TRANS-")
+            not_b64 = await page.post("/api/import", json={"name": "x", "data": "%%%"})
+            assert not_b64.status_code == 422
+            no_stream = await imported("old.json", b'{"runs": [{"run": 1}]}')
+            assert no_stream.status_code == 422 and "holds no stream" in no_stream.json()["error"]
+
+    asyncio.run(go())
+
+
+def test_an_expired_interrupt_can_only_be_cancelled_and_the_thread_goes_on() -> None:
+    from .inspector_agents import expired_interrupt_agent
+
+    async def go() -> None:
+        async with serving(agent_app(expired_interrupt_agent(), path="/agent")) as base:
+            inspector = Inspector(f"{base}/agent")
+            async with running(inspector) as page:
+                await page.post("/api/prompt", json={"text": "go"})
+                shown = await until(inspector, lambda m: m["kind"] == "interrupt")
+                assert shown["expired"] is True
+                late = await page.post(
+                    "/api/interrupt", json={"id": "late", "action": "resolve", "payload": 1}
+                )
+                assert late.status_code == 422 and "INT-8" in late.json()["error"]
+                ok = await page.post("/api/interrupt", json={"id": "late", "action": "cancel"})
+                assert ok.status_code == 200
+                said = await until(inspector, lambda m: m["kind"] == "text")
+                assert json.loads(said["delta"].removeprefix("resumed with ")) == [
+                    {"interruptId": "late", "status": "cancelled"}
+                ]
+                await until(inspector, idle)
+                assert not [m for m in inspector.hub.messages if m["kind"] == "failed"]
+
+    asyncio.run(go())

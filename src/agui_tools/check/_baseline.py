@@ -1,8 +1,9 @@
 """A baseline: the faults an agent is known to have, so a check fails on new ones only.
 
 ``agui-tools check URL --write-baseline FILE`` records every finding that makes
-the report fail — each ``fail`` (and, under ``--strict``, each ``warn``) as its
-case id, rule and verdict, with the message for the reader; ``--baseline FILE``
+the report fail — each ``fail`` (and each ``warn`` the ``--level`` counts:
+under ``--strict``, every one) as its case id, rule and verdict, with the
+message, the case's tier and the capability it needs for the reader; ``--baseline FILE``
 then judges a later report against it: a finding whose (case, rule, verdict)
 the baseline holds is *known*, one it does not is *new* (and fails the check),
 and a baseline entry the report no longer shows is *fixed* (reported, so the
@@ -19,7 +20,7 @@ from typing import Any
 import orjson
 
 from .._errors import UsageError
-from ._report import CheckReport, Verdict
+from ._report import CheckReport, counts_at
 
 __all__ = ["Baseline", "BaselineDiff", "Known"]
 
@@ -34,6 +35,8 @@ class Known:
     rule: str
     verdict: str
     message: str = field(default="", compare=False)
+    tier: str = field(default="", compare=False)
+    capability: str | None = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -44,12 +47,14 @@ class Known:
 
 
 def _failing(report: CheckReport) -> list[Known]:
-    bad = {Verdict.FAIL, Verdict.WARN} if report.strict else {Verdict.FAIL}
+    level = report.effective_level
     out: dict[tuple[str, str, str], Known] = {}
     for case in report.cases:
         for f in case.findings:
-            if f.verdict in bad:
-                known = Known(case.id, f.rule, f.verdict.value, f.message)
+            if counts_at(level, f.verdict, case.tier):
+                known = Known(
+                    case.id, f.rule, f.verdict.value, f.message, case.tier.value, case.capability
+                )
                 out.setdefault(known.key, known)
     return list(out.values())
 
@@ -92,10 +97,19 @@ class Baseline:
     known: list[Known]
     url: str = ""
     version: str = ""
+    level: str = "must"
+    not_exercised: list[str] = field(default_factory=list)
+    """The cases the report could not judge (for the reader; not compared)."""
 
     @classmethod
     def of(cls, report: CheckReport) -> Baseline:
-        return cls(_failing(report), report.url, report.version)
+        return cls(
+            _failing(report),
+            report.url,
+            report.version,
+            report.effective_level,
+            [c.id for c in report.cases if c.verdict.value == "not exercised"],
+        )
 
     def compare(self, report: CheckReport) -> BaselineDiff:
         held = {k.key for k in self.known}
@@ -112,10 +126,19 @@ class Baseline:
             "format": _FORMAT,
             "url": self.url,
             "agui_tools": self.version,
+            "level": self.level,
             "known": [
-                {"case": k.case, "rule": k.rule, "verdict": k.verdict, "message": k.message}
+                {
+                    "case": k.case,
+                    "rule": k.rule,
+                    "verdict": k.verdict,
+                    "tier": k.tier,
+                    "capability": k.capability,
+                    "message": k.message,
+                }
                 for k in self.known
             ],
+            "notExercised": list(self.not_exercised),
         }
 
     def write(self, path: str | Path) -> None:
@@ -140,8 +163,21 @@ class Baseline:
                 f'{str(path)!r} is not a baseline: expected {{"known": [{{"case", "rule", '
                 '"verdict"}, …]} as --write-baseline writes it'
             )
+        skipped = data.get("notExercised")
         return cls(
-            [Known(e["case"], e["rule"], e["verdict"], str(e.get("message", ""))) for e in entries],
+            [
+                Known(
+                    e["case"],
+                    e["rule"],
+                    e["verdict"],
+                    str(e.get("message", "")),
+                    str(e.get("tier", "")),
+                    e["capability"] if isinstance(e.get("capability"), str) else None,
+                )
+                for e in entries
+            ],
             str(data.get("url", "")),
             str(data.get("agui_tools", "")),
+            str(data.get("level", "must")),
+            [str(c) for c in skipped] if isinstance(skipped, list) else [],
         )

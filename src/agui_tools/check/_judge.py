@@ -37,7 +37,7 @@ from ..app._capture import replay
 from ..app._reducer import ThreadState
 from ..wire._framing import FrameNote
 from ..wire._kinds import WireEvent
-from ..wire._verify import Limits, RunSummary
+from ..wire._verify import Limits, RunSummary, beside_its_call
 from ._report import Exchange, Finding, Verdict
 
 if TYPE_CHECKING:
@@ -387,27 +387,5 @@ def _restated_result(
 
 
 def _beside_its_call(out: Judged, call_id: str) -> bool:
-    """In the thread the stream left, the call's tool message follows the message holding
-    the call, with only tool messages between them."""
-    if out.thread is None:
-        return False
-    messages = out.thread.messages
-    holder = next(
-        (
-            i
-            for i, m in enumerate(messages)
-            if any(c.get("id") == call_id for c in m.get("toolCalls") or ())
-        ),
-        None,
-    )
-    answer = next(
-        (
-            i
-            for i, m in enumerate(messages)
-            if m.get("role") == "tool" and m.get("toolCallId") == call_id
-        ),
-        None,
-    )
-    if holder is None or answer is None or answer < holder:
-        return False
-    return all(m.get("role") == "tool" for m in messages[holder + 1 : answer])
+    """In the thread the stream left, the call's tool message sits beside its call."""
+    return out.thread is not None and beside_its_call(out.thread.messages, call_id)

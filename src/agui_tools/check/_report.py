@@ -11,11 +11,20 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
-__all__ = ["CaseResult", "CheckReport", "Exchange", "Finding", "Verdict"]
+__all__ = [
+    "LEVELS",
+    "CaseResult",
+    "CheckReport",
+    "Exchange",
+    "Finding",
+    "Tier",
+    "Verdict",
+    "counts_at",
+]
 
 
 class Verdict(enum.Enum):
@@ -48,6 +57,41 @@ def worst(verdicts: Iterable[Verdict], default: Verdict = Verdict.PASS) -> Verdi
     return out
 
 
+class Tier(enum.Enum):
+    """How strong the requirement a case judges is, strongest first."""
+
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+    MAY = "MAY"
+    INFORMATIONAL = "informational"
+
+    @property
+    def strength(self) -> int:
+        return {"MUST": 3, "SHOULD": 2, "MAY": 1, "informational": 0}[self.value]
+
+
+LEVELS: Final = ("must", "should", "may")
+"""``--level``: which tiers' warnings fail the check (a ``fail`` always does)."""
+
+
+def counts_at(level: str, verdict: Verdict, tier: Tier) -> bool:
+    """Whether a case of ``tier`` ending ``verdict`` fails the check at ``level``.
+
+    ``must`` (the default): a ``fail`` only — a MUST was broken. ``should``: also
+    a ``warn`` of a MUST or SHOULD case. ``may`` (what ``--strict`` means): also a
+    ``warn`` of a MAY case. An informational case, ``info``, ``pass`` and ``not
+    exercised`` never fail the check.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; the levels are {', '.join(LEVELS)}")
+    if verdict is Verdict.FAIL:
+        return True
+    if verdict is not Verdict.WARN or tier is Tier.INFORMATIONAL:
+        return False
+    floor = {"must": 4, "should": Tier.SHOULD.strength, "may": Tier.MAY.strength}[level]
+    return tier.strength >= floor
+
+
 @dataclass(frozen=True)
 class Finding:
     """One observation a case made, with the rule that decides it.
@@ -73,6 +117,20 @@ class Finding:
         }
 
 
+SHOWN_HEAD = 200
+"""A report shows a stream's first this many events…"""
+SHOWN_TAIL = 50
+"""…and its last this many (and every event a finding points at); the rest are counted."""
+SHOWN_FRAME = 4000
+"""A report shows at most this many characters of one event."""
+
+
+def _cut(frame: str) -> str:
+    if len(frame) <= SHOWN_FRAME:
+        return frame
+    return f"{frame[:SHOWN_FRAME]}… ({len(frame):,} characters in all)"
+
+
 @dataclass
 class Exchange:
     """One HTTP request to the agent and everything that came back.
@@ -96,16 +154,37 @@ class Exchange:
     """Why the exchange ended abnormally (connection refused, timed out, disconnected)."""
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def shown(self, pinned: Iterable[int] = ()) -> list[tuple[int, str]]:
+        """The events a report shows, as ``(index, text)``: all of them when there are at
+        most :data:`SHOWN_HEAD` + :data:`SHOWN_TAIL`, else the first and last ones and
+        those a finding points at (``pinned``) — each cut at :data:`SHOWN_FRAME` characters.
+
+        A report summarises a long stream rather than copying it: an agent that
+        streams without end made ``check --html`` write 752 MB (issue 28).
+        """
+        n = len(self.frames)
+        if n <= SHOWN_HEAD + SHOWN_TAIL:
+            picked: Iterable[int] = range(n)
+        else:
+            keep = set(range(SHOWN_HEAD)) | set(range(n - SHOWN_TAIL, n))
+            keep |= {i for i in pinned if 0 <= i < n}
+            picked = sorted(keep)
+        return [(i, _cut(self.frames[i])) for i in picked]
+
+    def to_json(self, pinned: Iterable[int] = ()) -> dict[str, Any]:
+        shown = self.shown(pinned)
         out: dict[str, Any] = {
             "label": self.label,
             "request": self.request if self.request is not None else self.raw_request,
             "status": self.status,
             "contentType": self.content_type,
-            "events": list(self.frames),
+            "events": [text for _, text in shown],
             "comments": self.comments,
             "seconds": round(self.seconds, 3),
         }
+        if len(shown) < len(self.frames):
+            out["eventCount"] = len(self.frames)
+            out["eventIndexes"] = [i for i, _ in shown]
         if self.body:
             out["body"] = self.body
         if self.error:
@@ -128,6 +207,10 @@ class CaseResult:
     findings: list[Finding] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
     seconds: float = 0.0
+    tier: Tier = Tier.MUST
+    """How strong the requirement the case judges is (``check._tiers`` derives it)."""
+    capability: str | None = None
+    """What the agent must declare or exercise for the case to judge anything."""
 
     @property
     def offending(self) -> set[tuple[int, int]]:
@@ -146,12 +229,17 @@ class CaseResult:
             "section": self.section,
             "title": self.title,
             "verdict": self.verdict.value,
+            "tier": self.tier.value,
+            "capability": self.capability,
             "rules": list(self.rules),
             "page": self.page,
             "expected": self.expected,
             "observed": self.observed,
             "findings": [f.to_json() for f in self.findings],
-            "exchanges": [e.to_json() for e in self.exchanges],
+            "exchanges": [
+                e.to_json(f.event for f in self.findings if f.exchange == i and f.event is not None)
+                for i, e in enumerate(self.exchanges)
+            ],
             "seconds": round(self.seconds, 3),
         }
 
@@ -166,6 +254,10 @@ class CheckReport:
     seconds: float = 0.0
     started: str = ""
     version: str = ""
+    level: str = "must"
+    """Which tiers' warnings fail the check (``--level``); ``strict`` means ``may``."""
+    capabilities: dict[str, str] = field(default_factory=dict)
+    """The capabilities the agent declared or exercised during the check: name → evidence."""
     agent_log: list[str] = field(default_factory=list)
     """What an agent served in this process logged below ERROR during the check (its
     warnings about the checker's deliberate inputs), kept off the user's stderr; not
@@ -177,10 +269,16 @@ class CheckReport:
             out[case.verdict.value] += 1
         return out
 
+    @property
+    def effective_level(self) -> str:
+        """The level the exit code is judged at: ``strict`` is ``may`` (every warning)."""
+        return "may" if self.strict else self.level
+
     def failed(self) -> list[CaseResult]:
-        """The cases that make the check fail: ``fail``, and ``warn`` under strict."""
-        bad = {Verdict.FAIL, Verdict.WARN} if self.strict else {Verdict.FAIL}
-        return [c for c in self.cases if c.verdict in bad]
+        """The cases that make the check fail: every ``fail``, and a ``warn`` of a case
+        whose tier the level admits (:func:`counts_at`)."""
+        level = self.effective_level
+        return [c for c in self.cases if counts_at(level, c.verdict, c.tier)]
 
     @property
     def ok(self) -> bool:
@@ -188,7 +286,7 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when no case failed (with ``strict``, none warned either), else 1."""
+        """0 when no case failed (at the level: with ``strict``, none warned either), else 1."""
         return 0 if self.ok else 1
 
     def sections(self) -> list[tuple[str, list[CaseResult]]]:
@@ -211,7 +309,9 @@ class CheckReport:
             "started": self.started,
             "seconds": round(self.seconds, 3),
             "strict": self.strict,
+            "level": self.effective_level,
             "ok": self.ok,
+            "capabilities": dict(self.capabilities),
             "counts": self.counts(),
             "cases": [c.to_json() for c in self.cases],
         }

@@ -19,8 +19,9 @@ from .._text import escape_controls
 from .._version import __version__
 from ._cases import CASES, SECTIONS, Case, basic_run
 from ._context import DEFAULT_TOOLS, Context, Settings
-from ._probe import Probe
-from ._report import CaseResult, CheckReport, Finding, Verdict, worst
+from ._probe import STREAM_CAP, Probe
+from ._report import LEVELS, CaseResult, CheckReport, Finding, Verdict, worst
+from ._tiers import exercised, gate
 
 __all__ = ["acheck_agent", "check_agent", "select_cases"]
 
@@ -63,10 +64,20 @@ async def acheck_agent(
     tools: Sequence[Mapping[str, Any]] | None = None,
     prompt: str | None = None,
     oversize_bytes: int = 16 * 1024 * 1024,
+    level: str | None = None,
+    interrupt_prompt: str | None = None,
+    max_stream_bytes: int = STREAM_CAP,
 ) -> CheckReport:
     """Run the conformance cases against the agent at ``url``; see :func:`check_agent`."""
     if timeout <= 0:
         raise UsageError(f"timeout must be a positive number of seconds, not {timeout}")
+    if level is not None and level not in LEVELS:
+        raise UsageError(f"unknown level {level!r}; the levels are {', '.join(LEVELS)}")
+    if strict and level not in (None, "may"):
+        raise UsageError(
+            f"strict means level 'may' (every warning fails); give one of them, not strict "
+            f"with level {level!r}"
+        )
     chosen = select_cases(cases, sections)
     settings = Settings(
         url=url,
@@ -76,10 +87,14 @@ async def acheck_agent(
         tools=[dict(t) for t in tools] if tools is not None else DEFAULT_TOOLS,
         prompt=prompt,
         oversize_bytes=oversize_bytes,
+        interrupt_prompt=interrupt_prompt,
+        max_stream_bytes=max_stream_bytes,
     )
     started = datetime.now(UTC)
     start = time.perf_counter()
-    probe = Probe(url, headers=settings.headers, timeout=timeout)
+    if max_stream_bytes <= 0:
+        raise UsageError(f"max_stream_bytes must be a positive number, not {max_stream_bytes}")
+    probe = Probe(url, headers=settings.headers, timeout=timeout, max_stream_bytes=max_stream_bytes)
     with _agent_log() as log:
         try:
             await _reachable(probe)
@@ -88,12 +103,18 @@ async def acheck_agent(
             results: dict[str, CaseResult] = {}
             for case in [c for c in chosen if not c.late] + [c for c in chosen if c.late]:
                 results[case.id] = await _run_case(ctx, case)
+            # a case needing a capability the agent never showed is not exercised, never failed
+            shown = exercised(ctx.streams)
+            for case in chosen:
+                gate(results[case.id], case.capability, shown)
         finally:
             await probe.aclose()
     return CheckReport(
         url=url,
         cases=[results[c.id] for c in chosen],
         strict=strict,
+        level=level or ("may" if strict else "must"),
+        capabilities=shown,
         seconds=time.perf_counter() - start,
         started=started.isoformat(timespec="seconds"),
         version=__version__,
@@ -155,9 +176,14 @@ def check_agent(url: str, **options: Any) -> CheckReport:
     """Check the AG-UI agent at ``url`` and return the :class:`CheckReport`.
 
     Options: ``cases`` (ids or globs), ``sections``, ``timeout`` (seconds per
-    case), ``strict`` (warnings fail), ``headers``, ``tools`` (the frontend
-    tools to advertise, wire ``Tool`` dicts), ``prompt`` (the message inviting
-    a call). Blocking; inside a running event loop use :func:`acheck_agent`.
+    case), ``level`` (``"must"``, the default: only a ``fail`` fails the
+    check; ``"should"``: also a ``warn`` of a MUST or SHOULD case; ``"may"``:
+    every ``warn``), ``strict`` (the same as ``level="may"``), ``headers``,
+    ``tools`` (the frontend tools to advertise, wire ``Tool`` dicts), ``prompt``
+    (the message inviting a call), ``interrupt_prompt`` (the message inviting an
+    interrupt, sent when no other run interrupted), ``max_stream_bytes`` (what is
+    read of one answer before the checker stops: a ``LIMIT`` warning; 2 MiB).
+    Blocking; inside a running event loop use :func:`acheck_agent`.
 
     Raises :class:`~agui_tools.TransportError` when the agent cannot be reached
     at all and :class:`~agui_tools.UsageError` for bad options; everything the

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ._report import CheckReport, Verdict
+from ._report import CheckReport, counts_at
 from ._runner import check_agent
 
 __all__ = ["agui_check", "failure_text", "serving_in_thread"]
@@ -73,9 +73,7 @@ def failure_text(report: CheckReport) -> str:
     lines = [f"agui-tools check: {len(report.failed())} case(s) failed against {report.url}"]
     for case in report.failed():
         for finding in case.findings:
-            if finding.verdict in (Verdict.FAIL, Verdict.WARN) and (
-                report.strict or finding.verdict is Verdict.FAIL
-            ):
+            if counts_at(report.effective_level, finding.verdict, case.tier):
                 lines.append(
                     f"  {case.id} {finding.verdict.value} [{finding.rule}] {finding.message}"
                 )

@@ -23,10 +23,10 @@ from xml.etree import ElementTree as ET
 import orjson
 
 from .._text import html_text, terminal_text
-from ._report import CaseResult, CheckReport, Exchange, Verdict
+from ._report import CaseResult, CheckReport, Exchange, Tier, Verdict
 from ._rules import RULES
 
-__all__ = ["html_report", "junit_xml", "print_report"]
+__all__ = ["capabilities_line", "html_report", "junit_xml", "level_text", "print_report"]
 
 _STYLE = {
     Verdict.PASS: "green",
@@ -64,6 +64,7 @@ def print_report(report: CheckReport, console: Any = None) -> None:
         table = Table(title=section, title_justify="left", expand=True, show_lines=False)
         table.add_column("case", no_wrap=True)
         table.add_column("verdict", no_wrap=True, min_width=13)
+        table.add_column("tier", no_wrap=True)
         table.add_column("rules", max_width=16)
         table.add_column("observed", ratio=1)
         for case in cases:
@@ -71,17 +72,49 @@ def print_report(report: CheckReport, console: Any = None) -> None:
             table.add_row(
                 shown(case.id),
                 f"[{style}]{case.verdict.value}[/{style}]",
+                _tier_cell(case),
                 shown(", ".join(case.rules)),
                 # a pass says what was seen in brief; anything else says it whole
                 shown(_headline(case, 90 if case.verdict is Verdict.PASS else None)),
             )
         console.print(table)
+    console.print(shown(capabilities_line(report)))
     counts = ", ".join(f"{n} {k}" for k, n in report.counts().items() if n)
-    strict = " (strict: warnings fail)" if report.strict else ""
     verdict = "[green]OK[/green]" if report.ok else "[bold red]FAILED[/bold red]"
     console.print(
-        f"{len(report.cases)} case(s) in {report.seconds:.1f} s: {counts}{strict} — {verdict}"
+        f"{len(report.cases)} case(s) in {report.seconds:.1f} s: {counts} "
+        f"({level_text(report)}) — {verdict}"
     )
+
+
+def _tier_cell(case: CaseResult) -> str:
+    return case.tier.value if case.tier is not Tier.INFORMATIONAL else "info"
+
+
+def level_text(report: CheckReport) -> str:
+    """What fails the check at the report's level, in a few words."""
+    level = report.effective_level
+    if level == "must":
+        return "level must: only a fail fails the check"
+    if level == "should":
+        return "level should: a fail, or a warn of a MUST or SHOULD case, fails the check"
+    return (
+        "level may"
+        + (" (strict)" if report.strict else "")
+        + ": every fail and warn fails the check"
+    )
+
+
+def capabilities_line(report: CheckReport) -> str:
+    """Which capabilities the agent declared or exercised, and which the cases needed
+    but never saw (those cases are not exercised)."""
+    needed = dict.fromkeys(c.capability for c in report.cases if c.capability is not None)
+    seen = [name for name in report.capabilities]
+    missing = [name for name in needed if name not in report.capabilities]
+    out = "capabilities exercised: " + (", ".join(seen) if seen else "none")
+    if missing:
+        out += f"; never shown (their cases are not exercised): {', '.join(missing)}"
+    return out
 
 
 # -- JUnit XML -------------------------------------------------------------------------
@@ -118,6 +151,7 @@ def junit_xml(report: CheckReport) -> str:
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="url", value=report.url)
         ET.SubElement(props, "property", name="strict", value=str(report.strict).lower())
+        ET.SubElement(props, "property", name="level", value=report.effective_level)
         for case in cases:
             tc = ET.SubElement(
                 suite,
@@ -145,6 +179,8 @@ def junit_xml(report: CheckReport) -> str:
 def _case_text(case: CaseResult) -> str:
     lines = [
         f"verdict: {case.verdict.value}",
+        f"tier: {case.tier.value}",
+        f"capability: {case.capability or 'none (every agent)'}",
         f"rules: {', '.join(case.rules)} (spec page {case.page})",
         f"expected: {case.expected}",
         f"observed: {case.observed}",
@@ -204,6 +240,7 @@ ol.events{font:12px/1.5 ui-monospace,Menlo,Consolas,monospace;background:#0f172a
 ol.events li{white-space:pre-wrap;word-break:break-all}
 ol.events li.offending{background:#7f1d1d;color:#fff;outline:2px solid #f87171}
 ol.events li.warning{background:#713f12;color:#fff}
+ol.events li.omitted{list-style:none;color:#94a3b8;font-style:italic}
 .exchange h4{margin:10px 0 2px;font-size:13px}
 """
 
@@ -231,7 +268,7 @@ def html_report(report: CheckReport) -> str:
         "<header><h1>agui-tools check</h1>",
         f'<div class="meta">{_e(report.url)} · {_e(report.started)} · '
         f"{report.seconds:.1f} s · agui-tools {_e(report.version)}"
-        f"{' · strict' if report.strict else ''}</div></header><main>",
+        f" · {_e(level_text(report))}</div></header><main>",
     ]
     verdict = _badge(Verdict.PASS if report.ok else Verdict.FAIL)
     counts = "".join(
@@ -240,16 +277,23 @@ def html_report(report: CheckReport) -> str:
         if n
     )
     out.append(f'<p class="counts">Result {verdict} &nbsp; {counts}</p>')
+    out.append(f'<p class="capabilities">{_e(capabilities_line(report))}</p>')
+    if report.capabilities:
+        out.append('<ul class="capabilities">')
+        for name, evidence in report.capabilities.items():
+            out.append(f"<li><code>{_e(name)}</code> {_e(evidence)}</li>")
+        out.append("</ul>")
     out.append(
-        '<table class="summary"><tr><th>case</th><th>verdict</th><th>rules</th>'
+        '<table class="summary"><tr><th>case</th><th>verdict</th><th>tier</th><th>rules</th>'
         "<th>observed</th></tr>"
     )
     for section, cases in report.sections():
-        out.append(f'<tr class="section"><td colspan="4">{_e(section)}</td></tr>')
+        out.append(f'<tr class="section"><td colspan="5">{_e(section)}</td></tr>')
         for case in cases:
             out.append(
                 f'<tr><td><a href="#{_anchor(case.id)}">{_e(case.id)}</a></td>'
-                f"<td>{_badge(case.verdict)}</td><td>{_e(', '.join(case.rules))}</td>"
+                f"<td>{_badge(case.verdict)}</td><td>{_e(case.tier.value)}</td>"
+                f"<td>{_e(', '.join(case.rules))}</td>"
                 f"<td>{_e(_headline(case))}</td></tr>"
             )
     out.append("</table>")
@@ -270,7 +314,9 @@ def _case_html(case: CaseResult) -> str:
     for rule in dict.fromkeys([*case.rules, *named]):
         parts.append(f'<div class="rule"><code>{_e(rule)}</code> {_e(RULES.get(rule, ""))}</div>')
     parts += [
-        f"</dd><dt>spec page</dt><dd><code>{_e(case.page)}</code></dd>",
+        f"</dd><dt>tier</dt><dd>{_e(case.tier.value)}</dd>",
+        f"<dt>capability</dt><dd>{_e(case.capability or 'none (every agent)')}</dd>",
+        f"<dt>spec page</dt><dd><code>{_e(case.page)}</code></dd>",
         f"<dt>expected</dt><dd>{_e(case.expected)}</dd>",
         f"<dt>observed</dt><dd>{_e(case.observed)}</dd>",
         f"<dt>time</dt><dd>{case.seconds:.2f} s</dd>",
@@ -329,8 +375,13 @@ def _exchange_html(
     if ex.body:
         parts.append(f"<pre>{_e(ex.body)}</pre>")
     if ex.frames:
+        pinned = [n for (at, n) in offending if at == index]
         parts.append('<ol class="events" start="0">')
-        for n, frame in enumerate(ex.frames):
+        after = -1
+        for n, frame in ex.shown(pinned):
+            if n > after + 1:
+                parts.append(f'<li class="omitted">… {n - after - 1:,} event(s) not shown</li>')
+            after = n
             verdict = offending.get((index, n))
             cls = ""
             if verdict is Verdict.FAIL:
@@ -338,7 +389,11 @@ def _exchange_html(
             elif verdict is Verdict.WARN:
                 cls = ' class="warning"'
             shown = str(frame) if frame else "(a frame the SSE reader could not produce)"
-            parts.append(f'<li id="{_anchor(case.id, index, n)}"{cls}>{_e(shown)}</li>')
+            parts.append(f'<li value="{n}" id="{_anchor(case.id, index, n)}"{cls}>{_e(shown)}</li>')
+        if after < len(ex.frames) - 1:
+            parts.append(
+                f'<li class="omitted">… {len(ex.frames) - after - 1:,} event(s) not shown</li>'
+            )
         parts.append("</ol>")
     if ex.comments:
         parts.append(f"<p>{ex.comments} SSE comment line(s) (keep-alives)</p>")

@@ -23,6 +23,13 @@ pass, fail (a MUST broken), warn (a SHOULD, or the model's fault), info, or
 not exercised (the agent never did what the case needs; the report says what
 it did instead).
 
+Tiers: each case states its tier (MUST, SHOULD, MAY or informational, from
+its rules' keywords) and the capability it needs (frontend-tools, interrupts,
+binary, ...); a capability the agent never declared or exercised during the
+check leaves its cases not exercised, never failed. --level must (default)
+fails the check on a fail only; --level should also on a warn of a MUST or
+SHOULD case; --level may (what --strict means) on every warn.
+
 Reports: a table per section on the terminal; --json prints one JSON document
 instead (docs/cli.md describes it); --junit FILE writes JUnit XML for CI;
 --html FILE a self-contained page with every wire transcript.
@@ -31,8 +38,8 @@ Baseline: --write-baseline FILE records today's failing findings (case, rule,
 verdict) and exits 0; --baseline FILE then fails only on findings it does not
 hold, and lists the ones it holds that are fixed.
 
-Exit codes: 0 no case failed (with --strict: none warned either; with
---baseline: no new failure), 1 a case failed, 2 bad usage, the agent cannot be
+Exit codes: 0 no case failed at the level (with --strict: none warned
+either; with --baseline: no new failure), 1 a case failed, 2 bad usage, the agent cannot be
 reached at all, or the URL is not an AG-UI endpoint.
 """
 
@@ -62,7 +69,23 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="time bound of each case (default 10)",
     )
-    p.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    p.add_argument(
+        "--level",
+        choices=("must", "should", "may"),
+        default=None,
+        help="which tiers' warnings fail the check: must (default; only a fail does), "
+        "should (also a warn of a MUST or SHOULD case), may (every warn)",
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="every warning fails the check (= --level may)"
+    )
+    p.add_argument(
+        "--max-stream-bytes",
+        type=_bytes,
+        default=2 * 1024 * 1024,
+        metavar="BYTES",
+        help="read at most this much of one answer, then stop (a LIMIT warning; default 2 MiB)",
+    )
     p.add_argument(
         "-H",
         "--header",
@@ -72,6 +95,12 @@ def register(sub: Any) -> None:
         help="an extra request header, e.g. -H 'Authorization: Bearer …' (repeatable)",
     )
     p.add_argument("--prompt", help="the user message that invites a frontend tool call")
+    p.add_argument(
+        "--interrupt-prompt",
+        metavar="PROMPT",
+        help="the user message that invites an interrupt (an approval of the agent's own "
+        "tool), sent when no other run of the check interrupted",
+    )
     p.add_argument(
         "--tools",
         metavar="FILE|MODULE:ATTR",
@@ -102,6 +131,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the byte budget must be positive, not {text}")
     return value
 
 
@@ -146,7 +185,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         for case in CASES:
-            print(f"{case.id:32} {', '.join(case.rules):28} {case.title}")
+            print(
+                f"{case.id:30} {case.tier.value:13} {case.capability or '-':15} "
+                f"{', '.join(case.rules):28} {case.title}"
+            )
         return 0
     if not args.url:
         print("agui-tools check: give the agent's URL (or --list)", file=sys.stderr)
@@ -194,9 +236,12 @@ def run(args: argparse.Namespace) -> int:
             sections=args.section,
             timeout=args.timeout,
             strict=args.strict,
+            level=args.level,
             headers=headers,
             tools=tools,
             prompt=args.prompt or prompt,
+            interrupt_prompt=args.interrupt_prompt,
+            max_stream_bytes=args.max_stream_bytes,
         )
     except KeyboardInterrupt:
         print("\nagui-tools check: interrupted", file=sys.stderr)

@@ -18,7 +18,9 @@ page: text streaming; an agent-side tool answered in-stream; parallel frontend
 calls answered together; a card whose arguments fill in; a call whose
 arguments fail the tool's schema (answered with an error the agent reacts to);
 a side-effectful call that asks for your consent (approve / decline / edit);
-and a tool the application never advertised (refused, and explained).
+a tool the application never advertised (refused, and explained); and a
+refund of the agent's own that waits on your approval through an interrupt
+(resolved: issued; cancelled: not) — its card answered like any prompt.
 
 Consent: asked on the terminal by default. --yes approves everything,
 --decline declines everything, --script FILE answers from a file, one line per

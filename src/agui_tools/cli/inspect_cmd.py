@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import sys
 import threading
+import tomllib
 import webbrowser
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 HELP = """\
@@ -26,11 +29,30 @@ received (for `agui-tools verify`) and the thread as JSON.
 `agui-tools run`); without it, define mock tools in the page from a JSON
 Schema and answer their calls yourself with a generated form.
 
+Several agents: --agent NAME=URL (repeatable), or --agents FILE, a TOML or
+JSON file of agents by name, each with a url and optional headers:
+
+    [agents.local]
+    url = "http://127.0.0.1:8000/agent"
+    [agents.staging]
+    url = "https://staging.example/agent"
+    headers = { Authorization = "Bearer ..." }
+
+The page switches between them, edits the URL and the headers (a bearer-token
+field; header values are never shown, logged or put in a URL), stops a run,
+starts a new thread, answers an agent's interrupts, imports a capture (judged
+as `agui-tools verify` judges it) and re-sends an edited RunAgentInput.
+
+--store FILE keeps each thread in a SQLite thread store (and the list of the
+inspector's threads in FILE.inspector.json): `inspect` started again on the
+same store resumes the thread it had open — its history shown, its pending
+calls and open interrupts asked about again.
+
 The inspector listens on 127.0.0.1 only and refuses requests from any other
 origin (Host and Origin checks and a per-session token).
 
-Exit codes: 0 stopped (Ctrl-C), 2 bad usage (a bad URL, header, tools module,
-or a port in use).
+Exit codes: 0 stopped (Ctrl-C), 2 bad usage (a bad URL, header, agents file,
+store, tools module, or a port in use).
 """
 
 
@@ -41,7 +63,24 @@ def register(sub: Any) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("url", metavar="URL")
+    p.add_argument("url", metavar="URL", nargs="?", help="the agent (or give --agent/--agents)")
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="a named agent the page can switch to (repeatable)",
+    )
+    p.add_argument(
+        "--agents",
+        metavar="FILE",
+        help="a TOML or JSON file of agents: {agents: {NAME: {url, headers}}}",
+    )
+    p.add_argument(
+        "--store",
+        metavar="FILE",
+        help="keep each thread in this SQLite store; started again on it, inspect resumes",
+    )
     p.add_argument("--tools", metavar="MODULE", help="offer the frontend tools this module defines")
     add_web_flags(p)
     p.add_argument(
@@ -148,19 +187,83 @@ def serve(
     return 0
 
 
+def read_agents(args: argparse.Namespace, headers: dict[str, str]) -> dict[str, Any] | str:
+    """The agents ``--agent`` and ``--agents`` name (name → :class:`Agent`), or why not."""
+    from ..ui.inspector import Agent
+    from ._drive import check_url
+
+    agents: dict[str, Any] = {}
+    if args.agents:
+        path = Path(args.agents)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            return f"cannot read --agents {args.agents}: {exc.strerror or exc}"
+        try:
+            data: Any = (
+                json.loads(raw) if path.suffix.lower() == ".json" else tomllib.loads(raw.decode())
+            )
+        except (ValueError, UnicodeDecodeError) as exc:
+            return f"--agents {args.agents} is not {'JSON' if path.suffix == '.json' else 'TOML'}: {exc}"
+        table = data.get("agents") if isinstance(data, dict) else None
+        if not isinstance(table, dict) or not table:
+            return f"--agents {args.agents} names no agents (an 'agents' table of NAME = {{url = ...}})"
+        for name, entry in table.items():
+            url = entry.get("url") if isinstance(entry, dict) else entry
+            extra = entry.get("headers", {}) if isinstance(entry, dict) else {}
+            if not isinstance(url, str) or not isinstance(extra, dict):
+                return (
+                    f"--agents {args.agents}: agent {name!r} needs a url (and headers as a table)"
+                )
+            if any(not isinstance(v, str) or "\n" in v or "\r" in v for v in extra.values()):
+                return f"--agents {args.agents}: the headers of {name!r} must be one-line text"
+            agents[name] = Agent(name, url, {**headers, **{str(k): v for k, v in extra.items()}})
+    for item in args.agent:
+        name, sep, url = item.partition("=")
+        if not sep or not name.strip() or not url.strip():
+            return f"--agent {item!r} is not NAME=URL"
+        agents[name.strip()] = Agent(name.strip(), url.strip(), dict(headers))
+    for agent in agents.values():
+        problem = check_url(agent.url)
+        if problem is not None:
+            return f"agent {agent.name!r}: {problem}"
+    return agents
+
+
 def run(args: argparse.Namespace) -> int:
     from ..ui.inspector import Inspector
     from ._common import describe_exception
     from ._drive import check_url, load_tools
 
-    problem = check_url(args.url)
-    if problem is not None:
-        print(f"agui-tools inspect: {problem}", file=sys.stderr)
+    if args.url is None and not args.agent and not args.agents:
+        print(
+            "agui-tools inspect: give the agent's URL (or --agent NAME=URL, --agents FILE)",
+            file=sys.stderr,
+        )
         return 2
+    if args.url is not None:
+        problem = check_url(args.url)
+        if problem is not None:
+            print(f"agui-tools inspect: {problem}", file=sys.stderr)
+            return 2
     headers = parse_headers(args.header)
     if isinstance(headers, str):
         print(f"agui-tools inspect: {headers}", file=sys.stderr)
         return 2
+    agents = read_agents(args, headers)
+    if isinstance(agents, str):
+        print(f"agui-tools inspect: {agents}", file=sys.stderr)
+        return 2
+    store = None
+    if args.store is not None:
+        from .._errors import JournalError
+        from ..app._store_sqlite import SQLiteStore
+
+        try:
+            store = SQLiteStore(args.store)
+        except JournalError as exc:
+            print(f"agui-tools inspect: cannot open --store {args.store}: {exc}", file=sys.stderr)
+            return 2
     failure: list[str] = []
 
     def register(session: Any) -> None:
@@ -171,7 +274,21 @@ def run(args: argparse.Namespace) -> int:
                 failure.append(f"cannot load --tools {args.tools}: {describe_exception(exc)}")
 
     # built before anything listens, so a broken tools module is reported up front
-    inspector = Inspector(args.url, headers=headers, register=register, timeout=args.timeout)
+    from .._errors import UsageError
+
+    try:
+        inspector = Inspector(
+            args.url,
+            headers=headers,
+            agents=agents,
+            register=register,
+            timeout=args.timeout,
+            store=store,
+            index=Path(f"{args.store}.inspector.json") if args.store is not None else None,
+        )
+    except UsageError as exc:
+        print(f"agui-tools inspect: {exc}", file=sys.stderr)
+        return 2
     if failure:
         print(f"agui-tools inspect: {failure[0]}", file=sys.stderr)
         return 2

@@ -187,31 +187,13 @@ def run(args: argparse.Namespace) -> int:
         document = orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2)
         sys.stdout.buffer.write(terminal_json(document) + b"\n")
     else:
-        _print_human(outcome, cut)
+        _print_human(outcome)
     return 0 if outcome.result.completed and cut is None else 1
 
 
-def _print_human(outcome: CaptureVerdict, cut: dict[str, Any] | None) -> None:
-    result = outcome.result
-    for w in result.warnings:
-        print(terminal_text(f"warning {w}"))
-    if result.error is not None:
-        print(terminal_text(f"VIOLATION {result.error}"))
-        if result.error.rule == "LIMIT":
-            print(f"  (a limit: --limit NAME=N sets it; NAME one of {', '.join(LIMIT_NAMES)})")
-    print(
-        f"{result.events} event(s) read, {len(outcome.events)} delivered, {len(result.warnings)} warning(s)"
-    )
-    for r in result.runs:
-        ident = f"thread {r.thread_id!r} run {r.run_id!r}" if r.run_id else "stream"
-        line = f"  {ident}: {r.status}"
-        if r.pending:
-            line += f", pending tool calls: {', '.join(r.pending)}"
-        if r.error:
-            line += f", error: {r.error.get('message')}"
+def _print_human(outcome: CaptureVerdict) -> None:
+    # the lines are the verdict's own (the inspector's import shows the same ones)
+    for line in outcome.lines():
+        if line.startswith("  (a limit:"):
+            line = f"  (a limit: --limit NAME=N sets it; NAME one of {', '.join(LIMIT_NAMES)})"
         print(terminal_text(line))  # ids, pending calls, RUN_ERROR.message: the agent's text
-    if cut is not None:
-        print(terminal_text(f"TRUNCATED [{cut['rule']}] {cut['message']}"))
-        print("outcome: truncated (not a success)")
-        return
-    print(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))

@@ -14,23 +14,49 @@ The plan, one run per step, answering "Order two widgets for me":
    **side-effectful** call the user must consent to (approve / decline / edit);
 4. ``email_receipt``, another side effect to consent to, and a call to
    ``unsubscribe_newsletter``, a tool the application **never advertised**;
-5. a closing summary that reports what the application decided.
+5. what the application decided — and a **refund that needs approval**: the
+   agent calls its *own* ``refund`` tool and **interrupts** the run, naming the
+   call, with a ``responseSchema`` (``{approved: bool, amount?: number}``)
+   (``pages/basic/patterns/interrupt-resume.mdx``);
+6. resumed: the refund is issued (``resolved`` and approved) or not
+   (``cancelled``, or resolved with ``approved: false``) — answered in-stream,
+   as the agent's own call — and a closing summary.
 
 Each step reacts to the answers the previous run left: the agent quotes the
-validation error, says whether the order was placed or declined, and explains
-the refused tool.
+validation error, says whether the order was placed or declined, explains the
+refused tool, and says what became of the refund. A thread whose last user
+message asks for a refund goes straight to the refund (what ``agui-tools
+check`` asks, to exercise its interrupt cases).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import zlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final, NoReturn
 
 from ..agent import Run
 
-__all__ = ["DEMO_TOOLS", "demo_agent"]
+__all__ = ["DEMO_TOOLS", "REFUND_SCHEMA", "demo_agent"]
+
+_log = logging.getLogger("agui_tools.demo")
+
+REFUND_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "description": "whether the refund may be issued"},
+        "amount": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "the amount to refund instead of the one proposed (EUR)",
+        },
+    },
+    "required": ["approved"],
+}
+"""What the refund interrupt asks for: an approval, and optionally another amount."""
 
 # The frontend tools the demo application advertises (name → parameters schema);
 # the agent only needs their names, the application owns the schemas.
@@ -90,11 +116,109 @@ async def _say(run: Run, text: str, pace: _Pace) -> str:
     return m.id
 
 
-def demo_agent(*, delay: float = 0.04) -> Any:
-    """The agent function to serve (``agent_app(demo_agent())``); ``delay=0`` streams at once."""
+def _open_refund(run: Run) -> tuple[str, dict[str, Any]] | None:
+    """The agent's own ``refund`` call the thread holds unanswered: (id, arguments)."""
+    answered = set(_answers(run))
+    for message in run.messages:
+        for call in message.get("toolCalls") or () if message.get("role") == "assistant" else ():
+            function = call.get("function") or {}
+            if function.get("name") == "refund" and call.get("id") not in answered:
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except ValueError:
+                    arguments = {}
+                return str(call["id"]), arguments if isinstance(arguments, dict) else {}
+    return None
+
+
+def _asks_for_refund(run: Run) -> bool:
+    users = [m for m in run.messages if m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    return isinstance(content, str) and "refund" in content.lower()
+
+
+def _eur(amount: Any) -> str:
+    return f"{amount:.2f} EUR" if isinstance(amount, (int, float)) else f"{amount} EUR"
+
+
+def _interrupt_id(call_id: str) -> str:
+    return f"approve-{call_id}"
+
+
+async def _ask_refund(run: Run, pace: _Pace, call_id: str, why: str) -> NoReturn:
+    """Call the agent's own ``refund`` tool and stop the run to ask for its approval."""
+    amount = 4.5
+    mid = await _say(run, f"{why} I'll refund {amount:.2f} EUR — that needs your approval.", pace)
+    arguments = {"order": "A1042", "amount": amount, "currency": "EUR"}
+    async with run.tool_call("refund", call_id=call_id, parent_message_id=mid) as c:
+        await c.args(json.dumps(arguments))
+    _interrupt_refund(run, call_id, arguments)
+
+
+def _interrupt_refund(run: Run, call_id: str, arguments: Mapping[str, Any]) -> NoReturn:
+    run.interrupt(
+        {
+            "id": _interrupt_id(call_id),
+            "reason": "tool_approval",
+            "message": f"May I refund {_eur(arguments.get('amount'))} on order "
+            f"{arguments.get('order', '?')}?",
+            "toolCallId": call_id,
+            "responseSchema": REFUND_SCHEMA,
+        }
+    )
+
+
+async def _settle_refund(run: Run, pace: _Pace, call_id: str, arguments: Mapping[str, Any]) -> str:
+    """The run resuming the refund interrupt: issue the refund or not, as the entry says
+    (answering the agent's own call in-stream); what became of it, in a sentence. With no
+    entry for it the interrupt stays open (INT-10): the run interrupts again."""
+    wanted = _interrupt_id(call_id)
+    entries = {str(e.get("interruptId")): e for e in run.resume}
+    for stray in sorted(set(entries) - {wanted}):  # INT-9: proceed without it, and say so
+        _log.warning("resume entry %r names no interrupt this agent raised; ignored", stray)
+    entry = entries.get(wanted)
+    if entry is None:
+        _interrupt_refund(run, call_id, arguments)
+    payload = entry.get("payload")
+    reason = (entry.get("metadata") or {}).get("reason")
+    if entry.get("status") == "resolved" and isinstance(payload, dict) and payload.get("approved"):
+        amount = payload.get("amount", arguments.get("amount", 0))
+        reference = f"RF-{zlib.crc32(call_id.encode()) % 10000:04d}"
+        await run.result(
+            call_id,
+            json.dumps({"refunded": amount, "currency": "EUR", "reference": reference}),
+        )
+        return f"refunded {_eur(amount)} (reference {reference})"
+    if entry.get("status") == "resolved":
+        said = "you declined the refund, so none was issued"
+    else:
+        said = "the refund was cancelled, so none was issued" + (f" ({reason})" if reason else "")
+    await run.result(call_id, json.dumps({"refunded": 0, "status": "not issued"}))
+    return said
+
+
+def demo_agent(*, delay: float = 0.04, refund: bool = True) -> Any:
+    """The agent function to serve (``agent_app(demo_agent())``); ``delay=0`` streams at once.
+
+    ``refund=False`` ends the order plan after step 4's answers, without the refund's
+    interrupt (for a face that cannot answer interrupts yet: the inspector); a thread
+    asking for a refund still gets one."""
     pace = _Pace(delay)
 
     async def agent(run: Run) -> None:
+        asked = _open_refund(run)
+        if asked is not None:  # resuming the refund interrupt
+            call_id, arguments = asked
+            said = await _settle_refund(run, pace, call_id, arguments)
+            if not call_id.startswith("s5-"):  # a refund asked for on its own
+                await _say(run, f"Done — {said}.", pace)
+                return
+            await _say(run, f"Done — {said}. That is everything for your order.", pace)
+            return
+        if _asks_for_refund(run) and _step(run) == 1:
+            await _ask_refund(
+                run, pace, f"r-refund-{run.run_id[-8:]}", "I found the duplicate charge."
+            )
         answers = _answers(run)
         step = _step(run)
         if step == 1:
@@ -175,9 +299,15 @@ def demo_agent(*, delay: float = 0.04) -> Any:
                 email_text = f"receipt: {email.get('content', '?')}"
             await _say(
                 run,
-                f"Done — {email_text}; the application refused 'unsubscribe_newsletter' because it "
-                f"never offered that tool ({unsub.get('error', 'no reason given')}).",
+                f"{'So:' if refund else 'Done —'} {email_text}; the application refused "
+                "'unsubscribe_newsletter' because it never offered that tool "
+                f"({unsub.get('error', 'no reason given')}).",
                 pace,
+            )
+            if not refund:
+                return
+            await _ask_refund(
+                run, pace, "s5-refund", "One more thing: your shipping was charged twice."
             )
 
     return agent

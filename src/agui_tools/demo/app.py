@@ -131,6 +131,7 @@ async def run_demo(
     journal: Journal | None = None,
     transport: Transport = "sse",
     store: Path | None = None,
+    refund: bool = True,
 ) -> tuple[Conversation, RunResult]:
     """Run the whole demo once; ``decide`` answers consent (else the terminal asks).
 
@@ -138,7 +139,8 @@ async def run_demo(
     gets without any set-up: ``store`` names the file (the thread is then left
     in it, under a new ``demo-…`` id), else a temporary one is used. With
     ``journal`` instead, only intents, answers and decisions are recorded there.
-    ``transport="proto"`` runs it over the binary binding (TRANS-7).
+    ``transport="proto"`` runs it over the binary binding (TRANS-7). ``refund=False``
+    leaves out the refund the agent asks approval for through an interrupt (step 5).
     """
     if journal is not None and store is not None:
         raise UsageError("give the demo a store or a journal, not both")
@@ -151,10 +153,11 @@ async def run_demo(
                 fast=fast,
                 transport=transport,
                 store=Path(tmp) / "t.db",
+                refund=refund,
             )
     console = console or Console(highlight=False)
     ui = TerminalUI(console, prompt=prompt)
-    app = agent_app(demo_agent(delay=0.0 if fast else 0.04), path="/agent")
+    app = agent_app(demo_agent(delay=0.0 if fast else 0.04, refund=refund), path="/agent")
     async with serving(app) as base:
         url = f"{base}/agent"
         binding = " (binary binding)" if transport != "sse" else ""
@@ -165,6 +168,8 @@ async def run_demo(
         session = Session(
             AgentClient(url, transport=transport),
             ask=ui.consent(decide),
+            # the refund's approval is an interrupt: its card, and the same answers
+            on_interrupt=ui.interrupt_handler(decide),
             store=threads if threads is not None else journal,
             thread_id=f"demo-{uuid.uuid4().hex[:12]}",
         )

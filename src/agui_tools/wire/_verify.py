@@ -28,7 +28,7 @@ not invent an item an orphaned fragment names (REAS-4).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Final, Literal
@@ -202,6 +202,7 @@ class Verifier:
         self._messages: dict[str, str] = {}  # id → what minted it ("text", "tool", …)
         self._items: dict[tuple[str, str], _Item] = {}  # (kind, id) → item
         self._results: dict[str, str] = {}  # toolCallId → result messageId
+        self._result_origin: dict[str, str] = {}  # toolCallId → what minted its result id
         # run-scoped tracking
         # open streamed items, one table per kind keyed by id (no tuple per lookup)
         self._open_text: dict[str, _Item] = {}
@@ -218,7 +219,7 @@ class Verifier:
         self._subagents_done: set[str] = set()
         self._tags_seen: set[str] = set()
         self._activities: dict[str, str | None] = {}  # activity id → owner (this run)
-        self._seed(history)
+        self._seed(history, "the thread history")
         # every expanded event type has a handler for the active state: its ``_on_*``
         # method, or — state, RAW, CUSTOM, encrypted values — the standalone one
         own = handlers(self)
@@ -385,7 +386,7 @@ class Verifier:
         if version is not None:
             self._check_version(version, index)
         if "input" in ev:
-            self._seed(ev["input"].get("messages", ()))
+            self._seed(ev["input"].get("messages", ()), "the input RUN_STARTED echoed")
 
     def _check_version(self, declared: str, index: int | None) -> None:
         ours = parse_version(PROTOCOL_VERSION)
@@ -833,7 +834,11 @@ class Verifier:
                 ids,
             )
         self._messages.setdefault(message_id, "tool")
-        self._results.setdefault(call_id, message_id)
+        if call_id not in self._results:
+            self._results[call_id] = message_id
+            self._result_origin[call_id] = "its TOOL_CALL_RESULT" + (
+                f" at event #{index}" if index is not None else ""
+            )
         if self._run is not None:
             self._run.answered.add(call_id)
 
@@ -977,7 +982,10 @@ class Verifier:
 
     def _on_messages_snapshot(self, ev: WireEvent, index: int | None) -> None:
         self._compare_restated(ev, index)
-        self._seed(ev["messages"])
+        self._seed(
+            ev["messages"],
+            "a MESSAGES_SNAPSHOT" + (f" at event #{index}" if index is not None else ""),
+        )
 
     def _compare_restated(self, ev: WireEvent, index: int | None) -> None:
         """Producer slips a snapshot reveals (beyond the official client; ours: AGT-*).
@@ -997,12 +1005,27 @@ class Verifier:
                 call_id, message_id = msg["toolCallId"], msg["id"]
                 streamed = self._results.get(call_id)
                 if streamed is not None and streamed != message_id:
+                    origin = self._result_origin.get(call_id, "the thread")
+                    head = (
+                        f"MESSAGES_SNAPSHOT restates the result of tool call {call_id!r} as "
+                        f"message {message_id!r}, but {origin} had it as message {streamed!r}; "
+                        f"reconciled by id, {streamed!r} is dropped and {message_id!r} takes "
+                        "its place"
+                    )
+                    if beside_its_call(ev["messages"], call_id):
+                        text = (
+                            f"{head} beside its call, where the snapshot lists it (it re-mints "
+                            "the messages around it too): the thread keeps its shape, and only "
+                            f"what an application keyed to {streamed!r} loses its message."
+                        )
+                    else:
+                        text = (
+                            f"{head} after the messages the snapshot lists before it, away "
+                            "from its call."
+                        )
                     self._beyond(
                         "AGT-SNAP-2",
-                        f"MESSAGES_SNAPSHOT restates the result of tool call {call_id!r} as "
-                        f"message {message_id!r}, but its TOOL_CALL_RESULT minted message "
-                        f"{streamed!r}; reconciled by id, the streamed result is dropped and the "
-                        "restated one moves to the end of the thread, away from its call.",
+                        text,
                         index,
                         ev["type"],
                         {
@@ -1049,8 +1072,9 @@ class Verifier:
 
     # -- thread knowledge ------------------------------------------------------------
 
-    def _seed(self, messages: Iterable[Mapping[str, Any]]) -> None:
-        """Learn message ids, tool calls and results from restated history."""
+    def _seed(self, messages: Iterable[Mapping[str, Any]], origin: str) -> None:
+        """Learn message ids, tool calls and results from restated history (``origin``:
+        where it was restated, named when a later snapshot re-mints a result's id)."""
         for msg in messages:
             ident, role = msg["id"], msg["role"]
             minted = message_kind(role)
@@ -1080,8 +1104,9 @@ class Verifier:
                             open=False,
                             ended=True,
                         )
-            elif role == "tool":
-                self._results.setdefault(msg["toolCallId"], ident)
+            elif role == "tool" and msg["toolCallId"] not in self._results:
+                self._results[msg["toolCallId"]] = ident
+                self._result_origin[msg["toolCallId"]] = origin
 
     # -- reporting --------------------------------------------------------------------
 
@@ -1136,3 +1161,27 @@ def _error_of(ev: WireEvent) -> dict[str, Any]:
     if "code" in ev:
         out["code"] = ev["code"]
     return out
+
+
+def beside_its_call(messages: Sequence[Mapping[str, Any]], call_id: str) -> bool:
+    """In ``messages`` (a snapshot's list, a thread), the tool message answering
+    ``call_id`` follows the message holding the call, with only tool messages between."""
+    holder = next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if any(c.get("id") == call_id for c in m.get("toolCalls") or ())
+        ),
+        None,
+    )
+    answer = next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "tool" and m.get("toolCallId") == call_id
+        ),
+        None,
+    )
+    if holder is None or answer is None or answer < holder:
+        return False
+    return all(m.get("role") == "tool" for m in messages[holder + 1 : answer])

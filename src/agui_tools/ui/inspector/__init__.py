@@ -5,6 +5,8 @@
 ``_app``      the Starlette app: the page, its SSE message stream, the posts it
               may make, and the Host/Origin/token checks in front of all of it
 ``_capture``  each run's input as sent and body as received, for export
+``_replay``   an imported capture judged as ``agui-tools verify`` judges it, and a
+              composed ``RunAgentInput`` checked against the schema
 ``static/``   the page itself (HTML, JS, CSS shipped in the package: no build
               step, no CDN, works offline)
 """
@@ -17,9 +19,17 @@ from collections.abc import Callable, Iterable
 from ...testing import free_port, serving
 from ...transport._auth import LOOPBACK_NAMES, WILDCARD_ADDRESSES, HostPolicy
 from ._app import inspector_app
-from ._backend import Hub, Inspector, Refused
+from ._backend import Agent, Hub, Inspector, Refused
 
-__all__ = ["Hub", "Inspector", "Refused", "host_policy", "inspector_app", "serve_inspector"]
+__all__ = [
+    "Agent",
+    "Hub",
+    "Inspector",
+    "Refused",
+    "host_policy",
+    "inspector_app",
+    "serve_inspector",
+]
 
 LOOPBACK = LOOPBACK_NAMES
 WILDCARD = WILDCARD_ADDRESSES
@@ -53,6 +63,7 @@ async def serve_inspector(
     app = inspector_app(inspector, hosts=host_policy(host, allowed_hosts))
     try:
         async with serving(app, host=host, port=port) as base:
+            await inspector.start()  # a thread restored from the store is shown, carried on
             if ready is not None:
                 ready(f"{base}/")
             try:

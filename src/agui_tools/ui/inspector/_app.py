@@ -20,7 +20,9 @@ Security (a page on another origin must not be able to drive the inspector):
 * every ``POST`` must come from this origin (``Origin`` equal to ours) and
   carry the session's secret token (``X-Inspector-Token``), which only the
   page this server rendered knows; the event stream and the exports want the
-  token too;
+  token too — the page sends it as a same-site, HttpOnly cookie it was served
+  with, never in a URL, where it would land in the history, a proxy's log or a
+  ``Referer`` (a script may send the header, or ``?token=`` as before);
 * ``Sec-Fetch-Site: cross-site`` is refused outright;
 * the page is served with a Content-Security-Policy that allows only its own
   script and style: even a rendering bug could not run injected markup.
@@ -29,6 +31,8 @@ Security (a page on another origin must not be able to drive the inspector):
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hmac
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -47,6 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..._text import html_text, terminal_json
 from ...transport._auth import HostPolicy
 from ._backend import Inspector, Refused, compact
+from ._replay import MAX_IMPORT, ImportRefused, imported
 
 __all__ = ["inspector_app"]
 
@@ -62,14 +67,18 @@ _MODULES: Final = (
     "frames.js",
     "state.js",
     "controls.js",
+    "session.js",
 )
 """The page's ES modules (static/app.js says what each holds)."""
 _STATIC: Final = {
     **dict.fromkeys(_MODULES, "text/javascript; charset=utf-8"),
     "style.css": "text/css; charset=utf-8",
+    "session.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 _MAX_BODY: Final = 4 * 1024 * 1024
 _LIVE_BATCH: Final = 1000
+_MAX_IMPORT_BODY: Final = 4 * MAX_IMPORT // 3 + 4096  # base64 of the largest import, and JSON
 _RULE_ID: Final = re.compile(r"^[A-Z]+-\d+$")
 _NUMBER: Final = re.compile(r"[0-9]{1,18}")
 """An event id or run number this inspector could have given out. ``int()`` alone
@@ -113,7 +122,9 @@ class _Guard:
             method == "GET" and path == "/" and headers.get("sec-fetch-mode") == "navigate"
         ):
             return "refused: a cross-site request"
-        if method == "GET" and (path == "/" or path.startswith("/static/")):
+        if method == "HEAD":  # answered like GET, without the body (curl -I shows the CSP)
+            method = "GET"
+        if method == "GET" and (path in ("/", "/favicon.ico") or path.startswith("/static/")):
             return None
         if method == "POST":
             origin = headers.get("origin")
@@ -123,16 +134,34 @@ class _Guard:
                 return "refused: the body must be application/json"
             supplied = headers.get("x-inspector-token", "")
         elif method == "GET":
+            # the cookie the page was served with, or the header; ?token= only for a
+            # script that was given the URL (the page itself never puts it in one)
             query = scope.get("query_string", b"").decode("latin-1")
-            supplied = next(
-                (p[6:] for p in query.split("&") if p.startswith("token=")),
-                headers.get("x-inspector-token", ""),
+            supplied = (
+                headers.get("x-inspector-token", "")
+                or _cookie(headers.get("cookie", ""), cookie_name(host))
+                or next((p[6:] for p in query.split("&") if p.startswith("token=")), "")
             )
         else:
             return f"refused: method {method}"
         if not hmac.compare_digest(supplied.encode(), self.token.encode()):
             return "refused: missing or wrong inspector token"
         return None
+
+
+def cookie_name(host: str) -> str:
+    """The token cookie of the inspector at ``host``: one per port, since a browser keeps
+    cookies per host name only (two inspectors on localhost must not share one)."""
+    port = host.rpartition(":")[2] if host.rpartition(":")[2].isdigit() else "80"
+    return f"agui-inspector-{port}"
+
+
+def _cookie(header: str, name: str) -> str:
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return ""
 
 
 @cache
@@ -163,11 +192,11 @@ def _rules() -> dict[str, dict[str, str]]:
     return out
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
+async def _json_body(request: Request, limit: int = _MAX_BODY) -> dict[str, Any]:
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
-        if len(body) > _MAX_BODY:
+        if len(body) > limit:
             raise Refused(413, "the request body is too large")
     try:
         data = orjson.loads(body)
@@ -189,12 +218,29 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
     async def page(request: Request) -> Response:
         html = _asset("index.html").decode()
         config = orjson.dumps(
-            {"token": inspector.token, "title": inspector.title, "prompt": inspector.prompt}
+            {
+                "token": inspector.token,
+                "title": inspector.title,
+                "prompt": inspector.prompt,
+                "threadStart": inspector.hub.thread_start,
+            }
         )
         # JSON in an attribute: its controls as JSON escapes (the same value for the page's
         # parser), then every character that could end the attribute escaped
         html = html.replace("{{CONFIG}}", html_text(terminal_json(config).decode()))
-        return Response(html, media_type="text/html; charset=utf-8", headers=_headers())
+        response = Response(html, media_type="text/html; charset=utf-8", headers=_headers())
+        # the event stream and the export links authenticate with this, not a ?token= URL
+        response.set_cookie(
+            cookie_name(request.headers.get("host", "")),
+            inspector.token,
+            httponly=True,
+            samesite="strict",
+            path="/",
+        )
+        return response
+
+    async def favicon(request: Request) -> Response:
+        return Response(_asset("favicon.svg"), media_type="image/svg+xml", headers=_headers())
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -210,7 +256,7 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
                 "Last-Event-ID must be the id of an event this inspector sent (a number of at "
                 f"most 18 digits), not {last[:40]!r}" + ("…" if len(last) > 40 else ""),
             )
-        start = int(last) + 1 if last else 0
+        start = int(last) + 1 if last else inspector.hub.thread_start
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": inspector\n\n"
@@ -239,7 +285,7 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
     async def post(request: Request) -> Response:
         action = request.path_params["action"]
         try:
-            data = await _json_body(request)
+            data = await _json_body(request, _MAX_IMPORT_BODY if action == "import" else _MAX_BODY)
             if action == "prompt":
                 text = data.get("text")
                 if not isinstance(text, str):
@@ -267,6 +313,30 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
                     data.get("result"),
                     data.get("sideEffects", False),
                 )
+            elif action == "stop":
+                inspector.stop()
+            elif action == "new-thread":
+                inspector.new_thread()
+            elif action == "thread":
+                await inspector.open_thread(data.get("threadId"))
+            elif action == "agent":
+                inspector.configure(
+                    agent=data.get("agent"),
+                    url=data.get("url"),
+                    headers=data.get("headers"),
+                    bearer=data.get("bearer"),
+                )
+            elif action == "interrupt":
+                inspector.resolve_interrupt(
+                    str(data.get("id")),
+                    str(data.get("action")),
+                    payload=data.get("payload"),
+                    reason=data.get("reason"),
+                )
+            elif action == "compose":
+                inspector.compose(data.get("input"), check=data.get("check") is True)
+            elif action == "import":
+                return JSONResponse(_import(data))
             elif action == "next-input":
                 prompt = data.get("prompt")
                 return JSONResponse(
@@ -307,6 +377,7 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
 
     routes = [
         Route("/", page),
+        Route("/favicon.ico", favicon),
         Route("/static/{name}", static),
         Route("/api/events", events),
         Route("/api/rules/{rule}", rule),
@@ -314,6 +385,23 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
         Route("/api/{action}", post, methods=["POST"]),
     ]
     return _Guard(Starlette(routes=routes), hosts=hosts, token=inspector.token)
+
+
+def _import(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An imported file (``data``: base64 of its bytes, ``name``), judged run by run."""
+    name = data.get("name")
+    name = name[:200] if isinstance(name, str) and name else "(unnamed)"
+    encoded = data.get("data")
+    if not isinstance(encoded, str):
+        raise Refused(422, "an import carries the file as base64 text in data")
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except binascii.Error as exc:
+        raise Refused(422, f"the file is not base64 ({exc})") from None
+    try:
+        return imported(name, raw)
+    except ImportRefused as exc:
+        raise Refused(422, str(exc)) from None
 
 
 def _headers() -> Mapping[str, str]:

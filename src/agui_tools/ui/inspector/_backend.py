@@ -21,7 +21,19 @@ Messages (``kind`` and its fields):
   (``index``, ``type``, ``event``: each frame as received), ``warning`` /
   ``violation`` (``rule``, ``index``, ``message``), ``run-end`` (``status``,
   ``pending``, ``error``);
-* ``thread`` — messages and state after a run; ``busy``; ``failed``; ``tools``.
+* ``thread`` — messages and state after a run; ``busy``; ``failed``; ``tools``;
+* ``interrupt`` (``id``, ``reason``, ``message``, ``metadata``, ``expiresAt``,
+  ``expired``, ``responseSchema``, ``toolCallId``, ``call``) / ``interrupt-done``
+  (``action``: resolve, cancel or stopped) — an open interrupt of the last run;
+* ``agents`` (the configured agents, header *names* only, the current one, the
+  thread id, with a store the threads kept); ``new-thread`` (a page reloads: a new
+  connection starts at the last one); ``stopped``; ``restored`` (a thread read
+  back from the store); ``verdict`` (a composed run judged, ``lines`` as
+  ``verify`` prints them).
+
+Card statuses beyond the session's own: ``called`` (the arguments complete, the
+run going on), ``agent`` (answered by the agent), ``awaiting_approval`` (an
+interrupt names the call), ``rejected`` (the run was), ``stopped``.
 
 ``event``, ``run-start`` and ``run-end`` carry ``t``, the time the back end
 received them (milliseconds since the epoch); ``event`` carries ``raw``, the
@@ -42,8 +54,10 @@ import inspect
 import logging
 import secrets
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -52,11 +66,15 @@ import orjson
 from ..._errors import AguiError, ProtocolViolation, ProtocolWarning, UsageError
 from ...app._calls import CallStatus, PendingCall
 from ...app._conversation import CallUpdate, Conversation, RunResult, TextDelta, Update
+from ...app._interrupts import Interrupt, Resolution
+from ...app._store import Store
 from ...app._tools import ToolSpec
+from ...app._updates import shown as shown_arguments
 from ...app._validation import ArgumentValidator, InvalidToolSchema
 from ...transport._client import DEFAULT_TIMEOUT, AgentClient
 from ...transport._session import Approval, Session
 from ._capture import CapturedRun, TeeTransport
+from ._replay import input_problems, judged, stream_text
 
 __all__ = ["Busy", "Hub", "Inspector", "Refused"]
 
@@ -75,6 +93,12 @@ class Refused(Exception):
         self.status = status
         self.message = message
         self.extra = extra
+
+
+_OPEN: frozenset[str] = frozenset(
+    {"streaming", "called", "awaiting_consent", "approved", "executing", "awaiting_approval"}
+)
+"""Card statuses of a call not yet answered (a stopped turn leaves them "stopped")."""
 
 
 class Busy(Refused):
@@ -133,6 +157,9 @@ class Hub:
         self._changed = asyncio.Event()
         self.closed = False
         self.superseded = 0
+        self.thread_start = 0
+        """Where a page that connects afresh starts: the last ``new-thread`` message (the
+        threads before it are in the store and the exports, not in every new tab)."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -157,6 +184,8 @@ class Hub:
                 self._log[previous] = None
                 self.superseded += 1
             self._latest[supersedes] = seq
+        if kind == "new-thread":
+            self.thread_start = seq
         self._log.append(message)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
@@ -301,55 +330,238 @@ class _InspectorSession(Session):
         inspector.push_tools()
 
 
+@dataclass
+class Agent:
+    """A configured agent: its name, endpoint and request headers (values never shown)."""
+
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def to_page(self) -> dict[str, Any]:
+        """What the page may see: the header *names*, never their values (a bearer token
+        in the event log would be in every tab's replay and every saved export)."""
+        return {
+            "name": self.name,
+            "url": self.url,
+            "headers": sorted(self.headers),
+            "bearer": self.headers.get("Authorization", "").startswith("Bearer "),
+        }
+
+
+_HEADER_NAME = frozenset(
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
+
+def _checked_headers(raw: Any) -> dict[str, str]:
+    """Headers the page sent, as a dict — refused (422) when one is no HTTP header."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise Refused(422, "headers must be a JSON object of names to values")
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        if not name or not set(name) <= _HEADER_NAME:
+            raise Refused(422, f"{name[:40]!r} is not an HTTP header name")
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            raise Refused(422, f"the value of header {name!r} must be text on one line")
+        out[name] = value.strip()
+    return out
+
+
 class Inspector:
-    """Drives one thread with the agent at ``url`` on behalf of a page.
+    """Drives a thread with one of its configured agents on behalf of a page.
 
     Args:
-        url: the agent's endpoint.
-        headers: extra request headers (``-H``).
-        register: called with the session to register real frontend tools
+        url: the agent's endpoint (the first agent, named ``agent``; ``None``
+            when ``agents`` names them all).
+        headers: extra request headers (``-H``) for every agent.
+        agents: more agents by name (``--agent NAME=URL``), each a URL or an
+            :class:`Agent`; the page switches between them.
+        register: called with each new session to register real frontend tools
             (``--tools MODULE``, the demo's tools).
         prompt: a prompt to suggest in the page.
         title: what the page calls this session.
         timeout: the handler timeout for real tools.
+        store: where each thread is kept (``--store``): a restarted inspector
+            on the same store and ``index`` resumes the thread it had open.
+        index: the file listing this inspector's threads in ``store`` (a store
+            is keyed by thread id and lists none).
     """
 
     def __init__(
         self,
-        url: str,
+        url: str | None,
         *,
         headers: Mapping[str, str] | None = None,
+        agents: Mapping[str, str | Agent] | None = None,
         register: Callable[[Session], None] | None = None,
         prompt: str = "",
         title: str = "",
         timeout: float | None = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        store: Store | None = None,
+        index: Path | None = None,
     ) -> None:
-        self.url = url
+        self.agents: dict[str, Agent] = {}
+        if url is not None:
+            self.agents["agent"] = Agent("agent", url, dict(headers or {}))
+        for name, agent in (agents or {}).items():
+            self.agents[name] = (
+                agent if isinstance(agent, Agent) else Agent(name, agent, dict(headers or {}))
+            )
+        if not self.agents:
+            raise UsageError("an inspector needs an agent: a URL or agents")
+        self.agent = next(iter(self.agents))
         self.prompt = prompt
-        self.title = title or url
+        self._title = title
         self.token = secrets.token_urlsafe(32)
         self.hub = Hub()
         self.captures: list[CapturedRun] = []
         self._current: CapturedRun | None = None
         self._consents: dict[str, tuple[PendingCall, asyncio.Future[Approval]]] = {}
         self._answers: dict[str, asyncio.Future[tuple[bool, Any]]] = {}
+        self._interrupts: dict[str, tuple[Interrupt, asyncio.Future[Resolution]]] = {}
         self._mocks: dict[str, MockTool] = {}
         self._previews: dict[str, object] = {}  # callId → the preview its card last showed
         self._cards: dict[str, dict[str, Any]] = {}  # callId → the last card update sent
+        self._shown: dict[str, dict[str, Any]] = {}  # callId → its card's status and name
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._register = register
+        self._timeout = timeout
+        self.store = store
+        self.index = index
         self._http = httpx.AsyncClient(
             transport=TeeTransport(lambda: self._current, self._sent, transport),
             timeout=DEFAULT_TIMEOUT,
         )
-        self.session = _InspectorSession(
-            _InspectorClient(self, url, self._http, headers=headers), ask=self._ask, timeout=timeout
+        self.threads: list[dict[str, str]] = self._read_index()
+        restored = self.threads[-1]["threadId"] if self.threads else None
+        if self.threads and self.threads[-1].get("agent") in self.agents:
+            self.agent = self.threads[-1]["agent"]
+        self.session = self._new_session(restored)
+
+    @property
+    def url(self) -> str:
+        return self.agents[self.agent].url
+
+    @property
+    def title(self) -> str:
+        return self._title or self.url
+
+    def _client(self) -> _InspectorClient:
+        agent = self.agents[self.agent]
+        return _InspectorClient(self, agent.url, self._http, headers=agent.headers)
+
+    def _new_session(self, thread_id: str | None = None) -> _InspectorSession:
+        """A session on a thread (a new one unless ``thread_id``): the tools registered
+        again, the mock tools defined in the page too."""
+        session = _InspectorSession(
+            self._client(),
+            ask=self._ask,
+            on_interrupt=self._interrupt,
+            timeout=self._timeout,
+            store=self.store,
+            thread_id=thread_id or f"thread-{uuid.uuid4()}",
         )
-        self.session.inspector = self
-        self.session.specs = {}
-        if register is not None:
-            register(self.session)
+        session.inspector = self
+        session.specs = {}
+        self.session = session
+        if self._register is not None:
+            self._register(session)
+        for mock in self._mocks.values():
+            session.add_tool(mock.spec, self._mock_handler(mock), timeout=MOCK_TIMEOUT)
+        return session
+
+    @property
+    def thread_id(self) -> str:
+        tid = self.session._thread_id
+        assert tid is not None  # every session of ours is given one
+        return tid
+
+    # -- the thread index (with a store) ---------------------------------------------------
+
+    def _read_index(self) -> list[dict[str, str]]:
+        if self.store is None or self.index is None or not self.index.exists():
+            return []
+        try:
+            data = orjson.loads(self.index.read_bytes())
+            threads = data["threads"]
+            assert isinstance(threads, list)
+            return [
+                {"threadId": str(t["threadId"]), "agent": str(t.get("agent", ""))} for t in threads
+            ]
+        except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AssertionError) as exc:
+            raise UsageError(
+                f"cannot read the inspector's thread index {self.index}: {exc}"
+            ) from None
+
+    def _remember_thread(self) -> None:
+        if self.store is None or self.index is None:
+            return
+        tid = self.thread_id
+        if any(t["threadId"] == tid for t in self.threads):
+            return
+        self.threads.append({"threadId": tid, "agent": self.agent})
+        self.index.write_bytes(orjson.dumps({"threads": self.threads}, option=orjson.OPT_INDENT_2))
+        self.push_agents()
+
+    async def start(self) -> None:
+        """Show the page what a restored thread holds (with a store, after a restart); a
+        thread left with calls pending or interrupts open is carried on at once."""
+        self.loop = asyncio.get_running_loop()
+        self.push_agents()
+        if self.store is None or not self.threads:
+            return
+        await self._restore()
+
+    async def open_thread(self, thread_id: Any) -> None:
+        """Go back to an earlier thread of this inspector (with a store): the page starts
+        over on it, its history shown and what it left open asked about again."""
+        if self.busy:
+            raise Busy()
+        known = next((t for t in self.threads if t["threadId"] == thread_id), None)
+        if known is None:
+            raise Refused(404, f"no thread {str(thread_id)[:80]!r} is kept by this inspector")
+        if known.get("agent") in self.agents:
+            self.agent = known["agent"]
+        self._start_over(known["threadId"])
+        await self._restore()
+
+    async def _restore(self) -> None:
+        conv = await self.session.open()
+        if not conv.messages:
+            return
+        self.hub.push("restored", threadId=conv.thread_id, messages=len(conv.messages))
+        self._replay(conv)
+        self._push_thread()
+        if conv.pending or self.session.interrupts:
+            self.hub.push("busy", busy=True)
+            self._task = asyncio.create_task(self._turn(None))
+
+    def _replay(self, conv: Conversation) -> None:
+        """A restored thread's messages, told as the live ones were (bubbles and cards)."""
+        for message in conv.messages:
+            role = message.get("role")
+            content = message.get("content")
+            if role == "user":
+                text = content if isinstance(content, str) else orjson.dumps(content).decode()
+                self.hub.push("user", text=text)
+            elif role in ("assistant", "reasoning") and isinstance(content, str) and content:
+                self.hub.push("text", messageId=message["id"], role=role, delta=content)
+            for call in message.get("toolCalls") or ():
+                function = call.get("function") or {}
+                self._push_shown(
+                    {
+                        "callId": call["id"],
+                        "name": function.get("name", ""),
+                        "status": "done" if conv.thread.has_result(call["id"]) else "streaming",
+                        "arguments": shown_arguments(str(function.get("arguments", ""))),
+                    }
+                )
 
     async def aclose(self) -> None:
         if self._task is not None and not self._task.done():
@@ -376,9 +588,82 @@ class Inspector:
     def push_tools(self) -> None:
         self.hub.push("tools", tools=self.tools())
 
+    def push_agents(self) -> None:
+        self.hub.push(
+            "agents",
+            agents=[a.to_page() for a in self.agents.values()],
+            current=self.agent,
+            threadId=self.thread_id,
+            title=self.title,
+            threads=[t["threadId"] for t in self.threads] if self.store is not None else None,
+        )
+
     @property
     def busy(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    # -- sessions the page controls ---------------------------------------------------------
+
+    def stop(self) -> None:
+        """Cancel the turn in progress: the run ends (the thread records it truncated)
+        and every card still open says it was stopped."""
+        if not self.busy:
+            raise Refused(409, "no turn is in progress: there is nothing to stop")
+        assert self._task is not None
+        self._stopping = True
+        self._task.cancel()
+
+    def new_thread(self) -> None:
+        """Start over: a new thread with the current agent (the old one stays in the store)."""
+        if self.busy:
+            raise Busy()
+        self._start_over()
+
+    def _start_over(self, thread_id: str | None = None) -> None:
+        """A session on another thread, the page told to start over on it."""
+        self._new_session(thread_id)
+        self._cards.clear()
+        self._shown.clear()
+        self._previews.clear()
+        self.hub.push("new-thread", threadId=self.thread_id)
+        self.push_agents()
+        self.push_tools()
+
+    def configure(
+        self,
+        *,
+        agent: Any = None,
+        url: Any = None,
+        headers: Any = None,
+        bearer: Any = None,
+    ) -> None:
+        """Switch to the agent named ``agent``, and/or change its URL and headers
+        (``bearer``: an ``Authorization: Bearer`` token; ``""`` removes it). The thread
+        goes on with the agent as configured now."""
+        if self.busy:
+            raise Busy()
+        if agent is not None:
+            if not isinstance(agent, str) or agent not in self.agents:
+                raise Refused(422, f"no agent named {str(agent)[:60]!r} is configured")
+            self.agent = agent
+        current = self.agents[self.agent]
+        if url is not None:
+            from ...cli._drive import check_url
+
+            problem = check_url(url) if isinstance(url, str) else "the URL must be text"
+            if problem is not None:
+                raise Refused(422, problem)
+            current.url = url.strip()
+        if headers is not None:
+            current.headers = _checked_headers(headers)
+        if bearer is not None:
+            if not isinstance(bearer, str) or any(c in bearer for c in "\r\n\0 "):
+                raise Refused(422, "the bearer token must be one word of text")
+            current.headers.pop("Authorization", None)
+            if bearer:
+                current.headers["Authorization"] = f"Bearer {bearer}"
+        self.session.client = self._client()
+        self.push_agents()
 
     # -- the turn -----------------------------------------------------------------------------
 
@@ -389,11 +674,12 @@ class Inspector:
         if not text.strip():
             raise Refused(422, "the prompt is empty")
         self.loop = asyncio.get_running_loop()
+        self._remember_thread()
         self.hub.push("user", text=text)
         self.hub.push("busy", busy=True)
         self._task = asyncio.create_task(self._turn(text))
 
-    async def _turn(self, text: str) -> None:
+    async def _turn(self, text: str | None) -> None:
         failed: dict[str, Any] | None = None
         try:
             conv = self.session.conversation
@@ -401,13 +687,17 @@ class Inspector:
                 # a run that ended early (rejected, truncated) left calls unanswered: they
                 # are answered first — asked, executed, refused — or no input could be sent (FE-8)
                 await self.session.dispose(self._update)
+            # text None: a restored thread carried on (its pending calls, its interrupts)
             result = await self.session.send(text, on_update=self._update)
         except ProtocolViolation as exc:  # the run ended rejected; run-end already said so
             failed = {"message": f"the agent's stream was rejected: {exc}", "rule": exc.rule}
         except AguiError as exc:  # transport failures, refused input: said, never a crash
             failed = {"message": str(exc), "rule": getattr(exc, "rule", None)}
         except asyncio.CancelledError:
-            raise
+            if not self._stopping:
+                raise
+            failed = {"message": "stopped: you stopped the turn", "rule": None, "stopped": True}
+            self._stopped()
         except Exception as exc:  # a bug of ours must still end the turn visibly
             log.exception("the inspector's turn failed")
             failed = {"message": f"internal error: {type(exc).__name__}: {exc}", "rule": None}
@@ -415,10 +705,27 @@ class Inspector:
             if result.status != "success":
                 failed = {"message": f"the run ended {result.status}", "rule": None}
         finally:
+            self._stopping = False
             self._push_thread()
             self.hub.push("busy", busy=False)
         if failed is not None:
-            self.hub.push("failed", **failed)
+            self.hub.push("stopped" if failed.pop("stopped", False) else "failed", **failed)
+
+    def _stopped(self) -> None:
+        """Every card the stopped turn left open says so; open questions are withdrawn."""
+        for call_id, (_, future) in list(self._consents.items()):
+            future.cancel()
+            self.hub.push("consent-done", callId=call_id, action="stopped", reason=None)
+        for call_id, answer in list(self._answers.items()):
+            answer.cancel()
+            self.hub.push("answer-done", callId=call_id, action="stopped")
+        for iid, (_, ifuture) in list(self._interrupts.items()):
+            ifuture.cancel()
+            self.hub.push("interrupt-done", id=iid, action="stopped")
+        self._interrupts.clear()
+        for call_id, shown_card in list(self._shown.items()):
+            if shown_card["status"] in _OPEN:
+                self._push_shown({"callId": call_id, "status": "stopped"})
 
     def _push_thread(self) -> None:
         conv = self.session.conversation
@@ -444,7 +751,13 @@ class Inspector:
         except orjson.JSONDecodeError:
             sent = capture.request.decode("utf-8", "replace")
         self.hub.push(
-            "run-start", run=capture.number, **bounded("input", sent), url=capture.url, t=now_ms()
+            "run-start",
+            run=capture.number,
+            **bounded("input", sent),
+            url=capture.url,
+            t=now_ms(),
+            agent=self.agent,
+            composed=capture.composed,
         )
 
     def frame(self, index: int, frame: str) -> None:
@@ -464,6 +777,27 @@ class Inspector:
             raw=str(frame),
             t=now_ms(),
         )
+        if kind == "TOOL_CALL_END" and self.loop is not None:
+            call_id = event.get("toolCallId")
+            if isinstance(call_id, str):
+                # told once the conversation folded the frame (it does so before it reads on)
+                self.loop.call_soon(self._closed, call_id)
+
+    def _closed(self, call_id: str) -> None:
+        """A call's arguments are complete: its card shows them whole, no longer a preview."""
+        shown_card = self._shown.get(call_id)
+        if shown_card is None or shown_card["status"] != "streaming":
+            return
+        conv = self.session.conversation
+        text = conv.thread.arguments(call_id) if conv is not None else None
+        self._push_shown(
+            {
+                "callId": call_id,
+                "status": "called",
+                **(bounded("arguments", shown_arguments(text)) if text is not None else {}),
+            },
+            ends_preview=True,
+        )
 
     def end_run(self, conversation: Conversation, before: int) -> None:
         capture, self._current = self._current, None
@@ -477,10 +811,11 @@ class Inspector:
             self.hub.push(
                 "violation", run=number, index=v.index, rule=v.rule, message=str(v), path=v.path
             )
+        status = "stopped" if self._stopping and run.status == "truncated" else run.status
         result: dict[str, Any] = {
             "run": number,
             "runId": run.run_id,
-            "status": run.status,
+            "status": status,
             "pending": [c.call_id for c in run.pending if not c.status.answered],
             "error": run.error,
             "outcome": run.outcome,
@@ -488,6 +823,31 @@ class Inspector:
         if capture is not None:
             capture.result = result
         self.hub.push("run-end", **result, t=now_ms())
+        self._settle_cards(conversation, rejected=run.violation is not None)
+
+    def _settle_cards(self, conv: Conversation, *, rejected: bool) -> None:
+        """Cards the run left open show what became of their call: a rejected run's
+        calls are never executed; the others wait for consent, run, or were the agent's."""
+        pending = {c.call_id: c for c in conv.pending}
+        for call_id, shown_card in list(self._shown.items()):
+            if shown_card["status"] not in ("streaming", "called"):
+                continue
+            if rejected:
+                self._push_shown(
+                    {
+                        "callId": call_id,
+                        "status": "rejected",
+                        "note": "The run was rejected: the next prompt asks about this call first."
+                        if call_id in pending
+                        else "The run was rejected before this call was complete: it never runs.",
+                    }
+                )
+            elif call_id in pending and pending[call_id].status is CallStatus.AWAITING_CONSENT:
+                # queued behind another call's consent: it waits for its own question
+                call = pending[call_id]
+                self._push_card(CallUpdate(call_id, call.name, call.status))
+            elif shown_card["status"] == "streaming":
+                self._closed(call_id)
 
     # -- updates from the session ---------------------------------------------------------
 
@@ -519,21 +879,37 @@ class Inspector:
             card = self._card(update)
             if self._cards.get(update.call_id) == card:
                 return  # told already (a handler's start and the session both say "executing")
+            self._push_shown(card)
             self._cards[update.call_id] = card
-            self.hub.settle(key)  # a status change is history: later previews keep it
-            self.hub.push("call", **card)
             return
         assert preview is not None
         if self._previews.get(update.call_id) is preview:
             return  # the same cached preview: nothing on the card would change
         self._previews[update.call_id] = preview
-        self.hub.push("call", supersedes=key, **self._card(update))
+        card = self._card(update)
+        self._shown[update.call_id] = {"name": card["name"], "status": card["status"]}
+        self.hub.push("call", supersedes=key, **card)
+
+    def _push_shown(self, card: dict[str, Any], *, ends_preview: bool = False) -> None:
+        """Tell the page a card changed — a status of the inspector's own (called,
+        awaiting approval, rejected, stopped) or the session's — and remember it.
+
+        ``ends_preview``: the card shows the whole arguments, so it takes the place of
+        the call's last preview in the log (a page catching up needs only this one)."""
+        shown_card = self._shown.setdefault(card["callId"], {"name": card.get("name", "")})
+        card.setdefault("name", shown_card["name"])
+        shown_card["name"] = card["name"]
+        shown_card["status"] = card["status"]
+        self._cards.pop(card["callId"], None)  # the card changed: a repeat is news again
+        key = f"preview:{card['callId']}"
+        self.hub.push("call", supersedes=key if ends_preview else None, **card)
+        self.hub.settle(key)  # a status change is history: later previews keep it
 
     def _card(self, update: CallUpdate) -> dict[str, Any]:
         card: dict[str, Any] = {
             "callId": update.call_id,
             "name": update.name,
-            "status": update.status.value,
+            "status": "agent" if update.agent_side else update.status.value,
             "agentSide": update.agent_side,
         }
         if update.preview is not None:
@@ -564,6 +940,10 @@ class Inspector:
             card["advertised"] = call.advertised
         elif update.has_arguments:  # a snapshot restated the call: what runs, not the preview
             card.update(bounded("arguments", update.arguments))
+        elif update.status is not CallStatus.STREAMING and conv is not None:
+            text = conv.thread.arguments(update.call_id)  # the agent's own call: as it sent it
+            if text is not None:
+                card.update(bounded("arguments", shown_arguments(text)))
         if tool is not None:
             card["description"] = tool.description
             card["sideEffects"] = tool.side_effects
@@ -584,6 +964,102 @@ class Inspector:
         for call in conv.pending if conv is not None else ():
             if call.status is CallStatus.EXECUTING and call.name == name:
                 self._push_card(CallUpdate(call.call_id, name, call.status))
+
+    # -- interrupts --------------------------------------------------------------------------
+
+    async def _interrupt(self, interrupt: Interrupt) -> Resolution:
+        """The session's interrupt handler: every open interrupt gets a card at once (the
+        page answers them in any order); this one's answer is awaited."""
+        if interrupt.id not in self._interrupts:
+            loop = asyncio.get_running_loop()
+            for shown_one in self.session.interrupts:
+                if shown_one.id not in self._interrupts:
+                    self._interrupts[shown_one.id] = (shown_one, loop.create_future())
+                    self._show_interrupt(shown_one)
+        _, future = self._interrupts[interrupt.id]
+        try:
+            return await future
+        finally:
+            self._interrupts.pop(interrupt.id, None)
+
+    def _show_interrupt(self, interrupt: Interrupt) -> None:
+        call = interrupt.call
+        self.hub.push(
+            "interrupt",
+            id=interrupt.id,
+            reason=interrupt.reason,
+            message=interrupt.message,
+            metadata=interrupt.metadata,
+            expiresAt=interrupt.expires_at,
+            expired=interrupt.expired,
+            responseSchema=interrupt.response_schema,
+            toolCallId=interrupt.tool_call_id,
+            call=None
+            if call is None
+            else {
+                "callId": call.call_id,
+                "name": call.name,
+                "arguments": call.arguments if call.arguments is not None else call.text,
+                "description": call.description,
+            },
+        )
+        if call is not None:
+            self._push_shown(
+                {
+                    "callId": call.call_id,
+                    "name": call.name,
+                    "status": "awaiting_approval",
+                    "arguments": call.arguments if call.arguments is not None else call.text,
+                    "interruptId": interrupt.id,
+                }
+            )
+
+    def resolve_interrupt(
+        self, interrupt_id: str, action: str, *, payload: Any = None, reason: Any = None
+    ) -> None:
+        """The user's answer to an open interrupt: ``resolve`` with a payload (validated
+        against its ``responseSchema``) or ``cancel`` with an optional reason."""
+        waiting = self._interrupts.get(interrupt_id)
+        if waiting is None:
+            raise Refused(409, f"interrupt {interrupt_id!r} is not open (INT-7)")
+        interrupt, future = waiting
+        if future.done():
+            raise Refused(409, f"interrupt {interrupt_id!r} is answered already")
+        text = reason.strip() if isinstance(reason, str) and reason.strip() else None
+        if action == "resolve":
+            if interrupt.expired:
+                raise Refused(
+                    422,
+                    f"interrupt {interrupt_id!r} expired at {interrupt.expires_at}: it can only "
+                    "be cancelled (INT-8)",
+                )
+            errors = interrupt.validate(payload)
+            if errors:
+                raise Refused(
+                    422,
+                    "the payload does not satisfy the interrupt's responseSchema",
+                    errors=[
+                        {"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors
+                    ],
+                )
+            resolution = Resolution.resolve(payload)
+        elif action == "cancel":
+            resolution = Resolution.cancel(text)
+        else:
+            raise Refused(422, f"unknown answer {action!r}: resolve or cancel")
+        if not future.done():
+            future.set_result(resolution)
+        self.hub.push(
+            "interrupt-done", id=interrupt_id, action=action, payload=payload, reason=text
+        )
+        if interrupt.call is not None:
+            self._push_shown(
+                {
+                    "callId": interrupt.call.call_id,
+                    "status": "approved" if action == "resolve" else "declined",
+                    "decision": {"action": action, "payload": payload, "reason": text},
+                }
+            )
 
     # -- consent -------------------------------------------------------------------------
 
@@ -685,16 +1161,20 @@ class Inspector:
             side_effects=bool(side_effects),
         )
         mock = MockTool(spec, result)
-
-        async def answer(arguments: dict[str, Any]) -> Any:
-            return await self._mock_answer(mock, arguments)
-
+        if spec.name in self._mocks:
+            raise Refused(409, f"a tool named {spec.name!r} is already registered")
         try:
             self._mocks[spec.name] = mock
-            self.session.add_tool(spec, answer, timeout=MOCK_TIMEOUT)
+            self.session.add_tool(spec, self._mock_handler(mock), timeout=MOCK_TIMEOUT)
         except UsageError as exc:
             self._mocks.pop(spec.name, None)
             raise Refused(409, str(exc)) from None
+
+    def _mock_handler(self, mock: MockTool) -> Callable[[dict[str, Any]], Any]:
+        async def answer(arguments: dict[str, Any]) -> Any:
+            return await self._mock_answer(mock, arguments)
+
+        return answer
 
     async def _mock_answer(self, mock: MockTool, arguments: dict[str, Any]) -> Any:
         conv = self.session.conversation
@@ -731,7 +1211,9 @@ class Inspector:
         if error is not None:
             outcome: tuple[bool, Any] = (False, error or "failed")
         else:
-            errors = ArgumentValidator(mock.result).validate(value)
+            # a result is any JSON value its schema admits — a string, a number, an object
+            # (the argument validator wants an object: a string result was refused)
+            errors = ArgumentValidator(mock.result).validate_value(value)
             if errors:
                 raise Refused(
                     422,
@@ -780,10 +1262,61 @@ class Inspector:
                     "input": orjson.loads(c.request) if c.request else None,
                     "httpStatus": c.status,
                     **(c.result or {}),
+                    **({"composed": True} if c.composed else {}),
+                    **stream_text(bytes(c.body)),
                 }
                 for c in self.captures
             ],
         }
+
+    # -- compose: a raw RunAgentInput, sent as it is -----------------------------------------
+
+    def compose(self, run_input: Any, *, check: bool = False) -> None:
+        """Send ``run_input`` (an earlier run's input, edited) to the current agent as it
+        is — checked against the ``RunAgentInput`` schema first (422: each problem at its
+        JSON path) — and judge the stream as ``verify`` would. The thread is not touched:
+        the run is shown in the timeline and its verdict said, nothing more."""
+        problems = input_problems(run_input)
+        if problems:
+            raise Refused(422, "this is not a RunAgentInput the protocol accepts", errors=problems)
+        self.loop = asyncio.get_running_loop()
+        self.hub.push("busy", busy=True)
+        self._task = asyncio.create_task(self._composed(run_input))
+
+    async def _composed(self, run_input: dict[str, Any]) -> None:
+        capture = CapturedRun(number=len(self.captures) + 1, url=self.url, composed=True)
+        self.captures.append(capture)
+        self._current = capture
+        client = self._client()
+        failed: str | None = None
+        index = -1
+        try:
+            async for frames in AgentClient.frames(client, run_input):
+                for frame in frames:
+                    index += 1
+                    self.frame(
+                        index, frame if isinstance(frame, str) else orjson.dumps(frame).decode()
+                    )
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            failed = "stopped: you stopped the run"
+        except AguiError as exc:
+            failed = str(exc)
+        finally:
+            self._current = None
+            self._stopping = False
+        verdict = judged(bytes(capture.body), run_input)
+        outcome = verdict["verdict"].get("outcome")
+        capture.result = {"run": capture.number, "status": outcome, "composed": True}
+        self.hub.push(
+            "verdict", run=capture.number, lines=verdict["lines"], verdict=verdict["verdict"]
+        )
+        self.hub.push("run-end", run=capture.number, status=outcome, pending=[], composed=True)
+        self.hub.push("busy", busy=False)
+        if failed is not None:
+            kind = "stopped" if failed.startswith("stopped") else "failed"
+            self.hub.push(kind, message=failed, rule=None)
 
 
 class MockToolFailed(Exception):

@@ -28,6 +28,8 @@ class CapturedRun:
     status: int | None = None
     body: bytearray = field(default_factory=bytearray)
     result: dict[str, Any] | None = None
+    composed: bool = False
+    """Sent from the raw request editor: outside the thread."""
 
 
 class _TeeStream(httpx.AsyncByteStream):

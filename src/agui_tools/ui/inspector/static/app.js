@@ -7,7 +7,9 @@
 //   markdown.js  the safe Markdown renderer for assistant text;
 //   frames.js    the virtualised frame list, its filters and counts, the waterfall;
 //   state.js     the current state, each state event's diff, the state history;
-//   controls.js  tabs, the prompt, mock tools, exports, the next input, the theme.
+//   controls.js  tabs, the prompt, mock tools, exports, the next input, the theme;
+//   session.js   Stop, New thread, agents and headers, interrupt cards, statuses the
+//                page adds, import and compose.
 // A new kind of message plugs in with on(kind, fn) from core.js.
 //
 // The back end sends one message per SSE event, or a "batch" of many (what a new or
@@ -19,9 +21,10 @@ import { setupChat } from "./chat.js";
 import { setupFrames } from "./frames.js";
 import { setupState } from "./state.js";
 import { isBusy, refreshExports, setupMockForm, setupPrompt, setupTabs, setupViews } from "./controls.js";
+import { setupSession } from "./session.js";
 
 function connect() {
-  const source = new EventSource(`/api/events?token=${encodeURIComponent(config.token)}`);
+  const source = new EventSource("/api/events"); // authenticated by the page's cookie, not a URL
   source.onmessage = (ev) => {
     const msg = JSON.parse(ev.data);
     if (msg.kind === "batch") for (const m of msg.messages) enqueue(m);
@@ -38,5 +41,6 @@ setupViews();
 setupChat();
 setupFrames();
 setupState();
+setupSession();
 refreshExports();
 connect();

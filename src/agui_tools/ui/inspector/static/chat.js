@@ -131,10 +131,10 @@ export function setPlain(value) {
   }
 }
 
-function errorList(errors) {
+export function errorList(errors, root = "(arguments)") {
   const list = el("ul", { class: "errors" });
   for (const e of errors || []) {
-    list.append(el("li", {}, el("code", { class: "path", text: e.path === "" ? "(arguments)" : e.path }), " ", el("span", { text: e.message })));
+    list.append(el("li", {}, el("code", { class: "path", text: e.path === "" ? root : e.path }), " ", el("span", { text: e.message })));
   }
   return list;
 }
@@ -265,7 +265,7 @@ function consentDone(msg) {
 
 // -- mock tools: a form generated from a JSON Schema -------------------------------------
 
-function schemaForm(schema, label) {
+export function schemaForm(schema, label) {
   const type = schema && schema.type;
   const described = (node) => el("label", { class: "field" }, el("span", { text: label }), node);
   if (schema && Array.isArray(schema.enum)) {

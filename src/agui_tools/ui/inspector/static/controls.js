@@ -32,7 +32,8 @@ function showTools(msg) {
 
 export function refreshExports() {
   const list = $("exports");
-  const link = (what, label) => el("li", {}, el("a", { href: `/api/export/${what}?token=${encodeURIComponent(config.token)}`, download: what, text: label }));
+  // the token travels in the page's cookie, never in a URL (history, logs, Referer)
+  const link = (what, label) => el("li", {}, el("a", { href: `/api/export/${what}`, download: what, text: label }));
   list.replaceChildren(link("thread.json", "thread.json — the thread, its runs and inputs"));
   for (let n = 1; n <= runs; n++) {
     list.append(link(`run-${n}.sse`, `run-${n}.sse — run ${n}'s stream as received`), link(`run-${n}.input.json`, `run-${n}.input.json — its RunAgentInput`));
