@@ -54,7 +54,8 @@ class CaptureVerdict:
         """The ``verify --json`` document."""
         error = self.result.error
         return {
-            "outcome": self.result.outcome,
+            # a capture cut mid-run or mid-event has no outcome (TRANS-2): never "completed"
+            "outcome": "truncated" if self.truncated is not None else self.result.outcome,
             "error": None
             if error is None
             else {
@@ -245,25 +246,37 @@ def truncation_at(
     """:func:`truncation` for a stream judged as it went by, whose bytes are not kept:
     ``size`` bytes in all, ``unfinished()`` where its last, unfinished event begins
     (asked only when a run was cut) — what ``agui-tools proxy`` knows of a live body."""
-    if result.error is not None or result.events == 0:
+    if result.error is not None:
         return None
-    cut = [r for r in result.runs if r.status == "truncated"]
-    if not cut:
-        return None
-    run = cut[-1]
+    # a capture holding no whole event (keep-alives only) started no run
+    cut = [r for r in result.runs if r.status == "truncated"] if result.events else []
+    # a capture may also stop inside an event no run holds yet: the first event of the
+    # capture, or the first event of the next run after one that ended — still cut
     start = unfinished()
-    where = f"after event {result.events - 1}, at byte {size}"
+    if not cut and start is None:
+        return None  # every run ended and nothing follows but whole events or keep-alives
+    run = cut[-1] if cut else None
+    where = (
+        f"after event {result.events - 1}, at byte {size}"
+        if result.events
+        else f"before any whole event, at byte {size}"
+    )
     if start is not None:
         where += f", inside an unfinished event that starts at byte {start}"
-    ident = f"run {run.run_id!r}" if run.run_id else "the stream"
+    run_id = run.run_id if run is not None else None
+    if run is None:
+        ident = "the stream:"
+        what = "the capture ends inside an event"
+    else:
+        ident = f"run {run_id!r}" if run_id else "the stream"
+        what = "has no terminal event: the capture ends mid-run"
     return {
         "rule": "TRANS-2",
-        "runId": run.run_id,
-        "index": result.events - 1,
+        "runId": run_id,
+        "index": result.events - 1 if result.events else None,
         "offset": size,
         "unfinishedAt": start,
-        "message": f"{ident} has no terminal event: the capture ends mid-run {where}; a "
-        "truncated run has no outcome and is not a success",
+        "message": f"{ident} {what} {where}; a truncated run has no outcome and is not a success",
     }
 
 
