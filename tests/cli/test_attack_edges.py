@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import pytest
 
@@ -250,3 +250,23 @@ def test_bad_url_or_header_is_one_line_and_exit_2(argv: list[str]) -> None:
     )
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.returncode == 2
+
+
+def _annotated_optional(x: int, ctx: Annotated[ToolContext | None, "the call"] = None) -> str:
+    """A handler whose context is optional and annotated."""
+    return f"{x} {ctx}"
+
+
+@pytest.mark.parametrize("handler", [_optional_union, _optional_typing, _annotated_optional])
+def test_a_model_sending_an_optional_context_is_refused_and_the_real_one_is_passed(
+    handler: Any,
+) -> None:
+    from agui_tools.app import idempotency_key
+
+    spec, call = tool_spec_from_function(handler)
+    forged = {"x": 1, "ctx": {"thread_id": "t", "call_id": "c", "idempotency_key": "forged"}}
+    with pytest.raises(ValueError, match="unknown argument"):
+        call(forged)
+    assert call({"x": 1}) == "1 None"  # no context given: the function's default
+    real = ToolContext("t", "r", "c", spec, idempotency_key("t", "c"))
+    assert call({"x": 1}, context=real) == f"1 {real}"
