@@ -174,12 +174,15 @@ def test_two_chats_on_one_thread_end_without_a_traceback(
             timeout=60,
             check=True,
         )
-        out, _ = a.communicate("hi from A\n", timeout=60)
+        out, _ = a.communicate("hi from A\nhi again from A\n", timeout=60)
     finally:
         if a.poll() is None:
             a.kill()
             a.wait()
     assert "Traceback" not in out, out[-3000:]
+    # said once, the thread reloaded, and the next line goes through on it
+    assert out.count("the thread moved on in another process") == 1, out[-3000:]
+    assert a.returncode == 0, out[-3000:]
 
 
 # -- a full disk ------------------------------------------------------------------------
