@@ -125,11 +125,22 @@ class Driver:
 
     def close(self) -> None:
         """Release the files (the journal, the ``--save`` capture): all recorded is kept."""
+        from ._common import WriteFailed
+
+        failed: OSError | None = None
         if self.sink is not None:
-            self.sink.close()
+            try:
+                self.sink.close()
+            except OSError as exc:  # a full disk: the last buffered bytes did not fit
+                failed = exc
         close = getattr(self.journal, "close", None)
         if close is not None:
             close()
+        if failed is not None:
+            raise WriteFailed(
+                f"cannot write --save {self.args.save}: {failed.strerror or failed}; the "
+                "capture is incomplete"
+            ) from None
 
 
 def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver | int:
