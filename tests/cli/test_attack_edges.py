@@ -243,8 +243,9 @@ def test_a_prompt_that_is_not_utf8_is_bad_usage(capsys: pytest.CaptureFixture[st
         ["run", "http://127.0.0.1:99999/agent", "hi"],
         ["check", "http://127.0.0.1:99999/agent", "--case", "input.*"],
         ["check", "http://127.0.0.1:9/agent", "-H", "X-A: \u00e9", "--case", "input.*"],
+        ["inspect", "http://127.0.0.1:99999/agent", "--port", "0", "--no-browser"],
     ],
-    ids=["run-port-99999", "check-port-99999", "check-non-ascii-header"],
+    ids=["run-port-99999", "check-port-99999", "check-non-ascii-header", "inspect-port-99999"],
 )
 def test_bad_url_or_header_is_one_line_and_exit_2(argv: list[str]) -> None:
     # docs/cli.md: a URL that is not http(s)://host…, a malformed -H: one line, exit 2
