@@ -77,6 +77,15 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        args.prompt.encode("utf-8")
+    except UnicodeEncodeError:  # argv bytes that are not UTF-8 (surrogate-escaped by Python)
+        print(
+            "agui-tools run: PROMPT is not UTF-8 text (the terminal or the script passed "
+            "other bytes); a message is JSON text [TRANS-4]: nothing was sent",
+            file=sys.stderr,
+        )
+        return 2
     # with --json, stdout carries the document alone
     driver = prepare(args, "run", Console(highlight=False, stderr=args.json))
     if isinstance(driver, int):
