@@ -274,3 +274,24 @@ def test_a_model_sending_an_optional_context_is_refused_and_the_real_one_is_pass
     assert call({"x": 1}) == "1 None"  # no context given: the function's default
     real = ToolContext("t", "r", "c", spec, idempotency_key("t", "c"))
     assert call({"x": 1}, context=real) == f"1 {real}"
+
+
+# -- a bad JSON edit on piped stdin -----------------------------------------------------
+
+
+def test_a_piped_edit_that_is_no_json_is_said_and_the_next_line_answers(tmp_path: Path) -> None:
+    # like an edit the schema refuses: said, the next line answers; at the end of the
+    # input the call is declined as nobody's decision — the demo is not stopped (exit 2)
+    done = subprocess.run(
+        _cli("demo", "--fast", "--journal", str(tmp_path / "j.db")),
+        input="edit {bad json\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "edit refused [TOOL-21]" in done.stdout and "is not JSON" in done.stdout
+    after = done.stdout.split("edit refused", 1)[1]
+    assert "→ declined — nobody answered" in after
+    assert "approved (edited arguments)" not in done.stdout
