@@ -295,3 +295,37 @@ def test_a_piped_edit_that_is_no_json_is_said_and_the_next_line_answers(tmp_path
     after = done.stdout.split("edit refused", 1)[1]
     assert "→ declined — nobody answered" in after
     assert "approved (edited arguments)" not in done.stdout
+
+
+# -- a new journal on a full disk -------------------------------------------------------
+
+_CREATE_UNDER_A_LIMIT = """
+import resource, sys
+from agui_tools.app._journal import SQLiteJournal
+from agui_tools._errors import JournalError
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+try:
+    SQLiteJournal(sys.argv[1]).close()
+except JournalError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize("kib", range(16, 72, 4))
+def test_a_journal_that_cannot_be_created_says_so_and_leaves_no_file(
+    tmp_path: Path, kib: int
+) -> None:
+    # RLIMIT_FSIZE: every write past kib KiB fails (EFBIG; Python ignores SIGXFSZ), as on
+    # a full disk — somewhere in this range the file is made and its first open fails
+    done = subprocess.run(
+        [sys.executable, "-c", _CREATE_UNDER_A_LIMIT, str(tmp_path / "j.db"), str(kib * 1024)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    said = done.stdout.strip()
+    assert "not a readable journal" not in said and "restore it from a backup" not in said
+    if said:  # not created: nothing of it is left behind
+        assert "cannot create the journal" in said, said
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], said
