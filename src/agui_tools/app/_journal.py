@@ -409,7 +409,8 @@ def _abandon(path: Path) -> bool:
     births = _births(path)
     if not births:
         return False
-    for name in (*(f"{path}{suffix}" for suffix in ("-wal", "-shm")), path, *births):
+    names: list[str | Path] = [f"{path}-wal", f"{path}-shm", path, *births]
+    for name in names:
         with suppress(OSError):
             os.unlink(name)
     return True
