@@ -329,3 +329,18 @@ def test_a_journal_that_cannot_be_created_says_so_and_leaves_no_file(
     if said:  # not created: nothing of it is left behind
         assert "cannot create the journal" in said, said
         assert sorted(p.name for p in tmp_path.iterdir()) == [], said
+
+
+def test_a_thread_the_store_does_not_hold_is_said_to_be_new(tmp_path: Path) -> None:
+    # `--thread nope` (a typo): never silently a fresh thread that passes for the resumed one
+    store = tmp_path / "st.sqlite"
+    done = subprocess.run(
+        _cli("chat", "http://127.0.0.1:9/agent", "--store", str(store), "--thread", "nope"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    said = " ".join(done.stdout.split())  # rich wraps the line
+    assert f"no thread 'nope' in {store}: starting a new one" in said, done.stdout

@@ -151,7 +151,13 @@ async def _resume(driver: Driver) -> None:
     args = driver.args
     conversation = await driver.session.open()
     if not conversation.messages:
-        _say(driver, f"thread {args.thread} holds nothing in {args.store} yet: it starts here")
+        # a typo of an id must not pass for a resumed thread
+        _say(
+            driver,
+            f"no thread {args.thread!r} in {args.store}: starting a new one under that id "
+            "(to resume a thread, give the id the chat printed)",
+            "yellow",
+        )
         return
     runs = len(conversation.runs)
     _say(
