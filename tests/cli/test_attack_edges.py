@@ -344,3 +344,40 @@ def test_a_thread_the_store_does_not_hold_is_said_to_be_new(tmp_path: Path) -> N
     assert "Traceback" not in done.stderr, done.stderr
     said = " ".join(done.stdout.split())  # rich wraps the line
     assert f"no thread 'nope' in {store}: starting a new one" in said, done.stdout
+
+
+# -- Ctrl-C before the run started ------------------------------------------------------
+
+
+def test_ctrl_c_while_preparing_a_json_run_still_prints_the_document(tmp_path: Path) -> None:
+    # a Ctrl-C while `run` is still preparing (here: while its --tools module is imported,
+    # deterministic) — docs/cli.md: the --json document is still printed, exit 130
+    (tmp_path / "ctrl_c_tools.py").write_text("raise KeyboardInterrupt\n")
+    done = subprocess.run(
+        _cli("run", "http://127.0.0.1:9/agent", "hi", "--json", "--tools", "ctrl_c_tools"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 130, done.stderr
+    document = json.loads(done.stdout)
+    assert document["status"] == "interrupted" and document["runs"] == []
+
+
+def test_a_sigint_held_while_the_cli_is_imported_is_raised_when_released() -> None:
+    import os
+
+    from agui_tools import _sigint
+
+    _sigint.hold()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # held, not raised: the CLI is not ready
+        time.sleep(0.01)
+    except KeyboardInterrupt:  # pragma: no cover - the failure this test is about
+        pytest.fail("a SIGINT while held was raised at once")
+    with pytest.raises(KeyboardInterrupt):
+        _sigint.release()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -103,12 +103,19 @@ def _main(argv: Sequence[str] | None) -> int:
     from ._common import WriteFailed
 
     try:
+        from .._sigint import release
+
+        release()  # a Ctrl-C held while the CLI was imported: answered here, in one line
         result: int = args.func(args)
         if sys.stdout is not None:
             sys.stdout.flush()  # a write that fails fails here, not at exit with a traceback
     except KeyboardInterrupt:  # past the command's own handling (its last words): still one line
         from ._common import interrupted
 
+        if args.command == "run" and args.json:  # still one document on stdout
+            from .run_cmd import INTERRUPTED, _print_json
+
+            _print_json(None, INTERRUPTED, status="interrupted")
         return interrupted(args.command)
     except WriteFailed as exc:
         print(f"agui-tools {args.command}: {exc}", file=sys.stderr)
