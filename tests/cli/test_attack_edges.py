@@ -381,3 +381,43 @@ def test_a_sigint_held_while_the_cli_is_imported_is_raised_when_released() -> No
     with pytest.raises(KeyboardInterrupt):
         _sigint.release()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# -- what a --tools module or a served agent is not -------------------------------------
+
+_ODD_MODULE = '''
+import functools
+
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+async def agent(run):
+    yield 1
+
+TOOLS = 5
+'''
+
+
+def test_tools_and_agents_that_are_not_what_they_should_be_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import functools
+
+    from agui_tools import UsageError
+    from agui_tools.cli._drive import load_tools
+    from agui_tools.cli.serve_cmd import load_agent
+
+    (tmp_path / "odd_edges_mod.py").write_text(_ODD_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"TOOLS is not a list \(its type is int\)"):
+        load_tools(object(), "odd_edges_mod")
+    with pytest.raises(ValueError, match="is an async generator function"):
+        load_agent("odd_edges_mod:agent")
+
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    with pytest.raises(UsageError, match="is a partial, not a function"):
+        tool_spec_from_function(functools.partial(add, 1))

@@ -105,9 +105,14 @@ def load_tools(session: Any, module_name: str) -> None:
     if callable(getattr(module, "register", None)):
         module.register(session)
         return
-    tools = getattr(module, "TOOLS", None)
-    if not isinstance(tools, (list, tuple)):
+    if not hasattr(module, "TOOLS"):
         raise ValueError(f"{module_name!r} defines neither register(session) nor a TOOLS list")
+    tools = module.TOOLS
+    if not isinstance(tools, (list, tuple)):
+        raise ValueError(
+            f"{module_name!r}.TOOLS is not a list (its type is {type(tools).__name__}): give a "
+            "list of typed functions, or (function, options) pairs"
+        )
     for entry in tools:
         fn, options = entry if isinstance(entry, tuple) else (entry, {})
         spec, handler = tool_spec_from_function(fn, **options)

@@ -196,6 +196,12 @@ def tool_spec_from_function(
             f"cannot resolve the type hints of tool {fn.__name__!r} ({exc}); define the types "
             "it uses at module level"
         ) from None
+    except TypeError:  # a functools.partial, a callable object: no annotations of its own
+        raise UsageError(
+            f"tool {fn!r} is a {type(fn).__name__}, not a function: the schema is made from a "
+            "function's annotated parameters — wrap it in a `def` that takes the model's "
+            "arguments, annotated, and calls it"
+        ) from None
     params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     contextual = [p.name for p in params if _is_context(hints.get(p.name))]
     if len(contextual) > 1:
