@@ -421,3 +421,35 @@ def test_tools_and_agents_that_are_not_what_they_should_be_are_named(
 
     with pytest.raises(UsageError, match="is a partial, not a function"):
         tool_spec_from_function(functools.partial(add, 1))
+
+
+def test_ndjson_cut_inside_its_last_line_is_truncated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = b"".join(json.dumps(e).encode() + b"\n" for e in RUN1)
+    first = len(json.dumps(RUN1[0])) + 1
+    path = tmp_path / "cut.ndjson"
+    path.write_bytes(lines[: first + 20])  # inside the second line
+    code, verdict = _verdict(path, capsys)
+    assert verdict["truncated"] is not None, verdict
+    assert (verdict["truncated"]["rule"], verdict["truncated"]["unfinishedAt"]) == (
+        "TRANS-2",
+        first,
+    )
+    assert verdict["error"] is None and code == 1
+    path.write_bytes(lines.rstrip(b"\n"))  # whole, without the last newline: not cut
+    code, verdict = _verdict(path, capsys)
+    assert verdict["truncated"] is None and code == 0
+
+
+@pytest.mark.parametrize("kind", ["sse", "ndjson"])
+def test_an_event_over_a_limit_is_a_limit_refusal_not_an_unreadable_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    path = tmp_path / f"run.{kind}"
+    body = _sse(RUN1) if kind == "sse" else b"".join(json.dumps(e).encode() + b"\n" for e in RUN1)
+    path.write_bytes(body)
+    code = main(["verify", str(path), "--json", "--limit", "max_event_bytes=1"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["outcome"] == "failed" and verdict["error"]["rule"] == "LIMIT"
+    assert code == 1  # the stream is refused (1), the capture was readable (not 2)

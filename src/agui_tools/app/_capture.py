@@ -17,7 +17,7 @@ import orjson
 
 from .._errors import ProtocolViolation, ProtocolWarning
 from ..wire._codec import parse_json
-from ..wire._framing import NDJSONReader, SSEReader, sniff_format
+from ..wire._framing import BrokenFrame, NDJSONReader, SSEReader, sniff_format
 from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits
@@ -25,6 +25,7 @@ from ._reducer import ThreadState
 
 __all__ = [
     "CaptureVerdict",
+    "ndjson_unfinished_at",
     "read_frames",
     "replay",
     "sse_unfinished_at",
@@ -147,10 +148,22 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
             )
         return list(events)
     if kind == "ndjson":
+        cut = ndjson_unfinished_at(data)
+        if cut is not None:  # a capture cut inside its last line: that event is unfinished
+            data = data[:cut]
         reader = NDJSONReader(max_event_bytes=limits.max_event_bytes)
-        return [*reader.feed(data), *reader.close()]
+        lines: list[bytes | str | Any] = []
+        for line in data.splitlines(keepends=True):
+            try:
+                lines.extend(reader.feed(line))
+            except ProtocolViolation as exc:
+                # a line over a limit is judged at its position (LIMIT, exit 1), as a live
+                # stream's is — the capture is readable, the stream is refused
+                lines.append(BrokenFrame(exc))
+                return lines
+        return [*lines, *reader.close()]
     sse = SSEReader(max_event_bytes=limits.max_event_bytes)
-    frames: list[bytes | str | Any] = list(sse.feed(data))
+    frames: list[bytes | str | Any] = list(sse.feed_frames(data))
     if not frames and _SSE_LINE.search(data.removeprefix(b"\xef\xbb\xbf")) is None:
         raise ProtocolViolation(
             "TRANS-4",
@@ -290,9 +303,25 @@ def unfinished_at(data: bytes) -> int | None:
         reader.feed_frames(data)
         pending = reader.pending_frame()
         return None if pending is None else pending.offset
+    if kind == "ndjson":
+        return ndjson_unfinished_at(data)
     if kind != "sse":
         return None
     return sse_unfinished_at(data)
+
+
+def ndjson_unfinished_at(data: bytes) -> int | None:
+    """Where an NDJSON capture's last line starts when the capture stops inside it: no
+    newline after it, and it is not yet a JSON text (``None``: it ends on a whole line)."""
+    end = data.rfind(b"\n") + 1
+    rest = data[end:]
+    if not rest.strip():
+        return None
+    try:
+        orjson.loads(rest)
+    except orjson.JSONDecodeError:
+        return end
+    return None
 
 
 def sse_unfinished_at(data: bytes) -> int | None:
