@@ -453,3 +453,15 @@ def test_an_event_over_a_limit_is_a_limit_refusal_not_an_unreadable_capture(
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["outcome"] == "failed" and verdict["error"]["rule"] == "LIMIT"
     assert code == 1  # the stream is refused (1), the capture was readable (not 2)
+
+
+def test_the_mock_says_a_capture_cut_inside_an_event_at_start_up() -> None:
+    # `mock` replays the whole events; the unfinished one is not dropped in silence
+    from agui_tools.app._recorded import recorded_runs
+    from agui_tools.cli.mock_cmd import _judged
+
+    whole = _sse(RUN1)
+    runs = recorded_runs(whole + _sse([RUN2_STARTED])[:30], source="cut.sse")
+    lines = _judged(runs)
+    assert any(f"stops inside an event at byte {len(whole)}" in line for line in lines), lines
+    assert not any("stops inside" in line for line in _judged(recorded_runs(whole, source="w")))

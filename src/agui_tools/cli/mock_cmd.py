@@ -35,7 +35,8 @@ Faults (--fault, repeatable; event numbers count from 0; @R: only request R):
   duplicate:N      send event N twice
 
 At start each recorded run is judged as `verify` judges a capture (one line
-per run on stderr); a broken run is served as recorded. It prints one line on
+per run on stderr, and a note for what is not replayed: the unfinished event of a
+capture cut inside one); a broken run is served as recorded. It prints one line on
 stdout, "Serving mock AG-UI agent at URL", then one line per request on stderr.
 
 Exit codes: 0 stopped (Ctrl-C, said in one line), 2 bad usage (a capture that
@@ -113,6 +114,7 @@ def _judged(runs: Any) -> list[str]:
         lines.append(
             f"  run {n} ({recorded.source}): {len(recorded.events)} events, {said}{warned}"
         )
+        lines.extend(f"    note: {note}" for note in recorded.notes)
     return lines
 
 
