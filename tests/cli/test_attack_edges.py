@@ -218,6 +218,25 @@ def test_save_on_a_full_disk_is_one_line_not_a_traceback(demo_agent_url: str) ->
         timeout=60,
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith("agui-tools run: cannot write --save")
+
+
+@needs_dev_full
+def test_a_json_run_whose_stdout_is_full_says_so_in_one_line(demo_agent_url: str) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            _cli("run", demo_agent_url, "hi", "--yes", "--json"),
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == "agui-tools run: cannot write standard output: No space left on device", last
 
 
 # -- small ones -------------------------------------------------------------------------
