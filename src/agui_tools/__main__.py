@@ -2,6 +2,9 @@
 
 import sys
 
-from .cli import main
+from ._sigint import hold
+
+hold()  # a Ctrl-C while the CLI is imported is answered by the command (cli.main releases it)
+from .cli import main  # noqa: E402
 
 sys.exit(main())

@@ -152,7 +152,7 @@ def test_check_agent_refuses_to_block_an_event_loop() -> None:
     [
         (["--case", "nope.*"], "no case matches 'nope.*'"),
         (["--section", "nope"], "unknown section"),
-        (["-H", "no colon here"], "is not 'Name: value'"),
+        (["-H", "no colon here"], "a header is written 'Name: value'"),
         (["--timeout", "0"], "the timeout must be positive"),
         (["--tools", "missing-file.json"], "missing-file.json"),
     ],

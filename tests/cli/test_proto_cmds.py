@@ -76,7 +76,7 @@ def test_verify_calls_a_binary_capture_cut_mid_frame_truncated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, doc = verify(tmp_path, binary(GOOD)[:-5], capsys)
-    assert doc["outcome"] == "completed" and code == 1  # not rejected, and not a success
+    assert doc["outcome"] == "truncated" and code == 1  # not rejected, and not a success
     assert doc["runs"][0]["status"] == "truncated" and doc["truncated"]["rule"] == "TRANS-2"
     assert doc["truncated"]["unfinishedAt"] is not None
 

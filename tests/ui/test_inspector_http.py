@@ -481,7 +481,10 @@ def test_extra_headers_reach_the_agent() -> None:
     ("argv", "says"),
     [
         (["inspect", "not a url"], "is not an http:// or https:// URL"),
-        (["inspect", "http://127.0.0.1:9/agent", "-H", "NoColon"], "is not a header"),
+        (
+            ["inspect", "http://127.0.0.1:9/agent", "-H", "NoColon"],
+            "a header is written 'Name: value'",
+        ),
         (
             ["inspect", "http://127.0.0.1:9/agent", "--tools", "no_such_module_x"],
             "cannot load --tools",

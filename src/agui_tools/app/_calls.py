@@ -286,12 +286,15 @@ def idempotency_key(thread_id: str, call_id: str) -> str:
     """The idempotency key of call ``call_id`` of thread ``thread_id``.
 
     A pure function of the two ids — ``"agui-"`` and the first 32 hex digits of the
-    SHA-256 of ``thread_id``, a NUL and ``call_id`` — so every execution of the call
+    SHA-256 of each id's UTF-8 bytes, each preceded by its length as 8 big-endian
+    bytes (length-prefixed, so no two different pairs of ids hash the same bytes — a
+    NUL inside an id cannot shift the boundary) — so every execution of the call
     gets the same key: a retry after a store failure, a restarted process, another
     replica on the same store. 37 ASCII characters, within the limits payment APIs
     set (Stripe: 255). Ids are the agent's: the key of a call is only as unique as
     the agent keeps its call ids within a thread (EVT-9)."""
-    digest = hashlib.sha256(f"{thread_id}\x00{call_id}".encode()).hexdigest()
+    parts = [part.encode("utf-8", "surrogatepass") for part in (thread_id, call_id)]
+    digest = hashlib.sha256(b"".join(len(p).to_bytes(8, "big") + p for p in parts)).hexdigest()
     return f"agui-{digest[:32]}"
 
 

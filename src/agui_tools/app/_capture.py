@@ -17,7 +17,7 @@ import orjson
 
 from .._errors import ProtocolViolation, ProtocolWarning
 from ..wire._codec import parse_json
-from ..wire._framing import NDJSONReader, SSEReader, sniff_format
+from ..wire._framing import BrokenFrame, NDJSONReader, SSEReader, sniff_format
 from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits
@@ -25,6 +25,7 @@ from ._reducer import ThreadState
 
 __all__ = [
     "CaptureVerdict",
+    "ndjson_unfinished_at",
     "read_frames",
     "replay",
     "sse_unfinished_at",
@@ -54,7 +55,8 @@ class CaptureVerdict:
         """The ``verify --json`` document."""
         error = self.result.error
         return {
-            "outcome": self.result.outcome,
+            # a capture cut mid-run or mid-event has no outcome (TRANS-2): never "completed"
+            "outcome": "truncated" if self.truncated is not None else self.result.outcome,
             "error": None
             if error is None
             else {
@@ -146,10 +148,22 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
             )
         return list(events)
     if kind == "ndjson":
+        cut = ndjson_unfinished_at(data)
+        if cut is not None:  # a capture cut inside its last line: that event is unfinished
+            data = data[:cut]
         reader = NDJSONReader(max_event_bytes=limits.max_event_bytes)
-        return [*reader.feed(data), *reader.close()]
+        lines: list[bytes | str | Any] = []
+        for line in data.splitlines(keepends=True):
+            try:
+                lines.extend(reader.feed(line))
+            except ProtocolViolation as exc:
+                # a line over a limit is judged at its position (LIMIT, exit 1), as a live
+                # stream's is — the capture is readable, the stream is refused
+                lines.append(BrokenFrame(exc))
+                return lines
+        return [*lines, *reader.close()]
     sse = SSEReader(max_event_bytes=limits.max_event_bytes)
-    frames: list[bytes | str | Any] = list(sse.feed(data))
+    frames: list[bytes | str | Any] = list(sse.feed_frames(data))
     if not frames and _SSE_LINE.search(data.removeprefix(b"\xef\xbb\xbf")) is None:
         raise ProtocolViolation(
             "TRANS-4",
@@ -245,25 +259,37 @@ def truncation_at(
     """:func:`truncation` for a stream judged as it went by, whose bytes are not kept:
     ``size`` bytes in all, ``unfinished()`` where its last, unfinished event begins
     (asked only when a run was cut) — what ``agui-tools proxy`` knows of a live body."""
-    if result.error is not None or result.events == 0:
+    if result.error is not None:
         return None
-    cut = [r for r in result.runs if r.status == "truncated"]
-    if not cut:
-        return None
-    run = cut[-1]
+    # a capture holding no whole event (keep-alives only) started no run
+    cut = [r for r in result.runs if r.status == "truncated"] if result.events else []
+    # a capture may also stop inside an event no run holds yet: the first event of the
+    # capture, or the first event of the next run after one that ended — still cut
     start = unfinished()
-    where = f"after event {result.events - 1}, at byte {size}"
+    if not cut and start is None:
+        return None  # every run ended and nothing follows but whole events or keep-alives
+    run = cut[-1] if cut else None
+    where = (
+        f"after event {result.events - 1}, at byte {size}"
+        if result.events
+        else f"before any whole event, at byte {size}"
+    )
     if start is not None:
         where += f", inside an unfinished event that starts at byte {start}"
-    ident = f"run {run.run_id!r}" if run.run_id else "the stream"
+    run_id = run.run_id if run is not None else None
+    if run is None:
+        ident = "the stream:"
+        what = "the capture ends inside an event"
+    else:
+        ident = f"run {run_id!r}" if run_id else "the stream"
+        what = "has no terminal event: the capture ends mid-run"
     return {
         "rule": "TRANS-2",
-        "runId": run.run_id,
-        "index": result.events - 1,
+        "runId": run_id,
+        "index": result.events - 1 if result.events else None,
         "offset": size,
         "unfinishedAt": start,
-        "message": f"{ident} has no terminal event: the capture ends mid-run {where}; a "
-        "truncated run has no outcome and is not a success",
+        "message": f"{ident} {what} {where}; a truncated run has no outcome and is not a success",
     }
 
 
@@ -277,9 +303,25 @@ def unfinished_at(data: bytes) -> int | None:
         reader.feed_frames(data)
         pending = reader.pending_frame()
         return None if pending is None else pending.offset
+    if kind == "ndjson":
+        return ndjson_unfinished_at(data)
     if kind != "sse":
         return None
     return sse_unfinished_at(data)
+
+
+def ndjson_unfinished_at(data: bytes) -> int | None:
+    """Where an NDJSON capture's last line starts when the capture stops inside it: no
+    newline after it, and it is not yet a JSON text (``None``: it ends on a whole line)."""
+    end = data.rfind(b"\n") + 1
+    rest = data[end:]
+    if not rest.strip():
+        return None
+    try:
+        orjson.loads(rest)
+    except orjson.JSONDecodeError:
+        return end
+    return None
 
 
 def sse_unfinished_at(data: bytes) -> int | None:

@@ -395,6 +395,27 @@ def _sweep(path: Path) -> None:
                 name.unlink()
 
 
+def _no_room(exc: sqlite3.Error) -> bool:
+    """Whether SQLite failed for want of room (a full disk, a quota, a failing device)."""
+    text = str(exc).lower()
+    return "disk i/o error" in text or "full" in text
+
+
+def _abandon(path: Path) -> bool:
+    """Remove the journal this process just created at ``path`` and could not open (its
+    first open, which writes the identity, failed): the file, its ``-wal`` and ``-shm``
+    and its temporary name — only while that name is still linked to it, the proof that
+    no open completed (no identity, so no record). ``False``: left as it is."""
+    births = _births(path)
+    if not births:
+        return False
+    names: list[str | Path] = [f"{path}-wal", f"{path}-shm", path, *births]
+    for name in names:
+        with suppress(OSError):
+            os.unlink(name)
+    return True
+
+
 def _wal(db: sqlite3.Connection, timeout: float) -> None:
     """WAL mode. A no-op on a file made by :func:`create_aside` (born in WAL); a file
     still in rollback mode (one ``create=True`` starts in) switches under an exclusive
@@ -413,8 +434,9 @@ def _wal(db: sqlite3.Connection, timeout: float) -> None:
         pause = min(pause * 2, 0.05)
 
 
-def create_aside(path: Path, scripts: tuple[str, ...]) -> None:
-    """Put a new journal file at ``path`` — unless a file is there.
+def create_aside(path: Path, scripts: tuple[str, ...]) -> bool:
+    """Put a new journal file at ``path`` — unless a file is there (``True``: this call
+    put it there; ``False``: another process created it first).
 
     The file is built beside ``path`` under a temporary name (its tables, WAL mode,
     committed and fsynced), then hard-linked to ``path``, which fails if ``path``
@@ -447,7 +469,7 @@ def create_aside(path: Path, scripts: tuple[str, ...]) -> None:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            return  # another process created it first: that file is the journal
+            return False  # another process created it first: that file is the journal
         except OSError as exc:
             if not path.parent.is_dir():
                 raise
@@ -460,6 +482,7 @@ def create_aside(path: Path, scripts: tuple[str, ...]) -> None:
             ) from exc
         linked = True
         _fsync(path.parent, folder=True)
+        return True
     except sqlite3.Error as exc:
         raise _not_written(f"{what}: {exc}") from exc
     except OSError as exc:
@@ -502,10 +525,11 @@ class SQLiteJournal(AnswerFromLookup):
         """
         self.path = Path(path)
         self._lock = threading.Lock()
+        created = False
         if not self.path.exists():
             if create is False:
                 raise _not_written(f"there is no journal at {self.path} (and create=False)")
-            create_aside(self.path, self._schema)
+            created = create_aside(self.path, self._schema)
         try:
             # mode=rw: a file removed since is an error here, never a new empty file
             self._db = sqlite3.connect(
@@ -526,6 +550,11 @@ class SQLiteJournal(AnswerFromLookup):
             raise
         except sqlite3.OperationalError as exc:
             self._db.close()
+            if created and _no_room(exc) and _abandon(self.path):
+                raise _not_written(
+                    f"cannot create the journal at {self.path}: the disk is full (or failing): "
+                    f"{exc}; nothing was written, and the files its creation left were removed"
+                ) from exc
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise self._unreadable(exc) from exc
             raise _not_written(f"cannot open the journal at {self.path}: {exc}") from exc

@@ -26,7 +26,7 @@ import orjson
 from .._errors import ProtocolViolation, UsageError
 from ..wire._codec import parse_json
 from ..wire._framing import BrokenFrame, FrameNote
-from ._capture import read_frames
+from ._capture import read_frames, unfinished_at
 
 __all__ = [
     "MATCH_MODES",
@@ -160,7 +160,9 @@ def recorded_runs(
     if split is None:
         split = run_input is None
     if not split:
-        return [RecordedRun(source, events, dict(run_input) if run_input is not None else None)]
+        one = RecordedRun(source, events, dict(run_input) if run_input is not None else None)
+        _note_cut(one, data)
+        return [one]
     runs: list[list[dict[str, Any]]] = []
     open_runs: list[Any] = []
     for event in events:
@@ -180,9 +182,22 @@ def recorded_runs(
             else:
                 open_runs.pop()
     many = len(runs) > 1
-    return [
+    recorded = [
         RecordedRun(f"{source} run {n}" if many else source, part) for n, part in enumerate(runs, 1)
     ]
+    _note_cut(recorded[-1], data)
+    return recorded
+
+
+def _note_cut(run: RecordedRun, data: bytes) -> None:
+    """A capture that stops inside an event: that unfinished event is not replayed — said
+    in ``notes`` (the mock prints them at start-up), never dropped in silence (TRANS-2)."""
+    start = unfinished_at(data)
+    if start is not None:
+        run.notes.append(
+            f"the capture stops inside an event at byte {start} of {len(data)} (TRANS-2): "
+            "that unfinished event is not replayed"
+        )
 
 
 def retarget(

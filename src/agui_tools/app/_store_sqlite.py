@@ -197,5 +197,7 @@ def _advised(path: Path, exc: JournalError, cause: BaseException | None = None) 
             )
     for needles, advice in _ADVICE:
         if any(n in low for n in needles):
+            # the advice says what to do: the journal's own short advice is not said twice
+            text = text.removesuffix("; restore it from a backup")
             return kind(f"{text} — {advice}", written=exc.written, operation=exc.operation)
     return kind(text, written=exc.written, operation=exc.operation)

@@ -17,9 +17,11 @@ a chat ends), a closed stdout or stderr swallows what is written to it.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 from .._version import PROTOCOL_VERSION, __version__
 from . import (
@@ -98,13 +100,45 @@ def _main(argv: Sequence[str] | None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
+    from ._common import WriteFailed
+
     try:
+        from .._sigint import release
+
+        release()  # a Ctrl-C held while the CLI was imported: answered here, in one line
         result: int = args.func(args)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a write that fails fails here, not at exit with a traceback
     except KeyboardInterrupt:  # past the command's own handling (its last words): still one line
         from ._common import interrupted
 
+        if args.command == "run" and args.json:  # still one document on stdout
+            from .run_cmd import INTERRUPTED, _print_json
+
+            _print_json(None, INTERRUPTED, status="interrupted")
         return interrupted(args.command)
+    except WriteFailed as exc:
+        print(f"agui-tools {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRNOS:
+            raise
+        # stdout on a full disk (`> /dev/full`): one line, not a traceback — and what is
+        # still buffered for stdout must not fail again when Python flushes it at exit
+        _stdout_to_null()
+        where = f" {exc.filename}" if exc.filename else " standard output"
+        print(
+            f"agui-tools {args.command}: cannot write{where}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     return result
+
+
+_WRITE_ERRNOS: Final = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO") if hasattr(errno, name)
+)
+"""The errors of a write that cannot be made (a full disk, a quota, a failing device)."""
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
@@ -148,13 +182,18 @@ def _reader_gone() -> int:
     What is still buffered for stdout would fail again when Python flushes it
     at exit, with a second traceback: stdout is pointed at the null device first.
     """
+    _stdout_to_null()
+    return EXIT_BROKEN_PIPE
+
+
+def _stdout_to_null() -> None:
+    """stdout pointed at the null device: what is still buffered for it is dropped."""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
     except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
         pass
-    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -29,6 +29,11 @@ SHOWN_CHARS: Final = 200
 """How much of a user's argument (a URL, a path) an error line repeats."""
 
 
+class WriteFailed(Exception):
+    """A file the command writes (``--save``) could not be written: said in one line
+    by :func:`agui_tools.cli.main`, exit 1 — what was written before is kept."""
+
+
 def cut(value: str, limit: int = SHOWN_CHARS) -> str:
     """``value`` cut in the middle past ``limit`` characters, saying its length.
 

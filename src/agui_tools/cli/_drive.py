@@ -29,7 +29,15 @@ if TYPE_CHECKING:
     from ..transport._session import Session
     from ..ui.terminal import TerminalUI
 
-__all__ = ["Driver", "add_drive_options", "check_url", "describe_run", "load_tools", "prepare"]
+__all__ = [
+    "Driver",
+    "add_drive_options",
+    "check_url",
+    "describe_run",
+    "load_tools",
+    "prepare",
+    "url_problem",
+]
 
 
 def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> None:
@@ -60,18 +68,30 @@ def check_url(url: str) -> str | None:
     """Why ``url`` cannot be an agent endpoint (``None`` when it can).
 
     Checked before anything starts: httpx only parses the URL when the request
-    is sent, and its ``InvalidURL`` is not a transport error.
+    is sent, and its ``InvalidURL`` is not a transport error. The one check of an
+    agent URL every command makes (``run``, ``chat``, ``check``, ``inspect``, ``proxy``).
     """
-    import httpx
-
     from ._common import shown
+
+    problem = url_problem(url)
+    return None if problem is None else f"{shown(url)} {problem}"
+
+
+def url_problem(url: str) -> str | None:
+    """:func:`check_url`'s reason, without the URL: "is not a valid URL (…)", "is not an
+    http:// or https:// URL", "names no host", "has port N: out of range (1-65535)"."""
+    import httpx
 
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        return f"{shown(url)} is not a valid URL ({exc})"
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        return f"{shown(url)} is not an http:// or https:// URL with a host"
+        return f"is not a valid URL ({exc})"
+    if parsed.scheme not in ("http", "https"):
+        return "is not an http:// or https:// URL with a host"
+    if not parsed.host:
+        return "is not an http:// or https:// URL with a host: it names no host"
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        return f"has port {parsed.port}: out of range (1-65535)"
     return None
 
 
@@ -85,9 +105,14 @@ def load_tools(session: Any, module_name: str) -> None:
     if callable(getattr(module, "register", None)):
         module.register(session)
         return
-    tools = getattr(module, "TOOLS", None)
-    if not isinstance(tools, (list, tuple)):
+    if not hasattr(module, "TOOLS"):
         raise ValueError(f"{module_name!r} defines neither register(session) nor a TOOLS list")
+    tools = module.TOOLS
+    if not isinstance(tools, (list, tuple)):
+        raise ValueError(
+            f"{module_name!r}.TOOLS is not a list (its type is {type(tools).__name__}): give a "
+            "list of typed functions, or (function, options) pairs"
+        )
     for entry in tools:
         fn, options = entry if isinstance(entry, tuple) else (entry, {})
         spec, handler = tool_spec_from_function(fn, **options)
@@ -125,11 +150,22 @@ class Driver:
 
     def close(self) -> None:
         """Release the files (the journal, the ``--save`` capture): all recorded is kept."""
+        from ._common import WriteFailed
+
+        failed: OSError | None = None
         if self.sink is not None:
-            self.sink.close()
+            try:
+                self.sink.close()
+            except OSError as exc:  # a full disk: the last buffered bytes did not fit
+                failed = exc
         close = getattr(self.journal, "close", None)
         if close is not None:
             close()
+        if failed is not None:
+            raise WriteFailed(
+                f"cannot write --save {self.args.save}: {failed.strerror or failed}; the "
+                "capture is incomplete"
+            ) from None
 
 
 def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver | int:

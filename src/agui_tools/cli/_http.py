@@ -78,6 +78,19 @@ def header(text: str) -> tuple[str, str]:
     return name, value
 
 
+def header_items(items: list[str]) -> dict[str, str]:
+    """``-H`` flags given as text (``check``, ``inspect``) as a dict, each judged by
+    :func:`header`; raises :class:`ValueError` saying why one is no header."""
+    out: dict[str, str] = {}
+    for item in items:
+        try:
+            name, value = header(item)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"-H: {exc}") from None
+        out[name] = value
+    return out
+
+
 def add_http_options(parser: argparse.ArgumentParser) -> None:
     """``-H/--header``, ``--connect-timeout``, ``--read-timeout``."""
     group = parser.add_argument_group("HTTP")

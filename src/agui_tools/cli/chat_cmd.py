@@ -151,7 +151,13 @@ async def _resume(driver: Driver) -> None:
     args = driver.args
     conversation = await driver.session.open()
     if not conversation.messages:
-        _say(driver, f"thread {args.thread} holds nothing in {args.store} yet: it starts here")
+        # a typo of an id must not pass for a resumed thread
+        _say(
+            driver,
+            f"no thread {args.thread!r} in {args.store}: starting a new one under that id "
+            "(to resume a thread, give the id the chat printed)",
+            "yellow",
+        )
         return
     runs = len(conversation.runs)
     _say(
@@ -181,7 +187,7 @@ async def _turn(driver: Driver, text: str | None) -> None:
     """One user message and everything it sets off; a failure is said, and the chat goes on.
 
     Without ``text`` the thread is carried on as it stands (a resumed thread's pending calls)."""
-    from .._errors import ProtocolViolation, UsageError
+    from .._errors import ProtocolViolation, StaleThread, StoreError, UsageError
     from ..transport._client import TransportError
     from ._http import describe_transport_error
 
@@ -189,6 +195,17 @@ async def _turn(driver: Driver, text: str | None) -> None:
     problem: str | None = None
     try:
         result = await session.send(text, on_update=ui.on_update)
+    except StoreError as exc:
+        # another chat (another process) saved a run of this thread first, or the store
+        # failed: nothing of this turn was kept; the session reloads the thread as the
+        # store has it. Not resent blindly: its tool calls may have run.
+        ui.finish_run()
+        if isinstance(exc, StaleThread):
+            why = "the thread moved on in another process: nothing of this turn was kept"
+        else:
+            why = f"the store failed: {exc}"
+        await _reload(driver, why)
+        return
     except TransportError as exc:
         problem = describe_transport_error(exc, driver.args.url)
     except ProtocolViolation as exc:
@@ -204,6 +221,22 @@ async def _turn(driver: Driver, text: str | None) -> None:
     if problem is not None:
         _say(driver, problem, "red")
         _answer_leftovers(driver, problem)
+
+
+async def _reload(driver: Driver, why: str) -> None:
+    """After a store failure: the thread reloaded from the store, said in one line."""
+    from .._errors import StoreError
+
+    try:
+        conversation = await driver.session.open()
+    except StoreError as exc:
+        _say(driver, f"{why}; reloading the thread failed too: {exc}", "red")
+        return
+    _say(
+        driver,
+        f"{why}; reloaded the thread ({len(conversation.messages)} message(s)) — send again",
+        "red",
+    )
 
 
 def _answer_leftovers(driver: Driver, why: str) -> None:

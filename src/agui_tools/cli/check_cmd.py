@@ -145,13 +145,12 @@ def _bytes(text: str) -> int:
 
 
 def _headers(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition(":")
-        if not sep or not name.strip():
-            raise ValueError(f"-H {item!r} is not 'Name: value'")
-        out[name.strip()] = value.strip()
-    return out
+    """The ``-H`` flags, judged as ``run`` judges them (:func:`~agui_tools.cli._http.header`):
+    a value a header cannot carry (a line break, a letter like é) is bad usage, not a
+    traceback from the HTTP client."""
+    from ._http import header_items
+
+    return header_items(items)
 
 
 def load_tools(spec: str) -> tuple[list[dict[str, Any]], str | None]:

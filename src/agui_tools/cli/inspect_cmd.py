@@ -118,16 +118,14 @@ def add_web_flags(p: argparse.ArgumentParser) -> None:
 
 
 def parse_headers(raw: list[str]) -> dict[str, str] | str:
-    """``-H 'Name: value'`` flags as a dict, or why one is not a header."""
-    out: dict[str, str] = {}
-    for item in raw:
-        name, sep, value = item.partition(":")
-        if not sep or not name.strip() or any(c in name for c in " \t\r\n"):
-            return f"-H {item!r} is not a header: write it as 'Name: value'"
-        if any(c in value for c in "\r\n"):
-            return f"-H {item!r}: a header value cannot contain a line break"
-        out[name.strip()] = value.strip()
-    return out
+    """``-H 'Name: value'`` flags as a dict, or why one is not a header (judged as
+    ``run`` judges them: :func:`~agui_tools.cli._http.header`)."""
+    from ._http import header_items
+
+    try:
+        return header_items(raw)
+    except ValueError as exc:
+        return str(exc)
 
 
 def port_problem(host: str, port: int) -> str | None:

@@ -35,7 +35,8 @@ Faults (--fault, repeatable; event numbers count from 0; @R: only request R):
   duplicate:N      send event N twice
 
 At start each recorded run is judged as `verify` judges a capture (one line
-per run on stderr); a broken run is served as recorded. It prints one line on
+per run on stderr, and a note for what is not replayed: the unfinished event of a
+capture cut inside one); a broken run is served as recorded. It prints one line on
 stdout, "Serving mock AG-UI agent at URL", then one line per request on stderr.
 
 --timing recorded waits the gaps between the events' timestamps (ms), each at
@@ -142,6 +143,7 @@ def _judged(endpoint: Any) -> list[str]:
         why = endpoint.sse_only.get(id(recorded))
         if why is not None:
             lines.append(f"    served over SSE only (a protobuf request gets 406): {why}")
+        lines.extend(f"    note: {note}" for note in recorded.notes)
     return lines
 
 

@@ -102,18 +102,11 @@ def register(sub: Any) -> None:
 
 
 def _upstream(text: str) -> str | None:
-    """Why ``text`` is not an agent URL (``None``: it is one)."""
-    import httpx
+    """Why ``text`` is not an agent URL (``None``: it is one) — the check every command
+    makes of an agent URL (:func:`~agui_tools.cli._drive.url_problem`)."""
+    from ._drive import url_problem
 
-    try:
-        url = httpx.URL(text)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        return f"not a URL ({exc})"
-    if url.scheme not in ("http", "https"):
-        return "not an http:// or https:// URL"
-    if not url.host:
-        return "it names no host"
-    return None
+    return url_problem(text)
 
 
 class _Log:
@@ -211,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     problem = _upstream(args.upstream)
     if problem is not None:
         print(
-            terminal_text(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r}: {problem}"),
+            terminal_text(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r} {problem}"),
             file=sys.stderr,
         )
         return 2

@@ -77,12 +77,30 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        args.prompt.encode("utf-8")
+    except UnicodeEncodeError:  # argv bytes that are not UTF-8 (surrogate-escaped by Python)
+        print(
+            "agui-tools run: PROMPT is not UTF-8 text (the terminal or the script passed "
+            "other bytes); a message is JSON text [TRANS-4]: nothing was sent",
+            file=sys.stderr,
+        )
+        return 2
     # with --json, stdout carries the document alone
-    driver = prepare(args, "run", Console(highlight=False, stderr=args.json))
+    try:
+        driver = prepare(args, "run", Console(highlight=False, stderr=args.json))
+    except KeyboardInterrupt:  # Ctrl-C before anything was sent: still one document
+        if args.json:
+            _print_json(None, INTERRUPTED, status="interrupted")
+        return interrupted("run", journal=args.journal)
     if isinstance(driver, int):
         return driver
     try:
         return _run(driver)
+    except KeyboardInterrupt:  # between the steps _run answers itself (closing, printing)
+        if args.json:
+            _print_json(driver, INTERRUPTED, status="interrupted")
+        return interrupted("run", journal=args.journal)
     finally:
         driver.close()
 
@@ -169,11 +187,12 @@ def _recording(driver: Driver, resolution: type[Resolution]) -> list[dict[str, A
     return entries
 
 
-def _print_json(driver: Driver, problem: str | None, *, status: str | None = None) -> None:
-    """The outcome for a script: the runs, the thread, the state, what went wrong."""
+def _print_json(driver: Driver | None, problem: str | None, *, status: str | None = None) -> None:
+    """The outcome for a script: the runs, the thread, the state, what went wrong
+    (``driver`` ``None``: interrupted before the session existed — nothing was sent)."""
     import orjson
 
-    conversation = driver.session.conversation
+    conversation = driver.session.conversation if driver is not None else None
     runs = conversation.runs if conversation is not None else []
     document = {
         "status": status or (runs[-1].status if runs else "truncated"),
@@ -189,7 +208,7 @@ def _print_json(driver: Driver, problem: str | None, *, status: str | None = Non
             for r in runs
         ],
         "messages": conversation.messages if conversation is not None else [],
-        "resumed": driver.resumed,
+        "resumed": driver.resumed if driver is not None else [],
         "state": conversation.state if conversation is not None else None,
         "error": problem,
     }

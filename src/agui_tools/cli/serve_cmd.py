@@ -159,6 +159,12 @@ def load_agent(spec: str) -> Any:
             f"given to agent_app() (see docs/agent.md) — or serve the application itself "
             f"with uvicorn {spec}"
         )
+    if inspect.isasyncgenfunction(inspect.unwrap(agent)):
+        raise ValueError(
+            f"{spec} is an async generator function (it yields), which an agent is not: an "
+            f"agent is `async def {attr}(run): …` that emits with run's methods and returns "
+            "(see docs/agent.md)"
+        )
     if not _is_async(agent):
         raise ValueError(
             f"{spec} is not an async function: an agent is `async def {attr}(run): …` "

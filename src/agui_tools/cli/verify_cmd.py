@@ -26,20 +26,22 @@ from the first bytes — or "-" to read standard input.
 
 Human output: one line per violation or warning with its rule ID and event
 index, then a summary per run. --json prints one object:
-  {"outcome": "completed"|"failed", "error": {rule, index, message} | null,
+  {"outcome": "completed"|"failed"|"truncated", "error": {rule, index, message} | null,
    "warnings": [...], "events": [delivered events, wire JSON, in order],
    "runs": [{"threadId", "runId", "status", "pending": [toolCallIds]}],
-   "messages": [final thread messages], "state": <final state>}
+   "messages": [final thread messages], "state": <final state>,
+   "truncated": {rule, runId, index, offset, unfinishedAt, message} | null}
 "outcome" follows the official fixture convention: "failed" means the stream
 was rejected; a producer's RUN_ERROR is delivered, not a rejection, and shows
-as a run with status "error".
+as a run with status "error"; "truncated" means the capture was cut (TRANS-2).
 
 --limit NAME=N raises (or lowers) one of the consumer's resource limits, for
 a stream refused with rule LIMIT that you know to be legitimate; NAME is one
 of: {limits}.
 
-A capture that ends mid-run (a run started and never ended) is a truncated
-run — it has no outcome and is not a success (TRANS-2): it is said with
+A capture that ends mid-run (a run started and never ended) — or inside an
+event, even one no run holds yet (the first, or the next run's first) — is a
+truncated run — it has no outcome and is not a success (TRANS-2): it is said with
 where the capture stops (the last event read, the byte offset, where an
 unfinished event begins), "truncated" in --json says the same, and the exit
 code is 1.

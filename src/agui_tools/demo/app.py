@@ -27,7 +27,7 @@ from ..testing import serving
 from ..transport._client import AgentClient, Transport
 from ..transport._server import agent_app
 from ..transport._session import Approval, Session
-from ..ui.terminal import TerminalUI
+from ..ui.terminal import TerminalUI, UnreadableEdit
 from .agent import demo_agent
 from .tools import register
 
@@ -117,6 +117,8 @@ def scripted(
         try:
             return parse_answer(line)
         except ValueError as exc:
+            if line.strip().partition(" ")[0] == "edit":  # said, and the next line answers
+                raise UnreadableEdit(f"answer {used}: {exc}") from None
             raise ScriptError(f"answer {used}: {exc}") from None
 
     return decide

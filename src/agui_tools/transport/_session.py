@@ -49,7 +49,18 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_type_hints, overload
+from types import UnionType
+from typing import (
+    Annotated,
+    Any,
+    Generic,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
@@ -185,6 +196,12 @@ def tool_spec_from_function(
             f"cannot resolve the type hints of tool {fn.__name__!r} ({exc}); define the types "
             "it uses at module level"
         ) from None
+    except TypeError:  # a functools.partial, a callable object: no annotations of its own
+        raise UsageError(
+            f"tool {fn!r} is a {type(fn).__name__}, not a function: the schema is made from a "
+            "function's annotated parameters — wrap it in a `def` that takes the model's "
+            "arguments, annotated, and calls it"
+        ) from None
     params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     contextual = [p.name for p in params if _is_context(hints.get(p.name))]
     if len(contextual) > 1:
@@ -193,6 +210,10 @@ def tool_spec_from_function(
             f"({', '.join(contextual)}); a handler is given its call's context once"
         )
     context_param = contextual[0] if contextual else None
+    context_optional = (
+        context_param is not None
+        and sig.parameters[context_param].default is not inspect.Parameter.empty
+    )
     params = [p for p in params if p.name != context_param]
     desc = description or inspect.getdoc(fn) or ""
     if not desc:
@@ -231,12 +252,15 @@ def tool_spec_from_function(
         parsed = adapter.validate_python(arguments)
         extra: dict[str, Any] = {}
         if context_param is not None:
-            if context is None:
+            if context is None and context_optional:
+                pass  # an optional context, and none given: the function's default
+            elif context is None:
                 raise UsageError(
                     f"tool {fn.__name__!r} takes its call's ToolContext "
                     f"({context_param!r}): call the handler as handler(arguments, context=…)"
                 )
-            extra[context_param] = context
+            else:
+                extra[context_param] = context
         if single_model:
             return fn(parsed, **extra)
         return fn(**{p.name: getattr(parsed, p.name) for p in params}, **extra)
@@ -256,10 +280,16 @@ def wants_context(fn: Callable[..., Any]) -> bool:
 
 
 def _is_context(hint: Any) -> bool:
-    """``ToolContext``, or ``Annotated[ToolContext, …]``."""
+    """``ToolContext``, ``Annotated[ToolContext, …]``, or either made optional
+    (``ToolContext | None``, ``Optional[ToolContext]``) — never a model argument."""
     if get_origin(hint) is Annotated:
         hint = get_args(hint)[0]
-    return hint is ToolContext
+    if hint is ToolContext:
+        return True
+    if get_origin(hint) in (Union, UnionType):
+        kinds = [a for a in get_args(hint) if a is not type(None)]
+        return len(kinds) < len(get_args(hint)) and all(_is_context(a) for a in kinds)
+    return False
 
 
 # -- the steps the loop needs a face to perform ---------------------------------------

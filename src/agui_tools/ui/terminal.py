@@ -328,20 +328,22 @@ class TerminalUI:
                 answer = self.ask(call)
             else:
                 self.show_consent(call)
-                answer = interruptible(lambda: decide(call))  # it may read a pipe
+                given = _next_answer(decide, call)
                 for _ in range(_MAX_REFUSED_EDITS):
-                    refused = edit_problem(call, answer)
+                    refused = given if isinstance(given, str) else edit_problem(call, given)
                     if refused is None:
                         break
-                    # a script's edit the schema refuses: said, and the next line answers
+                    # a script's edit the schema refuses (or that is no JSON object): said,
+                    # and the next line answers
                     self._refuse_edit(refused, "the next answer is used")
-                    answer = interruptible(lambda: decide(call))
+                    given = _next_answer(decide, call)
+                if isinstance(given, Approval) and edit_problem(call, given) is None:
+                    answer = given
                 else:
-                    if edit_problem(call, answer) is not None:
-                        answer = Approval.decline(
-                            "every edited argument given was refused by the tool's schema",
-                            by="system",
-                        )
+                    answer = Approval.decline(
+                        "every edited argument given was refused by the tool's schema",
+                        by="system",
+                    )
             self.decided(answer)
             return answer
 
@@ -593,6 +595,21 @@ def _payload_problem(interrupt: Interrupt, answer: Resolution) -> str | None:
 """The reason of a decline nobody gave: end of input at the consent prompt."""
 
 _MAX_REFUSED_EDITS: Final = 100
+
+
+class UnreadableEdit(ValueError):
+    """An answer line (a pipe on stdin) that edits with arguments that are no JSON
+    object: said like an edit the schema refuses, and the next line answers."""
+
+
+def _next_answer(decide: Callable[[PendingCall], Approval], call: PendingCall) -> Approval | str:
+    """``decide``'s answer — or, for an edit that is no JSON object, why not."""
+    try:
+        return interruptible(lambda: decide(call))  # it may read a pipe
+    except UnreadableEdit as exc:
+        return str(exc)
+
+
 """Refused edits in a row an unattended ``decide`` may give before the call is declined
 (a script advances a line each time; a decider that never does must not loop forever)."""
 
