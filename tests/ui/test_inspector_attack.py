@@ -1,0 +1,79 @@
+"""Adversarial findings against the reworked inspector (branch attack-inspector).
+
+Each test here failed when it was written: it states what docs/inspector.md
+claims and reproduces a stream that breaks the claim.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .conftest import inspector_server, open_page
+from .inspector_agents import raw_app
+from .test_inspector_browser import agent_setup, send
+
+SNAPSHOT = {"a": [1, 2], "o": {"k": "v"}}
+# Each of these deltas is refused by the back end's reducer (STATE-2: "did not apply;
+# the prior state is kept") — the page's state history must not apply them either.
+REFUSED_DELTAS = [
+    [{"op": "add", "path": "/__proto__/polluted", "value": "yes"}],
+    [{"op": "add", "path": "/a/99999999", "value": "out-of-range"}],
+    [{"op": "move", "from": "/o", "path": "/o/k/child"}],
+    [{"op": "test", "path": "/a/0", "value": "not one"}, {"op": "add", "path": "/t", "value": 1}],
+]
+
+
+def _hostile_state_app() -> Any:
+    return raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "STATE_SNAPSHOT", "snapshot": SNAPSHOT},
+            *({"type": "STATE_DELTA", "delta": ops} for ops in REFUSED_DELTAS),
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )
+
+
+def _finished(page: Any) -> None:
+    page.locator(".run-end").first.wait_for()
+    page.get_by_role("status").filter(has_text="idle").wait_for()
+
+
+def test_a_state_delta_cannot_pollute_the_pages_object_prototype(browser: Any) -> None:
+    """state.js parentOf() walks with ``t in node``, which is true for ``__proto__``:
+    ``add /__proto__/polluted`` sets Object.prototype.polluted in the page — for every
+    object the page's code touches afterwards. The back end refuses the delta
+    (STATE-2), the page applies it anyway."""
+    with (
+        inspector_server(agent_setup(_hostile_state_app())) as served,
+        open_page(browser, served.url) as page,
+    ):
+        send(page, "state please")
+        _finished(page)
+        page.get_by_role("tab", name="State").click()
+        page.wait_for_timeout(300)
+        assert page.evaluate("({}).polluted") is None, "Object.prototype was polluted"
+        assert page.evaluate("Object.prototype.hasOwnProperty('polluted')") is False
+
+
+def test_the_state_history_agrees_with_the_state_at_its_last_step(browser: Any) -> None:
+    """docs/inspector.md, State history: "the state after it" of the latest step is the
+    thread's state. Deltas the back end refused (STATE-2: the prior state is kept) are
+    applied by the page's own RFC 6902 code — an out-of-range index appended
+    (splice clamps), a move into its own child removing /o, a failing ``test``
+    ignored ("the back end's reducer already checked it") — so the history shows a
+    state the thread never had."""
+    with (
+        inspector_server(agent_setup(_hostile_state_app())) as served,
+        open_page(browser, served.url) as page,
+    ):
+        send(page, "state please")
+        _finished(page)
+        page.get_by_role("tab", name="State").click()
+        page.wait_for_timeout(300)
+        real = served.call(lambda: served.inspector.session.conversation.state)
+        assert real == SNAPSHOT  # every delta was refused: the snapshot stands
+        panel = page.locator("#panel-state").inner_text()
+        after = panel.split("The state after it", 1)[1].split("State events", 1)[0]
+        assert json.loads(after) == real, after
