@@ -114,3 +114,44 @@ def test_one_unclosed_link_paragraph_does_not_freeze_the_tab(browser: Any) -> No
         page.wait_for_timeout(1500)
         longest = page.evaluate("window.__longest")
         assert longest < 200, f"a {longest:.0f} ms long task rendering one 100 KB message"
+
+
+POST = """async ([action, body]) => {
+  const c = JSON.parse(document.querySelector('meta[name="inspector-config"]').content);
+  const r = await fetch('/api/' + action, {method: 'POST', body: JSON.stringify(body),
+    headers: {'Content-Type': 'application/json', 'X-Inspector-Token': c.token}});
+  return [r.status, await r.text()];
+}"""
+
+
+def test_a_composed_run_does_not_enter_the_threads_state_history(browser: Any) -> None:
+    """docs/inspector.md, Replay… → Compose: "Send this input to the current agent as
+    written: its frames show in the timeline … the thread is not changed." The thread's
+    state is indeed unchanged (the next input carries none of it), but the State tab
+    shows the composed run's STATE_SNAPSHOT as the thread's current state and as its
+    latest history step — a state the thread never had."""
+    app = raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "STATE_SNAPSHOT", "snapshot": {"composed": True}},
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        composed = {
+            "threadId": "elsewhere",
+            "runId": "r-composed",
+            "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+            "tools": [],
+            "context": [],
+        }
+        status, body = page.evaluate(POST, ["compose", {"input": composed}])
+        assert status == 200, body
+        page.locator(".run-end").first.wait_for()
+        page.wait_for_timeout(500)
+        status, nxt = page.evaluate(POST, ["next-input", {"prompt": "x"}])
+        assert "composed" not in nxt  # the thread itself is unchanged, as documented
+        page.get_by_role("tab", name="State").click()
+        page.wait_for_timeout(300)
+        panel = page.locator("#panel-state").inner_text()
+        assert "composed" not in panel, panel[:600]
