@@ -36,6 +36,9 @@ Groups (``--only`` runs one):
 * ``telemetry`` — what OpenTelemetry tracing costs a Session round trip: before
   tracing existed, tracing off, the API with no SDK, the SDK with a no-op
   exporter (bench/telemetry.py; docs/observability.md).
+* ``proxy`` — ``agui-tools proxy``'s overhead: the same agent and stream direct and
+  through it — added latency per event (p50/p99), throughput, memory per proxied
+  stream (bench/proxy.py; docs/proxy.md).
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -53,6 +56,7 @@ from . import codec, corpus, hostile, load, peers
 from . import inspector as inspector_bench
 from . import pipeline as pipeline_bench
 from . import proto as proto_bench
+from . import proxy as proxy_bench
 from . import reducer as reducer_bench
 from . import store as store_bench
 from . import telemetry as telemetry_bench
@@ -70,6 +74,7 @@ GROUPS = (
     "hostile",
     "load",
     "telemetry",
+    "proxy",
     "inspector",
 )
 
@@ -147,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             hostile.write_docs(load_text, marker="load")
     if "telemetry" in groups:
         print(telemetry_bench.report())
+    if "proxy" in groups:
+        print(proxy_bench.report())
     if "inspector" in groups:
         print(inspector_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")

@@ -37,6 +37,12 @@ CASES: list[tuple[str, int, str, str]] = [
         "400 one-value `replace` deltas on a 2 MB state",
         "21.7 ms per delta (issue: 175 ms)",
     ),
+    (
+        "selfcopy",
+        13_000,
+        "13k 78-byte `copy /a → /a` deltas (1 MB) on a 2.7 MB state",
+        "29.7 s CPU, all applied (issue); 30.5 s wall here",
+    ),
     ("text", 160_000, "160k `TEXT_MESSAGE_CONTENT` deltas of 8 bytes", "16.7 s (80k: 1.6 s)"),
     ("sse", 680, "one 16 MB SSE event of 3-byte `data:` lines", "10.8 s, 777 MB"),
     (
@@ -56,6 +62,18 @@ CASES: list[tuple[str, int, str, str]] = [
         200,
         "200 requests that stop mid-body",
         "held forever (issue 11: 3,000 after 60 s)",
+    ),
+    (
+        "check_flood",
+        1024,
+        "`check` (every case, `--html` + JSON) against an agent streaming 1 GB of small events",
+        "4.4 GB, 625 MB HTML (issue); 32 MiB cap: 2.6 GB on 200 MB",
+    ),
+    (
+        "check_flood",
+        0,
+        "`check` against an agent whose stream never ends",
+        "4.8 GB, 752 MB HTML (issue); GET alone: OOM-killed at 24 GB",
     ),
     (
         "gzip_bomb",
@@ -111,6 +129,29 @@ def state(deltas: int) -> str:
         conv.receive(frame)
     per = (time.process_time() - started) / deltas * 1e3
     return f"{per:.3f} ms per delta"
+
+
+def selfcopy(deltas: int) -> str:
+    from agui_tools import LimitExceeded
+    from agui_tools.app import Conversation
+
+    conv = Conversation(thread_id="t")
+    conv.next_input(run_id="r")
+    conv.receive_many(
+        [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 2_700_000}},
+        ]
+    )
+    frame = json.dumps(
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": "/a"}]}
+    ).encode()
+    for n in range(deltas):
+        try:
+            conv.receive(frame)
+        except LimitExceeded as exc:
+            return f"`{exc.rule}` violation at delta {n + 1} (work credit spent)"
+    return f"all {deltas:,} applied"
 
 
 def text(deltas: int) -> str:
@@ -195,7 +236,7 @@ def slowloris(clients: int) -> str:
         for _ in range(clients):
             sock = socket.create_connection((host, int(port)), timeout=30)
             sock.sendall(
-                b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"POST / HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
                 b"content-length: 1000\r\n\r\n{"
             )
             socks.append(sock)
@@ -244,6 +285,41 @@ def gzip_bomb(megabytes: int) -> str:
         except LimitExceeded as exc:
             return f"`{exc.rule}` violation after {len(bomb):,} compressed bytes"
     return f"run {conv.runs[-1].status}"
+
+
+def check_flood(megabytes: int) -> str:
+    """``check`` in this process against :func:`tests.check.agents.flood_agent` served by
+    another (``bench.hostile_peer``), so the peak RSS is the checker's."""
+    import atexit
+    import socket
+
+    from tests.helpers.scripted_server import free_port
+
+    from agui_tools.check import check_agent
+    from agui_tools.check.reports import html_report
+
+    resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))  # the machine is shared
+    port = free_port()
+    peer = subprocess.Popen(
+        [sys.executable, "-m", "bench.hostile_peer", str(port), str(megabytes)],
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    atexit.register(peer.kill)
+    for _ in range(400):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    report = check_agent(f"http://127.0.0.1:{port}/", timeout=60)
+    html, doc = html_report(report), report.dumps()
+    capped = sum(
+        "exceeded the checker's budget" in f.message for c in report.cases for f in c.findings
+    )
+    return (
+        f"HTML {len(html) / 1e6:.1f} MB, JSON {len(doc) / 1e6:.1f} MB; {capped} streams "
+        "cut at 2 MiB (`LIMIT` warning)"
+    )
 
 
 def _child(name: str, arg: int) -> None:

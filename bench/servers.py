@@ -7,11 +7,14 @@
 Both serve the same agent at POST /agent: with ``forwardedProps.mode ==
 "burst"`` it streams ``forwardedProps.n`` text deltas and as many tool-call
 argument deltas as fast as it can; with ``"idle"`` it opens a message and then
-waits (for the concurrent-idle-streams memory measurement).
+waits (for the concurrent-idle-streams memory measurement); ``"paced"`` (ours only)
+sends ``n`` deltas ``interval`` seconds apart, each the ``time.monotonic_ns()`` it
+was sent at (the proxy benchmark's per-event latency).
 """
 
 import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,6 +36,13 @@ def ours(verify: bool) -> Any:
                 await asyncio.sleep(3600)
             return
         n = int(props.get("n", 1000))
+        if props.get("mode") == "paced":  # one event per chunk, each saying when it left
+            interval = float(props.get("interval", 0.001))
+            async with run.message() as m:
+                for _ in range(n):
+                    await m.delta(str(time.monotonic_ns()))
+                    await asyncio.sleep(interval)
+            return
         async with run.message() as m:
             for _ in range(n):
                 await m.delta(WORD)

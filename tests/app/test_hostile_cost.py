@@ -233,3 +233,74 @@ def test_the_line_overhead_counts_against_max_event_bytes() -> None:
     reader = SSEReader(max_event_bytes=3 * 1000)
     with pytest.raises(LimitExceeded, match="max_event_bytes=3000"):
         reader.feed(b"data:\n" * 3001)
+
+
+def test_a_stream_of_small_self_copies_on_a_large_state_is_a_limit_violation() -> None:
+    """Issue 28 item 8: each 78-byte delta copying a 2.7 MB value onto itself stayed
+    within the per-patch work budget yet cost ~5 MB of encoding: 1 MB of them, 29.7 s
+    of CPU. The document's work credit (``max_work``, then what the patches' own bytes
+    pay for) runs out within a few such deltas: a LIMIT violation, the state kept."""
+    conv = started()
+    big = {"a": "x" * 2_700_000}
+    delta = orjson.dumps(
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": "/a"}]}
+    )
+    assert len(delta) < 80
+    conv.receive_many([RUN, {"type": "STATE_SNAPSHOT", "snapshot": big}])
+    applied = 0
+    with pytest.raises(LimitExceeded) as caught:
+        for _ in range(13_000):  # the issue's 1.03 MB of deltas
+            conv.receive(delta)
+            applied += 1
+    assert applied < 4, applied
+    assert caught.value.rule == "LIMIT" and caught.value.event_type == "STATE_DELTA"
+    assert "than their own length pays for" in str(caught.value)
+    assert conv.state == big
+
+
+def test_patches_that_bring_their_own_bytes_keep_applying() -> None:
+    """The credit is earned by what a patch carries: replacing a 1 MB value with another
+    1 MB value (each discard paid by the value brought) never runs out, nor do many
+    small edits of a large state."""
+    conv = started()
+    conv.receive_many([RUN, {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 1_000_000}}])
+    for i in range(30):  # 30 MB discarded in all, well past max_work
+        value = str(i % 10) * 1_000_000
+        conv.receive(
+            {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/a", "value": value}]}
+        )
+    for i in range(2000):
+        conv.receive(
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": f"/k{i % 50}", "value": i}]}
+        )
+    # and a small value copied about, each copy paid by its operation's credit
+    for _ in range(2000):
+        conv.receive(
+            {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/k1", "path": "/c"}]}
+        )
+    assert conv.state["a"] == "9" * 1_000_000 and conv.state["k49"] == 1999
+    assert conv.state["c"] == 1951
+
+
+def test_a_state_limit_and_run_finished_in_one_chunk_fail_the_run_at_the_limit() -> None:
+    """Issue 28 item 9: a state ``LIMIT`` followed by ``RUN_FINISHED`` in the same
+    network chunk left the run "success" (the pipeline had judged the whole chunk
+    before the reducer saw the state), named event #5 instead of #4, and the chunk's
+    earlier events never reached the UI. Now: rejected at #4, updates kept."""
+    from agui_tools.app import TextDelta
+
+    conv = started(limits=Limits(max_state_bytes=1024))
+    chunk = [
+        RUN,
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hello"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 2000}},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    with pytest.raises(LimitExceeded) as caught:
+        conv.receive_many(chunk)
+    assert caught.value.index == 4 and caught.value.event_type == "STATE_SNAPSHOT"
+    result = conv.end_run()
+    assert result.status == "rejected" and result.violation is caught.value
+    assert TextDelta("m", "assistant", "hello") in conv.take_updates()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -644,3 +645,63 @@ async def drops_keep_alive_after_500() -> AsyncIterator[str]:
             writer.transport.abort()
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.wait_closed()
+
+
+def flood_agent(megabytes: int) -> Any:
+    """An agent that answers every request — a GET too — with ``RUN_STARTED`` and then
+    200-character ``TEXT_MESSAGE_CONTENT`` events in 64 KiB chunks: without end when
+    ``megabytes`` is 0, else that many MiB of them and then the run's end (issue 28's
+    endless and 1 GB streams, with small events: what costs a checker most per byte).
+    A raw ASGI app, so the flood costs the server nothing per event."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            run = orjson.loads(body)
+            thread, run_id = str(run.get("threadId", "t")), str(run.get("runId", "r"))
+        except (orjson.JSONDecodeError, AttributeError):
+            thread, run_id = "t", "r"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+
+        def frame(event: dict[str, Any]) -> bytes:
+            return b"data: " + orjson.dumps(event) + b"\n\n"
+
+        head = frame({"type": "RUN_STARTED", "threadId": thread, "runId": run_id})
+        head += frame({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+        await send({"type": "http.response.body", "body": head, "more_body": True})
+        one = frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x" * 200})
+        chunk = one * (65536 // len(one))
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.ensure_future(watch())
+        sent, limit = 0, megabytes * 1048576
+        while (not limit or sent < limit) and not gone.is_set():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sent += len(chunk)
+            await asyncio.sleep(0)  # a client that left is noticed
+        watcher.cancel()
+        if gone.is_set():
+            return
+        tail = frame({"type": "TEXT_MESSAGE_END", "messageId": "m"})
+        tail += frame({"type": "RUN_FINISHED", "threadId": thread, "runId": run_id})
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+    return app

@@ -20,7 +20,14 @@ from agui_tools import TransportError, UsageError
 from agui_tools.check import CASES, CheckReport, Verdict, acheck_agent, check_agent, select_cases
 from agui_tools.testing import free_port, serving
 
-from .agents import agui_tools_serve, check_app, endless_agent, hanging_agent, raw_agent
+from .agents import (
+    agui_tools_serve,
+    check_app,
+    endless_agent,
+    flood_agent,
+    hanging_agent,
+    raw_agent,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 AGUI = [sys.executable, "-m", "agui_tools"]
@@ -258,12 +265,63 @@ def test_a_stream_that_never_ends_is_read_up_to_a_cap_and_judged() -> None:
     report = check_app(endless_agent(), cases=["lifecycle.stream"], timeout=60)
     case = report.case("lifecycle.stream")
     assert case.verdict is Verdict.WARN, case.findings
-    # the endless message passes the reducer's max_message_bytes first (the stream is
-    # rejected there), and the checker stops reading at its cap: both said, as LIMIT
-    assert [f.rule for f in case.findings] == ["LIMIT", "LIMIT"]
-    assert "max_message_bytes" in case.findings[0].message
-    assert f"stopped reading after {STREAM_CAP // 1048576} MiB" in case.findings[1].message
+    # the checker stops reading at its budget, and says so as LIMIT
+    assert [f.rule for f in case.findings] == ["LIMIT"]
+    assert f"exceeded the checker's budget of {STREAM_CAP:,} bytes" in case.findings[0].message
     assert STREAM_CAP / 5 < len(case.exchanges[0].frames) * 4000 < STREAM_CAP * 1.5
+
+
+@pytest.mark.parametrize("megabytes", [200, 0], ids=["200 MB", "endless"])
+def test_a_check_against_a_flood_stays_bounded_in_memory_and_report(
+    megabytes: int, tmp_path: Path
+) -> None:
+    """Issue 28 item 4: against an endless or a 1 GB stream the check took 4.8 / 4.4 GB
+    and wrote a 752 / 625 MB HTML report (32 MiB kept per exchange, ~30 exchanges).
+    Every case, as a real process: under 500 MB peak RSS, reports under 10 MB, and each
+    capped stream is a LIMIT warning naming the budget. (The child's address space is
+    capped at 3 GB so the code this replaces fails here rather than taking the machine.)"""
+    import resource
+
+    from agui_tools.check.pytest_plugin import serving_in_thread
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    html = tmp_path / "report.html"
+    with serving_in_thread(flood_agent(megabytes)) as url:
+        proc = subprocess.Popen(
+            [*AGUI, "check", url, "--json", "--html", str(html), "--timeout", "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=ENV,
+            preexec_fn=cap,
+        )
+        chunks: list[bytes] = []
+        reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read()))  # type: ignore[union-attr]
+        reader.start()
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
+        reader.join(60)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    assert os.waitstatus_to_exitcode(status) == 1, err[-2000:]  # the flood fails cases
+    out = b"".join(chunks)
+    doc = json.loads(out)
+    peak_mb = usage.ru_maxrss / 1024
+    assert peak_mb < 500, peak_mb
+    print(
+        f"peak {peak_mb:.0f} MB, JSON {len(out) / 1e6:.1f} MB, HTML {html.stat().st_size / 1e6:.1f} MB"
+    )
+    assert len(out) < 10_000_000 and html.stat().st_size < 10_000_000
+    capped = [
+        f
+        for c in doc["cases"]
+        for f in c["findings"]
+        if "exceeded the checker's budget of 2,097,152 bytes" in f["message"]
+    ]
+    assert len(capped) >= 5 and {f["rule"] for f in capped} == {"LIMIT"}
+    # a long stream is summarised: its first and last events, and a count
+    long = next(e for c in doc["cases"] for e in c["exchanges"] if "eventCount" in e)
+    assert long["eventCount"] > 5000 and len(long["events"]) == len(long["eventIndexes"]) < 300
+    assert long["eventIndexes"][-1] == long["eventCount"] - 1
 
 
 def test_a_connection_the_server_dropped_after_a_500_does_not_fail_the_next_case() -> None:

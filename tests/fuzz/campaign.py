@@ -13,6 +13,13 @@ must stay under::
 
     CPU time     <= 50 ms + 5 µs × n        (time.process_time, tracing included)
     peak memory  <= 2 MiB + 200 B × n       (tracemalloc, the target's allocations)
+    retained     <= 1 MiB + 100 B × n       (what is still allocated when it returns)
+
+The **memory oracle**'s second half (issue 28): what an input leaves allocated after
+the target returns — its result included, with the collector off, so memory only a
+full collection would free (a reference cycle holding a refused body: 62 MB per
+7.4 MB input) counts against it. A result proportional to the input is fine; memory
+kept out of proportion to it, or kept alive by a cycle, is not.
 
 with the consumer's limits set small (64 KiB of state, message and argument text,
 256 KiB per event) — the limits are a term of every bound (a patch may copy up to
@@ -46,6 +53,7 @@ SMALL = Limits(
 )
 CPU_FIXED, CPU_PER_BYTE = 0.050, 5e-6
 MEM_FIXED, MEM_PER_BYTE = 2 * 1024 * 1024, 200
+KEPT_FIXED, KEPT_PER_BYTE = 1024 * 1024, 100
 
 
 @dataclass
@@ -53,6 +61,7 @@ class Cost:
     cpu: float
     peak: int
     size: int
+    retained: int = 0
 
     def check(self, what: str) -> None:
         cpu_bound = CPU_FIXED + CPU_PER_BYTE * self.size
@@ -63,6 +72,11 @@ class Cost:
         )
         assert self.peak <= mem_bound, (
             f"{what}: {self.size} bytes peaked at {self.peak} bytes (bound {mem_bound})"
+        )
+        kept_bound = KEPT_FIXED + KEPT_PER_BYTE * self.size
+        assert self.retained <= kept_bound, (
+            f"{what}: {self.size} bytes left {self.retained} bytes allocated after it "
+            f"returned (bound {kept_bound})"
         )
 
 
@@ -82,11 +96,11 @@ def measured(size: int, fn: Callable[[], Any]) -> tuple[Any, Cost]:
         except Exception as exc:  # judged by the caller
             result = exc
         cpu = time.process_time() - started
-        peak = tracemalloc.get_traced_memory()[1]
+        retained, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
         gc.enable()
-    return result, Cost(cpu, peak, size)
+    return result, Cost(cpu, peak, size, retained)
 
 
 def bounded(size: int, what: str, attempt: Callable[[], Callable[[], Any]]) -> Any:

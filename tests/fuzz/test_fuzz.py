@@ -237,3 +237,31 @@ def test_the_oracle_catches_item_1(groups: int) -> None:
     small.next_input(run_id="r")
     _, cost = measured(sum(map(len, texts)), lambda: small.receive_many(texts))
     cost.check("the bomb, with the campaign's limits")
+
+
+def test_the_memory_oracle_counts_what_only_a_collection_would_free() -> None:
+    """The retained half of the memory oracle (issue 28): memory an input leaves behind
+    in a reference cycle — as a refused body once stayed alive through its traceback's
+    frame — counts, because the collector is off while it is measured; the same work
+    whose garbage is freed by reference counting leaves nothing."""
+    raw = orjson.dumps([{"k": i} for i in range(20_000)])
+
+    def leaky() -> None:
+        kept = [orjson.loads(raw) for _ in range(7)]
+        try:
+            raise ValueError("refused")
+        except ValueError as exc:
+            exc.again = exc  # type: ignore[attr-defined]  # a cycle holding the frame
+        assert kept
+
+    def clean() -> None:
+        kept = [orjson.loads(raw) for _ in range(7)]
+        del kept
+
+    _, cost = measured(len(raw), leaky)
+    assert cost.retained > cost.size * 100
+    with pytest.raises(AssertionError, match=r"left .* allocated after it returned"):
+        cost.check("a refusal kept by a cycle")
+    _, cost = measured(len(raw), clean)
+    assert cost.retained < 64 * 1024
+    cost.check("the same work, freed")

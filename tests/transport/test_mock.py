@@ -401,7 +401,7 @@ def test_the_inspectors_own_exports_replay_the_conversation(tmp_path: Path) -> N
     from tests.ui.test_inspector_http import idle, running, until
 
     async def record() -> list[Any]:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent", register=register_demo)
             async with running(inspector) as page:
                 await page.post("/api/prompt", json={"text": "Order two widgets for me."})

@@ -73,7 +73,7 @@ def unbatched(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_requests_from_elsewhere_are_refused_and_the_page_is_served_locked_down() -> None:
     async def go() -> None:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent")
             async with running(inspector) as page:
                 ok = await page.get("/")
@@ -154,7 +154,7 @@ def test_the_inspector_listens_on_loopback_only_by_default() -> None:
 
 def test_a_reconnecting_page_is_replayed_exactly_what_it_missed() -> None:
     async def go() -> None:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent")
             async with running(inspector) as page:
                 await page.post("/api/prompt", json={"text": "hello"})
@@ -265,7 +265,7 @@ def test_exported_streams_are_judged_by_verify_as_the_inspector_judged_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async def go() -> tuple[int, list[str]]:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent", register=register_demo)
             async with running(inspector) as page:
                 await page.post("/api/prompt", json={"text": "Order two widgets for me."})
@@ -443,7 +443,9 @@ def test_an_unreachable_agent_fails_the_turn_in_words_and_a_retry_sends_the_prom
             assert not inspector.busy
             conv = inspector.session.conversation
             assert conv is not None and conv.messages == []  # nothing was sent: withdrawn
-            async with serving(agent_app(demo_agent(delay=0), path="/agent"), port=port):
+            async with serving(
+                agent_app(demo_agent(delay=0, refund=False), path="/agent"), port=port
+            ):
                 await page.post("/api/prompt", json={"text": "hello"})
                 await until(
                     inspector, lambda m: m["kind"] == "run-end" and m["status"] == "success"
@@ -588,7 +590,7 @@ def test_head_answers_like_get_a_favicon_ships_and_the_token_rides_in_a_cookie()
     from agui_tools.ui.inspector._app import CSP, cookie_name
 
     async def go() -> None:
-        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+        async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent")
             async with running(inspector) as page:
                 got = await page.get("/")

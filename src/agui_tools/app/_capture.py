@@ -9,7 +9,7 @@ goes through exactly the stages a live stream does.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -23,7 +23,16 @@ from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits
 from ._reducer import ThreadState
 
-__all__ = ["CaptureVerdict", "read_frames", "replay", "truncation", "verify_capture"]
+__all__ = [
+    "CaptureVerdict",
+    "read_frames",
+    "replay",
+    "sse_unfinished_at",
+    "truncation",
+    "truncation_at",
+    "unfinished_at",
+    "verify_capture",
+]
 
 
 @dataclass
@@ -227,30 +236,38 @@ def truncation(outcome: CaptureVerdict, data: bytes) -> dict[str, Any] | None:
     binary frame without all its bytes) begins. A capture holding no event at
     all (keep-alives only) started no run, and is not cut.
     """
-    result = outcome.result
+    return truncation_at(outcome.result, len(data), lambda: unfinished_at(data))
+
+
+def truncation_at(
+    result: StreamResult, size: int, unfinished: Callable[[], int | None]
+) -> dict[str, Any] | None:
+    """:func:`truncation` for a stream judged as it went by, whose bytes are not kept:
+    ``size`` bytes in all, ``unfinished()`` where its last, unfinished event begins
+    (asked only when a run was cut) — what ``agui-tools proxy`` knows of a live body."""
     if result.error is not None or result.events == 0:
         return None
     cut = [r for r in result.runs if r.status == "truncated"]
     if not cut:
         return None
     run = cut[-1]
-    unfinished = _unfinished_at(data)
-    where = f"after event {result.events - 1}, at byte {len(data)}"
-    if unfinished is not None:
-        where += f", inside an unfinished event that starts at byte {unfinished}"
+    start = unfinished()
+    where = f"after event {result.events - 1}, at byte {size}"
+    if start is not None:
+        where += f", inside an unfinished event that starts at byte {start}"
     ident = f"run {run.run_id!r}" if run.run_id else "the stream"
     return {
         "rule": "TRANS-2",
         "runId": run.run_id,
         "index": result.events - 1,
-        "offset": len(data),
-        "unfinishedAt": unfinished,
+        "offset": size,
+        "unfinishedAt": start,
         "message": f"{ident} has no terminal event: the capture ends mid-run {where}; a "
         "truncated run has no outcome and is not a success",
     }
 
 
-def _unfinished_at(data: bytes) -> int | None:
+def unfinished_at(data: bytes) -> int | None:
     """The byte offset where the capture's last, unfinished event starts (``None``: none)."""
     kind = sniff_format(data[:64])
     if kind == "proto":
@@ -262,6 +279,12 @@ def _unfinished_at(data: bytes) -> int | None:
         return None if pending is None else pending.offset
     if kind != "sse":
         return None
+    return sse_unfinished_at(data)
+
+
+def sse_unfinished_at(data: bytes) -> int | None:
+    """Where an SSE body's last, unfinished event starts (``None``: it ends on an event's
+    end, or with comments only) — for a body read from its start, or from an event's end."""
     ends = [data.rfind(sep) + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r")]
     end = max([e for e in ends if e >= 4] or [0])  # found: past its separator
     rest = data[end:]

@@ -44,7 +44,6 @@ from typing import Any, Literal, ParamSpec, TypeVar
 
 from .. import _telemetry
 from .._errors import (
-    ProtocolViolation,
     ProtocolWarning,
     ResumeOutcomeUnknown,
     StaleThread,
@@ -440,70 +439,60 @@ class Conversation:
         return self.receive_many((frame,))
 
     def receive_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Update]:
-        """Take several frames (all a network chunk completed); return UI updates."""
-        pipe = self._ensure_pipeline()
-        try:
-            events = pipe.feed_many(frames)
-        except ProtocolViolation:
-            self._fold(pipe, pipe.partial)
-            raise
-        self._fold(pipe, events)
+        """Take several frames (all a network chunk completed); return UI updates.
+
+        Each event is folded into the thread as the pipeline delivers it, before
+        the next frame is judged: a limit the reducer keeps (state, message size)
+        fails the stream *at* its event — in one batch, a state ``LIMIT`` then
+        ``RUN_FINISHED`` in the same chunk named the later event and left the run a
+        success (issue 28). On a violation, the updates of the events before it
+        stay queued for :meth:`take_updates`.
+        """
+        self._ensure_pipeline().feed_many(frames, self._fold)
         return self.take_updates()
 
-    def _fold(self, pipe: ConsumerPipeline, events: list[WireEvent]) -> None:
-        """Fold delivered events into the thread; a limit the reducer keeps (state
-        size, message size) fails the stream there, like any violation."""
-        apply = self.thread.apply
-        role_of = self.thread.role
+    def _fold(self, ev: WireEvent, index: int) -> None:
+        """Fold one delivered event into the thread and queue its UI update; a limit
+        the reducer keeps raises here, and the pipeline fails the stream at ``index``."""
+        kind = ev["type"]
+        if kind == "MESSAGES_SNAPSHOT":
+            self._fold_snapshot(ev, index)
+            return
+        self.thread.apply(ev, index)
         updates = self._updates
-        index = pipe.index
-        # when this batch arrived: the clock is read once, and only if a call opens or closes
-        received: float | None = None
-        for ev in events:
-            kind = ev["type"]
-            if kind == "MESSAGES_SNAPSHOT":
-                self._fold_snapshot(ev, index)
-                continue
-            try:
-                apply(ev, index)
-            except ProtocolViolation as exc:
-                raise pipe.reject(exc) from None
-            if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
-                # O(1) per delta: building the message (its whole text) here was quadratic
-                role = role_of(ev["messageId"]) or "assistant"
-                updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
-            elif kind == "TOOL_CALL_END":
-                received = received if received is not None else time.monotonic()
-                started = self._call_started.pop(ev["toolCallId"], None)
-                if started is not None:
-                    self.call_stream_seconds[ev["toolCallId"]] = received - started
-            elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
-                call_id = ev["toolCallId"]
-                if kind == "TOOL_CALL_START":
-                    received = received if received is not None else time.monotonic()
-                    self._call_started[call_id] = received
-                buffer = self.thread.argument_buffer(call_id)
-                preview = (
-                    buffer.preview() if buffer is not None and kind == "TOOL_CALL_ARGS" else None
+        if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
+            # O(1) per delta: building the message (its whole text) here was quadratic
+            role = self.thread.role(ev["messageId"]) or "assistant"
+            updates.append(TextDelta(ev["messageId"], role, ev["delta"]))
+        elif kind == "TOOL_CALL_END":
+            # the clock is read only where a call opens or closes, never per delta
+            started = self._call_started.pop(ev["toolCallId"], None)
+            if started is not None:
+                self.call_stream_seconds[ev["toolCallId"]] = time.monotonic() - started
+        elif kind == "TOOL_CALL_START" or kind == "TOOL_CALL_ARGS":
+            call_id = ev["toolCallId"]
+            if kind == "TOOL_CALL_START":
+                self._call_started[call_id] = time.monotonic()
+            buffer = self.thread.argument_buffer(call_id)
+            preview = buffer.preview() if buffer is not None and kind == "TOOL_CALL_ARGS" else None
+            updates.append(
+                CallUpdate(
+                    call_id, self.thread.call_name(call_id) or "", CallStatus.STREAMING, preview
                 )
-                updates.append(
-                    CallUpdate(
-                        call_id, self.thread.call_name(call_id) or "", CallStatus.STREAMING, preview
-                    )
+            )
+        elif kind == "TOOL_CALL_RESULT":
+            call_id = ev["toolCallId"]
+            answer = Answer.executed(call_id, ev["content"])
+            updates.append(
+                CallUpdate(
+                    call_id,
+                    self.thread.call_name(call_id) or "",
+                    CallStatus.DONE,
+                    None,
+                    answer,
+                    True,
                 )
-            elif kind == "TOOL_CALL_RESULT":
-                call_id = ev["toolCallId"]
-                answer = Answer.executed(call_id, ev["content"])
-                updates.append(
-                    CallUpdate(
-                        call_id,
-                        self.thread.call_name(call_id) or "",
-                        CallStatus.DONE,
-                        None,
-                        answer,
-                        True,
-                    )
-                )
+            )
 
     def _fold_snapshot(self, ev: WireEvent, index: int) -> None:
         """Apply a snapshot; every call it restates with other arguments gets a fresh card.

@@ -61,6 +61,7 @@ from typing import Any, ClassVar, Protocol
 import orjson
 
 from .._errors import JournalError, StoreError, StoreReadFailed, StoreWriteFailed
+from ..wire._enforce import MAX_ID_BYTES, id_problem
 
 __all__ = [
     "Claim",
@@ -73,6 +74,31 @@ __all__ = [
 ]
 
 
+def refuse_bad_ids(*, reading: bool = False, **ids: str) -> None:
+    """Refuse an id no store can hold — the same refusal in every store (issue 28).
+
+    A NUL, or more than :data:`~agui_tools.wire._enforce.MAX_ID_BYTES` bytes: PostgreSQL
+    cannot store either (a NUL call id bricked its thread; a 1 MB thread id could not
+    be saved) while SQLite and memory could, so the same input had three outcomes. It
+    is now :class:`~agui_tools.StoreWriteFailed` (``StoreReadFailed`` for a read),
+    nothing written, naming the rule (``LIMIT``) and the limit, on every store. (The
+    pipeline refuses such ids in events and run inputs first: this is for ids an
+    application chose.)
+    """
+    for kind, value in ids.items():
+        problem = id_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            shown = value[:40].replace("\x00", "\\x00")
+            cls = StoreReadFailed if reading else StoreWriteFailed
+            raise cls(
+                f"[LIMIT] the {kind.replace('_', ' ')} {shown!r}… {problem}: no store holds such "
+                f"an id (at most {MAX_ID_BYTES} bytes, no NUL — MAX_ID_BYTES); nothing was "
+                "written",
+                written="no",
+                operation=f"check the {kind.replace('_', ' ')}",
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class JournalKey:
     """One call, and the exact arguments it would run with (their fingerprint)."""
@@ -80,6 +106,9 @@ class JournalKey:
     thread_id: str
     call_id: str
     fingerprint: str
+
+    def __post_init__(self) -> None:
+        refuse_bad_ids(thread_id=self.thread_id, call_id=self.call_id)
 
 
 class Claim(StrEnum):
@@ -240,6 +269,7 @@ class MemoryJournal(AnswerFromLookup):
             return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
 
     def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
+        refuse_bad_ids(reading=True, thread_id=thread_id, call_id=call_id)
         with self._lock:
             record = self._calls.get((thread_id, call_id))
             return _result(record) if record is not None else None
@@ -253,6 +283,7 @@ class MemoryJournal(AnswerFromLookup):
             self._keep(decision)
 
     def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
+        refuse_bad_ids(reading=True, thread_id=thread_id, call_id=call_id)
         with self._lock:
             return [dict(d) for d in self._decisions.get((thread_id, call_id), ())]
 
@@ -700,6 +731,7 @@ class SQLiteJournal(AnswerFromLookup):
             return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
 
     def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
+        refuse_bad_ids(reading=True, thread_id=thread_id, call_id=call_id)
         with self._read(f"read the record of call {call_id!r}") as db:
             return self._row(db, thread_id, call_id)
 
@@ -715,6 +747,7 @@ class SQLiteJournal(AnswerFromLookup):
             self._insert_decision(db, decision)
 
     def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
+        refuse_bad_ids(reading=True, thread_id=thread_id, call_id=call_id)
         with self._read(f"read the decisions of call {call_id!r}") as db:
             rows = db.execute(
                 "SELECT decision FROM decisions WHERE thread_id=? AND call_id=? ORDER BY seq",

@@ -45,7 +45,7 @@ from typing import Any, ClassVar, Protocol
 import orjson
 
 from .._errors import StaleThread, StoreError, StoreReadFailed, StoreWriteFailed
-from ._journal import ClaimResult, Journal, JournalKey, MemoryJournal
+from ._journal import ClaimResult, Journal, JournalKey, MemoryJournal, refuse_bad_ids
 
 __all__ = [
     "AsyncStore",
@@ -170,6 +170,7 @@ class MemoryStore(MemoryJournal):
         self._threads: dict[str, tuple[int, Snapshot, list[StoredRun]]] = {}
 
     def load(self, thread_id: str) -> ThreadRecord | None:
+        refuse_bad_ids(reading=True, thread_id=thread_id)
         with self._lock:
             found = self._threads.get(thread_id)
             if found is None:
@@ -184,6 +185,7 @@ class MemoryStore(MemoryJournal):
         expected_version: int,
         snapshot: Snapshot,
     ) -> int:
+        refuse_bad_ids(thread_id=thread_id)
         snap = snapshot
         with self._lock:
             found = self._threads.get(thread_id)

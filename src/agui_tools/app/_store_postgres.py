@@ -69,6 +69,7 @@ from ._journal import (
     _no_intent,
     answer_of,
     decision_row,
+    refuse_bad_ids,
     stored_result,
 )
 from ._steps import Pause, Steps, adrive, drive
@@ -266,6 +267,7 @@ def settle_plan(
 
 
 def lookup_plan(thread_id: str, call_id: str) -> Plan[ClaimResult | None]:
+    refuse_bad_ids(reading=True, thread_id=thread_id, call_id=call_id)
     return Plan(f"read the record of call {call_id!r}", _call_row(thread_id, call_id))
 
 
@@ -279,6 +281,8 @@ def record_decision_plan(decision: Mapping[str, Any]) -> Plan[None]:
 
 
 def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:
+    refuse_bad_ids(reading=True, thread_id=thread_id, call_id=call_id)
+
     def steps() -> QuerySteps[list[dict[str, Any]]]:
         rows = yield Query(
             "SELECT decision FROM agui_decisions WHERE thread_id = %s AND call_id = %s "
@@ -292,6 +296,8 @@ def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:
 
 
 def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
+    refuse_bad_ids(reading=True, thread_id=thread_id)
+
     def steps() -> QuerySteps[ThreadRecord | None]:
         row = yield Query(
             "SELECT version, state, resumed FROM agui_threads WHERE thread_id = %s",
@@ -319,6 +325,7 @@ def load_plan(thread_id: str) -> Plan[ThreadRecord | None]:
 
 
 def save_run_plan(thread_id: str, expected_version: int, snap: Snapshot) -> Plan[int]:
+    refuse_bad_ids(thread_id=thread_id)
     new = expected_version + 1
 
     def steps() -> QuerySteps[int]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from .._errors import JournalError, StaleThread, StoreError
-from ._journal import SQLiteJournal
+from ._journal import SQLiteJournal, refuse_bad_ids
 from ._store import Snapshot, ThreadRecord, decode_record
 
 __all__ = ["SQLiteStore"]
@@ -106,6 +106,7 @@ class SQLiteStore(SQLiteJournal):
             raise _advised(self.path, exc) from exc.__cause__
 
     def load(self, thread_id: str) -> ThreadRecord | None:
+        refuse_bad_ids(reading=True, thread_id=thread_id)
         with self._read(f"load thread {thread_id!r}") as db:
             row = db.execute(
                 "SELECT version, state, resumed FROM threads WHERE thread_id=?",
@@ -126,6 +127,7 @@ class SQLiteStore(SQLiteJournal):
         expected_version: int,
         snapshot: Snapshot,
     ) -> int:
+        refuse_bad_ids(thread_id=thread_id)
         snap = snapshot
         with self._write(f"save a run of thread {thread_id!r}") as db:
             row = db.execute(

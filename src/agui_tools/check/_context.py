@@ -18,7 +18,7 @@ from typing import Any
 from .._version import PROTOCOL_VERSION
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE
 from ._judge import Judged, judge_stream
-from ._probe import Probe
+from ._probe import STREAM_CAP, Probe
 from ._report import CaseResult, Exchange, Finding, Verdict
 
 __all__ = ["DEFAULT_PROMPTS", "DEFAULT_TOOLS", "Context", "Settings", "Stream"]
@@ -71,6 +71,8 @@ class Settings:
     prompt: str | None = None
     oversize_bytes: int = 16 * 1024 * 1024
     interrupt_prompt: str | None = None
+    max_stream_bytes: int = STREAM_CAP
+    """What the checker reads of one answer before it stops (a ``LIMIT`` warning)."""
 
     def prompt_for(self, tools: Sequence[Mapping[str, Any]]) -> str:
         if self.prompt:

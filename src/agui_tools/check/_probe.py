@@ -35,9 +35,13 @@ BODY_CAP = 64 * 1024
 """An error body is kept up to this many bytes (the rest is not read)."""
 RAW_CAP = 4 * 1024 * 1024
 """Raw stream bytes kept for the framing checks (events are kept whole regardless)."""
-STREAM_CAP = 32 * 1024 * 1024
-"""A stream is read up to this many bytes: an agent that never stops cannot fill memory
-within a case's time bound."""
+STREAM_CAP = 2 * 1024 * 1024
+"""A stream is read up to this many bytes by default (``max_stream_bytes``,
+``--max-stream-bytes``): an agent that never stops cannot fill memory within a case's
+time bound. What one exchange costs the checker is a few times its bytes (the frames,
+the parsed events, what the pipeline delivered, the folded thread — about 7×), and a
+check makes up to ~30 exchanges: 2 MiB keeps a check against an endless stream well
+under 500 MB (32 MiB took 4.8 GB and more, issue 28)."""
 _SHOWN_REQUEST = 2000
 
 
@@ -60,11 +64,17 @@ class Probe:
     """POSTs to one agent endpoint, with the user's extra headers on every request."""
 
     def __init__(
-        self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 10.0
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+        max_stream_bytes: int = STREAM_CAP,
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
         self.timeout = timeout
+        self.max_stream_bytes = max_stream_bytes
         self.http = self._client()
         self.raw: dict[int, Sent] = {}
 
@@ -87,15 +97,22 @@ class Probe:
             old, self.http = self.http, self._client()
             await old.aclose()
 
-    async def get(self) -> httpx.Response:
-        """One GET of the endpoint (is anything there?), on a connection of its own after."""
+    async def get(self) -> int:
+        """One GET of the endpoint (is anything there?), on a connection of its own after.
+
+        Returns the status. At most :data:`BODY_CAP` bytes of the answer are read:
+        an endpoint that answers a GET with an endless stream (issue 28) filled
+        memory here, before any case ran — ``httpx``'s ``get`` reads a body whole.
+        """
         try:
-            resp = await self.http.get(self.url, headers=self.headers)
+            async with self.http.stream("GET", self.url, headers=self.headers) as resp:
+                status = resp.status_code
+                await _read_body(resp)
         except httpx.HTTPError:
             await self.fresh_after(None, "failed")
             raise
-        await self.fresh_after(resp.status_code)
-        return resp
+        await self.fresh_after(None, "read at most BODY_CAP: the rest is unread")
+        return status
 
     async def post(
         self,
@@ -151,11 +168,13 @@ class Probe:
                             sent.cr = True
                         exchange.frames.extend(reader.feed_frames(chunk))
                     sent.received += len(chunk)
-                    if sent.received > STREAM_CAP:
+                    if sent.received > self.max_stream_bytes:
                         sent.capped = True
                         exchange.error = (
-                            f"the checker stopped reading after {STREAM_CAP // 1048576} MiB "
-                            f"({len(exchange.frames)} events)"
+                            f"the stream exceeded the checker's budget of "
+                            f"{self.max_stream_bytes:,} bytes per exchange (max_stream_bytes) "
+                            f"after {len(exchange.frames):,} events without ending; the checker "
+                            "stopped reading"
                         )
                         break
                     if stop_after is not None and len(exchange.frames) >= stop_after:

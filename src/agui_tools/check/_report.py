@@ -117,6 +117,20 @@ class Finding:
         }
 
 
+SHOWN_HEAD = 200
+"""A report shows a stream's first this many events…"""
+SHOWN_TAIL = 50
+"""…and its last this many (and every event a finding points at); the rest are counted."""
+SHOWN_FRAME = 4000
+"""A report shows at most this many characters of one event."""
+
+
+def _cut(frame: str) -> str:
+    if len(frame) <= SHOWN_FRAME:
+        return frame
+    return f"{frame[:SHOWN_FRAME]}… ({len(frame):,} characters in all)"
+
+
 @dataclass
 class Exchange:
     """One HTTP request to the agent and everything that came back.
@@ -140,16 +154,37 @@ class Exchange:
     """Why the exchange ended abnormally (connection refused, timed out, disconnected)."""
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def shown(self, pinned: Iterable[int] = ()) -> list[tuple[int, str]]:
+        """The events a report shows, as ``(index, text)``: all of them when there are at
+        most :data:`SHOWN_HEAD` + :data:`SHOWN_TAIL`, else the first and last ones and
+        those a finding points at (``pinned``) — each cut at :data:`SHOWN_FRAME` characters.
+
+        A report summarises a long stream rather than copying it: an agent that
+        streams without end made ``check --html`` write 752 MB (issue 28).
+        """
+        n = len(self.frames)
+        if n <= SHOWN_HEAD + SHOWN_TAIL:
+            picked: Iterable[int] = range(n)
+        else:
+            keep = set(range(SHOWN_HEAD)) | set(range(n - SHOWN_TAIL, n))
+            keep |= {i for i in pinned if 0 <= i < n}
+            picked = sorted(keep)
+        return [(i, _cut(self.frames[i])) for i in picked]
+
+    def to_json(self, pinned: Iterable[int] = ()) -> dict[str, Any]:
+        shown = self.shown(pinned)
         out: dict[str, Any] = {
             "label": self.label,
             "request": self.request if self.request is not None else self.raw_request,
             "status": self.status,
             "contentType": self.content_type,
-            "events": list(self.frames),
+            "events": [text for _, text in shown],
             "comments": self.comments,
             "seconds": round(self.seconds, 3),
         }
+        if len(shown) < len(self.frames):
+            out["eventCount"] = len(self.frames)
+            out["eventIndexes"] = [i for i, _ in shown]
         if self.body:
             out["body"] = self.body
         if self.error:
@@ -201,7 +236,10 @@ class CaseResult:
             "expected": self.expected,
             "observed": self.observed,
             "findings": [f.to_json() for f in self.findings],
-            "exchanges": [e.to_json() for e in self.exchanges],
+            "exchanges": [
+                e.to_json(f.event for f in self.findings if f.exchange == i and f.event is not None)
+                for i, e in enumerate(self.exchanges)
+            ],
             "seconds": round(self.seconds, 3),
         }
 

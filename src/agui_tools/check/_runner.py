@@ -19,7 +19,7 @@ from .._text import escape_controls
 from .._version import __version__
 from ._cases import CASES, SECTIONS, Case, basic_run
 from ._context import DEFAULT_TOOLS, Context, Settings
-from ._probe import Probe
+from ._probe import STREAM_CAP, Probe
 from ._report import LEVELS, CaseResult, CheckReport, Finding, Verdict, worst
 from ._tiers import exercised, gate
 
@@ -66,6 +66,7 @@ async def acheck_agent(
     oversize_bytes: int = 16 * 1024 * 1024,
     level: str | None = None,
     interrupt_prompt: str | None = None,
+    max_stream_bytes: int = STREAM_CAP,
 ) -> CheckReport:
     """Run the conformance cases against the agent at ``url``; see :func:`check_agent`."""
     if timeout <= 0:
@@ -87,10 +88,13 @@ async def acheck_agent(
         prompt=prompt,
         oversize_bytes=oversize_bytes,
         interrupt_prompt=interrupt_prompt,
+        max_stream_bytes=max_stream_bytes,
     )
     started = datetime.now(UTC)
     start = time.perf_counter()
-    probe = Probe(url, headers=settings.headers, timeout=timeout)
+    if max_stream_bytes <= 0:
+        raise UsageError(f"max_stream_bytes must be a positive number, not {max_stream_bytes}")
+    probe = Probe(url, headers=settings.headers, timeout=timeout, max_stream_bytes=max_stream_bytes)
     with _agent_log() as log:
         try:
             await _reachable(probe)
@@ -177,7 +181,9 @@ def check_agent(url: str, **options: Any) -> CheckReport:
     every ``warn``), ``strict`` (the same as ``level="may"``), ``headers``,
     ``tools`` (the frontend tools to advertise, wire ``Tool`` dicts), ``prompt``
     (the message inviting a call), ``interrupt_prompt`` (the message inviting an
-    interrupt, sent when no other run interrupted). Blocking; inside a running event loop use :func:`acheck_agent`.
+    interrupt, sent when no other run interrupted), ``max_stream_bytes`` (what is
+    read of one answer before the checker stops: a ``LIMIT`` warning; 2 MiB).
+    Blocking; inside a running event loop use :func:`acheck_agent`.
 
     Raises :class:`~agui_tools.TransportError` when the agent cannot be reached
     at all and :class:`~agui_tools.UsageError` for bad options; everything the

@@ -240,6 +240,7 @@ ol.events{font:12px/1.5 ui-monospace,Menlo,Consolas,monospace;background:#0f172a
 ol.events li{white-space:pre-wrap;word-break:break-all}
 ol.events li.offending{background:#7f1d1d;color:#fff;outline:2px solid #f87171}
 ol.events li.warning{background:#713f12;color:#fff}
+ol.events li.omitted{list-style:none;color:#94a3b8;font-style:italic}
 .exchange h4{margin:10px 0 2px;font-size:13px}
 """
 
@@ -374,8 +375,13 @@ def _exchange_html(
     if ex.body:
         parts.append(f"<pre>{_e(ex.body)}</pre>")
     if ex.frames:
+        pinned = [n for (at, n) in offending if at == index]
         parts.append('<ol class="events" start="0">')
-        for n, frame in enumerate(ex.frames):
+        after = -1
+        for n, frame in ex.shown(pinned):
+            if n > after + 1:
+                parts.append(f'<li class="omitted">… {n - after - 1:,} event(s) not shown</li>')
+            after = n
             verdict = offending.get((index, n))
             cls = ""
             if verdict is Verdict.FAIL:
@@ -383,7 +389,11 @@ def _exchange_html(
             elif verdict is Verdict.WARN:
                 cls = ' class="warning"'
             shown = str(frame) if frame else "(a frame the SSE reader could not produce)"
-            parts.append(f'<li id="{_anchor(case.id, index, n)}"{cls}>{_e(shown)}</li>')
+            parts.append(f'<li value="{n}" id="{_anchor(case.id, index, n)}"{cls}>{_e(shown)}</li>')
+        if after < len(ex.frames) - 1:
+            parts.append(
+                f'<li class="omitted">… {len(ex.frames) - after - 1:,} event(s) not shown</li>'
+            )
         parts.append("</ol>")
     if ex.comments:
         parts.append(f"<p>{ex.comments} SSE comment line(s) (keep-alives)</p>")

@@ -29,6 +29,7 @@ from . import (
     demo_cmd,
     inspect_cmd,
     mock_cmd,
+    proxy_cmd,
     run_cmd,
     serve_cmd,
     verify_cmd,
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     demo_cmd.register(sub)
     serve_cmd.register(sub)
+    proxy_cmd.register(sub)
     run_cmd.register(sub)
     chat_cmd.register(sub)
     inspect_cmd.register(sub)

@@ -80,6 +80,13 @@ def register(sub: Any) -> None:
         "--strict", action="store_true", help="every warning fails the check (= --level may)"
     )
     p.add_argument(
+        "--max-stream-bytes",
+        type=_bytes,
+        default=2 * 1024 * 1024,
+        metavar="BYTES",
+        help="read at most this much of one answer, then stop (a LIMIT warning; default 2 MiB)",
+    )
+    p.add_argument(
         "-H",
         "--header",
         action="append",
@@ -124,6 +131,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the byte budget must be positive, not {text}")
     return value
 
 
@@ -224,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
             tools=tools,
             prompt=args.prompt or prompt,
             interrupt_prompt=args.interrupt_prompt,
+            max_stream_bytes=args.max_stream_bytes,
         )
     except KeyboardInterrupt:
         print("\nagui-tools check: interrupted", file=sys.stderr)

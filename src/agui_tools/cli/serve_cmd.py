@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import math
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -71,6 +73,14 @@ def register(sub: Any) -> None:
         default=30.0,
         metavar="SECONDS",
         help="time a client has to send its whole request body; then 408 (default 30)",
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT: stop accepting, let runs in flight finish this long, then end "
+        "them with RUN_ERROR (default 30)",
     )
     p.add_argument(
         "--header-timeout",
@@ -197,6 +207,42 @@ def _is_async(agent: Any) -> bool:
     )
 
 
+def _graceful_server_class() -> Any:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """uvicorn, with the endpoint's own shutdown first: on SIGTERM/SIGINT it stops
+        accepting, lets runs in flight finish for ``grace`` seconds and ends the rest
+        with ``RUN_ERROR`` (uvicorn alone would wait for them forever, or with
+        ``timeout_graceful_shutdown`` cut them with no terminal event)."""
+
+        def __init__(self, config: Any, endpoint: Any, grace: float) -> None:
+            super().__init__(config)
+            self.endpoint = endpoint
+            self.grace = grace
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for server in self.servers:
+                server.close()  # stop accepting now, not after the grace period
+            for sock in sockets or []:
+                sock.close()
+            ended = await self.endpoint.shutdown(self.grace)
+            if ended:
+                print(
+                    f"agui-tools serve: ended {ended} run(s) still going after "
+                    f"{self.grace:g} s with RUN_ERROR",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            await super().shutdown(sockets)
+
+    return GracefulServer
+
+
+def _graceful_server(config: Any, endpoint: Any, grace: float) -> Any:
+    return _graceful_server_class()(config, endpoint, grace)
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound before "Serving …" is printed: a taken port is
     reported alone, and the printed URL answers as soon as it is read."""
@@ -277,6 +323,7 @@ def run(args: argparse.Namespace) -> int:
         limit_concurrency=args.limit_concurrency,
         header_timeout=args.header_timeout,
         send_timeout=args.send_timeout,
+        shutdown_grace=args.shutdown_grace,
     )
     return 0
 
@@ -292,9 +339,12 @@ def serve_on(
     limit_concurrency: int | None = None,
     header_timeout: float | None = 10.0,
     send_timeout: float | None = 30.0,
+    shutdown_grace: float = 30.0,
 ) -> None:
     """Print "Serving WHAT at URL" on stdout, then serve ``app`` on the bound ``sock``
-    until Ctrl-C (which stops it cleanly); the socket is closed on the way out."""
+    until Ctrl-C or SIGTERM (which stop it cleanly: an AG-UI endpoint's runs in flight
+    get ``shutdown_grace`` seconds, then a ``RUN_ERROR``); the socket is closed on the
+    way out."""
     import uvicorn
 
     from .._text import guarded_logger
@@ -310,14 +360,27 @@ def serve_on(
         access_log=access_log,
         limit_concurrency=limit_concurrency,
         http=deadline_protocol(header_timeout=header_timeout, send_timeout=send_timeout),
+        # a backstop: the endpoint ends its runs at the grace period; uvicorn cancels
+        # whatever is left (a response not ours) a little after
+        timeout_graceful_shutdown=math.ceil(shutdown_grace) + 5,
     )
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute
     for name in ("uvicorn.error", "asyncio"):
         guarded_logger(name)
     print(f"Serving {what} at http://{shown}:{port}{path}", flush=True)
+    # uvicorn re-raises the signal that stopped it once it has shut down; SIGTERM's
+    # default action would then kill the process after a clean shutdown (status -15):
+    # a handler that does nothing makes a graceful SIGTERM exit 0, as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    endpoint = getattr(getattr(app, "state", None), "agui_endpoint", None)
+    server = (
+        _graceful_server(config, endpoint, shutdown_grace)
+        if callable(getattr(endpoint, "shutdown", None))
+        else uvicorn.Server(config)
+    )
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: cleanly
         pass
     finally:

@@ -104,6 +104,11 @@ _INTERNAL_ERROR: Final = {
     "code": "InternalError",
 }
 _FALLBACK_ERROR: Final = sse_frame(encode_json(_INTERNAL_ERROR))
+_SHUTDOWN_ERROR: Final = {
+    "type": "RUN_ERROR",
+    "message": "the server is shutting down: the run did not finish within the grace period",
+    "code": "ServerShuttingDown",
+}
 
 
 def accepts_proto(accept: str | None) -> bool:
@@ -251,10 +256,47 @@ class AgentEndpoint:
         self.max_messages = max_messages
         self._active = 0
         self._judging = asyncio.Semaphore(1)
+        self._runs: set[asyncio.Task[None]] = set()
+        self._ended_by_shutdown: set[asyncio.Task[None]] = set()
+        self.closing = False
+        """Set by :meth:`shutdown`: new requests are refused (503, ``Connection: close``)."""
+
+    async def shutdown(self, grace: float) -> int:
+        """Stop taking runs; let those in flight finish for ``grace`` seconds; end the rest.
+
+        A run still going after the grace period is cancelled (the agent sees
+        ``asyncio.CancelledError``) and its stream ends with ``RUN_ERROR``
+        ``ServerShuttingDown`` — a terminal event, so its client knows the run
+        ended rather than seeing a cut stream (TRANS-1) — and the body is closed.
+        Requests arriving meanwhile (on a kept-alive connection) get 503. Returns
+        how many runs were ended that way. ``serve`` calls it on SIGTERM/SIGINT.
+        """
+        self.closing = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self._runs and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        left = list(self._runs)
+        if left:
+            log.warning(
+                "shutting down: ending %d run(s) still going after %g s with RUN_ERROR",
+                len(left),
+                grace,
+            )
+        for driver in left:
+            self._ended_by_shutdown.add(driver)
+            driver.cancel()
+        end = loop.time() + 5.0
+        while self._runs and loop.time() < end:  # their streams write the RUN_ERROR
+            await asyncio.sleep(0.02)
+        return len(left)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
             raise RuntimeError("AgentEndpoint serves HTTP only")
+        if self.closing:
+            await _refuse(scope, receive, send, _closing())
+            return
         if self.max_concurrency is not None and self._active >= self.max_concurrency:
             await _refuse(scope, receive, send, _busy(self.max_concurrency))
             return
@@ -366,6 +408,21 @@ class AgentEndpoint:
             if not message.get("more_body", False):
                 return bytes(body)
 
+    def judge_body(self, body: bytes) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:
+        """The server's verdict on a request body, as data — nothing is run or sent.
+
+        ``(run_input, 200, None)`` when it would be served; ``(None, status, problem)``
+        when it would be refused: the status and the ``error`` member of the JSON
+        body this server answers (400, 413, 422, 409 — see :meth:`_judge`).
+        ``agui-tools proxy`` judges a frontend's inputs with it, so the proxy and
+        the server hold one copy of every input rule. Synchronous, like
+        :meth:`_judge`: a large body is judged in a worker thread by the caller.
+        """
+        verdict = self._verdict(body)
+        if isinstance(verdict, _Rejected):
+            return None, verdict.status, verdict.error
+        return verdict, 200, None
+
     def _verdict(self, body: bytes) -> dict[str, Any] | _Rejected:
         """:meth:`_judge`, with a refusal returned — detached — instead of raised.
 
@@ -466,11 +523,11 @@ class AgentEndpoint:
 
             channel = EventChannel(high_water=self.high_water, encode=encode)
             headers, frame, keepalive = _PROTO_HEADERS, _as_is, None
-            fallback = encode(_INTERNAL_ERROR)
+            fallback, closing = encode(_INTERNAL_ERROR), encode(_SHUTDOWN_ERROR)
         else:
             channel = EventChannel(high_water=self.high_water)
             headers, frame, keepalive = _SSE_HEADERS, sse_frame, sse_comment()
-            fallback = _FALLBACK_ERROR
+            fallback, closing = _FALLBACK_ERROR, sse_frame(encode_json(_SHUTDOWN_ERROR))
         driver = asyncio.create_task(
             drive(
                 self.agent,
@@ -484,10 +541,19 @@ class AgentEndpoint:
         # even if drive() itself died, the reader below must wake up and end the body
         driver.add_done_callback(lambda _: channel.close())
         watcher = asyncio.create_task(_watch_disconnect(receive, channel, driver))
+        self._runs.add(driver)
+
+        def ending() -> tuple[bytes, bool]:  # what a stream that stopped short ends with
+            if driver in self._ended_by_shutdown:
+                return closing, True
+            return fallback, False
+
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await self._pump(channel, send, frame, keepalive, fallback)
+            await self._pump(channel, send, frame, keepalive, ending)
         finally:
+            self._runs.discard(driver)
+            self._ended_by_shutdown.discard(driver)
             watcher.cancel()
             driver.cancel()
             await asyncio.wait({watcher, driver})
@@ -501,13 +567,14 @@ class AgentEndpoint:
         send: Send,
         frame: Callable[[bytes], bytes],
         keepalive: bytes | None,
-        fallback: bytes,
+        ending: Callable[[], tuple[bytes, bool]],
     ) -> None:
         """Move events to the wire until the run's terminal event (or the client leaves).
 
         ``frame`` wraps one payload for the binding, ``keepalive`` is what a quiet
-        stream sends (``None``: nothing), ``fallback`` the ``RUN_ERROR`` for a bug
-        of ours."""
+        stream sends (``None``: nothing), ``ending()`` the ``RUN_ERROR`` for a
+        producer that stopped short: a bug of ours, or the shutdown's grace period
+        that ran out."""
         ended = False
         try:
             while not channel.aborted:
@@ -521,9 +588,12 @@ class AgentEndpoint:
             if channel.aborted:
                 return
             if channel.ended_with is None:
-                # the producer ended without a terminal event: a bug of ours, reported in-stream
-                log.error("the run ended without a terminal event; sending RUN_ERROR")
-                await _body(send, fallback)
+                # the producer ended without a terminal event: ended by the shutdown, or a
+                # bug of ours — reported in-stream either way
+                last, shutting_down = ending()
+                if not shutting_down:
+                    log.error("the run ended without a terminal event; sending RUN_ERROR")
+                await _body(send, last)
             ended = True
         except OSError:
             channel.abort()  # ASGI 2.4 servers raise on send after a disconnect
@@ -531,7 +601,7 @@ class AgentEndpoint:
         except Exception:
             log.exception("internal error while streaming the run")
             if channel.ended_with != "RUN_ERROR":
-                await _body(send, fallback)
+                await _body(send, ending()[0])
             ended = True
         finally:
             if ended:
@@ -638,6 +708,14 @@ def _forbidden(what: str) -> _Rejected:
     )
 
 
+def _closing() -> _Rejected:
+    return _Rejected(
+        503,
+        {"path": "", "message": "the server is shutting down and takes no new runs; retry."},
+        close=True,
+    )
+
+
 def _busy(limit: int) -> _Rejected:
     return _Rejected(
         503,
@@ -708,11 +786,15 @@ def agent_app(
         allowed_hosts=allowed_hosts,
     )
     app: Any = endpoint if authorize is None else Authorized(endpoint, authorize)
-    return routed(app, path, allowed_origins)
+    return routed(app, path, allowed_origins, endpoint=endpoint)
 
 
-def routed(app: Any, path: str, allowed_origins: Sequence[str]) -> Starlette:
-    """``app`` at ``POST path``, with CORS answered for ``allowed_origins`` (none: no CORS)."""
+def routed(
+    app: Any, path: str, allowed_origins: Sequence[str], *, endpoint: Any = None
+) -> Starlette:
+    """``app`` at ``POST path``, with CORS answered for ``allowed_origins`` (none: no CORS);
+    ``endpoint`` (default: ``app`` itself) is kept as ``state.agui_endpoint``, which
+    ``serve`` shuts down gracefully."""
     middleware = []
     if allowed_origins:
         middleware.append(
@@ -723,4 +805,6 @@ def routed(app: Any, path: str, allowed_origins: Sequence[str]) -> Starlette:
                 allow_headers=["content-type", "accept", "authorization"],
             )
         )
-    return Starlette(routes=[Route(path, app, methods=["POST"])], middleware=middleware)
+    served = Starlette(routes=[Route(path, app, methods=["POST"])], middleware=middleware)
+    served.state.agui_endpoint = app if endpoint is None else endpoint
+    return served

@@ -54,9 +54,51 @@ from ._schema import (
     compiled,
 )
 
-__all__ = ["DEFAULT_MAX_DEPTH", "Enforcer", "depth_excess", "escape_pointer"]
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "MAX_ID_BYTES",
+    "Enforcer",
+    "depth_excess",
+    "escape_pointer",
+    "id_problem",
+]
 
 DEFAULT_MAX_DEPTH: Final = 128
+
+MAX_ID_BYTES: Final = 1024
+"""The longest identifier (``threadId``, ``runId``, ``toolCallId``, ``messageId``, any
+``id`` / ``…Id`` field), in UTF-8 bytes, this implementation accepts — and no NUL.
+
+Ids are opaque (EVT-10), and the spec sets no length; this is the implementation's
+limit (rule ``LIMIT``), the same for every store: PostgreSQL's ``text`` cannot hold
+a NUL (a call id with one bricked its thread, issue 28) and its B-tree keys are at
+most ~2.7 kB (a 1 MB thread id could not be saved), while SQLite and memory took
+both. Refused where ids enter — enforcement, for events and run inputs — and again
+at every store's boundary (:func:`id_problem`), so an id is refused identically
+everywhere instead of failing in one store only."""
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an identifier here (:data:`MAX_ID_BYTES`), or ``None``."""
+    if "\x00" in value:
+        return (
+            f"contains a NUL character (U+0000), which no store can hold (at {value.index(chr(0))})"
+        )
+    if (
+        len(value) > MAX_ID_BYTES // 4
+        and len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES
+    ):
+        return (
+            f"is {len(value.encode('utf-8', 'surrogatepass')):,} bytes of UTF-8, over the "
+            f"{MAX_ID_BYTES:,}-byte limit of an identifier"
+        )
+    return None
+
+
+def _is_id_field(name: str) -> bool:
+    return name == "id" or name.endswith("Id")
+
+
 """How deeply one JSON document (an event, a run input) may nest, counting the
 document itself as level 1.
 
@@ -265,6 +307,19 @@ class _Walker:
                 self._wrong(node, v, path)
             if node.pattern is not None and not node.pattern.match(v):
                 self.malformed(path, f"expected {node.expected()} (RFC 6901).", v)
+            if _is_id_field(path.rpartition("/")[2]):
+                problem = id_problem(v)
+                if problem is not None:
+                    raise LimitExceeded(
+                        "LIMIT",
+                        f"the identifier at {path} {problem}: ids are opaque (EVT-10), but "
+                        f"this implementation accepts at most {MAX_ID_BYTES} bytes and no NUL "
+                        "(MAX_ID_BYTES), the same in every store.",
+                        index=self.index,
+                        path=path,
+                        event_type=self.event_type,
+                        where="run input" if self.input_mode else None,
+                    )
             return v
         if isinstance(node, ObjectNode):
             return self.object(node, v, path)
@@ -439,6 +494,8 @@ def _test_for(node: Node, key: str) -> str:
     which names it. Events without open values pay nothing for this.
     """
     if isinstance(node, StringNode) and node.pattern is None:
+        if _is_id_field(key):  # a long id, or one with a NUL, goes to the walker
+            return f'(v.__class__ is not str or len(v) > {MAX_ID_BYTES // 4} or "\\x00" in v)'
         return "v.__class__ is not str"
     if isinstance(node, IntNode):
         lo = node.minimum if node.minimum is not None else -(2**63)

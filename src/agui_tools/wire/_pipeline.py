@@ -171,7 +171,11 @@ class ConsumerPipeline:
             self.error = exc if exc.index == index else exc.at(index)
             raise self.error from None
 
-    def feed_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[WireEvent]:
+    def feed_many(
+        self,
+        frames: Iterable[bytes | str | Mapping[str, Any]],
+        fold: Callable[[WireEvent, int], None] | None = None,
+    ) -> list[WireEvent]:
         """Consume several events; return everything to deliver, in order.
 
         Same semantics as calling :meth:`feed` per frame, in one loop: the SSE
@@ -182,6 +186,14 @@ class ConsumerPipeline:
         The loop inlines the common case — a clean event (the enforcer's fast
         check), no chunk stream open, not a chunk — and hands anything else to
         the same stage methods :meth:`feed` uses.
+
+        ``fold(event, index)``, when given, takes each event as it is delivered —
+        before the next frame is read — and may raise :class:`ProtocolViolation`
+        (a limit the reducer keeps): the stream then fails *at that event*, as if
+        the pipeline had found it, and no later frame is judged. Folded after the
+        whole batch instead, a state ``LIMIT`` followed by ``RUN_FINISHED`` in one
+        network chunk named the later event and left the run a success (issue 28).
+        An event ``fold`` refused is not in the result nor in :attr:`partial`.
         """
         if self.error is not None:
             raise self.error
@@ -191,7 +203,15 @@ class ConsumerPipeline:
             out: list[WireEvent] = []
             try:
                 for frame in frames:
-                    out += self.feed(frame)
+                    delivered = self.feed(frame)
+                    if fold is not None:
+                        for k, ev in enumerate(delivered):
+                            try:
+                                fold(ev, self.index)
+                            except ProtocolViolation as exc:
+                                self.partial = delivered[:k]
+                                raise self.reject(exc) from None
+                    out += delivered
             except ProtocolViolation:
                 self.partial = out + self.partial
                 raise
@@ -250,10 +270,14 @@ class ConsumerPipeline:
                     kind = wire["type"]
                 if not lanes and kind not in CHUNK_TYPES:
                     verifier.dispatch[kind](wire, index)
+                    if fold is not None:
+                        fold(wire, index)
                     append(wire)
                     continue
                 for ev in expand(wire, index):
                     verifier.dispatch[ev["type"]](ev, index)
+                    if fold is not None:
+                        fold(ev, index)
                     append(ev)
         except ProtocolViolation as exc:
             self.index = index

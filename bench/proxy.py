@@ -1,0 +1,225 @@
+"""What ``agui-tools proxy`` costs: the same agent, the same stream, direct and through it.
+
+* **added latency per event** — the agent (``bench/servers.py``, ``paced`` mode)
+  sends deltas one per chunk, each carrying the ``CLOCK_MONOTONIC`` time it was
+  sent at (one clock for every process on the machine); the client notes when
+  each arrives. The added latency is the proxied percentile minus the direct one
+  (p50, p99), over the same number of events;
+* **throughput** — events/s one client receives of a long run (``burst``: text
+  deltas then argument deltas, as fast as the agent can), direct and proxied;
+  the goal is ≥ 80 % of direct;
+* **memory per proxied stream** — the proxy process's resident set growth with
+  concurrent idle streams open through it, per stream.
+
+The proxy runs as the user runs it (``python -m agui_tools proxy``), judging every
+event (the default) and with ``--strict`` (each chunk judged before it is sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+from agui_tools.testing import free_port
+from agui_tools.wire._framing import SSEReader
+
+from .transport import ROOT, Server, _body, _consume
+
+PACED_EVENTS = 2_000
+BURST_EVENTS = 25_000
+IDLE_STREAMS = 200
+
+
+class Proxy:
+    """``agui-tools proxy UPSTREAM`` as its own process."""
+
+    def __init__(self, upstream: str, *extra: str) -> None:
+        port = free_port()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agui_tools", "proxy", upstream, "--port", str(port), *extra],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("Proxying"):
+            raise RuntimeError(f"the proxy did not start: {line!r}")
+        self.url = f"http://127.0.0.1:{port}/"
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+async def _latencies(url: str, n: int) -> list[float]:
+    """Microseconds from the agent's send to the client's receipt, per delta."""
+    out: list[float] = []
+    reader = SSEReader()
+    async with (
+        httpx.AsyncClient(timeout=120) as client,
+        client.stream(
+            "POST",
+            url,
+            content=_body("paced", {"mode": "paced", "n": n, "interval": 0.001}),
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+        ) as r,
+    ):
+        async for chunk in r.aiter_raw():
+            now = time.monotonic_ns()
+            for frame in reader.feed(chunk):
+                event = orjson.loads(frame)
+                if event["type"] == "TEXT_MESSAGE_CONTENT":
+                    out.append((now - int(event["delta"])) / 1000)
+    return out
+
+
+def _pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
+
+
+async def _throughput(url: str, n: int, repeats: int = 3) -> tuple[int, float]:
+    async with httpx.AsyncClient(timeout=300) as client:
+        await _consume(client, url, 500, "warmup")
+        best, frames = float("inf"), 0
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            frames = await _consume(client, url, n, f"r{i}")
+            best = min(best, time.perf_counter() - t0)
+    return frames, best
+
+
+async def _idle(proxy: Proxy, url: str, streams: int) -> float:
+    """KiB of proxy RSS per open idle stream."""
+    limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        await _consume(client, url, 100, "warm")
+        before = proxy.rss_kib()
+        opened = asyncio.Event()
+        release = asyncio.Event()
+        ready = 0
+
+        async def one(i: int) -> None:
+            nonlocal ready
+            async with client.stream(
+                "POST",
+                url,
+                content=_body(f"idle{i}", {"mode": "idle"}),
+                headers={"Content-Type": "application/json"},
+            ) as r:
+                async for _ in r.aiter_raw():
+                    ready += 1
+                    if ready == streams:
+                        opened.set()
+                    await release.wait()
+                    return
+
+        tasks = [asyncio.create_task(one(i)) for i in range(streams)]
+        await asyncio.wait_for(opened.wait(), 120)
+        await asyncio.sleep(0.5)
+        after = proxy.rss_kib()
+        release.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return (after - before) / streams
+
+
+ROUNDS = 3
+
+
+def results() -> dict[str, dict[str, float]]:
+    """Each path measured once per round, the paths interleaved, the best round kept per
+    figure: on a shared machine the load moves between runs, and a path measured only
+    after another is measured under another load."""
+    server = Server("ours")
+    proxies: dict[str, Proxy] = {}
+    out: dict[str, dict[str, float]] = {}
+    try:
+        proxies = {"proxy": Proxy(server.url), "proxy --strict": Proxy(server.url, "--strict")}
+        urls = {"direct": server.url, **{name: p.url for name, p in proxies.items()}}
+        for name in urls:
+            out[name] = {"p50": float("inf"), "p99": float("inf"), "rate": 0.0}
+        for _ in range(ROUNDS):
+            for name, url in urls.items():
+                lat = asyncio.run(_latencies(url, PACED_EVENTS))
+                frames, seconds = asyncio.run(_throughput(url, BURST_EVENTS, repeats=1))
+                row = out[name]
+                row["p50"] = min(row["p50"], _pct(lat, 50))
+                row["p99"] = min(row["p99"], _pct(lat, 99))
+                row["rate"] = max(row["rate"], frames / seconds)
+        for name, proxy in proxies.items():
+            out[name]["kib_per_stream"] = asyncio.run(_idle(proxy, proxy.url, IDLE_STREAMS))
+    finally:
+        for proxy in proxies.values():
+            proxy.stop()
+        server.stop()
+    return out
+
+
+def report(rows: dict[str, dict[str, float]] | None = None) -> str:
+    load_before = os.getloadavg()[0]
+    rows = rows or results()
+    load_after = os.getloadavg()[0]
+    direct = rows["direct"]
+    lines = [
+        "### Proxy overhead: the same agent and stream, direct and through `agui-tools proxy`",
+        "",
+        "| path | latency p50 (µs) | p99 (µs) | added p50 | added p99 | events/s | vs direct "
+        "| KiB per idle stream |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in rows.items():
+        added = name != "direct"
+        lines.append(
+            f"| {name} | {r['p50']:,.0f} | {r['p99']:,.0f} | "
+            + (
+                f"{r['p50'] - direct['p50']:+,.0f} | {r['p99'] - direct['p99']:+,.0f} | "
+                if added
+                else "— | — | "
+            )
+            + f"{r['rate']:,.0f} | {r['rate'] / direct['rate']:.0%} | "
+            + (f"{r['kib_per_stream']:,.1f} |" if added else "— |")
+        )
+    lines += [
+        "",
+        f"* every path measured once per round, the paths interleaved, {ROUNDS} rounds, the best "
+        "round kept per figure (the load on a shared machine moves between runs);",
+        f"* latency: {PACED_EVENTS:,} deltas 1 ms apart, each its own chunk, stamped with "
+        "CLOCK_MONOTONIC by the agent and read by the client on arrival; the added latency is "
+        "the proxied percentile minus the direct one (goal: p99 under 1 ms = 1,000 µs);",
+        f"* throughput: one run of {BURST_EVENTS:,} text deltas then {BURST_EVENTS:,} argument "
+        "deltas after a warm-up, read by the same client (httpx + SSEReader) "
+        "(goal: ≥ 80 % of direct);",
+        f"* memory: the proxy's RSS growth with {IDLE_STREAMS} concurrent idle streams open "
+        "through it, per stream;",
+        f"* machine load (1-minute average) {load_before:.1f} before, {load_after:.1f} after, "
+        f"on {os.cpu_count()} cores: the agent, the proxy, its judging process and the client "
+        "share them.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m bench.proxy
+    print(report())

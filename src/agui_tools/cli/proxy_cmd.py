@@ -1,0 +1,288 @@
+"""``agui-tools proxy UPSTREAM`` — a verifying proxy between any frontend and any agent."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections import Counter
+from typing import IO, TYPE_CHECKING, Any
+
+import orjson
+
+from .._text import terminal_text
+from ._common import cut
+
+if TYPE_CHECKING:
+    from ..check._watch import WatchFinding
+
+HELP = """\
+Stand between a frontend and an agent and judge both: point the frontend (a
+CopilotKit runtime, the official HttpAgent, your own client) at the printed URL
+instead of the agent's. Every request is forwarded to UPSTREAM and its answer
+streamed back byte for byte, each chunk as it arrives; on the way, the agent's
+stream is judged as a producer (every stream rule, rule IDs, event indexes —
+what `agui-tools verify` says of it) and each run input the frontend sends is
+judged as an application (what our server refuses with 409/422: a call left
+unanswered, FE-8; and, against the thread's previous run as the proxy saw it,
+its pending calls answered, its interrupts covered by the resume list,
+INT-6/7/8).
+
+A path after the proxy's root is appended to UPSTREAM (/ is UPSTREAM itself).
+Accept is forwarded untouched: both bindings (SSE, protobuf) pass.
+
+Findings: one line each on stderr, and with --log one JSON object per line
+({"rule", "severity", "side": "agent"|"frontend", "threadId", "runId",
+"toolCallIds", "index", "message"}) to FILE or, with "-", stdout. Ctrl-C stops
+the proxy and prints a summary.
+
+--strict: the first event that breaks a producer rule is replaced by a
+RUN_ERROR naming the rule (in the stream's binding) and the stream ends; an
+input our server would refuse is answered as it answers (409/422 JSON) and
+never forwarded.
+
+--record DIR: every POST exchange saved as DIR/NNNN.input.json (the body as the
+frontend sent it), DIR/NNNN.sse, .pb, .ndjson or .json (the answer's body as
+the agent sent it) and DIR/NNNN.meta.json; `agui-tools verify DIR/0001.sse
+--input DIR/0001.input.json` judges a recording as the proxy did.
+
+Exit codes: 0 stopped (Ctrl-C) with no error found, 1 stopped after errors were
+found (the summary lists them), 2 bad usage (UPSTREAM is not an http(s) URL,
+the port is taken, DIR cannot be created).
+"""
+
+
+def register(sub: Any) -> None:
+    from .serve_cmd import _port
+
+    p = sub.add_parser(
+        "proxy",
+        help="forward a frontend's requests to an agent, judging both sides on the way",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("upstream", metavar="UPSTREAM", help="the agent's URL, e.g. http://host/agent")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=_port, default=8001, help="port (default 8001; 0 picks a free one)"
+    )
+    p.add_argument("--record", metavar="DIR", help="record every exchange in DIR (docs/proxy.md)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="end a stream that breaks a rule with RUN_ERROR; refuse an input our server refuses",
+    )
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        help='write each finding as one JSON line to FILE ("-": stdout), appended',
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name (Host) clients reach the proxy by, besides localhost and IP addresses; "
+        "repeatable; '*' any",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time to connect to UPSTREAM before answering 502 (default 10)",
+    )
+    p.add_argument(
+        "--inspect",
+        action="store_true",
+        help="also serve the inspector's timeline of the live traffic, read-only (its URL is "
+        "printed on a second stdout line)",
+    )
+    p.set_defaults(func=run)
+
+
+def _upstream(text: str) -> str | None:
+    """Why ``text`` is not an agent URL (``None``: it is one)."""
+    import httpx
+
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        return f"not a URL ({exc})"
+    if url.scheme not in ("http", "https"):
+        return "not an http:// or https:// URL"
+    if not url.host:
+        return "it names no host"
+    return None
+
+
+class _Log:
+    """Where findings go: one human line on stderr, one JSON line to ``--log``."""
+
+    def __init__(self, sink: IO[bytes] | None) -> None:
+        self.sink = sink
+        self.upstream_errors = 0
+
+    def finding(self, finding: WatchFinding) -> None:
+        print(terminal_text(f"agui-tools proxy: {finding.line()}"), file=sys.stderr, flush=True)
+        self._write(finding.to_json())
+
+    def upstream_error(self, url: str, message: str) -> None:
+        self.upstream_errors += 1
+        print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
+        self._write({"event": "upstream-error", "url": url, "message": message})
+
+    def _write(self, document: dict[str, Any]) -> None:
+        if self.sink is not None:
+            self.sink.write(orjson.dumps(document) + b"\n")
+            self.sink.flush()
+
+
+def summary(
+    exchanges: int, findings: list[WatchFinding], upstream_errors: int, abandoned: int = 0
+) -> list[str]:
+    """The lines printed when the proxy stops."""
+    errors = sum(1 for f in findings if f.severity == "error")
+    lines = [
+        f"agui-tools proxy: {exchanges} run request(s), {errors} error(s), "
+        f"{len(findings) - errors} warning(s)"
+        + (f", {upstream_errors} upstream failure(s)" if upstream_errors else "")
+        + (
+            f", {abandoned} stream(s) cut short (the frontend left, or the proxy stopped)"
+            if abandoned
+            else ""
+        )
+    ]
+    counts = Counter((f.side, f.severity, f.rule) for f in findings)
+    for (side, severity, rule), n in sorted(counts.items()):
+        first = next(f for f in findings if (f.side, f.severity, f.rule) == (side, severity, rule))
+        where = f"thread {first.thread_id!r} run {first.run_id!r}"
+        if first.index is not None:
+            where += f" event #{first.index}"
+        lines.append(f"  {side:<8} {severity:<7} {rule:<10} x{n}  first: {where}")
+    if not findings:
+        lines.append("  no rule broken by either side")
+    return [terminal_text(line) for line in lines]
+
+
+async def _with_inspector(server: Any, sock: Any, inspector: Any, args: Any) -> None:
+    """The proxy and its read-only inspector, in one event loop: the inspector's
+    timeline is filled by the proxy's own traffic."""
+    from ..ui.inspector import serve_inspector
+
+    def ready(url: str) -> None:
+        print(f"AG-UI inspector (read-only): {url}", flush=True)
+
+    page = asyncio.create_task(
+        serve_inspector(
+            inspector, host=args.host, port=0, ready=ready, allowed_hosts=args.allow_host
+        )
+    )
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        page.cancel()
+        await asyncio.gather(page, return_exceptions=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .._text import guarded_logger
+    from ..transport._deadlines import deadline_protocol
+    from ..transport._proxy import ProxyApp
+    from .serve_cmd import _bind, _log_config
+
+    problem = _upstream(args.upstream)
+    if problem is not None:
+        print(
+            terminal_text(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r}: {problem}"),
+            file=sys.stderr,
+        )
+        return 2
+    sink: IO[bytes] | None = None
+    if args.log == "-":
+        sink = sys.stdout.buffer
+    elif args.log:
+        try:
+            sink = open(args.log, "ab")  # noqa: SIM115 - open for the server's lifetime
+        except OSError as exc:
+            print(
+                f"agui-tools proxy: cannot open --log {args.log}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return 2
+    log = _Log(sink)
+    inspector = None
+    if args.inspect:
+        from ..ui.inspector._live import LiveInspector
+
+        inspector = LiveInspector(args.upstream)
+    try:
+        app = ProxyApp(
+            args.upstream,
+            strict=args.strict,
+            record=args.record,
+            on_finding=log.finding,
+            on_upstream_error=log.upstream_error,
+            allowed_hosts=[args.host, *args.allow_host],
+            connect_timeout=args.connect_timeout,
+            judge_in_process=True,  # forwarding never waits for the judge (not with --strict)
+            observer=inspector,
+        )
+    except OSError as exc:
+        print(
+            f"agui-tools proxy: cannot record in {args.record}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        print(
+            f"agui-tools proxy: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_config=_log_config("warning", False),
+        log_level="warning",
+        access_log=False,
+        http=deadline_protocol(),
+        timeout_graceful_shutdown=1,
+    )
+    for name in ("uvicorn.error", "asyncio"):
+        guarded_logger(name)
+    print(
+        terminal_text(
+            f"Proxying AG-UI at http://{shown}:{port}/ to {cut(args.upstream)}"
+            + (" (strict)" if args.strict else "")
+            + (f", recording in {args.record}" if args.record else "")
+        ),
+        flush=True,
+    )
+    try:
+        if inspector is None:
+            uvicorn.Server(config).run(sockets=[sock])
+        else:
+            asyncio.run(_with_inspector(uvicorn.Server(config), sock, inspector, args))
+    except KeyboardInterrupt:  # Ctrl-C is how the proxy is stopped: the summary follows
+        pass
+    finally:
+        sock.close()
+        app.stop_judge()
+    for line in summary(app.exchanges, app.findings, log.upstream_errors, app.abandoned):
+        print(line, file=sys.stderr)
+    errors = any(f.severity == "error" for f in app.findings)
+    print(
+        "agui-tools proxy: stopped" + (" — errors were found (exit 1)" if errors else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    if sink is not None and sink is not sys.stdout.buffer:
+        sink.close()
+    return 1 if errors else 0

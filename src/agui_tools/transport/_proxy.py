@@ -1,0 +1,780 @@
+"""A verifying proxy in front of any agent: the I/O of ``agui-tools proxy``.
+
+A thin adapter, like the server: the judging is :mod:`agui_tools.check._watch`
+(sans-I/O); this module moves bytes. A frontend points at the proxy instead of the
+agent; every request is forwarded to ``upstream`` and its answer streamed back.
+
+Theory of operation:
+
+* **Forwarding** — method, body and end-to-end headers go upstream (hop-by-hop
+  headers — ``Connection`` and the ones it names, ``Keep-Alive``, ``TE``,
+  ``Transfer-Encoding``, ``Upgrade``, ``Proxy-*`` — are dropped, as are ``Host``
+  and ``Content-Length``, which httpx sets; ``Accept-Encoding`` is dropped so the
+  body arrives as the agent wrote it, uncompressed, and can be judged). ``Accept``
+  is untouched, so the frontend still negotiates the binding (SSE or protobuf).
+  The request path is appended to ``upstream`` (``/`` is ``upstream`` itself) with
+  its query. The answer's status and end-to-end headers come back, then its body
+  **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
+  held to be sent later).
+* **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
+  application); a ``200`` answer whose ``Content-Type`` is an event stream is
+  judged chunk by chunk as a producer's stream (the agent), after the chunk is
+  forwarded. Findings go to ``on_finding``; each thread's last run is remembered
+  for the next input (:class:`~agui_tools.check._watch.ThreadLedger`).
+* **Strict** — a chunk is judged *before* it is forwarded: whole events that break
+  nothing go on at once, an event's first bytes wait for its last; the first event
+  breaking a producer rule is replaced by a ``RUN_ERROR`` naming the rule, in the
+  stream's binding, and the stream ends there (the agent's connection is closed).
+  An input our server would refuse is answered as our server answers it (409/422
+  problem JSON) and never forwarded.
+* **Upstream unreachable** — ``502`` with a JSON problem body naming the upstream
+  and why; ``on_upstream_error`` is told. A body cut mid-stream by the agent ends
+  the answer there (the judge says TRANS-2: a truncated run).
+* **Recording** (``record``) — every POST exchange as files (docs/proxy.md has the
+  contract): ``NNNN.input.json`` (the body as the frontend sent it),
+  ``NNNN.sse`` / ``.pb`` / ``.ndjson`` / ``.json`` (the answer's body as the agent
+  sent it, written as it arrives), ``NNNN.meta.json``.
+* **Who may use it** — the ``Host`` is judged as our server judges it
+  (:class:`~agui_tools.transport._auth.HostPolicy`: a DNS-rebinding page cannot
+  reach the agent through the proxy); ``Origin`` and CORS are the agent's own
+  (forwarded, answered by it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pickle
+import re
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import httpx
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from .._text import guarded_logger
+from ..check._watch import InputJudged, StreamWatch, ThreadLedger, WatchFinding, binding_of
+from ._auth import HostPolicy
+from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
+
+if TYPE_CHECKING:
+    from ..agent._run import Run
+
+__all__ = ["HOP_BY_HOP", "JudgePool", "ProxyApp", "ProxyObserver", "Recording"]
+
+log = guarded_logger("agui_tools.proxy")
+
+HOP_BY_HOP: Final = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers that describe one connection, not the message (RFC 9110 §7.6.1)."""
+_NOT_FORWARDED: Final = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
+_EXTENSIONS: Final = {"sse": "sse", "proto": "pb", "ndjson": "ndjson"}
+_NUMBERED: Final = re.compile(r"^(\d{4,})\.input\.json$")
+
+
+async def _never(run: Run) -> None:  # pragma: no cover - the judge never runs an agent
+    raise AssertionError("the proxy's input judge runs no agent")
+
+
+def _end_to_end(headers: Sequence[tuple[bytes, bytes]], drop: frozenset[str]) -> list[Any]:
+    named = set(drop)
+    for name, value in headers:
+        if name.lower() == b"connection":
+            named |= {t.strip().lower() for t in value.decode("latin-1").split(",")}
+    return [(k, v) for k, v in headers if k.decode("latin-1").lower() not in named]
+
+
+class ProxyObserver(Protocol):
+    """What watches the traffic besides the judges (``--inspect``: a read-only inspector)."""
+
+    def exchange_started(self, number: int, url: str, body: bytes) -> None: ...
+    def exchange_event(self, number: int, index: int, frame: Any) -> None: ...
+    def exchange_finding(self, number: int, finding: WatchFinding) -> None: ...
+    def exchange_ended(self, number: int, status: int | None, outcome: Any) -> None: ...
+
+
+class _Timeline:
+    """One answer's frames, as the agent sent them, told to the observer."""
+
+    def __init__(self, observer: ProxyObserver, number: int, binding: str) -> None:
+        from ..wire._framing import FrameNote, NDJSONReader, SSEReader
+        from ..wire._proto_framing import ProtoReader
+
+        self.observer, self.number, self.index = observer, number, -1
+        self._note = FrameNote
+        self._reader: Any = (
+            ProtoReader()
+            if binding == "proto"
+            else NDJSONReader()
+            if binding == "ndjson"
+            else SSEReader()
+        )
+
+    def feed(self, chunk: bytes) -> None:
+        if self._reader is None:
+            return
+        feed = getattr(self._reader, "feed_frames", None)
+        try:
+            frames = feed(chunk) if feed is not None else self._reader.feed(chunk)
+        except Exception:  # NDJSON's reader raises: the judge says why, the timeline stops
+            self._reader = None
+            return
+        for frame in frames:
+            if not isinstance(frame, self._note):
+                self.index += 1
+                self.observer.exchange_event(self.number, self.index, frame)
+
+
+class Recording:
+    """``--record DIR``: each POST exchange as numbered files (docs/proxy.md).
+
+    Numbering goes on after the highest number already in the folder, so a second
+    session adds to a first one's recording and overwrites nothing.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        taken = [
+            int(m.group(1))
+            for p in self.directory.iterdir()
+            if (m := _NUMBERED.match(p.name)) is not None
+        ]
+        self._next = max(taken, default=0) + 1
+
+    def start(self, body: bytes) -> RecordedExchange:
+        number = self._next
+        self._next += 1
+        prefix = self.directory / f"{number:04d}"
+        Path(f"{prefix}.input.json").write_bytes(body)
+        return RecordedExchange(prefix)
+
+
+class RecordedExchange:
+    """One exchange's files, written as the exchange goes."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = prefix
+        self._file: Any = None
+        self.stream_path: Path | None = None
+
+    def open(self, content_type: str | None) -> None:
+        binding = binding_of(content_type)
+        media = (content_type or "").split(";", 1)[0].strip().lower()
+        ext = _EXTENSIONS.get(binding or "") or ("json" if media.endswith("json") else "body")
+        self.stream_path = Path(f"{self.prefix}.{ext}")
+        self._file = self.stream_path.open("wb")
+
+    def write(self, chunk: bytes) -> None:
+        if self._file is not None:
+            self._file.write(chunk)
+
+    def finish(self, meta: Mapping[str, Any]) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        Path(f"{self.prefix}.meta.json").write_bytes(
+            orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
+        )
+
+
+class ProxyApp:
+    """The ASGI application of ``agui-tools proxy`` (see the module's docstring).
+
+    Args:
+        upstream: the agent's URL (``http://127.0.0.1:8000/agent``).
+        strict: refuse what breaks a rule instead of forwarding it.
+        record: a folder to record every exchange in (``None``: none).
+        on_finding: called with each finding, as it is made.
+        on_upstream_error: called with ``(url, message)`` when the upstream
+            cannot be reached or cuts a body.
+        allowed_hosts: names the proxy is reached by besides ``localhost`` and IP
+            addresses (``"*"``: any).
+        connect_timeout: seconds to connect to the upstream (then 502).
+        read_timeout: seconds the upstream may send nothing mid-body (``None``:
+            no limit; an agent thinking for long is legitimate).
+        max_body_bytes: the largest request body forwarded (413 beyond).
+        judge_in_process: judge streams in a process of its own (:class:`JudgePool`),
+            so forwarding never waits for the judge (not in strict mode, which judges
+            each chunk before it is forwarded). The findings are the same; each arrives
+            a moment after its event was forwarded, and a body's end waits for its
+            verdict.
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        strict: bool = False,
+        record: str | Path | None = None,
+        on_finding: Callable[[WatchFinding], None] | None = None,
+        on_upstream_error: Callable[[str, str], None] | None = None,
+        allowed_hosts: Sequence[str] = (),
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        judge_in_process: bool = False,
+        observer: ProxyObserver | None = None,
+    ) -> None:
+        self.upstream = upstream
+        self.strict = strict
+        self.recording = Recording(record) if record is not None else None
+        self.on_finding = on_finding
+        self.on_upstream_error = on_upstream_error
+        self.hosts = HostPolicy(allowed_hosts)
+        self.max_body_bytes = max_body_bytes
+        self.ledger = ThreadLedger()
+        self.exchanges = 0
+        self.abandoned = 0
+        """Streams cut short: the frontend left, or the proxy stopped, before their end."""
+        self.findings: list[WatchFinding] = []
+        """Every finding of the session, in order (the summary counts them)."""
+        self._endpoint = AgentEndpoint(_never, max_body_bytes=max_body_bytes)
+        self._judging = asyncio.Semaphore(1)
+        self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=30.0, pool=30.0)
+        self._client: httpx.AsyncClient | None = None
+        self._pool = JudgePool() if judge_in_process else None
+        self.observer = observer
+        self._outcomes: dict[int, Any] = {}
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+        return self._client
+
+    def stop_judge(self) -> None:
+        """End the judging process, if one was started (:class:`JudgePool`)."""
+        if self._pool is not None:
+            self._pool.stop()
+
+    async def aclose(self) -> None:
+        self.stop_judge()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- ASGI ------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # pragma: no cover - served with lifespan off
+            return
+        if scope["type"] != "http":
+            return
+        # the server stopping (Ctrl-C) may give up waiting for an exchange: it ends here,
+        # counted in the summary, not as a traceback per open stream
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._exchange(scope, receive, send)
+
+    async def _exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        if not self.hosts.allows(headers.get("host")):
+            await _answer(
+                scope,
+                receive,
+                send,
+                403,
+                f"Host {headers.get('host')!r}: this proxy answers its own names only "
+                "(--allow-host lists others).",
+            )
+            return
+        body = await self._read_body(scope, receive, send, headers)
+        if body is None:
+            return  # answered, or the client left
+        url = self._target(scope)
+        judged: InputJudged | None = None
+        exchange = None
+        number = 0
+        if scope["method"] == "POST":
+            self.exchanges += 1
+            number = self.exchanges
+            if self.observer is not None:
+                self.observer.exchange_started(number, url, body)
+            judged = await self._judge_input(body)
+            exchange = self.recording.start(body) if self.recording is not None else None
+        meta: dict[str, Any] = {
+            "url": url,
+            "status": None,
+            "contentType": None,
+            "threadId": judged.thread_id if judged else None,
+            "runId": judged.run_id if judged else None,
+            "findings": [],
+        }
+        found: list[WatchFinding] = []
+
+        def on_finding(finding: WatchFinding) -> None:
+            found.append(finding)
+            self._found(finding)
+            if self.observer is not None:
+                self.observer.exchange_finding(number, finding)
+
+        try:
+            if judged is not None:
+                for finding in judged.findings:
+                    on_finding(finding)
+                if self.strict and judged.refusal is not None:
+                    status, problem = judged.refusal
+                    meta |= {"status": status, "contentType": "application/json", "refused": True}
+                    await JSONResponse({"error": problem}, status_code=status)(scope, receive, send)
+                    if exchange is not None:
+                        exchange.open("application/json")
+                        exchange.write(orjson.dumps({"error": problem}))
+                    return
+            await self._forward(
+                scope, receive, send, url, body, judged, exchange, meta, on_finding, number
+            )
+        finally:
+            meta["findings"] = [f.to_json() for f in found]
+            if self.observer is not None and number:
+                outcome = self._outcomes.pop(number, None)
+                self.observer.exchange_ended(number, meta["status"], outcome)
+            if exchange is not None:
+                exchange.finish(meta)
+
+    async def _read_body(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers
+    ) -> bytes | None:
+        """The whole request body (it is judged, and recorded, before it is forwarded);
+        ``None`` when it was answered 413 or the client left."""
+        declared = headers.get("content-length")
+        too_large = (
+            declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
+        )
+        body = bytearray()
+        while not too_large:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            too_large = len(body) > self.max_body_bytes
+            if not message.get("more_body", False) and not too_large:
+                return bytes(body)
+        await _answer(scope, receive, send, 413, self._too_large())
+        return None
+
+    def _too_large(self) -> str:
+        return f"the request body exceeds max_body_bytes={self.max_body_bytes}."
+
+    def _target(self, scope: Scope) -> str:
+        path = scope.get("path", "/")
+        url = self.upstream if path in ("", "/") else self.upstream.rstrip("/") + path
+        query = scope.get("query_string", b"")
+        return f"{url}?{query.decode('latin-1')}" if query else url
+
+    async def _judge_input(self, body: bytes) -> InputJudged:
+        if len(body) > INLINE_JUDGE_BYTES:
+            async with self._judging:
+                verdict = await run_in_threadpool(self._endpoint.judge_body, body)
+        else:
+            verdict = self._endpoint.judge_body(body)
+        return self.ledger.judge(body, verdict)
+
+    def _found(self, finding: WatchFinding) -> None:
+        self.findings.append(finding)
+        if self.on_finding is not None:
+            self.on_finding(finding)
+
+    # -- forwarding ------------------------------------------------------------------------
+
+    async def _forward(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        url: str,
+        body: bytes,
+        judged: InputJudged | None,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        on_finding: Callable[[WatchFinding], None],
+        number: int = 0,
+    ) -> None:
+        request = self.client.build_request(
+            scope["method"],
+            url,
+            headers=_end_to_end(scope["headers"], _NOT_FORWARDED),
+            content=body,
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            message = f"the upstream {url} cannot be reached: {_describe(exc)}"
+            meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(url, message)
+            problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
+            if exchange is not None:
+                exchange.open("application/json")
+                exchange.write(orjson.dumps({"error": problem}))
+            await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
+            return
+        content_type = response.headers.get("content-type")
+        meta |= {"status": response.status_code, "contentType": content_type}
+        binding = binding_of(content_type)
+        watch: StreamWatch | None = None  # judged here (strict: before forwarding)
+        remote: _RemoteWatch | None = None  # judged in the judging process
+        run_input = judged.run_input if judged is not None else None
+        if (
+            judged is not None
+            and binding is not None
+            and response.status_code == 200
+            and response.headers.get("content-encoding", "identity") == "identity"
+        ):
+            if self.strict or self._pool is None or self._pool.broken:
+                watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
+            else:
+                remote = self._pool.open(binding, run_input, on_finding)
+        if exchange is not None:
+            exchange.open(content_type)
+        timeline = (
+            _Timeline(self.observer, number, binding)
+            if self.observer is not None and binding is not None and number
+            else None
+        )
+        pump = asyncio.create_task(
+            self._pump(send, response, watch, remote, exchange, meta, timeline)
+        )
+        gone = asyncio.create_task(_disconnected(receive))
+        ended = False
+        try:
+            await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done():  # the frontend left: so does the proxy, upstream too
+                pump.cancel()
+                meta["clientGone"] = True
+        finally:
+            gone.cancel()
+            await asyncio.wait({pump, gone})
+            await response.aclose()
+            ended = not pump.cancelled() and pump.exception() is None
+            # cut short by the frontend leaving, or by the proxy stopping: the agent's run
+            # did not end because of the agent — no truncation is said of it (TRANS-2)
+            cut_short = pump.cancelled()
+            if cut_short:
+                self.abandoned += 1
+            if not pump.cancelled() and pump.exception() is not None:
+                log.error("proxying %s failed", url, exc_info=pump.exception())
+            # the verdict is in — and the thread's last run remembered — before the body
+            # ends: the frontend's next input on the thread is judged against it
+            outcome = None
+            if watch is not None:
+                watch.cut = watch.cut or cut_short
+                outcome = watch.outcome(run_input or {})
+            elif remote is not None:
+                outcome = await remote.outcome(cut_short)
+            if run_input is not None:
+                self.ledger.remember(run_input, outcome)
+            if self.observer is not None and number:
+                self._outcomes[number] = outcome
+        if ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _pump(
+        self,
+        send: Send,
+        response: httpx.Response,
+        watch: StreamWatch | None,
+        remote: _RemoteWatch | None,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        timeline: _Timeline | None = None,
+    ) -> None:
+        """The answer, chunk by chunk, until its end (the caller sends the body's end)."""
+        headers = _end_to_end(response.headers.raw, HOP_BY_HOP)
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": headers}
+        )
+        strict = self.strict and watch is not None
+        try:
+            async for chunk in response.aiter_raw():
+                if exchange is not None:
+                    exchange.write(chunk)
+                if timeline is not None:
+                    timeline.feed(chunk)
+                if not strict:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if watch is not None:
+                        watch.feed(chunk)
+                    elif remote is not None:
+                        await remote.feed(chunk)
+                    continue
+                assert watch is not None
+                out, fatal = watch.admit(chunk)
+                if fatal is not None:
+                    out += watch.run_error(fatal)
+                    meta["cut"] = {"rule": fatal.rule, "index": fatal.index}
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+                if fatal is not None:
+                    break
+        except httpx.HTTPError as exc:
+            message = f"the upstream {response.request.url} cut the body: {_describe(exc)}"
+            meta["upstreamError"] = message
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(str(response.request.url), message)
+
+
+# -- judging in a process of its own ----------------------------------------------------------
+
+BACKLOG_BYTES: Final = 32 * 1024 * 1024
+"""Bytes forwarded but not yet handed to the judge, across streams, before forwarding
+waits for it: a judge slower than the agent holds at most this much, never the streams."""
+_HEADER: Final = struct.Struct("!i")  # multiprocessing.Connection's own message header
+
+
+def _judge_worker(jobs: Any, results: Any) -> None:
+    """The judging process: a :class:`StreamWatch` per open stream, findings sent back.
+
+    ``jobs`` and ``results`` are the two ends of one-way pipes (Connections); each
+    message is a pickled tuple."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the proxy's to handle
+    watches: dict[int, tuple[StreamWatch, Mapping[str, Any]]] = {}
+
+    def put(message: Any) -> None:
+        results.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    while True:
+        try:
+            job = pickle.loads(jobs.recv_bytes())
+        except (EOFError, OSError):
+            return  # the proxy is gone
+        if job is None:
+            return
+        ex = job[1]
+        try:
+            _job(job, watches, put)
+        except OSError:  # the results pipe is closed: the proxy has stopped
+            return
+        except Exception as exc:  # a bug of ours: said, and the stream's verdict is lost
+            watches.pop(ex, None)
+            try:
+                put(("failed", ex, f"{type(exc).__name__}: {exc}"))
+            except OSError:
+                return
+
+
+def _job(
+    job: tuple[Any, ...],
+    watches: dict[int, tuple[StreamWatch, Mapping[str, Any]]],
+    put: Callable[[Any], None],
+) -> None:
+    """One job of the judging process: open a stream, judge a chunk, close a stream."""
+    kind, ex = job[0], job[1]
+    if kind == "open":
+
+        def found(finding: WatchFinding, ex: int = ex) -> None:
+            put(("finding", ex, finding))
+
+        watches[ex] = (StreamWatch(job[2], run_input=job[3], on_finding=found), job[3] or {})
+    elif kind == "chunk":
+        watches[ex][0].feed(job[2])
+    elif kind == "close":
+        watch, run_input = watches.pop(ex)
+        watch.cut = watch.cut or bool(job[2])
+        put(("closed", ex, watch.outcome(run_input)))
+
+
+class _RemoteWatch:
+    """One stream judged in the pool's process."""
+
+    def __init__(self, pool: JudgePool, ex: int, on_finding: Callable[[WatchFinding], None]):
+        self.pool, self.ex, self.on_finding = pool, ex, on_finding
+        self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    async def feed(self, chunk: bytes) -> None:
+        await self.pool.send(("chunk", self.ex, chunk))
+
+    async def outcome(self, cut_short: bool = False) -> Any:
+        await self.pool.send(("close", self.ex, cut_short))
+        return await self.done
+
+
+class JudgePool:
+    """Streams judged in a process of their own, so forwarding never waits on the judge.
+
+    Non-strict only (strict judges each chunk before it is forwarded). Started on first
+    use (``spawn``). No thread on the proxy's side: jobs are written to a non-blocking
+    pipe from the event loop, results read when the loop sees them (a thread moving
+    them would take the GIL from the loop for up to a switch interval, 5 ms, on an
+    event's way). A judging process that dies is said in the log, and the streams
+    after it are judged in the proxy's own process.
+    """
+
+    def __init__(self) -> None:
+        self._process: Any = None
+        self._jobs: Any = None  # the proxy's ends of the two pipes
+        self._results: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._open: dict[int, _RemoteWatch] = {}
+        self._next = 0
+        self._out = bytearray()  # framed jobs the pipe did not take yet
+        self._in = bytearray()
+        self._drained = asyncio.Event()
+        self.broken = False
+
+    def open(
+        self,
+        binding: str,
+        run_input: Mapping[str, Any] | None,
+        on_finding: Callable[[WatchFinding], None],
+    ) -> _RemoteWatch:
+        if self._process is None:
+            self._start()
+        self._next += 1
+        remote = _RemoteWatch(self, self._next, on_finding)
+        self._open[self._next] = remote
+        self._write(("open", self._next, binding, dict(run_input) if run_input else None))
+        return remote
+
+    async def send(self, job: tuple[Any, ...]) -> None:
+        if self.broken:
+            return
+        self._write(job)
+        while len(self._out) > BACKLOG_BYTES and not self.broken:
+            self._drained.clear()
+            await self._drained.wait()
+
+    def _write(self, job: tuple[Any, ...]) -> None:
+        payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        pending = bool(self._out)
+        self._out += _HEADER.pack(len(payload))
+        self._out += payload
+        if not pending:
+            self._flush()
+
+    def _flush(self) -> None:
+        assert self._loop is not None
+        fd = self._jobs.fileno()
+        try:
+            while self._out:
+                written = os.write(fd, self._out[: 1 << 20])
+                del self._out[:written]
+        except BlockingIOError:
+            self._loop.add_writer(fd, self._flush)
+            return
+        except OSError:  # the judging process is gone
+            self._died()
+            return
+        self._loop.remove_writer(fd)
+        self._drained.set()
+
+    def _start(self) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        jobs_out, self._jobs = context.Pipe(duplex=False)
+        self._results, results_in = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_judge_worker, args=(jobs_out, results_in), daemon=True
+        )
+        self._process.start()
+        jobs_out.close()
+        results_in.close()
+        os.set_blocking(self._jobs.fileno(), False)
+        os.set_blocking(self._results.fileno(), False)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._results.fileno(), self._read)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self._results.fileno(), 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._died()
+            return
+        buf = self._in
+        buf += data
+        while len(buf) >= 4:
+            (size,) = _HEADER.unpack_from(buf)
+            if len(buf) < 4 + size:
+                break
+            message = pickle.loads(bytes(buf[4 : 4 + size]))
+            del buf[: 4 + size]
+            self._dispatch(message)
+
+    def _died(self) -> None:
+        if self.broken:
+            return
+        self.broken = True
+        assert self._loop is not None
+        self._loop.remove_reader(self._results.fileno())
+        self._loop.remove_writer(self._jobs.fileno())
+        if self._process is not None:
+            self._process.join(timeout=1)
+            log.error(
+                "the judging process ended (exit %s); judging in-process from now on",
+                self._process.exitcode,
+            )
+        self._drained.set()
+        for waiting in self._open.values():
+            if not waiting.done.done():
+                waiting.done.set_result(None)
+        self._open.clear()
+
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        kind, ex = message[0], message[1]
+        remote = self._open.get(ex)
+        if kind == "finding" and remote is not None:
+            remote.on_finding(message[2])
+        elif kind in ("closed", "failed"):
+            self._open.pop(ex, None)
+            if kind == "failed":
+                log.error("judging a stream failed: %s", message[2])
+            if remote is not None and not remote.done.done():
+                remote.done.set_result(message[2] if kind == "closed" else None)
+
+    def stop(self) -> None:
+        """End the judging process: its pipe closed, it ends (or is ended)."""
+        if self._process is None:
+            return
+        process, self._process = self._process, None
+        self.broken = True
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._results.fileno())
+            self._loop.remove_writer(self._jobs.fileno())
+        self._jobs.close()  # the worker reads EOF and returns
+        self._results.close()
+        process.join(timeout=5)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=5)
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _answer(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
+    await JSONResponse(
+        {"error": {"path": "", "message": message}},
+        status_code=status,
+        headers={"connection": "close"},
+    )(scope, receive, send)
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text

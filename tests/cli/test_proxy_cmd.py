@@ -1,0 +1,239 @@
+"""``agui-tools proxy``: bad usage before anything is bound, the printed URL answers at once,
+findings as JSON lines, Ctrl-C ends with the summary and one line — never a traceback."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from agui_tools.wire._framing import SSEReader, sse_frame
+from tests.helpers.scripted_server import Script, app_for, serve
+from tests.helpers.terminal import AGUI, ENV, ROOT
+
+INPUT = {"threadId": "t1", "runId": "r1", "messages": []}
+BROKEN = [
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "search"},
+    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+]
+
+
+@pytest.mark.parametrize(
+    ("upstream", "says"),
+    [
+        ("localhost:8000/agent", "is not an http:// or https:// URL"),
+        ("ftp://example.test/agent", "is not an http:// or https:// URL"),
+        ("http:///agent", "it names no host"),
+    ],
+    ids=["no-scheme", "ftp", "no-host"],
+)
+def test_a_bad_upstream_url_is_one_line_exit_2(upstream: str, says: str) -> None:
+    proc = subprocess.run(
+        [*AGUI, "proxy", upstream, "--port", "0"],
+        capture_output=True, text=True, timeout=60, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"agui-tools proxy: UPSTREAM {upstream!r}: {says.replace('is not', 'not')}"
+    ]
+
+
+def test_a_port_in_use_is_said_without_claiming_to_proxy() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [*AGUI, "proxy", "http://127.0.0.1:9/agent", "--port", str(port)],
+            capture_output=True, text=True, timeout=60, env=ENV, cwd=ROOT,
+        )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == (
+        f"agui-tools proxy: cannot serve on 127.0.0.1:{port}: Address already in use"
+    )
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [*AGUI, "proxy", *args, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.match(r"Proxying AG-UI at (\S+) to ", line)
+    assert found is not None, (line, proc.stderr.read() if proc.stderr else "")
+    return proc, found.group(1)
+
+
+def _ctrl_c(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
+
+
+def test_findings_as_json_lines_and_ctrl_c_prints_the_summary(tmp_path: Path) -> None:
+    log = tmp_path / "findings.jsonl"
+    script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in BROKEN])
+    with serve(app_for(script)) as base:
+        proc, url = _start(f"{base}/agent", "--log", str(log), "--record", str(tmp_path / "rec"))
+        try:
+            answer = httpx.post(
+                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
+            )  # no retry: bound before printed
+            assert answer.status_code == 200
+        finally:
+            code, out, err = _ctrl_c(proc)
+    assert code == 1  # errors were found
+    assert out == ""  # stdout holds the one line, read above
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith(
+        "agui-tools proxy: error [TOOL-20] agent thread 't1' run 'r1' event #3"
+    )
+    assert lines[-3:] == [
+        "agui-tools proxy: 1 run request(s), 1 error(s), 0 warning(s)",
+        "  agent    error   TOOL-20    x1  first: thread 't1' run 'r1' event #3",
+        "agui-tools proxy: stopped — errors were found (exit 1)",
+    ]
+    (entry,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert entry["rule"] == "TOOL-20" and entry["side"] == "agent" and entry["index"] == 3
+    assert entry["toolCallIds"] == ["c1"] and entry["severity"] == "error"
+    assert (tmp_path / "rec" / "0001.sse").exists()
+
+
+def test_ctrl_c_with_nothing_found_exits_0_and_log_dash_is_stdout() -> None:
+    script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in (BROKEN[0], BROKEN[-1])])
+    with serve(app_for(script)) as base:
+        proc, url = _start(f"{base}/agent", "--log", "-")
+        try:
+            httpx.post(
+                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
+            )
+        finally:
+            code, out, err = _ctrl_c(proc)
+    assert code == 0 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s)",
+        "  no rule broken by either side",
+        "agui-tools proxy: stopped",
+    ]
+
+
+def test_ctrl_c_during_a_stream_is_still_one_summary() -> None:
+    script = Script(chunks=[sse_frame(orjson.dumps(BROKEN[0]))], hang_after=True)
+    with serve(app_for(script)) as base:
+        proc, url = _start(f"{base}/agent")
+        with httpx.stream(
+            "POST", url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
+        ) as answer:
+            next(answer.iter_raw())  # the stream is open, the upstream will not end it
+            code, _, err = _ctrl_c(proc)
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("agui-tools proxy: stopped")
+    assert lines[-3] == (
+        "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
+        "(the frontend left, or the proxy stopped)"
+    )  # not a truncation the agent is accused of (TRANS-2)
+    assert code == 0
+
+
+def test_an_unreachable_upstream_is_named_in_the_log(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as spare:
+        dead = f"http://127.0.0.1:{spare.getsockname()[1]}/agent"
+    log = tmp_path / "log.jsonl"
+    proc, url = _start(dead, "--log", str(log))
+    try:
+        answer = httpx.post(
+            url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
+        )
+    finally:
+        code, _, err = _ctrl_c(proc)
+    assert answer.status_code == 502 and dead in answer.json()["error"]["message"]
+    (entry,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert entry["event"] == "upstream-error" and entry["url"] == dead
+    assert "1 upstream failure(s)" in err and code == 0
+
+
+ACTIONS = [
+    ("prompt", {"text": "hi"}),
+    ("consent", {"callId": "c1", "decision": "approve"}),
+    ("answer", {"callId": "c1", "value": 1}),
+    ("stop", {}),
+    ("new-thread", {}),
+]
+
+
+def test_inspect_shows_the_live_traffic_read_only() -> None:
+    script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in BROKEN])
+    with serve(app_for(script)) as base:
+        proc, url = _start(f"{base}/agent", "--inspect")
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            page_url = re.match(r"AG-UI inspector \(read-only\): (\S+)", line)
+            assert page_url is not None, line
+            page = page_url.group(1)
+            html = httpx.get(page, timeout=10)
+            assert html.status_code == 200 and "Content-Security-Policy" in html.headers
+            token = re.search(r"&quot;token&quot;:&quot;([^&]+)&quot;", html.text)
+            assert token is not None, html.text[:500]
+            # the inspector's own checks: no token, a foreign Host — refused
+            assert httpx.get(f"{page}api/events", timeout=10).status_code == 403
+            assert (
+                httpx.get(
+                    f"{page}api/events?token={token.group(1)}",
+                    headers={"host": "evil.test"},
+                    timeout=10,
+                ).status_code
+                == 403
+            )
+            httpx.post(
+                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
+            )
+            seen: list[dict[str, object]] = []
+            with httpx.stream(
+                "GET", f"{page}api/events?token={token.group(1)}", timeout=10
+            ) as events:
+                reader = SSEReader()
+                for chunk in events.iter_raw():
+                    for message in (json.loads(d) for d in reader.feed(chunk)):
+                        # what piled up comes as one "batch" message holding the others
+                        batch = message.get("messages") if message["kind"] == "batch" else None
+                        seen += batch if isinstance(batch, list) else [message]
+                    if any(m["kind"] == "run-end" for m in seen):
+                        break
+            kinds = [m["kind"] for m in seen]
+            seen = seen[kinds.index("run-start") :]  # after what the page is shown first
+            kinds = [m["kind"] for m in seen]
+            assert kinds[0] == "run-start" and kinds[-1] == "run-end"
+            assert [m["type"] for m in seen if m["kind"] == "event"] == [e["type"] for e in BROKEN]
+            (violation,) = [m for m in seen if m["kind"] == "violation"]
+            assert violation["rule"] == "TOOL-20" and violation["index"] == 3
+            # read-only: the page cannot drive the thread
+            origin = page.rstrip("/")
+            for action, body in ACTIONS:
+                refused = httpx.post(
+                    f"{page}api/{action}",
+                    content=orjson.dumps(body),
+                    headers={
+                        "content-type": "application/json",
+                        "origin": origin,
+                        "x-inspector-token": token.group(1),
+                    },
+                    timeout=10,
+                )
+                assert refused.status_code == 403 and "read-only" in refused.text, action
+        finally:
+            code, _, err = _ctrl_c(proc)
+    assert "Traceback" not in err and code == 1
+    assert err.strip().splitlines()[-1] == "agui-tools proxy: stopped — errors were found (exit 1)"

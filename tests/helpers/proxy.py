@@ -1,0 +1,70 @@
+"""``agui-tools proxy`` in a test: a real :class:`ProxyApp` on a loopback port.
+
+:func:`proxied` serves a proxy in front of ``upstream`` with uvicorn in a thread
+(:func:`tests.helpers.scripted_server.serve`) and yields a :class:`Proxied`: its
+URL, the app (its findings, its ledger) and what it told its log.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agui_tools.check._watch import WatchFinding
+from agui_tools.transport._proxy import ProxyApp
+from tests.helpers.scripted_server import serve
+
+__all__ = ["Proxied", "proxied"]
+
+
+@dataclass
+class Proxied:
+    url: str
+    app: ProxyApp
+    findings: list[WatchFinding] = field(default_factory=list)
+    upstream_errors: list[tuple[str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def rules(self, side: str | None = None) -> list[str]:
+        with self.lock:
+            return [f.rule for f in self.findings if side is None or f.side == side]
+
+
+@contextmanager
+def proxied(
+    upstream: str,
+    *,
+    strict: bool = False,
+    record: Path | None = None,
+    wrap: Callable[[Any], Any] | None = None,
+    **options: Any,
+) -> Iterator[Proxied]:
+    """``wrap``: ASGI middleware served around the proxy (a recorder of what it sent)."""
+    holder: list[Proxied] = []
+
+    def on_finding(finding: WatchFinding) -> None:
+        with holder[0].lock:
+            holder[0].findings.append(finding)
+
+    def on_upstream_error(url: str, message: str) -> None:
+        with holder[0].lock:
+            holder[0].upstream_errors.append((url, message))
+
+    app = ProxyApp(
+        upstream,
+        strict=strict,
+        record=record,
+        on_finding=on_finding,
+        on_upstream_error=on_upstream_error,
+        **options,
+    )
+    try:
+        with serve(wrap(app) if wrap is not None else app) as base:
+            holder.append(Proxied(f"{base}/", app))
+            yield holder[0]
+    finally:
+        app.stop_judge()
