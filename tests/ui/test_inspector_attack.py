@@ -155,3 +155,59 @@ def test_a_composed_run_does_not_enter_the_threads_state_history(browser: Any) -
         page.wait_for_timeout(300)
         panel = page.locator("#panel-state").inner_text()
         assert "composed" not in panel, panel[:600]
+
+
+# The inline regex markdown.js used before its scanner: the reference the scanner must
+# agree with (except for backtick runs, where the scanner takes CommonMark's reading).
+OLD_INLINE = r"""async ([cases, seed, count]) => {
+  const { inline, link } = await import('/static/markdown.js');
+  const { el } = await import('/static/core.js');
+  const RE = /(`+)([\s\S]*?[^`])\1(?!`)|!\[([^\]]*)\]\(([^)\s]*)\)|\[([^\]]+)\]\(([^)\s]+)\)|<(https?:\/\/[^>\s]+)>|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__|\*(?=[^\s*])([\s\S]*?[^\s*])\*|(?<![\p{L}\p{N}_])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\p{L}\p{N}_])/gu;
+  function old(text, depth = 0) {
+    if (depth > 4) return [document.createTextNode(text)];
+    const out = []; let last = 0; let m;
+    const re = new RegExp(RE.source, "gu");
+    while ((m = re.exec(text)) !== null) {
+      if (m.index > last) out.push(document.createTextNode(text.slice(last, m.index)));
+      if (m[1] !== undefined) out.push(el("code", { text: m[2] }));
+      else if (m[4] !== undefined) out.push(el("span", { class: "inert-link", title: "images are not loaded", text: `image: ${m[3] || "(no description)"} (${m[4]})` }));
+      else if (m[5] !== undefined) out.push(link(m[5], m[6]));
+      else if (m[7] !== undefined) out.push(link(m[7], m[7]));
+      else if (m[8] !== undefined || m[9] !== undefined) out.push(el("strong", {}, ...old(m[8] ?? m[9], depth + 1)));
+      else out.push(el("em", {}, ...old(m[10] ?? m[11], depth + 1)));
+      last = re.lastIndex;
+    }
+    if (last < text.length) out.push(document.createTextNode(text.slice(last)));
+    return out;
+  }
+  const html = (nodes) => { const d = document.createElement("div"); d.append(...nodes); return d.innerHTML; };
+  let x = seed;
+  const rand = (k) => { x = (x * 1103515245 + 12345) % 2147483648; return x % k; };
+  const alphabet = ["[", "]", "(", ")", "!", "*", "**", "_", "__", " ", "a", "b", "é", "<", ">", "https://e.x/", "javascript:", "\n"];
+  const all = [...cases];
+  for (let c = 0; c < count; c++) {
+    let s = ""; const len = 1 + rand(14);
+    for (let k = 0; k < len; k++) s += alphabet[rand(alphabet.length)];
+    all.push(s);
+  }
+  return all.map((s) => [s, html(old(s)), html(inline(s))]).filter(([, a, b]) => a !== b);
+}"""
+
+
+def test_the_inline_scanner_renders_spans_as_the_regex_did(browser: Any) -> None:
+    """The linear scanner replacing the quadratic regex must render every span as the
+    regex did: fixed cases and 5,000 random strings of Markdown's inline delimiters."""
+    cases = [
+        "**bold** and *em* and _em_ and __strong__",
+        "[a link](https://example.com/a?b=1) and [bad](javascript:alert(1))",
+        "![alt](https://x/y.png) ![](z) <https://auto.link/x> <http://a b>",
+        "snake_case_name stays, _this_ is em, a_b_ c",
+        "**nested *em* inside** and *unclosed and **x",
+        "[a [b](c) [](d) [e]( f) [g](h",
+        "*a **b** c* __x *y* z__ ** not ** * not *",
+        "`code` and `` a ` b `` and ```x```",
+    ]
+    with inspector_server(agent_setup(_hostile_state_app())) as served:
+        with open_page(browser, served.url) as page:
+            differ = page.evaluate(OLD_INLINE, [cases, 7, 5000])
+    assert differ == [], differ[:5]
