@@ -211,3 +211,34 @@ def test_the_inline_scanner_renders_spans_as_the_regex_did(browser: Any) -> None
         with open_page(browser, served.url) as page:
             differ = page.evaluate(OLD_INLINE, [cases, 7, 5000])
     assert differ == [], differ[:5]
+
+
+def test_a_turn_waiting_on_interrupts_says_so_and_new_thread_stays_usable(browser: Any) -> None:
+    """After a run ends with 7 interrupts the run is over and the page waits for answers,
+    yet the status said "The agent is working: wait for this turn to end before sending."
+    and New thread was disabled (busy). It must say what it waits for, and New thread
+    (after a confirmation: it abandons the open interrupts) must start over."""
+    from agui_tools.agent import Run
+    from agui_tools.transport import agent_app
+
+    async def agent(run: Run) -> None:
+        if not run.resume:
+            run.interrupt([{"id": f"i{k}", "reason": "input"} for k in range(7)])
+
+    app = agent_app(agent, path="/agent")
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        old = page.locator("#thread-id").inner_text()
+        send(page, "ask me")
+        page.locator(".card.interrupt").nth(6).wait_for()
+        status = page.locator("#status")
+        assert status.inner_text() == "Answer the 7 open interrupts (or cancel them) to continue"
+        assert "working" not in page.locator("#prompt-hint").inner_text()
+        page.get_by_role("button", name="Cancel interrupt input").first.click()
+        page.locator("#status", has_text="Answer the 6 open interrupts").wait_for()
+        fresh = page.get_by_role("button", name="Start a new thread")
+        assert fresh.is_enabled()
+        page.once("dialog", lambda dialog: dialog.accept())
+        fresh.click()
+        page.locator("#thread-id").filter(has_not_text=old).wait_for()
+        assert served.call(lambda: served.inspector.thread_id) != old
+        page.get_by_role("status").filter(has_text="idle").wait_for()
