@@ -242,3 +242,42 @@ def test_a_turn_waiting_on_interrupts_says_so_and_new_thread_stays_usable(browse
         page.locator("#thread-id").filter(has_not_text=old).wait_for()
         assert served.call(lambda: served.inspector.thread_id) != old
         page.get_by_role("status").filter(has_text="idle").wait_for()
+
+
+def test_a_delta_only_the_back_end_refuses_is_not_in_the_history(browser: Any) -> None:
+    """A delta valid as RFC 6902 that the back end's reducer still refuses (STATE-2: it
+    would nest the state past max_depth) must not be applied by the page either: the
+    page learns it from the back end's warning (run and event index) and computes the
+    later steps again without it."""
+
+    def nested(depth: int) -> Any:
+        value: Any = 0
+        for _ in range(depth):
+            value = {"n": value}
+        return value
+
+    deep_path = "/n" * 99  # the innermost object of the snapshot
+    app = raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "STATE_SNAPSHOT", "snapshot": nested(100)},
+            {
+                "type": "STATE_DELTA",
+                "delta": [{"op": "add", "path": deep_path, "value": nested(40)}],
+            },
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": 1}]},
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )
+    with inspector_server(agent_setup(app)) as served, open_page(browser, served.url) as page:
+        send(page, "deep")
+        _finished(page)
+        page.get_by_role("tab", name="State").click()
+        page.wait_for_timeout(300)
+        real = served.call(lambda: served.inspector.session.conversation.state)
+        assert real == {**nested(100), "x": 1}  # the deep delta was refused, /x applied
+        panel = page.locator("#panel-state").inner_text()
+        after = panel.split("The state after it", 1)[1].split("State events", 1)[0]
+        assert json.loads(after) == real
+        page.locator("#deltas button.step", has_text="#2 STATE_DELTA").click()
+        assert "refused by the back end" in page.locator("#state-diff").inner_text()
