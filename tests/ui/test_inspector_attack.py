@@ -210,7 +210,19 @@ def test_the_inline_scanner_renders_spans_as_the_regex_did(browser: Any) -> None
     with inspector_server(agent_setup(_hostile_state_app())) as served:
         with open_page(browser, served.url) as page:
             differ = page.evaluate(OLD_INLINE, [cases, 7, 5000])
+            # a block's spans are bounded (MAX_SPANS): past them the text stays, plain
+            capped = page.evaluate(CAPPED, "**a" * 3000)
     assert differ == [], differ[:5]
+    # "**a**" "a" … a thousand times (the delimiters taken), then the rest as sent
+    assert capped == {"strong": 1000, "text": "aa" * 1000 + ("**a" * 3000)[6000:]}
+
+
+CAPPED = """async (text) => {
+  const { renderMarkdown } = await import('/static/markdown.js');
+  const d = document.createElement('div');
+  d.append(renderMarkdown(text));
+  return { strong: d.querySelectorAll('strong').length, text: d.textContent };
+}"""
 
 
 def test_a_turn_waiting_on_interrupts_says_so_and_new_thread_stays_usable(browser: Any) -> None:

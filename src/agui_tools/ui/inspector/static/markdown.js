@@ -42,6 +42,13 @@ export function link(label, href) {
 // Spans, tried in this order at each position (the leftmost span wins): `code` (a run
 // of n backticks up to the next run of exactly n), ![image](address), [text](url),
 // <http://autolink>, **strong**, __strong__, *em*, _em_ (not inside a word).
+//
+// A block has at most MAX_SPANS spans (nested ones included, shared by a paragraph's
+// lines): past them the rest of the block is plain text. The scan is linear already;
+// the bound is for the DOM — 66,000 "**a" would otherwise be 33,000 <strong> elements,
+// a long task of layout however quickly they are found.
+
+export const MAX_SPANS = 1000;
 
 const SPACE = /\s/;
 const WORD = /[\p{L}\p{N}_]/u;
@@ -54,7 +61,7 @@ function nextTable(text, stops) {
   return next;
 }
 
-export function inline(text, depth = 0) {
+export function inline(text, depth = 0, budget = { spans: MAX_SPANS }) {
   if (depth > 4) return [document.createTextNode(text)];
   const n = text.length;
   const out = [];
@@ -67,6 +74,7 @@ export function inline(text, depth = 0) {
   });
   let last = 0;
   const emit = (from, node, to) => {
+    budget.spans--;
     if (from > last) out.push(document.createTextNode(text.slice(last, from)));
     out.push(node);
     last = to;
@@ -80,7 +88,7 @@ export function inline(text, depth = 0) {
   };
   const notSpace = (c) => c !== undefined && !SPACE.test(c);
   let i = 0;
-  while (i < n) {
+  while (i < n && budget.spans > 0) {
     const c = text[i];
     if (c === "`") {
       let r = i;
@@ -126,7 +134,7 @@ export function inline(text, depth = 0) {
       const delim = c + c;
       const j = closer(delim, delim, i + 3, (j) => notSpace(text[j - 1]));
       if (j >= 0) {
-        emit(i, el("strong", {}, ...inline(text.slice(i + 2, j), depth + 1)), j + 2);
+        emit(i, el("strong", {}, ...inline(text.slice(i + 2, j), depth + 1, budget)), j + 2);
         i = j + 2;
         continue;
       }
@@ -134,14 +142,14 @@ export function inline(text, depth = 0) {
     if (c === "*" && notSpace(text[i + 1]) && text[i + 1] !== "*") {
       const j = closer("*", "*", i + 2, (j) => notSpace(text[j - 1]) && text[j - 1] !== "*");
       if (j >= 0) {
-        emit(i, el("em", {}, ...inline(text.slice(i + 1, j), depth + 1)), j + 1);
+        emit(i, el("em", {}, ...inline(text.slice(i + 1, j), depth + 1, budget)), j + 1);
         i = j + 1;
         continue;
       }
     } else if (c === "_" && notSpace(text[i + 1]) && text[i + 1] !== "_" && !(i > 0 && WORD.test(text[i - 1]))) {
       const j = closer("_", "_", i + 2, (j) => notSpace(text[j - 1]) && text[j - 1] !== "_" && !(j + 1 < n && WORD.test(text[j + 1])));
       if (j >= 0) {
-        emit(i, el("em", {}, ...inline(text.slice(i + 1, j), depth + 1)), j + 1);
+        emit(i, el("em", {}, ...inline(text.slice(i + 1, j), depth + 1, budget)), j + 1);
         i = j + 1;
         continue;
       }
@@ -154,9 +162,10 @@ export function inline(text, depth = 0) {
 
 function paragraph(lines) {
   const p = el("p");
+  const budget = { spans: MAX_SPANS };
   lines.forEach((line, i) => {
     if (i) p.append(el("br"));
-    p.append(...inline(line));
+    p.append(...inline(line, 0, budget));
   });
   return p;
 }
