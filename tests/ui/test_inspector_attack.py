@@ -293,3 +293,39 @@ def test_a_delta_only_the_back_end_refuses_is_not_in_the_history(browser: Any) -
         assert json.loads(after) == real
         page.locator("#deltas button.step", has_text="#2 STATE_DELTA").click()
         assert "refused by the back end" in page.locator("#state-diff").inner_text()
+
+
+def test_a_restored_threads_state_is_the_latest_step_of_its_history(
+    browser: Any, tmp_path: Any
+) -> None:
+    """The history's latest step is the current state, also when the page saw none of
+    the events that made it: a thread restored from the store has a state and no state
+    events in this page — its state is a step of its own, the back end's."""
+    from agui_tools.app._store_sqlite import SQLiteStore
+
+    db = tmp_path / "threads.db"
+    index = tmp_path / "threads.db.inspector.json"
+    app = raw_app(
+        lambda request, ids: [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "STATE_SNAPSHOT", "snapshot": {"kept": [1, 2]}},
+            {"type": "RUN_FINISHED", **ids},
+        ]
+    )
+    with (
+        inspector_server(agent_setup(app, store=SQLiteStore(db), index=index)) as served,
+        open_page(browser, served.url) as page,
+    ):
+        send(page, "keep this")
+        _finished(page)
+    with (
+        inspector_server(agent_setup(app, store=SQLiteStore(db), index=index)) as served,
+        open_page(browser, served.url) as page,
+    ):
+        page.locator(".bubble.note", has_text="resumed from the store").wait_for()
+        page.get_by_role("tab", name="State").click()
+        page.wait_for_timeout(300)
+        panel = page.locator("#panel-state").inner_text()
+        assert "the thread's state, as the back end has it" in panel
+        after = panel.split("The state after it", 1)[1].split("State events", 1)[0]
+        assert json.loads(after) == {"kept": [1, 2]}

@@ -10,7 +10,7 @@ import { $, el, json, on, onRender, shownValue } from "./core.js";
 
 const CHECKPOINT = 32;
 const MAX_LISTED = 500;
-const steps = []; // {run, index, type: "input" | "STATE_SNAPSHOT" | "STATE_DELTA", payload}
+const steps = []; // {run, index, type: "input" | "STATE_SNAPSHOT" | "STATE_DELTA" | "thread", payload}
 const checkpoints = new Map(); // step → the state after it (cloned)
 let current; // the state after the last step, kept up to date as steps arrive
 let thread = null; // the state the back end reported after the last turn
@@ -196,12 +196,14 @@ function refuse(k, message) {
 // A composed run (Replay… → Compose) does not change the thread: its state events are
 // not the thread's and never enter its history.
 const composedRuns = new Set();
+let lastRun = 0; // the thread's latest run
 
 on("run-start", (m) => {
   if (m.composed) {
     composedRuns.add(m.run);
     return;
   }
+  lastRun = m.run;
   const state = m.input && typeof m.input === "object" ? m.input.state : undefined;
   if (state !== undefined && JSON.stringify(state) !== JSON.stringify(current)) push({ run: m.run, index: null, type: "input", payload: state });
 });
@@ -224,12 +226,20 @@ on("warning", (m) => {
 on("thread", (m) => {
   // a state over the back end's limit comes as a head: the page's own history has it whole
   thread = "state" in m ? m.state : null;
+  // The latest step is the thread's state, always: should the back end's state after a
+  // turn (or of a restored thread) differ from the page's, it is a step of its own —
+  // the back end's state, never one the page made up.
+  const empty = thread !== null && typeof thread === "object" && !Array.isArray(thread) && !Object.keys(thread).length;
+  if (thread !== null && thread !== undefined && !(current === undefined && empty) && !equal(thread, current)) {
+    push({ run: lastRun, index: null, type: "thread", payload: thread });
+  }
   $("messages").textContent = shownValue(m, "messages");
   dirty = true;
 });
 
 function label(s, n) {
   if (s.type === "input") return `step ${n + 1}: run ${s.run}'s input state`;
+  if (s.type === "thread") return `step ${n + 1}: the thread's state${s.run ? ` after run ${s.run}` : ""}, as the back end has it`;
   return `step ${n + 1}: run ${s.run} #${s.index} ${s.type}`;
 }
 
@@ -271,7 +281,7 @@ function render() {
   const listed = [];
   let earlier = 0;
   for (let k = n - 1; k >= 0; k--) {
-    if (steps[k].type === "input") continue;
+    if (steps[k].type === "input" || steps[k].type === "thread") continue;
     if (listed.length < MAX_LISTED) listed.push(k);
     else earlier++;
   }
