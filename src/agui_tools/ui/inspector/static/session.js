@@ -170,8 +170,12 @@ async function newThread() {
     const n = openInterrupts.size;
     if (!window.confirm(`A new thread abandons the ${n} open interrupt${n === 1 ? "" : "s"} of this one. Start a new thread?`)) return;
     const ended = new Promise((resolve) => { idleAgain = resolve; });
-    await api("stop", {});
-    await ended;
+    try {
+      await api("stop", {});
+    } catch (err) {
+      if (busy) throw err; // (a 409 when the turn ended meanwhile: nothing left to stop)
+    }
+    if (busy) await ended;
   }
   await api("new-thread", {});
 }
