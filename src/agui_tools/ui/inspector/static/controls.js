@@ -11,14 +11,35 @@ export function isBusy() {
   return busy;
 }
 
+const openInterrupts = new Set(); // the interrupts asked and not yet answered
+
+/** What the turn waits for: the agent, or the person's answers to open interrupts (the
+ * run is over then: the turn goes on once each is resolved or cancelled). */
+function waitingFor() {
+  const n = openInterrupts.size;
+  if (!n) return { hint: "The agent is working: wait for this turn to end before sending.", status: "the agent is working…" };
+  const what = `Answer the ${n} open interrupt${n === 1 ? "" : "s"} (or cancel ${n === 1 ? "it" : "them"}) to continue`;
+  return { hint: `${what}; New thread abandons ${n === 1 ? "it" : "them"}.`, status: what };
+}
+
 function setBusy(value) {
   busy = value;
+  if (!value) openInterrupts.clear();
   $("send").disabled = value;
   $("prompt").setAttribute("aria-busy", String(value));
   document.body.dataset.busy = String(value);
-  $("prompt-hint").textContent = value ? "The agent is working: wait for this turn to end before sending." : "";
-  announce(value ? "the agent is working…" : "idle");
+  const said = waitingFor();
+  $("prompt-hint").textContent = value ? said.hint : "";
+  announce(value ? said.status : "idle");
 }
+
+on("interrupt", (m) => {
+  openInterrupts.add(m.id);
+  if (busy) setBusy(true);
+});
+on("interrupt-done", (m) => {
+  if (openInterrupts.delete(m.id) && busy) setBusy(true);
+});
 
 function showTools(msg) {
   const list = $("tools");

@@ -23,7 +23,7 @@ export function safeHref(href) {
   }
 }
 
-function link(label, href) {
+export function link(label, href) {
   const safe = safeHref(href);
   if (safe === null) {
     return el("span", { class: "inert-link", title: `link not followed: ${href}`, text: `${label} (${href})` });
@@ -31,35 +31,141 @@ function link(label, href) {
   return el("a", { href: safe, rel: "noopener noreferrer", target: "_blank", referrerpolicy: "no-referrer", text: label });
 }
 
-// Inline spans, left to right; whatever is not markup is a text node.
-const INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|!\[([^\]]*)\]\(([^)\s]*)\)|\[([^\]]+)\]\(([^)\s]+)\)|<(https?:\/\/[^>\s]+)>|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__|\*(?=[^\s*])([\s\S]*?[^\s*])\*|(?<![\p{L}\p{N}_])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\p{L}\p{N}_])/gu;
+// Inline spans, left to right; whatever is not markup is a text node. A scanner, not one
+// big regex: a regex with lazy `[\s\S]*?` alternatives rescans to the end of the text
+// from every opener that has no closer — quadratic (100 KB of "[a](" froze the tab for
+// seconds). Here each closer is found in O(1) from tables built once per text (the next
+// "]", the next ")"-or-space, the next ">"-or-space), and a delimiter whose closer is not
+// found once is not looked for again (from further on it cannot be found either): linear
+// in the text, times the nesting depth (at most 5).
+//
+// Spans, tried in this order at each position (the leftmost span wins): `code` (a run
+// of n backticks up to the next run of exactly n), ![image](address), [text](url),
+// <http://autolink>, **strong**, __strong__, *em*, _em_ (not inside a word).
+//
+// A block has at most MAX_SPANS spans (nested ones included, shared by a paragraph's
+// lines): past them the rest of the block is plain text. The scan is linear already;
+// the bound is for the DOM — 66,000 "**a" would otherwise be 33,000 <strong> elements,
+// a long task of layout however quickly they are found.
 
-export function inline(text, depth = 0) {
-  const out = [];
-  let last = 0;
-  INLINE.lastIndex = 0;
+export const MAX_SPANS = 1000;
+
+const SPACE = /\s/;
+const WORD = /[\p{L}\p{N}_]/u;
+
+function nextTable(text, stops) {
+  const n = text.length;
+  const next = new Int32Array(n + 1);
+  next[n] = n;
+  for (let k = n - 1; k >= 0; k--) next[k] = stops(text[k]) ? k : next[k + 1];
+  return next;
+}
+
+export function inline(text, depth = 0, budget = { spans: MAX_SPANS }) {
   if (depth > 4) return [document.createTextNode(text)];
-  const re = new RegExp(INLINE.source, "gu"); // nested calls must not share lastIndex
-  let m;
-  while ((m = re.exec(text)) !== null) {
-    if (m.index > last) out.push(document.createTextNode(text.slice(last, m.index)));
-    if (m[1] !== undefined) out.push(el("code", { text: m[2] }));
-    else if (m[4] !== undefined) out.push(el("span", { class: "inert-link", title: "images are not loaded", text: `image: ${m[3] || "(no description)"} (${m[4]})` }));
-    else if (m[5] !== undefined) out.push(link(m[5], m[6]));
-    else if (m[7] !== undefined) out.push(link(m[7], m[7]));
-    else if (m[8] !== undefined || m[9] !== undefined) out.push(el("strong", {}, ...inline(m[8] ?? m[9], depth + 1)));
-    else out.push(el("em", {}, ...inline(m[10] ?? m[11], depth + 1)));
-    last = re.lastIndex;
+  const n = text.length;
+  const out = [];
+  const failed = new Set(); // delimiters with no closer from where they were last looked for
+  let tables = null;
+  const table = () => tables || (tables = {
+    bracket: nextTable(text, (c) => c === "]"),
+    url: nextTable(text, (c) => c === ")" || SPACE.test(c)),
+    auto: nextTable(text, (c) => c === ">" || SPACE.test(c)),
+  });
+  let last = 0;
+  const emit = (from, node, to) => {
+    budget.spans--;
+    if (from > last) out.push(document.createTextNode(text.slice(last, from)));
+    out.push(node);
+    last = to;
+  };
+  // the first closer ``delim`` at j >= from with ok(j); -1 (and remembered) when none
+  const closer = (key, delim, from, ok) => {
+    if (failed.has(key)) return -1;
+    for (let j = text.indexOf(delim, from); j >= 0; j = text.indexOf(delim, j + 1)) if (ok(j)) return j;
+    failed.add(key);
+    return -1;
+  };
+  const notSpace = (c) => c !== undefined && !SPACE.test(c);
+  let i = 0;
+  while (i < n && budget.spans > 0) {
+    const c = text[i];
+    if (c === "`") {
+      let r = i;
+      while (r < n && text[r] === "`") r++;
+      const run = r - i;
+      const fence = "`".repeat(run);
+      const j = closer(`code${run}`, fence, r + 1, (j) => text[j - 1] !== "`" && text[j + run] !== "`");
+      if (j >= 0) {
+        emit(i, el("code", { text: text.slice(r, j) }), j + run);
+        i = j + run;
+      } else i = r; // the run is literal text
+      continue;
+    }
+    if ((c === "[" || (c === "!" && text[i + 1] === "[")) && !failed.has("]")) {
+      const image = c === "!";
+      const open = image ? i + 1 : i;
+      const t = table();
+      const close = t.bracket[open + 1];
+      if (close >= n) failed.add("]");
+      else if (text[close + 1] === "(" && (image || close > open + 1)) {
+        const stop = t.url[close + 2];
+        if (stop < n && text[stop] === ")" && (image || stop > close + 2)) {
+          const label = text.slice(open + 1, close);
+          const href = text.slice(close + 2, stop);
+          const node = image
+            ? el("span", { class: "inert-link", title: "images are not loaded", text: `image: ${label || "(no description)"} (${href})` })
+            : link(label, href);
+          emit(i, node, stop + 1);
+          i = stop + 1;
+          continue;
+        }
+      }
+    } else if (c === "<" && (text.startsWith("http://", i + 1) || text.startsWith("https://", i + 1))) {
+      const begin = i + (text[i + 5] === "s" ? 9 : 8);
+      const stop = table().auto[begin];
+      if (stop < n && text[stop] === ">" && stop > begin) {
+        const href = text.slice(i + 1, stop);
+        emit(i, link(href, href), stop + 1);
+        i = stop + 1;
+        continue;
+      }
+    } else if ((c === "*" || c === "_") && text[i + 1] === c && notSpace(text[i + 2])) {
+      const delim = c + c;
+      const j = closer(delim, delim, i + 3, (j) => notSpace(text[j - 1]));
+      if (j >= 0) {
+        emit(i, el("strong", {}, ...inline(text.slice(i + 2, j), depth + 1, budget)), j + 2);
+        i = j + 2;
+        continue;
+      }
+    }
+    if (c === "*" && notSpace(text[i + 1]) && text[i + 1] !== "*") {
+      const j = closer("*", "*", i + 2, (j) => notSpace(text[j - 1]) && text[j - 1] !== "*");
+      if (j >= 0) {
+        emit(i, el("em", {}, ...inline(text.slice(i + 1, j), depth + 1, budget)), j + 1);
+        i = j + 1;
+        continue;
+      }
+    } else if (c === "_" && notSpace(text[i + 1]) && text[i + 1] !== "_" && !(i > 0 && WORD.test(text[i - 1]))) {
+      const j = closer("_", "_", i + 2, (j) => notSpace(text[j - 1]) && text[j - 1] !== "_" && !(j + 1 < n && WORD.test(text[j + 1])));
+      if (j >= 0) {
+        emit(i, el("em", {}, ...inline(text.slice(i + 1, j), depth + 1, budget)), j + 1);
+        i = j + 1;
+        continue;
+      }
+    }
+    i++;
   }
-  if (last < text.length) out.push(document.createTextNode(text.slice(last)));
+  if (last < n) out.push(document.createTextNode(text.slice(last)));
   return out;
 }
 
 function paragraph(lines) {
   const p = el("p");
+  const budget = { spans: MAX_SPANS };
   lines.forEach((line, i) => {
     if (i) p.append(el("br"));
-    p.append(...inline(line));
+    p.append(...inline(line, 0, budget));
   });
   return p;
 }

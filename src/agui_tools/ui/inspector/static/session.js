@@ -56,7 +56,7 @@ function toolbar() {
   const stop = el("button", { type: "button", id: "stop", class: "decline", text: "Stop", disabled: true, "aria-label": "Stop the run in progress",
     onclick: () => api("stop", {}).catch((err) => announce(err.message)) });
   const fresh = el("button", { type: "button", id: "new-thread", class: "ghost", text: "New thread", "aria-label": "Start a new thread",
-    onclick: () => api("new-thread", {}).catch((err) => announce(err.message)) });
+    onclick: () => newThread().catch((err) => announce(err.message)) });
   const pick = el("select", { id: "agent-select", "aria-label": "Agent", hidden: true,
     onchange: () => api("agent", { agent: pick.value }).catch((err) => announce(err.message)) });
   const settings = el("button", { type: "button", id: "agent-settings", class: "ghost", text: "Agent…", "aria-expanded": "false", "aria-controls": "agent-box",
@@ -155,10 +155,49 @@ on("agents", (m) => {
   threads.hidden = !m.threads || listed.length < 2;
 });
 
+// The turn waits only for the person's answers to open interrupts (the run is over):
+// New thread stays usable — after a confirmation it stops the turn, which withdraws the
+// open interrupts (the thread records them unanswered), then starts over.
+const openInterrupts = new Set();
+let idleAgain = null; // resolved when the back end says the turn ended
+
+function newThreadState() {
+  $("new-thread").disabled = busy && openInterrupts.size === 0;
+}
+
+async function newThread() {
+  if (busy && openInterrupts.size) {
+    const n = openInterrupts.size;
+    if (!window.confirm(`A new thread abandons the ${n} open interrupt${n === 1 ? "" : "s"} of this one. Start a new thread?`)) return;
+    const ended = new Promise((resolve) => { idleAgain = resolve; });
+    try {
+      await api("stop", {});
+    } catch (err) {
+      if (busy) throw err; // (a 409 when the turn ended meanwhile: nothing left to stop)
+    }
+    if (busy) await ended;
+  }
+  await api("new-thread", {});
+}
+
+on("interrupt", (m) => {
+  openInterrupts.add(m.id);
+  newThreadState();
+});
+on("interrupt-done", (m) => {
+  openInterrupts.delete(m.id);
+  newThreadState();
+});
+
 on("busy", (m) => {
   busy = m.busy;
+  if (!busy) {
+    openInterrupts.clear();
+    if (idleAgain) idleAgain();
+    idleAgain = null;
+  }
   $("stop").disabled = !busy;
-  $("new-thread").disabled = busy;
+  newThreadState();
   $("agent-select").disabled = busy;
   $("thread-select").disabled = busy;
   $("agent-apply").disabled = busy;
@@ -259,7 +298,7 @@ function showInterrupt(m) {
   node.append(actions);
   interrupts.set(m.id, { node, badge, actions });
   addToLog(node);
-  announce(`the agent asks: ${m.reason || m.id}`);
+  // the status region says how many interrupts wait for an answer (controls.js)
   const active = document.activeElement;
   if (!active || active === document.body || active === $("prompt")) ask.focus();
 }

@@ -1,14 +1,16 @@
 // State: the thread's current state, every STATE_SNAPSHOT / STATE_DELTA with the diff it
 // made, and stepping back and forth through the state history. Each step's state is
-// computed here from the payloads (RFC 6902 for the deltas), from a checkpoint kept
-// every CHECKPOINT steps, so the history costs memory for its payloads, not one copy
-// of the state per step.
+// computed here from the payloads (RFC 6902 for the deltas, as strict as the back end's
+// reducer), from a checkpoint kept every CHECKPOINT steps, so the history costs memory
+// for its payloads, not one copy of the state per step. A delta the back end refused
+// (its STATE-2 warning names the run and event index) is never applied, even when the
+// page's own code would have applied it; a composed run's events are not the thread's.
 
 import { $, el, json, on, onRender, shownValue } from "./core.js";
 
 const CHECKPOINT = 32;
 const MAX_LISTED = 500;
-const steps = []; // {run, index, type: "input" | "STATE_SNAPSHOT" | "STATE_DELTA", payload}
+const steps = []; // {run, index, type: "input" | "STATE_SNAPSHOT" | "STATE_DELTA" | "thread", payload}
 const checkpoints = new Map(); // step → the state after it (cloned)
 let current; // the state after the last step, kept up to date as steps arrive
 let thread = null; // the state the back end reported after the last turn
@@ -16,60 +18,115 @@ let at = -1; // the step shown; -1: follow the latest
 let dirty = true;
 
 // -- JSON Pointer and Patch (RFC 6901, 6902) -------------------------------------------------
+//
+// Strict, as the back end's reducer (app/_patch.py): a patch applies all or nothing (it
+// works on a copy), an index past the end is refused (never clamped), `test` is
+// evaluated, a move into its own child is refused. Only own members are walked or set:
+// every object of the state is built without a prototype (own()), so a key such as
+// "__proto__" or "constructor" is a plain member and can never reach Object.prototype.
+
+/** A deep copy of a JSON value whose objects have no prototype. */
+export function own(value) {
+  if (Array.isArray(value)) return value.map(own);
+  if (value === null || typeof value !== "object") return value;
+  const out = Object.create(null);
+  for (const k of Object.keys(value)) out[k] = own(value[k]);
+  return out;
+}
+
+function equal(a, b) {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === b.length && a.every((v, i) => equal(v, b[i]));
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && equal(a[k], b[k]));
+}
 
 function tokens(pointer) {
+  if (typeof pointer !== "string") throw new Error("a path must be a JSON Pointer string");
   if (pointer === "") return [];
   if (!pointer.startsWith("/")) throw new Error(`not a JSON Pointer: ${pointer}`);
   return pointer.slice(1).split("/").map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
-function parentOf(doc, path) {
-  const ts = tokens(path);
-  const last = ts.pop();
-  let node = doc;
-  for (const t of ts) {
-    if (node === null || typeof node !== "object" || !(t in node)) throw new Error(`no ${path}`);
-    node = node[t];
-  }
-  return [node, last];
+function index(arr, t, pointer, end) {
+  if (t === "-" && end) return arr.length;
+  if (!/^(0|[1-9][0-9]*)$/.test(t)) throw new Error(`${pointer}: ${t} is not an array index`);
+  const i = Number(t);
+  if (i > arr.length || (i === arr.length && !end)) throw new Error(`${pointer}: index ${i} is out of range (the array has ${arr.length})`);
+  return i;
 }
 
-function get(doc, path) {
+function child(node, t, pointer) {
+  if (Array.isArray(node)) return node[index(node, t, pointer, false)];
+  if (node !== null && typeof node === "object" && Object.hasOwn(node, t)) return node[t];
+  throw new Error(`${pointer} does not exist`);
+}
+
+function get(doc, pointer) {
   let node = doc;
-  for (const t of tokens(path)) {
-    if (node === null || typeof node !== "object" || !Object.hasOwn(node, t)) throw new Error(`no ${path}`);
-    node = node[t];
-  }
+  for (const t of tokens(pointer)) node = child(node, t, pointer);
   return node;
 }
 
-function add(doc, path, value) {
-  if (path === "") return value;
-  const [parent, key] = parentOf(doc, path);
-  if (Array.isArray(parent)) parent.splice(key === "-" ? parent.length : Number(key), 0, value);
-  else parent[key] = value;
-  return doc;
+function parentOf(doc, pointer) {
+  const ts = tokens(pointer);
+  const last = ts.pop();
+  let node = doc;
+  for (const t of ts) node = child(node, t, pointer);
+  if (node === null || typeof node !== "object") throw new Error(`${pointer}: the parent is not an object or an array`);
+  return [node, last];
 }
 
-function remove(doc, path) {
-  const [parent, key] = parentOf(doc, path);
-  if (Array.isArray(parent)) parent.splice(Number(key), 1);
-  else delete parent[key];
-  return doc;
-}
-
-export function applyPatch(doc, ops) {
-  for (const op of ops) {
-    switch (op.op) {
-      case "add": doc = add(doc, op.path, structuredClone(op.value)); break;
-      case "remove": doc = remove(doc, op.path); break;
-      case "replace": doc = op.path === "" ? structuredClone(op.value) : add(remove(doc, op.path), op.path, structuredClone(op.value)); break;
-      case "move": { const v = get(doc, op.from); doc = add(remove(doc, op.from), op.path, v); break; }
-      case "copy": doc = add(doc, op.path, structuredClone(get(doc, op.from))); break;
-      case "test": break; // the back end's reducer already checked it
-      default: throw new Error(`unknown op ${op.op}`);
-    }
+function put(doc, pointer, value, mustExist) {
+  if (pointer === "") return value;
+  const [parent, key] = parentOf(doc, pointer);
+  if (Array.isArray(parent)) {
+    if (mustExist) parent[index(parent, key, pointer, false)] = value;
+    else parent.splice(index(parent, key, pointer, true), 0, value);
+  } else {
+    if (mustExist && !Object.hasOwn(parent, key)) throw new Error(`${pointer} does not exist`);
+    parent[key] = value; // the parent has no prototype: "__proto__" is a plain member
   }
+  return doc;
+}
+
+function take(doc, pointer) {
+  if (pointer === "") throw new Error("a patch cannot remove the whole document");
+  const [parent, key] = parentOf(doc, pointer);
+  if (Array.isArray(parent)) return parent.splice(index(parent, key, pointer, false), 1)[0];
+  if (!Object.hasOwn(parent, key)) throw new Error(`${pointer} does not exist`);
+  const value = parent[key];
+  delete parent[key];
+  return value;
+}
+
+/** ``ops`` applied to a copy of ``doc``: the new state, or an Error thrown (``doc`` unchanged). */
+export function applyPatch(doc, ops) {
+  if (!Array.isArray(ops)) throw new Error("a patch must be an array of operations");
+  doc = own(doc);
+  ops.forEach((op, i) => {
+    if (op === null || typeof op !== "object" || Array.isArray(op)) throw new Error(`operation ${i} is not an object`);
+    const needsValue = op.op === "add" || op.op === "replace" || op.op === "test";
+    if (needsValue && !Object.hasOwn(op, "value")) throw new Error(`operation ${i} (${op.op}) has no 'value'`);
+    switch (op.op) {
+      case "add": doc = put(doc, op.path, own(op.value), false); break;
+      case "remove": take(doc, op.path); break;
+      case "replace": doc = put(doc, op.path, own(op.value), true); break;
+      case "move": {
+        const src = tokens(op.from);
+        const dst = tokens(op.path);
+        if (src.length === dst.length && src.every((t, k) => t === dst[k])) { get(doc, op.from); break; }
+        if (src.length < dst.length && src.every((t, k) => t === dst[k])) throw new Error(`operation ${i} moves ${op.from} into its own child ${op.path}`);
+        doc = put(doc, op.path, take(doc, op.from), false);
+        break;
+      }
+      case "copy": doc = put(doc, op.path, own(get(doc, op.from)), false); break;
+      case "test": if (!equal(get(doc, op.path), op.value)) throw new Error(`operation ${i}: the value at ${op.path} is not the one tested`); break;
+      default: throw new Error(`operation ${i}: ${JSON.stringify(op.op)} is not a JSON Patch operation`);
+    }
+  });
   return doc;
 }
 
@@ -93,48 +150,96 @@ function stateAfter(n) {
   if (n < 0) return undefined;
   let base = Math.floor(n / CHECKPOINT) * CHECKPOINT;
   while (base >= 0 && !checkpoints.has(base)) base -= CHECKPOINT;
-  let doc = base >= 0 ? structuredClone(checkpoints.get(base)) : undefined;
+  let doc = base >= 0 ? own(checkpoints.get(base)) : undefined;
   for (let i = Math.max(0, base + 1); i <= n; i++) doc = step(doc, steps[i]);
   return doc;
 }
 
 function step(doc, s) {
   if (s.type === "STATE_DELTA") {
+    if (s.refused) return doc; // the back end's reducer refused it (STATE-2): the prior state is kept
     try {
-      return applyPatch(doc === undefined ? {} : doc, Array.isArray(s.payload) ? s.payload : []);
+      return applyPatch(doc === undefined ? {} : doc, s.payload); // all or nothing, on a copy
     } catch (err) {
-      s.problem = `could not apply: ${err.message}`;
+      s.problem = `not applied (STATE-2), the prior state is kept: ${err.message}`;
       return doc;
     }
   }
-  return structuredClone(s.payload);
+  return own(s.payload);
 }
 
 function push(s) {
   steps.push(s);
   const n = steps.length - 1;
   current = step(current, s);
-  if (n % CHECKPOINT === 0) checkpoints.set(n, structuredClone(current));
+  if (n % CHECKPOINT === 0) checkpoints.set(n, own(current));
   dirty = true;
 }
 
+/** The back end refused step ``k`` after the page had applied it: every state from ``k``
+ * on is computed again without it (the checkpoints after it included). */
+function refuse(k, message) {
+  const s = steps[k];
+  if (s.refused) return;
+  s.refused = true;
+  s.problem = message;
+  for (const c of [...checkpoints.keys()]) if (c >= k) checkpoints.delete(c);
+  let doc = stateAfter(k - 1);
+  for (let i = k; i < steps.length; i++) {
+    doc = step(doc, steps[i]);
+    if (i % CHECKPOINT === 0) checkpoints.set(i, own(doc));
+  }
+  current = doc;
+  dirty = true;
+}
+
+// A composed run (Replay… → Compose) does not change the thread: its state events are
+// not the thread's and never enter its history.
+const composedRuns = new Set();
+let lastRun = 0; // the thread's latest run
+
 on("run-start", (m) => {
+  if (m.composed) {
+    composedRuns.add(m.run);
+    return;
+  }
+  lastRun = m.run;
   const state = m.input && typeof m.input === "object" ? m.input.state : undefined;
   if (state !== undefined && JSON.stringify(state) !== JSON.stringify(current)) push({ run: m.run, index: null, type: "input", payload: state });
 });
 on("event", (m) => {
+  if (composedRuns.has(m.run)) return;
   if (m.type === "STATE_DELTA" && m.event) push({ run: m.run, index: m.index, type: m.type, payload: m.event.delta });
   else if (m.type === "STATE_SNAPSHOT" && m.event) push({ run: m.run, index: m.index, type: m.type, payload: m.event.snapshot });
+});
+on("warning", (m) => {
+  if (m.rule !== "STATE-2" || composedRuns.has(m.run)) return;
+  for (let k = steps.length - 1; k >= 0; k--) {
+    const s = steps[k];
+    if (s.run === m.run && s.index === m.index) {
+      if (s.type === "STATE_DELTA") refuse(k, `refused by the back end: ${m.message}`);
+      return;
+    }
+    if (s.run < m.run) return;
+  }
 });
 on("thread", (m) => {
   // a state over the back end's limit comes as a head: the page's own history has it whole
   thread = "state" in m ? m.state : null;
+  // The latest step is the thread's state, always: should the back end's state after a
+  // turn (or of a restored thread) differ from the page's, it is a step of its own —
+  // the back end's state, never one the page made up.
+  const empty = thread !== null && typeof thread === "object" && !Array.isArray(thread) && !Object.keys(thread).length;
+  if (thread !== null && thread !== undefined && !(current === undefined && empty) && !equal(thread, current)) {
+    push({ run: lastRun, index: null, type: "thread", payload: thread });
+  }
   $("messages").textContent = shownValue(m, "messages");
   dirty = true;
 });
 
 function label(s, n) {
   if (s.type === "input") return `step ${n + 1}: run ${s.run}'s input state`;
+  if (s.type === "thread") return `step ${n + 1}: the thread's state${s.run ? ` after run ${s.run}` : ""}, as the back end has it`;
   return `step ${n + 1}: run ${s.run} #${s.index} ${s.type}`;
 }
 
@@ -176,7 +281,7 @@ function render() {
   const listed = [];
   let earlier = 0;
   for (let k = n - 1; k >= 0; k--) {
-    if (steps[k].type === "input") continue;
+    if (steps[k].type === "input" || steps[k].type === "thread") continue;
     if (listed.length < MAX_LISTED) listed.push(k);
     else earlier++;
   }
