@@ -479,8 +479,13 @@ def test_the_mock_says_a_capture_cut_inside_an_event_at_start_up() -> None:
     from agui_tools.app._recorded import recorded_runs
     from agui_tools.cli.mock_cmd import _judged
 
+    from agui_tools.transport import mock_app
+
+    def judged(body: bytes, source: str) -> list[str]:
+        app = mock_app(recorded_runs(body, source=source))
+        return _judged(app.state.agui_endpoint)
+
     whole = _sse(RUN1)
-    runs = recorded_runs(whole + _sse([RUN2_STARTED])[:30], source="cut.sse")
-    lines = _judged(runs)
+    lines = judged(whole + _sse([RUN2_STARTED])[:30], "cut.sse")
     assert any(f"stops inside an event at byte {len(whole)}" in line for line in lines), lines
-    assert not any("stops inside" in line for line in _judged(recorded_runs(whole, source="w")))
+    assert not any("stops inside" in line for line in judged(whole, "w"))
