@@ -478,7 +478,6 @@ def test_the_mock_says_a_capture_cut_inside_an_event_at_start_up() -> None:
     # `mock` replays the whole events; the unfinished one is not dropped in silence
     from agui_tools.app._recorded import recorded_runs
     from agui_tools.cli.mock_cmd import _judged
-
     from agui_tools.transport import mock_app
 
     def judged(body: bytes, source: str) -> list[str]:
