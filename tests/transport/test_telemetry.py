@@ -697,7 +697,10 @@ def test_the_call_span_times_the_arguments_from_start_to_end(
     asyncio.run(main())
     [call] = [s for s in spans.get_finished_spans() if s.name == "agui.tool_call confirm_order"]
     seconds = (call.attributes or {})["agui.tool_call.stream_duration"]
-    assert isinstance(seconds, float) and seconds >= 0.3, seconds
+    # the pause is 0.3 s; on a loaded machine the receipt of TOOL_CALL_START may itself be
+    # late (measured 0.2996 once), so the bound is half the pause: a stream timed per delta,
+    # or not at all, is still told apart (it reads ~0)
+    assert isinstance(seconds, float) and 0.15 <= seconds < 30, seconds
 
 
 @pytest.mark.parametrize(
