@@ -17,7 +17,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,37 +30,21 @@ from agui_tools.transport import (
     ResumeOutcomeUnknown,
     SyncAgentClient,
     SyncSession,
-    agent_app,
 )
-from tests.helpers.cli_agents import scripted
 from tests.helpers.faults import KINDS, Fault, FaultyStore, Injector, ProcessDied
-from tests.helpers.scripted_server import serve
 
+from . import test_session_interrupts as interrupts
 from .test_session_interrupts import REFUND, call, make
 
 WORKER = Path(__file__).resolve().parents[1] / "helpers" / "resume_worker.py"
 
 
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    with serve(agent_app(scripted)) as base:
-        yield f"{base}/"
-
-
-@pytest.fixture(params=["async", "sync"])
-def face(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "resumes.jsonl"
-    monkeypatch.setenv("AGUI_TEST_RESUME_LOG", str(path))  # the agent runs in this process
-    return path
-
-
-def received(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+# the interrupting agent, the two faces and the agent's resume log: the same fixtures
+# as the interrupt tests', shared rather than copied
+url = interrupts.url
+face = interrupts.face
+log = interrupts.log
+received = interrupts.resumes
 
 
 APPROVED = {"status": "resolved", "payload": {"approved": True}}
