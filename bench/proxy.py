@@ -98,15 +98,32 @@ def _pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
 
 
-async def _throughput(url: str, n: int, repeats: int = 3) -> tuple[int, float]:
+async def _throughput(url: str, n: int, repeats: int = 3) -> tuple[int, float, float]:
+    """Frames, the best time for them, and how long the thread's next input then waited
+    for its first byte (ms): the proxy judges that input against the burst's verdict,
+    which the judging process — at idle priority — may still be finishing."""
     async with httpx.AsyncClient(timeout=300) as client:
         await _consume(client, url, 500, "warmup")
-        best, frames = float("inf"), 0
+        best, frames, after = float("inf"), 0, 0.0
         for i in range(repeats):
             t0 = time.perf_counter()
             frames = await _consume(client, url, n, f"r{i}")
             best = min(best, time.perf_counter() - t0)
-    return frames, best
+            after = await _first_byte(client, url, f"next{i}")
+    return frames, best, after
+
+
+async def _first_byte(client: httpx.AsyncClient, url: str, run: str) -> float:
+    t0 = time.perf_counter()
+    async with client.stream(
+        "POST",
+        url,
+        content=_body(run, {"mode": "burst", "n": 1}),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+    ) as r:
+        async for _ in r.aiter_raw():
+            break
+        return (time.perf_counter() - t0) * 1000
 
 
 async def _idle(proxy: Proxy, url: str, streams: int) -> float:
@@ -159,15 +176,16 @@ def results() -> dict[str, dict[str, float]]:
         proxies = {"proxy": Proxy(server.url), "proxy --strict": Proxy(server.url, "--strict")}
         urls = {"direct": server.url, **{name: p.url for name, p in proxies.items()}}
         for name in urls:
-            out[name] = {"p50": float("inf"), "p99": float("inf"), "rate": 0.0}
+            out[name] = {"p50": float("inf"), "p99": float("inf"), "rate": 0.0, "next": 0.0}
         for _ in range(ROUNDS):
             for name, url in urls.items():
                 lat = asyncio.run(_latencies(url, PACED_EVENTS))
-                frames, seconds = asyncio.run(_throughput(url, BURST_EVENTS, repeats=1))
+                frames, seconds, after = asyncio.run(_throughput(url, BURST_EVENTS, repeats=1))
                 row = out[name]
                 row["p50"] = min(row["p50"], _pct(lat, 50))
                 row["p99"] = min(row["p99"], _pct(lat, 99))
-                row["rate"] = max(row["rate"], frames / seconds)
+                if frames / seconds > row["rate"]:  # the next input's wait, of the same round
+                    row["rate"], row["next"] = frames / seconds, after
         for name, proxy in proxies.items():
             out[name]["kib_per_stream"] = asyncio.run(_idle(proxy, proxy.url, IDLE_STREAMS))
     finally:
@@ -186,8 +204,8 @@ def report(rows: dict[str, dict[str, float]] | None = None) -> str:
         "### Proxy overhead: the same agent and stream, direct and through `agui-tools proxy`",
         "",
         "| path | latency p50 (µs) | p99 (µs) | added p50 | added p99 | events/s | vs direct "
-        "| KiB per idle stream |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| next input after it (ms) | KiB per idle stream |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in rows.items():
         added = name != "direct"
@@ -198,7 +216,7 @@ def report(rows: dict[str, dict[str, float]] | None = None) -> str:
                 if added
                 else "— | — | "
             )
-            + f"{r['rate']:,.0f} | {r['rate'] / direct['rate']:.0%} | "
+            + f"{r['rate']:,.0f} | {r['rate'] / direct['rate']:.0%} | {r['next']:,.1f} | "
             + (f"{r['kib_per_stream']:,.1f} |" if added else "— |")
         )
     lines += [
@@ -210,7 +228,9 @@ def report(rows: dict[str, dict[str, float]] | None = None) -> str:
         "the proxied percentile minus the direct one (goal: p99 under 1 ms = 1,000 µs);",
         f"* throughput: one run of {BURST_EVENTS:,} text deltas then {BURST_EVENTS:,} argument "
         "deltas after a warm-up, read by the same client (httpx + SSEReader) "
-        "(goal: ≥ 80 % of direct);",
+        "(goal: ≥ 80 % of direct); then the same thread's next input, timed to its first "
+        "byte: the proxy judges it against the burst's verdict, which its judging process "
+        "(idle priority: it takes only the cores the others leave) may still be finishing;",
         f"* memory: the proxy's RSS growth with {IDLE_STREAMS} concurrent idle streams open "
         "through it, per stream;",
         f"* machine load (1-minute average) {load_before:.1f} before, {load_after:.1f} after, "

@@ -8,7 +8,10 @@ to the proxy with httpx as a frontend would.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -572,3 +575,62 @@ def test_mock_replays_a_proxy_recording_byte_for_byte(tmp_path: Path, binding: s
         replayed = post(f"{mock}/", INPUT, accept=accept)
     assert replayed.status_code == 200
     assert replayed.content == recorded == b"".join(script.chunks)
+
+
+# -- the judging process: it yields the cores, and a thread waits only for its own verdicts ------
+
+
+def _settled(px: Any) -> int:
+    """Wait until the judging process has sent every verdict; its pid."""
+    deadline = time.monotonic() + 30
+    while px.app._unsettled or px.app._pool is None or px.app._pool._process is None:
+        assert time.monotonic() < deadline, "the judging process never settled"
+        time.sleep(0.02)
+    return _judge_pid(px)
+
+
+def _judge_pid(px: Any) -> int:
+    pool = px.app._pool
+    assert pool is not None and pool._process is not None, "the judging process never started"
+    return int(pool._process.pid)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_the_judging_process_runs_at_idle_priority() -> None:
+    # forwarding never waits for the judge, so the judge takes only the cores the agent,
+    # the proxy and the frontend leave (bench/proxy.py measures what it buys)
+    script = Script(chunks=sse(GOOD))
+    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
+        assert post(px.url, INPUT).status_code == 200
+        # the thread's next input waits for the first stream's verdict: the judge has run
+        assert post(px.url, {**INPUT, "runId": "r2", "messages": []}).status_code == 200
+        pid = _judge_pid(px)
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the proxy itself is not lowered
+
+
+def test_an_input_waits_only_for_its_own_threads_verdicts() -> None:
+    # the judging process stopped (SIGSTOP) after thread t1's stream: t1's verdict is
+    # still to come. An input on t2 is judged and served at once; t1's next input waits
+    # for t1's verdict (it is judged against that run), and is served once it is in.
+    script = Script(chunks=sse(GOOD))
+    other = {**INPUT, "threadId": "t2", "runId": "r1b"}
+    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
+        assert post(px.url, INPUT).status_code == 200
+        pid = _settled(px)  # every verdict so far is in
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            # a new stream on t1 is still to be judged when the judge is stopped
+            assert post(px.url, {**INPUT, "runId": "r1c", "messages": []}).status_code == 200
+            assert post(px.url, other).status_code == 200  # t2 does not wait for t1
+            waiting: list[httpx.Response] = []
+            again = {**INPUT, "runId": "r2", "messages": []}
+            t = threading.Thread(target=lambda: waiting.append(post(px.url, again)))
+            t.start()
+            t.join(1.0)
+            assert t.is_alive() and not waiting, "t1's next input did not wait for its verdict"
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        t.join(30)
+        assert waiting and waiting[0].status_code == 200
+    assert len(script.requests) == 4
