@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agui_tools.check._watch import WatchFinding
+from agui_tools.app._watch import WatchFinding
 from agui_tools.transport._proxy import ProxyApp
 from tests.helpers.scripted_server import serve
 

@@ -634,3 +634,31 @@ def test_an_input_waits_only_for_its_own_threads_verdicts() -> None:
         t.join(30)
         assert waiting and waiting[0].status_code == 200
     assert len(script.requests) == 4
+
+
+def test_findings_are_told_in_the_order_of_the_exchanges() -> None:
+    # exchange 1 (t1): the agent fabricates a frontend result (FE-2), its verdict held up
+    # by a stopped judging process; exchange 2 (t2): a dangling history (FE-8). The t2
+    # input is served at once, but its finding is told after exchange 1's, not before.
+    script = Script(chunks=sse(FABRICATED))
+    dangling_t2 = {**DANGLING, "threadId": "t2"}
+    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
+        assert post(px.url, {**INPUT, "runId": "r0"}).status_code == 200
+        pid = _settled(px)
+        told = len(px.findings)  # r0's FE-2
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            # its input leaves out r0's messages (INPUT-5, told at once: nothing before it
+            # is still to come); its stream's FE-2 is still to be judged
+            assert post(px.url, INPUT).status_code == 200
+            assert post(px.url, dangling_t2).status_code == 200  # FE-8, found at once
+            time.sleep(0.3)
+            assert px.rules()[told:] == ["INPUT-5"], "t2's finding was told before t1's verdict"
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        _settled(px)
+        assert [(f.rule, f.thread_id) for f in px.findings[told:]] == [
+            ("INPUT-5", "t1"),
+            ("FE-2", "t1"),
+            ("FE-8", "t2"),
+        ]

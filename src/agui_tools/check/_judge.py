@@ -37,19 +37,13 @@ from ..app._capture import replay
 from ..app._reducer import ThreadState
 from ..wire._framing import FrameNote
 from ..wire._kinds import WireEvent
-from ..wire._verify import Limits, RunSummary, beside_its_call
+from ..wire._verify import PRODUCER_MUSTS, Limits, RunSummary, beside_its_call
 from ._report import Exchange, Finding, Verdict
 
 if TYPE_CHECKING:
     from ._probe import Sent
 
 __all__ = ["PRODUCER_MUSTS", "Judged", "judge_stream"]
-
-PRODUCER_MUSTS: Final = frozenset(
-    {"FE-2", "FE-3", "FE-5", "TOOL-10", "EVT-7", "EVT-8", "TOOL-8", "TEXT-3", "SUB-4", "SUB-14"}
-)
-"""Rules the pipeline reports as warnings (a consumer need not reject the stream)
-that bind the producer with a MUST: a checker judging the producer fails them."""
 
 _RESTREAM: Final = {
     "TOOL_CALL_START": ("toolCallId", "tool call"),

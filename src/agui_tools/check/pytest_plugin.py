@@ -33,7 +33,7 @@ __all__ = ["agui_check", "failure_text", "serving_in_thread"]
 @contextmanager
 def serving_in_thread(app: Any, *, path: str = "/") -> Iterator[str]:
     """Serve ``app`` with uvicorn on a free loopback port in a thread; yield its URL."""
-    from ..testing import serving
+    from ..transport._serving import serving
 
     ready: dict[str, Any] = {}
     started = threading.Event()

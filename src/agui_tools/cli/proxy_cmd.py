@@ -14,7 +14,7 @@ from .._text import terminal_text
 from ._common import cut
 
 if TYPE_CHECKING:
-    from ..check._watch import WatchFinding
+    from ..app._watch import WatchFinding
 
 HELP = """\
 Stand between a frontend and an agent and judge both: point the frontend (a

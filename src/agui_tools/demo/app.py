@@ -23,9 +23,9 @@ from ..app._calls import PendingCall
 from ..app._conversation import Conversation, RunResult
 from ..app._journal import Journal
 from ..app._store_sqlite import SQLiteStore
-from ..testing import serving
 from ..transport._client import AgentClient, Transport
 from ..transport._server import agent_app
+from ..transport._serving import serving
 from ..transport._session import Approval, Session
 from ..ui.terminal import TerminalUI, UnreadableEdit
 from .agent import demo_agent

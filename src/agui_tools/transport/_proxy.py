@@ -1,6 +1,6 @@
 """A verifying proxy in front of any agent: the I/O of ``agui-tools proxy``.
 
-A thin adapter, like the server: the judging is :mod:`agui_tools.check._watch`
+A thin adapter, like the server: the judging is :mod:`agui_tools.app._watch`
 (sans-I/O); this module moves bytes. A frontend points at the proxy instead of the
 agent; every request is forwarded to ``upstream`` and its answer streamed back.
 
@@ -20,7 +20,7 @@ Theory of operation:
   application); a ``200`` answer whose ``Content-Type`` is an event stream is
   judged chunk by chunk as a producer's stream (the agent), after the chunk is
   forwarded. Findings go to ``on_finding``; each thread's last run is remembered
-  for the next input (:class:`~agui_tools.check._watch.ThreadLedger`).
+  for the next input (:class:`~agui_tools.app._watch.ThreadLedger`).
 * **Strict** — a chunk is judged *before* it is forwarded: whole events that break
   nothing go on at once, an event's first bytes wait for its last; the first event
   breaking a producer rule is replaced by a ``RUN_ERROR`` naming the rule, in the
@@ -62,7 +62,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from .._text import guarded_logger
-from ..check._watch import (
+from ..app._watch import (
     InputJudged,
     StreamWatch,
     ThreadLedger,
@@ -262,6 +262,10 @@ class ProxyApp:
         self._pool = JudgePool() if judge_in_process else None
         self.observer = observer
         self._outcomes: dict[int, Any] = {}
+        self._settling: set[int] = set()
+        """Exchanges whose body has ended and whose verdict is still to come."""
+        self._held: dict[int, list[WatchFinding]] = {}
+        """Findings of later exchanges, held until those verdicts are in (:meth:`_found`)."""
         self._unsettled: dict[str | None, set[asyncio.Future[None]]] = {}
         """Per thread, the judging process's verdicts on its streams, still to come:
         the thread's next input is judged against them once they are in (other
@@ -284,6 +288,8 @@ class ProxyApp:
         pending = {task for tasks in self._unsettled.values() for task in tasks}
         if pending:
             await asyncio.wait(pending, timeout=timeout)
+        self._settling.clear()  # what is still held is told now, in order
+        self._release()
 
     async def aclose(self) -> None:
         await self.drain()
@@ -343,7 +349,7 @@ class ProxyApp:
 
         def on_finding(finding: WatchFinding) -> None:
             found.append(finding)
-            self._found(finding)
+            self._found(finding, number)
             if self.observer is not None:
                 self.observer.exchange_finding(number, finding)
 
@@ -429,10 +435,28 @@ class ProxyApp:
             await asyncio.wait(set(pending))
         return self.ledger.judge(body, verdict)
 
-    def _found(self, finding: WatchFinding) -> None:
+    def _found(self, finding: WatchFinding, number: int = 0) -> None:
+        """Tell a finding of exchange ``number`` — or hold it while an earlier exchange's
+        verdict is still to come, so that the log tells findings in the order of the
+        exchanges (a thread's input does not wait for another thread's verdict; its
+        findings do)."""
+        if number and any(m < number for m in self._settling):
+            self._held.setdefault(number, []).append(finding)
+            return
+        self._tell(finding)
+
+    def _tell(self, finding: WatchFinding) -> None:
         self.findings.append(finding)
         if self.on_finding is not None:
             self.on_finding(finding)
+
+    def _release(self) -> None:
+        """Tell the held findings no earlier verdict is still holding, in exchange order."""
+        for number in sorted(self._held):
+            if any(m < number for m in self._settling):
+                return
+            for finding in self._held.pop(number):
+                self._tell(finding)
 
     # -- forwarding ------------------------------------------------------------------------
 
@@ -548,7 +572,14 @@ class ProxyApp:
         input (:meth:`_judge_input`) waits for this instead."""
 
         async def settle() -> None:
-            self._remember(run_input, await remote.outcome(cut_short), number)
+            try:
+                self._remember(run_input, await remote.outcome(cut_short), number)
+            finally:
+                self._settling.discard(number)
+                self._release()
+
+        if number:
+            self._settling.add(number)
 
         thread_id = run_input.get("threadId") if run_input is not None else None
         task = asyncio.ensure_future(settle())

@@ -51,7 +51,14 @@ from ._kinds import (
     message_kind,
 )
 
-__all__ = ["Limits", "RunStatus", "RunSummary", "Verifier"]
+__all__ = ["PRODUCER_MUSTS", "Limits", "RunStatus", "RunSummary", "Verifier"]
+
+PRODUCER_MUSTS: Final = frozenset(
+    {"FE-2", "FE-3", "FE-5", "TOOL-10", "EVT-7", "EVT-8", "TOOL-8", "TEXT-3", "SUB-4", "SUB-14"}
+)
+"""Rules the pipeline reports as warnings (a consumer need not reject the stream)
+that bind the producer with a MUST: a checker judging the producer — ``check``,
+the proxy — fails them."""
 
 RunStatus = Literal[
     "running", "success", "interrupt", "cancelled", "error", "truncated", "rejected"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
-from ...testing import free_port, serving
 from ...transport._auth import LOOPBACK_NAMES, WILDCARD_ADDRESSES, HostPolicy
+from ...transport._serving import free_port, serving
 from ._app import inspector_app
 from ._backend import Agent, Hub, Inspector, Refused
 

@@ -1,6 +1,6 @@
 """Live traffic between a frontend and an agent, judged on both sides (``agui-tools proxy``).
 
-Sans-I/O, like the rest of check/: the proxy's I/O (:mod:`agui_tools.transport._proxy`)
+Sans-I/O, like the rest of app/: the proxy's I/O (:mod:`agui_tools.transport._proxy`)
 hands bytes in and takes findings out — and, in strict mode, the bytes it may
 forward. Two judges, each built from the ones the rest of the library uses, never
 a second copy of a rule:
@@ -10,7 +10,7 @@ a second copy of a rule:
   thread reducer exactly as ``agui-tools verify`` replays a capture (the loop of
   :func:`~agui_tools.app._capture.replay`), so what the proxy says of a stream is
   what ``verify`` says of its recording. The pipeline's warnings on producer MUSTs
-  (:data:`~agui_tools.check._judge.PRODUCER_MUSTS`: a fabricated result for a
+  (:data:`~agui_tools.wire._verify.PRODUCER_MUSTS`: a fabricated result for a
   frontend call, FE-2 …) are errors, as ``check`` counts them. Incremental: it
   holds the reader's unfinished event and the folded thread, never the stream.
 * :class:`ThreadLedger` — the **frontend** as an application. Each run input is
@@ -38,10 +38,6 @@ from typing import Any, Final, Literal
 import orjson
 
 from .._errors import ProtocolViolation, ProtocolWarning, UsageError
-from ..app._capture import sse_unfinished_at, truncation_at
-from ..app._reducer import ThreadState
-from ..app._resume import check_resume
-from ..app._runs import RunResult
 from ..wire._codec import encode_json
 from ..wire._framing import (
     PROTO_MEDIA_TYPE,
@@ -54,8 +50,11 @@ from ..wire._framing import (
 )
 from ..wire._pipeline import ConsumerPipeline, StreamResult
 from ..wire._proto_framing import ProtoReader
-from ..wire._verify import Limits
-from ._judge import PRODUCER_MUSTS
+from ..wire._verify import PRODUCER_MUSTS, Limits
+from ._capture import sse_unfinished_at, truncation_at
+from ._reducer import ThreadState
+from ._resume import check_resume
+from ._runs import RunResult
 
 __all__ = [
     "BINDINGS",

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from agui_tools.app._capture import truncation, verify_capture
-from agui_tools.check._watch import StreamWatch
+from agui_tools.app._watch import StreamWatch
 from agui_tools.wire._framing import SSEReader, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
