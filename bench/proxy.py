@@ -31,7 +31,7 @@ import orjson
 from agui_tools.testing import free_port
 from agui_tools.wire._framing import SSEReader
 
-from .transport import ROOT, Server, _body, _consume
+from .transport import ROOT, Server, _body, _consume, rss_with_idle_streams
 
 PACED_EVENTS = 2_000
 BURST_EVENTS = 25_000
@@ -115,33 +115,7 @@ async def _idle(proxy: Proxy, url: str, streams: int) -> float:
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         await _consume(client, url, 100, "warm")
         before = proxy.rss_kib()
-        opened = asyncio.Event()
-        release = asyncio.Event()
-        ready = 0
-
-        async def one(i: int) -> None:
-            nonlocal ready
-            async with client.stream(
-                "POST",
-                url,
-                content=_body(f"idle{i}", {"mode": "idle"}),
-                headers={"Content-Type": "application/json"},
-            ) as r:
-                async for _ in r.aiter_raw():
-                    ready += 1
-                    if ready == streams:
-                        opened.set()
-                    await release.wait()
-                    return
-
-        tasks = [asyncio.create_task(one(i)) for i in range(streams)]
-        await asyncio.wait_for(opened.wait(), 120)
-        await asyncio.sleep(0.5)
-        after = proxy.rss_kib()
-        release.set()
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        after = await rss_with_idle_streams(client, url, streams, proxy.rss_kib)
     return (after - before) / streams
 
 
