@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import orjson
@@ -31,7 +30,7 @@ import orjson
 from agui_tools.testing import free_port
 from agui_tools.wire._framing import SSEReader
 
-from .transport import ROOT, Server, _body, _consume, rss_with_idle_streams
+from .transport import ROOT, Server, _body, _consume, rss_kib, rss_with_idle_streams
 
 PACED_EVENTS = 2_000
 BURST_EVENTS = 25_000
@@ -59,10 +58,7 @@ class Proxy:
         self.url = f"http://127.0.0.1:{port}/"
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        return rss_kib(self.proc.pid)
 
     def stop(self) -> None:
         self.proc.terminate()

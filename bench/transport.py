@@ -38,6 +38,14 @@ SERVERS = {
 BASELINE = "official quickstart: FastAPI + EventEncoder in a StreamingResponse"
 
 
+def rss_kib(pid: int) -> int:
+    """The resident set of process ``pid``, in KiB (``VmRSS``; 0 when not said)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 class Server:
     def __init__(self, kind: str) -> None:
         self.port = free_port()
@@ -63,10 +71,7 @@ class Server:
                 time.sleep(0.05)
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        return rss_kib(self.proc.pid)
 
     def stop(self) -> None:
         self.proc.terminate()
