@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import orjson
@@ -31,7 +30,7 @@ import orjson
 from agui_tools.testing import free_port
 from agui_tools.wire._framing import SSEReader
 
-from .transport import ROOT, Server, _body, _consume
+from .transport import ROOT, Server, _body, _consume, rss_kib, rss_with_idle_streams
 
 PACED_EVENTS = 2_000
 BURST_EVENTS = 25_000
@@ -59,10 +58,7 @@ class Proxy:
         self.url = f"http://127.0.0.1:{port}/"
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        return rss_kib(self.proc.pid)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -132,33 +128,7 @@ async def _idle(proxy: Proxy, url: str, streams: int) -> float:
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         await _consume(client, url, 100, "warm")
         before = proxy.rss_kib()
-        opened = asyncio.Event()
-        release = asyncio.Event()
-        ready = 0
-
-        async def one(i: int) -> None:
-            nonlocal ready
-            async with client.stream(
-                "POST",
-                url,
-                content=_body(f"idle{i}", {"mode": "idle"}),
-                headers={"Content-Type": "application/json"},
-            ) as r:
-                async for _ in r.aiter_raw():
-                    ready += 1
-                    if ready == streams:
-                        opened.set()
-                    await release.wait()
-                    return
-
-        tasks = [asyncio.create_task(one(i)) for i in range(streams)]
-        await asyncio.wait_for(opened.wait(), 120)
-        await asyncio.sleep(0.5)
-        after = proxy.rss_kib()
-        release.set()
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        after = await rss_with_idle_streams(client, url, streams, proxy.rss_kib)
     return (after - before) / streams
 
 

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,14 @@ SERVERS = {
     "official quickstart: FastAPI + EventEncoder in a StreamingResponse": "official",
 }
 BASELINE = "official quickstart: FastAPI + EventEncoder in a StreamingResponse"
+
+
+def rss_kib(pid: int) -> int:
+    """The resident set of process ``pid``, in KiB (``VmRSS``; 0 when not said)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
 
 
 class Server:
@@ -62,10 +71,7 @@ class Server:
                 time.sleep(0.05)
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        return rss_kib(self.proc.pid)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -100,6 +106,43 @@ async def _consume(client: httpx.AsyncClient, url: str, n: int, run: str) -> int
         async for chunk in r.aiter_raw():
             frames += len(reader.feed(chunk))
     return frames
+
+
+async def rss_with_idle_streams(
+    client: httpx.AsyncClient, url: str, streams: int, rss: Callable[[], int]
+) -> int:
+    """``rss()`` (KiB) while ``streams`` idle runs of ``url`` are open at once — each
+    has sent its first bytes; read half a second after the last one did — then every
+    stream released and closed. The one client loop of the idle-memory figures
+    (this module's and ``bench/proxy.py``'s)."""
+    opened = asyncio.Event()
+    release = asyncio.Event()
+    ready = 0
+
+    async def one(i: int) -> None:
+        nonlocal ready
+        async with client.stream(
+            "POST",
+            url,
+            content=_body(f"idle{i}", {"mode": "idle"}),
+            headers={"Content-Type": "application/json"},
+        ) as r:
+            async for _ in r.aiter_raw():
+                ready += 1
+                if ready == streams:
+                    opened.set()
+                await release.wait()
+                return
+
+    tasks = [asyncio.create_task(one(i)) for i in range(streams)]
+    await asyncio.wait_for(opened.wait(), 120)
+    await asyncio.sleep(0.5)
+    after = rss()
+    release.set()
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return after
 
 
 def throughput(n: int = 25_000, repeats: int = 3) -> list[Result]:
@@ -138,33 +181,7 @@ def idle_memory(streams: int = 1_000) -> list[tuple[str, float, float]]:
                 limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=0)
                 async with httpx.AsyncClient(timeout=120, limits=limits) as client:
                     before = server.rss_kib()
-                    opened = asyncio.Event()
-                    ready = 0
-                    release = asyncio.Event()
-
-                    async def one(i: int) -> None:
-                        nonlocal ready
-                        async with client.stream(
-                            "POST",
-                            server.url,
-                            content=_body(f"idle{i}", {"mode": "idle"}),
-                            headers={"Content-Type": "application/json"},
-                        ) as r:
-                            async for _ in r.aiter_raw():
-                                ready += 1
-                                if ready == streams:
-                                    opened.set()
-                                await release.wait()
-                                return
-
-                    tasks = [asyncio.create_task(one(i)) for i in range(streams)]
-                    await asyncio.wait_for(opened.wait(), 120)
-                    await asyncio.sleep(0.5)
-                    after = server.rss_kib()
-                    release.set()
-                    for t in tasks:
-                        t.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
+                    after = await rss_with_idle_streams(client, server.url, streams, server.rss_kib)
                     return after - before
 
             grown = asyncio.run(hold())

@@ -15,6 +15,9 @@ peer's ``"x\\nCRITICAL forged line"`` must not become a line of our log, nor a
   inspector's page), controls shown as on a terminal (a report is ``cat``-ed too);
 * a log line keeps neither line breaks nor tabs (a log record is one line).
 
+A user's own argument (a URL, a path) echoed in an error line is :func:`shown`:
+quoted, and :func:`cut` in the middle past :data:`SHOWN_CHARS` characters.
+
 Logs also get a budget (:class:`LogGuard`): a peer that can make us log a line
 per request, per member or per failed ``accept()`` can make us write gigabytes
 at full CPU (66,842 "Too many open files" lines in one measured minute).
@@ -31,10 +34,13 @@ from collections.abc import Callable
 from typing import Final
 
 __all__ = [
+    "SHOWN_CHARS",
     "LogGuard",
+    "cut",
     "escape_controls",
     "guarded_logger",
     "html_text",
+    "shown",
     "terminal_json",
     "terminal_text",
 ]
@@ -100,6 +106,27 @@ def html_text(value: object) -> str:
     """``value`` for HTML text or a quoted attribute: markup escaped, and controls
     shown as :func:`terminal_text` shows them."""
     return html.escape(terminal_text(value), quote=True)
+
+
+SHOWN_CHARS: Final = 200
+"""How much of a user's argument (a URL, a path) an error line repeats."""
+
+
+def cut(value: str, limit: int = SHOWN_CHARS) -> str:
+    """``value`` cut in the middle past ``limit`` characters, saying its length.
+
+    A 100 KB URL is echoed as its start and end and its length, so the one
+    line stays one line a person can read.
+    """
+    if len(value) <= limit:
+        return value
+    keep = limit // 2
+    return f"{value[:keep]}…{value[-(keep // 2) :]} ({len(value):,} characters)"
+
+
+def shown(value: str, limit: int = SHOWN_CHARS) -> str:
+    """``value`` quoted for an error line (:func:`cut` past ``limit`` characters)."""
+    return repr(value) if len(value) <= limit else f"'{cut(value, limit)}'"
 
 
 class LogGuard(logging.Filter):

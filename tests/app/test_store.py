@@ -15,12 +15,12 @@ from typing import Any
 import orjson
 import pytest
 
-from agui_tools._errors import JournalError, StaleThread, StoreError, UsageError
+from agui_tools._errors import JournalError, StaleThread, StoreError, StoreWriteFailed, UsageError
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, JournalKey
-from agui_tools.app._store import MemoryStore, Snapshot, encode_snapshot
+from agui_tools.app._store import MemoryStore, Snapshot, encode_snapshot, snapshot_of
 
 from ..conftest import StoreFactory
 from .test_conversation import CONFIRM, LOOKUP, call, run
@@ -165,6 +165,22 @@ def test_a_thread_that_is_not_json_is_refused_before_anything_is_written(
     with pytest.raises(StoreError, match="not JSON"):
         saved(store, state={"when": object()})
     assert open_store().load(THREAD) is None
+
+
+def test_a_save_is_encoded_one_way_whether_its_messages_come_plain_or_encoded() -> None:
+    """``encode_snapshot`` (plain messages) is ``snapshot_of`` (the conversation's
+    already-encoded ones): the bytes one ``orjson.dumps`` of the list gives."""
+    messages = [
+        {"id": "u1", "role": "user", "content": "hi \u2603"},
+        {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function"}]},
+    ]
+    for some in (messages, []):
+        plain = encode_snapshot(some, {"n": 1}, ["c2", "c1"], RUN, keep=3)
+        blobs = [orjson.dumps(m) for m in some]
+        assert plain == snapshot_of(blobs, 3, {"n": 1}, ["c2", "c1"], RUN)
+        assert plain.messages == orjson.dumps(some) and plain.resumed == b'["c1","c2"]'
+    with pytest.raises(StoreWriteFailed, match=r"cannot be stored: .* not JSON"):
+        encode_snapshot([{"id": "u1", "when": object()}], None, [], RUN)
 
 
 def test_concurrent_writers_of_one_version_exactly_one_wins(open_store: StoreFactory) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.terminal import AGUI, ENV, ROOT, one_line_interrupt, served, terminal
+from tests.helpers.terminal import AGUI, ENV, ROOT, Terminal, one_line_interrupt, served, terminal
 
 REFUND = 'approve refund {"order": "A1", "cents": 500}'
 CITY = 'ask {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}'
@@ -54,6 +54,31 @@ def clean(text: str) -> None:
     assert "Traceback" not in text and "UsageError" not in text, text[-3000:]
 
 
+def talk(term: Terminal, *exchanges: tuple[str, str]) -> None:
+    """The user's side of a dialogue, one ``(prompt, typed)`` a turn: wait for the
+    prompt (a pattern), then type."""
+    for prompt, typed in exchanges:
+        term.expect(prompt)
+        term.type(typed)
+
+
+def headless(*args: str, typed: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``agui-tools ARGS`` with no terminal and stdin closed — at once, or after the
+    lines ``typed`` — as a script or a CI job runs it: exit 0, no traceback."""
+    done = subprocess.run(
+        [*AGUI, *args],
+        **({"stdin": subprocess.DEVNULL} if typed is None else {"input": typed}),
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    clean(done.stdout + done.stderr)
+    return done
+
+
 def test_run_shows_the_card_and_an_approval_resumes_the_run(url: str, resumes: Any) -> None:
     with terminal(["run", url, REFUND]) as term:
         text = term.expect(r"\[a\]pprove / \[r\]esolve with JSON / \[c\]ancel\?")
@@ -74,10 +99,7 @@ def test_run_shows_the_card_and_an_approval_resumes_the_run(url: str, resumes: A
 
 def test_run_cancel_with_a_reason(url: str, resumes: Any) -> None:
     with terminal(["run", url, REFUND]) as term:
-        term.expect(r"\[c\]ancel\?")
-        term.type("c\n")
-        term.expect("reason")
-        term.type("too much\n")
+        talk(term, (r"\[c\]ancel\?", "c\n"), ("reason", "too much\n"))
         assert term.wait() == 0
         clean(term.text)
         assert "→ cancelled: too much" in term.text and "not done" in term.text
@@ -90,38 +112,19 @@ def test_run_resolve_with_an_invalid_then_a_valid_payload(url: str, resumes: Any
         text = term.expect(r"\[r\]esolve with JSON / \[c\]ancel\?")
         assert "The agent is waiting" in text and "Where to?" in text
         term.type("r\n")
-        term.expect("payload")
-        term.type('{"city": 3}\n')
-        term.expect(r"payload refused: /city: .*answer again")
-        term.type("r\n")
-        term.expect("payload")
-        term.type('{"city": "Oslo"}\n')
+        talk(
+            term,
+            ("payload", '{"city": 3}\n'),
+            (r"payload refused: /city: .*answer again", "r\n"),
+            ("payload", '{"city": "Oslo"}\n'),
+        )
         assert term.wait() == 0
         clean(term.text)
     assert [e.get("payload") for e in resumes()] == [{"city": "Oslo"}]  # the invalid one never
 
 
-def test_run_ctrl_c_at_the_interrupt_prompt(url: str, resumes: Any) -> None:
-    with terminal(["run", url, REFUND]) as term:
-        term.expect(r"\[c\]ancel\?")
-        term.interrupt()
-        assert term.wait() == 130
-        one_line_interrupt(term.text, "run")
-    assert resumes() == []  # nothing was decided, nothing sent
-
-
 def test_run_with_stdin_closed_cancels_as_nobodys_answer(url: str, resumes: Any) -> None:
-    done = subprocess.run(
-        [*AGUI, "run", url, REFUND],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    clean(done.stdout + done.stderr)
+    done = headless("run", url, REFUND)
     assert "→ cancelled: nobody answered" in done.stdout
     (entry,) = resumes()
     assert entry["status"] == "cancelled" and "payload" not in entry
@@ -142,18 +145,7 @@ def test_run_answers_an_interrupt_from_the_flags_and_json_reports_it(
     script = tmp_path / "answers.txt"
     script.write_text('edit {"city": 3}\nedit {"city": "Oslo"}\n')  # the first is refused
     flags = [str(script) if f == "SCRIPT" else f for f in flags]
-    done = subprocess.run(
-        [*AGUI, "run", url, prompt, "--json", *flags],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    clean(done.stdout + done.stderr)
-    document = json.loads(done.stdout)
+    document = json.loads(headless("run", url, prompt, "--json", *flags).stdout)
     first = document["runs"][0]
     assert first["status"] == "interrupt" and first["interrupts"][0]["reason"]
     (entry,) = resumes()
@@ -164,50 +156,45 @@ def test_run_answers_an_interrupt_from_the_flags_and_json_reports_it(
 
 def test_chat_answers_interrupts_turn_after_turn(url: str, resumes: Any) -> None:
     with terminal(["chat", url]) as term:
-        term.expect("you> ")
-        term.type(REFUND + "\n")
-        term.expect(r"\[a\]pprove")
-        term.type("a\n")
-        term.expect("you> ")
-        term.type(CITY + "\n")
-        term.expect(r"\[r\]esolve")
-        term.type("r\n")
-        term.expect("payload")
-        term.type("[]\n")
-        term.expect("payload refused: /: .*answer again")
-        term.type("c\n")
-        term.expect("reason")
-        term.type("\n")
-        term.expect("you> ")
-        term.type("\x04")
+        talk(
+            term,
+            ("you> ", REFUND + "\n"),
+            (r"\[a\]pprove", "a\n"),
+            ("you> ", CITY + "\n"),
+            (r"\[r\]esolve", "r\n"),
+            ("payload", "[]\n"),
+            ("payload refused: /: .*answer again", "c\n"),
+            ("reason", "\n"),
+            ("you> ", "\x04"),
+        )
         assert term.wait() == 0
         clean(term.text)
     assert [e["status"] for e in resumes()] == ["resolved", "cancelled"]
 
 
-def test_chat_ctrl_c_at_the_interrupt_prompt(url: str, resumes: Any) -> None:
-    with terminal(["chat", url]) as term:
-        term.expect("you> ")
-        term.type(REFUND + "\n")
-        term.expect(r"\[a\]pprove")
+@pytest.mark.parametrize(
+    ("command", "dialogue", "prompt"),
+    [
+        (["run", REFUND], [], r"\[c\]ancel\?"),
+        (["chat"], [("you> ", REFUND + "\n")], r"\[a\]pprove"),
+    ],
+    ids=["run", "chat"],
+)
+def test_ctrl_c_at_the_interrupt_prompt(
+    url: str, resumes: Any, command: list[str], dialogue: list[tuple[str, str]], prompt: str
+) -> None:
+    name, *rest = command
+    with terminal([name, url, *rest]) as term:
+        talk(term, *dialogue)
+        term.expect(prompt)
         term.interrupt()
         assert term.wait() == 130
-        one_line_interrupt(term.text, "chat")
-    assert resumes() == []
+        one_line_interrupt(term.text, name)
+    assert resumes() == []  # nothing was decided, nothing sent
 
 
 def test_chat_with_stdin_closed_after_an_interrupting_line(url: str, resumes: Any) -> None:
-    done = subprocess.run(
-        [*AGUI, "chat", url],
-        input=REFUND + "\n",
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    clean(done.stdout + done.stderr)
+    headless("chat", url, typed=REFUND + "\n")
     assert [e["status"] for e in resumes()] == ["cancelled"]
 
 
@@ -217,8 +204,7 @@ def test_a_restarted_chat_resumes_the_interrupt_once(
     store = str(tmp_path / "threads.db")
     args = ["chat", url, "--store", store, "--thread", "t-int"]
     with terminal(args) as term:
-        term.expect("you> ")
-        term.type(REFUND + "\n")
+        talk(term, ("you> ", REFUND + "\n"))
         term.expect(r"\[a\]pprove")
     # the process died (SIGKILL) while the user was deciding; a new one, the same store
     assert resumes() == []
@@ -226,8 +212,7 @@ def test_a_restarted_chat_resumes_the_interrupt_once(
         text = term.expect(r"\[a\]pprove")
         assert "waiting on 1 interrupt(s)" in text and '"cents":500' in text
         term.type("a\n")
-        term.expect("you> ")
-        term.type("\x04")
+        talk(term, ("you> ", "\x04"))
         assert term.wait() == 0
         clean(term.text)
     with terminal(args) as term:  # and again: nothing is left to answer, nothing re-sent
@@ -245,30 +230,21 @@ def test_an_interrupt_that_expires_while_the_user_decides(url: str, resumes: Any
         term.expect(r"\[r\]esolve with JSON")
         time.sleep(2)
         term.type("r\n")
-        term.expect("payload")
-        term.type('"late"\n')
+        talk(term, ("payload", '"late"\n'))
         assert term.wait() == 1
         clean(term.text)
         assert "nothing was sent" in term.text and "INT-8" in term.text
     assert resumes() == []
     with terminal(["chat", url]) as term:
-        term.expect("you> ")
-        term.type("expires 1.5\n")
+        talk(term, ("you> ", "expires 1.5\n"))
         term.expect(r"\[r\]esolve with JSON")
         time.sleep(2)
         term.type("r\n")
-        term.expect("payload")
-        term.type('"late"\n')
+        talk(term, ("payload", '"late"\n'))
         term.expect("nothing was sent")
-        term.expect("you> ")
-        term.type("hello\n")
+        talk(term, ("you> ", "hello\n"))
         term.expect(r"expired: it can only be cancelled")
-        term.expect(r"\[c\]ancel\?")
-        term.type("c\n")
-        term.expect("reason")
-        term.type("\n")
-        term.expect("you> ")
-        term.type("\x04")
+        talk(term, (r"\[c\]ancel\?", "c\n"), ("reason", "\n"), ("you> ", "\x04"))
         assert term.wait() == 0
         clean(term.text)
     assert [e["status"] for e in resumes()] == ["cancelled"]

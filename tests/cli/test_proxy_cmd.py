@@ -45,7 +45,7 @@ def test_a_bad_upstream_url_is_one_line_exit_2(upstream: str, says: str) -> None
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == "" and "Traceback" not in proc.stderr
-    # the check every command makes of an agent URL (cli/_drive.py url_problem)
+    # the check every command makes of an agent URL (_url.py url_problem)
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(f"agui-tools proxy: UPSTREAM {upstream!r} ") and says in line, line
 

@@ -21,10 +21,61 @@ from agui_tools.app._journal import ClaimResult, JournalKey
 from agui_tools.app._store import MemoryStore, Snapshot, ThreadRecord
 
 
-class AsyncMemoryStore:
+class AsyncForwarding:
+    """The :class:`~agui_tools.app._store.AsyncStore` contract, each method awaiting
+    one ``_call(method, *args, **kwargs)`` — the shape of every async store wrapper
+    of the tests (this module's :class:`AsyncMemoryStore`, the fault campaign's
+    ``AsyncFaultyStore``): a subclass says what a call does, once."""
+
     is_async: ClassVar[bool] = True
     blocking: ClassVar[bool] = False
 
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
+        result: ClaimResult = await self._call("claim", key, tool=tool)
+        return result
+
+    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await self._call("finish", key, answer)
+        return result
+
+    async def settle(
+        self,
+        key: JournalKey,
+        answer: Mapping[str, Any],
+        *,
+        decision: Mapping[str, Any] | None = None,
+    ) -> ClaimResult:
+        result: ClaimResult = await self._call("settle", key, answer, decision=decision)
+        return result
+
+    async def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
+        result: ClaimResult | None = await self._call("lookup", thread_id, call_id)
+        return result
+
+    async def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await self._call("answer_for", thread_id, call_id)
+        return result
+
+    async def record_decision(self, decision: Mapping[str, Any]) -> None:
+        await self._call("record_decision", decision)
+
+    async def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._call("decisions", thread_id, call_id)
+        return result
+
+    async def load(self, thread_id: str) -> ThreadRecord | None:
+        result: ThreadRecord | None = await self._call("load", thread_id)
+        return result
+
+    async def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
+        result: int = await self._call("save_run", thread_id, expected_version, snapshot)
+        return result
+
+
+class AsyncMemoryStore(AsyncForwarding):
     def __init__(self, inner: MemoryStore | None = None) -> None:
         self.inner = inner if inner is not None else MemoryStore()
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
@@ -32,7 +83,7 @@ class AsyncMemoryStore:
         self.gate: asyncio.Event | None = None
         self.fail: dict[str, Exception] = {}
 
-    async def _do(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         self.calls.append((method, args, kwargs))
         self.threads.add(threading.get_ident())
         await asyncio.sleep(0)  # every call is a real await point
@@ -45,47 +96,6 @@ class AsyncMemoryStore:
     @property
     def methods(self) -> list[str]:
         return [m for m, _, _ in self.calls]
-
-    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        result: ClaimResult = await self._do("claim", key, tool=tool)
-        return result
-
-    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = await self._do("finish", key, answer)
-        return result
-
-    async def settle(
-        self,
-        key: JournalKey,
-        answer: Mapping[str, Any],
-        *,
-        decision: Mapping[str, Any] | None = None,
-    ) -> ClaimResult:
-        result: ClaimResult = await self._do("settle", key, answer, decision=decision)
-        return result
-
-    async def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
-        result: ClaimResult | None = await self._do("lookup", thread_id, call_id)
-        return result
-
-    async def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
-        result: dict[str, Any] | None = await self._do("answer_for", thread_id, call_id)
-        return result
-
-    async def record_decision(self, decision: Mapping[str, Any]) -> None:
-        await self._do("record_decision", decision)
-
-    async def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._do("decisions", thread_id, call_id)
-        return result
-
-    async def load(self, thread_id: str) -> ThreadRecord | None:
-        result: ThreadRecord | None = await self._do("load", thread_id)
-        return result
-
-    async def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
-        result: int = await self._do("save_run", thread_id, expected_version, snapshot)
-        return result
 
     async def aclose(self) -> None:
         self.inner.close()

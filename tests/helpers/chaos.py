@@ -458,6 +458,8 @@ async def _async_worker(
     log: Log,
     effects: Effects,
 ) -> None:
+    """:func:`_sync_worker`'s loop, awaited: ``Session`` + ``AsyncPostgresStore``; a send
+    that outlives ``send_timeout`` is a finding ("send hung")."""
     from agui_tools import AgentClient, Session
     from agui_tools.app._store_postgres import AsyncPostgresStore
 
@@ -470,35 +472,18 @@ async def _async_worker(
             ).open()
             break
         except Exception as exc:
-            log("open-failed", store_error=_is_store_error(exc), **_error_fields(exc))
-            if not _is_store_error(exc):
-                log(
-                    "finding",
-                    kind="open raised a non-StoreError",
-                    tb=traceback.format_exc()[-3000:],
-                )
+            _open_failed(log, exc)
             await asyncio.sleep(_backoff(rng, attempt))
     if store is None:
         raise RuntimeError("the store never opened")
     client = AgentClient(args.url, timeout=30)
-    cards: dict[str, _Card] = {}
-    who = f"s{args.slot}"
-
-    def card_for(thread: str, fresh: bool) -> _Card:
-        if fresh or thread not in cards:
-            cards[thread] = _make_card(
-                Session, client, store, thread, effects, log, who, plan.options
-            )
-        return cards[thread]
-
+    cards = _Cards(Session, client, store, effects, log, f"s{args.slot}", plan.options)
     for task, resumed in plan:
-        how = ("carry-on" if resume == "carry-on" else "resend") if resumed else "send"
-        log("begin", task=task.index, thread=task.thread, mid=task.mid, how=how, t=asdict(task))
-        attempts = 0
-        started = time.monotonic()
+        how = _begin(log, task, resume, resumed)
+        attempts, started = 0, time.monotonic()
         while True:
-            fresh = habit == "new-session" and attempts > 0
-            card = card_for(task.thread, fresh)
+            card = cards.get(task.thread, fresh=habit == "new-session" and attempts > 0)
+            result = None
             try:
                 if attempts == 0 and how == "carry-on":
                     await asyncio.wait_for(
@@ -512,24 +497,12 @@ async def _async_worker(
                 )
             except TimeoutError:
                 log("finding", task=task.index, kind="send hung", thread=task.thread)
-                cards.pop(task.thread, None)
-                result = None
+                cards.drop(task.thread)
             except Exception as exc:
-                _log_error(log, task, exc, habit)
-                if not _is_store_error(exc):
-                    cards.pop(task.thread, None)
-                result = None
+                cards.failed(task, exc, habit)
             attempts += 1
-            if result is not None:
-                if result.status == "success" and not result.pending:
-                    log("done", task=task.index, attempts=attempts, status=result.status)
-                    break
-                log("finding", task=task.index, kind="send returned unfinished",
-                    status=result.status, pending=[c.call_id for c in result.pending])  # fmt: skip
-            if attempts >= cfg.max_attempts or time.monotonic() - started > 3 * cfg.send_timeout:
-                log("gave-up", task=task.index, attempts=attempts)
+            if _settled(log, cfg, task, result, attempts, started, habit):
                 break
-            log("retry", task=task.index, habit=habit, attempt=attempts)
             await asyncio.sleep(_backoff(rng, attempts))
     await client.aclose()
     await store.aclose()
@@ -544,6 +517,8 @@ def _sync_worker(
     log: Log,
     effects: Effects,
 ) -> None:
+    """A worker's loop: open the store (retrying), then each task of the plan sent until
+    it is done or given up — ``SyncSession`` + ``PostgresStore``."""
     from agui_tools import SyncAgentClient, SyncSession
     from agui_tools.app._store_postgres import PostgresStore
 
@@ -554,35 +529,17 @@ def _sync_worker(
             store = PostgresStore(args.dsn, min_size=1, max_size=2, timeout=cfg.store_timeout)
             break
         except Exception as exc:
-            log("open-failed", store_error=_is_store_error(exc), **_error_fields(exc))
-            if not _is_store_error(exc):
-                log(
-                    "finding",
-                    kind="open raised a non-StoreError",
-                    tb=traceback.format_exc()[-3000:],
-                )
+            _open_failed(log, exc)
             time.sleep(_backoff(rng, attempt))
     if store is None:
         raise RuntimeError("the store never opened")
     client = SyncAgentClient(args.url, timeout=30)
-    cards: dict[str, _Card] = {}
-    who = f"s{args.slot}"
-
-    def card_for(thread: str, fresh: bool) -> _Card:
-        if fresh or thread not in cards:
-            cards[thread] = _make_card(
-                SyncSession, client, store, thread, effects, log, who, plan.options
-            )
-        return cards[thread]
-
+    cards = _Cards(SyncSession, client, store, effects, log, f"s{args.slot}", plan.options)
     for task, resumed in plan:
-        how = ("carry-on" if resume == "carry-on" else "resend") if resumed else "send"
-        log("begin", task=task.index, thread=task.thread, mid=task.mid, how=how, t=asdict(task))
-        attempts = 0
-        started = time.monotonic()
+        how = _begin(log, task, resume, resumed)
+        attempts, started = 0, time.monotonic()
         while True:
-            fresh = habit == "new-session" and attempts > 0
-            card = card_for(task.thread, fresh)
+            card = cards.get(task.thread, fresh=habit == "new-session" and attempts > 0)
             result = None
             try:
                 if attempts == 0 and how == "carry-on":
@@ -591,23 +548,90 @@ def _sync_worker(
                     task.text, message_id=_mid(cfg, task, attempts), on_update=card.on_update
                 )
             except Exception as exc:
-                _log_error(log, task, exc, habit)
-                if not _is_store_error(exc):
-                    cards.pop(task.thread, None)
+                cards.failed(task, exc, habit)
             attempts += 1
-            if result is not None:
-                if result.status == "success" and not result.pending:
-                    log("done", task=task.index, attempts=attempts, status=result.status)
-                    break
-                log("finding", task=task.index, kind="send returned unfinished",
-                    status=result.status, pending=[c.call_id for c in result.pending])  # fmt: skip
-            if attempts >= cfg.max_attempts or time.monotonic() - started > 3 * cfg.send_timeout:
-                log("gave-up", task=task.index, attempts=attempts)
+            if _settled(log, cfg, task, result, attempts, started, habit):
                 break
-            log("retry", task=task.index, habit=habit, attempt=attempts)
             time.sleep(_backoff(rng, attempts))
     client.close()
     store.close()
+
+
+# -- what both workers' loops share: everything but the sends and the waits ------------------
+
+
+def _open_failed(log: Log, exc: Exception) -> None:
+    log("open-failed", store_error=_is_store_error(exc), **_error_fields(exc))
+    if not _is_store_error(exc):
+        log("finding", kind="open raised a non-StoreError", tb=traceback.format_exc()[-3000:])
+
+
+class _Cards:
+    """A worker's sessions, one per thread: made on first use, and anew when the habit
+    wants a new session per retry or the last one raised what is not a ``StoreError``."""
+
+    def __init__(
+        self,
+        session_cls: Any,
+        client: Any,
+        store: Any,
+        effects: Effects,
+        log: Log,
+        who: str,
+        options: dict[str, Any] | None,
+    ) -> None:
+        self._make: Callable[[str], _Card] = lambda thread: _make_card(
+            session_cls, client, store, thread, effects, log, who, options
+        )
+        self._log = log
+        self._cards: dict[str, _Card] = {}
+
+    def get(self, thread: str, *, fresh: bool) -> _Card:
+        if fresh or thread not in self._cards:
+            self._cards[thread] = self._make(thread)
+        return self._cards[thread]
+
+    def drop(self, thread: str) -> None:
+        self._cards.pop(thread, None)
+
+    def failed(self, task: Task, exc: Exception, habit: str) -> None:
+        """A send raised ``exc``: logged; a session that raised what is not a
+        ``StoreError`` is not used again."""
+        _log_error(self._log, task, exc, habit)
+        if not _is_store_error(exc):
+            self.drop(task.thread)
+
+
+def _begin(log: Log, task: Task, resume: str, resumed: bool) -> str:
+    """Log the task's start; how its first send goes: ``send``, or for the task a killed
+    predecessor left in flight, ``resend`` / ``carry-on`` (the resume habit)."""
+    how = ("carry-on" if resume == "carry-on" else "resend") if resumed else "send"
+    log("begin", task=task.index, thread=task.thread, mid=task.mid, how=how, t=asdict(task))
+    return how
+
+
+def _settled(
+    log: Log,
+    cfg: ChaosConfig,
+    task: Task,
+    result: Any,
+    attempts: int,
+    started: float,
+    habit: str,
+) -> bool:
+    """After an attempt: ``True`` when the task is done or given up (logged); else the
+    retry is logged and ``False``."""
+    if result is not None:
+        if result.status == "success" and not result.pending:
+            log("done", task=task.index, attempts=attempts, status=result.status)
+            return True
+        log("finding", task=task.index, kind="send returned unfinished",
+            status=result.status, pending=[c.call_id for c in result.pending])  # fmt: skip
+    if attempts >= cfg.max_attempts or time.monotonic() - started > 3 * cfg.send_timeout:
+        log("gave-up", task=task.index, attempts=attempts)
+        return True
+    log("retry", task=task.index, habit=habit, attempt=attempts)
+    return False
 
 
 def _mid(cfg: ChaosConfig, task: Task, attempt: int) -> str:

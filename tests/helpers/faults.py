@@ -43,6 +43,8 @@ from agui_tools._errors import StoreOutcomeUnknown, StoreReadFailed, StoreWriteF
 from agui_tools.app._journal import ClaimResult, JournalKey
 from agui_tools.app._store import ThreadRecord
 
+from .async_store import AsyncForwarding
+
 __all__ = [
     "KINDS",
     "READS",
@@ -185,8 +187,9 @@ class FaultyStore(_Faults):
         result: ClaimResult = self._call("claim", key, tool=tool)
         return result
 
-    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
-        self._call("finish", key, answer)
+    def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("finish", key, answer)  # the answer that stands
+        return result
 
     def settle(
         self,
@@ -227,56 +230,14 @@ class FaultyStore(_Faults):
         self.inner.close()
 
 
-class AsyncFaultyStore(_Faults):
-    """An :class:`~agui_tools.app._store.AsyncStore` (``AsyncPostgresStore``) with faults."""
-
-    is_async = True
-    blocking = False
+class AsyncFaultyStore(_Faults, AsyncForwarding):
+    """An :class:`~agui_tools.app._store.AsyncStore` (``AsyncPostgresStore``) with faults:
+    the contract's methods are :class:`~tests.helpers.async_store.AsyncForwarding`'s."""
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         kind = self._enter(method)
         result = await getattr(self.inner, method)(*args, **kwargs)
         self._exit(method, kind)
-        return result
-
-    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        result: ClaimResult = await self._call("claim", key, tool=tool)
-        return result
-
-    async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> None:
-        await self._call("finish", key, answer)
-
-    async def settle(
-        self,
-        key: JournalKey,
-        answer: Mapping[str, Any],
-        *,
-        decision: Mapping[str, Any] | None = None,
-    ) -> ClaimResult:
-        result: ClaimResult = await self._call("settle", key, answer, decision=decision)
-        return result
-
-    async def lookup(self, thread_id: str, call_id: str) -> ClaimResult | None:
-        result: ClaimResult | None = await self._call("lookup", thread_id, call_id)
-        return result
-
-    async def answer_for(self, thread_id: str, call_id: str) -> dict[str, Any] | None:
-        result: dict[str, Any] | None = await self._call("answer_for", thread_id, call_id)
-        return result
-
-    async def record_decision(self, decision: Mapping[str, Any]) -> None:
-        await self._call("record_decision", decision)
-
-    async def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._call("decisions", thread_id, call_id)
-        return result
-
-    async def load(self, thread_id: str) -> ThreadRecord | None:
-        result: ThreadRecord | None = await self._call("load", thread_id)
-        return result
-
-    async def save_run(self, thread_id: str, *args: Any, **kwargs: Any) -> int:
-        result: int = await self._call("save_run", thread_id, *args, **kwargs)
         return result
 
     async def aclose(self) -> None:

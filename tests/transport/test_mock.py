@@ -398,36 +398,15 @@ def test_the_inspectors_own_exports_replay_the_conversation(tmp_path: Path) -> N
     from agui_tools.testing import serving
     from agui_tools.transport._session import Approval
     from agui_tools.ui.inspector import Inspector
-    from tests.ui.test_inspector_http import idle, running, until
+    from tests.ui.test_inspector_http import download_exports, order_two_widgets, running
 
     async def record() -> list[Any]:
         async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent", register=register_demo)
             async with running(inspector) as page:
-                await page.post("/api/prompt", json={"text": "Order two widgets for me."})
-                for _ in range(2):  # place_order, then email_receipt
-                    ask = await until(
-                        inspector,
-                        lambda m: (
-                            m["kind"] == "consent"
-                            and not any(
-                                d["kind"] == "consent-done" and d["callId"] == m["callId"]
-                                for d in inspector.hub.messages
-                            )
-                        ),
-                    )
-                    await page.post(
-                        "/api/consent", json={"callId": ask["callId"], "decision": "approve"}
-                    )
-                await until(inspector, idle)
-                token = {"token": inspector.token}
+                await order_two_widgets(inspector, page)
                 (tmp_path / "runs").mkdir()
-                for n in range(1, len(inspector.captures) + 1):
-                    for what in (f"run-{n}.sse", f"run-{n}.input.json"):
-                        r = await page.get(f"/api/export/{what}", params=token)
-                        (tmp_path / "runs" / what).write_bytes(r.content)
-                r = await page.get("/api/export/thread.json", params=token)
-                (tmp_path / "thread.json").write_bytes(r.content)
+                await download_exports(inspector, page, tmp_path / "runs", tmp_path / "thread.json")
                 return list(inspector.session.conversation.messages)  # type: ignore[union-attr]
 
     def turns(messages: list[Any]) -> list[Any]:

@@ -253,12 +253,45 @@ def test_bad_decisions_are_refused_and_the_call_still_awaits_consent() -> None:
 # -- exports ---------------------------------------------------------------------------------
 
 
-def _export(tmp_path: Path, response: httpx.Response, name: str) -> Path:
-    assert response.status_code == 200, response.text
-    assert response.headers["content-disposition"].startswith("attachment")
-    path = tmp_path / name
-    path.write_bytes(response.content)
-    return path
+async def order_two_widgets(inspector: Inspector, page: httpx.AsyncClient) -> None:
+    """The demo's order as a user places it on the page: the prompt, then each call
+    it asks consent for (place_order, then email_receipt) approved, until idle."""
+    await page.post("/api/prompt", json={"text": "Order two widgets for me."})
+    for _ in range(2):
+        ask = await until(
+            inspector,
+            lambda m: (
+                m["kind"] == "consent"
+                and not any(
+                    d["kind"] == "consent-done" and d["callId"] == m["callId"]
+                    for d in inspector.hub.messages
+                )
+            ),
+        )
+        await page.post("/api/consent", json={"callId": ask["callId"], "decision": "approve"})
+    await until(inspector, idle)
+
+
+async def download_exports(
+    inspector: Inspector, page: httpx.AsyncClient, runs: Path, thread: Path | None = None
+) -> int:
+    """What the page's download links give, each an attachment: ``run-N.sse`` and
+    ``run-N.input.json`` of every run, written into ``runs``, and ``thread.json``
+    written as ``thread`` (when given). The number of runs."""
+    token = {"token": inspector.token}
+    wanted = [
+        (f"/api/export/{what}", runs / what)
+        for n in range(1, len(inspector.captures) + 1)
+        for what in (f"run-{n}.sse", f"run-{n}.input.json")
+    ]
+    if thread is not None:
+        wanted.append(("/api/export/thread.json", thread))
+    for url, path in wanted:
+        response = await page.get(url, params=token)
+        assert response.status_code == 200, response.text
+        assert response.headers["content-disposition"].startswith("attachment")
+        path.write_bytes(response.content)
+    return len(inspector.captures)
 
 
 def test_exported_streams_are_judged_by_verify_as_the_inspector_judged_them(
@@ -268,30 +301,9 @@ def test_exported_streams_are_judged_by_verify_as_the_inspector_judged_them(
         async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:
             inspector = Inspector(f"{base}/agent", register=register_demo)
             async with running(inspector) as page:
-                await page.post("/api/prompt", json={"text": "Order two widgets for me."})
-                for _ in range(2):  # place_order, then email_receipt
-                    ask = await until(
-                        inspector,
-                        lambda m: (
-                            m["kind"] == "consent"
-                            and not any(
-                                d["kind"] == "consent-done" and d["callId"] == m["callId"]
-                                for d in inspector.hub.messages
-                            )
-                        ),
-                    )
-                    await page.post(
-                        "/api/consent", json={"callId": ask["callId"], "decision": "approve"}
-                    )
-                await until(inspector, idle)
-                token = {"token": inspector.token}
-                runs = len(inspector.captures)
-                for n in range(1, runs + 1):
-                    for what in (f"run-{n}.sse", f"run-{n}.input.json"):
-                        r = await page.get(f"/api/export/{what}", params=token)
-                        _export(tmp_path, r, what)
-                thread = await page.get("/api/export/thread.json", params=token)
-                data = json.loads(_export(tmp_path, thread, "thread.json").read_text())
+                await order_two_widgets(inspector, page)
+                runs = await download_exports(inspector, page, tmp_path, tmp_path / "thread.json")
+                data = json.loads((tmp_path / "thread.json").read_text())
                 assert data["messages"] == inspector.session.conversation.messages  # type: ignore[union-attr]
                 statuses = [r["status"] for r in data["runs"]]
                 return runs, statuses
@@ -329,9 +341,7 @@ def test_a_broken_agent_ends_the_turn_rejected_and_its_export_fails_verify_by_th
                 await until(inspector, idle)  # within seconds, while the agent still stalls
                 failed = await until(inspector, lambda m: m["kind"] == "failed")
                 assert failed["rule"] == "TOOL-20"
-                params = {"token": inspector.token}
-                for what in ("run-1.sse", "run-1.input.json"):
-                    _export(tmp_path, await page.get(f"/api/export/{what}", params=params), what)
+                assert await download_exports(inspector, page, tmp_path) == 1
 
     asyncio.run(go())
     code = main(

@@ -49,7 +49,6 @@ from .._errors import (
     StaleThread,
     StoreError,
     StoreOutcomeUnknown,
-    StoreWriteFailed,
     UsageError,
 )
 from ..wire._kinds import WireEvent
@@ -73,6 +72,7 @@ from ._store import (
     Store,
     ThreadRecord,
     is_async_store,
+    not_storable,
     snapshot_of,
 )
 from ._tools import ToolSpec
@@ -714,9 +714,7 @@ class Conversation:
         try:
             keep, encoded = self.thread.encoded(self._saved)
         except TypeError as exc:
-            raise StoreWriteFailed(
-                f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
-            ) from None
+            raise not_storable(exc) from None
         snapshot = snapshot_of(
             encoded.blobs[keep:],
             keep,

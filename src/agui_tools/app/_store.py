@@ -228,28 +228,24 @@ def encode_snapshot(
     run: Mapping[str, Any],
     keep: int = 0,
 ) -> Snapshot:
-    """Encode a save; a value JSON cannot carry is refused here, before any write."""
+    """A save of plain messages (a test's, a benchmark's, a store filled by hand):
+    each message encoded, then :func:`snapshot_of` — the one encoding of a save. A
+    value JSON cannot carry is refused here, before any write."""
     if keep < 0:
         raise StoreError(f"keep must be 0 or more, not {keep}")
     try:
-        return Snapshot(
-            orjson.dumps(list(messages)),
-            keep,
-            orjson.dumps(state),
-            orjson.dumps(sorted(resumed)),
-            orjson.dumps(dict(run)),
-        )
+        blobs = [orjson.dumps(message) for message in messages]
     except TypeError as exc:
-        raise StoreWriteFailed(
-            f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
-        ) from None
+        raise not_storable(exc) from None
+    return snapshot_of(blobs, keep, state, resumed, run)
 
 
 def snapshot_of(
     messages: Sequence[bytes], keep: int, state: Any, resumed: Sequence[str], run: Mapping[str, Any]
 ) -> Snapshot:
-    """A save whose messages are already encoded, one by one (the conversation's):
-    joined, not encoded again."""
+    """A save whose messages are already encoded, one by one (the conversation's:
+    ``ThreadState.encoded``): joined, not encoded again — the bytes one
+    ``orjson.dumps`` of the list would give."""
     try:
         return Snapshot(
             b"[" + b",".join(messages) + b"]",
@@ -259,9 +255,15 @@ def snapshot_of(
             orjson.dumps(dict(run)),
         )
     except TypeError as exc:
-        raise StoreWriteFailed(
-            f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
-        ) from None
+        raise not_storable(exc) from None
+
+
+def not_storable(exc: TypeError) -> StoreWriteFailed:
+    """The one refusal of a thread that holds a value JSON cannot carry (orjson's
+    ``TypeError`` says which)."""
+    return StoreWriteFailed(
+        f"the thread cannot be stored: it holds a value that is not JSON ({exc})"
+    )
 
 
 def decode_record(

@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Final
 
+from .._text import cut, shown  # the CLI's spelling of them: defined with the other text
+
 if TYPE_CHECKING:
     from ..app._journal import Journal
 
@@ -25,30 +27,11 @@ __all__ = [
 ]
 
 EXIT_INTERRUPTED: Final = 130
-SHOWN_CHARS: Final = 200
-"""How much of a user's argument (a URL, a path) an error line repeats."""
 
 
 class WriteFailed(Exception):
     """A file the command writes (``--save``) could not be written: said in one line
     by :func:`agui_tools.cli.main`, exit 1 — what was written before is kept."""
-
-
-def cut(value: str, limit: int = SHOWN_CHARS) -> str:
-    """``value`` cut in the middle past ``limit`` characters, saying its length.
-
-    A 100 KB URL is echoed as its start and end and its length, so the one
-    line stays one line a person can read.
-    """
-    if len(value) <= limit:
-        return value
-    keep = limit // 2
-    return f"{value[:keep]}…{value[-(keep // 2) :]} ({len(value):,} characters)"
-
-
-def shown(value: str, limit: int = SHOWN_CHARS) -> str:
-    """``value`` quoted for an error line (:func:`cut` past ``limit`` characters)."""
-    return repr(value) if len(value) <= limit else f"'{cut(value, limit)}'"
 
 
 def interrupted(command: str, *, journal: str | None = None) -> int:

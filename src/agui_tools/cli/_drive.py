@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .._url import check_url
 from ._answers import add_answer_flags
 from ._common import add_journal_option, describe_exception, open_journal
 from ._http import Recorder, add_http_options, positive_seconds
@@ -32,11 +33,9 @@ if TYPE_CHECKING:
 __all__ = [
     "Driver",
     "add_drive_options",
-    "check_url",
     "describe_run",
     "load_tools",
     "prepare",
-    "url_problem",
 ]
 
 
@@ -62,37 +61,6 @@ def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> Non
         "answers with it",
     )
     add_http_options(parser)
-
-
-def check_url(url: str) -> str | None:
-    """Why ``url`` cannot be an agent endpoint (``None`` when it can).
-
-    Checked before anything starts: httpx only parses the URL when the request
-    is sent, and its ``InvalidURL`` is not a transport error. The one check of an
-    agent URL every command makes (``run``, ``chat``, ``check``, ``inspect``, ``proxy``).
-    """
-    from ._common import shown
-
-    problem = url_problem(url)
-    return None if problem is None else f"{shown(url)} {problem}"
-
-
-def url_problem(url: str) -> str | None:
-    """:func:`check_url`'s reason, without the URL: "is not a valid URL (…)", "is not an
-    http:// or https:// URL", "names no host", "has port N: out of range (1-65535)"."""
-    import httpx
-
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        return f"is not a valid URL ({exc})"
-    if parsed.scheme not in ("http", "https"):
-        return "is not an http:// or https:// URL with a host"
-    if not parsed.host:
-        return "is not an http:// or https:// URL with a host: it names no host"
-    if parsed.port is not None and not 0 < parsed.port < 65536:
-        return f"has port {parsed.port}: out of range (1-65535)"
-    return None
 
 
 def load_tools(session: Any, module_name: str) -> None:

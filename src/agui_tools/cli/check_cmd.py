@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.url:
         print("agui-tools check: give the agent's URL (or --list)", file=sys.stderr)
         return 2
-    from ._drive import check_url
+    from .._url import check_url
 
     problem = check_url(args.url)
     if problem is not None:  # judged before any case runs: one line, exit 2

@@ -187,8 +187,8 @@ def serve(
 
 def read_agents(args: argparse.Namespace, headers: dict[str, str]) -> dict[str, Any] | str:
     """The agents ``--agent`` and ``--agents`` name (name → :class:`Agent`), or why not."""
+    from .._url import check_url
     from ..ui.inspector import Agent
-    from ._drive import check_url
 
     agents: dict[str, Any] = {}
     if args.agents:
@@ -229,9 +229,10 @@ def read_agents(args: argparse.Namespace, headers: dict[str, str]) -> dict[str, 
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._url import check_url
     from ..ui.inspector import Inspector
     from ._common import describe_exception
-    from ._drive import check_url, load_tools
+    from ._drive import load_tools
 
     if args.url is None and not args.agent and not args.agents:
         print(

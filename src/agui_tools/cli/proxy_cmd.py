@@ -103,8 +103,8 @@ def register(sub: Any) -> None:
 
 def _upstream(text: str) -> str | None:
     """Why ``text`` is not an agent URL (``None``: it is one) — the check every command
-    makes of an agent URL (:func:`~agui_tools.cli._drive.url_problem`)."""
-    from ._drive import url_problem
+    makes of an agent URL (:func:`~agui_tools._url.url_problem`)."""
+    from .._url import url_problem
 
     return url_problem(text)
 

@@ -648,7 +648,7 @@ class Inspector:
             self.agent = agent
         current = self.agents[self.agent]
         if url is not None:
-            from ...cli._drive import check_url
+            from ..._url import check_url
 
             problem = check_url(url) if isinstance(url, str) else "the URL must be text"
             if problem is not None:

@@ -1,0 +1,39 @@
+"""An agent's URL judged before anything is sent: the one check every face makes.
+
+httpx only parses a URL when the request is sent, and its ``InvalidURL`` is not
+a transport error — so each command (``run``, ``chat``, ``check``, ``inspect``,
+``proxy``) and the inspector's page (an agent's URL changed in the browser) ask
+:func:`check_url` first, and say its answer in one line. Here, below every face,
+so that none of them imports another to ask (httpx is imported only when asked).
+"""
+
+from __future__ import annotations
+
+from ._text import shown
+
+__all__ = ["check_url", "url_problem"]
+
+
+def check_url(url: str) -> str | None:
+    """Why ``url`` cannot be an agent endpoint (``None`` when it can): the URL,
+    :func:`~agui_tools._text.shown`, then :func:`url_problem`'s reason."""
+    problem = url_problem(url)
+    return None if problem is None else f"{shown(url)} {problem}"
+
+
+def url_problem(url: str) -> str | None:
+    """:func:`check_url`'s reason, without the URL: "is not a valid URL (…)", "is not an
+    http:// or https:// URL", "names no host", "has port N: out of range (1-65535)"."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        return f"is not a valid URL ({exc})"
+    if parsed.scheme not in ("http", "https"):
+        return "is not an http:// or https:// URL with a host"
+    if not parsed.host:
+        return "is not an http:// or https:// URL with a host: it names no host"
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        return f"has port {parsed.port}: out of range (1-65535)"
+    return None
