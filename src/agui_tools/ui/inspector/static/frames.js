@@ -63,7 +63,7 @@ function addItem(item) {
 function onRunStart(m) {
   runStarts.set(m.run, m.t ?? null);
   const input = shownValue(m, "input");
-  addItem({ kind: "run-start", run: m.run, url: m.url, input, t: m.t ?? null });
+  addItem({ kind: "run-start", run: m.run, url: m.url, input, t: m.t ?? null, threadId: typeof m.threadId === "string" ? m.threadId : null });
   $("last-input").textContent = input;
   waterfall.start(m);
 }
@@ -93,7 +93,7 @@ function onEvent(m) {
 }
 
 function onNote(m, kind) {
-  const note = { kind, rule: m.rule, message: m.message, run: m.run, index: m.index };
+  const note = { kind, rule: m.rule, message: m.message, run: m.run, index: m.index, side: m.side };
   const found = byFrame.get(`${m.run}:${m.index}`);
   if (found) {
     (found.frame.notes ||= []).push(note);
@@ -222,7 +222,8 @@ function fill(li, row) {
   }
   if (item.kind === "run-start") {
     li.classList.add("run-start");
-    li.append(el("span", { class: "what", text: `run ${item.run} — input sent to ${item.url}` }));
+    const thread = item.threadId ? `thread ${item.threadId} — ` : "";
+    li.append(el("span", { class: "what", text: `run ${item.run} — ${thread}input sent to ${item.url}` }));
     return;
   }
   if (item.kind === "run-end") {
@@ -262,8 +263,9 @@ function fill(li, row) {
 
 function noteNode(note) {
   return el("div", { class: `note ${note.kind}`, title: note.message },
-    el("span", { class: "note-kind", text: note.kind === "violation" ? "violation" : "warning" }), " ", ruleLink(note.rule, false), " ",
-    el("span", { text: note.message }));
+    el("span", { class: "note-kind", text: note.kind === "violation" ? "violation" : "warning" }), " ",
+    note.side ? el("span", { class: "note-side", "data-side": note.side, text: note.side === "frontend" ? "frontend (its input)" : "agent" }) : null,
+    note.side ? " " : null, ruleLink(note.rule, false), " ", el("span", { text: note.message }));
 }
 
 function renderList() {
