@@ -106,6 +106,26 @@ def test_a_card_builds_up_is_left_to_the_frontend_then_answered_by_it() -> None:
     assert [m["text"] for m in kinds(live, "user")] == ["Order two"]  # nothing new said
 
 
+def test_the_next_input_may_come_before_the_previous_run_is_told_ended() -> None:
+    # the proxy tells an exchange's end once the judging process answered; a fast
+    # frontend's next input on the thread is told first: its answers still land
+    live = LiveInspector(URL)
+    live.exchange_started(1, URL, run_input("t1", "r1", []))
+    for index, frame in enumerate(frames("t1", "r1", ORDER)):
+        live.exchange_event(1, index, frame)
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "place_order", "arguments": '{"qty": "two"}'}
+    history = [
+        {"id": "a1", "role": "assistant", "toolCalls": [call]},
+        {"id": "m1", "role": "tool", "toolCallId": "c1", "content": "placed"},
+    ]
+    live.exchange_started(2, URL, run_input("t1", "r2", history))
+    live.exchange_ended(1, 200, None)
+    statuses = [m["status"] for m in kinds(live, "call") if m["callId"] == "c1"]
+    assert statuses[-2:] == ["frontend", "answered"], statuses
+    assert [m["run"] for m in kinds(live, "run-end")] == [1]
+
+
 def test_findings_carry_their_side_and_threads_are_told_apart() -> None:
     live = LiveInspector(URL)
     live.exchange_started(1, URL, run_input("t1", "r1", []))

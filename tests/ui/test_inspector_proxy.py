@@ -17,14 +17,16 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from agui_tools.app import Conversation
 from agui_tools.app._tools import ToolSpec
 from agui_tools.demo.agent import demo_agent
 from agui_tools.transport import agent_app
-from agui_tools.wire._framing import SSEReader
-from tests.helpers.scripted_server import serve
+from agui_tools.wire._framing import SSEReader, sse_frame
+from tests.helpers.scripted_server import Script, app_for, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
+from tests.interop.node import run_node, skip_reason
 
 from .conftest import open_page, screenshot
 
@@ -198,3 +200,64 @@ def test_the_page_shows_the_live_traffic_read_only(browser: Any, tmp_path: Path)
                 [action, body],
             )
             assert status == 403 and "read-only" in text, (action, status, text)
+
+
+@pytest.mark.interop
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+def test_the_official_httpagent_as_the_frontend(browser: Any, tmp_path: Path) -> None:
+    """The official TypeScript ``HttpAgent`` drives the thread; the page follows it."""
+    tools = [t.to_wire() for t in TOOLS]
+    with (
+        serve(agent_app(demo_agent(delay=0.0), path="/agent")) as upstream,
+        proxy_with_inspector(f"{upstream}/agent") as (proxy, inspector),
+        open_page(browser, inspector) as page,
+    ):
+        ts = run_node(
+            "httpagent.mjs", proxy, "--thread-id", "ts-1", "--user", "Order two widgets",
+            "--tools", orjson.dumps(tools).decode(), "--max-runs", "2",
+        )  # fmt: skip
+        assert len(ts["runs"]) == 2 and ts["runs"][0]["answered"], ts
+        page.locator(".bubble.thread-change", has_text="Thread ts-1").wait_for()
+        assert page.locator(".bubble.user", has_text="Order two widgets").count() == 1
+        # the client's own answers (a tool message each) on the cards of run 1
+        badge(page, "s1-location", "answered by the frontend", thread="ts-1")
+        result = card(page, "s1-location", "ts-1").locator(".result").inner_text()
+        assert "get_location done with {}" in result
+        badge(page, "s1-inventory", "answered by the agent", thread="ts-1")
+        badge(page, "s2-order", "left to the frontend", thread="ts-1")
+        # a conforming frontend: nothing said of its inputs
+        assert page.locator('.bubble.finding[data-side="frontend"]').count() == 0
+
+
+BROKEN = [
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "place_order"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"sku": "w", '},
+    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '"qty": 2}'},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+]
+
+
+def test_an_agent_that_breaks_a_rule_is_named_on_its_event(browser: Any, tmp_path: Path) -> None:
+    script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in BROKEN])
+    with (
+        serve(app_for(script)) as upstream,
+        proxy_with_inspector(f"{upstream}/agent") as (proxy, inspector),
+        open_page(browser, inspector, scheme="dark") as page,
+    ):
+        frontend = Frontend(proxy, "t1")
+        run_input = frontend.conv.next_input(user="Buy one")
+        frontend.run(run_input, fold=False)  # a conforming client would reject the stream
+        finding = page.locator('.bubble.finding[data-rule="TOOL-20"]')
+        finding.wait_for()
+        assert finding.get_attribute("data-side") == "agent"
+        assert "agent (producer), run 1 event #4" in finding.locator(".who").text_content()
+        # the call the broken stream made is never run by a conforming frontend
+        badge(page, "c1", "run rejected")
+        page.locator("#timeline .run-end", has_text="rejected").wait_for()
+        note = page.locator("#timeline .note.violation", has_text="TOOL-20")
+        note.wait_for()
+        assert "agent" in note.locator(".note-side").inner_text()
+        # the events are all shown, as the agent sent them, past the broken one too
+        assert page.locator("#timeline li[data-type=RUN_FINISHED]").count() == 1

@@ -73,6 +73,7 @@ class _Exchange:
     conversation: Conversation | None
     calls: dict[str, None] = field(default_factory=dict)  # call ids shown, in order
     folding: bool = True  # False once the stream broke a rule: the frames go on, the cards stop
+    error: Any = None  # the run's RUN_ERROR, once its cards are settled
 
 
 class LiveInspector(Inspector):
@@ -173,6 +174,14 @@ class LiveInspector(Inspector):
             composed=False,
         )
         messages = _messages(run_input)
+        if thread_id is not None:
+            # the thread's previous exchange may still wait for its verdict (the proxy
+            # tells its end once the judging process answered): the frontend read its
+            # stream to the end, so its cards are settled now — before this input's
+            # answers to them are shown
+            for other in self._exchanges.values():
+                if other.thread_id == thread_id and other.conversation is not None:
+                    self._settle_exchange(other, None)
         if thread_id is not None and thread_id != self._last_thread:
             self._last_thread = thread_id
             self.hub.push(
@@ -331,9 +340,8 @@ class LiveInspector(Inspector):
 
     def exchange_ended(self, number: int, status: int | None, outcome: Any) -> None:
         exchange = self._exchanges.pop(number, None)
-        error: Any = None
         if exchange is not None and exchange.conversation is not None:
-            error = self._settle_exchange(exchange, outcome)
+            self._settle_exchange(exchange, outcome)
         run_status = getattr(outcome, "status", None)
         self.hub.push(
             "run-end",
@@ -341,23 +349,25 @@ class LiveInspector(Inspector):
             runId=getattr(outcome, "run_id", None),
             status=run_status or (f"HTTP {status}" if status is not None else "no answer"),
             pending=list(getattr(outcome, "pending", ())),
-            error=error,
+            error=exchange.error if exchange is not None else None,
             outcome=None,
             t=now_ms(),
             threadId=exchange.thread_id if exchange is not None else None,
         )
 
-    def _settle_exchange(self, exchange: _Exchange, outcome: Any) -> Any:
-        """The exchange's cards show what became of their calls; its conversation goes."""
+    def _settle_exchange(self, exchange: _Exchange, outcome: Any) -> None:
+        """The exchange's cards show what became of their calls (``outcome``: the proxy's
+        judge's, when in); its conversation goes, and its frames are shown, not folded."""
         conv = exchange.conversation
         assert conv is not None
         rejected = getattr(outcome, "status", None) == "rejected" or not exchange.folding
+        exchange.conversation, exchange.folding = None, False
         self._live, self._live_thread = conv, exchange.thread_id
-        error: Any = None
         try:
             try:
                 run = conv.end_run()
-                error = run.error
+                exchange.error = run.error
+                rejected = rejected or run.violation is not None
             except AguiError:
                 rejected = True
             for call_id in exchange.calls:
@@ -395,7 +405,6 @@ class LiveInspector(Inspector):
                 self._left.move_to_end((exchange.thread_id, call_id))
         while len(self._left) > CALLS_KEPT:
             self._left.popitem(last=False)
-        return error
 
     def _push_thread_of(self, conv: Conversation) -> None:
         self.hub.push(
