@@ -196,7 +196,7 @@ function showCall(msg) {
     c.actions.replaceChildren();
     c.result.replaceChildren(
       el("span", { class: "label", text: msg.answer.outcome === "executed" ? "result" : msg.answer.outcome }),
-      el("pre", { class: "json result-text", text: json(msg.answer.content) }),
+      el("pre", { class: "json result-text", text: shownValue(msg.answer, "content") }),
     );
     if (msg.answer.error) c.result.append(el("p", { class: "error", text: `error: ${msg.answer.error}` }));
   }
