@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,13 @@ from agui_tools.app import Conversation
 from agui_tools.app._tools import ToolSpec
 from agui_tools.demo.agent import demo_agent
 from agui_tools.transport import agent_app
+from agui_tools.ui.inspector._live import LiveInspector
 from agui_tools.wire._framing import SSEReader, sse_frame
 from tests.helpers.scripted_server import Script, app_for, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 from tests.interop.node import run_node, skip_reason
 
-from .conftest import open_page, screenshot
+from .conftest import inspector_server, open_page, screenshot
 
 TOOLS = [
     ToolSpec("get_location", "Where the user is.", parameters={"type": "object"}),
@@ -261,3 +262,47 @@ def test_an_agent_that_breaks_a_rule_is_named_on_its_event(browser: Any, tmp_pat
         assert "agent" in note.locator(".note-side").inner_text()
         # the events are all shown, as the agent sent them, past the broken one too
         assert page.locator("#timeline li[data-type=RUN_FINISHED]").count() == 1
+
+
+def test_a_page_left_open_keeps_the_recent_traffic_only(browser: Any, tmp_path: Path) -> None:
+    # the page's own bounds (live.js): a tab open on a proxy that runs for days
+    async def setup(stack: AsyncExitStack) -> LiveInspector:
+        return LiveInspector("http://127.0.0.1:9/agent")
+
+    def traffic(live: LiveInspector, runs: int) -> None:
+        for n in range(1, runs + 1):
+            thread, run = f"t{n}", f"r{n}"
+            body = orjson.dumps(
+                {"threadId": thread, "runId": run, "tools": [], "context": [], "state": {},
+                 "forwardedProps": {}, "messages": [{"id": "u", "role": "user", "content": f"go {n}"}]}
+            )  # fmt: skip
+            events: list[dict[str, Any]] = [
+                {"type": "RUN_STARTED", "threadId": thread, "runId": run}
+            ]
+            for k in range(70):  # 140 rows of the frame list: steps are not grouped
+                events += [{"type": "STEP_STARTED", "stepName": f"s{k}"},
+                           {"type": "STEP_FINISHED", "stepName": f"s{k}"}]  # fmt: skip
+            for k in range(10):  # 10 bubbles in the chat
+                mid = f"m{n}-{k}"
+                events += [{"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"},
+                           {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": f"{n}.{k}"},
+                           {"type": "TEXT_MESSAGE_END", "messageId": mid}]  # fmt: skip
+            events.append({"type": "RUN_FINISHED", "threadId": thread, "runId": run})
+            live.exchange_started(n, "http://127.0.0.1:9/agent", body)
+            for index, event in enumerate(events):
+                live.exchange_event(n, index, orjson.dumps(event).decode())
+            live.exchange_ended(n, 200, None)
+
+    with inspector_server(setup) as served, open_page(browser, served.url) as page:
+        page.locator("#read-only").wait_for()
+        served.call(lambda: traffic(served.inspector, 160))  # type: ignore[arg-type]
+        page.locator(".bubble.assistant", has_text="160.9").wait_for(timeout=60_000)
+        page.wait_for_function("document.body.dataset.pending === '0'", timeout=60_000)
+        shown = page.evaluate("window.__frames()")
+        assert 15_000 < shown["items"] <= 20_000, shown
+        assert shown["frames"] < 160 * 172, shown  # the oldest frames left the counts too
+        nodes = page.locator("#log > *").count()
+        assert 1_000 < nodes <= 1_500, nodes
+        assert page.locator('.bubble.assistant[data-message-id="m1-0"]').count() == 0  # oldest
+        # the list still works on what it keeps: the newest run's end, with its thread
+        page.locator("#timeline .run-end", has_text="run 160 ended: HTTP 200").wait_for()

@@ -123,6 +123,18 @@ function paint(holder) {
   else holder.open.replaceChildren(renderMarkdown(rest));
 }
 
+/** Forget the messages and cards whose nodes left the log (the proxy's read-only page
+ * keeps its recent traffic only): a later delta of one starts a new bubble. */
+export function forgetDetached() {
+  for (const [key, c] of cards) if (!c.node.isConnected) cards.delete(key);
+  for (const [id, holder] of texts) {
+    if (!holder.node.isConnected) {
+      texts.delete(id);
+      dirtyTexts.delete(holder);
+    }
+  }
+}
+
 export function setPlain(value) {
   plain = value;
   for (const holder of texts.values()) {

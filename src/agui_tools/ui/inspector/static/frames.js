@@ -227,7 +227,8 @@ function fill(li, row) {
     return;
   }
   if (item.kind === "run-end") {
-    li.classList.add("run-end", `status-${item.status}`);
+    // a class token has no spaces: "HTTP 502" (the proxy's page) would throw here
+    li.classList.add("run-end", `status-${String(item.status).replace(/[^\w-]/g, "_")}`);
     const pending = item.pending.length ? `; pending calls: ${item.pending.join(", ")}` : "";
     const error = item.error ? ` — ${json(item.error.message || item.error)}` : "";
     li.append(el("span", { class: "what", text: `run ${item.run} ended: ${item.status}${pending}${error}` }));
@@ -488,6 +489,32 @@ export function setupFrames() {
   $("tab-timeline").addEventListener("click", () => requestAnimationFrame(renderList));
   $("waterfall-box").addEventListener("toggle", () => waterfall.render());
   onRender(() => waterfall.render());
+}
+
+/** Drop the oldest items past ``max`` (down to nine tenths of it): the proxy's read-only
+ * page, left open while the traffic goes on for days, keeps its recent runs only. */
+export function trimFrames(max) {
+  if (items.length <= max) return 0;
+  const gone = items.splice(0, items.length - Math.floor(max * 0.9));
+  for (const item of gone) {
+    if (item.kind === "group") {
+      for (const f of item.frames) {
+        byFrame.delete(`${f.run}:${f.index}`);
+        counts.set(f.family, counts.get(f.family) - 1);
+        total--;
+        noteCount -= (f.notes || []).length;
+      }
+    } else if (item.kind === "note") {
+      noteCount--;
+    } else if (item.kind === "run-end") {
+      runStarts.delete(item.run);
+      waterfall.runs.delete(item.run);
+      waterfall.dirty = true;
+    }
+  }
+  if (selectedRow && gone.includes(selectedRow.item)) selectedRow = null;
+  structure.changed = true;
+  return gone.length;
 }
 
 /** For tests and the benchmark: how many rows the list has, and how many are in the DOM. */

@@ -7,11 +7,17 @@
 // may keep several) and shows each finding with its rule and its side: the agent
 // judged as a producer, or the frontend's input judged as an application's.
 
-import { $, el, announce, config, on, ruleLink } from "./core.js";
-import { addToLog } from "./chat.js";
+import { $, el, announce, config, on, onRender, ruleLink, schedule } from "./core.js";
+import { addToLog, forgetDetached } from "./chat.js";
+import { trimFrames } from "./frames.js";
 
 export const SIDES = { agent: "agent (producer)", frontend: "frontend (application)" };
 const MAX_FINDINGS = 200; // bubbles in the chat; the timeline lists every one
+// A page left open on a proxy that runs for days keeps its recent traffic: at most so many
+// bubbles and cards in the chat and so many rows (a group of deltas is one) in the frame
+// list, the oldest leaving first (the back end's log is bounded the same way).
+export const MAX_LOG_NODES = 1500;
+export const MAX_FRAME_ITEMS = 20000;
 const DRIVING = ["prompt-form", "mock-form", "stop", "new-thread", "agent-settings", "agent-select", "thread-select", "replay-open", "build-input"];
 
 let findings = 0;
@@ -66,5 +72,14 @@ export function setupLive() {
   });
   on("violation", showFinding);
   on("warning", showFinding);
+  onRender(() => {
+    const log = $("log");
+    if (log.childElementCount > MAX_LOG_NODES) {
+      let extra = log.childElementCount - Math.floor(MAX_LOG_NODES * 0.9);
+      while (extra-- > 0 && log.firstElementChild) log.firstElementChild.remove();
+      forgetDetached();
+    }
+    if (trimFrames(MAX_FRAME_ITEMS)) schedule(); // the list is rebuilt on the next frame
+  });
   watching();
 }
