@@ -228,3 +228,38 @@ def test_a_frame_is_shown_raw_whether_data_text_or_a_decoded_protobuf_event() ->
     shown = kinds(live, "event")
     assert shown[0]["type"] == "RUN_STARTED" and orjson.loads(shown[0]["raw"])["runId"] == "r1"
     assert shown[1]["type"] == "(not an event)" and shown[1]["raw"] == "not json"
+
+
+HOSTILE_INPUTS = [
+    b"not json",
+    b"[1, 2]",
+    b'{"threadId": ["t"], "messages": "no"}',
+    orjson.dumps({"threadId": "t1", "messages": [{"id": ["unhashable"], "role": "user"}]}),
+    orjson.dumps({"threadId": "t1", "messages": [{"id": {"x": 1}, "role": "tool"}, 5, None]}),
+    orjson.dumps({"threadId": "t1", "messages": [], "tools": [{"name": ""}, "x", {"name": 5}]}),
+    orjson.dumps({"threadId": "t1", "messages": [], "tools": [{"name": "a", "parameters": 7}]}),
+]
+HOSTILE_FRAMES = [
+    "[1, 2]",
+    '{"type": 5}',
+    '{"type": "TOOL_CALL_ARGS", "toolCallId": ["c"], "delta": 1}',
+    '{"type": "TEXT_MESSAGE_CONTENT"}',
+    "[" * 5000 + "]" * 5000,
+    '{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "\\ud800"}',  # a lone surrogate
+    {"type": "STATE_DELTA", "delta": "not a patch"},
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE_INPUTS)
+def test_hostile_traffic_never_raises_into_the_proxy(body: bytes) -> None:
+    # an exception here would break the proxy's forwarding of the stream
+    live = LiveInspector(URL)
+    live.exchange_started(1, URL, body)
+    live.exchange_started(2, URL, body)  # the same thread again: its input compared
+    for index, frame in enumerate([*frames("t1", "r1", [])[:1], *HOSTILE_FRAMES]):
+        live.exchange_event(1, index, frame)
+        live.exchange_event(2, index, frame)
+    live.exchange_ended(1, 200, None)
+    live.exchange_ended(2, None, None)
+    assert [m["run"] for m in kinds(live, "run-end")] == [1, 2]
+    assert len(kinds(live, "event")) == 2 * (1 + len(HOSTILE_FRAMES))

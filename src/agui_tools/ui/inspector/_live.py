@@ -45,7 +45,7 @@ import orjson
 from ..._errors import AguiError
 from ...app._conversation import CallUpdate, Conversation, TextDelta
 from ...app._tools import ToolSpec
-from ._backend import VALUE_LIMIT, Hub, Inspector, Refused, bounded, now_ms
+from ._backend import VALUE_LIMIT, Hub, Inspector, Refused, bounded, log, now_ms
 
 __all__ = ["BUDGET", "CALLS_KEPT", "READ_ONLY", "THREADS_KEPT", "LiveInspector"]
 
@@ -232,7 +232,7 @@ class LiveInspector(Inspector):
                 tail.append(message)
             new = tail[::-1]
         else:
-            new = [m for m in messages if m.get("id") not in known]
+            new = [m for m in messages if not (isinstance(m.get("id"), str) and m["id"] in known)]
         for message in new:
             role = message.get("role")
             if role == "user":
@@ -308,6 +308,12 @@ class LiveInspector(Inspector):
                 # from what follows, whose frames are still shown as they come
                 exchange.folding = False
                 updates = conv.take_updates()
+            except Exception:  # a bug of the page's fold must never break the forwarding
+                log.exception(
+                    "the live inspector could not fold event #%d of run %d", index, number
+                )
+                exchange.folding = False
+                return
             for update in updates:
                 if isinstance(update, TextDelta):
                     self.hub.push(
@@ -369,6 +375,9 @@ class LiveInspector(Inspector):
                 exchange.error = run.error
                 rejected = rejected or run.violation is not None
             except AguiError:
+                rejected = True
+            except Exception:  # as in exchange_event: said, never raised into the proxy
+                log.exception("the live inspector could not end run %d", exchange.number)
                 rejected = True
             for call_id in exchange.calls:
                 shown = self._shown.get(call_id)
