@@ -12,7 +12,8 @@
   concurrent idle streams open through it, per stream.
 
 The proxy runs as the user runs it (``python -m agui_tools proxy``), judging every
-event (the default) and with ``--strict`` (each chunk judged before it is sent).
+event (the default), with ``--strict`` (each chunk judged before it is sent) and with
+``--inspect`` (each event also folded for the read-only inspector's page).
 """
 
 from __future__ import annotations
@@ -143,7 +144,13 @@ def results() -> dict[str, dict[str, float]]:
     proxies: dict[str, Proxy] = {}
     out: dict[str, dict[str, float]] = {}
     try:
-        proxies = {"proxy": Proxy(server.url), "proxy --strict": Proxy(server.url, "--strict")}
+        proxies = {
+            "proxy": Proxy(server.url),
+            "proxy --strict": Proxy(server.url, "--strict"),
+            # the read-only inspector fed on the proxy's loop (no page open: what it costs
+            # the traffic, not the browser)
+            "proxy --inspect": Proxy(server.url, "--inspect"),
+        }
         urls = {"direct": server.url, **{name: p.url for name, p in proxies.items()}}
         for name in urls:
             out[name] = {"p50": float("inf"), "p99": float("inf"), "rate": 0.0, "next": 0.0}

@@ -46,6 +46,13 @@ frontend sent it), DIR/NNNN.sse, .pb, .ndjson or .json (the answer's body as
 the agent sent it) and DIR/NNNN.meta.json; `agui-tools verify DIR/0001.sse
 --input DIR/0001.input.json` judges a recording as the proxy did.
 
+--inspect: also serve the inspector's page showing the traffic as it flows
+(its URL on a second stdout line): each exchange as its run — the input as the
+frontend sent it, every event as the agent sent it, tool-call cards building
+up, each finding with its rule and its side — for every thread the frontend
+uses. Read-only: nothing on the page drives the thread (every action is
+refused, 403); it keeps the recent traffic (32 MiB of messages).
+
 Exit codes: 0 stopped (Ctrl-C) with no error found, 1 stopped after errors were
 found (the summary lists them), 2 bad usage (UPSTREAM is not an http(s) URL,
 the port is taken, DIR cannot be created).
@@ -95,7 +102,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--inspect",
         action="store_true",
-        help="also serve the inspector's timeline of the live traffic, read-only (its URL is "
+        help="also serve the inspector's page showing the live traffic, read-only (its URL is "
         "printed on a second stdout line)",
     )
     p.set_defaults(func=run)

@@ -614,10 +614,10 @@ class ProxyApp:
             async for chunk in response.aiter_raw():
                 if exchange is not None:
                     exchange.write(chunk)
-                if timeline is not None:
-                    timeline.feed(chunk)
                 if not strict:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if timeline is not None:  # after the bytes left: the page never delays them
+                        timeline.feed(chunk)
                     if watch is not None:
                         watch.feed(chunk)
                     elif remote is not None:
@@ -630,6 +630,8 @@ class ProxyApp:
                     meta["cut"] = {"rule": fatal.rule, "index": fatal.index}
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
+                if timeline is not None:  # what the agent sent, the broken remainder too
+                    timeline.feed(chunk)
                 if fatal is not None:
                     break
         except httpx.HTTPError as exc:

@@ -68,6 +68,7 @@ _MODULES: Final = (
     "state.js",
     "controls.js",
     "session.js",
+    "live.js",
 )
 """The page's ES modules (static/app.js says what each holds)."""
 _STATIC: Final = {
@@ -223,6 +224,7 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
                 "title": inspector.title,
                 "prompt": inspector.prompt,
                 "threadStart": inspector.hub.thread_start,
+                "readOnly": inspector.read_only,
             }
         )
         # JSON in an attribute: its controls as JSON escapes (the same value for the page's
@@ -284,6 +286,9 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
 
     async def post(request: Request) -> Response:
         action = request.path_params["action"]
+        if inspector.read_only is not None:
+            # every action, import and compose too: this page watches traffic it does not drive
+            return _refuse(403, inspector.read_only)
         try:
             data = await _json_body(request, _MAX_IMPORT_BODY if action == "import" else _MAX_BODY)
             if action == "prompt":

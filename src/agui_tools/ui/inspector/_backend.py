@@ -148,15 +148,26 @@ class Hub:
     ``supersedes`` key replaces the previous message with that key: the old
     one leaves the log (its sequence number is never reused), so what is kept
     and replayed for a streamed argument is its latest preview, not each one.
-    Nothing else is dropped.
+
+    ``budget``: the most bytes of JSON the log keeps (``None``: no bound — an
+    inspector's session is what a person drove). Past it the oldest messages
+    leave the log (down to nine tenths of the budget, so trimming is rare):
+    what a proxy that runs for days shows, and holds, is its recent traffic
+    (``dropped`` counts what left). Nothing else is dropped.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, budget: int | None = None) -> None:
         self._log: list[dict[str, Any] | None] = []
+        self._sizes: list[int] = []
+        self._base = 0  # the sequence number of _log[0]
         self._latest: dict[str, int] = {}
         self._changed = asyncio.Event()
         self.closed = False
         self.superseded = 0
+        self.budget = budget
+        self.bytes = 0
+        """The bytes of JSON the messages kept hold."""
+        self.dropped = 0
         self.thread_start = 0
         """Where a page that connects afresh starts: the last ``new-thread`` message (the
         threads before it are in the store and the exports, not in every new tab)."""
@@ -168,7 +179,12 @@ class Hub:
 
     @property
     def next_seq(self) -> int:
-        return len(self._log)
+        return self._base + len(self._log)
+
+    @property
+    def first_seq(self) -> int:
+        """The sequence number of the oldest message still kept (0 until the budget bit)."""
+        return self._base
 
     def close(self) -> None:
         """End every follower (the server is stopping)."""
@@ -176,20 +192,46 @@ class Hub:
         self._changed.set()
 
     def push(self, kind: str, *, supersedes: str | None = None, **fields: Any) -> dict[str, Any]:
-        seq = len(self._log)
-        message: dict[str, Any] = _jsonable({"seq": seq, "kind": kind, **fields})
+        seq = self.next_seq
+        data = orjson.dumps(
+            {"seq": seq, "kind": kind, **fields}, default=repr, option=orjson.OPT_NON_STR_KEYS
+        )
+        message: dict[str, Any] = orjson.loads(data)  # plain JSON data (see _jsonable)
         if supersedes is not None:
             previous = self._latest.get(supersedes)
-            if previous is not None and self._log[previous] is not None:
-                self._log[previous] = None
-                self.superseded += 1
+            if previous is not None and previous >= self._base:
+                at = previous - self._base
+                if self._log[at] is not None:
+                    self._log[at] = None
+                    self.bytes -= self._sizes[at]
+                    self._sizes[at] = 0
+                    self.superseded += 1
             self._latest[supersedes] = seq
         if kind == "new-thread":
             self.thread_start = seq
         self._log.append(message)
+        self._sizes.append(len(data))
+        self.bytes += len(data)
+        if self.budget is not None and self.bytes > self.budget:
+            self._trim(self.budget * 9 // 10)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
         return message
+
+    def _trim(self, target: int) -> None:
+        """Drop the oldest messages until at most ``target`` bytes are kept (the newest
+        message always stays)."""
+        cut = 0
+        while cut < len(self._log) - 1 and self.bytes > target:
+            if self._log[cut] is not None:
+                self.dropped += 1
+            self.bytes -= self._sizes[cut]
+            cut += 1
+        del self._log[:cut]
+        del self._sizes[:cut]
+        self._base += cut
+        self.thread_start = max(self.thread_start, self._base)
+        self._latest = {k: v for k, v in self._latest.items() if v >= self._base}
 
     def settle(self, key: str) -> None:
         """Messages pushed with ``key`` from now on supersede nothing before this point."""
@@ -197,7 +239,7 @@ class Hub:
 
     def since(self, start: int) -> list[dict[str, Any]]:
         """The messages kept from sequence number ``start`` on."""
-        return [m for m in self._log[max(0, start) :] if m is not None]
+        return [m for m in self._log[max(0, start - self._base) :] if m is not None]
 
     async def follow(self, start: int = 0) -> AsyncIterator[dict[str, Any]]:
         """Every message from ``start`` on, waiting for new ones forever."""
@@ -207,13 +249,15 @@ class Hub:
 
     async def batches(self, start: int = 0) -> AsyncIterator[list[dict[str, Any]]]:
         """What is new from ``start`` on, as a list each time: everything that piled up
-        while the reader was away comes at once (a page catches up in one batch)."""
+        while the reader was away comes at once (a page catches up in one batch). A
+        reader left behind by the budget goes on from the oldest message kept."""
         i = max(0, start)
         while not self.closed:
             changed = self._changed
-            if i < len(self._log):
-                batch = [m for m in self._log[i:] if m is not None]
-                i = len(self._log)
+            i = max(i, self._base)
+            if i < self.next_seq:
+                batch = [m for m in self._log[i - self._base :] if m is not None]
+                i = self.next_seq
                 if batch:
                     yield batch
                 continue
@@ -389,6 +433,10 @@ class Inspector:
         index: the file listing this inspector's threads in ``store`` (a store
             is keyed by thread id and lists none).
     """
+
+    read_only: str | None = None
+    """Why the page may drive nothing (``None``: it drives the thread): the proxy's
+    inspector says so in a banner and refuses every action (403)."""
 
     def __init__(
         self,
@@ -788,7 +836,7 @@ class Inspector:
         shown_card = self._shown.get(call_id)
         if shown_card is None or shown_card["status"] != "streaming":
             return
-        conv = self.session.conversation
+        conv = self._conversation()
         text = conv.thread.arguments(call_id) if conv is not None else None
         self._push_shown(
             {
@@ -925,7 +973,7 @@ class Inspector:
             card["answer"] = answer.to_json()
             if answer.error is not None and answer.error.startswith("outcome unknown"):
                 card["status"] = "outcome_unknown"
-        conv = self.session.conversation
+        conv = self._conversation()
         tool = conv.tools.get(update.name) if conv is not None else None
         call = self._call(update.call_id)
         if call is not None:
@@ -949,8 +997,13 @@ class Inspector:
             card["sideEffects"] = tool.side_effects
         return card
 
+    def _conversation(self) -> Conversation | None:
+        """The conversation a card update is about (the session's; the proxy's read-only
+        inspector has one per exchange it is shown)."""
+        return self.session.conversation
+
     def _call(self, call_id: str) -> PendingCall | None:
-        conv = self.session.conversation
+        conv = self._conversation()
         if conv is None:
             return None
         try:

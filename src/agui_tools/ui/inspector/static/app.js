@@ -9,7 +9,9 @@
 //   state.js     the current state, each state event's diff, the state history;
 //   controls.js  tabs, the prompt, mock tools, exports, the next input, the theme;
 //   session.js   Stop, New thread, agents and headers, interrupt cards, statuses the
-//                page adds, import and compose.
+//                page adds, import and compose;
+//   live.js      the proxy's read-only inspector: the banner, the controls put away,
+//                thread changes and findings (with their side) in the chat.
 // A new kind of message plugs in with on(kind, fn) from core.js.
 //
 // The back end sends one message per SSE event, or a "batch" of many (what a new or
@@ -22,6 +24,7 @@ import { setupFrames } from "./frames.js";
 import { setupState } from "./state.js";
 import { isBusy, refreshExports, setupMockForm, setupPrompt, setupTabs, setupViews } from "./controls.js";
 import { setupSession } from "./session.js";
+import { setupLive } from "./live.js";
 
 function connect() {
   const source = new EventSource("/api/events"); // authenticated by the page's cookie, not a URL
@@ -43,4 +46,5 @@ setupFrames();
 setupState();
 setupSession();
 refreshExports();
+setupLive();
 connect();

@@ -123,6 +123,18 @@ function paint(holder) {
   else holder.open.replaceChildren(renderMarkdown(rest));
 }
 
+/** Forget the messages and cards whose nodes left the log (the proxy's read-only page
+ * keeps its recent traffic only): a later delta of one starts a new bubble. */
+export function forgetDetached() {
+  for (const [key, c] of cards) if (!c.node.isConnected) cards.delete(key);
+  for (const [id, holder] of texts) {
+    if (!holder.node.isConnected) {
+      texts.delete(id);
+      dirtyTexts.delete(holder);
+    }
+  }
+}
+
 export function setPlain(value) {
   plain = value;
   for (const holder of texts.values()) {
@@ -139,8 +151,11 @@ export function errorList(errors, root = "(arguments)") {
   return list;
 }
 
-export function card(callId, name) {
-  let c = cards.get(callId);
+// A card is keyed by its call id — and by its thread when the message names one (the
+// proxy's inspector shows several threads, whose call ids may be the same).
+export function card(callId, name, threadId) {
+  const key = threadId ? `${threadId}\u0000${callId}` : callId;
+  let c = cards.get(key);
   if (c) return c;
   const title = el("h3", { class: "tool-name", text: name || "(unnamed tool)" });
   const status = el("span", { class: "badge", "data-status": "streaming", text: STATUS.streaming });
@@ -150,10 +165,10 @@ export function card(callId, name) {
   const errors = el("div", { class: "validation" });
   const actions = el("div", { class: "actions" });
   const result = el("div", { class: "result" });
-  const node = el("article", { class: "card", "data-call-id": callId, "aria-label": `tool call ${name}` },
+  const node = el("article", { class: "card", "data-call-id": callId, "data-thread-id": threadId || null, "aria-label": `tool call ${name}` },
     el("header", {}, title, status), description, el("div", { class: "args-box" }, argsLabel, args), errors, actions, result);
   c = { node, title, status, description, args, argsLabel, errors, actions, result, name };
-  cards.set(callId, c);
+  cards.set(key, c);
   addToLog(node);
   return c;
 }
@@ -165,7 +180,7 @@ export function setStatus(c, status, label) {
 }
 
 function showCall(msg) {
-  const c = card(msg.callId, msg.name);
+  const c = card(msg.callId, msg.name, msg.threadId);
   if (msg.description) c.description.textContent = msg.description + (msg.sideEffects ? " — has side effects" : "");
   if (msg.agentSide) setStatus(c, "done", "answered by the agent");
   else setStatus(c, msg.status);
@@ -193,7 +208,7 @@ function showCall(msg) {
     c.actions.replaceChildren();
     c.result.replaceChildren(
       el("span", { class: "label", text: msg.answer.outcome === "executed" ? "result" : msg.answer.outcome }),
-      el("pre", { class: "json result-text", text: json(msg.answer.content) }),
+      el("pre", { class: "json result-text", text: shownValue(msg.answer, "content") }),
     );
     if (msg.answer.error) c.result.append(el("p", { class: "error", text: `error: ${msg.answer.error}` }));
   }

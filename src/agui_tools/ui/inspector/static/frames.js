@@ -63,7 +63,7 @@ function addItem(item) {
 function onRunStart(m) {
   runStarts.set(m.run, m.t ?? null);
   const input = shownValue(m, "input");
-  addItem({ kind: "run-start", run: m.run, url: m.url, input, t: m.t ?? null });
+  addItem({ kind: "run-start", run: m.run, url: m.url, input, t: m.t ?? null, threadId: typeof m.threadId === "string" ? m.threadId : null });
   $("last-input").textContent = input;
   waterfall.start(m);
 }
@@ -93,7 +93,7 @@ function onEvent(m) {
 }
 
 function onNote(m, kind) {
-  const note = { kind, rule: m.rule, message: m.message, run: m.run, index: m.index };
+  const note = { kind, rule: m.rule, message: m.message, run: m.run, index: m.index, side: m.side };
   const found = byFrame.get(`${m.run}:${m.index}`);
   if (found) {
     (found.frame.notes ||= []).push(note);
@@ -222,11 +222,13 @@ function fill(li, row) {
   }
   if (item.kind === "run-start") {
     li.classList.add("run-start");
-    li.append(el("span", { class: "what", text: `run ${item.run} — input sent to ${item.url}` }));
+    const thread = item.threadId ? `thread ${item.threadId} — ` : "";
+    li.append(el("span", { class: "what", text: `run ${item.run} — ${thread}input sent to ${item.url}` }));
     return;
   }
   if (item.kind === "run-end") {
-    li.classList.add("run-end", `status-${item.status}`);
+    // a class token has no spaces: "HTTP 502" (the proxy's page) would throw here
+    li.classList.add("run-end", `status-${String(item.status).replace(/[^\w-]/g, "_")}`);
     const pending = item.pending.length ? `; pending calls: ${item.pending.join(", ")}` : "";
     const error = item.error ? ` — ${json(item.error.message || item.error)}` : "";
     li.append(el("span", { class: "what", text: `run ${item.run} ended: ${item.status}${pending}${error}` }));
@@ -262,8 +264,9 @@ function fill(li, row) {
 
 function noteNode(note) {
   return el("div", { class: `note ${note.kind}`, title: note.message },
-    el("span", { class: "note-kind", text: note.kind === "violation" ? "violation" : "warning" }), " ", ruleLink(note.rule, false), " ",
-    el("span", { text: note.message }));
+    el("span", { class: "note-kind", text: note.kind === "violation" ? "violation" : "warning" }), " ",
+    note.side ? el("span", { class: "note-side", "data-side": note.side, text: note.side === "frontend" ? "frontend (its input)" : "agent" }) : null,
+    note.side ? " " : null, ruleLink(note.rule, false), " ", el("span", { text: note.message }));
 }
 
 function renderList() {
@@ -486,6 +489,32 @@ export function setupFrames() {
   $("tab-timeline").addEventListener("click", () => requestAnimationFrame(renderList));
   $("waterfall-box").addEventListener("toggle", () => waterfall.render());
   onRender(() => waterfall.render());
+}
+
+/** Drop the oldest items past ``max`` (down to nine tenths of it): the proxy's read-only
+ * page, left open while the traffic goes on for days, keeps its recent runs only. */
+export function trimFrames(max) {
+  if (items.length <= max) return 0;
+  const gone = items.splice(0, items.length - Math.floor(max * 0.9));
+  for (const item of gone) {
+    if (item.kind === "group") {
+      for (const f of item.frames) {
+        byFrame.delete(`${f.run}:${f.index}`);
+        counts.set(f.family, counts.get(f.family) - 1);
+        total--;
+        noteCount -= (f.notes || []).length;
+      }
+    } else if (item.kind === "note") {
+      noteCount--;
+    } else if (item.kind === "run-end") {
+      runStarts.delete(item.run);
+      waterfall.runs.delete(item.run);
+      waterfall.dirty = true;
+    }
+  }
+  if (selectedRow && gone.includes(selectedRow.item)) selectedRow = null;
+  structure.changed = true;
+  return gone.length;
 }
 
 /** For tests and the benchmark: how many rows the list has, and how many are in the DOM. */

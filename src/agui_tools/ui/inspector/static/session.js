@@ -17,10 +17,12 @@ const LABELS = {
   rejected: "run rejected",
   stopped: "stopped",
   awaiting_approval: "awaiting approval",
+  frontend: "left to the frontend",
+  answered: "answered by the frontend",
 };
 
 function fixCard(msg) {
-  const c = card(msg.callId, msg.name);
+  const c = card(msg.callId, msg.name, msg.threadId);
   if (msg.status in LABELS) setStatus(c, msg.status, LABELS[msg.status]);
   if (msg.status !== "streaming" && c.argsLabel.textContent.startsWith("arguments (streaming")) {
     // the arguments are complete (or the call is over): no longer a preview
