@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Final
 
+import orjson
+
 from .._errors import (
     InputRejected,
     LimitExceeded,
@@ -57,10 +59,12 @@ from ._schema import (
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "MAX_ID_BYTES",
+    "ORJSON_WRITE_DEPTH",
     "Enforcer",
     "depth_excess",
     "escape_pointer",
     "id_problem",
+    "nests_within",
 ]
 
 DEFAULT_MAX_DEPTH: Final = 128
@@ -158,6 +162,50 @@ def depth_excess(value: Any, budget: int, path: str = "") -> str | None:
             if isinstance(child, _CONTAINERS):
                 stack.append((child, level + 1, (key, trail)))
     return None
+
+
+def _orjson_max_depth() -> int:
+    """How many levels of containers orjson writes (254 in every release so far)."""
+    value: Any = 0
+    depth = 0
+    while depth < 4096:
+        try:
+            orjson.dumps([value])
+        except orjson.JSONEncodeError:
+            return depth
+        value = [value]
+        depth += 1
+    raise RuntimeError("orjson writes any depth: a depth check cannot ride on it")
+
+
+ORJSON_WRITE_DEPTH: Final = _orjson_max_depth()
+"""How many levels of containers orjson writes: a value wrapped in
+``ORJSON_WRITE_DEPTH - room`` lists encodes only when it nests at most ``room``
+levels, which measures nesting in C instead of a Python walk."""
+
+
+def nests_within(value: Any, levels: int) -> bool:
+    """Whether ``value`` nests at most ``levels`` levels of containers (itself is one).
+
+    Measured by orjson, in C (:data:`ORJSON_WRITE_DEPTH`); a value orjson cannot
+    write for another reason (a key that is not a string, an integer past 64
+    bits) or a limit past what orjson writes is measured by a bounded walk.
+    """
+    if not isinstance(value, _CONTAINERS):
+        return True
+    if levels <= 0:
+        return False
+    if levels < ORJSON_WRITE_DEPTH:
+        wrapped = value
+        for _ in range(ORJSON_WRITE_DEPTH - levels):
+            wrapped = [wrapped]
+        try:
+            orjson.dumps(wrapped)
+        except orjson.JSONEncodeError:
+            pass
+        else:
+            return True
+    return not _too_deep(value, levels)
 
 
 class _Unrecognised:
