@@ -23,8 +23,8 @@ from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader
 from agui_tools.wire._pipeline import ConsumerPipeline
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+from tests.helpers.attacks import deep
 from tests.helpers.scripted_server import Script, app_for, serve
-from tests.wire.test_proto_depth import deep
 
 INPUT: dict[str, Any] = {
     "threadId": "t1",
@@ -317,7 +317,7 @@ def test_an_undecodable_frame_rejects_the_run_naming_the_rule() -> None:
 
 
 def test_a_state_at_the_nesting_limit_crosses_both_bindings(base: str) -> None:
-    """Our server encodes it, our client decodes it: 127 levels under /snapshot (31
+    """Our server encodes it, our client decodes it: 127 levels under /snapshot (32
     object levels were all upb reads before)."""
     for transport in ("sse", "proto"):
         conv = Conversation(thread_id="t")

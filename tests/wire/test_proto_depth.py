@@ -2,7 +2,7 @@
 
 An open value (state, ``CUSTOM.value``, metadata…) may nest as deeply on the
 binary binding as on the JSON one: ``max_depth`` levels, the event counting as
-one, judged by the same enforcement. upb alone reads 100 protobuf levels (31
+one, judged by the same enforcement. upb alone reads 100 protobuf levels (32
 JSON object levels); the deep reader carries the rest, a deeper frame is a
 ``LIMIT`` violation naming ``max_depth`` (not TRANS-7, not a crash), and the
 encoder never writes a frame a consumer refuses.
@@ -33,21 +33,11 @@ from agui_tools.wire._proto_codec import (
     encode_proto_event,
 )
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+from tests.helpers.attacks import deep, nested_lists, snapshot_frame, varint
 from tests.helpers.strategies import event, json_scalars, json_values
 
 START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 END = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
-
-
-def deep(levels: int, kinds: list[bool] | None = None, sibling: Any = 1) -> Any:
-    """A value nesting exactly ``levels`` levels of containers (itself one): objects
-    and lists alternating (or as ``kinds`` says, True for an object), a sibling
-    scalar beside each child, an object at the top."""
-    kinds = kinds or [k % 2 == 0 for k in range(levels)]
-    value: Any = {"leaf": sibling} if kinds[-1] else [sibling]
-    for level in range(levels - 2, -1, -1):
-        value = {"k": value, "s": level} if kinds[level] else [level, value]
-    return value
 
 
 # (position, event carrying the value, how many path segments lead to it)
@@ -166,33 +156,6 @@ def test_the_encoder_writes_only_what_its_decoder_reads_back() -> None:
 # -- hostile frames --------------------------------------------------------------------
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | 0x80 if n else byte)
-        if not n:
-            return bytes(out)
-
-
-def nested_lists(levels: int, bottom: bytes = b"") -> bytes:
-    """A ``JsonValue``'s bytes: ``levels`` lists, each holding the next (linear to build)."""
-    prefixes, size = [], len(bottom)
-    for _ in range(levels):
-        inner = 1 + len(_varint(size)) + size  # JsonList.values
-        prefixes.append(b"\x32" + _varint(inner) + b"\x0a" + _varint(size))
-        size = 1 + len(_varint(inner)) + inner  # JsonValue.list_value
-    return b"".join(reversed(prefixes)) + bottom
-
-
-def snapshot_frame(value: bytes) -> bytes:
-    """A STATE_SNAPSHOT message whose snapshot is ``value`` (a JsonValue's bytes)."""
-    base = pb.BaseEvent(type=pb.EventType.Value("STATE_SNAPSHOT")).SerializeToString()
-    body = b"\x0a" + _varint(len(base)) + base + b"\x12" + _varint(len(value)) + value
-    number = pb.Event.DESCRIPTOR.fields_by_name["state_snapshot"].number
-    return _varint(number << 3 | 2) + _varint(len(body)) + body
-
-
 def test_nested_lists_builds_what_upb_reads() -> None:
     value = pb.JsonValue.FromString(nested_lists(3, b"\x11\x00\x00\x00\x00\x00\x00\xf0\x3f"))
     assert value.list_value.values[0].list_value.values[0].list_value.values[0].number_value == 1
@@ -202,7 +165,7 @@ def test_a_frame_nested_100k_levels_is_a_limit_violation_in_bounded_work() -> No
     """A child process: a reader that let upb (or Python) recurse that deep would
     crash it, not fail the test politely."""
     code = (
-        "import sys; from tests.wire.test_proto_depth import nested_lists, snapshot_frame\n"
+        "from tests.helpers.attacks import nested_lists, snapshot_frame\n"
         "from agui_tools.wire._proto_framing import ProtoReader, proto_frame\n"
         "from agui_tools.wire._framing import BrokenFrame\n"
         "frames = ProtoReader().feed_frames(proto_frame(snapshot_frame(nested_lists(100_000))))\n"
@@ -297,7 +260,7 @@ def test_the_deep_reader_reads_every_frame_as_upb_does(ev: dict[str, Any], data:
 
 def _merged(kind: int, parts: list[bytes]) -> bytes:
     """A JsonValue whose container field ``kind`` occurs once per part (protobuf merges them)."""
-    return b"".join(bytes([kind << 3 | 2]) + _varint(len(p)) + p for p in parts)
+    return b"".join(bytes([kind << 3 | 2]) + varint(len(p)) + p for p in parts)
 
 
 def test_a_container_field_written_twice_is_merged_as_upb_merges_it() -> None:
@@ -311,7 +274,7 @@ def test_a_container_field_written_twice_is_merged_as_upb_merges_it() -> None:
     for _ in range(60):
         chain = [chain]
     element = nested_lists(60, b"\x11" + bytes(7) + b"\x40")  # 60 lists around 2.0
-    first = one + b"\x0a" + _varint(len(element)) + element
+    first = one + b"\x0a" + varint(len(element)) + element
     value = _merged(6, [first, two])
     assert decode_proto_event(snapshot_frame(value))["snapshot"] == [1, chain, "x"]
     switched = _merged(6, [first]) + b"\x20\x01" + _merged(6, [two])  # a bool between
@@ -323,17 +286,26 @@ def test_a_container_field_written_twice_is_merged_as_upb_merges_it() -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.integers(1, DEFAULT_MAX_DEPTH).flatmap(
+    st.integers(1, DEFAULT_MAX_DEPTH + 40).flatmap(
         lambda levels: st.tuples(
             st.lists(st.booleans(), min_size=levels, max_size=levels), json_scalars, json_values
         )
     )
 )
-def test_random_nesting_up_to_the_limit_reads_the_same_on_both_bindings(drawn: Any) -> None:
+def test_random_nesting_reads_the_same_on_both_bindings(drawn: Any) -> None:
+    """Up to one level past the limit, the same events and the same violation, word
+    for word; deeper, the decoder refuses first — the same rule at the same event,
+    both naming max_depth, the binary one saying the path inside the value."""
     kinds, sibling, extra = drawn
     value = {"deep": deep(len(kinds), kinds, sibling), "extra": extra}  # one more level
+    levels = len(kinds) + 1
     ev = {"type": "CUSTOM", "name": "n", "value": value}
     sse, binary = over_both(stream(ev))
-    assert binary == sse
-    accepted = len(kinds) + 1 <= DEFAULT_MAX_DEPTH - 1
-    assert (sse[1] is None) == accepted
+    assert (sse[1] is None) == (levels <= DEFAULT_MAX_DEPTH - 1)  # /value: one segment
+    if levels <= DEFAULT_MAX_DEPTH:
+        assert binary == sse
+    else:
+        assert binary[0] == sse[0]
+        assert binary[1][1:3] == sse[1][1:3] == ("LIMIT", 1)
+        assert f"max_depth={DEFAULT_MAX_DEPTH}" in binary[1][4]
+        assert f"max_depth={DEFAULT_MAX_DEPTH}" in sse[1][4]

@@ -196,7 +196,7 @@ def _object_or_none(value: Any) -> Mapping[str, Any] | None:
 #
 # upb refuses a message nested more than 100 protobuf levels, and a JSON level
 # costs two (a list: value, list) or three (an object: value, object, entry):
-# alone it would carry 31 object levels of a state the JSON binding takes 127
+# alone it would carry 32 object levels of a state the JSON binding takes 127
 # of. Raising its limit (``SetAllowOversizeProtos``) is process-wide and lets a
 # hostile 30,000-level frame overflow the C stack (a segfault, measured). So a
 # frame upb refuses is read again by the deep reader: the envelope through
@@ -1133,7 +1133,7 @@ def decode_proto_event(
     Every open value may nest ``max_depth`` levels (itself one) — at least what
     enforcement with the same ``max_depth`` lets through at any position, so a
     value the JSON binding carries decodes here too, however many protobuf
-    levels it costs (upb alone reads 100: 31 object levels); a deeper one is a
+    levels it costs (upb alone reads 100: 32 object levels); a deeper one is a
     :class:`LimitExceeded` (rule ``LIMIT``) naming ``max_depth``, found
     without reading past it.
     """
