@@ -26,6 +26,7 @@ which is the reference and produces the exact warnings and errors.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Final
@@ -187,25 +188,40 @@ levels, which measures nesting in C instead of a Python walk."""
 def nests_within(value: Any, levels: int) -> bool:
     """Whether ``value`` nests at most ``levels`` levels of containers (itself is one).
 
-    Measured by orjson, in C (:data:`ORJSON_WRITE_DEPTH`); a value orjson cannot
-    write for another reason (a key that is not a string, an integer past 64
-    bits) or a limit past what orjson writes is measured by a bounded walk.
+    Measured by orjson, in C (:data:`ORJSON_WRITE_DEPTH`), inside a chain of
+    lists built once per ``levels`` (building it per call cost more than the
+    encoding of a small event); a value orjson cannot write for another reason
+    (a key that is not a string, an integer past 64 bits) or a limit past what
+    orjson writes is measured by a bounded walk.
     """
     if not isinstance(value, _CONTAINERS):
         return True
     if levels <= 0:
         return False
     if levels < ORJSON_WRITE_DEPTH:
-        wrapped = value
-        for _ in range(ORJSON_WRITE_DEPTH - levels):
-            wrapped = [wrapped]
-        try:
-            orjson.dumps(wrapped)
-        except orjson.JSONEncodeError:
-            pass
-        else:
-            return True
+        with _WRAP_LOCK:  # one chain per limit, shared: its innermost list holds one value
+            wrap = _WRAPS.get(levels)
+            if wrap is None:
+                holder: list[Any] = []
+                chain = holder
+                for _ in range(ORJSON_WRITE_DEPTH - levels - 1):
+                    chain = [chain]
+                wrap = _WRAPS[levels] = (chain, holder)
+            chain, holder = wrap
+            holder.append(value)
+            try:
+                orjson.dumps(chain)
+            except orjson.JSONEncodeError:
+                pass
+            else:
+                return True
+            finally:
+                holder.clear()
     return not _too_deep(value, levels)
+
+
+_WRAPS: dict[int, tuple[list[Any], list[Any]]] = {}
+_WRAP_LOCK: Final = threading.Lock()
 
 
 class _Unrecognised:

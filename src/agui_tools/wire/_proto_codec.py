@@ -910,7 +910,7 @@ def encode_proto_event(
     consumer with the same limit refuses (:func:`decode_proto_event` reads
     every depth within it).
     """
-    if not nests_within(event, max_depth):
+    if _nests(event) and not nests_within(event, max_depth):
         where = depth_excess(event, max_depth)
         if where is not None:
             raise UsageError(
@@ -931,6 +931,16 @@ def encode_proto_event(
 
 
 _Envelope: Final = pb.Event
+
+
+def _nests(event: Mapping[str, Any]) -> bool:
+    """Whether any member of ``event`` may be a container (most events have none)."""
+    for v in event.values():
+        cls = v.__class__
+        if cls is str or cls is int or cls is float or cls is bool or v is None:
+            continue
+        return True
+    return False
 
 
 # -- decode ---------------------------------------------------------------------------
