@@ -49,7 +49,13 @@ from google.protobuf import message as _pb_message
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageError
 from . import _proto_events_pb2 as pb
-from ._enforce import DEFAULT_MAX_DEPTH, depth_excess, escape_pointer, nests_within
+from ._enforce import (
+    DEFAULT_MAX_DEPTH,
+    depth_excess,
+    escape_pointer,
+    nests_within,
+    shared_enforcer,
+)
 from ._framing import PROTO_MEDIA_TYPE
 
 __all__ = [
@@ -207,8 +213,9 @@ def _object_or_none(value: Any) -> Mapping[str, Any] | None:
 # reads all of it when it is shallow enough. Every value may nest ``max_depth``
 # levels (itself one): more than any position of the JSON binding allows, so
 # what the JSON binding accepts decodes here, and enforcement then judges the
-# exact position the same way for both; deeper is a ``LIMIT`` violation, found
-# after at most ``max_depth`` levels of work.
+# exact position the same way for both; deeper is enforcement's ``LIMIT``
+# violation too (:func:`_verdict`), found after at most ``max_depth`` levels of
+# work.
 
 _RETRY: Final = 8
 """Levels peeled by hand between attempts to hand a subtree to upb whole: a
@@ -219,6 +226,9 @@ _UPB_LEVELS: Final = 50
 levels, two per list level); a subtree read whole is measured only when fewer
 levels remain."""
 _DEPTH: Final[ContextVar[int]] = ContextVar("agui_tools_proto_max_depth", default=DEFAULT_MAX_DEPTH)
+_CUT: Final[ContextVar[bool]] = ContextVar("agui_tools_proto_cut", default=False)
+"""Set while a frame found too deep is read again for its verdict: a container
+past the bound is left empty instead of refused (see :func:`_decode_deep`)."""
 
 
 class _TooDeep(Exception):
@@ -368,9 +378,12 @@ def _deep_container(data: bytes, is_object: bool, budget: int) -> dict[str, Any]
     stack: list[tuple[bytes, bool, Any, int, tuple[Any, ...], int]] = [
         (data, is_object, root, budget, (), _RETRY)
     ]
+    cut = _CUT.get()
     while stack:
         data, is_object, out, budget, trail, since = stack.pop()
         if budget <= 0:
+            if cut:
+                continue  # left empty, one level past the bound, unread
             raise _TooDeep(trail)
         if since >= _RETRY:
             try:
@@ -384,7 +397,7 @@ def _deep_container(data: bytes, is_object: bool, budget: int) -> dict[str, Any]
                     out.extend(
                         None if (x := _read_value(v)) is _NO_VALUE else x for v in whole.values
                     )
-                if budget < _UPB_LEVELS:
+                if budget < _UPB_LEVELS and not cut:
                     inner = depth_excess(out, budget)
                     if inner is not None:
                         raise _TooDeep(trail, inner)
@@ -1143,9 +1156,9 @@ def decode_proto_event(
     Every open value may nest ``max_depth`` levels (itself one) — at least what
     enforcement with the same ``max_depth`` lets through at any position, so a
     value the JSON binding carries decodes here too, however many protobuf
-    levels it costs (upb alone reads 100: 32 object levels); a deeper one is a
-    :class:`LimitExceeded` (rule ``LIMIT``) naming ``max_depth``, found
-    without reading past it.
+    levels it costs (upb alone reads 100: 32 object levels); a deeper one is
+    the :class:`LimitExceeded` (rule ``LIMIT``) enforcement gives the same event
+    on SSE, word for word, found without reading past ``max_depth`` levels.
     """
     try:
         envelope = _parse(data)
@@ -1174,18 +1187,44 @@ def _decode_deep(
     try:
         return _read(data, envelope, _DEEP_READERS, warnings, broken)
     except _TooDeep as exc:
-        kind = _TYPE_OF_ARM[envelope.WhichOneof("event")]
-        raise LimitExceeded(
-            "LIMIT",
-            f"a binary frame's {kind} event carries a value nested deeper than "
-            f"max_depth={max_depth} levels (the first level past it: {exc.path} inside the "
-            "value); refused while decoding, before reading further. Raise the limit if such "
-            "values are expected.",
-            event_type=kind,
-            where="binary framing",
-        ) from None
+        raise _verdict(data, envelope, max_depth, exc.path, broken) from None
     finally:
         _DEPTH.reset(token)
+
+
+def _verdict(
+    data: bytes, envelope: Any, max_depth: int, inner: str, broken: str
+) -> ProtocolViolation:
+    """The refusal of a frame with a value nested past the deep reader's bound:
+    the verdict the JSON binding gives the same event, word for word.
+
+    The frame is read again with each value kept to ``max_depth`` levels and the
+    containers past them left empty — still deeper than any position allows —
+    and enforcement (with the same ``max_depth``) names the first value past the
+    limit exactly as it does on SSE: the event is never handed on. Should it
+    not (a frame broken further on), the decoder's own ``LIMIT`` stands.
+    """
+    kind = _TYPE_OF_ARM[envelope.WhichOneof("event")]
+    own = LimitExceeded(
+        "LIMIT",
+        f"a binary frame's {kind} event carries a value nested deeper than "
+        f"max_depth={max_depth} levels (the first level past it: {inner} inside the "
+        "value); refused while decoding. Raise the limit if such values are expected.",
+        event_type=kind,
+        where="binary framing",
+    )
+    cut = _CUT.set(True)
+    try:
+        event = _read(data, envelope, _DEEP_READERS, None, broken)
+    except (ProtocolViolation, UnknownEventArm):
+        return own
+    finally:
+        _CUT.reset(cut)
+    try:
+        shared_enforcer(max_depth).event(event)
+    except ProtocolViolation as exc:
+        return exc
+    return own
 
 
 def _read(

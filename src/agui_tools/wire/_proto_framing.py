@@ -146,7 +146,9 @@ class ProtoReader(_StreamReader):
                     event = decode_proto_event(message, warnings=notes, max_depth=self._max_depth)
                 except UnknownEventArm as exc:
                     append(FrameNote(exc.warning, dropped=True))
-                except ProtocolViolation as exc:  # TRANS-7, or LIMIT for a value nested too deep
+                except LimitExceeded:  # a value nested too deep: enforcement's own words
+                    raise
+                except ProtocolViolation as exc:
                     raise type(exc)(
                         exc.rule,
                         f"{exc.explanation} (binary frame #{self._frames}, {length} bytes at byte "
