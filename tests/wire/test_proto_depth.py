@@ -303,3 +303,18 @@ def test_random_nesting_reads_the_same_on_both_bindings(drawn: Any) -> None:
     sse, binary = over_both(stream(ev))
     assert (sse[1] is None) == (levels <= DEFAULT_MAX_DEPTH - 1)  # /value: one segment
     assert binary == sse
+
+
+def test_a_frame_too_deep_and_broken_further_on_is_the_decoders_own_limit() -> None:
+    """The cut event cannot be read for enforcement's words (its value is not UTF-8):
+    the decoder's own LIMIT stands, naming the event type and the path inside the value."""
+    ev = {"type": "CUSTOM", "name": "n", "value": "QZ", "metadata": deep(200, [True] * 200)}
+    frame = encode_proto_event(ev, max_depth=10_000)
+    assert frame.count(b"\x1a\x02QZ") == 1
+    with pytest.raises(ProtocolViolation) as info:
+        decode_proto_event(frame.replace(b"\x1a\x02QZ", b"\x1a\x02\xc3\x28"))
+    assert info.value.rule == "LIMIT" and info.value.event_type == "CUSTOM"
+    assert "a binary frame's CUSTOM event carries a value nested deeper than max_depth=128" in str(
+        info.value
+    )
+    assert "/k" * (DEFAULT_MAX_DEPTH - 1) in str(info.value)
