@@ -1,4 +1,4 @@
-"""Hostile inputs: what a small stream costs us (issue 11, items 1-4).
+"""Hostile inputs: what a small stream costs us (issue 11, items 1-4; issue 28).
 
 Each case runs in its own subprocess, so its peak RSS is its own (imports
 included, about 43 MB) and a case that blows up cannot take the others with it;
@@ -80,6 +80,24 @@ CASES: list[tuple[str, int, str, str]] = [
         512,
         "a gzip stream inflating to 512 MB of comments",
         "read raw: ended truncated, no rule named",
+    ),
+    (
+        "deep_proto",
+        127,
+        "a `STATE_SNAPSHOT` nested 127 levels (the most SSE takes) over protobuf",
+        '4f1bbff: TRANS-7 "not a protobuf message" (upb read 32 object levels)',
+    ),
+    (
+        "deep_proto",
+        100_000,
+        "a 794 KB protobuf frame of 100,000 nested lists (issue 28, 9a)",
+        '4f1bbff: TRANS-7 "not a protobuf message"; upb\'s limit raised: segfault at 30,000',
+    ),
+    (
+        "deep_proto_wide",
+        16,
+        "a 16 MB protobuf frame of 126-level branches (every value read past upb)",
+        '4f1bbff: TRANS-7 "not a protobuf message" (refused unread)',
     ),
 ]
 
@@ -320,6 +338,65 @@ def check_flood(megabytes: int) -> str:
         f"HTML {len(html) / 1e6:.1f} MB, JSON {len(doc) / 1e6:.1f} MB; {capped} streams "
         "cut at 2 MiB (`LIMIT` warning)"
     )
+
+
+def deep_proto(levels: int) -> str:
+    """Issue 28, item 9a: a state nested ``levels`` deep, sent over both bindings
+    (over protobuf by a producer that does not check the limit)."""
+    from tests.helpers.attacks import deep, nested_lists, snapshot_frame
+
+    from agui_tools import ProtocolViolation
+    from agui_tools.wire import ConsumerPipeline, SSEReader, sse_frame
+    from agui_tools.wire._proto_codec import encode_proto_event
+    from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+
+    start = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+    end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    head, tail = proto_frame(encode_proto_event(start)), proto_frame(encode_proto_event(end))
+    if levels > 1000:  # built as bytes: no encoder writes it
+        binary = head + proto_frame(snapshot_frame(nested_lists(levels))) + tail
+        sse = None
+    else:
+        snapshot = {"type": "STATE_SNAPSHOT", "snapshot": deep(levels)}
+        binary = head + proto_frame(encode_proto_event(snapshot, max_depth=10_000)) + tail
+        sse = b"".join(sse_frame(json.dumps(e).encode()) for e in (start, snapshot, end))
+    verdicts = []
+    for reader, body in ((ProtoReader(), binary), (SSEReader(), sse)):
+        if body is None:
+            continue
+        try:
+            events = ConsumerPipeline().feed_many(reader.feed_frames(body))
+            verdicts.append(f"{len(events)} events accepted")
+        except ProtocolViolation as exc:
+            verdicts.append(f"`{exc.rule}` violation at event #{exc.index}")
+    if len(verdicts) == 2 and verdicts[0] == verdicts[1]:
+        return f"{verdicts[0]}, the same on SSE"
+    return verdicts[0] if len(verdicts) == 1 else f"protobuf: {verdicts[0]}; SSE: {verdicts[1]}"
+
+
+def deep_proto_wide(megabytes: int) -> str:
+    """Issue 28, item 9a: the deep reader's cost — a frame of ``megabytes`` MB whose
+    every branch nests past what upb reads whole."""
+    from agui_tools.wire._proto_codec import decode_proto_event, encode_proto_event
+
+    def branch(i: int) -> object:
+        value: object = "leaf"
+        for level in range(126):
+            value = {"k": value, "s": "x" * 8} if level % 2 else [level, value]
+        return value
+
+    one = len(encode_proto_event({"type": "CUSTOM", "name": "n", "value": [branch(0)]}))
+    ev = {
+        "type": "CUSTOM",
+        "name": "n",
+        "value": [branch(i) for i in range(megabytes * 10**6 // one)],
+    }
+    data = encode_proto_event(ev)
+    started = time.process_time()
+    decoded = decode_proto_event(data)
+    spent = time.process_time() - started
+    assert decoded["value"] == ev["value"]
+    return f"{len(data) / 1e6:.1f} MB decoded in {spent:.2f} s ({spent / len(data) * 1e6:.2f} s/MB), equal"
 
 
 def _child(name: str, arg: int) -> None:

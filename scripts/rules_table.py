@@ -163,6 +163,7 @@ EXTRA.update(
             "tests/wire/test_proto_framing.py::test_an_unknown_outcome_reaches_enforcement_and_is_stripped_as_on_sse",
             "tests/wire/test_proto_framing.py::test_a_frame_from_a_later_protocol_is_dropped_with_a_warning_and_the_run_goes_on",
             "tests/cli/test_proto_cmds.py::test_verify_reads_a_binary_capture_as_it_reads_the_same_stream_as_json",
+            "tests/wire/test_proto_depth.py (nesting: the same depths and LIMIT verdicts on both bindings)",
         ],
         "SEC-4": [
             "tests/app/test_conformance_runner.py::test_fixture[raw-and-custom-pass-through]"

@@ -281,3 +281,19 @@ def test_our_client_reads_a_body_the_official_encoder_framed(
         )
     assert outcomes["binary"] == outcomes["sse"]
     assert outcomes["binary"][0] == "success" and outcomes["binary"][1] == ["c2"]
+
+
+def test_the_deepest_state_both_bindings_carry_crosses_to_the_official_codec(
+    tmp_path: Path,
+) -> None:
+    """Issue 28, item 9a: 127 levels under /snapshot (the most SSE takes), objects and
+    lists alternating, in both directions — the official codec reads and writes what
+    ours does at the limit, as it does at any depth the corpus holds."""
+    from agui_tools.wire._enforce import DEFAULT_MAX_DEPTH
+    from tests.helpers.attacks import deep
+
+    events = [
+        {"type": "STATE_SNAPSHOT", "snapshot": deep(DEFAULT_MAX_DEPTH - 1)},
+        {"type": "CUSTOM", "name": "n", "value": deep(DEFAULT_MAX_DEPTH - 1, [False] * 127)},
+    ]
+    check_both_directions(tmp_path, events)

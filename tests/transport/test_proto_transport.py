@@ -18,10 +18,12 @@ from agui_tools.agent import Run
 from agui_tools.app._conversation import Conversation
 from agui_tools.transport._client import AgentClient, SyncAgentClient
 from agui_tools.transport._server import accepts_proto, agent_app
+from agui_tools.wire._enforce import DEFAULT_MAX_DEPTH
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader
 from agui_tools.wire._pipeline import ConsumerPipeline
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+from tests.helpers.attacks import deep
 from tests.helpers.scripted_server import Script, app_for, serve
 
 INPUT: dict[str, Any] = {
@@ -62,6 +64,13 @@ async def quiet(run: Run) -> None:
     await run.text("Done.")
 
 
+DEEPEST = deep(DEFAULT_MAX_DEPTH - 1)  # the deepest state /snapshot may hold (issue 28, 9a)
+
+
+async def deep_state(run: Run) -> None:
+    await run.state_snapshot(DEEPEST)
+
+
 async def _sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
@@ -76,6 +85,7 @@ def base() -> Iterator[str]:
             Mount("/happy", agent_app(happy)),
             Mount("/boom", agent_app(boom)),
             Mount("/quiet", agent_app(quiet, keepalive=0.02)),
+            Mount("/deep", agent_app(deep_state)),
         ]
     )
     with serve(app) as url:
@@ -301,3 +311,50 @@ def test_an_undecodable_frame_rejects_the_run_naming_the_rule() -> None:
     assert "binary frame #2" in str(info.value)
     assert conv.runs[-1].status == "rejected"
     assert conv.messages[-1]["role"] == "assistant"  # what arrived before it stays
+
+
+# -- nesting: the bindings agree (issue 28, item 9a) -------------------------------------
+
+
+def test_a_state_at_the_nesting_limit_crosses_both_bindings(base: str) -> None:
+    """Our server encodes it, our client decodes it: 127 levels under /snapshot (32
+    object levels were all upb reads before)."""
+    for transport in ("sse", "proto"):
+        conv = Conversation(thread_id="t")
+        conv.next_input(user="hi")
+        with SyncAgentClient(f"{base}/deep/", transport=transport) as client:  # type: ignore[arg-type]
+            assert client.run(conv).status == "success", transport
+        assert conv.state == DEEPEST, transport
+
+
+def test_one_level_past_the_limit_is_the_same_limit_verdict_on_both_bindings() -> None:
+    """A producer that does not enforce the limit sends a state one level too deep:
+    the client rejects the run with the same LIMIT violation whichever binding."""
+    verdicts = []
+    for binary in (False, True):
+        conv = Conversation(thread_id="t")
+        conv.next_input(user="hi")
+        ids = {"threadId": conv.pending_input["threadId"], "runId": conv.pending_input["runId"]}
+        events = [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "STATE_SNAPSHOT", "snapshot": [DEEPEST]},
+            {"type": "RUN_FINISHED", **ids},
+        ]
+        if binary:
+            body = b"".join(proto_frame(encode_proto_event(e, max_depth=1000)) for e in events)
+            script = Script(chunks=[body], content_type=PROTO_MEDIA_TYPE)
+        else:
+            script = Script(chunks=[b"data: " + orjson.dumps(e) + b"\n\n" for e in events])
+        transport = "proto" if binary else "sse"
+        with (
+            serve(app_for(script)) as url,
+            SyncAgentClient(f"{url}/agent", transport=transport) as c,
+        ):
+            with pytest.raises(ProtocolViolation) as info:
+                c.run(conv)
+        exc = info.value
+        verdicts.append((type(exc), exc.rule, exc.index, exc.path, exc.explanation))
+        assert conv.runs[-1].status == "rejected"
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0][1] == "LIMIT" and verdicts[0][2] == 1
+    assert f"max_depth={DEFAULT_MAX_DEPTH}" in verdicts[0][4]

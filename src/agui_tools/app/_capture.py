@@ -121,7 +121,9 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
 
         # events, notes of dropped frames, and a BrokenFrame where a frame did not decode:
         # the pipeline judges each at its position; a body cut mid-frame is a truncated run
-        binary = ProtoReader(max_event_bytes=limits.max_event_bytes).feed_frames(data)
+        binary = ProtoReader(
+            max_event_bytes=limits.max_event_bytes, max_depth=limits.max_depth
+        ).feed_frames(data)
         if not binary:
             announced = int.from_bytes(data[:4].ljust(4, b"\x00"), "big")
             raise ProtocolViolation(

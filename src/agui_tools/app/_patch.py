@@ -51,24 +51,12 @@ from typing import Any, Final
 
 import orjson
 
+from ..wire._enforce import ORJSON_WRITE_DEPTH
+
 __all__ = ["Document", "PatchFailed", "PatchTooDeep", "PatchTooLarge", "encoded_size"]
 
 
-def _orjson_max_depth() -> int:
-    """How many levels of containers orjson writes (254 in every release so far)."""
-    value: Any = 0
-    depth = 0
-    while depth < 4096:
-        try:
-            orjson.dumps([value])
-        except orjson.JSONEncodeError:
-            return depth
-        value = [value]
-        depth += 1
-    raise RuntimeError("orjson writes any depth: the depth check cannot ride on it")
-
-
-_WRITABLE: Final = _orjson_max_depth()
+_WRITABLE: Final = ORJSON_WRITE_DEPTH
 _MISSING: Final = object()
 
 

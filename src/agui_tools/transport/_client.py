@@ -46,6 +46,7 @@ from .._errors import LimitExceeded, ProtocolViolation, TransportError, UsageErr
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
+from ..wire._enforce import DEFAULT_MAX_DEPTH
 from ..wire._framing import (
     DEFAULT_MAX_EVENT_BYTES,
     PROTO_MEDIA_TYPE,
@@ -167,13 +168,15 @@ class _Reader(Protocol):
     def feed_frames(self, chunk: bytes) -> list[Any]: ...
 
 
-def _reader_for(response: httpx.Response, transport: str, max_event_bytes: int) -> _Reader:
+def _reader_for(
+    response: httpx.Response, transport: str, max_event_bytes: int, max_depth: int
+) -> _Reader:
     """The parser the response's ``Content-Type`` calls for (TRANS-7), or an error."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == PROTO_MEDIA_TYPE:
         from ..wire._proto_framing import ProtoReader
 
-        return ProtoReader(max_event_bytes=max_event_bytes)
+        return ProtoReader(max_event_bytes=max_event_bytes, max_depth=max_depth)
     if kind == SSE_MEDIA_TYPE:
         if transport == "proto":
             log.info(
@@ -331,6 +334,7 @@ class _Exchange:
         "deadlines",
         "decoding",
         "done",
+        "max_depth",
         "max_event_bytes",
         "reader",
         "streaming",
@@ -345,6 +349,7 @@ class _Exchange:
         self.body = _body(run_input, client.peer_version)
         self.transport = client.transport
         self.max_event_bytes = client.max_event_bytes
+        self.max_depth = client.max_depth
         self.reader: _Reader | None = None
         self.streaming = False
         self.deadlines = _Deadlines(self.url, client.idle_timeout, client.run_timeout)
@@ -358,7 +363,7 @@ class _Exchange:
         """A 2xx answer: an event stream in the binding its Content-Type names (its
         content coding checked), which from now on is being read."""
         _check_stream(response)
-        self.reader = _reader_for(response, self.transport, self.max_event_bytes)
+        self.reader = _reader_for(response, self.transport, self.max_event_bytes, self.max_depth)
         self.decoding = _Decoding(_coding(response))
         self.streaming = True
 
@@ -398,6 +403,10 @@ class BaseAgentClient(Generic[H]):
         timeout: for the httpx client this one creates.
         peer_version: the agent's protocol version when known (downgrades).
         max_event_bytes: the largest event accepted (an SSE event, a binary frame).
+        max_depth: how deeply a binary frame's values may nest while it is decoded
+            (:data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`; give the
+            conversation's ``limits.max_depth`` when it is raised): a deeper one
+            ends the run rejected (``LIMIT``), as enforcement does on SSE.
         transport: ``"sse"`` (the default), or ``"proto"`` / ``"auto"`` to ask for
             the binary binding — the answer's ``Content-Type`` decides the parser.
         idle_timeout: seconds the stream may go without a complete event
@@ -419,6 +428,7 @@ class BaseAgentClient(Generic[H]):
         transport: Transport = "sse",
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         run_timeout: float | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         self.url = url
         self.transport = transport
@@ -427,6 +437,7 @@ class BaseAgentClient(Generic[H]):
         self._http: H = http if http is not None else self._new_http(timeout)
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
+        self.max_depth = max_depth
         self.idle_timeout = idle_timeout
         self.run_timeout = run_timeout
 

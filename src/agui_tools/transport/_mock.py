@@ -27,8 +27,8 @@ Event numbers count from 0, as a consumer's errors count them.
 
 At start every event is checked in both bindings: one JSON cannot write (nested
 past :data:`JSON_WRITE_DEPTH`) refuses the capture; one the binary binding cannot
-carry (a timestamp that is no 64-bit integer, a value protobuf does not decode
-back) makes its run SSE-only, a protobuf request for it a 406 (TRANS-7). Waits
+carry (a timestamp that is no 64-bit integer, a value nested past ``max_depth``)
+makes its run SSE-only, a protobuf request for it a 406 (TRANS-7). Waits
 are capped at ``max_gap`` (:data:`DEFAULT_MAX_GAP`).
 """
 
@@ -675,11 +675,7 @@ def _check_encodable(run: RecordedRun) -> str | None:
             try:
                 decode_proto_event(frame)
             except Exception as exc:  # sent, a protobuf reader could not read it back
-                why = (
-                    f"event {index} ({event.get('type')}), encoded, does not decode ({exc}): "
-                    "protobuf's own decoders (Python's, C++'s) read 100 nested messages at most, "
-                    "and a JSON level is two"
-                )
+                why = f"event {index} ({event.get('type')}), encoded, does not decode ({exc})"
     return why
 
 

@@ -26,9 +26,12 @@ which is the reference and produces the exact warnings and errors.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Final
+
+import orjson
 
 from .._errors import (
     InputRejected,
@@ -57,10 +60,12 @@ from ._schema import (
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "MAX_ID_BYTES",
+    "ORJSON_WRITE_DEPTH",
     "Enforcer",
     "depth_excess",
     "escape_pointer",
     "id_problem",
+    "nests_within",
 ]
 
 DEFAULT_MAX_DEPTH: Final = 128
@@ -158,6 +163,65 @@ def depth_excess(value: Any, budget: int, path: str = "") -> str | None:
             if isinstance(child, _CONTAINERS):
                 stack.append((child, level + 1, (key, trail)))
     return None
+
+
+def _orjson_max_depth() -> int:
+    """How many levels of containers orjson writes (254 in every release so far)."""
+    value: Any = 0
+    depth = 0
+    while depth < 4096:
+        try:
+            orjson.dumps([value])
+        except orjson.JSONEncodeError:
+            return depth
+        value = [value]
+        depth += 1
+    raise RuntimeError("orjson writes any depth: a depth check cannot ride on it")
+
+
+ORJSON_WRITE_DEPTH: Final = _orjson_max_depth()
+"""How many levels of containers orjson writes: a value wrapped in
+``ORJSON_WRITE_DEPTH - room`` lists encodes only when it nests at most ``room``
+levels, which measures nesting in C instead of a Python walk."""
+
+
+def nests_within(value: Any, levels: int) -> bool:
+    """Whether ``value`` nests at most ``levels`` levels of containers (itself is one).
+
+    Measured by orjson, in C (:data:`ORJSON_WRITE_DEPTH`), inside a chain of
+    lists built once per ``levels`` (building it per call cost more than the
+    encoding of a small event); a value orjson cannot write for another reason
+    (a key that is not a string, an integer past 64 bits) or a limit past what
+    orjson writes is measured by a bounded walk.
+    """
+    if not isinstance(value, _CONTAINERS):
+        return True
+    if levels <= 0:
+        return False
+    if levels < ORJSON_WRITE_DEPTH:
+        with _WRAP_LOCK:  # one chain per limit, shared: its innermost list holds one value
+            wrap = _WRAPS.get(levels)
+            if wrap is None:
+                holder: list[Any] = []
+                chain = holder
+                for _ in range(ORJSON_WRITE_DEPTH - levels - 1):
+                    chain = [chain]
+                wrap = _WRAPS[levels] = (chain, holder)
+            chain, holder = wrap
+            holder.append(value)
+            try:
+                orjson.dumps(chain)
+            except orjson.JSONEncodeError:
+                pass
+            else:
+                return True
+            finally:
+                holder.clear()
+    return not _too_deep(value, levels)
+
+
+_WRAPS: dict[int, tuple[list[Any], list[Any]]] = {}
+_WRAP_LOCK: Final = threading.Lock()
 
 
 class _Unrecognised:

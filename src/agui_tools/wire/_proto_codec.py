@@ -38,14 +38,24 @@ reflection at run time).
 from __future__ import annotations
 
 import keyword
+import struct
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from functools import cache
 from math import copysign
 from typing import Any, Final
 
 from google.protobuf import message as _pb_message
 
-from .._errors import ProtocolViolation, ProtocolWarning
+from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageError
 from . import _proto_events_pb2 as pb
+from ._enforce import (
+    DEFAULT_MAX_DEPTH,
+    depth_excess,
+    escape_pointer,
+    nests_within,
+    shared_enforcer,
+)
 from ._framing import PROTO_MEDIA_TYPE
 
 __all__ = [
@@ -188,6 +198,294 @@ def _object_or_none(value: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, Mapping) else None
 
 
+# -- open JSON nested past upb's limit -------------------------------------------------
+#
+# upb refuses a message nested more than 100 protobuf levels, and a JSON level
+# costs two (a list: value, list) or three (an object: value, object, entry):
+# alone it would carry 32 object levels of a state the JSON binding takes 127
+# of. Raising its limit (``SetAllowOversizeProtos``) is process-wide and lets a
+# hostile 30,000-level frame overflow the C stack (a segfault, measured). So a
+# frame upb refuses is read again by the deep reader: the envelope through
+# shallow messages in which every open-JSON field is its bytes
+# (:func:`_shallow_envelope`), each open value then peeled a level at a time
+# here — without recursion, each level's fields read as protobuf reads them —
+# handing every subtree back to upb whole at intervals (:data:`_RETRY`), which
+# reads all of it when it is shallow enough. Every value may nest ``max_depth``
+# levels (itself one): more than any position of the JSON binding allows, so
+# what the JSON binding accepts decodes here, and enforcement then judges the
+# exact position the same way for both; deeper is enforcement's ``LIMIT``
+# violation too (:func:`_verdict`), found after at most ``max_depth`` levels of
+# work.
+
+_RETRY: Final = 8
+"""Levels peeled by hand between attempts to hand a subtree to upb whole: a
+failed attempt costs the bytes it read, so each byte is re-read by upb at most
+``max_depth / _RETRY`` times."""
+_UPB_LEVELS: Final = 50
+"""The most JSON levels a container upb parses whole can hold (100 protobuf
+levels, two per list level); a subtree read whole is measured only when fewer
+levels remain."""
+_DEPTH: Final[ContextVar[int]] = ContextVar("agui_tools_proto_max_depth", default=DEFAULT_MAX_DEPTH)
+_CUT: Final[ContextVar[bool]] = ContextVar("agui_tools_proto_cut", default=False)
+"""Set while a frame found too deep is read again for its verdict: a container
+past the bound is left empty instead of refused (see :func:`_decode_deep`)."""
+
+
+class _TooDeep(Exception):
+    """An open value of the frame nests deeper than the deep reader's bound."""
+
+    def __init__(self, trail: tuple[Any, ...], inner: str = "") -> None:
+        keys: list[str] = []
+        while trail:
+            keys.append(escape_pointer(str(trail[0])))
+            trail = trail[1]
+        self.path = "".join(f"/{k}" for k in reversed(keys)) + inner
+        super().__init__(self.path)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise _pb_message.DecodeError("truncated or overlong varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF, pos
+        shift += 7
+
+
+def _fields(data: bytes) -> list[tuple[int, int, Any]]:
+    """``data``'s fields as protobuf reads them: (number, wire type, value) — an
+    int for a varint, bytes for the rest; groups (no JSON message has one) are
+    skipped, as upb skips an unknown field."""
+    out: list[tuple[int, int, Any]] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        tag, pos = _varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if number == 0 or number > 0x1FFFFFFF:
+            raise _pb_message.DecodeError("field number 0 or out of range")
+        if wire == 0:
+            value, pos = _varint(data, pos)
+            out.append((number, 0, value))
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            if pos + size > end:
+                raise _pb_message.DecodeError("a length past the end")
+            out.append((number, 2, data[pos : pos + size]))
+            pos += size
+        elif wire in (1, 5):
+            width = 8 if wire == 1 else 4
+            if pos + width > end:
+                raise _pb_message.DecodeError("a fixed field past the end")
+            out.append((number, wire, data[pos : pos + width]))
+            pos += width
+        elif wire == 3:  # a group: skip to its end, counting nested groups
+            open_groups = [number]
+            while open_groups:
+                tag, pos = _varint(data, pos)
+                inner, kind = tag >> 3, tag & 7
+                if inner == 0:
+                    raise _pb_message.DecodeError("field number 0")
+                if kind == 0:
+                    _, pos = _varint(data, pos)
+                elif kind == 2:
+                    size, pos = _varint(data, pos)
+                    pos += size
+                elif kind in (1, 5):
+                    pos += 8 if kind == 1 else 4
+                elif kind == 3:
+                    open_groups.append(inner)
+                elif kind == 4 and inner == open_groups[-1]:
+                    open_groups.pop()
+                else:
+                    raise _pb_message.DecodeError("a malformed group")
+                if pos > end:
+                    raise _pb_message.DecodeError("a group past the end")
+        else:
+            raise _pb_message.DecodeError(f"wire type {wire}")
+    return out
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _pb_message.DecodeError("a string that is not UTF-8") from None
+
+
+_DOUBLE: Final = struct.Struct("<d")
+
+
+def _scan_value(data: bytes | None) -> tuple[str | None, Any]:
+    """A ``JsonValue``'s kind and its scalar, or its container's bytes (every
+    occurrence since the kind last changed, merged as protobuf merges them)."""
+    kind: str | None = None
+    payload: Any = None
+    for number, wire, value in _fields(data or b""):
+        if number == 2 and wire == 1:
+            kind, payload = "number", _DOUBLE.unpack(value)[0]
+        elif number == 3 and wire == 2:
+            kind, payload = "string", _text(value)
+        elif number == 4 and wire == 0:
+            kind, payload = "bool", bool(value)
+        elif number == 1 and wire == 0:
+            kind, payload = "null", None
+        elif number in (5, 6) and wire == 2:
+            arm = "object" if number == 5 else "list"
+            if kind == arm:
+                payload.append(value)
+            else:
+                kind, payload = arm, [value]
+    if kind == "object" or kind == "list":
+        payload = b"".join(payload)
+    return kind, payload
+
+
+def _json_number(n: float) -> float | int:
+    """A JSON number as :func:`_read_value` gives it."""
+    if n.is_integer() and -_SAFE <= n <= _SAFE and (n or copysign(1.0, n) > 0):
+        return int(n)
+    return n
+
+
+def _children(data: bytes, is_object: bool) -> list[tuple[Any, bytes | None]]:
+    """A container's members: (key, the value's bytes or None when it has none)."""
+    out: list[tuple[Any, bytes | None]] = []
+    for number, wire, value in _fields(data):
+        if number != 1 or wire != 2:
+            continue
+        if not is_object:
+            out.append((len(out), value))
+            continue
+        key, parts = "", None
+        for n, w, v in _fields(value):
+            if n == 1 and w == 2:
+                key = _text(v)
+            elif n == 2 and w == 2:
+                parts = v if parts is None else parts + v
+        out.append((key, parts))
+    return out
+
+
+def _deep_container(data: bytes, is_object: bool, budget: int) -> dict[str, Any] | list[Any]:
+    """The container encoded in ``data`` (a ``JsonObject``'s or ``JsonList``'s
+    bytes), which may nest ``budget`` levels (itself is one); raises
+    :class:`_TooDeep` past them and ``DecodeError`` for bytes that do not decode."""
+    root: dict[str, Any] | list[Any] = {} if is_object else []
+    stack: list[tuple[bytes, bool, Any, int, tuple[Any, ...], int]] = [
+        (data, is_object, root, budget, (), _RETRY)
+    ]
+    cut = _CUT.get()
+    while stack:
+        data, is_object, out, budget, trail, since = stack.pop()
+        if budget <= 0:
+            if cut:
+                continue  # left empty, one level past the bound, unread
+            raise _TooDeep(trail)
+        if since >= _RETRY:
+            try:
+                whole: Any = (pb.JsonObject if is_object else pb.JsonList).FromString(data)
+            except _pb_message.DecodeError:
+                since = 0
+            else:
+                if is_object:
+                    out.update(_read_object(whole))
+                else:
+                    out.extend(
+                        None if (x := _read_value(v)) is _NO_VALUE else x for v in whole.values
+                    )
+                if budget < _UPB_LEVELS and not cut:
+                    inner = depth_excess(out, budget)
+                    if inner is not None:
+                        raise _TooDeep(trail, inner)
+                continue
+        for key, value in _children(data, is_object):
+            kind, payload = _scan_value(value)
+            if kind == "object" or kind == "list":
+                child: Any = {} if kind == "object" else []
+                stack.append(
+                    (payload, kind == "object", child, budget - 1, (key, trail), since + 1)
+                )
+            elif kind is None:
+                if is_object:
+                    continue
+                child = None
+            elif kind == "number":
+                child = _json_number(payload)
+            else:
+                child = payload
+            if is_object:
+                out[key] = child
+            else:
+                out.append(child)
+    return root
+
+
+def _occurrences(parts: Any) -> bytes:
+    """A singular field's bytes in a shallow message: its occurrences, merged."""
+    return parts if isinstance(parts, bytes) else b"".join(parts)
+
+
+def _deep_value_field(parts: Any) -> Any:
+    """An open-JSON field of a shallow message, read (see the section comment)."""
+    kind, payload = _scan_value(_occurrences(parts))
+    if kind == "object" or kind == "list":
+        return _deep_container(payload, kind == "object", _DEPTH.get())
+    if kind is None:
+        return _NO_VALUE
+    if kind == "number":
+        return _json_number(payload)
+    return payload
+
+
+def _deep_object_field(parts: Any) -> Any:
+    """A ``JsonObject`` field (metadata) of a shallow message, read."""
+    return _deep_container(_occurrences(parts), True, _DEPTH.get())
+
+
+@cache
+def _shallow_envelope() -> Any:
+    """The envelope message class in which every open-JSON field (``JsonValue``,
+    ``JsonObject``) outside the JSON messages themselves is ``repeated bytes``:
+    upb reads the event's structure, never descending into a value — every
+    occurrence kept, so that the deep reader merges them as protobuf does."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    file = descriptor_pb2.FileDescriptorProto()
+    pb.DESCRIPTOR.CopyToProto(file)
+    json_types = {f".{_VALUE.full_name}", f".{_OBJECT.full_name}"}
+    json_messages = {"JsonValue", "JsonObject", "JsonList"}
+    todo = [m for m in file.message_type if m.name not in json_messages]
+    while todo:
+        message = todo.pop()
+        todo.extend(message.nested_type)
+        synthetic: set[int] = set()
+        for field in message.field:
+            if field.type_name in json_types:
+                field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+                field.label = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+                field.ClearField("type_name")
+                if field.proto3_optional:
+                    synthetic.add(field.oneof_index)
+                    field.ClearField("proto3_optional")
+                    field.ClearField("oneof_index")
+        if synthetic:  # drop those fields' synthetic oneofs, renumbering the rest
+            kept = [i for i in range(len(message.oneof_decl)) if i not in synthetic]
+            renumber = {old: new for new, old in enumerate(kept)}
+            decls = [message.oneof_decl[i] for i in kept]
+            del message.oneof_decl[:]
+            message.oneof_decl.extend(decls)
+            for field in message.field:
+                if field.HasField("oneof_index"):
+                    field.oneof_index = renumber[field.oneof_index]
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(_ENVELOPE.full_name))
+
+
 # -- compiled converters -----------------------------------------------------------
 
 _VALUE: Final = pb.JsonValue.DESCRIPTOR
@@ -217,7 +515,11 @@ def _attr(name: str) -> str:
     return f"getattr(m, {name!r})" if keyword.iskeyword(name) else f"m.{name}"
 
 
-def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callable[[Any], Event]]]:
+def _compile() -> tuple[
+    dict[str, Callable[[Any, Any], None]],
+    dict[str, Callable[[Any], Event]],
+    dict[str, Callable[[Any], Event]],
+]:
     """Writers (dict → message) and readers (message → dict) for every event
     message, generated from the descriptors.
 
@@ -230,6 +532,7 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
     and comes back flat; the reader refuses a base whose type is not the arm's.
     """
     sources: list[str] = []
+    deep_sources: list[str] = []
     done: set[str] = set()
     envelope: Any = _ENVELOPE
     arms = {fd.message_type.full_name: fd.name.upper() for fd in envelope.fields}
@@ -248,17 +551,24 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
             "        o = b.metadata; o.SetInParent(); fill_object(o, v)",
         ]
 
-    def base_reader(kind: str) -> list[str]:
+    def base_reader(kind: str, deep: bool) -> list[str]:
+        # deep: the shallow base (raw_event, metadata: their occurrences' bytes)
+        raw, meta = (
+            ("b.raw_event", "b.metadata")
+            if deep
+            else ("b.HasField('raw_event')", "b.HasField('metadata')")
+        )
+        value, obj = ("deep_value", "deep_object") if deep else ("read_value", "read_object")
         return [
             "    if not m.HasField('base_event'): raise NoBase()",
             "    b = m.base_event",
             f"    if b.type != {_TYPE_NUMBER_OF[kind]}: raise WrongBase(b.type)",
             f"    d = {{'type': {kind!r}}}",
             "    if b.HasField('timestamp'): d['timestamp'] = b.timestamp",
-            "    if b.HasField('raw_event'):",
-            "        v = read_value(b.raw_event)",
+            f"    if {raw}:",
+            f"        v = {value}(b.raw_event)",
             "        if v is not NO_VALUE: d['rawEvent'] = v",
-            "    if b.HasField('metadata'): d['metadata'] = read_object(b.metadata)",
+            f"    if {meta}: d['metadata'] = {obj}(b.metadata)",
         ]
 
     def gen(md: Any) -> None:
@@ -268,8 +578,12 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
         kind = arms.get(md.full_name)
         w = [f"def {_fname('w_', md)}(m, d):", "    m.SetInParent()", "    get = d.get"]
         r = [f"def {_fname('r_', md)}(m):", "    d = {}"]
+        # the same reader over the shallow messages (_shallow_envelope): an open-JSON
+        # field there is the bytes of its occurrences, read by the deep reader
+        rd = [f"def {_fname('d_', md)}(m):", "    d = {}"]
         if kind is not None:
-            r = r[:1] + base_reader(kind)
+            r = r[:1] + base_reader(kind, False)
+            rd = rd[:1] + base_reader(kind, True)
         for fd in sorted(md.fields, key=lambda f: f.number):
             name, key = fd.name, fd.json_name
             sub: Any = fd.message_type
@@ -283,35 +597,39 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
                 if sub is None:
                     w.append(f"        {acc}.extend(v)")
                     r.append(f"    d[{key!r}] = list({acc})")
+                    rd.append(r[-1])
                 elif sub is _VALUE:
                     w.append(f"        add = {acc}.add")
                     w.append("        for x in v: fill_value(add(), x)")
                     r.append(f"    d[{key!r}] = [read_value(x) for x in {acc}]")
+                    rd.append(f"    d[{key!r}] = [deep_value(x) for x in {acc}]")
                 else:
                     gen(sub)
                     w.append(f"        add = {acc}.add")
                     w.append(f"        for x in v: {_fname('w_', sub)}(add(), x)")
                     r.append(f"    d[{key!r}] = [{_fname('r_', sub)}(x) for x in {acc}]")
+                    rd.append(f"    d[{key!r}] = [{_fname('d_', sub)}(x) for x in {acc}]")
                 continue
-            if sub is _VALUE and f"{md.name}.{name}" in _NULL_IS_A_VALUE:
-                w[-2] = f"    v = get({key!r}, MISSING)"
-                w[-1] = "    if v is not MISSING:"
+            if sub is _VALUE:
+                if f"{md.name}.{name}" in _NULL_IS_A_VALUE:
+                    w[-2] = f"    v = get({key!r}, MISSING)"
+                    w[-1] = "    if v is not MISSING:"
                 w.append(f"        fill_value({acc}, v)")
                 r.append(f"    if m.HasField({name!r}):")
                 r.append(f"        v = read_value({acc})")
                 r.append(f"        if v is not NO_VALUE: d[{key!r}] = v")
-            elif sub is _VALUE:
-                w.append(f"        fill_value({acc}, v)")
-                r.append(f"    if m.HasField({name!r}):")
-                r.append(f"        v = read_value({acc})")
-                r.append(f"        if v is not NO_VALUE: d[{key!r}] = v")
+                rd.append(f"    if {acc}:")
+                rd.append(f"        v = deep_value({acc})")
+                rd.append(f"        if v is not NO_VALUE: d[{key!r}] = v")
             elif sub is _OBJECT:
                 w.append(f"        o = {acc}; o.SetInParent(); fill_object(o, v)")
                 r.append(f"    if m.HasField({name!r}): d[{key!r}] = read_object({acc})")
+                rd.append(f"    if {acc}: d[{key!r}] = deep_object({acc})")
             elif sub is not None:
                 gen(sub)
                 w.append(f"        {_fname('w_', sub)}({acc}, v)")
                 r.append(f"    if m.HasField({name!r}): d[{key!r}] = {_fname('r_', sub)}({acc})")
+                rd.append(f"    if m.HasField({name!r}): d[{key!r}] = {_fname('d_', sub)}({acc})")
             else:
                 w.append(
                     f"        m.{name} = v"
@@ -322,9 +640,12 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
                     r.append(f"    if m.HasField({name!r}): d[{key!r}] = {acc}")
                 else:
                     r.append(f"    d[{key!r}] = {acc}")
+                rd.append(r[-1])
         r.append("    return d")
+        rd.append("    return d")
         sources.append("\n".join(w))
         sources.append("\n".join(r))
+        deep_sources.append("\n".join(rd))
 
     for fd in _ENVELOPE.fields:
         gen(fd.message_type)
@@ -338,14 +659,30 @@ def _compile() -> tuple[dict[str, Callable[[Any, Any], None]], dict[str, Callabl
         "Mapping": Mapping,
         "NoBase": _NoBase,
         "WrongBase": _WrongBase,
+        "deep_value": _deep_value_field,
+        "deep_object": _deep_object_field,
     }
     exec(compile("\n\n".join(sources), "<agui_tools proto converters>", "exec"), namespace)
+    exec(compile("\n\n".join(deep_sources), "<agui_tools deep proto readers>", "exec"), namespace)
     writers = {}
     readers = {}
+    deep_readers = {}
     for fd in _ENVELOPE.fields:
         writers[fd.name] = namespace[_fname("w_", fd.message_type)]
         readers[fd.name] = namespace[_fname("r_", fd.message_type)]
-    return writers, readers
+        deep_readers[fd.name] = namespace[_fname("d_", fd.message_type)]
+    return writers, readers, deep_readers
+
+
+def _all_messages(file: Any) -> list[Any]:
+    """Every message type of a file descriptor, nested ones included."""
+    out = []
+    todo = list(file.message_types_by_name.values())
+    while todo:
+        md = todo.pop()
+        out.append(md)
+        todo.extend(md.nested_types)
+    return out
 
 
 class _NoBase(Exception):
@@ -360,7 +697,7 @@ class _WrongBase(Exception):
 
 
 _TYPE_NUMBER_OF: Final = {v.name: v.number for v in pb.EventType.DESCRIPTOR.values}
-_WRITERS, _READERS = _compile()
+_WRITERS, _READERS, _DEEP_READERS = _compile()
 
 _ARM_OF_TYPE: Final = {fd.name.upper(): fd.name for fd in _ENVELOPE.fields}
 _TYPE_OF_ARM: Final = {fd.name: fd.name.upper() for fd in _ENVELOPE.fields}
@@ -565,7 +902,10 @@ def _shape(
 
 
 def encode_proto_event(
-    event: Mapping[str, Any], *, warnings: list[ProtocolWarning] | None = None
+    event: Mapping[str, Any],
+    *,
+    warnings: list[ProtocolWarning] | None = None,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> bytes:
     """One event (a wire dict) as the bytes of one binary frame's message.
 
@@ -576,19 +916,44 @@ def encode_proto_event(
     said in ``warnings`` (the official encoder warns the same way).
 
     Raises ``ValueError`` for an event no frame can carry (no type, an unknown
-    type, a JSON Patch op that is not one, a value of the wrong type or not JSON).
+    type, a JSON Patch op that is not one, a value of the wrong type or not JSON),
+    and :class:`~agui_tools.UsageError` (rule ``LIMIT``) for one nesting deeper
+    than ``max_depth`` levels, the event itself counting as one — the limit
+    enforcement applies on either binding, so no frame is written that a
+    consumer with the same limit refuses (:func:`decode_proto_event` reads
+    every depth within it).
     """
+    if _nests(event) and not nests_within(event, max_depth):
+        where = depth_excess(event, max_depth)
+        if where is not None:
+            raise UsageError(
+                f"{event.get('type')}: the value at {where} nests deeper than "
+                f"max_depth={max_depth} levels (counting the event itself as one; the path "
+                "names the first value past the limit): a consumer refuses it on either "
+                "binding, so no binary frame is written for it.",
+                rule="LIMIT",
+            )
     arm, shaped = _shape(event, warnings)
     envelope = _Envelope()
     try:
         _WRITERS[arm](getattr(envelope, arm), shaped)
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise ValueError(f"{event.get('type')}: {exc}") from None
     data: bytes = envelope.SerializeToString()
     return data
 
 
 _Envelope: Final = pb.Event
+
+
+def _nests(event: Mapping[str, Any]) -> bool:
+    """Whether any member of ``event`` may be a container (most events have none)."""
+    for v in event.values():
+        cls = v.__class__
+        if cls is str or cls is int or cls is float or cls is bool or v is None:
+            continue
+        return True
+    return False
 
 
 # -- decode ---------------------------------------------------------------------------
@@ -773,7 +1138,12 @@ def _arms_in(data: bytes) -> set[int]:
     return {f.field_number for f in _unknown(probe)} & _ARM_NUMBERS
 
 
-def decode_proto_event(data: bytes, *, warnings: list[ProtocolWarning] | None = None) -> Event:
+def decode_proto_event(
+    data: bytes,
+    *,
+    warnings: list[ProtocolWarning] | None = None,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Event:
     """One binary frame's message back to the event it carries (a wire dict).
 
     The same dict ``@ag-ui/proto`` 1.0.0's ``decode`` gives, unvalidated: the
@@ -782,11 +1152,89 @@ def decode_proto_event(data: bytes, *, warnings: list[ProtocolWarning] | None = 
     (drop it, with its warning) and :class:`ProtocolViolation` (TRANS-7) for
     bytes that are not one known event. A content part naming no known arm is
     dropped and said in ``warnings``.
+
+    Every open value may nest ``max_depth`` levels (itself one) — at least what
+    enforcement with the same ``max_depth`` lets through at any position, so a
+    value the JSON binding carries decodes here too, however many protobuf
+    levels it costs (upb alone reads 100: 32 object levels); a deeper one is
+    the :class:`LimitExceeded` (rule ``LIMIT``) enforcement gives the same event
+    on SSE, word for word, found without reading past ``max_depth`` levels.
     """
     try:
         envelope = _parse(data)
     except _pb_message.DecodeError as exc:
-        raise _malformed(f"not a protobuf message ({exc})") from None
+        # upb's own nesting limit, or bytes that are not a message: the deep
+        # reader tells the two apart, value by value
+        return _decode_deep(data, warnings, max_depth, f"not a protobuf message ({exc})")
+    return _read(data, envelope, _READERS, warnings, "")
+
+
+def _decode_deep(
+    data: bytes,
+    warnings: list[ProtocolWarning] | None,
+    max_depth: int,
+    broken: str = "not a protobuf message (Error parsing message)",
+) -> Event:
+    """:func:`decode_proto_event` for a frame upb refuses whole: its structure
+    through the shallow messages, its open values by the deep reader (see
+    "open JSON nested past upb's limit"). ``broken`` is what bytes that do not
+    decode are called."""
+    try:
+        envelope = _shallow_envelope().FromString(data)
+    except _pb_message.DecodeError:
+        raise _malformed(broken) from None
+    token = _DEPTH.set(max_depth)
+    try:
+        return _read(data, envelope, _DEEP_READERS, warnings, broken)
+    except _TooDeep as exc:
+        raise _verdict(data, envelope, max_depth, exc.path, broken) from None
+    finally:
+        _DEPTH.reset(token)
+
+
+def _verdict(
+    data: bytes, envelope: Any, max_depth: int, inner: str, broken: str
+) -> ProtocolViolation:
+    """The refusal of a frame with a value nested past the deep reader's bound:
+    the verdict the JSON binding gives the same event, word for word.
+
+    The frame is read again with each value kept to ``max_depth`` levels and the
+    containers past them left empty — still deeper than any position allows —
+    and enforcement (with the same ``max_depth``) names the first value past the
+    limit exactly as it does on SSE: the event is never handed on. Should it
+    not (a frame broken further on), the decoder's own ``LIMIT`` stands.
+    """
+    kind = _TYPE_OF_ARM[envelope.WhichOneof("event")]
+    own = LimitExceeded(
+        "LIMIT",
+        f"a binary frame's {kind} event carries a value nested deeper than "
+        f"max_depth={max_depth} levels (the first level past it: {inner} inside the "
+        "value); refused while decoding. Raise the limit if such values are expected.",
+        event_type=kind,
+        where="binary framing",
+    )
+    cut = _CUT.set(True)
+    try:
+        event = _read(data, envelope, _DEEP_READERS, None, broken)
+    except (ProtocolViolation, UnknownEventArm):
+        return own
+    finally:
+        _CUT.reset(cut)
+    try:
+        shared_enforcer(max_depth).event(event)
+    except ProtocolViolation as exc:
+        return exc
+    return own
+
+
+def _read(
+    data: bytes,
+    envelope: Any,
+    readers: dict[str, Callable[[Any], Event]],
+    warnings: list[ProtocolWarning] | None,
+    broken: str,
+) -> Event:
+    """The event a parsed envelope carries, read by ``readers``."""
     arm = envelope.WhichOneof("event")
     if arm is None:
         future = _unknown_arms(data)
@@ -796,7 +1244,9 @@ def decode_proto_event(data: bytes, *, warnings: list[ProtocolWarning] | None = 
     if not _one_field(data) and len(_arms_in(data)) > 1:
         raise _malformed("the envelope names more than one event", _TYPE_OF_ARM[arm])
     try:
-        event = _READERS[arm](getattr(envelope, arm))
+        event = readers[arm](getattr(envelope, arm))
+    except _pb_message.DecodeError:  # an open value's bytes, read by the deep reader
+        raise _malformed(broken, _TYPE_OF_ARM[arm]) from None
     except _NoBase:
         raise _malformed("the event carries no base_event", _TYPE_OF_ARM[arm]) from None
     except _WrongBase as exc:

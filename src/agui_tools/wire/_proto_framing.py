@@ -11,8 +11,10 @@ decoded (``_proto_codec``), since a binary frame has no text form to hand on.
   chunk may hold many frames;
 * a length over ``max_event_bytes`` is refused as soon as its header is read,
   before the bytes it announces arrive (or are buffered);
-* a frame whose bytes do not decode is fatal to the stream; a frame naming only
-  an envelope arm this build predates is dropped with a warning;
+* a frame whose bytes do not decode is fatal to the stream (TRANS-7); so is one
+  carrying a value nested past ``max_depth`` levels (``LIMIT``, the nesting
+  limit the JSON binding's enforcement applies — see ``_proto_codec``); a frame
+  naming only an envelope arm this build predates is dropped with a warning;
 * a body that ends mid-frame is a *truncated run*, not an error: the reader
   keeps the partial frame (:attr:`ProtoReader.has_partial_event`) and the
   pipeline's end of stream reports the run truncated (TRANS-2).
@@ -24,6 +26,7 @@ import struct
 from typing import Any, Final, NamedTuple
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
+from ._enforce import DEFAULT_MAX_DEPTH
 from ._framing import DEFAULT_MAX_EVENT_BYTES, FrameNote, _StreamReader
 from ._proto_codec import PROTO_MEDIA_TYPE, UnknownEventArm, decode_proto_event
 
@@ -62,9 +65,12 @@ class ProtoReader(_StreamReader):
     [{'threadId': 't', 'runId': 'r', 'type': 'RUN_STARTED'}]
     """
 
-    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
+    ) -> None:
         self._buf = bytearray()
         self._max = max_event_bytes
+        self._max_depth = max_depth
         self._offset = 0  # stream offset of _buf[0], to say where a bad frame began
         self._frames = 0
         self._broken = False
@@ -97,7 +103,7 @@ class ProtoReader(_StreamReader):
 
         Raises :class:`ProtocolViolation` (TRANS-7) for a frame that does not
         decode and :class:`LimitExceeded` for a length header over
-        ``max_event_bytes``; the events this chunk completed before it are lost
+        ``max_event_bytes`` or a value nested past ``max_depth``; the events this chunk completed before it are lost
         with the exception — the client uses :meth:`feed_frames`, which hands
         on events (dicts), a :class:`~agui_tools.wire._framing.FrameNote` where a
         frame (or a part of one) was dropped, and a ``BrokenFrame`` where the
@@ -137,11 +143,13 @@ class ProtoReader(_StreamReader):
                     break
                 message = bytes(buf[pos + _HEADER : stop])
                 try:
-                    event = decode_proto_event(message, warnings=notes)
+                    event = decode_proto_event(message, warnings=notes, max_depth=self._max_depth)
                 except UnknownEventArm as exc:
                     append(FrameNote(exc.warning, dropped=True))
+                except LimitExceeded:  # a value nested too deep: enforcement's own words
+                    raise
                 except ProtocolViolation as exc:
-                    raise ProtocolViolation(
+                    raise type(exc)(
                         exc.rule,
                         f"{exc.explanation} (binary frame #{self._frames}, {length} bytes at byte "
                         f"{self._offset + pos} of the body)",
