@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agui_tools.wire._framing import sse_frame
+from agui_tools.wire._framing import SSEReader, sse_frame
 from tests.helpers.proxy import proxied
 from tests.helpers.scripted_server import serve
 
@@ -346,3 +346,53 @@ def test_a_record_folder_that_cannot_be_written_is_no_500(
         answer = post(px.url, INPUT)
     assert answer.status_code != 500, answer.text
     no_traceback(capfd)
+
+
+# -- --strict and an answer with a Content-Length -------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: --strict on a whole (Content-Length) SSE body that breaks a rule sends "
+    "the agent's Content-Length with a different body: 0 bytes, a broken connection, a traceback",
+)
+def test_strict_ends_a_content_length_stream_with_one_run_error(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # an agent that answers the whole stream at once (a buffered / serverless response)
+    with serve(_plain_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", strict=True) as px:
+        answer = post(px.url, INPUT)
+    assert px.rules("agent") == ["TOOL-20"]
+    events = [orjson.loads(d) for d in SSEReader().feed(answer.content)]
+    assert [e["type"] for e in events] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_END",
+        "RUN_ERROR",
+    ], answer.content
+    assert events[-1]["code"] == "TOOL-20"
+    no_traceback(capfd)
+
+
+# -- the recording, while the proxy runs ----------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with the judging process (as the CLI runs), the first exchanges' "
+    "stream files are still empty (no meta) after the frontend has its whole answer",
+)
+def test_a_recorded_stream_is_on_disk_once_the_frontend_has_it(tmp_path: Path) -> None:
+    body = sse(GOOD)
+    with (
+        serve(_plain_agent(GOOD)) as base,
+        proxied(f"{base}/agent", record=tmp_path, judge_in_process=True) as px,
+    ):
+        answer = post(px.url, INPUT)
+        assert answer.content == body
+        # docs/proxy.md: "the response body, byte for byte as the agent sent it (written
+        # as it arrives)" — the frontend has every byte: so has the file
+        on_disk = (tmp_path / "0001.sse").read_bytes()
+        meta_written = (tmp_path / "0001.meta.json").exists()
+    assert on_disk == body
+    assert meta_written
