@@ -396,3 +396,77 @@ def test_a_recorded_stream_is_on_disk_once_the_frontend_has_it(tmp_path: Path) -
         meta_written = (tmp_path / "0001.meta.json").exists()
     assert on_disk == body
     assert meta_written
+
+
+# -- the recording, read by the mock ---------------------------------------------------------------
+
+
+def _refusing_then_streaming(first: Response) -> Starlette:
+    """The first POST is answered ``first``; every other one streams GOOD."""
+    answered: list[int] = []
+
+    async def agent(request: Request) -> Response:
+        await request.body()
+        answered.append(1)
+        if len(answered) == 1:
+            return first
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a recorded refusal that is not JSON (401 text/plain, kept as NNNN.body) "
+    "is silently dropped by the mock: request 1 gets exchange 2's run",
+)
+def test_mock_replays_a_recorded_plain_text_refusal(tmp_path: Path) -> None:
+    from agui_tools.transport._mock import mock_app
+
+    refusal = Response(b"unauthorized", status_code=401, media_type="text/plain")
+    with (
+        serve(_refusing_then_streaming(refusal)) as base,
+        proxied(f"{base}/agent", record=tmp_path) as px,
+    ):
+        assert post(px.url, INPUT).status_code == 401
+        assert post(px.url, {**INPUT, "runId": "r2"}).status_code == 200
+    assert sorted(p.name for p in tmp_path.iterdir() if ".meta" not in p.name) == [
+        "0001.body",
+        "0001.input.json",
+        "0002.input.json",
+        "0002.sse",
+    ]  # the recording contract: "anything else .body"
+    # docs/proxy.md: "a recorded refusal (status other than 200) is replayed as that
+    # status and body"
+    with serve(mock_app(tmp_path, path="/agent", timing="fast")) as mock:
+        first = post(f"{mock}/agent", INPUT)
+    assert (first.status_code, first.content) == (401, b"unauthorized")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: one non-stream 200 JSON exchange in a proxy recording (NNNN.json) makes "
+    "the mock refuse the whole folder (PROC-2, exit 2)",
+)
+def test_mock_reads_a_recording_holding_a_json_answer(tmp_path: Path) -> None:
+    from agui_tools._errors import UsageError
+    from agui_tools.transport._mock import mock_app
+
+    with (
+        serve(_refusing_then_streaming(JSONResponse({"ok": True}))) as base,
+        proxied(f"{base}/agent", record=tmp_path) as px,
+    ):
+        assert post(px.url, INPUT).status_code == 200
+        assert post(px.url, {**INPUT, "runId": "r2"}).status_code == 200
+    assert (tmp_path / "0001.json").exists() and (tmp_path / "0002.sse").exists()
+    try:
+        app = mock_app(tmp_path, path="/agent", timing="fast")
+    except UsageError as refused:  # what `agui-tools mock DIR` says, exit 2
+        pytest.fail(f"the mock refuses the proxy's recording: {refused}")
+    # replayed as recorded, or left out and said: either way the recorded run is served
+    with serve(app) as mock:
+        replies = [
+            post(f"{mock}/agent", {**INPUT, "runId": f"q{n}"}, accept="text/event-stream")
+            for n in (1, 2)
+        ]
+    assert any(b"RUN_FINISHED" in r.content for r in replies), replies
