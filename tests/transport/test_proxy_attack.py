@@ -470,3 +470,28 @@ def test_mock_reads_a_recording_holding_a_json_answer(tmp_path: Path) -> None:
             for n in (1, 2)
         ]
     assert any(b"RUN_FINISHED" in r.content for r in replies), replies
+
+
+# -- an UPSTREAM with a query ------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with an UPSTREAM holding a query (?code=KEY), the frontend's path and "
+    "query are appended after it: /agent?code=KEY?x=1 — the key is corrupted",
+)
+def test_an_upstream_query_is_kept_apart_from_the_frontends() -> None:
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    async def agent(request: Request) -> Response:
+        await request.body()
+        seen.append((request.url.path, dict(request.query_params)))
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+    # a hosted agent keyed by its URL (an Azure Functions ?code=, an API key in the query)
+    with serve(upstream) as base, proxied(f"{base}/agent?code=KEY") as px:
+        assert post(px.url, INPUT).status_code == 200  # the proxy's root: the upstream itself
+        post(f"{px.url}?x=1", INPUT)  # a frontend whose URL carries a query of its own
+    assert seen[0] == ("/agent", {"code": "KEY"})
+    assert seen[1:] == [("/agent", {"code": "KEY", "x": "1"})], seen
