@@ -92,3 +92,71 @@ def test_a_proxy_pointed_at_itself_answers_once_naming_the_loop() -> None:
     summary = [line for line in err.splitlines() if "run request(s)" in line]
     assert summary and summary[0].startswith("agui-tools proxy: 1 run request(s)"), err
     assert "Traceback" not in err and code in (0, 1)
+
+
+DANGLING = {
+    "threadId": "t1",
+    "runId": "r1",
+    "messages": [
+        {
+            "id": "a1",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "c7", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        }
+    ],
+}  # FE-8: a frontend finding, logged as it happens
+
+
+TOOL_20 = [
+    RS,
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "search"},
+    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+]  # TOOL-20 at event #3: an agent finding, told by the judging process
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: --log FILE that fails to write (disk full: /dev/full): a request with a "
+    "frontend finding is a 500 with a traceback; an agent finding a traceback in the judge's "
+    "reader, after which the next request can hang (seen twice, not every run)",
+)
+@pytest.mark.parametrize(
+    ("body", "events"),
+    [(DANGLING, [RS, {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}]), (INPUT, TOOL_20)],
+    ids=["frontend-finding", "agent-finding"],
+)
+def test_a_log_file_that_cannot_be_written_is_no_500_no_hang(
+    body: dict[str, object], events: list[dict[str, object]]
+) -> None:
+    script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in events])
+    with serve(app_for(script)) as base:
+        proc, url = _start(f"{base}/agent", "--port", "0", "--log", "/dev/full")
+        try:
+            statuses: list[int | None] = []
+            for _ in range(2):
+                try:
+                    statuses.append(
+                        httpx.post(
+                            url, content=orjson.dumps(body),
+                            headers={"content-type": "application/json"}, timeout=15,
+                        ).status_code
+                    )  # fmt: skip
+                except httpx.TimeoutException:
+                    statuses.append(None)  # no answer in 15 s: a hang
+            proc.send_signal(signal.SIGINT)
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                err = None  # Ctrl-C did not stop it
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=30)
+    # not strict: the input is forwarded, and the agent's answer is the frontend's
+    assert statuses == [200, 200]
+    assert err is not None, "the proxy did not stop on Ctrl-C"
+    assert "Traceback" not in err, err
