@@ -495,3 +495,31 @@ def test_an_upstream_query_is_kept_apart_from_the_frontends() -> None:
         post(f"{px.url}?x=1", INPUT)  # a frontend whose URL carries a query of its own
     assert seen[0] == ("/agent", {"code": "KEY"})
     assert seen[1:] == [("/agent", {"code": "KEY", "x": "1"})], seen
+
+
+# -- one --record folder, two proxies --------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: two proxies recording into one folder at once number their exchanges "
+    "from the same start: the second overwrites the first's 0001.*",
+)
+def test_two_proxies_recording_in_one_folder_overwrite_nothing(tmp_path: Path) -> None:
+    with (
+        serve(_plain_agent(GOOD)) as base,
+        proxied(f"{base}/agent", record=tmp_path) as one,
+        proxied(f"{base}/agent", record=tmp_path) as two,  # a second CI job, the same folder
+    ):
+        post(one.url, INPUT)
+        post(two.url, {**INPUT, "threadId": "t2"})
+        post(one.url, {**INPUT, "runId": "r3"})
+    inputs = sorted(tmp_path.glob("*.input.json"))
+    kept = [orjson.loads(p.read_bytes()) for p in inputs]
+    # docs/proxy.md: "a folder that already holds a recording is continued after its
+    # highest number, never overwritten" — three exchanges, three recordings
+    assert sorted((k["threadId"], k["runId"]) for k in kept) == [
+        ("t1", "r1"),
+        ("t1", "r3"),
+        ("t2", "r1"),
+    ], [p.name for p in inputs]
