@@ -523,3 +523,24 @@ def test_two_proxies_recording_in_one_folder_overwrite_nothing(tmp_path: Path) -
         ("t1", "r3"),
         ("t2", "r1"),
     ], [p.name for p in inputs]
+
+
+# -- an upstream status past 599 ------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: an upstream status past 599 (LinkedIn's 999; HTTP allows 3 digits) "
+    "crashes the proxy's answer (KeyError: 999): the frontend gets no response at all",
+)
+def test_an_upstream_status_past_599_gets_an_answer(capfd: pytest.CaptureFixture[str]) -> None:
+    def answer(request: bytes) -> bytes:
+        return b"HTTP/1.1 999 Request denied\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nno"
+
+    with raw_upstream(answer) as base, proxied(f"{base}/agent") as px:
+        try:
+            status: int | None = post(px.url, INPUT).status_code
+        except httpx.RemoteProtocolError:
+            status = None  # "Server disconnected without sending a response."
+    assert status is not None  # forwarded as 999, or a 502 problem naming the upstream
+    no_traceback(capfd)
