@@ -133,6 +133,30 @@ def test_a_meta_without_content_type_beside_a_stream_file_replays_its_events(
     assert b"RUN_FINISHED" in first.content
 
 
+def test_a_fault_meant_for_a_recorded_answer_is_said_not_applied(tmp_path: Path) -> None:
+    _exchange(tmp_path, "0001", ("body", b"no"), {"status": 401, "contentType": "text/plain"})
+    _exchange(tmp_path, "0002", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"})
+    said: list[tuple[int, int, str]] = []
+    app = mock_app(
+        tmp_path,
+        path="/agent",
+        timing="fast",
+        faults=["cut:1@1"],
+        on_request=lambda *line: said.append(line),
+    )
+    with serve(app) as mock:
+        first = post(f"{mock}/agent", INPUT)
+    assert (first.status_code, first.content) == (401, b"no")
+    assert said == [
+        (
+            1,
+            401,
+            f"the recorded answer of {tmp_path / '0001.body'} (faults cut:1@1 not applied: "
+            "it has no events)",
+        )
+    ]
+
+
 def test_a_folder_of_exchanges_none_replayable_is_refused_naming_them(tmp_path: Path) -> None:
     _unreplayable(tmp_path)
     with pytest.raises(UsageError) as refused:

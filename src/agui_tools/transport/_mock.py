@@ -552,7 +552,9 @@ class MockEndpoint(AgentEndpoint):
             await _answer(
                 send, chosen.status, chosen.body, chosen.content_type, location=chosen.location
             )
-            self._said(number, chosen.status, f"the recorded answer of {chosen.source}")
+            shown = ", ".join(str(f) for f in faults if f.kind != "status")
+            unapplied = f" (faults {shown} not applied: it has no events)" if shown else ""
+            self._said(number, chosen.status, f"the recorded answer of {chosen.source}{unapplied}")
             return
         shown = ", ".join(str(f) for f in faults if f.kind != "status")
         self._said(
