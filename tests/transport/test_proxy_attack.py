@@ -415,11 +415,6 @@ def _refusing_then_streaming(first: Response) -> Starlette:
     return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a recorded refusal that is not JSON (401 text/plain, kept as NNNN.body) "
-    "is silently dropped by the mock: request 1 gets exchange 2's run",
-)
 def test_mock_replays_a_recorded_plain_text_refusal(tmp_path: Path) -> None:
     from agui_tools.transport._mock import mock_app
 
@@ -440,14 +435,12 @@ def test_mock_replays_a_recorded_plain_text_refusal(tmp_path: Path) -> None:
     # status and body"
     with serve(mock_app(tmp_path, path="/agent", timing="fast")) as mock:
         first = post(f"{mock}/agent", INPUT)
+        second = post(f"{mock}/agent", {**INPUT, "runId": "r2"}, accept="text/event-stream")
     assert (first.status_code, first.content) == (401, b"unauthorized")
+    assert first.headers["content-type"].startswith("text/plain")
+    assert second.status_code == 200 and b"RUN_FINISHED" in second.content  # exchange 2's run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: one non-stream 200 JSON exchange in a proxy recording (NNNN.json) makes "
-    "the mock refuse the whole folder (PROC-2, exit 2)",
-)
 def test_mock_reads_a_recording_holding_a_json_answer(tmp_path: Path) -> None:
     from agui_tools._errors import UsageError
     from agui_tools.transport._mock import mock_app
@@ -470,6 +463,10 @@ def test_mock_reads_a_recording_holding_a_json_answer(tmp_path: Path) -> None:
             for n in (1, 2)
         ]
     assert any(b"RUN_FINISHED" in r.content for r in replies), replies
+    # docs/proxy.md: a 200 answer that is no event stream is replayed as recorded
+    assert (replies[0].status_code, replies[0].json()) == (200, {"ok": True})
+    assert replies[0].headers["content-type"] == "application/json"
+    assert b"RUN_FINISHED" in replies[1].content
 
 
 # -- an UPSTREAM with a query ------------------------------------------------------------------

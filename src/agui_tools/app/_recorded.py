@@ -49,7 +49,10 @@ class RecordedRun:
     """One recorded response: its events in order, and the input that asked for them.
 
     ``status`` other than 200 is a recorded refusal (a proxy recording keeps
-    the upstream's 409 or 500): replayed as that status with ``body``.
+    the upstream's 409 or 500): replayed as that status with ``body``. So is any
+    answer with ``verbatim`` (a proxy recording's 200 JSON answer, a 204, a
+    redirect with its ``location``): status, ``content_type`` (``None``: no
+    ``Content-Type``) and body as recorded, no events.
     """
 
     source: str
@@ -57,9 +60,17 @@ class RecordedRun:
     input: dict[str, Any] | None = None
     status: int = 200
     body: bytes = b""
-    content_type: str = "application/json"
+    content_type: str | None = "application/json"
     notes: list[str] = field(default_factory=list)
     """What was rebuilt rather than recorded (a thread export keeps no events)."""
+    verbatim: bool = False
+    location: str | None = None
+    """A recorded redirect's ``Location`` header (proxy recordings keep it in meta.json)."""
+
+    @property
+    def as_recorded(self) -> bool:
+        """Replayed as the recorded HTTP answer (status, content type, body), not as events."""
+        return self.verbatim or self.status != 200
 
     @property
     def thread_id(self) -> str | None:

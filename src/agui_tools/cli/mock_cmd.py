@@ -127,8 +127,14 @@ def _judged(endpoint: Any) -> list[str]:
 
     lines = []
     for n, recorded in enumerate(endpoint.matcher.runs, 1):
-        if recorded.status != 200:
-            lines.append(f"  run {n} ({recorded.source}): a recorded HTTP {recorded.status}")
+        if recorded.as_recorded:
+            kind = recorded.content_type or "no Content-Type"
+            moved = f", Location {recorded.location}" if recorded.location is not None else ""
+            lines.append(
+                f"  run {n} ({recorded.source}): a recorded HTTP {recorded.status}, replayed "
+                f"as recorded ({kind}, {len(recorded.body)} bytes{moved})"
+            )
+            lines.extend(f"    note: {note}" for note in recorded.notes)
             continue
         verdict = replay(recorded.events, run_input=recorded.input)
         error = verdict.result.error
@@ -144,6 +150,7 @@ def _judged(endpoint: Any) -> list[str]:
         if why is not None:
             lines.append(f"    served over SSE only (a protobuf request gets 406): {why}")
         lines.extend(f"    note: {note}" for note in recorded.notes)
+    lines.extend(f"  skipped: {line}" for line in endpoint.skipped)
     return lines
 
 

@@ -59,6 +59,7 @@ from ..app._recorded import (
     retarget,
     runs_from_thread_export,
 )
+from ..app._watch import binding_of
 from ..wire._codec import encode_json
 from ..wire._framing import sse_comment, sse_frame
 from ._server import (
@@ -92,8 +93,11 @@ _FAULT_SYNTAX: Final = (
     "cut:N, stall:N:SECONDS, malformed:N, status:CODE[:BODY], drip:SECONDS, duplicate:N, "
     "each optionally followed by @R (only the R-th request)"
 )
-_BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json")
-_EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json)$")
+_BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json", ".body")
+_EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json|body)$")
+_INPUT: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.input\.json$")
+_NO_BODY: Final = frozenset({204, 304})
+"""Statuses whose answer has no body (and no ``Content-Length``, RFC 9110 §8.6)."""
 _NOT_PROTOBUF: Final = b"\xff\xff\xff\xff"  # an unfinished varint tag: no message decodes
 _CUT_MESSAGE: Final = "ASGI callable returned without completing response."
 
@@ -227,28 +231,45 @@ def parse_timing(spec: str | float) -> float:
 # -- reading captures ---------------------------------------------------------------------------
 
 
-def load_captures(paths: Iterable[str | os.PathLike[str] | RecordedRun]) -> list[RecordedRun]:
+def load_captures(
+    paths: Iterable[str | os.PathLike[str] | RecordedRun], *, skipped: list[str] | None = None
+) -> list[RecordedRun]:
     """Every recorded run of ``paths``, in order; :class:`UsageError` naming the file when
     one cannot be read as a capture.
 
     A path is a directory (a ``proxy --record`` DIR: ``NNNN.input.json`` +
-    ``NNNN.sse``/``.pb``/``.ndjson``/``.json`` + ``NNNN.meta.json``; or the
+    ``NNNN.sse``/``.pb``/``.ndjson``/``.json``/``.body`` + ``NNNN.meta.json``; or the
     inspector's ``run-N.input.json`` + ``run-N.sse`` exports) or a file: an
     inspector ``thread.json``, or a stream (JSON array, NDJSON, SSE, binary;
     ``run --save``) — with the input beside it when there is one
-    (``X.input.json`` for ``X.sse``).
+    (``X.input.json`` for ``X.sse``). A recorded exchange whose ``meta.json``
+    says it is no event stream (a refusal, a 200 JSON answer, a 204, a
+    redirect) is one recorded answer, replayed as recorded. A directory's
+    exchange that cannot be replayed (no response body, a ``.body`` with no
+    ``meta.json``, no answer status) is left out and said — one line each,
+    naming the file and why, appended to ``skipped`` (and logged).
     """
     runs: list[RecordedRun] = []
+    left_out: list[str] = []
     for item in paths:
         if isinstance(item, RecordedRun):
             runs.append(item)
             continue
         path = Path(item)
         if path.is_dir():
-            runs += _load_dir(path)
+            runs += _load_dir(path, left_out)
         else:
             runs += _load_file(_body_of(path))
+    for line in left_out:
+        log.info("%s", line)
+    if skipped is not None:
+        skipped += left_out
     if not runs:
+        if left_out:
+            raise UsageError(
+                f"no recorded exchange can be replayed: {'; '.join(left_out[:3])}"
+                + (f" (and {len(left_out) - 3} more)" if len(left_out) > 3 else "")
+            )
         raise UsageError("no capture given: a mock replays at least one recorded run")
     return runs
 
@@ -262,7 +283,7 @@ def _body_of(path: Path) -> Path:
                 if (body := path.with_name(stem + ext)).exists():
                     return body
             raise UsageError(
-                f"{path}: no response body beside it ({stem}.sse, .pb, .ndjson, .json)"
+                f"{path}: no response body beside it ({stem}.sse, .pb, .ndjson, .json, .body)"
             )
     return path
 
@@ -274,8 +295,9 @@ def _read(path: Path) -> bytes:
         raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
 
 
-def _load_dir(folder: Path) -> list[RecordedRun]:
+def _load_dir(folder: Path, skipped: list[str]) -> list[RecordedRun]:
     bodies = []
+    inputs: dict[str, Path] = {}
     try:
         names = sorted(os.listdir(folder))
     except OSError as exc:
@@ -285,37 +307,52 @@ def _load_dir(folder: Path) -> list[RecordedRun]:
         if found is not None:
             stem = found.group("stem")
             bodies.append((int(stem.removeprefix("run-")), stem.startswith("run-"), folder / name))
+        elif (asked := _INPUT.match(name)) is not None:
+            inputs[asked.group("stem")] = folder / name
     if not bodies:
         raise UsageError(
-            f"{folder}: no recorded exchange (NNNN.sse / .pb / .ndjson / .json beside "
+            f"{folder}: no recorded exchange (NNNN.sse / .pb / .ndjson / .json / .body beside "
             "NNNN.input.json, or the inspector's run-N.sse): not a proxy --record directory"
         )
+    answered = {body.name.rsplit(".", 1)[0] for _, _, body in bodies}
+    for stem, asked_path in inputs.items():
+        if stem not in answered:
+            skipped.append(
+                f"{asked_path}: not replayed: no response body beside it "
+                f"({stem}.sse, .pb, .ndjson, .json, .body)"
+            )
     runs: list[RecordedRun] = []
     for _, _, body in sorted(bodies, key=lambda b: (b[1], b[0])):
-        runs += _load_file(body, exchange=True)
+        runs += _load_file(body, exchange=True, skipped=skipped)
     return runs
 
 
-def _load_file(path: Path, *, exchange: bool = False) -> list[RecordedRun]:
+def _load_file(
+    path: Path, *, exchange: bool = False, skipped: list[str] | None = None
+) -> list[RecordedRun]:
+    """The runs of one capture file; in a directory (``exchange``), one that cannot be
+    replayed is said in ``skipped`` and left out (a file named alone is refused)."""
     data = _read(path)
     stem = path.name.rsplit(".", 1)[0]
     source = str(path)
     run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
     meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
+    answer: RecordedRun | str | None = None
     if meta is not None:
-        status = meta.get("status")
-        if isinstance(status, int) and status != 200:
-            kind = meta.get("contentType")
-            return [
-                RecordedRun(
-                    source,
-                    [],
-                    run_input,
-                    status=status,
-                    body=data,
-                    content_type=kind if isinstance(kind, str) else "application/json",
-                )
-            ]
+        streamed = path.suffix in (".sse", ".pb", ".ndjson")
+        answer = _recorded_answer(source, data, run_input, meta, f"{stem}.meta.json", streamed)
+    elif exchange and path.suffix == ".body":
+        answer = (
+            f"not replayed: no {stem}.meta.json beside it records the answer's status and "
+            "content type (a proxy recording writes one per exchange)"
+        )
+    if isinstance(answer, str):
+        if skipped is None:
+            raise UsageError(f"{source}: {answer}")
+        skipped.append(f"{source}: {answer}")
+        return []
+    if answer is not None:
+        return [answer]
     if run_input is None and not exchange and data.lstrip()[:1] == b"{":
         try:
             document = orjson.loads(data)
@@ -324,6 +361,48 @@ def _load_file(path: Path, *, exchange: bool = False) -> list[RecordedRun]:
         if isinstance(document, dict) and "runs" in document and "type" not in document:
             return runs_from_thread_export(document, source=source)
     return recorded_runs(data, source=source, run_input=run_input, split=run_input is None)
+
+
+def _recorded_answer(
+    source: str,
+    data: bytes,
+    run_input: dict[str, Any] | None,
+    meta: Mapping[str, Any],
+    meta_name: str,
+    streamed: bool,
+) -> RecordedRun | str | None:
+    """A proxy exchange that is no event stream, as the recorded answer it replays; a
+    string: why it cannot be replayed; ``None``: a 200 event stream (its events replay) —
+    by its ``contentType``, or, when the meta has none, by the file's (``streamed``)."""
+    status = meta.get("status")
+    if isinstance(status, bool) or not isinstance(status, int):
+        return f"not replayed: {meta_name} records no answer status (status {status!r})"
+    if not 200 <= status <= 599:
+        return f"not replayed: {meta_name} records status {status}; the mock replays 200-599"
+    kind = meta.get("contentType")
+    content_type = kind if isinstance(kind, str) else None
+    if status == 200 and (
+        binding_of(content_type) is not None or (content_type is None and streamed)
+    ):
+        return None
+    location = meta.get("location")
+    notes = []
+    if status in _NO_BODY and data:
+        notes.append(f"the recorded body ({len(data)} bytes) is not sent: a {status} has none")
+        data = b""
+    if 300 <= status < 400 and not isinstance(location, str):
+        notes.append(f"{meta_name} records no location: the {status} is replayed without one")
+    return RecordedRun(
+        source,
+        [],
+        run_input,
+        status=status,
+        body=data,
+        content_type=content_type,
+        notes=notes,
+        verbatim=True,
+        location=location if isinstance(location, str) else None,
+    )
 
 
 def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
@@ -387,6 +466,8 @@ class MockEndpoint(AgentEndpoint):
         self.max_gap = parse_max_gap(max_gap)
         self.faults = [parse_fault(f) for f in faults]
         self.requests = 0
+        self.skipped: list[str] = []
+        """Recorded exchanges left out, each ``FILE: not replayed: why`` (:func:`load_captures`)."""
         self._check_faults()
         self._streams: set[asyncio.Task[Any]] = set()
         self._stopped: set[asyncio.Task[Any]] = set()
@@ -467,9 +548,13 @@ class MockEndpoint(AgentEndpoint):
             await _refuse(scope, receive, send, rejected)
             self._said(number, chosen.status, chosen.message)
             return
-        if chosen.status != 200:
-            await _answer(send, chosen.status, chosen.body, chosen.content_type)
-            self._said(number, chosen.status, f"the recorded answer of {chosen.source}")
+        if chosen.as_recorded:
+            await _answer(
+                send, chosen.status, chosen.body, chosen.content_type, location=chosen.location
+            )
+            shown = ", ".join(str(f) for f in faults if f.kind != "status")
+            unapplied = f" (faults {shown} not applied: it has no events)" if shown else ""
+            self._said(number, chosen.status, f"the recorded answer of {chosen.source}{unapplied}")
             return
         shown = ", ".join(str(f) for f in faults if f.kind != "status")
         self._said(
@@ -742,17 +827,20 @@ async def _body(send: Send, chunk: bytes) -> None:
     await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
 
-async def _answer(send: Send, status: int, body: bytes, content_type: str) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type.encode("latin-1", "replace")),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
+async def _answer(
+    send: Send, status: int, body: bytes, content_type: str | None, *, location: str | None = None
+) -> None:
+    """An answer whole: ``content_type`` ``None`` sends none; a 204/304 has no body."""
+    headers = []
+    if content_type is not None:
+        headers.append((b"content-type", content_type.encode("latin-1", "replace")))
+    if location is not None:
+        headers.append((b"location", location.encode("latin-1", "replace")))
+    if status in _NO_BODY:
+        body = b""
+    else:
+        headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
@@ -787,7 +875,8 @@ def mock_app(
     """
     if isinstance(captures, (str, os.PathLike, RecordedRun)):
         captures = [captures]
-    runs = load_captures(captures)
+    skipped: list[str] = []
+    runs = load_captures(captures, skipped=skipped)
     for run in runs:
         for note in run.notes:
             log.info("%s: %s", run.source, note)
@@ -800,6 +889,7 @@ def mock_app(
         on_request=on_request,
         **options,
     )
+    endpoint.skipped = skipped
     app = routed(endpoint, path, options.get("allowed_origins", ()))
     app.state.mock = endpoint
     return app

@@ -496,6 +496,8 @@ class ProxyApp:
             return None
         content_type = response.headers.get("content-type")
         meta |= {"status": response.status_code, "contentType": content_type}
+        if "location" in response.headers:  # a redirect: the mock replays it with its target
+            meta["location"] = response.headers["location"]
         binding = binding_of(content_type)
         watch: StreamWatch | None = None  # judged here (strict: before forwarding)
         remote: _RemoteWatch | None = None  # judged in the judging process

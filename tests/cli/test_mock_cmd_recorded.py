@@ -1,0 +1,42 @@
+"""``agui-tools mock DIR`` says at start-up each recorded answer it replays as recorded
+and each exchange it leaves out, naming the file and why (#25)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from tests.helpers.terminal import AGUI, ENV, ROOT
+from tests.transport.test_mock_recorded_answers import INPUT, SSE, _exchange
+
+
+def test_the_cli_says_recorded_answers_and_skipped_exchanges_at_start(tmp_path: Path) -> None:
+    _exchange(tmp_path, "0001", ("body", b"unauthorized"), {"status": 401, "contentType": "text/plain"})  # fmt: skip
+    _exchange(tmp_path, "0002", ("body", b"no meta"), None)
+    _exchange(tmp_path, "0003", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"})
+    server = subprocess.Popen(
+        [*AGUI, "mock", str(tmp_path), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        url = re.match(r"Serving mock AG-UI agent at (\S+)", line).group(1)  # type: ignore[union-attr]
+        refused = httpx.post(url, json=INPUT)
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=60)
+    assert (refused.status_code, refused.text) == (401, "unauthorized")
+    lines = err.strip().splitlines()
+    assert lines[1] == (
+        f"  run 1 ({tmp_path / '0001.body'}): a recorded HTTP 401, replayed as recorded "
+        "(text/plain, 12 bytes)"
+    )
+    assert lines[2].startswith(f"  run 2 ({tmp_path / '0003.sse'}): 2 events")
+    assert lines[3].startswith(f"  skipped: {tmp_path / '0002.body'}: not replayed: no 0002.meta")
+    assert lines[4] == f"request 1: 401 the recorded answer of {tmp_path / '0001.body'}"
+    assert "Traceback" not in err
