@@ -528,19 +528,23 @@ def test_two_proxies_recording_in_one_folder_overwrite_nothing(tmp_path: Path) -
 # -- an upstream status past 599 ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: an upstream status past 599 (LinkedIn's 999; HTTP allows 3 digits) "
-    "crashes the proxy's answer (KeyError: 999): the frontend gets no response at all",
-)
-def test_an_upstream_status_past_599_gets_an_answer(capfd: pytest.CaptureFixture[str]) -> None:
+def test_an_upstream_status_past_599_gets_an_answer(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     def answer(request: bytes) -> bytes:
         return b"HTTP/1.1 999 Request denied\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nno"
 
-    with raw_upstream(answer) as base, proxied(f"{base}/agent") as px:
+    with raw_upstream(answer) as base, proxied(f"{base}/agent", record=tmp_path) as px:
         try:
-            status: int | None = post(px.url, INPUT).status_code
+            got: httpx.Response | None = post(px.url, INPUT)
         except httpx.RemoteProtocolError:
-            status = None  # "Server disconnected without sending a response."
-    assert status is not None  # forwarded as 999, or a 502 problem naming the upstream
+            got = None  # "Server disconnected without sending a response."
+    assert got is not None  # forwarded as 999, or a 502 problem naming the upstream
+    # the ASGI servers answer 100-599 only: a 502 problem naming the upstream and its status
+    assert got.status_code == 502, got.text
+    problem = got.json()["error"]
+    assert problem["upstream"] == f"{base}/agent" and "status 999" in problem["message"]
+    assert px.upstream_errors and "status 999" in px.upstream_errors[0][1]
+    meta = json.loads((tmp_path / "0001.meta.json").read_text())
+    assert (meta["status"], meta["upstreamStatus"]) == (502, 999)
     no_traceback(capfd)

@@ -485,14 +485,24 @@ class ProxyApp:
             response = await self.client.send(request, stream=True)
         except httpx.HTTPError as exc:
             message = f"the upstream {url} cannot be reached: {_describe(exc)}"
-            meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
-            if self.on_upstream_error is not None:
-                self.on_upstream_error(url, message)
-            problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
-            if exchange is not None:
-                exchange.open("application/json")
-                exchange.write(orjson.dumps({"error": problem}))
-            await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
+            await self._bad_gateway(scope, receive, send, url, exchange, meta, message)
+            return None
+        if not 200 <= response.status_code <= 599:
+            # HTTP allows any 3 digits (LinkedIn's 999), the ASGI servers answer 100-599:
+            # a 502 naming what the agent said, never an answer cut before it starts
+            await response.aclose()
+            await self._bad_gateway(
+                scope,
+                receive,
+                send,
+                url,
+                exchange,
+                meta,
+                f"the upstream {url} answered status {response.status_code} "
+                f"({response.reason_phrase or 'no reason phrase'}), which the proxy cannot "
+                "forward: an HTTP status it forwards is 200-599",
+                upstreamStatus=response.status_code,
+            )
             return None
         content_type = response.headers.get("content-type")
         meta |= {"status": response.status_code, "contentType": content_type}
@@ -553,6 +563,28 @@ class ProxyApp:
         if ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         return settle
+
+    async def _bad_gateway(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        url: str,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        message: str,
+        **more: Any,
+    ) -> None:
+        """Answer ``502`` with a JSON problem naming the upstream and what went wrong."""
+        meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
+        meta |= more
+        if self.on_upstream_error is not None:
+            self.on_upstream_error(url, message)
+        problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
+        if exchange is not None:
+            exchange.open("application/json")
+            exchange.write(orjson.dumps({"error": problem}))
+        await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
 
     def _remember(self, run_input: Mapping[str, Any] | None, outcome: Any, number: int) -> None:
         if run_input is not None:
