@@ -247,11 +247,6 @@ def _cut_after(prefix: bytes, *, chunked: bool) -> Callable[[bytes], bytes]:
     return answer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: an upstream body cut short of its Content-Length makes the proxy's "
-    "ASGI app raise (h11 LocalProtocolError traceback in the log)",
-)
 def test_an_upstream_cut_short_of_its_content_length_raises_nothing(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
@@ -275,11 +270,6 @@ def test_an_upstream_cut_short_of_its_content_length_raises_nothing(
     no_traceback(capfd)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: an upstream cut short of its Content-Length: TRANS-2 is reported "
-    "but missing from the recording's meta.json findings (judging process)",
-)
 def test_a_cut_short_content_length_body_records_its_finding(tmp_path: Path) -> None:
     # judged in the judging process, as `agui-tools proxy` judges (inline, the meta is right)
     cut = sse(GOOD)[:60]
@@ -308,11 +298,6 @@ def test_a_cut_short_content_length_body_records_its_finding(tmp_path: Path) -> 
     assert [f["rule"] for f in meta["findings"]] == ["TRANS-2"], meta
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: an upstream that cuts a chunked body is ended cleanly towards the "
-    "frontend (the 0-chunk is added): the frontend cannot tell the cut",
-)
 def test_an_upstream_cut_of_a_chunked_body_reaches_the_frontend_as_a_cut() -> None:
     frames = sse(GOOD)
     cut = frames[: frames.index(b"\n\n") + 2 + 15]  # the first event, then half of the next
@@ -325,6 +310,27 @@ def test_an_upstream_cut_of_a_chunked_body_reaches_the_frontend_as_a_cut() -> No
             with pytest.raises(httpx.RemoteProtocolError):
                 post(px.url, INPUT)
     assert "TRANS-2" in px.rules("agent")
+
+
+def test_an_upstream_sending_content_length_and_transfer_encoding_is_forwarded_whole(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    body = sse(GOOD)
+
+    def answer(request: bytes) -> bytes:
+        # both framings: Transfer-Encoding wins (RFC 9112 §6.3), the length is a lie
+        return (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 5\r\n"
+            b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        )
+
+    with raw_upstream(answer) as base, proxied(f"{base}/agent") as px:
+        got = post(px.url, INPUT)
+    # an intermediary removes the received Content-Length: the body goes whole, chunked
+    assert got.status_code == 200 and got.content == body
+    assert "content-length" not in got.headers, got.headers
+    assert px.findings == [] and px.upstream_errors == []
+    no_traceback(capfd)
 
 
 # -- --record into a folder that cannot be written -----------------------------------------------
@@ -351,11 +357,6 @@ def test_a_record_folder_that_cannot_be_written_is_no_500(
 # -- --strict and an answer with a Content-Length -------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: --strict on a whole (Content-Length) SSE body that breaks a rule sends "
-    "the agent's Content-Length with a different body: 0 bytes, a broken connection, a traceback",
-)
 def test_strict_ends_a_content_length_stream_with_one_run_error(
     capfd: pytest.CaptureFixture[str],
 ) -> None:

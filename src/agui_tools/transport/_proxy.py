@@ -28,8 +28,10 @@ Theory of operation:
   An input our server would refuse is answered as our server answers it (409/422
   problem JSON) and never forwarded.
 * **Upstream unreachable** — ``502`` with a JSON problem body naming the upstream
-  and why; ``on_upstream_error`` is told. A body cut mid-stream by the agent ends
-  the answer there (the judge says TRANS-2: a truncated run).
+  and why; ``on_upstream_error`` is told. A body cut mid-stream by the agent cuts
+  the answer there too — no end of body is sent, the server closes the connection,
+  so the frontend sees the cut (the judge says TRANS-2: a truncated run). An upstream
+  status outside 200-599 (which the ASGI server cannot answer) is a ``502`` too.
 * **Recording** (``record``) — every POST exchange as files (docs/proxy.md has the
   contract): ``NNNN.input.json`` (the body as the frontend sent it),
   ``NNNN.sse`` / ``.pb`` / ``.ndjson`` / ``.json`` (the answer's body as the agent
@@ -541,7 +543,9 @@ class ProxyApp:
             gone.cancel()
             await asyncio.wait({pump, gone})
             await response.aclose()
-            ended = not pump.cancelled() and pump.exception() is None
+            # the upstream cut the body: the frontend's answer is cut too (byte for byte:
+            # no end is sent, the server closes the connection) — never repaired
+            ended = not pump.cancelled() and pump.exception() is None and pump.result()
             # cut short by the frontend leaving, or by the proxy stopping: the agent's run
             # did not end because of the agent — no truncation is said of it (TRANS-2)
             cut_short = pump.cancelled()
@@ -635,13 +639,21 @@ class ProxyApp:
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
         timeline: _Timeline | None = None,
-    ) -> None:
-        """The answer, chunk by chunk, until its end (the caller sends the body's end)."""
-        headers = _end_to_end(response.headers.raw, HOP_BY_HOP)
+    ) -> bool:
+        """The answer, chunk by chunk, until its end; ``True`` when the body came whole
+        (the caller sends the body's end), ``False`` when the upstream cut it (the
+        caller cuts the frontend's answer too: no end is sent)."""
+        strict = self.strict and watch is not None
+        drop = HOP_BY_HOP
+        if strict or "transfer-encoding" in response.headers:
+            # strict: the body sent may differ from the agent's (a RUN_ERROR ends it);
+            # Transfer-Encoding beside Content-Length: the length is not the body's
+            # (RFC 9112 §6.3, an intermediary removes it) — sent chunked instead
+            drop = HOP_BY_HOP | {"content-length"}
+        headers = _end_to_end(response.headers.raw, drop)
         await send(
             {"type": "http.response.start", "status": response.status_code, "headers": headers}
         )
-        strict = self.strict and watch is not None
         try:
             async for chunk in response.aiter_raw():
                 if exchange is not None:
@@ -671,6 +683,8 @@ class ProxyApp:
             meta["upstreamError"] = message
             if self.on_upstream_error is not None:
                 self.on_upstream_error(str(response.request.url), message)
+            return False
+        return True
 
 
 # -- judging in a process of its own ----------------------------------------------------------
