@@ -14,6 +14,7 @@ import socket
 import socketserver
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -190,35 +191,46 @@ def _gzip_agent(events: list[dict[str, Any]]) -> Starlette:
     return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a gzip-encoded stream is forwarded unjudged — a broken agent behind "
-    "a compressing server is never reported",
-)
-def test_a_gzipped_broken_stream_is_still_judged() -> None:
-    with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent") as px:
-        answer = post(px.url, INPUT, **{"accept-encoding": "gzip"})
+@pytest.mark.parametrize("judge_in_process", [False, True], ids=["inline", "judging-process"])
+def test_a_gzipped_broken_stream_is_still_judged(judge_in_process: bool) -> None:
+    options = {"judge_in_process": judge_in_process}
+    with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", **options) as px:
+        with httpx.stream(
+            "POST",
+            px.url,
+            content=orjson.dumps(INPUT),
+            headers={"content-type": "application/json", "accept-encoding": "gzip"},
+            timeout=30,
+        ) as answer:
+            raw = b"".join(answer.iter_raw())
         assert answer.status_code == 200
         assert answer.headers["content-encoding"] == "gzip"  # forwarded as sent: fine
+        # byte for byte: the agent's gzip body, not one the proxy decoded or re-encoded
+        assert raw[:2] == b"\x1f\x8b" and gzip.decompress(raw) == sse(ARGS_AFTER_END)
+        deadline = time.monotonic() + 20
+        while not px.findings:  # the judging process's verdict may come a moment later
+            assert time.monotonic() < deadline, "the gzipped stream was never judged"
+            time.sleep(0.05)
     assert [(f.rule, f.index) for f in px.findings] == [("TOOL-20", 3)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: --strict forwards a gzip-encoded broken stream whole, no RUN_ERROR",
-)
 def test_strict_cuts_a_gzipped_broken_stream() -> None:
     with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", strict=True) as px:
         answer = post(px.url, INPUT, **{"accept-encoding": "gzip"})
     # httpx decoded the body: what the frontend's events are
     assert b'"RUN_ERROR"' in answer.content and b"TOOL-20" in answer.content
+    # strict forwards what it judged: the decoded events, Content-Encoding removed
+    assert "content-encoding" not in answer.headers, answer.headers
+    events = [orjson.loads(d) for d in SSEReader().feed(answer.content)]
+    assert [e["type"] for e in events] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_END",
+        "RUN_ERROR",
+    ]
+    assert px.rules("agent") == ["TOOL-20"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a gzip-encoded stream is recorded compressed; verify refuses the "
-    "recording (exit 2) where the proxy said nothing",
-)
 def test_a_gzipped_stream_recording_is_readable_by_verify(tmp_path: Path) -> None:
     with serve(_gzip_agent(GOOD)) as base, proxied(f"{base}/agent", record=tmp_path) as px:
         assert post(px.url, INPUT, **{"accept-encoding": "gzip"}).status_code == 200
@@ -227,6 +239,67 @@ def test_a_gzipped_stream_recording_is_readable_by_verify(tmp_path: Path) -> Non
     assert (tmp_path / "0001.sse").read_bytes().startswith(b"data:"), (
         tmp_path / "0001.sse"
     ).read_bytes()[:20]
+    # the decoded body whole; the meta says how it travelled
+    assert (tmp_path / "0001.sse").read_bytes() == sse(GOOD)
+    meta = json.loads((tmp_path / "0001.meta.json").read_text())
+    assert meta["contentEncoding"] == "gzip" and meta["findings"] == []
+
+
+def _encoded_agent(body: bytes, coding: str) -> Starlette:
+    async def agent(request: Request) -> Response:
+        await request.body()
+        return Response(body, media_type="text/event-stream", headers={"content-encoding": coding})
+
+    return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["watching", "strict"])
+def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: bool) -> None:
+    # two chunks: the run's first events, decodable (flushed); then deflate data that
+    # is not (0xff: a block of the reserved type) — the run is mid-way when it breaks
+    packer = zlib.compressobj(wbits=31)
+    first = packer.compress(sse(GOOD[:2])) + packer.flush(zlib.Z_SYNC_FLUSH)
+    rest = b"\xff" * 16
+
+    def answer(request: bytes) -> bytes:
+        return (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+            b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n"
+            % (len(first), first, len(rest), rest)
+        )
+
+    with raw_upstream(answer) as base, proxied(f"{base}/agent", strict=strict) as px:
+        with httpx.stream(
+            "POST", px.url, content=orjson.dumps(INPUT),
+            headers={"content-type": "application/json"}, timeout=30,
+        ) as streamed:  # fmt: skip
+            raw = b"".join(streamed.iter_raw())
+    # the rule a consumer would break on (TRANS-4: the stream is not an event stream it
+    # can read), said once — not a truncation (TRANS-2) of the agent's run after it
+    assert px.rules("agent") == ["TRANS-4"], [f.message for f in px.findings]
+    assert "'gzip' does not decode" in px.findings[0].message
+    if not strict:
+        assert raw == first + rest  # forwarded as it came
+    else:  # what decoded and was judged, then the RUN_ERROR naming the rule
+        events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+        assert [e["type"] for e in events] == ["RUN_STARTED", "TOOL_CALL_START", "RUN_ERROR"]
+        assert events[-1]["code"] == "TRANS-4"
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["watching", "strict"])
+def test_a_content_encoding_the_proxy_cannot_decode_is_said_not_judged(strict: bool) -> None:
+    body = b"\x8b\x02\x80" + sse(ARGS_AFTER_END) + b"\x03"  # as brotli frames stored data
+    with serve(_encoded_agent(body, "br")) as base, proxied(f"{base}/agent", strict=strict) as px:
+        with httpx.stream(
+            "POST", px.url, content=orjson.dumps(INPUT),
+            headers={"content-type": "application/json"}, timeout=30,
+        ) as answer:  # fmt: skip
+            raw = b"".join(answer.iter_raw())
+    assert raw == body and answer.headers["content-encoding"] == "br"  # forwarded as is
+    # never silently: one warning saying the stream was not judged, and why
+    ((rule, severity, message),) = [(f.rule, f.severity, f.message) for f in px.findings]
+    assert (rule, severity) == ("TRANS-4", "warning")
+    assert message.startswith("not judged: the answer's Content-Encoding 'br'"), message
 
 
 # -- an upstream that closes mid-body -----------------------------------------------------------

@@ -19,12 +19,16 @@ Theory of operation:
 * **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
   application); a ``200`` answer whose ``Content-Type`` is an event stream is
   judged chunk by chunk as a producer's stream (the agent), after the chunk is
-  forwarded. Findings go to ``on_finding``; each thread's last run is remembered
+  forwarded. A ``gzip``/``deflate`` answer is judged (and recorded) decoded
+  (:class:`_Decoded`), forwarded as it came; another ``Content-Encoding`` is not
+  judged, and said (a TRANS-4 warning). Findings go to ``on_finding``; each thread's last run is remembered
   for the next input (:class:`~agui_tools.app._watch.ThreadLedger`).
 * **Strict** — a chunk is judged *before* it is forwarded: whole events that break
   nothing go on at once, an event's first bytes wait for its last; the first event
   breaking a producer rule is replaced by a ``RUN_ERROR`` naming the rule, in the
   stream's binding, and the stream ends there (the agent's connection is closed).
+  A judged stream is sent chunked (the agent's ``Content-Length`` dropped), a
+  compressed one decoded (its ``Content-Encoding`` dropped): what was judged.
   An input our server would refuse is answered as our server answers it (409/422
   problem JSON) and never forwarded.
 * **Upstream unreachable** — ``502`` with a JSON problem body naming the upstream
@@ -71,7 +75,9 @@ from ..app._watch import (
     WatchFinding,
     binding_of,
 )
+from ..wire._framing import BrokenFrame
 from ._auth import HostPolicy
+from ._client import _DECODED, _coding, _Decoding
 from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
 
 if TYPE_CHECKING:
@@ -512,12 +518,29 @@ class ProxyApp:
         watch: StreamWatch | None = None  # judged here (strict: before forwarding)
         remote: _RemoteWatch | None = None  # judged in the judging process
         run_input = judged.run_input if judged is not None else None
-        if (
-            judged is not None
-            and binding is not None
-            and response.status_code == 200
-            and response.headers.get("content-encoding", "identity") == "identity"
-        ):
+        judged_stream = judged is not None and binding is not None and response.status_code == 200
+        coding = _coding(response)
+        decoded: _Decoded | None = None
+        if coding not in ("", "identity"):
+            meta["contentEncoding"] = coding
+            if coding in _DECODED:  # judged and recorded decoded; forwarded as it came
+                decoded = _Decoded(coding, on_finding if judged_stream else None, judged)
+            elif judged_stream:
+                judged_stream = False
+                assert judged is not None
+                on_finding(
+                    WatchFinding(
+                        "TRANS-4",
+                        "warning",
+                        "agent",
+                        f"not judged: the answer's Content-Encoding {coding!r} is not one "
+                        f"the proxy decodes ({', '.join(_DECODED)}); the stream is forwarded "
+                        "as it came, unjudged, and recorded as it came",
+                        thread_id=judged.thread_id,
+                        run_id=judged.run_id,
+                    )
+                )
+        if judged_stream and binding is not None:
             if self.strict or self._pool is None or self._pool.broken:
                 watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
             else:
@@ -530,7 +553,7 @@ class ProxyApp:
             else None
         )
         pump = asyncio.create_task(
-            self._pump(send, response, watch, remote, exchange, meta, timeline)
+            self._pump(send, response, watch, remote, exchange, meta, timeline, decoded)
         )
         gone = asyncio.create_task(_disconnected(receive))
         ended = False
@@ -551,6 +574,12 @@ class ProxyApp:
             cut_short = pump.cancelled()
             if cut_short:
                 self.abandoned += 1
+            if decoded is not None and decoded.failure is not None:
+                meta["decodeError"] = decoded.failure.message
+            if decoded is not None and decoded.failure is not None and not pump.cancelled():
+                # the stream stopped being judged where it stopped decoding: that
+                # finding (told as it happened), no truncation said after it
+                cut_short = True
             if not pump.cancelled() and pump.exception() is not None:
                 log.error("proxying %s failed", url, exc_info=pump.exception())
             # the verdict is in — and the thread's last run remembered — before the body
@@ -639,6 +668,7 @@ class ProxyApp:
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
         timeline: _Timeline | None = None,
+        decoded: _Decoded | None = None,
     ) -> bool:
         """The answer, chunk by chunk, until its end; ``True`` when the body came whole
         (the caller sends the body's end), ``False`` when the upstream cut it (the
@@ -650,32 +680,43 @@ class ProxyApp:
             # Transfer-Encoding beside Content-Length: the length is not the body's
             # (RFC 9112 §6.3, an intermediary removes it) — sent chunked instead
             drop = HOP_BY_HOP | {"content-length"}
+        if strict and decoded is not None:
+            # strict judges the decoded events and forwards what it judged: decoded
+            drop |= {"content-encoding"}
         headers = _end_to_end(response.headers.raw, drop)
         await send(
             {"type": "http.response.start", "status": response.status_code, "headers": headers}
         )
         try:
             async for chunk in response.aiter_raw():
+                # what the agent wrote: its Content-Encoding undone (judged, recorded)
+                data = chunk if decoded is None else decoded.feed(chunk)
                 if exchange is not None:
-                    exchange.write(chunk)
+                    exchange.write(data)
                 if not strict:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if not data:
+                        continue
                     if timeline is not None:  # after the bytes left: the page never delays them
-                        timeline.feed(chunk)
+                        timeline.feed(data)
                     if watch is not None:
-                        watch.feed(chunk)
+                        watch.feed(data)
                     elif remote is not None:
-                        await remote.feed(chunk)
+                        await remote.feed(data)
                     continue
                 assert watch is not None
-                out, fatal = watch.admit(chunk)
+                fatal: WatchFinding | None
+                out, fatal = watch.admit(data) if data else (b"", None)
+                if fatal is None and decoded is not None and decoded.failure is not None:
+                    fatal = decoded.failure  # the rest does not decode: ended there
+                    watch.cut = True  # by the proxy: no truncation said
                 if fatal is not None:
                     out += watch.run_error(fatal)
                     meta["cut"] = {"rule": fatal.rule, "index": fatal.index}
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
-                if timeline is not None:  # what the agent sent, the broken remainder too
-                    timeline.feed(chunk)
+                if timeline is not None and data:  # what the agent sent, the broken rest too
+                    timeline.feed(data)
                 if fatal is not None:
                     break
         except httpx.HTTPError as exc:
@@ -685,6 +726,50 @@ class ProxyApp:
                 self.on_upstream_error(str(response.request.url), message)
             return False
         return True
+
+
+class _Decoded:
+    """An answer's body with its ``Content-Encoding`` (gzip, deflate) undone, as it
+    arrives — what is judged and recorded (the frontend gets the bytes as they came).
+
+    The client's bounded decoder (:class:`~._client._Decoding`: a gzip bomb is refused,
+    LIMIT). A body that does not decode stops there: :attr:`failure` is the finding
+    (TRANS-4, or LIMIT), told to ``on_finding`` when the stream is judged."""
+
+    def __init__(
+        self,
+        coding: str,
+        on_finding: Callable[[WatchFinding], None] | None,
+        judged: InputJudged | None,
+    ) -> None:
+        self.coding = coding
+        self._decoding = _Decoding(coding)
+        self._on_finding = on_finding
+        self._judged = judged
+        self.failure: WatchFinding | None = None
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.failure is not None:
+            return b""
+        out = bytearray()
+        for piece in self._decoding.feed(chunk):
+            if isinstance(piece, BrokenFrame):
+                error = piece.violation
+                self.failure = WatchFinding(
+                    error.rule,
+                    "error",
+                    "agent",
+                    f"the answer's Content-Encoding {self.coding!r} does not decode after "
+                    f"{self._decoding.decoded} byte(s): {error.explanation} Nothing after "
+                    "it is judged or recorded.",
+                    thread_id=self._judged.thread_id if self._judged else None,
+                    run_id=self._judged.run_id if self._judged else None,
+                )
+                if self._on_finding is not None:
+                    self._on_finding(self.failure)
+                break
+            out += piece
+        return bytes(out)
 
 
 # -- judging in a process of its own ----------------------------------------------------------
