@@ -286,6 +286,20 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
         assert events[-1]["code"] == "TRANS-4"
 
 
+def test_a_gzip_bomb_is_forwarded_as_it_came_and_judged_within_bounds() -> None:
+    bomb = gzip.compress(b"\n" * (64 * 1024 * 1024), compresslevel=9)  # 64 MiB in ~64 KiB
+    with serve(_encoded_agent(bomb, "gzip")) as base, proxied(f"{base}/agent") as px:
+        with httpx.stream(
+            "POST", px.url, content=orjson.dumps(INPUT),
+            headers={"content-type": "application/json"}, timeout=60,
+        ) as answer:  # fmt: skip
+            raw = b"".join(answer.iter_raw())
+    assert raw == bomb  # the frontend's to decode, or not
+    # the judge inflated a bounded amount, then said why it stopped (the client's limit)
+    assert px.rules("agent") == ["LIMIT"], [f.message for f in px.findings]
+    assert "inflated to" in px.findings[0].message
+
+
 @pytest.mark.parametrize("strict", [False, True], ids=["watching", "strict"])
 def test_a_content_encoding_the_proxy_cannot_decode_is_said_not_judged(strict: bool) -> None:
     body = b"\x8b\x02\x80" + sse(ARGS_AFTER_END) + b"\x03"  # as brotli frames stored data
