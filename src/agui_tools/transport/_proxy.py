@@ -21,8 +21,9 @@ Theory of operation:
   judged chunk by chunk as a producer's stream (the agent), after the chunk is
   forwarded. A ``gzip``/``deflate`` answer is judged (and recorded) decoded
   (:class:`_Decoded`), forwarded as it came; another ``Content-Encoding`` is not
-  judged, and said (a TRANS-4 warning). Findings go to ``on_finding``; each thread's last run is remembered
-  for the next input (:class:`~agui_tools.app._watch.ThreadLedger`).
+  judged, and said (a TRANS-4 warning). Findings go to ``on_finding``; each
+  thread's last run is remembered for the next input
+  (:class:`~agui_tools.app._watch.ThreadLedger`).
 * **Strict** — a chunk is judged *before* it is forwarded: whole events that break
   nothing go on at once, an event's first bytes wait for its last; the first event
   breaking a producer rule is replaced by a ``RUN_ERROR`` naming the rule, in the
