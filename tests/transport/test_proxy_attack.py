@@ -243,6 +243,11 @@ def test_a_gzipped_stream_recording_is_readable_by_verify(tmp_path: Path) -> Non
     assert (tmp_path / "0001.sse").read_bytes() == sse(GOOD)
     meta = json.loads((tmp_path / "0001.meta.json").read_text())
     assert meta["contentEncoding"] == "gzip" and meta["findings"] == []
+    # and verify reads it, as the contract says: a completed run
+    from agui_tools.cli import main
+
+    rec = tmp_path / "0001"
+    assert main(["verify", f"{rec}.sse", "--input", f"{rec}.input.json"]) == 0
 
 
 def _encoded_agent(body: bytes, coding: str) -> Starlette:
