@@ -7,7 +7,9 @@ import json
 import re
 import signal
 import socket
+import socketserver
 import subprocess
+import threading
 from pathlib import Path
 
 import httpx
@@ -238,3 +240,44 @@ def test_inspect_shows_the_live_traffic_read_only() -> None:
             code, _, err = _ctrl_c(proc)
     assert "Traceback" not in err and code == 1
     assert err.strip().splitlines()[-1] == "agui-tools proxy: stopped — errors were found (exit 1)"
+
+
+def test_an_upstream_cut_is_said_once_by_the_proxy_not_by_uvicorn() -> None:
+    """The proxy cuts the frontend's answer on purpose when the agent cut its own (no
+    end of body is sent): uvicorn's "returned without completing response" ERROR is
+    not a second, misleading line about it."""
+    first = sse_frame(orjson.dumps(BROKEN[0]))
+
+    class Cutting(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            sock: socket.socket = self.request
+            data = b""
+            while b"\r\n\r\n" not in data or not data.endswith(orjson.dumps(INPUT)):
+                piece = sock.recv(65536)
+                if not piece:
+                    return
+                data += piece
+            sock.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(first), first)
+            )  # no 0-chunk: the body is cut
+            sock.shutdown(socket.SHUT_RDWR)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Cutting)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc, url = _start(f"http://127.0.0.1:{server.server_address[1]}/agent")
+        try:
+            with pytest.raises(httpx.RemoteProtocolError):  # the frontend sees the cut
+                httpx.post(
+                    url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
+                )
+        finally:
+            code, _, err = _ctrl_c(proc)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "Traceback" not in err and "ASGI callable" not in err, err
+    assert "cut the body" in err and "[TRANS-2]" in err, err
+    assert code == 1  # a truncated run is an error of the agent's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections import Counter
 from typing import IO, TYPE_CHECKING, Any
@@ -165,6 +166,17 @@ def summary(
     return [terminal_text(line) for line in lines]
 
 
+_OWN_CUT = "ASGI callable returned without completing response."
+
+
+def _not_our_cut(record: logging.LogRecord) -> bool:
+    """uvicorn's ERROR when an ASGI app ends an answer without its end — what the proxy
+    does on purpose when the upstream cut its body (the frontend's answer is cut the
+    same way): the proxy has said it (an upstream-error line, TRANS-2), so uvicorn's
+    line, which blames the proxy, is not printed."""
+    return record.getMessage() != _OWN_CUT
+
+
 def _draining_server(config: Any, app: Any) -> Any:
     """uvicorn, which on the way out first waits for the verdicts the judging process
     still owes (a body's end is forwarded before its verdict is in)."""
@@ -272,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for name in ("uvicorn.error", "asyncio"):
         guarded_logger(name)
+    logging.getLogger("uvicorn.error").addFilter(_not_our_cut)
     print(
         terminal_text(
             f"Proxying AG-UI at http://{shown}:{port}/ to {cut(args.upstream)}"

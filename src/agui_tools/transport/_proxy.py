@@ -19,17 +19,24 @@ Theory of operation:
 * **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
   application); a ``200`` answer whose ``Content-Type`` is an event stream is
   judged chunk by chunk as a producer's stream (the agent), after the chunk is
-  forwarded. Findings go to ``on_finding``; each thread's last run is remembered
-  for the next input (:class:`~agui_tools.app._watch.ThreadLedger`).
+  forwarded. A ``gzip``/``deflate`` answer is judged (and recorded) decoded
+  (:class:`_Decoded`), forwarded as it came; another ``Content-Encoding`` is not
+  judged, and said (a TRANS-4 warning). Findings go to ``on_finding``; each
+  thread's last run is remembered for the next input
+  (:class:`~agui_tools.app._watch.ThreadLedger`).
 * **Strict** — a chunk is judged *before* it is forwarded: whole events that break
   nothing go on at once, an event's first bytes wait for its last; the first event
   breaking a producer rule is replaced by a ``RUN_ERROR`` naming the rule, in the
   stream's binding, and the stream ends there (the agent's connection is closed).
+  A judged stream is sent chunked (the agent's ``Content-Length`` dropped), a
+  compressed one decoded (its ``Content-Encoding`` dropped): what was judged.
   An input our server would refuse is answered as our server answers it (409/422
   problem JSON) and never forwarded.
 * **Upstream unreachable** — ``502`` with a JSON problem body naming the upstream
-  and why; ``on_upstream_error`` is told. A body cut mid-stream by the agent ends
-  the answer there (the judge says TRANS-2: a truncated run).
+  and why; ``on_upstream_error`` is told. A body cut mid-stream by the agent cuts
+  the answer there too — no end of body is sent, the server closes the connection,
+  so the frontend sees the cut (the judge says TRANS-2: a truncated run). An upstream
+  status outside 200-599 (which the ASGI server cannot answer) is a ``502`` too.
 * **Recording** (``record``) — every POST exchange as files (docs/proxy.md has the
   contract): ``NNNN.input.json`` (the body as the frontend sent it),
   ``NNNN.sse`` / ``.pb`` / ``.ndjson`` / ``.json`` (the answer's body as the agent
@@ -69,7 +76,9 @@ from ..app._watch import (
     WatchFinding,
     binding_of,
 )
+from ..wire._framing import BrokenFrame
 from ._auth import HostPolicy
+from ._client import _DECODED, _coding, _Decoding
 from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
 
 if TYPE_CHECKING:
@@ -485,14 +494,24 @@ class ProxyApp:
             response = await self.client.send(request, stream=True)
         except httpx.HTTPError as exc:
             message = f"the upstream {url} cannot be reached: {_describe(exc)}"
-            meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
-            if self.on_upstream_error is not None:
-                self.on_upstream_error(url, message)
-            problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
-            if exchange is not None:
-                exchange.open("application/json")
-                exchange.write(orjson.dumps({"error": problem}))
-            await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
+            await self._bad_gateway(scope, receive, send, url, exchange, meta, message)
+            return None
+        if not 200 <= response.status_code <= 599:
+            # HTTP allows any 3 digits (LinkedIn's 999), the ASGI servers answer 100-599:
+            # a 502 naming what the agent said, never an answer cut before it starts
+            await response.aclose()
+            await self._bad_gateway(
+                scope,
+                receive,
+                send,
+                url,
+                exchange,
+                meta,
+                f"the upstream {url} answered status {response.status_code} "
+                f"({response.reason_phrase or 'no reason phrase'}), which the proxy cannot "
+                "forward: an HTTP status it forwards is 200-599",
+                upstreamStatus=response.status_code,
+            )
             return None
         content_type = response.headers.get("content-type")
         meta |= {"status": response.status_code, "contentType": content_type}
@@ -502,12 +521,29 @@ class ProxyApp:
         watch: StreamWatch | None = None  # judged here (strict: before forwarding)
         remote: _RemoteWatch | None = None  # judged in the judging process
         run_input = judged.run_input if judged is not None else None
-        if (
-            judged is not None
-            and binding is not None
-            and response.status_code == 200
-            and response.headers.get("content-encoding", "identity") == "identity"
-        ):
+        judged_stream = judged is not None and binding is not None and response.status_code == 200
+        coding = _coding(response)
+        decoded: _Decoded | None = None
+        if coding not in ("", "identity"):
+            meta["contentEncoding"] = coding
+            if coding in _DECODED:  # judged and recorded decoded; forwarded as it came
+                decoded = _Decoded(coding, on_finding if judged_stream else None, judged)
+            elif judged_stream:
+                judged_stream = False
+                assert judged is not None
+                on_finding(
+                    WatchFinding(
+                        "TRANS-4",
+                        "warning",
+                        "agent",
+                        f"not judged: the answer's Content-Encoding {coding!r} is not one "
+                        f"the proxy decodes ({', '.join(_DECODED)}); the stream is forwarded "
+                        "as it came, unjudged, and recorded as it came",
+                        thread_id=judged.thread_id,
+                        run_id=judged.run_id,
+                    )
+                )
+        if judged_stream and binding is not None:
             if self.strict or self._pool is None or self._pool.broken:
                 watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
             else:
@@ -520,7 +556,7 @@ class ProxyApp:
             else None
         )
         pump = asyncio.create_task(
-            self._pump(send, response, watch, remote, exchange, meta, timeline)
+            self._pump(send, response, watch, remote, exchange, meta, timeline, decoded)
         )
         gone = asyncio.create_task(_disconnected(receive))
         ended = False
@@ -533,12 +569,20 @@ class ProxyApp:
             gone.cancel()
             await asyncio.wait({pump, gone})
             await response.aclose()
-            ended = not pump.cancelled() and pump.exception() is None
+            # the upstream cut the body: the frontend's answer is cut too (byte for byte:
+            # no end is sent, the server closes the connection) — never repaired
+            ended = not pump.cancelled() and pump.exception() is None and pump.result()
             # cut short by the frontend leaving, or by the proxy stopping: the agent's run
             # did not end because of the agent — no truncation is said of it (TRANS-2)
             cut_short = pump.cancelled()
             if cut_short:
                 self.abandoned += 1
+            if decoded is not None and decoded.failure is not None:
+                meta["decodeError"] = decoded.failure.message
+            if decoded is not None and decoded.failure is not None and not pump.cancelled():
+                # the stream stopped being judged where it stopped decoding: that
+                # finding (told as it happened), no truncation said after it
+                cut_short = True
             if not pump.cancelled() and pump.exception() is not None:
                 log.error("proxying %s failed", url, exc_info=pump.exception())
             # the verdict is in — and the thread's last run remembered — before the body
@@ -555,6 +599,28 @@ class ProxyApp:
         if ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         return settle
+
+    async def _bad_gateway(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        url: str,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        message: str,
+        **more: Any,
+    ) -> None:
+        """Answer ``502`` with a JSON problem naming the upstream and what went wrong."""
+        meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
+        meta |= more
+        if self.on_upstream_error is not None:
+            self.on_upstream_error(url, message)
+        problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
+        if exchange is not None:
+            exchange.open("application/json")
+            exchange.write(orjson.dumps({"error": problem}))
+        await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
 
     def _remember(self, run_input: Mapping[str, Any] | None, outcome: Any, number: int) -> None:
         if run_input is not None:
@@ -605,35 +671,55 @@ class ProxyApp:
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
         timeline: _Timeline | None = None,
-    ) -> None:
-        """The answer, chunk by chunk, until its end (the caller sends the body's end)."""
-        headers = _end_to_end(response.headers.raw, HOP_BY_HOP)
+        decoded: _Decoded | None = None,
+    ) -> bool:
+        """The answer, chunk by chunk, until its end; ``True`` when the body came whole
+        (the caller sends the body's end), ``False`` when the upstream cut it (the
+        caller cuts the frontend's answer too: no end is sent)."""
+        strict = self.strict and watch is not None
+        drop = HOP_BY_HOP
+        if strict or "transfer-encoding" in response.headers:
+            # strict: the body sent may differ from the agent's (a RUN_ERROR ends it);
+            # Transfer-Encoding beside Content-Length: the length is not the body's
+            # (RFC 9112 §6.3, an intermediary removes it) — sent chunked instead
+            drop = HOP_BY_HOP | {"content-length"}
+        if strict and decoded is not None:
+            # strict judges the decoded events and forwards what it judged: decoded
+            drop |= {"content-encoding"}
+        headers = _end_to_end(response.headers.raw, drop)
         await send(
             {"type": "http.response.start", "status": response.status_code, "headers": headers}
         )
-        strict = self.strict and watch is not None
         try:
             async for chunk in response.aiter_raw():
+                # what the agent wrote: its Content-Encoding undone (judged, recorded)
+                data = chunk if decoded is None else decoded.feed(chunk)
                 if exchange is not None:
-                    exchange.write(chunk)
+                    exchange.write(data)
                 if not strict:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if not data:
+                        continue
                     if timeline is not None:  # after the bytes left: the page never delays them
-                        timeline.feed(chunk)
+                        timeline.feed(data)
                     if watch is not None:
-                        watch.feed(chunk)
+                        watch.feed(data)
                     elif remote is not None:
-                        await remote.feed(chunk)
+                        await remote.feed(data)
                     continue
                 assert watch is not None
-                out, fatal = watch.admit(chunk)
+                fatal: WatchFinding | None
+                out, fatal = watch.admit(data) if data else (b"", None)
+                if fatal is None and decoded is not None and decoded.failure is not None:
+                    fatal = decoded.failure  # the rest does not decode: ended there
+                    watch.cut = True  # by the proxy: no truncation said
                 if fatal is not None:
                     out += watch.run_error(fatal)
                     meta["cut"] = {"rule": fatal.rule, "index": fatal.index}
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
-                if timeline is not None:  # what the agent sent, the broken remainder too
-                    timeline.feed(chunk)
+                if timeline is not None and data:  # what the agent sent, the broken rest too
+                    timeline.feed(data)
                 if fatal is not None:
                     break
         except httpx.HTTPError as exc:
@@ -641,6 +727,52 @@ class ProxyApp:
             meta["upstreamError"] = message
             if self.on_upstream_error is not None:
                 self.on_upstream_error(str(response.request.url), message)
+            return False
+        return True
+
+
+class _Decoded:
+    """An answer's body with its ``Content-Encoding`` (gzip, deflate) undone, as it
+    arrives — what is judged and recorded (the frontend gets the bytes as they came).
+
+    The client's bounded decoder (:class:`~._client._Decoding`: a gzip bomb is refused,
+    LIMIT). A body that does not decode stops there: :attr:`failure` is the finding
+    (TRANS-4, or LIMIT), told to ``on_finding`` when the stream is judged."""
+
+    def __init__(
+        self,
+        coding: str,
+        on_finding: Callable[[WatchFinding], None] | None,
+        judged: InputJudged | None,
+    ) -> None:
+        self.coding = coding
+        self._decoding = _Decoding(coding)
+        self._on_finding = on_finding
+        self._judged = judged
+        self.failure: WatchFinding | None = None
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.failure is not None:
+            return b""
+        out = bytearray()
+        for piece in self._decoding.feed(chunk):
+            if isinstance(piece, BrokenFrame):
+                error = piece.violation
+                self.failure = WatchFinding(
+                    error.rule,
+                    "error",
+                    "agent",
+                    f"the answer's Content-Encoding {self.coding!r} does not decode after "
+                    f"{self._decoding.decoded} byte(s): {error.explanation} Nothing after "
+                    "it is judged or recorded.",
+                    thread_id=self._judged.thread_id if self._judged else None,
+                    run_id=self._judged.run_id if self._judged else None,
+                )
+                if self._on_finding is not None:
+                    self._on_finding(self.failure)
+                break
+            out += piece
+        return bytes(out)
 
 
 # -- judging in a process of its own ----------------------------------------------------------
