@@ -106,11 +106,6 @@ def no_traceback(capfd: pytest.CaptureFixture[str]) -> None:
 # -- the proxy's HTTP client is shared by every frontend ------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: the proxy's httpx cookie jar keeps an upstream Set-Cookie and sends it "
-    "on every later request, from any frontend",
-)
 def test_a_cookie_the_agent_set_for_one_frontend_is_not_sent_for_another() -> None:
     seen: list[str | None] = []
 
@@ -132,15 +127,12 @@ def test_a_cookie_the_agent_set_for_one_frontend_is_not_sent_for_another() -> No
         assert httpx.get(f"{px.url}login", timeout=30).headers["set-cookie"].startswith("session=")
         # frontend B, with no cookie of its own, starts a run
         assert post(f"{px.url}agent", INPUT).status_code == 200
+        # frontend A sends its own cookie: an end-to-end header, forwarded as sent
+        assert post(f"{px.url}agent", INPUT, cookie="session=alice-secret").status_code == 200
     # the proxy forwards end-to-end headers: B sent no Cookie, so the agent must see none
-    assert seen == [None]
+    assert seen == [None, "session=alice-secret"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: the proxy adds httpx's default headers the frontend never sent "
-    "(accept: */*, accept-encoding: gzip, deflate, user-agent: python-httpx)",
-)
 def test_the_agent_gets_the_frontends_end_to_end_headers_and_no_others() -> None:
     seen: list[dict[str, str]] = []
 

@@ -10,7 +10,10 @@ Theory of operation:
   headers — ``Connection`` and the ones it names, ``Keep-Alive``, ``TE``,
   ``Transfer-Encoding``, ``Upgrade``, ``Proxy-*`` — are dropped, as are ``Host``
   and ``Content-Length``, which httpx sets; ``Accept-Encoding`` is dropped so the
-  body arrives as the agent wrote it, uncompressed, and can be judged). ``Accept``
+  body arrives as the agent wrote it, uncompressed, and can be judged) — and
+  nothing is added: no header of httpx's (``User-Agent``, ``Accept``), no cookie (the
+  client, shared by every frontend, keeps none: an agent's ``Set-Cookie`` goes to the
+  frontend that asked, never into another frontend's request). ``Accept``
   is untouched, so the frontend still negotiates the binding (SSE or protobuf).
   The request path is appended to ``upstream`` (``/`` is ``upstream`` itself) with
   its query. The answer's status and end-to-end headers come back, then its body
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.cookiejar
 import itertools
 import os
 import pickle
@@ -273,8 +277,13 @@ class ProxyApp:
 
     @property
     def client(self) -> httpx.AsyncClient:
+        """The one client every frontend's requests go through (its connection pool,
+        its timeouts). It keeps no cookie: an agent's ``Set-Cookie`` is the frontend's
+        (forwarded to it), never replayed for the next request — another frontend's."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout, follow_redirects=False, cookies=_no_cookies()
+            )
         return self._client
 
     def stop_judge(self) -> None:
@@ -475,7 +484,10 @@ class ProxyApp:
     ) -> asyncio.Future[None] | None:
         """Forward the request and stream the answer back; the verdict of a stream
         judged in the judging process, when it is still to come (``None``: it is in)."""
-        request = self.client.build_request(
+        # built as is, not by the client (``build_request`` adds its default headers —
+        # Accept, Accept-Encoding, User-Agent — and its cookies): the agent gets the
+        # frontend's end-to-end headers and none of ours but Host and Content-Length
+        request = httpx.Request(
             scope["method"],
             url,
             headers=_end_to_end(scope["headers"], _NOT_FORWARDED),
@@ -911,6 +923,11 @@ def _widen(fd: int) -> None:
         import fcntl
 
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that keeps nothing (no domain is allowed to set a cookie in it)."""
+    return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 async def _disconnected(receive: Receive) -> None:
