@@ -467,26 +467,47 @@ def test_mock_reads_a_recording_holding_a_json_answer(tmp_path: Path) -> None:
 # -- an UPSTREAM with a query ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: with an UPSTREAM holding a query (?code=KEY), the frontend's path and "
-    "query are appended after it: /agent?code=KEY?x=1 — the key is corrupted",
-)
 def test_an_upstream_query_is_kept_apart_from_the_frontends() -> None:
-    seen: list[tuple[str, dict[str, str]]] = []
+    seen: list[tuple[str, bytes]] = []
 
     async def agent(request: Request) -> Response:
         await request.body()
-        seen.append((request.url.path, dict(request.query_params)))
+        seen.append((request.url.path, request.scope["query_string"]))
         return Response(sse(GOOD), media_type="text/event-stream")
 
-    upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+    upstream = Starlette(
+        routes=[
+            Route("/agent", agent, methods=["POST"]),
+            Route("/agent/{rest:path}", agent, methods=["POST"]),
+        ]
+    )
     # a hosted agent keyed by its URL (an Azure Functions ?code=, an API key in the query)
     with serve(upstream) as base, proxied(f"{base}/agent?code=KEY") as px:
         assert post(px.url, INPUT).status_code == 200  # the proxy's root: the upstream itself
         post(f"{px.url}?x=1", INPUT)  # a frontend whose URL carries a query of its own
-    assert seen[0] == ("/agent", {"code": "KEY"})
-    assert seen[1:] == [("/agent", {"code": "KEY", "x": "1"})], seen
+        post(f"{px.url}runs/7?x=1&y=2", INPUT)  # a path below the root, and a query
+    # the upstream's path, then the frontend's; the upstream's query, then the frontend's
+    assert seen == [
+        ("/agent", b"code=KEY"),
+        ("/agent", b"code=KEY&x=1"),
+        ("/agent/runs/7", b"code=KEY&x=1&y=2"),
+    ], seen
+
+
+def test_the_frontends_path_goes_upstream_as_it_was_sent() -> None:
+    """A percent-escape in the path is forwarded as the frontend wrote it, not decoded
+    and re-read (``%2541`` — a literal ``%41`` — must not become ``%41``, an ``A``)."""
+    seen: list[bytes] = []
+
+    async def agent(request: Request) -> Response:
+        await request.body()
+        seen.append(request.scope["raw_path"])
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/agent/{rest:path}", agent, methods=["POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as px:
+        assert post(f"{px.url}files/a%2541%2Fb", INPUT).status_code == 200
+    assert seen == [b"/agent/files/a%2541%2Fb"], seen
 
 
 # -- one --record folder, two proxies --------------------------------------------------------------

@@ -15,8 +15,9 @@ Theory of operation:
   client, shared by every frontend, keeps none: an agent's ``Set-Cookie`` goes to the
   frontend that asked, never into another frontend's request). ``Accept``
   is untouched, so the frontend still negotiates the binding (SSE or protobuf).
-  The request path is appended to ``upstream`` (``/`` is ``upstream`` itself) with
-  its query. The answer's status and end-to-end headers come back, then its body
+  The request path is appended to ``upstream``'s path (``/`` is ``upstream``
+  itself), as the frontend sent it (still percent-encoded); its query follows
+  ``upstream``'s own (``?code=KEY&x=1``). The answer's status and end-to-end headers come back, then its body
   **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
   held to be sent later).
 * **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
@@ -57,6 +58,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -424,10 +426,18 @@ class ProxyApp:
         return f"the request body exceeds max_body_bytes={self.max_body_bytes}."
 
     def _target(self, scope: Scope) -> str:
-        path = scope.get("path", "/")
-        url = self.upstream if path in ("", "/") else self.upstream.rstrip("/") + path
-        query = scope.get("query_string", b"")
-        return f"{url}?{query.decode('latin-1')}" if query else url
+        """The upstream URL of a request: ``upstream``'s path, then the request's path
+        below the proxy's root as the frontend sent it (``/`` is ``upstream`` itself);
+        ``upstream``'s query, then the request's (``?code=KEY`` + ``?x=1`` is
+        ``?code=KEY&x=1``)."""
+        base = urlsplit(self.upstream)
+        raw: bytes = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
+        sub = raw.decode("latin-1")
+        path = base.path if sub in ("", "/") else base.path.rstrip("/") + sub
+        query = "&".join(
+            q for q in (base.query, scope.get("query_string", b"").decode("latin-1")) if q
+        )
+        return urlunsplit((base.scheme, base.netloc, path, query, ""))
 
     async def _judge_input(self, body: bytes) -> InputJudged:
         if len(body) > INLINE_JUDGE_BYTES:
