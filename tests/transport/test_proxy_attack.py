@@ -510,6 +510,59 @@ def test_the_frontends_path_goes_upstream_as_it_was_sent() -> None:
     assert seen == [b"/agent/files/a%2541%2Fb"], seen
 
 
+def _raw_request(port: int, method: str, target: bytes) -> tuple[int, bytes]:
+    """``target`` sent exactly as given (httpx would resolve ``..`` itself)."""
+    body = orjson.dumps(INPUT)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(
+            b"%s %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+            % (method.encode(), target, len(body), body)
+        )
+        answer = b""
+        while piece := sock.recv(65536):
+            answer += piece
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), payload
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "named"),
+    [
+        ("POST", b"/../admin", "'/../admin'"),
+        ("POST", b"/%2e%2e/admin", "'/../admin'"),
+        ("POST", b"/runs/..%2Fadmin", "'/runs/../admin'"),
+        ("GET", b"/./health/../../admin?x=1", "'/./health/../../admin'"),
+        ("POST", b"/runs/..\\admin", "'/runs/..\\\\admin'"),
+        ("POST", b"http://other.example/agent", "'http://other.example/agent'"),
+    ],
+    ids=["dotdot", "encoded", "encoded-slash", "dot-get", "backslash", "absolute-form"],
+)
+def test_a_path_that_would_leave_the_upstreams_prefix_is_refused_naming_it(
+    method: str, target: bytes, named: str
+) -> None:
+    """Only paths below UPSTREAM's are forwarded: a dot segment (which the upstream, or
+    httpx on the way, would resolve to /admin) is a 400 naming the path — not
+    normalised, not forwarded; nor is a target that is no path at all."""
+    seen: list[str] = []
+
+    async def anything(request: Request) -> Response:
+        seen.append(request.url.path)
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as px:
+        port = int(px.url.rsplit(":", 1)[1].strip("/"))
+        status, payload = _raw_request(port, method, target)
+        # the proxy still serves the paths below the prefix
+        assert post(f"{px.url}runs/7", INPUT).status_code == 200
+    assert status == 400, payload
+    message = orjson.loads(payload)["error"]["message"]
+    assert named in message and "'/agent'" in message, message
+    assert seen == ["/agent/runs/7"]  # the refused request never reached the agent
+    assert px.app.exchanges == 1
+
+
 # -- one --record folder, two proxies --------------------------------------------------------------
 
 

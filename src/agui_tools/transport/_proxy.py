@@ -17,7 +17,9 @@ Theory of operation:
   is untouched, so the frontend still negotiates the binding (SSE or protobuf).
   The request path is appended to ``upstream``'s path (``/`` is ``upstream``
   itself), as the frontend sent it (still percent-encoded); its query follows
-  ``upstream``'s own (``?code=KEY&x=1``). The answer's status and end-to-end headers come back, then its body
+  ``upstream``'s own (``?code=KEY&x=1``). A path with a ``.`` or ``..`` segment
+  (percent-encoded too), which would leave ``upstream``'s path, is answered ``400``
+  naming it, never normalised. The answer's status and end-to-end headers come back, then its body
   **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
   held to be sent later).
 * **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
@@ -67,7 +69,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from .._text import guarded_logger
+from .._text import guarded_logger, shown
 from ..app._watch import (
     InputJudged,
     StreamWatch,
@@ -333,6 +335,10 @@ class ProxyApp:
                 "(--allow-host lists others).",
             )
             return
+        wrong = self._path_problem(scope)
+        if wrong is not None:
+            await _answer(scope, receive, send, 400, wrong)
+            return
         body = await self._read_body(scope, receive, send, headers)
         if body is None:
             return  # answered, or the client left
@@ -424,6 +430,30 @@ class ProxyApp:
 
     def _too_large(self) -> str:
         return f"the request body exceeds max_body_bytes={self.max_body_bytes}."
+
+    def _path_problem(self, scope: Scope) -> str | None:
+        """Why the request's path cannot go upstream (``None``: it can). Only paths
+        below ``upstream``'s go there: a ``.`` or ``..`` segment (``/../admin``, its
+        percent-encoded spellings too, ``%2e%2e``, ``..%2F``) would leave it once
+        the URL is resolved — refused, never normalised; so is a target that is not a
+        path (``http://other/``, ``*``)."""
+        path: str = scope.get("path", "/")
+        prefix = shown(urlsplit(self.upstream).path or "/")
+        if path and not path.startswith("/"):
+            return (
+                f"agui-tools proxy: the request target {shown(path)} is not a path "
+                f"(origin-form, starting with '/'): only paths below UPSTREAM's {prefix} "
+                "are forwarded."
+            )
+        segments = path.replace("\\", "/").split("/")
+        dots = next((seg for seg in segments if seg in (".", "..")), None)
+        if dots is None:
+            return None
+        return (
+            f"agui-tools proxy: the request path {shown(path)} has a {dots!r} segment: it "
+            f"would leave UPSTREAM's path {prefix}, and only paths below it are forwarded "
+            "— refused, not normalised (send the path without '.' or '..' segments)."
+        )
 
     def _target(self, scope: Scope) -> str:
         """The upstream URL of a request: ``upstream``'s path, then the request's path
