@@ -156,7 +156,45 @@ def test_the_agent_gets_the_frontends_end_to_end_headers_and_no_others() -> None
                 pass
     (headers,) = seen
     end_to_end = set(headers) - {"host", "connection", "content-length"}
-    assert end_to_end == {"content-type", "x-trace"}, headers
+    # and one header of the proxy's own: its Via (RFC 9110 §7.6.3), how it sees a loop
+    assert end_to_end == {"content-type", "x-trace", "via"}, headers
+    assert headers["via"] == f"1.1 {px.app.via}", headers
+
+
+def test_the_frontends_via_goes_on_and_the_proxys_follows() -> None:
+    seen: list[list[str]] = []
+
+    async def agent(request: Request) -> Response:
+        await request.body()
+        seen.append(request.headers.getlist("via"))
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as px:
+        assert post(px.url, INPUT, via="1.0 corp-gateway").status_code == 200
+    assert seen == [["1.0 corp-gateway", f"1.1 {px.app.via}"]], seen
+    assert px.upstream_errors == []
+
+
+def test_two_proxies_pointed_at_each_other_answer_once_naming_the_loop() -> None:
+    """A → B → A: the request comes back to A with A's own Via — answered 508 there,
+    once, and that answer goes back the way it came; the agent is never asked."""
+    asked: list[str] = []
+
+    async def agent(request: Request) -> Response:
+        asked.append(request.url.path)
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as a, proxied(a.url) as b:
+        a.app.upstream = b.url  # A now forwards to B, which forwards to A
+        answer = post(a.url, INPUT)
+    assert answer.status_code == 508, answer.text
+    message = answer.json()["error"]["message"]
+    assert a.app.via in message and "a loop" in message, message
+    assert [m for _, m in a.upstream_errors] == [message.removeprefix("agui-tools proxy: ")]
+    assert b.upstream_errors == [] and asked == []
+    assert (a.app.exchanges, b.app.exchanges) == (1, 1)  # the looped request is no exchange
 
 
 # -- a compressed stream ----------------------------------------------------------------------

@@ -13,7 +13,11 @@ Theory of operation:
   body arrives as the agent wrote it, uncompressed, and can be judged) — and
   nothing is added: no header of httpx's (``User-Agent``, ``Accept``), no cookie (the
   client, shared by every frontend, keeps none: an agent's ``Set-Cookie`` goes to the
-  frontend that asked, never into another frontend's request). ``Accept``
+  frontend that asked, never into another frontend's request) — but one ``Via``
+  line naming this proxy (``1.1 agui-tools-<random>``, RFC 9110 §7.6.3), after the
+  frontend's own: a request arriving with it has come round a loop (UPSTREAM is the
+  proxy itself, or leads back to it) and is answered ``508`` naming the loop, once,
+  never forwarded again. ``Accept``
   is untouched, so the frontend still negotiates the binding (SSE or protobuf).
   The request path is appended to ``upstream``'s path (``/`` is ``upstream``
   itself), as the frontend sent it (still percent-encoded); its query follows
@@ -55,6 +59,7 @@ import itertools
 import os
 import pickle
 import re
+import secrets
 import struct
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -269,6 +274,9 @@ class ProxyApp:
         self._client: httpx.AsyncClient | None = None
         self._pool = JudgePool() if judge_in_process else None
         self.observer = observer
+        self.via = f"agui-tools-{secrets.token_hex(6)}"
+        """This proxy's name in the ``Via`` header it adds upstream (RFC 9110 §7.6.3): a
+        request that comes back carrying it has gone round a loop (:meth:`_loop_problem`)."""
         self._outcomes: dict[int, Any] = {}
         self._settling: set[int] = set()
         """Exchanges whose body has ended and whose verdict is still to come."""
@@ -342,6 +350,12 @@ class ProxyApp:
         body = await self._read_body(scope, receive, send, headers)
         if body is None:
             return  # answered, or the client left
+        loop = self._loop_problem(headers)
+        if loop is not None:  # answered once, here, and not forwarded round again
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(self.upstream, loop)
+            await _answer(scope, receive, send, 508, f"agui-tools proxy: {loop}")
+            return
         url = self._target(scope)
         judged: InputJudged | None = None
         exchange = None
@@ -430,6 +444,21 @@ class ProxyApp:
 
     def _too_large(self) -> str:
         return f"the request body exceeds max_body_bytes={self.max_body_bytes}."
+
+    def _loop_problem(self, headers: Headers) -> str | None:
+        """Why the request has come round a loop — its ``Via`` names this proxy, so the
+        proxy forwarded it to itself, directly or through other proxies (``None``: it
+        has not)."""
+        for value in headers.getlist("via"):
+            for entry in value.split(","):
+                received = entry.split()
+                if len(received) >= 2 and received[1] == self.via:
+                    return (
+                        f"a request came back to this proxy (Via: {shown(value)}): UPSTREAM "
+                        f"{shown(self.upstream)} leads back to the proxy itself — a loop; "
+                        "answered 508 Loop Detected, not forwarded again."
+                    )
+        return None
 
     def _path_problem(self, scope: Scope) -> str | None:
         """Why the request's path cannot go upstream (``None``: it can). Only paths
@@ -526,11 +555,14 @@ class ProxyApp:
         judged in the judging process, when it is still to come (``None``: it is in)."""
         # built as is, not by the client (``build_request`` adds its default headers —
         # Accept, Accept-Encoding, User-Agent — and its cookies): the agent gets the
-        # frontend's end-to-end headers and none of ours but Host and Content-Length
+        # frontend's end-to-end headers and none of ours but Host and Content-Length …
+        # … and this proxy's own Via (RFC 9110 §7.6.3), after the frontend's: a request
+        # that comes back with it has gone round a loop (:meth:`_loop_problem`)
+        via = f"{scope.get('http_version', '1.1')} {self.via}".encode("latin-1")
         request = httpx.Request(
             scope["method"],
             url,
-            headers=_end_to_end(scope["headers"], _NOT_FORWARDED),
+            headers=[*_end_to_end(scope["headers"], _NOT_FORWARDED), (b"via", via)],
             content=body,
         )
         try:
