@@ -10,20 +10,20 @@ Theory of operation:
   headers — ``Connection`` and the ones it names, ``Keep-Alive``, ``TE``,
   ``Transfer-Encoding``, ``Upgrade``, ``Proxy-*`` — are dropped, as are ``Host``
   and ``Content-Length``, which httpx sets; ``Accept-Encoding`` is dropped so the
-  body arrives as the agent wrote it, uncompressed, and can be judged) — and
-  nothing is added: no header of httpx's (``User-Agent``, ``Accept``), no cookie (the
-  client, shared by every frontend, keeps none: an agent's ``Set-Cookie`` goes to the
-  frontend that asked, never into another frontend's request) — but one ``Via``
-  line naming this proxy (``1.1 agui-tools-<random>``, RFC 9110 §7.6.3), after the
-  frontend's own: a request arriving with it has come round a loop (UPSTREAM is the
-  proxy itself, or leads back to it) and is answered ``508`` naming the loop, once,
-  never forwarded again. ``Accept``
-  is untouched, so the frontend still negotiates the binding (SSE or protobuf).
-  The request path is appended to ``upstream``'s path (``/`` is ``upstream``
-  itself), as the frontend sent it (still percent-encoded); its query follows
-  ``upstream``'s own (``?code=KEY&x=1``). A path with a ``.`` or ``..`` segment
-  (percent-encoded too), which would leave ``upstream``'s path, is answered ``400``
-  naming it, never normalised. The answer's status and end-to-end headers come back, then its body
+  body arrives as the agent wrote it, uncompressed, and can be judged). Nothing of
+  httpx's is added (no ``User-Agent``, ``Accept``), and no cookie: the client,
+  shared by every frontend, keeps none — an agent's ``Set-Cookie`` goes to the
+  frontend that asked, never into another frontend's request. One header is the
+  proxy's own: a ``Via`` naming it (``1.1 agui-tools-<random>``, RFC 9110 §7.6.3),
+  after the frontend's; a request arriving with it has come round a loop (UPSTREAM
+  is the proxy, or leads back to it) and is answered ``508`` naming the loop, once,
+  never forwarded again. ``Accept`` is untouched, so the frontend still negotiates
+  the binding (SSE or protobuf). The request path is appended to ``upstream``'s
+  path (``/`` is ``upstream`` itself) as the frontend sent it (still
+  percent-encoded), its query after ``upstream``'s own (``?code=KEY&x=1``); a path
+  with a ``.`` or ``..`` segment (percent-encoded too), which would leave
+  ``upstream``'s path, is answered ``400`` naming it, never normalised. The
+  answer's status and end-to-end headers come back, then its body
   **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
   held to be sent later).
 * **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
@@ -555,9 +555,9 @@ class ProxyApp:
         judged in the judging process, when it is still to come (``None``: it is in)."""
         # built as is, not by the client (``build_request`` adds its default headers —
         # Accept, Accept-Encoding, User-Agent — and its cookies): the agent gets the
-        # frontend's end-to-end headers and none of ours but Host and Content-Length …
-        # … and this proxy's own Via (RFC 9110 §7.6.3), after the frontend's: a request
-        # that comes back with it has gone round a loop (:meth:`_loop_problem`)
+        # frontend's end-to-end headers, Host and Content-Length, and this proxy's Via
+        # (RFC 9110 §7.6.3) after the frontend's own — a request that comes back with
+        # it has gone round a loop (:meth:`_loop_problem`)
         via = f"{scope.get('http_version', '1.1')} {self.via}".encode("latin-1")
         request = httpx.Request(
             scope["method"],
