@@ -107,11 +107,6 @@ def no_traceback(capfd: pytest.CaptureFixture[str]) -> None:
 # -- the proxy's HTTP client is shared by every frontend ------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: the proxy's httpx cookie jar keeps an upstream Set-Cookie and sends it "
-    "on every later request, from any frontend",
-)
 def test_a_cookie_the_agent_set_for_one_frontend_is_not_sent_for_another() -> None:
     seen: list[str | None] = []
 
@@ -133,15 +128,12 @@ def test_a_cookie_the_agent_set_for_one_frontend_is_not_sent_for_another() -> No
         assert httpx.get(f"{px.url}login", timeout=30).headers["set-cookie"].startswith("session=")
         # frontend B, with no cookie of its own, starts a run
         assert post(f"{px.url}agent", INPUT).status_code == 200
+        # frontend A sends its own cookie: an end-to-end header, forwarded as sent
+        assert post(f"{px.url}agent", INPUT, cookie="session=alice-secret").status_code == 200
     # the proxy forwards end-to-end headers: B sent no Cookie, so the agent must see none
-    assert seen == [None]
+    assert seen == [None, "session=alice-secret"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: the proxy adds httpx's default headers the frontend never sent "
-    "(accept: */*, accept-encoding: gzip, deflate, user-agent: python-httpx)",
-)
 def test_the_agent_gets_the_frontends_end_to_end_headers_and_no_others() -> None:
     seen: list[dict[str, str]] = []
 
@@ -165,7 +157,45 @@ def test_the_agent_gets_the_frontends_end_to_end_headers_and_no_others() -> None
                 pass
     (headers,) = seen
     end_to_end = set(headers) - {"host", "connection", "content-length"}
-    assert end_to_end == {"content-type", "x-trace"}, headers
+    # and one header of the proxy's own: its Via (RFC 9110 §7.6.3), how it sees a loop
+    assert end_to_end == {"content-type", "x-trace", "via"}, headers
+    assert headers["via"] == f"1.1 {px.app.via}", headers
+
+
+def test_the_frontends_via_goes_on_and_the_proxys_follows() -> None:
+    seen: list[list[str]] = []
+
+    async def agent(request: Request) -> Response:
+        await request.body()
+        seen.append(request.headers.getlist("via"))
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as px:
+        assert post(px.url, INPUT, via="1.0 corp-gateway").status_code == 200
+    assert seen == [["1.0 corp-gateway", f"1.1 {px.app.via}"]], seen
+    assert px.upstream_errors == []
+
+
+def test_two_proxies_pointed_at_each_other_answer_once_naming_the_loop() -> None:
+    """A → B → A: the request comes back to A with A's own Via — answered 508 there,
+    once, and that answer goes back the way it came; the agent is never asked."""
+    asked: list[str] = []
+
+    async def agent(request: Request) -> Response:
+        asked.append(request.url.path)
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as a, proxied(a.url) as b:
+        a.app.upstream = b.url  # A now forwards to B, which forwards to A
+        answer = post(a.url, INPUT)
+    assert answer.status_code == 508, answer.text
+    message = answer.json()["error"]["message"]
+    assert a.app.via in message and "a loop" in message, message
+    assert [m for _, m in a.upstream_errors] == [message.removeprefix("agui-tools proxy: ")]
+    assert b.upstream_errors == [] and asked == []
+    assert (a.app.exchanges, b.app.exchanges) == (1, 1)  # the looped request is no exchange
 
 
 # -- a compressed stream ----------------------------------------------------------------------
@@ -565,26 +595,100 @@ def test_mock_reads_a_recording_holding_a_json_answer(tmp_path: Path) -> None:
 # -- an UPSTREAM with a query ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: with an UPSTREAM holding a query (?code=KEY), the frontend's path and "
-    "query are appended after it: /agent?code=KEY?x=1 — the key is corrupted",
-)
 def test_an_upstream_query_is_kept_apart_from_the_frontends() -> None:
-    seen: list[tuple[str, dict[str, str]]] = []
+    seen: list[tuple[str, bytes]] = []
 
     async def agent(request: Request) -> Response:
         await request.body()
-        seen.append((request.url.path, dict(request.query_params)))
+        seen.append((request.url.path, request.scope["query_string"]))
         return Response(sse(GOOD), media_type="text/event-stream")
 
-    upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+    upstream = Starlette(
+        routes=[
+            Route("/agent", agent, methods=["POST"]),
+            Route("/agent/{rest:path}", agent, methods=["POST"]),
+        ]
+    )
     # a hosted agent keyed by its URL (an Azure Functions ?code=, an API key in the query)
     with serve(upstream) as base, proxied(f"{base}/agent?code=KEY") as px:
         assert post(px.url, INPUT).status_code == 200  # the proxy's root: the upstream itself
         post(f"{px.url}?x=1", INPUT)  # a frontend whose URL carries a query of its own
-    assert seen[0] == ("/agent", {"code": "KEY"})
-    assert seen[1:] == [("/agent", {"code": "KEY", "x": "1"})], seen
+        post(f"{px.url}runs/7?x=1&y=2", INPUT)  # a path below the root, and a query
+    # the upstream's path, then the frontend's; the upstream's query, then the frontend's
+    assert seen == [
+        ("/agent", b"code=KEY"),
+        ("/agent", b"code=KEY&x=1"),
+        ("/agent/runs/7", b"code=KEY&x=1&y=2"),
+    ], seen
+
+
+def test_the_frontends_path_goes_upstream_as_it_was_sent() -> None:
+    """A percent-escape in the path is forwarded as the frontend wrote it, not decoded
+    and re-read (``%2541`` — a literal ``%41`` — must not become ``%41``, an ``A``)."""
+    seen: list[bytes] = []
+
+    async def agent(request: Request) -> Response:
+        await request.body()
+        seen.append(request.scope["raw_path"])
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/agent/{rest:path}", agent, methods=["POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as px:
+        assert post(f"{px.url}files/a%2541%2Fb", INPUT).status_code == 200
+    assert seen == [b"/agent/files/a%2541%2Fb"], seen
+
+
+def _raw_request(port: int, method: str, target: bytes) -> tuple[int, bytes]:
+    """``target`` sent exactly as given (httpx would resolve ``..`` itself)."""
+    body = orjson.dumps(INPUT)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(
+            b"%s %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+            % (method.encode(), target, len(body), body)
+        )
+        answer = b""
+        while piece := sock.recv(65536):
+            answer += piece
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), payload
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "named"),
+    [
+        ("POST", b"/../admin", "'/../admin'"),
+        ("POST", b"/%2e%2e/admin", "'/../admin'"),
+        ("POST", b"/runs/..%2Fadmin", "'/runs/../admin'"),
+        ("GET", b"/./health/../../admin?x=1", "'/./health/../../admin'"),
+        ("POST", b"/runs/..\\admin", "'/runs/..\\\\admin'"),
+        ("POST", b"http://other.example/agent", "'http://other.example/agent'"),
+    ],
+    ids=["dotdot", "encoded", "encoded-slash", "dot-get", "backslash", "absolute-form"],
+)
+def test_a_path_that_would_leave_the_upstreams_prefix_is_refused_naming_it(
+    method: str, target: bytes, named: str
+) -> None:
+    """Only paths below UPSTREAM's are forwarded: a dot segment (which the upstream, or
+    httpx on the way, would resolve to /admin) is a 400 naming the path — not
+    normalised, not forwarded; nor is a target that is no path at all."""
+    seen: list[str] = []
+
+    async def anything(request: Request) -> Response:
+        seen.append(request.url.path)
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as px:
+        port = int(px.url.rsplit(":", 1)[1].strip("/"))
+        status, payload = _raw_request(port, method, target)
+        # the proxy still serves the paths below the prefix
+        assert post(f"{px.url}runs/7", INPUT).status_code == 200
+    assert status == 400, payload
+    message = orjson.loads(payload)["error"]["message"]
+    assert named in message and "'/agent'" in message, message
+    assert seen == ["/agent/runs/7"]  # the refused request never reached the agent
+    assert px.app.exchanges == 1
 
 
 # -- one --record folder, two proxies --------------------------------------------------------------

@@ -29,7 +29,8 @@ unanswered, FE-8; and, against the thread's previous run as the proxy saw it,
 its pending calls answered, its interrupts covered by the resume list,
 INT-6/7/8).
 
-A path after the proxy's root is appended to UPSTREAM (/ is UPSTREAM itself).
+A path after the proxy's root is appended to UPSTREAM's path (/ is UPSTREAM
+itself), and a query to UPSTREAM's own (?code=KEY then &x=1).
 Accept is forwarded untouched: both bindings (SSE, protobuf) pass.
 
 Findings: one line each on stderr, and with --log one JSON object per line

@@ -10,10 +10,20 @@ Theory of operation:
   headers — ``Connection`` and the ones it names, ``Keep-Alive``, ``TE``,
   ``Transfer-Encoding``, ``Upgrade``, ``Proxy-*`` — are dropped, as are ``Host``
   and ``Content-Length``, which httpx sets; ``Accept-Encoding`` is dropped so the
-  body arrives as the agent wrote it, uncompressed, and can be judged). ``Accept``
-  is untouched, so the frontend still negotiates the binding (SSE or protobuf).
-  The request path is appended to ``upstream`` (``/`` is ``upstream`` itself) with
-  its query. The answer's status and end-to-end headers come back, then its body
+  body arrives as the agent wrote it, uncompressed, and can be judged). Nothing of
+  httpx's is added (no ``User-Agent``, ``Accept``), and no cookie: the client,
+  shared by every frontend, keeps none — an agent's ``Set-Cookie`` goes to the
+  frontend that asked, never into another frontend's request. One header is the
+  proxy's own: a ``Via`` naming it (``1.1 agui-tools-<random>``, RFC 9110 §7.6.3),
+  after the frontend's; a request arriving with it has come round a loop (UPSTREAM
+  is the proxy, or leads back to it) and is answered ``508`` naming the loop, once,
+  never forwarded again. ``Accept`` is untouched, so the frontend still negotiates
+  the binding (SSE or protobuf). The request path is appended to ``upstream``'s
+  path (``/`` is ``upstream`` itself) as the frontend sent it (still
+  percent-encoded), its query after ``upstream``'s own (``?code=KEY&x=1``); a path
+  with a ``.`` or ``..`` segment (percent-encoded too), which would leave
+  ``upstream``'s path, is answered ``400`` naming it, never normalised. The
+  answer's status and end-to-end headers come back, then its body
   **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
   held to be sent later).
 * **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
@@ -51,15 +61,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.cookiejar
 import itertools
 import os
 import pickle
 import re
+import secrets
 import struct
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -68,7 +81,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from .._text import guarded_logger
+from .._text import guarded_logger, shown
 from ..app._watch import (
     InputJudged,
     StreamWatch,
@@ -270,6 +283,9 @@ class ProxyApp:
         self._client: httpx.AsyncClient | None = None
         self._pool = JudgePool() if judge_in_process else None
         self.observer = observer
+        self.via = f"agui-tools-{secrets.token_hex(6)}"
+        """This proxy's name in the ``Via`` header it adds upstream (RFC 9110 §7.6.3): a
+        request that comes back carrying it has gone round a loop (:meth:`_loop_problem`)."""
         self._outcomes: dict[int, Any] = {}
         self._settling: set[int] = set()
         """Exchanges whose body has ended and whose verdict is still to come."""
@@ -282,8 +298,13 @@ class ProxyApp:
 
     @property
     def client(self) -> httpx.AsyncClient:
+        """The one client every frontend's requests go through (its connection pool,
+        its timeouts). It keeps no cookie: an agent's ``Set-Cookie`` is the frontend's
+        (forwarded to it), never replayed for the next request — another frontend's."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout, follow_redirects=False, cookies=_no_cookies()
+            )
         return self._client
 
     def stop_judge(self) -> None:
@@ -331,9 +352,19 @@ class ProxyApp:
                 "(--allow-host lists others).",
             )
             return
+        wrong = self._path_problem(scope)
+        if wrong is not None:
+            await _answer(scope, receive, send, 400, wrong)
+            return
         body = await self._read_body(scope, receive, send, headers)
         if body is None:
             return  # answered, or the client left
+        loop = self._loop_problem(headers)
+        if loop is not None:  # answered once, here, and not forwarded round again
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(self.upstream, loop)
+            await _answer(scope, receive, send, 508, f"agui-tools proxy: {loop}")
+            return
         url = self._target(scope)
         judged: InputJudged | None = None
         exchange = None
@@ -423,11 +454,58 @@ class ProxyApp:
     def _too_large(self) -> str:
         return f"the request body exceeds max_body_bytes={self.max_body_bytes}."
 
+    def _loop_problem(self, headers: Headers) -> str | None:
+        """Why the request has come round a loop — its ``Via`` names this proxy, so the
+        proxy forwarded it to itself, directly or through other proxies (``None``: it
+        has not)."""
+        for value in headers.getlist("via"):
+            for entry in value.split(","):
+                received = entry.split()
+                if len(received) >= 2 and received[1] == self.via:
+                    return (
+                        f"a request came back to this proxy (Via: {shown(value)}): UPSTREAM "
+                        f"{shown(self.upstream)} leads back to the proxy itself — a loop; "
+                        "answered 508 Loop Detected, not forwarded again."
+                    )
+        return None
+
+    def _path_problem(self, scope: Scope) -> str | None:
+        """Why the request's path cannot go upstream (``None``: it can). Only paths
+        below ``upstream``'s go there: a ``.`` or ``..`` segment (``/../admin``, its
+        percent-encoded spellings too, ``%2e%2e``, ``..%2F``) would leave it once
+        the URL is resolved — refused, never normalised; so is a target that is not a
+        path (``http://other/``, ``*``)."""
+        path: str = scope.get("path", "/")
+        prefix = shown(urlsplit(self.upstream).path or "/")
+        if path and not path.startswith("/"):
+            return (
+                f"agui-tools proxy: the request target {shown(path)} is not a path "
+                f"(origin-form, starting with '/'): only paths below UPSTREAM's {prefix} "
+                "are forwarded."
+            )
+        segments = path.replace("\\", "/").split("/")
+        dots = next((seg for seg in segments if seg in (".", "..")), None)
+        if dots is None:
+            return None
+        return (
+            f"agui-tools proxy: the request path {shown(path)} has a {dots!r} segment: it "
+            f"would leave UPSTREAM's path {prefix}, and only paths below it are forwarded "
+            "— refused, not normalised (send the path without '.' or '..' segments)."
+        )
+
     def _target(self, scope: Scope) -> str:
-        path = scope.get("path", "/")
-        url = self.upstream if path in ("", "/") else self.upstream.rstrip("/") + path
-        query = scope.get("query_string", b"")
-        return f"{url}?{query.decode('latin-1')}" if query else url
+        """The upstream URL of a request: ``upstream``'s path, then the request's path
+        below the proxy's root as the frontend sent it (``/`` is ``upstream`` itself);
+        ``upstream``'s query, then the request's (``?code=KEY`` + ``?x=1`` is
+        ``?code=KEY&x=1``)."""
+        base = urlsplit(self.upstream)
+        raw: bytes = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
+        sub = raw.decode("latin-1")
+        path = base.path if sub in ("", "/") else base.path.rstrip("/") + sub
+        query = "&".join(
+            q for q in (base.query, scope.get("query_string", b"").decode("latin-1")) if q
+        )
+        return urlunsplit((base.scheme, base.netloc, path, query, ""))
 
     async def _judge_input(self, body: bytes) -> InputJudged:
         if len(body) > INLINE_JUDGE_BYTES:
@@ -484,10 +562,16 @@ class ProxyApp:
     ) -> asyncio.Future[None] | None:
         """Forward the request and stream the answer back; the verdict of a stream
         judged in the judging process, when it is still to come (``None``: it is in)."""
-        request = self.client.build_request(
+        # built as is, not by the client (``build_request`` adds its default headers —
+        # Accept, Accept-Encoding, User-Agent — and its cookies): the agent gets the
+        # frontend's end-to-end headers, Host and Content-Length, and this proxy's Via
+        # (RFC 9110 §7.6.3) after the frontend's own — a request that comes back with
+        # it has gone round a loop (:meth:`_loop_problem`)
+        via = f"{scope.get('http_version', '1.1')} {self.via}".encode("latin-1")
+        request = httpx.Request(
             scope["method"],
             url,
-            headers=_end_to_end(scope["headers"], _NOT_FORWARDED),
+            headers=[*_end_to_end(scope["headers"], _NOT_FORWARDED), (b"via", via)],
             content=body,
         )
         try:
@@ -1045,6 +1129,11 @@ def _widen(fd: int) -> None:
         import fcntl
 
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that keeps nothing (no domain is allowed to set a cookie in it)."""
+    return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 async def _disconnected(receive: Receive) -> None:
