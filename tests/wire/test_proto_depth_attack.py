@@ -1,0 +1,164 @@
+"""Adversarial tests of the binary binding's nesting claim (issue 28, item 9; rules
+LIMIT and TRANS-7), written from docs/security.md and docs/transport.md alone.
+
+The claims: what the JSON/SSE binding accepts, the binary binding carries; one
+level past the limit is the same ``LIMIT`` verdict on both (same path, message,
+event index); a frame upb refuses is read by the deep reader exactly as protobuf
+would read it. The oracles: the SSE binding fed the same document, and upb itself
+with its nesting limit raised (in a child process: 200 levels is far from the
+30,000 at which it overflows the C stack). Each test marked ``xfail(strict=True)``
+is a finding: it passes once the code is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from agui_tools import ProtocolViolation
+from agui_tools.wire import _proto_events_pb2 as pb
+from agui_tools.wire._framing import SSEReader, sse_frame
+from agui_tools.wire._pipeline import ConsumerPipeline
+from agui_tools.wire._proto_codec import encode_proto_event
+from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+from tests.helpers.attacks import varint
+
+START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+END = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+
+
+# -- raw protobuf, written by hand (the encoder refuses what a hostile peer sends) --------
+
+
+def _ld(field: int, data: bytes) -> bytes:
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def _num(x: float) -> bytes:  # JsonValue.number_value
+    return varint(2 << 3 | 1) + struct.pack("<d", x)
+
+
+def _entry(key: str, value: bytes) -> bytes:  # JsonObject.Entry
+    return _ld(1, key.encode()) + _ld(2, value)
+
+
+def _obj(*entries: bytes) -> bytes:  # JsonValue.struct_value
+    return _ld(5, b"".join(_ld(1, e) for e in entries))
+
+
+def _lists(levels: int, bottom: bytes) -> bytes:  # JsonValue.list_value, nested
+    value = bottom
+    for _ in range(levels):
+        value = _ld(6, _ld(1, value))
+    return value
+
+
+def _custom(value: bytes) -> bytes:
+    """An Event whose CUSTOM arm carries ``value`` (a JsonValue's bytes)."""
+    base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("CUSTOM")))
+    return _ld(11, base + _ld(2, b"n") + _ld(3, value))
+
+
+def _outcome(frames: Any) -> tuple[list[Any], Any]:
+    pipeline = ConsumerPipeline()
+    try:
+        return pipeline.feed_many(frames), None
+    except ProtocolViolation as exc:
+        return pipeline.partial, (type(exc), exc.rule, exc.index, exc.path, exc.explanation)
+
+
+def over_sse(texts: list[bytes]) -> tuple[list[Any], Any]:
+    """A consumer fed these JSON documents as SSE events."""
+    return _outcome(SSEReader().feed_frames(b"".join(sse_frame(t) for t in texts)))
+
+
+def over_proto(messages: list[bytes]) -> tuple[list[Any], Any]:
+    """A consumer fed these Event messages as binary frames."""
+    return _outcome(ProtoReader().feed_frames(b"".join(proto_frame(m) for m in messages)))
+
+
+def _json(event: Any) -> bytes:  # the stdlib writes past orjson's 254 levels
+    return json.dumps(event, separators=(",", ":")).encode()
+
+
+_UPB = r"""
+import pickle, sys
+from google._upb import _message
+_message.SetAllowOversizeProtos(True)
+from agui_tools.wire._proto_codec import decode_proto_event
+print(repr(decode_proto_event(pickle.load(sys.stdin.buffer))), end="")
+"""
+
+
+def upb_reads(message: bytes) -> str:
+    """What upb itself makes of ``message`` with its nesting limit raised (a child
+    process: the switch is process-wide), as the decoded event's repr."""
+    done = subprocess.run(
+        [sys.executable, "-c", _UPB], input=pickle.dumps(message), capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return done.stdout.decode()
+
+
+# -- findings --------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a duplicate key whose overridden value is too deep is LIMIT on protobuf, "
+    "accepted on SSE and by upb",
+)
+def test_a_duplicate_key_overridden_by_a_shallow_value_reads_as_protobuf_and_sse_read_it() -> None:
+    """``{"a": <200 nested lists>, "a": 2}`` is ``{"a": 2}``: orjson keeps the last
+    duplicate on SSE, and upb (limit raised) decodes the same protobuf to the same
+    event. The deep reader gives up on the first ``a`` — a value nobody keeps —
+    and refuses the frame with its own LIMIT (empty path), not enforcement's."""
+    message = _custom(_obj(_entry("a", _lists(200, _num(1))), _entry("a", _num(2))))
+    event = {"type": "CUSTOM", "name": "n", "value": {"a": 2}}
+    assert upb_reads(message) == repr(event)  # protobuf's own reading
+    text = b'{"type":"CUSTOM","name":"n","value":{"a":' + b"[" * 200 + b"1" + b"]" * 200
+    text += b',"a":2}}'
+    sse = over_sse([_json(START), text, _json(END)])
+    assert sse == ([START, event, END], None)  # the JSON binding accepts it
+    binary = over_proto([encode_proto_event(START), message, encode_proto_event(END)])
+    assert binary == sse
+
+
+def _nested_lists(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a frame cut past max_depth whose verdict is not LIMIT loses its path "
+    "and wording",
+)
+def test_a_cut_frame_keeps_enforcements_path_when_its_verdict_is_not_limit() -> None:
+    """An interrupt's ``metadata`` 200 lists deep: SSE says META-1 at
+    ``/outcome/interrupts/0/metadata`` (the shape is judged before the depth). At
+    128 levels the binary binding says the same; past the deep reader's bound the
+    cut frame's verdict comes back with an empty path and a frame note appended —
+    "the same violation, index, path and message" no longer holds."""
+    for levels in (128, 200):
+        finished = {
+            "type": "RUN_FINISHED",
+            "threadId": "t",
+            "runId": "r",
+            "outcome": {
+                "type": "interrupt",
+                "interrupts": [{"id": "i", "reason": "r", "metadata": _nested_lists(levels)}],
+            },
+        }
+        sse = over_sse([_json(START), _json(finished)])
+        assert sse[1] is not None and sse[1][1:4] == ("META-1", 1, "/outcome/interrupts/0/metadata")
+        binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, finished)])
+        assert binary == sse, levels
