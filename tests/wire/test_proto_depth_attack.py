@@ -17,17 +17,19 @@ import pickle
 import struct
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agui_tools import ProtocolViolation
+from agui_tools.cli import main
 from agui_tools.wire import _proto_events_pb2 as pb
 from agui_tools.wire._framing import SSEReader, sse_frame
 from agui_tools.wire._pipeline import ConsumerPipeline
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
-from tests.helpers.attacks import varint
+from tests.helpers.attacks import deep, varint
 
 START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 END = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
@@ -162,3 +164,31 @@ def test_a_cut_frame_keeps_enforcements_path_when_its_verdict_is_not_limit() -> 
         assert sse[1] is not None and sse[1][1:4] == ("META-1", 1, "/outcome/interrupts/0/metadata")
         binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, finished)])
         assert binary == sse, levels
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: verify --limit max_depth=200 calls a complete binary capture with a "
+    "150-level state truncated",
+)
+def test_verify_with_a_raised_max_depth_reads_a_deep_binary_capture_as_its_sse_twin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--limit max_depth=200`` lets a 150-level state through on SSE ("completed").
+    The binary twin delivers all three events, the run is a success — and the
+    outcome is "truncated" (TRANS-2, "the capture ends inside an event ... that
+    starts at byte 16": the snapshot's frame, which was read whole). At 128 levels
+    (inside the default bound) the two agree."""
+    events = [START, {"type": "STATE_SNAPSHOT", "snapshot": deep(150)}, END]
+    docs = []
+    for name, data in (
+        ("c.sse", b"".join(sse_frame(_json(e)) for e in events)),
+        ("c.pb", b"".join(proto_frame(encode_proto_event(e, max_depth=10_000)) for e in events)),
+    ):
+        (tmp_path / name).write_bytes(data)
+        code = main(["verify", "--json", "--limit", "max_depth=200", str(tmp_path / name)])
+        docs.append((code, json.loads(capsys.readouterr().out)))
+    (sse_code, sse), (bin_code, binary) = docs
+    assert sse_code == 0 and sse["outcome"] == "completed" and sse["truncated"] is None
+    assert binary["events"] == sse["events"]  # every event read and delivered
+    assert (bin_code, binary["outcome"], binary["truncated"]) == (0, "completed", None)
