@@ -111,21 +111,51 @@ def upb_reads(message: bytes) -> str:
 # -- findings --------------------------------------------------------------------------
 
 
+_DEEP_TEXT = b"[" * 200 + b"1" + b"]" * 200
+
+
+def _activity_twice() -> bytes:
+    """ACTIVITY_SNAPSHOT whose ``content`` (a JsonObject) is written twice: protobuf
+    merges the two — the entries concatenate, ``a`` twice, the last one kept."""
+    base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("ACTIVITY_SNAPSHOT")))
+    first = _ld(5, _ld(1, _entry("a", _lists(200, _num(1)))))
+    second = _ld(5, _ld(1, _entry("a", _num(1))))
+    return _ld(23, base + _ld(3, b"m") + _ld(4, b"a") + first + second)
+
+
+DUPLICATES = [
+    pytest.param(
+        _custom(_obj(_entry("a", _lists(200, _num(1))), _entry("a", _num(2)))),
+        {"type": "CUSTOM", "name": "n", "value": {"a": 2}},
+        b'{"type":"CUSTOM","name":"n","value":{"a":' + _DEEP_TEXT + b',"a":2}}',
+        id="CUSTOM.value-key-twice",
+    ),
+    pytest.param(
+        _activity_twice(),
+        {"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "a", "content": {"a": 1}},
+        b'{"type":"ACTIVITY_SNAPSHOT","messageId":"m","activityType":"a","content":{"a":'
+        + _DEEP_TEXT
+        + b',"a":1}}',
+        id="ACTIVITY_SNAPSHOT.content-merged",
+    ),
+]
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="attack: a duplicate key whose overridden value is too deep is LIMIT on protobuf, "
-    "accepted on SSE and by upb",
+    "accepted on SSE, by upb and by @ag-ui/proto",
 )
-def test_a_duplicate_key_overridden_by_a_shallow_value_reads_as_protobuf_and_sse_read_it() -> None:
+@pytest.mark.parametrize(("message", "event", "text"), DUPLICATES)
+def test_a_duplicate_key_overridden_by_a_shallow_value_reads_as_protobuf_and_sse_read_it(
+    message: bytes, event: dict[str, Any], text: bytes
+) -> None:
     """``{"a": <200 nested lists>, "a": 2}`` is ``{"a": 2}``: orjson keeps the last
     duplicate on SSE, and upb (limit raised) decodes the same protobuf to the same
-    event. The deep reader gives up on the first ``a`` — a value nobody keeps —
-    and refuses the frame with its own LIMIT (empty path), not enforcement's."""
-    message = _custom(_obj(_entry("a", _lists(200, _num(1))), _entry("a", _num(2))))
-    event = {"type": "CUSTOM", "name": "n", "value": {"a": 2}}
+    event (so does the official ``@ag-ui/proto`` decoder, checked by hand). The deep
+    reader gives up on the first ``a`` — a value nobody keeps — and refuses the
+    frame with its own LIMIT (empty path), not enforcement's verdict."""
     assert upb_reads(message) == repr(event)  # protobuf's own reading
-    text = b'{"type":"CUSTOM","name":"n","value":{"a":' + b"[" * 200 + b"1" + b"]" * 200
-    text += b',"a":2}}'
     sse = over_sse([_json(START), text, _json(END)])
     assert sse == ([START, event, END], None)  # the JSON binding accepts it
     binary = over_proto([encode_proto_event(START), message, encode_proto_event(END)])
