@@ -222,3 +222,36 @@ def test_verify_with_a_raised_max_depth_reads_a_deep_binary_capture_as_its_sse_t
     assert sse_code == 0 and sse["outcome"] == "completed" and sse["truncated"] is None
     assert binary["events"] == sse["events"]  # every event read and delivered
     assert (bin_code, binary["outcome"], binary["truncated"]) == (0, "completed", None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with two values one level past the limit, the LIMIT path differs between "
+    "bindings (member order)",
+)
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(
+            {"type": "CUSTOM", "name": "n", "value": deep(128), "rawEvent": deep(128)},
+            id="value-and-rawEvent",
+        ),
+        pytest.param(
+            {"type": "CUSTOM", "name": "n", "value": {"1": deep(127), "0": deep(127)}},
+            id="integer-like-keys",
+        ),
+    ],
+)
+def test_one_level_past_with_two_deep_values_names_the_same_path_on_both_bindings(
+    event: dict[str, Any],
+) -> None:
+    """One level past the limit, twice in one event. SSE names the value its member
+    order reaches (``/value/0/…``, ``/value/…``); the binary binding writes members
+    in its own order (the schema's field order, JavaScript key order — as the
+    official encoder does) and names another (``/value/1/…``, ``/rawEvent/…``):
+    same rule and index, a different path and message. The producer does not
+    enforce the limit (``max_depth=10_000``), as in tests/wire/test_proto_depth.py."""
+    sse = over_sse([_json(START), _json(event), _json(END)])
+    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
+    binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
+    assert binary == sse
