@@ -22,14 +22,17 @@ from typing import Any
 
 import pytest
 
-from agui_tools import ProtocolViolation
+from agui_tools import Limits, ProtocolViolation
+from agui_tools.app._conversation import Conversation
 from agui_tools.cli import main
+from agui_tools.transport._client import SyncAgentClient
 from agui_tools.wire import _proto_events_pb2 as pb
-from agui_tools.wire._framing import SSEReader, sse_frame
+from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._pipeline import ConsumerPipeline
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
 from tests.helpers.attacks import deep, varint
+from tests.helpers.scripted_server import Script, app_for, serve
 
 START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 END = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
@@ -255,3 +258,38 @@ def test_one_level_past_with_two_deep_values_names_the_same_path_on_both_binding
     assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
     binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
     assert binary == sse
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with max_depth raised to 300 (both knobs), a 255-level state crashes "
+    "client.run with TypeError",
+)
+@pytest.mark.parametrize("binary", [False, True], ids=["sse", "proto"])
+def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(binary: bool) -> None:
+    """The docs say to raise ``Limits.max_depth`` and ``AgentClient(max_depth=…)``
+    together; both bindings then let a 255-level state through enforcement, and
+    the reducer's ``orjson.dumps`` (254 levels at most) raises ``TypeError:
+    Recursion limit reached`` out of ``client.run`` — a traceback, on SSE as on
+    protobuf (254 levels succeed). A real loopback server sends the bytes."""
+    conv = Conversation(thread_id="t", limits=Limits(max_depth=300))
+    conv.next_input(user="hi")
+    ids = {"threadId": conv.pending_input["threadId"], "runId": conv.pending_input["runId"]}
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": deep(255)}
+    events = [{"type": "RUN_STARTED", **ids}, snapshot, {"type": "RUN_FINISHED", **ids}]
+    if binary:
+        body = b"".join(proto_frame(encode_proto_event(e, max_depth=300)) for e in events)
+        script = Script(chunks=[body], content_type=PROTO_MEDIA_TYPE)
+    else:
+        script = Script(chunks=[b"".join(sse_frame(_json(e)) for e in events)])
+    transport = "proto" if binary else "sse"
+    with (
+        serve(app_for(script)) as url,
+        SyncAgentClient(f"{url}/agent", transport=transport, max_depth=300) as client,
+    ):
+        try:
+            result = client.run(conv)
+        except ProtocolViolation as exc:  # a verdict naming a rule is fine
+            assert exc.rule
+            return
+    assert result.status in ("success", "rejected")
