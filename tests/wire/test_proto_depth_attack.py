@@ -70,8 +70,8 @@ def _custom(value: bytes) -> bytes:
     return _ld(11, base + _ld(2, b"n") + _ld(3, value))
 
 
-def _outcome(frames: Any) -> tuple[list[Any], Any]:
-    pipeline = ConsumerPipeline()
+def _outcome(frames: Any, limits: Limits | None = None) -> tuple[list[Any], Any]:
+    pipeline = ConsumerPipeline(limits=limits)
     try:
         return pipeline.feed_many(frames), None
     except ProtocolViolation as exc:
@@ -293,3 +293,56 @@ def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(binary: bo
             assert exc.rule
             return
     assert result.status in ("success", "rejected")
+
+
+def _state_1100_deep() -> tuple[bytes, bytes]:
+    """A STATE_SNAPSHOT 1,100 lists deep: its JSON text, and its Event message."""
+    text = b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * 1100 + b"1" + b"]" * 1100 + b"}"
+    base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("STATE_SNAPSHOT")))
+    return text, _ld(7, base + _ld(2, _lists(1100, _num(1))))  # Event.state_snapshot
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with max_depth=2000, a 1100-level state is a clean LIMIT on SSE and a "
+    "RecursionError in enforcement on protobuf",
+)
+def test_a_raised_max_depth_past_1024_gives_one_verdict_on_both_bindings() -> None:
+    """``Limits(max_depth=2000)`` is accepted without a word (the docs name no cap).
+    Over SSE a 1,100-level state is then LIMIT ("the payload nests more than 1024
+    levels deep, beyond any nesting limit (max_depth) this library accepts").
+    Over protobuf, the limit given to the reader as the docs say, the deep reader
+    decodes it and enforcement's recursive depth walk raises RecursionError."""
+    limits = Limits(max_depth=2000)
+    text, message = _state_1100_deep()
+    sse = _outcome(SSEReader().feed_frames(b"".join(map(sse_frame, [_json(START), text]))), limits)
+    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
+    frames = ProtoReader(max_depth=2000).feed_frames(
+        proto_frame(encode_proto_event(START)) + proto_frame(message)
+    )
+    assert _outcome(frames, limits) == sse
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: agui-tools verify --limit max_depth=2000 on a .pb capture of a "
+    "1100-level state dies with RecursionError",
+)
+def test_verify_with_max_depth_2000_judges_a_1100_level_binary_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SSE twin is "failed" (LIMIT at event 1); the binary capture is a
+    RecursionError traceback out of ``agui-tools verify``."""
+    text, message = _state_1100_deep()
+    (tmp_path / "c.sse").write_bytes(b"".join(map(sse_frame, [_json(START), text, _json(END)])))
+    body = proto_frame(message).join(
+        [proto_frame(encode_proto_event(START)), proto_frame(encode_proto_event(END))]
+    )
+    (tmp_path / "c.pb").write_bytes(body)
+    verdicts = []
+    for name in ("c.sse", "c.pb"):
+        code = main(["verify", "--json", "--limit", "max_depth=2000", str(tmp_path / name)])
+        doc = json.loads(capsys.readouterr().out)
+        verdicts.append((code, doc["outcome"], doc["error"]))
+    assert verdicts[0][:2] == (1, "failed") and verdicts[0][2]["rule"] == "LIMIT"
+    assert verdicts[1] == verdicts[0]
