@@ -346,3 +346,88 @@ def test_verify_with_max_depth_2000_judges_a_1100_level_binary_capture(
         verdicts.append((code, doc["outcome"], doc["error"]))
     assert verdicts[0][:2] == (1, "failed") and verdicts[0][2]["rule"] == "LIMIT"
     assert verdicts[1] == verdicts[0]
+
+
+_TOOL_CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a too-deep value enforcement ignores or strips is accepted on SSE and "
+    "LIMIT on protobuf",
+)
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(
+            {"type": "STATE_DELTA", "delta": [{"op": op, "path": "/a", "value": deep(200)}]}
+            if op == "remove"
+            else {
+                "type": "STATE_DELTA",
+                "delta": [{"op": op, "from": "/b", "path": "/a", "value": deep(200)}],
+            },
+            id=f"STATE_DELTA-{op}-with-a-value",
+        )
+        for op in ("remove", "move", "copy")
+    ]
+    + [
+        pytest.param(
+            {
+                "type": "ACTIVITY_DELTA",
+                "messageId": "m",
+                "activityType": "a",
+                "patch": [{"op": "remove", "path": "/a", "value": deep(200)}],
+            },
+            id="ACTIVITY_DELTA-remove-with-a-value",
+        ),
+        pytest.param(
+            {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": [
+                    {
+                        "id": "m",
+                        "role": "user",
+                        "content": "x",
+                        "toolCalls": [{**_TOOL_CALL, "metadata": {"a": deep(200)}}],
+                    }
+                ],
+            },
+            id="user-message-toolCalls-stripped",
+        ),
+    ],
+)
+def test_a_deep_value_enforcement_does_not_keep_gets_one_verdict_on_both_bindings(
+    event: dict[str, Any],
+) -> None:
+    """A value 200 levels deep where enforcement does not judge depth: a
+    ``remove``/``move``/``copy`` operation's stray ``value`` (SSE delivers it as is,
+    no warning, no LIMIT), a user message's ``toolCalls`` (SSE strips them, PROC-3).
+    SSE accepts the event; the binary binding refuses it with the decoder's own
+    LIMIT (empty path) — the cut event's enforcement found nothing to refuse."""
+    sse = over_sse([_json(START), _json(event), _json(END)])
+    assert sse[1] is None and len(sse[0]) == 3  # the JSON binding accepts it
+    binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
+    assert binary == sse
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: verify --json on an SSE capture whose remove op carries a 300-level value "
+    "dies with TypeError",
+)
+def test_verify_json_survives_a_deep_value_the_stream_delivers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Default limits. SSE enforcement delivers a ``remove`` operation's stray
+    ``value`` however deep (up to orjson's 1,024 levels), so ``verify`` judges the
+    run "completed" — and ``--json`` then writes the delivered events with orjson
+    (254 levels at most): ``TypeError: Recursion limit reached``, a traceback."""
+    delta = b'{"type":"STATE_DELTA","delta":[{"op":"remove","path":"/a","value":'
+    delta += b"[" * 300 + b"1" + b"]" * 300 + b"}]}"
+    body = b"".join(sse_frame(t) for t in (_json(START), delta, _json(END)))
+    (tmp_path / "c.sse").write_bytes(body)
+    assert main(["verify", str(tmp_path / "c.sse")]) == 0  # judged: completed
+    capsys.readouterr()
+    code = main(["verify", "--json", str(tmp_path / "c.sse")])
+    doc = json.loads(capsys.readouterr().out)
+    assert (code, doc["outcome"]) in ((0, "completed"), (1, "failed"))
