@@ -1,0 +1,433 @@
+"""Adversarial tests of the binary binding's nesting claim (issue 28, item 9; rules
+LIMIT and TRANS-7), written from docs/security.md and docs/transport.md alone.
+
+The claims: what the JSON/SSE binding accepts, the binary binding carries; one
+level past the limit is the same ``LIMIT`` verdict on both (same path, message,
+event index); a frame upb refuses is read by the deep reader exactly as protobuf
+would read it. The oracles: the SSE binding fed the same document, and upb itself
+with its nesting limit raised (in a child process: 200 levels is far from the
+30,000 at which it overflows the C stack). Each test marked ``xfail(strict=True)``
+is a finding: it passes once the code is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agui_tools import Limits, ProtocolViolation
+from agui_tools.app._conversation import Conversation
+from agui_tools.cli import main
+from agui_tools.transport._client import SyncAgentClient
+from agui_tools.wire import _proto_events_pb2 as pb
+from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
+from agui_tools.wire._pipeline import ConsumerPipeline
+from agui_tools.wire._proto_codec import encode_proto_event
+from agui_tools.wire._proto_framing import ProtoReader, proto_frame
+from tests.helpers.attacks import deep, varint
+from tests.helpers.scripted_server import Script, app_for, serve
+
+START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+END = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+
+
+# -- raw protobuf, written by hand (the encoder refuses what a hostile peer sends) --------
+
+
+def _ld(field: int, data: bytes) -> bytes:
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def _num(x: float) -> bytes:  # JsonValue.number_value
+    return varint(2 << 3 | 1) + struct.pack("<d", x)
+
+
+def _entry(key: str, value: bytes) -> bytes:  # JsonObject.Entry
+    return _ld(1, key.encode()) + _ld(2, value)
+
+
+def _obj(*entries: bytes) -> bytes:  # JsonValue.struct_value
+    return _ld(5, b"".join(_ld(1, e) for e in entries))
+
+
+def _lists(levels: int, bottom: bytes) -> bytes:  # JsonValue.list_value, nested
+    value = bottom
+    for _ in range(levels):
+        value = _ld(6, _ld(1, value))
+    return value
+
+
+def _custom(value: bytes) -> bytes:
+    """An Event whose CUSTOM arm carries ``value`` (a JsonValue's bytes)."""
+    base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("CUSTOM")))
+    return _ld(11, base + _ld(2, b"n") + _ld(3, value))
+
+
+def _outcome(frames: Any, limits: Limits | None = None) -> tuple[list[Any], Any]:
+    pipeline = ConsumerPipeline(limits=limits)
+    try:
+        return pipeline.feed_many(frames), None
+    except ProtocolViolation as exc:
+        return pipeline.partial, (type(exc), exc.rule, exc.index, exc.path, exc.explanation)
+
+
+def over_sse(texts: list[bytes]) -> tuple[list[Any], Any]:
+    """A consumer fed these JSON documents as SSE events."""
+    return _outcome(SSEReader().feed_frames(b"".join(sse_frame(t) for t in texts)))
+
+
+def over_proto(messages: list[bytes]) -> tuple[list[Any], Any]:
+    """A consumer fed these Event messages as binary frames."""
+    return _outcome(ProtoReader().feed_frames(b"".join(proto_frame(m) for m in messages)))
+
+
+def _json(event: Any) -> bytes:  # the stdlib writes past orjson's 254 levels
+    return json.dumps(event, separators=(",", ":")).encode()
+
+
+_UPB = r"""
+import pickle, sys
+from google._upb import _message
+_message.SetAllowOversizeProtos(True)
+from agui_tools.wire._proto_codec import decode_proto_event
+print(repr(decode_proto_event(pickle.load(sys.stdin.buffer))), end="")
+"""
+
+
+def upb_reads(message: bytes) -> str:
+    """What upb itself makes of ``message`` with its nesting limit raised (a child
+    process: the switch is process-wide), as the decoded event's repr."""
+    done = subprocess.run(
+        [sys.executable, "-c", _UPB], input=pickle.dumps(message), capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return done.stdout.decode()
+
+
+# -- findings --------------------------------------------------------------------------
+
+
+_DEEP_TEXT = b"[" * 200 + b"1" + b"]" * 200
+
+
+def _activity_twice() -> bytes:
+    """ACTIVITY_SNAPSHOT whose ``content`` (a JsonObject) is written twice: protobuf
+    merges the two — the entries concatenate, ``a`` twice, the last one kept."""
+    base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("ACTIVITY_SNAPSHOT")))
+    first = _ld(5, _ld(1, _entry("a", _lists(200, _num(1)))))
+    second = _ld(5, _ld(1, _entry("a", _num(1))))
+    return _ld(23, base + _ld(3, b"m") + _ld(4, b"a") + first + second)
+
+
+DUPLICATES = [
+    pytest.param(
+        _custom(_obj(_entry("a", _lists(200, _num(1))), _entry("a", _num(2)))),
+        {"type": "CUSTOM", "name": "n", "value": {"a": 2}},
+        b'{"type":"CUSTOM","name":"n","value":{"a":' + _DEEP_TEXT + b',"a":2}}',
+        id="CUSTOM.value-key-twice",
+    ),
+    pytest.param(
+        _activity_twice(),
+        {"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "a", "content": {"a": 1}},
+        b'{"type":"ACTIVITY_SNAPSHOT","messageId":"m","activityType":"a","content":{"a":'
+        + _DEEP_TEXT
+        + b',"a":1}}',
+        id="ACTIVITY_SNAPSHOT.content-merged",
+    ),
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a duplicate key whose overridden value is too deep is LIMIT on protobuf, "
+    "accepted on SSE, by upb and by @ag-ui/proto",
+)
+@pytest.mark.parametrize(("message", "event", "text"), DUPLICATES)
+def test_a_duplicate_key_overridden_by_a_shallow_value_reads_as_protobuf_and_sse_read_it(
+    message: bytes, event: dict[str, Any], text: bytes
+) -> None:
+    """``{"a": <200 nested lists>, "a": 2}`` is ``{"a": 2}``: orjson keeps the last
+    duplicate on SSE, and upb (limit raised) decodes the same protobuf to the same
+    event (so does the official ``@ag-ui/proto`` decoder, checked by hand). The deep
+    reader gives up on the first ``a`` — a value nobody keeps — and refuses the
+    frame with its own LIMIT (empty path), not enforcement's verdict."""
+    assert upb_reads(message) == repr(event)  # protobuf's own reading
+    sse = over_sse([_json(START), text, _json(END)])
+    assert sse == ([START, event, END], None)  # the JSON binding accepts it
+    binary = over_proto([encode_proto_event(START), message, encode_proto_event(END)])
+    assert binary == sse
+
+
+def _nested_lists(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a frame cut past max_depth whose verdict is not LIMIT loses its path "
+    "and wording",
+)
+def test_a_cut_frame_keeps_enforcements_path_when_its_verdict_is_not_limit() -> None:
+    """An interrupt's ``metadata`` 200 lists deep: SSE says META-1 at
+    ``/outcome/interrupts/0/metadata`` (the shape is judged before the depth). At
+    128 levels the binary binding says the same; past the deep reader's bound the
+    cut frame's verdict comes back with an empty path and a frame note appended —
+    "the same violation, index, path and message" no longer holds."""
+    for levels in (128, 200):
+        finished = {
+            "type": "RUN_FINISHED",
+            "threadId": "t",
+            "runId": "r",
+            "outcome": {
+                "type": "interrupt",
+                "interrupts": [{"id": "i", "reason": "r", "metadata": _nested_lists(levels)}],
+            },
+        }
+        sse = over_sse([_json(START), _json(finished)])
+        assert sse[1] is not None and sse[1][1:4] == ("META-1", 1, "/outcome/interrupts/0/metadata")
+        binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, finished)])
+        assert binary == sse, levels
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: verify --limit max_depth=200 calls a complete binary capture with a "
+    "150-level state truncated",
+)
+def test_verify_with_a_raised_max_depth_reads_a_deep_binary_capture_as_its_sse_twin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--limit max_depth=200`` lets a 150-level state through on SSE ("completed").
+    The binary twin delivers all three events, the run is a success — and the
+    outcome is "truncated" (TRANS-2, "the capture ends inside an event ... that
+    starts at byte 16": the snapshot's frame, which was read whole). At 128 levels
+    (inside the default bound) the two agree."""
+    events = [START, {"type": "STATE_SNAPSHOT", "snapshot": deep(150)}, END]
+    docs = []
+    for name, data in (
+        ("c.sse", b"".join(sse_frame(_json(e)) for e in events)),
+        ("c.pb", b"".join(proto_frame(encode_proto_event(e, max_depth=10_000)) for e in events)),
+    ):
+        (tmp_path / name).write_bytes(data)
+        code = main(["verify", "--json", "--limit", "max_depth=200", str(tmp_path / name)])
+        docs.append((code, json.loads(capsys.readouterr().out)))
+    (sse_code, sse), (bin_code, binary) = docs
+    assert sse_code == 0 and sse["outcome"] == "completed" and sse["truncated"] is None
+    assert binary["events"] == sse["events"]  # every event read and delivered
+    assert (bin_code, binary["outcome"], binary["truncated"]) == (0, "completed", None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with two values one level past the limit, the LIMIT path differs between "
+    "bindings (member order)",
+)
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(
+            {"type": "CUSTOM", "name": "n", "value": deep(128), "rawEvent": deep(128)},
+            id="value-and-rawEvent",
+        ),
+        pytest.param(
+            {"type": "CUSTOM", "name": "n", "value": {"1": deep(127), "0": deep(127)}},
+            id="integer-like-keys",
+        ),
+    ],
+)
+def test_one_level_past_with_two_deep_values_names_the_same_path_on_both_bindings(
+    event: dict[str, Any],
+) -> None:
+    """One level past the limit, twice in one event. SSE names the value its member
+    order reaches (``/value/0/…``, ``/value/…``); the binary binding writes members
+    in its own order (the schema's field order, JavaScript key order — as the
+    official encoder does) and names another (``/value/1/…``, ``/rawEvent/…``):
+    same rule and index, a different path and message. The producer does not
+    enforce the limit (``max_depth=10_000``), as in tests/wire/test_proto_depth.py."""
+    sse = over_sse([_json(START), _json(event), _json(END)])
+    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
+    binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
+    assert binary == sse
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with max_depth raised to 300 (both knobs), a 255-level state crashes "
+    "client.run with TypeError",
+)
+@pytest.mark.parametrize("binary", [False, True], ids=["sse", "proto"])
+def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(binary: bool) -> None:
+    """The docs say to raise ``Limits.max_depth`` and ``AgentClient(max_depth=…)``
+    together; both bindings then let a 255-level state through enforcement, and
+    the reducer's ``orjson.dumps`` (254 levels at most) raises ``TypeError:
+    Recursion limit reached`` out of ``client.run`` — a traceback, on SSE as on
+    protobuf (254 levels succeed). A real loopback server sends the bytes."""
+    conv = Conversation(thread_id="t", limits=Limits(max_depth=300))
+    conv.next_input(user="hi")
+    ids = {"threadId": conv.pending_input["threadId"], "runId": conv.pending_input["runId"]}
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": deep(255)}
+    events = [{"type": "RUN_STARTED", **ids}, snapshot, {"type": "RUN_FINISHED", **ids}]
+    if binary:
+        body = b"".join(proto_frame(encode_proto_event(e, max_depth=300)) for e in events)
+        script = Script(chunks=[body], content_type=PROTO_MEDIA_TYPE)
+    else:
+        script = Script(chunks=[b"".join(sse_frame(_json(e)) for e in events)])
+    transport = "proto" if binary else "sse"
+    with (
+        serve(app_for(script)) as url,
+        SyncAgentClient(f"{url}/agent", transport=transport, max_depth=300) as client,
+    ):
+        try:
+            result = client.run(conv)
+        except ProtocolViolation as exc:  # a verdict naming a rule is fine
+            assert exc.rule
+            return
+    assert result.status in ("success", "rejected")
+
+
+def _state_1100_deep() -> tuple[bytes, bytes]:
+    """A STATE_SNAPSHOT 1,100 lists deep: its JSON text, and its Event message."""
+    text = b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * 1100 + b"1" + b"]" * 1100 + b"}"
+    base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("STATE_SNAPSHOT")))
+    return text, _ld(7, base + _ld(2, _lists(1100, _num(1))))  # Event.state_snapshot
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: with max_depth=2000, a 1100-level state is a clean LIMIT on SSE and a "
+    "RecursionError in enforcement on protobuf",
+)
+def test_a_raised_max_depth_past_1024_gives_one_verdict_on_both_bindings() -> None:
+    """``Limits(max_depth=2000)`` is accepted without a word (the docs name no cap).
+    Over SSE a 1,100-level state is then LIMIT ("the payload nests more than 1024
+    levels deep, beyond any nesting limit (max_depth) this library accepts").
+    Over protobuf, the limit given to the reader as the docs say, the deep reader
+    decodes it and enforcement's recursive depth walk raises RecursionError."""
+    limits = Limits(max_depth=2000)
+    text, message = _state_1100_deep()
+    sse = _outcome(SSEReader().feed_frames(b"".join(map(sse_frame, [_json(START), text]))), limits)
+    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
+    frames = ProtoReader(max_depth=2000).feed_frames(
+        proto_frame(encode_proto_event(START)) + proto_frame(message)
+    )
+    assert _outcome(frames, limits) == sse
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: agui-tools verify --limit max_depth=2000 on a .pb capture of a "
+    "1100-level state dies with RecursionError",
+)
+def test_verify_with_max_depth_2000_judges_a_1100_level_binary_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SSE twin is "failed" (LIMIT at event 1); the binary capture is a
+    RecursionError traceback out of ``agui-tools verify``."""
+    text, message = _state_1100_deep()
+    (tmp_path / "c.sse").write_bytes(b"".join(map(sse_frame, [_json(START), text, _json(END)])))
+    body = proto_frame(message).join(
+        [proto_frame(encode_proto_event(START)), proto_frame(encode_proto_event(END))]
+    )
+    (tmp_path / "c.pb").write_bytes(body)
+    verdicts = []
+    for name in ("c.sse", "c.pb"):
+        code = main(["verify", "--json", "--limit", "max_depth=2000", str(tmp_path / name)])
+        doc = json.loads(capsys.readouterr().out)
+        verdicts.append((code, doc["outcome"], doc["error"]))
+    assert verdicts[0][:2] == (1, "failed") and verdicts[0][2]["rule"] == "LIMIT"
+    assert verdicts[1] == verdicts[0]
+
+
+_TOOL_CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a too-deep value enforcement ignores or strips is accepted on SSE and "
+    "LIMIT on protobuf",
+)
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(
+            {"type": "STATE_DELTA", "delta": [{"op": op, "path": "/a", "value": deep(200)}]}
+            if op == "remove"
+            else {
+                "type": "STATE_DELTA",
+                "delta": [{"op": op, "from": "/b", "path": "/a", "value": deep(200)}],
+            },
+            id=f"STATE_DELTA-{op}-with-a-value",
+        )
+        for op in ("remove", "move", "copy")
+    ]
+    + [
+        pytest.param(
+            {
+                "type": "ACTIVITY_DELTA",
+                "messageId": "m",
+                "activityType": "a",
+                "patch": [{"op": "remove", "path": "/a", "value": deep(200)}],
+            },
+            id="ACTIVITY_DELTA-remove-with-a-value",
+        ),
+        pytest.param(
+            {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": [
+                    {
+                        "id": "m",
+                        "role": "user",
+                        "content": "x",
+                        "toolCalls": [{**_TOOL_CALL, "metadata": {"a": deep(200)}}],
+                    }
+                ],
+            },
+            id="user-message-toolCalls-stripped",
+        ),
+    ],
+)
+def test_a_deep_value_enforcement_does_not_keep_gets_one_verdict_on_both_bindings(
+    event: dict[str, Any],
+) -> None:
+    """A value 200 levels deep where enforcement does not judge depth: a
+    ``remove``/``move``/``copy`` operation's stray ``value`` (SSE delivers it as is,
+    no warning, no LIMIT), a user message's ``toolCalls`` (SSE strips them, PROC-3).
+    SSE accepts the event; the binary binding refuses it with the decoder's own
+    LIMIT (empty path) — the cut event's enforcement found nothing to refuse."""
+    sse = over_sse([_json(START), _json(event), _json(END)])
+    assert sse[1] is None and len(sse[0]) == 3  # the JSON binding accepts it
+    binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
+    assert binary == sse
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: verify --json on an SSE capture whose remove op carries a 300-level value "
+    "dies with TypeError",
+)
+def test_verify_json_survives_a_deep_value_the_stream_delivers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Default limits. SSE enforcement delivers a ``remove`` operation's stray
+    ``value`` however deep (up to orjson's 1,024 levels), so ``verify`` judges the
+    run "completed" — and ``--json`` then writes the delivered events with orjson
+    (254 levels at most): ``TypeError: Recursion limit reached``, a traceback."""
+    delta = b'{"type":"STATE_DELTA","delta":[{"op":"remove","path":"/a","value":'
+    delta += b"[" * 300 + b"1" + b"]" * 300 + b"}]}"
+    body = b"".join(sse_frame(t) for t in (_json(START), delta, _json(END)))
+    (tmp_path / "c.sse").write_bytes(body)
+    assert main(["verify", str(tmp_path / "c.sse")]) == 0  # judged: completed
+    capsys.readouterr()
+    code = main(["verify", "--json", str(tmp_path / "c.sse")])
+    doc = json.loads(capsys.readouterr().out)
+    assert (code, doc["outcome"]) in ((0, "completed"), (1, "failed"))
