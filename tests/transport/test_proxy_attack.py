@@ -500,11 +500,6 @@ def test_an_upstream_query_is_kept_apart_from_the_frontends() -> None:
 # -- one --record folder, two proxies --------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: two proxies recording into one folder at once number their exchanges "
-    "from the same start: the second overwrites the first's 0001.*",
-)
 def test_two_proxies_recording_in_one_folder_overwrite_nothing(tmp_path: Path) -> None:
     with (
         serve(_plain_agent(GOOD)) as base,
@@ -523,6 +518,12 @@ def test_two_proxies_recording_in_one_folder_overwrite_nothing(tmp_path: Path) -
         ("t1", "r3"),
         ("t2", "r1"),
     ], [p.name for p in inputs]
+    for path in inputs:  # each number's other files are its own exchange's, not the other's
+        number = path.name.split(".", 1)[0]
+        meta = orjson.loads((tmp_path / f"{number}.meta.json").read_bytes())
+        mine = orjson.loads(path.read_bytes())
+        assert (meta["threadId"], meta["runId"]) == (mine["threadId"], mine["runId"]), number
+        assert (tmp_path / f"{number}.sse").read_bytes() == sse(GOOD), number
 
 
 # -- an upstream status past 599 ------------------------------------------------------------------

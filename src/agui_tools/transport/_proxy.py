@@ -155,7 +155,8 @@ class Recording:
     """``--record DIR``: each POST exchange as numbered files (docs/proxy.md).
 
     Numbering goes on after the highest number already in the folder, so a second
-    session adds to a first one's recording and overwrites nothing.
+    session adds to a first one's recording and overwrites nothing; each number is
+    claimed atomically, so two proxies recording into one folder at once share it.
     """
 
     def __init__(self, directory: str | Path) -> None:
@@ -169,11 +170,19 @@ class Recording:
         self._next = max(taken, default=0) + 1
 
     def start(self, body: bytes) -> RecordedExchange:
-        number = self._next
-        self._next += 1
-        prefix = self.directory / f"{number:04d}"
-        Path(f"{prefix}.input.json").write_bytes(body)
-        return RecordedExchange(prefix)
+        # each number is claimed by creating its NNNN.input.json exclusively (O_EXCL):
+        # a second proxy recording into the same folder takes the next free number
+        # instead of overwriting this one's exchange
+        while True:
+            number = self._next
+            self._next += 1
+            prefix = self.directory / f"{number:04d}"
+            try:
+                with Path(f"{prefix}.input.json").open("xb") as claimed:
+                    claimed.write(body)
+            except FileExistsError:
+                continue
+            return RecordedExchange(prefix)
 
 
 class RecordedExchange:
