@@ -198,11 +198,15 @@ class RecordedExchange:
         media = (content_type or "").split(";", 1)[0].strip().lower()
         ext = _EXTENSIONS.get(binding or "") or ("json" if media.endswith("json") else "body")
         self.stream_path = Path(f"{self.prefix}.{ext}")
-        self._file = self.stream_path.open("wb")
+        # unbuffered: each chunk is in the file before it is forwarded (a reader of the
+        # recording never sees less than the frontend has)
+        self._file = self.stream_path.open("wb", buffering=0)
 
     def write(self, chunk: bytes) -> None:
         if self._file is not None:
-            self._file.write(chunk)
+            view = memoryview(chunk)
+            while view:  # a raw write may take part of the chunk
+                view = view[self._file.write(view) :]
 
     def finish(self, meta: Mapping[str, Any]) -> None:
         if self._file is not None:
