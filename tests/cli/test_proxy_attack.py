@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import subprocess
+from pathlib import Path
 
 import httpx
 import orjson
@@ -160,3 +161,35 @@ def test_a_log_file_that_cannot_be_written_is_no_500_no_hang(
     assert statuses == [200, 200]
     assert err is not None, "the proxy did not stop on Ctrl-C"
     assert "Traceback" not in err, err
+
+
+def test_a_record_folder_that_cannot_be_written_stops_the_recording_in_one_line(
+    tmp_path: Path,
+) -> None:
+    rec = tmp_path / "rec"
+    script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in [RS, TOOL_20[-1]]])
+    with serve(app_for(script)) as base:
+        proc, url = _start(f"{base}/agent", "--port", "0", "--record", str(rec))
+        try:
+            rec.rmdir()
+            rec.write_text("")  # the folder is gone: a full disk, a read-only mount alike
+            statuses = [
+                httpx.post(
+                    url, content=orjson.dumps({**INPUT, "runId": run}),
+                    headers={"content-type": "application/json"}, timeout=15,
+                ).status_code
+                for run in ("r1", "r2")
+            ]  # fmt: skip
+        finally:
+            code, _, err = _ctrl_c(proc)
+    assert statuses == [200, 200]  # forwarding goes on
+    said = [line for line in err.splitlines() if "cannot record in" in line]
+    assert said == [
+        f"agui-tools proxy: cannot record in {rec}: Not a directory ({rec}/0001.input.json); "
+        "recording stopped, forwarding goes on"
+    ], err
+    assert err.splitlines()[-3].startswith(
+        "agui-tools proxy: 2 run request(s), 0 error(s), 0 warning(s), "
+        "2 exchange(s) not recorded (the --record folder cannot be written)"
+    ), err
+    assert "Traceback" not in err and code == 0, err

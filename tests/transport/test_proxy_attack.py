@@ -330,21 +330,43 @@ def test_an_upstream_cut_of_a_chunked_body_reaches_the_frontend_as_a_cut() -> No
 # -- --record into a folder that cannot be written -----------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a --record folder that cannot be written any more is a 500 and a "
-    "traceback from the proxy itself",
-)
 def test_a_record_folder_that_cannot_be_written_is_no_500(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     rec = tmp_path / "rec"
     rec.mkdir()
-    with serve(_plain_agent(GOOD)) as base, proxied(f"{base}/agent", record=rec) as px:
+    said: list[str] = []
+    with (
+        serve(_plain_agent(GOOD)) as base,
+        proxied(f"{base}/agent", record=rec, on_record_error=said.append) as px,
+    ):
         rec.rmdir()
         rec.write_text("")  # the folder is gone (a full disk, a read-only mount: the same OSError)
+        answers = [post(px.url, INPUT), post(px.url, {**INPUT, "runId": "r2"})]
+    # forwarding goes on: the agent's answer is the frontend's, each time
+    assert [(a.status_code, a.content) for a in answers] == [(200, sse(GOOD))] * 2
+    assert px.app.recording is not None and px.app.recording.missed == 2
+    assert len(said) == 1 and said[0].startswith(f"cannot record in {rec}: "), said
+    assert said[0].endswith("; recording stopped, forwarding goes on"), said
+    no_traceback(capfd)
+
+
+def test_a_record_folder_failing_mid_stream_keeps_the_stream_going(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # the input is recorded, then the stream file cannot be opened (its name is taken
+    # by a folder): the frontend still gets the whole stream, the exchange is said lost
+    said: list[str] = []
+    (tmp_path / "0001.sse").mkdir()
+    with (
+        serve(_plain_agent(GOOD)) as base,
+        proxied(f"{base}/agent", record=tmp_path, on_record_error=said.append) as px,
+    ):
         answer = post(px.url, INPUT)
-    assert answer.status_code != 500, answer.text
+    assert (answer.status_code, answer.content) == (200, sse(GOOD))
+    assert px.app.recording is not None and px.app.recording.missed == 1
+    assert len(said) == 1 and "0001.sse" in said[0], said
+    assert not (tmp_path / "0001.meta.json").exists()  # no meta for a stream not kept
     no_traceback(capfd)
 
 

@@ -132,6 +132,10 @@ class _Log:
         print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
         self._write({"event": "upstream-error", "url": url, "message": message})
 
+    def record_error(self, message: str) -> None:
+        """The recording stopped (its folder cannot be written): said once."""
+        print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
+
     def _write(self, document: dict[str, Any]) -> None:
         if self.sink is not None:
             self.sink.write(orjson.dumps(document) + b"\n")
@@ -139,7 +143,11 @@ class _Log:
 
 
 def summary(
-    exchanges: int, findings: list[WatchFinding], upstream_errors: int, abandoned: int = 0
+    exchanges: int,
+    findings: list[WatchFinding],
+    upstream_errors: int,
+    abandoned: int = 0,
+    not_recorded: int = 0,
 ) -> list[str]:
     """The lines printed when the proxy stops."""
     errors = sum(1 for f in findings if f.severity == "error")
@@ -150,6 +158,11 @@ def summary(
         + (
             f", {abandoned} stream(s) cut short (the frontend left, or the proxy stopped)"
             if abandoned
+            else ""
+        )
+        + (
+            f", {not_recorded} exchange(s) not recorded (the --record folder cannot be written)"
+            if not_recorded
             else ""
         )
     ]
@@ -244,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
             connect_timeout=args.connect_timeout,
             judge_in_process=True,  # forwarding never waits for the judge (not with --strict)
             observer=inspector,
+            on_record_error=log.record_error,
         )
     except OSError as exc:
         print(
@@ -291,7 +305,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         sock.close()
         app.stop_judge()
-    for line in summary(app.exchanges, app.findings, log.upstream_errors, app.abandoned):
+    missed = app.recording.missed if app.recording is not None else 0
+    for line in summary(app.exchanges, app.findings, log.upstream_errors, app.abandoned, missed):
         print(line, file=sys.stderr)
     errors = any(f.severity == "error" for f in app.findings)
     print(

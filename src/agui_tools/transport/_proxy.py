@@ -159,7 +159,9 @@ class Recording:
     claimed atomically, so two proxies recording into one folder at once share it.
     """
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(
+        self, directory: str | Path, on_error: Callable[[str], None] | None = None
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         taken = [
@@ -168,8 +170,18 @@ class Recording:
             if (m := _NUMBERED.match(p.name)) is not None
         ]
         self._next = max(taken, default=0) + 1
+        self.on_error = on_error
+        self.problem: str | None = None
+        """Why the recording stopped (the folder cannot be written), once it has."""
+        self.missed = 0
+        """Exchanges not recorded (or left partial) since it stopped."""
 
-    def start(self, body: bytes) -> RecordedExchange:
+    def start(self, body: bytes) -> RecordedExchange | None:
+        """The exchange's files, its input written; ``None`` once the recording has
+        stopped (the folder cannot be written: forwarding goes on, unrecorded)."""
+        if self.problem is not None:
+            self.missed += 1
+            return None
         # each number is claimed by creating its NNNN.input.json exclusively (O_EXCL):
         # a second proxy recording into the same folder takes the next free number
         # instead of overwriting this one's exchange
@@ -182,39 +194,83 @@ class Recording:
                     claimed.write(body)
             except FileExistsError:
                 continue
-            return RecordedExchange(prefix)
+            except OSError as exc:
+                self.failed(exc)
+                return None
+            return RecordedExchange(prefix, self)
+
+    def failed(self, exc: OSError) -> None:
+        """A file of the recording cannot be written: the exchange is not recorded,
+        and the recording stops — said once (``on_error``), never raised."""
+        self.missed += 1
+        if self.problem is not None:
+            return
+        where = f" ({exc.filename})" if exc.filename else ""
+        self.problem = (
+            f"cannot record in {self.directory}: {exc.strerror or exc}{where}; recording "
+            "stopped, forwarding goes on"
+        )
+        if self.on_error is not None:
+            self.on_error(self.problem)
+        else:
+            log.error("%s", self.problem)
 
 
 class RecordedExchange:
-    """One exchange's files, written as the exchange goes."""
+    """One exchange's files, written as the exchange goes. A file that cannot be
+    written stops the recording (:meth:`Recording.failed`), never the exchange."""
 
-    def __init__(self, prefix: Path) -> None:
+    def __init__(self, prefix: Path, recording: Recording | None = None) -> None:
         self.prefix = prefix
+        self.recording = recording
         self._file: Any = None
+        self._lost = False
         self.stream_path: Path | None = None
 
+    def _failed(self, exc: OSError) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        if not self._lost:
+            self._lost = True
+            if self.recording is not None:
+                self.recording.failed(exc)
+
     def open(self, content_type: str | None) -> None:
+        if self._lost:
+            return
         binding = binding_of(content_type)
         media = (content_type or "").split(";", 1)[0].strip().lower()
         ext = _EXTENSIONS.get(binding or "") or ("json" if media.endswith("json") else "body")
         self.stream_path = Path(f"{self.prefix}.{ext}")
         # unbuffered: each chunk is in the file before it is forwarded (a reader of the
         # recording never sees less than the frontend has)
-        self._file = self.stream_path.open("wb", buffering=0)
+        try:
+            self._file = self.stream_path.open("wb", buffering=0)
+        except OSError as exc:
+            self._failed(exc)
 
     def write(self, chunk: bytes) -> None:
         if self._file is not None:
             view = memoryview(chunk)
-            while view:  # a raw write may take part of the chunk
-                view = view[self._file.write(view) :]
+            try:
+                while view:  # a raw write may take part of the chunk
+                    view = view[self._file.write(view) :]
+            except OSError as exc:
+                self._failed(exc)
 
     def finish(self, meta: Mapping[str, Any]) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        Path(f"{self.prefix}.meta.json").write_bytes(
-            orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
-        )
+        try:
+            if self._file is not None:
+                file, self._file = self._file, None
+                file.close()
+            if not self._lost:
+                Path(f"{self.prefix}.meta.json").write_bytes(
+                    orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
+                )
+        except OSError as exc:
+            self._failed(exc)
 
 
 class ProxyApp:
@@ -233,6 +289,9 @@ class ProxyApp:
         read_timeout: seconds the upstream may send nothing mid-body (``None``:
             no limit; an agent thinking for long is legitimate).
         max_body_bytes: the largest request body forwarded (413 beyond).
+        on_record_error: called once with a line saying why the recording stopped (a
+            file of ``record`` cannot be written: forwarding goes on; ``None``: the
+            proxy's log says it).
         judge_in_process: judge streams in a process of its own (:class:`JudgePool`),
             so forwarding never waits for the judge (not in strict mode, which judges
             each chunk before it is forwarded). The findings are the same; each arrives
@@ -254,10 +313,11 @@ class ProxyApp:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         judge_in_process: bool = False,
         observer: ProxyObserver | None = None,
+        on_record_error: Callable[[str], None] | None = None,
     ) -> None:
         self.upstream = upstream
         self.strict = strict
-        self.recording = Recording(record) if record is not None else None
+        self.recording = Recording(record, on_record_error) if record is not None else None
         self.on_finding = on_finding
         self.on_upstream_error = on_upstream_error
         self.hosts = HostPolicy(allowed_hosts)
