@@ -370,6 +370,49 @@ def test_a_record_folder_failing_mid_stream_keeps_the_stream_going(
     no_traceback(capfd)
 
 
+@pytest.mark.run_error("on_finding failed")  # said, at ERROR, once per finding
+def test_an_on_finding_that_raises_breaks_no_exchange_and_stops_no_verdict(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a callback that fails (a --log on a full disk did): on a frontend finding, told
+    # inside the exchange, and on an agent finding, told by the judging process's reader
+    from agui_tools.app._watch import WatchFinding
+    from agui_tools.transport._proxy import ProxyApp
+
+    def on_finding(finding: WatchFinding) -> None:
+        raise OSError(28, "No space left on device")
+
+    dangling = {
+        **INPUT,
+        "runId": "r2",
+        "messages": [
+            {"id": "a1", "role": "assistant", "toolCalls": [
+                {"id": "c7", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ]},
+        ],
+    }  # fmt: skip
+    with serve(_plain_agent(ARGS_AFTER_END)) as base:
+        app = ProxyApp(f"{base}/agent", on_finding=on_finding, judge_in_process=True)
+        try:
+            with serve(app) as url:
+                # the second input waits for the first stream's verdict (its thread's
+                # last run): a reader stopped by the callback would never give it
+                answers = [post(f"{url}/", INPUT), post(f"{url}/", dangling)]
+        finally:
+            app.stop_judge()
+    assert [(a.status_code, a.content) for a in answers] == [(200, sse(ARGS_AFTER_END))] * 2
+    assert sorted(f.rule for f in app.findings) == ["FE-8", "TOOL-20", "TOOL-20"]
+    errors = [r for r in caplog.records if r.levelno >= 40]
+    assert all(r.name == "agui_tools.proxy" and r.exc_info is None for r in errors), [
+        (r.name, r.getMessage()) for r in errors
+    ]
+    said = sorted(r.getMessage() for r in errors)
+    assert said == [
+        f"on_finding failed on [{rule}]: OSError: [Errno 28] No space left on device"
+        for rule in ("FE-8", "TOOL-20", "TOOL-20")
+    ], said
+
+
 # -- --strict and an answer with a Content-Length -------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections import Counter
 from typing import IO, TYPE_CHECKING, Any
@@ -119,8 +120,9 @@ def _upstream(text: str) -> str | None:
 class _Log:
     """Where findings go: one human line on stderr, one JSON line to ``--log``."""
 
-    def __init__(self, sink: IO[bytes] | None) -> None:
+    def __init__(self, sink: IO[bytes] | None, name: str = "") -> None:
         self.sink = sink
+        self.name = name
         self.upstream_errors = 0
 
     def finding(self, finding: WatchFinding) -> None:
@@ -137,9 +139,22 @@ class _Log:
         print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
 
     def _write(self, document: dict[str, Any]) -> None:
-        if self.sink is not None:
+        if self.sink is None:
+            return
+        try:
             self.sink.write(orjson.dumps(document) + b"\n")
             self.sink.flush()
+        except (OSError, ValueError) as exc:  # a full disk, a closed pipe: never the traffic's
+            self.sink = None  # said once; the log is given up, the summary still counts
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            print(
+                terminal_text(
+                    f"agui-tools proxy: cannot write the log {self.name}: {why}; "
+                    "findings still go to the summary"
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def summary(
@@ -240,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    log = _Log(sink)
+    log = _Log(sink, "stdout (--log -)" if args.log == "-" else args.log or "")
     inspector = None
     if args.inspect:
         from ..ui.inspector._live import LiveInspector
@@ -315,5 +330,6 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     if sink is not None and sink is not sys.stdout.buffer:
-        sink.close()
+        with contextlib.suppress(OSError):  # a log that failed was said when it did
+            sink.close()
     return 1 if errors else 0

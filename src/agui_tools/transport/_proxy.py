@@ -521,7 +521,14 @@ class ProxyApp:
     def _tell(self, finding: WatchFinding) -> None:
         self.findings.append(finding)
         if self.on_finding is not None:
-            self.on_finding(finding)
+            # the callback's failure is its own: never the exchange's (a 500), nor the
+            # judging process's reader's (which would stop telling verdicts: a hang)
+            try:
+                self.on_finding(finding)
+            except Exception as exc:
+                log.error(
+                    "on_finding failed on [%s]: %s: %s", finding.rule, type(exc).__name__, exc
+                )
 
     def _release(self) -> None:
         """Tell the held findings no earlier verdict is still holding, in exchange order."""
@@ -927,7 +934,12 @@ class JudgePool:
                 break
             message = pickle.loads(bytes(buf[4 : 4 + size]))
             del buf[: 4 + size]
-            self._dispatch(message)
+            try:
+                self._dispatch(message)
+            except Exception as exc:  # a callback's failure: the next messages still go
+                log.error(
+                    "telling the judge's %r failed: %s: %s", message[0], type(exc).__name__, exc
+                )
 
     def _died(self) -> None:
         if self.broken:
