@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 import sys
+import threading
 from collections import Counter
 from typing import IO, TYPE_CHECKING, Any
 
@@ -34,8 +36,9 @@ Accept is forwarded untouched: both bindings (SSE, protobuf) pass.
 
 Findings: one line each on stderr, and with --log one JSON object per line
 ({"rule", "severity", "side": "agent"|"frontend", "threadId", "runId",
-"toolCallIds", "index", "message"}) to FILE or, with "-", stdout. Ctrl-C stops
-the proxy and prints a summary.
+"toolCallIds", "index", "message"}) to FILE or, with "-", stdout. Ctrl-C (or
+SIGTERM) stops the proxy and prints a summary; a stream still open is ended and
+counted as cut short.
 
 --strict: the first event that breaks a producer rule is replaced by a
 RUN_ERROR naming the rule (in the stream's binding) and the stream ends; an
@@ -54,7 +57,7 @@ up, each finding with its rule and its side — for every thread the frontend
 uses. Read-only: nothing on the page drives the thread (every action is
 refused, 403); it keeps the recent traffic (32 MiB of messages).
 
-Exit codes: 0 stopped (Ctrl-C) with no error found, 1 stopped after errors were
+Exit codes: 0 stopped (Ctrl-C or SIGTERM) with no error found, 1 stopped after errors were
 found (the summary lists them), 2 bad usage (UPSTREAM is not an http(s) URL,
 the port is taken, DIR cannot be created).
 """
@@ -200,8 +203,10 @@ def _draining_server(config: Any, app: Any) -> Any:
 
     class DrainingServer(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
-            # the verdicts first (bounded): the exchanges waiting for them then end by
-            # themselves, and only streams still open meet the short graceful timeout
+            # the streams still open end first (counted as cut short, each frontend
+            # given the body's end), then the verdicts (bounded): the exchanges waiting
+            # for them then end by themselves — nothing is left to the graceful timeout
+            await app.stop_streams()
             await app.drain()
             await super().shutdown(sockets)
 
@@ -226,6 +231,10 @@ async def _with_inspector(server: Any, sock: Any, inspector: Any, args: Any) -> 
     finally:
         page.cancel()
         await asyncio.gather(page, return_exceptions=True)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends the proxy as Ctrl-C does: the summary follows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -309,15 +318,22 @@ def run(args: argparse.Namespace) -> int:
         ),
         flush=True,
     )
+    # SIGTERM (how a CI job stops its services) stops the proxy as Ctrl-C does: uvicorn
+    # shuts down on either, then raises the signal again under the handler it found —
+    # this one, so the summary follows instead of the process dying without it
+    main = threading.current_thread() is threading.main_thread()  # (signals: main only)
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         server = _draining_server(config, app)
         if inspector is None:
             server.run(sockets=[sock])
         else:
             asyncio.run(_with_inspector(server, sock, inspector, args))
-    except KeyboardInterrupt:  # Ctrl-C is how the proxy is stopped: the summary follows
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the proxy: the summary follows
         pass
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         sock.close()
         app.stop_judge()
     missed = app.recording.missed if app.recording is not None else 0

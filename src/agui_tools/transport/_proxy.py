@@ -343,6 +343,10 @@ class ProxyApp:
         """Per thread, the judging process's verdicts on its streams, still to come:
         the thread's next input is judged against them once they are in (other
         threads' inputs do not wait for them)."""
+        self._stop: asyncio.Future[None] | None = None
+        """Done once the proxy stops (:meth:`stop_streams`): every open stream ends."""
+        self._streaming: set[asyncio.Future[None]] = set()
+        """Per stream being forwarded, done once it has ended (its verdict asked for)."""
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -354,6 +358,18 @@ class ProxyApp:
         """End the judging process, if one was started (:class:`JudgePool`)."""
         if self._pool is not None:
             self._pool.stop()
+
+    async def stop_streams(self, timeout: float = 10.0) -> None:
+        """End every stream still being forwarded (the proxy stops: Ctrl-C, SIGTERM):
+        each is counted as cut short, its frontend given the body's end, its verdict
+        asked for — so the server has no unfinished answer to cancel. Waits
+        (``timeout`` at most) for them to end; :meth:`drain` then waits for verdicts."""
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+        if not self._stop.done():
+            self._stop.set_result(None)
+        if self._streaming:
+            await asyncio.wait(set(self._streaming), timeout=timeout)
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait (``timeout`` at most) for the verdicts still to come from the judging
@@ -601,17 +617,28 @@ class ProxyApp:
             self._pump(send, response, watch, remote, exchange, meta, timeline)
         )
         gone = asyncio.create_task(_disconnected(receive))
-        ended = False
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+        streaming: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._streaming.add(streaming)
+        ended = stopped = False
         try:
-            await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
-            if not pump.done():  # the frontend left: so does the proxy, upstream too
+            await asyncio.wait({pump, gone, self._stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done() and gone.done():  # the frontend left: so does the proxy
                 pump.cancel()
                 meta["clientGone"] = True
+            elif not pump.done():  # the proxy stops (stop_streams): the stream ends here
+                await asyncio.sleep(0)  # (the pump has sent the answer's start by now)
+                pump.cancel()
+                stopped = True
+                meta["proxyStopped"] = True
         finally:
             gone.cancel()
             await asyncio.wait({pump, gone})
             await response.aclose()
-            ended = not pump.cancelled() and pump.exception() is None
+            # a stream the proxy stopped is ended cleanly: the frontend holding its end
+            # (curl, a raw socket) gets the body's end, the server no unfinished answer
+            ended = stopped or (not pump.cancelled() and pump.exception() is None)
             # cut short by the frontend leaving, or by the proxy stopping: the agent's run
             # did not end because of the agent — no truncation is said of it (TRANS-2)
             cut_short = pump.cancelled()
@@ -630,6 +657,8 @@ class ProxyApp:
                     watch.cut = watch.cut or cut_short
                     outcome = watch.outcome(run_input or {})
                 self._remember(run_input, outcome, number)
+            self._streaming.discard(streaming)
+            streaming.set_result(None)
         if ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         return settle
