@@ -222,3 +222,57 @@ def test_sigterm_stops_the_proxy_as_ctrl_c_does() -> None:
     ], err
     assert "Traceback" not in err and "ERROR" not in err, err
     assert proc.returncode == 1, (proc.returncode, err)
+
+
+def test_ctrl_c_before_the_upstream_answers_is_a_503_not_an_error_line() -> None:
+    # an agent still thinking (no answer's head yet) when the proxy stops: the frontend
+    # is answered 503 naming it, the exchange counted as cut short, uvicorn says nothing
+    import threading
+
+    asked = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        upstream = f"http://127.0.0.1:{listener.getsockname()[1]}/agent"
+
+        def hold() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                seen = b""
+                while not seen.endswith(b"]}"):  # the whole request: its body's end
+                    piece = conn.recv(65536)
+                    if not piece:
+                        return
+                    seen += piece
+                asked.set()
+                while conn.recv(65536):  # never answers: until the proxy lets go
+                    pass
+
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        proc, url = _start(upstream, "--port", "0")
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        body = orjson.dumps(INPUT)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(
+                b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            assert asked.wait(30)  # the request is upstream, its answer still to come
+            code, _, err = _ctrl_c(proc)
+            seen = b""
+            while piece := sock.recv(65536):
+                seen += piece
+        holder.join(timeout=30)
+    assert seen.startswith(b"HTTP/1.1 503 "), seen
+    problem = orjson.loads(seen.partition(b"\r\n\r\n")[2])
+    assert problem["error"]["message"] == (
+        f"agui-tools proxy: stopped before the upstream {upstream} answered"
+    ), problem
+    assert err.strip().splitlines() == [
+        "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
+        "(the frontend left, or the proxy stopped)",
+        "  no rule broken by either side",
+        "agui-tools proxy: stopped",
+    ], err
+    assert code == 0

@@ -345,8 +345,8 @@ class ProxyApp:
         threads' inputs do not wait for them)."""
         self._stop: asyncio.Future[None] | None = None
         """Done once the proxy stops (:meth:`stop_streams`): every open stream ends."""
-        self._streaming: set[asyncio.Future[None]] = set()
-        """Per stream being forwarded, done once it has ended (its verdict asked for)."""
+        self._forwarding: set[asyncio.Task[Any]] = set()
+        """The exchanges forwarded and not over yet (:meth:`stop_streams` waits for them)."""
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -360,16 +360,17 @@ class ProxyApp:
             self._pool.stop()
 
     async def stop_streams(self, timeout: float = 10.0) -> None:
-        """End every stream still being forwarded (the proxy stops: Ctrl-C, SIGTERM):
-        each is counted as cut short, its frontend given the body's end, its verdict
-        asked for — so the server has no unfinished answer to cancel. Waits
-        (``timeout`` at most) for them to end; :meth:`drain` then waits for verdicts."""
+        """End every exchange still being forwarded (the proxy stops: Ctrl-C, SIGTERM),
+        so the server has no unfinished answer to cancel: an open stream is counted as
+        cut short and its frontend given the body's end; a request the upstream has
+        not answered yet is answered 503 (counted as cut short too). Waits
+        (``timeout`` at most) for those exchanges to be over, their verdicts in."""
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
         if not self._stop.done():
             self._stop.set_result(None)
-        if self._streaming:
-            await asyncio.wait(set(self._streaming), timeout=timeout)
+        if self._forwarding:
+            await asyncio.wait(set(self._forwarding), timeout=timeout)
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait (``timeout`` at most) for the verdicts still to come from the judging
@@ -454,6 +455,10 @@ class ProxyApp:
                         exchange.open("application/json")
                         exchange.write(orjson.dumps({"error": problem}))
                     return
+            task = asyncio.current_task()
+            if task is not None:  # stop_streams ends it, and waits for it to be over
+                self._forwarding.add(task)
+                task.add_done_callback(self._forwarding.discard)
             settle = await self._forward(
                 scope, receive, send, url, body, judged, exchange, meta, on_finding, number
             )
@@ -577,8 +582,30 @@ class ProxyApp:
             headers=_end_to_end(scope["headers"], _NOT_FORWARDED),
             content=body,
         )
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+        sending = asyncio.ensure_future(self.client.send(request, stream=True))
+        waiting: set[asyncio.Future[Any]] = {sending, self._stop}
         try:
-            response = await self.client.send(request, stream=True)
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not sending.done():  # the proxy stops (or this exchange is cancelled)
+                sending.cancel()
+                await asyncio.wait({sending})
+        if sending.cancelled():  # the proxy stopped before the upstream answered
+            message = f"agui-tools proxy: stopped before the upstream {url} answered"
+            meta |= {"status": 503, "contentType": "application/json", "proxyStopped": True}
+            self.abandoned += 1
+            problem = {"path": "", "message": message, "upstream": url}
+            if exchange is not None:
+                exchange.open("application/json")
+                exchange.write(orjson.dumps({"error": problem}))
+            await JSONResponse(
+                {"error": problem}, status_code=503, headers={"connection": "close"}
+            )(scope, receive, send)
+            return None
+        try:
+            response = sending.result()
         except httpx.HTTPError as exc:
             message = f"the upstream {url} cannot be reached: {_describe(exc)}"
             meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
@@ -617,10 +644,7 @@ class ProxyApp:
             self._pump(send, response, watch, remote, exchange, meta, timeline)
         )
         gone = asyncio.create_task(_disconnected(receive))
-        if self._stop is None:
-            self._stop = asyncio.get_running_loop().create_future()
-        streaming: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._streaming.add(streaming)
+        assert self._stop is not None  # (made when the request was sent upstream)
         ended = stopped = False
         try:
             await asyncio.wait({pump, gone, self._stop}, return_when=asyncio.FIRST_COMPLETED)
@@ -657,8 +681,6 @@ class ProxyApp:
                     watch.cut = watch.cut or cut_short
                     outcome = watch.outcome(run_input or {})
                 self._remember(run_input, outcome, number)
-            self._streaming.discard(streaming)
-            streaming.set_result(None)
         if ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         return settle
