@@ -57,9 +57,9 @@ up, each finding with its rule and its side — for every thread the frontend
 uses. Read-only: nothing on the page drives the thread (every action is
 refused, 403); it keeps the recent traffic (32 MiB of messages).
 
-Exit codes: 0 stopped (Ctrl-C or SIGTERM) with no error found, 1 stopped after errors were
-found (the summary lists them), 2 bad usage (UPSTREAM is not an http(s) URL,
-the port is taken, DIR cannot be created).
+Exit codes: 0 stopped (Ctrl-C or SIGTERM) with no error found, 1 stopped after
+errors were found (the summary lists them), 2 bad usage (UPSTREAM is not an
+http(s) URL, the port is taken, DIR cannot be created).
 """
 
 
