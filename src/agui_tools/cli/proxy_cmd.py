@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
+import threading
 from collections import Counter
 from typing import IO, TYPE_CHECKING, Any
 
@@ -35,8 +38,9 @@ Accept is forwarded untouched: both bindings (SSE, protobuf) pass.
 
 Findings: one line each on stderr, and with --log one JSON object per line
 ({"rule", "severity", "side": "agent"|"frontend", "threadId", "runId",
-"toolCallIds", "index", "message"}) to FILE or, with "-", stdout. Ctrl-C stops
-the proxy and prints a summary.
+"toolCallIds", "index", "message"}) to FILE or, with "-", stdout. Ctrl-C (or
+SIGTERM) stops the proxy and prints a summary; a stream still open is ended and
+counted as cut short.
 
 --strict: the first event that breaks a producer rule is replaced by a
 RUN_ERROR naming the rule (in the stream's binding) and the stream ends; an
@@ -55,9 +59,9 @@ up, each finding with its rule and its side — for every thread the frontend
 uses. Read-only: nothing on the page drives the thread (every action is
 refused, 403); it keeps the recent traffic (32 MiB of messages).
 
-Exit codes: 0 stopped (Ctrl-C) with no error found, 1 stopped after errors were
-found (the summary lists them), 2 bad usage (UPSTREAM is not an http(s) URL,
-the port is taken, DIR cannot be created).
+Exit codes: 0 stopped (Ctrl-C or SIGTERM) with no error found, 1 stopped after
+errors were found (the summary lists them), 2 bad usage (UPSTREAM is not an
+http(s) URL, the port is taken, DIR cannot be created).
 """
 
 
@@ -121,8 +125,9 @@ def _upstream(text: str) -> str | None:
 class _Log:
     """Where findings go: one human line on stderr, one JSON line to ``--log``."""
 
-    def __init__(self, sink: IO[bytes] | None) -> None:
+    def __init__(self, sink: IO[bytes] | None, name: str = "") -> None:
         self.sink = sink
+        self.name = name
         self.upstream_errors = 0
 
     def finding(self, finding: WatchFinding) -> None:
@@ -134,14 +139,35 @@ class _Log:
         print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
         self._write({"event": "upstream-error", "url": url, "message": message})
 
+    def record_error(self, message: str) -> None:
+        """The recording stopped (its folder cannot be written): said once."""
+        print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
+
     def _write(self, document: dict[str, Any]) -> None:
-        if self.sink is not None:
+        if self.sink is None:
+            return
+        try:
             self.sink.write(orjson.dumps(document) + b"\n")
             self.sink.flush()
+        except (OSError, ValueError) as exc:  # a full disk, a closed pipe: never the traffic's
+            self.sink = None  # said once; the log is given up, the summary still counts
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            print(
+                terminal_text(
+                    f"agui-tools proxy: cannot write the log {self.name}: {why}; "
+                    "findings still go to the summary"
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def summary(
-    exchanges: int, findings: list[WatchFinding], upstream_errors: int, abandoned: int = 0
+    exchanges: int,
+    findings: list[WatchFinding],
+    upstream_errors: int,
+    abandoned: int = 0,
+    not_recorded: int = 0,
 ) -> list[str]:
     """The lines printed when the proxy stops."""
     errors = sum(1 for f in findings if f.severity == "error")
@@ -152,6 +178,11 @@ def summary(
         + (
             f", {abandoned} stream(s) cut short (the frontend left, or the proxy stopped)"
             if abandoned
+            else ""
+        )
+        + (
+            f", {not_recorded} exchange(s) not recorded (the --record folder cannot be written)"
+            if not_recorded
             else ""
         )
     ]
@@ -185,8 +216,10 @@ def _draining_server(config: Any, app: Any) -> Any:
 
     class DrainingServer(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
-            # the verdicts first (bounded): the exchanges waiting for them then end by
-            # themselves, and only streams still open meet the short graceful timeout
+            # the streams still open end first (counted as cut short, each frontend
+            # given the body's end), then the verdicts (bounded): the exchanges waiting
+            # for them then end by themselves — nothing is left to the graceful timeout
+            await app.stop_streams()
             await app.drain()
             await super().shutdown(sockets)
 
@@ -211,6 +244,10 @@ async def _with_inspector(server: Any, sock: Any, inspector: Any, args: Any) -> 
     finally:
         page.cancel()
         await asyncio.gather(page, return_exceptions=True)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends the proxy as Ctrl-C does: the summary follows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -240,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    log = _Log(sink)
+    log = _Log(sink, "stdout (--log -)" if args.log == "-" else args.log or "")
     inspector = None
     if args.inspect:
         from ..ui.inspector._live import LiveInspector
@@ -257,6 +294,7 @@ def run(args: argparse.Namespace) -> int:
             connect_timeout=args.connect_timeout,
             judge_in_process=True,  # forwarding never waits for the judge (not with --strict)
             observer=inspector,
+            on_record_error=log.record_error,
         )
     except OSError as exc:
         print(
@@ -294,18 +332,26 @@ def run(args: argparse.Namespace) -> int:
         ),
         flush=True,
     )
+    # SIGTERM (how a CI job stops its services) stops the proxy as Ctrl-C does: uvicorn
+    # shuts down on either, then raises the signal again under the handler it found —
+    # this one, so the summary follows instead of the process dying without it
+    main = threading.current_thread() is threading.main_thread()  # (signals: main only)
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         server = _draining_server(config, app)
         if inspector is None:
             server.run(sockets=[sock])
         else:
             asyncio.run(_with_inspector(server, sock, inspector, args))
-    except KeyboardInterrupt:  # Ctrl-C is how the proxy is stopped: the summary follows
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) stops the proxy: the summary follows
         pass
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         sock.close()
         app.stop_judge()
-    for line in summary(app.exchanges, app.findings, log.upstream_errors, app.abandoned):
+    missed = app.recording.missed if app.recording is not None else 0
+    for line in summary(app.exchanges, app.findings, log.upstream_errors, app.abandoned, missed):
         print(line, file=sys.stderr)
     errors = any(f.severity == "error" for f in app.findings)
     print(
@@ -314,5 +360,6 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     if sink is not None and sink is not sys.stdout.buffer:
-        sink.close()
+        with contextlib.suppress(OSError):  # a log that failed was said when it did
+            sink.close()
     return 1 if errors else 0

@@ -177,10 +177,13 @@ class Recording:
     """``--record DIR``: each POST exchange as numbered files (docs/proxy.md).
 
     Numbering goes on after the highest number already in the folder, so a second
-    session adds to a first one's recording and overwrites nothing.
+    session adds to a first one's recording and overwrites nothing; each number is
+    claimed atomically, so two proxies recording into one folder at once share it.
     """
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(
+        self, directory: str | Path, on_error: Callable[[str], None] | None = None
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         taken = [
@@ -189,41 +192,107 @@ class Recording:
             if (m := _NUMBERED.match(p.name)) is not None
         ]
         self._next = max(taken, default=0) + 1
+        self.on_error = on_error
+        self.problem: str | None = None
+        """Why the recording stopped (the folder cannot be written), once it has."""
+        self.missed = 0
+        """Exchanges not recorded (or left partial) since it stopped."""
 
-    def start(self, body: bytes) -> RecordedExchange:
-        number = self._next
-        self._next += 1
-        prefix = self.directory / f"{number:04d}"
-        Path(f"{prefix}.input.json").write_bytes(body)
-        return RecordedExchange(prefix)
+    def start(self, body: bytes) -> RecordedExchange | None:
+        """The exchange's files, its input written; ``None`` once the recording has
+        stopped (the folder cannot be written: forwarding goes on, unrecorded)."""
+        if self.problem is not None:
+            self.missed += 1
+            return None
+        # each number is claimed by creating its NNNN.input.json exclusively (O_EXCL):
+        # a second proxy recording into the same folder takes the next free number
+        # instead of overwriting this one's exchange
+        while True:
+            number = self._next
+            self._next += 1
+            prefix = self.directory / f"{number:04d}"
+            try:
+                with Path(f"{prefix}.input.json").open("xb") as claimed:
+                    claimed.write(body)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                self.failed(exc)
+                return None
+            return RecordedExchange(prefix, self)
+
+    def failed(self, exc: OSError) -> None:
+        """A file of the recording cannot be written: the exchange is not recorded,
+        and the recording stops — said once (``on_error``), never raised."""
+        self.missed += 1
+        if self.problem is not None:
+            return
+        where = f" ({exc.filename})" if exc.filename else ""
+        self.problem = (
+            f"cannot record in {self.directory}: {exc.strerror or exc}{where}; recording "
+            "stopped, forwarding goes on"
+        )
+        if self.on_error is not None:
+            self.on_error(self.problem)
+        else:
+            log.error("%s", self.problem)
 
 
 class RecordedExchange:
-    """One exchange's files, written as the exchange goes."""
+    """One exchange's files, written as the exchange goes. A file that cannot be
+    written stops the recording (:meth:`Recording.failed`), never the exchange."""
 
-    def __init__(self, prefix: Path) -> None:
+    def __init__(self, prefix: Path, recording: Recording | None = None) -> None:
         self.prefix = prefix
+        self.recording = recording
         self._file: Any = None
+        self._lost = False
         self.stream_path: Path | None = None
 
+    def _failed(self, exc: OSError) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        if not self._lost:
+            self._lost = True
+            if self.recording is not None:
+                self.recording.failed(exc)
+
     def open(self, content_type: str | None) -> None:
+        if self._lost:
+            return
         binding = binding_of(content_type)
         media = (content_type or "").split(";", 1)[0].strip().lower()
         ext = _EXTENSIONS.get(binding or "") or ("json" if media.endswith("json") else "body")
         self.stream_path = Path(f"{self.prefix}.{ext}")
-        self._file = self.stream_path.open("wb")
+        # unbuffered: each chunk is in the file before it is forwarded (a reader of the
+        # recording never sees less than the frontend has)
+        try:
+            self._file = self.stream_path.open("wb", buffering=0)
+        except OSError as exc:
+            self._failed(exc)
 
     def write(self, chunk: bytes) -> None:
         if self._file is not None:
-            self._file.write(chunk)
+            view = memoryview(chunk)
+            try:
+                while view:  # a raw write may take part of the chunk
+                    view = view[self._file.write(view) :]
+            except OSError as exc:
+                self._failed(exc)
 
     def finish(self, meta: Mapping[str, Any]) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        Path(f"{self.prefix}.meta.json").write_bytes(
-            orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
-        )
+        try:
+            if self._file is not None:
+                file, self._file = self._file, None
+                file.close()
+            if not self._lost:
+                Path(f"{self.prefix}.meta.json").write_bytes(
+                    orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
+                )
+        except OSError as exc:
+            self._failed(exc)
 
 
 class ProxyApp:
@@ -242,6 +311,9 @@ class ProxyApp:
         read_timeout: seconds the upstream may send nothing mid-body (``None``:
             no limit; an agent thinking for long is legitimate).
         max_body_bytes: the largest request body forwarded (413 beyond).
+        on_record_error: called once with a line saying why the recording stopped (a
+            file of ``record`` cannot be written: forwarding goes on; ``None``: the
+            proxy's log says it).
         judge_in_process: judge streams in a process of its own (:class:`JudgePool`),
             so forwarding never waits for the judge (not in strict mode, which judges
             each chunk before it is forwarded). The findings are the same; each arrives
@@ -263,10 +335,11 @@ class ProxyApp:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         judge_in_process: bool = False,
         observer: ProxyObserver | None = None,
+        on_record_error: Callable[[str], None] | None = None,
     ) -> None:
         self.upstream = upstream
         self.strict = strict
-        self.recording = Recording(record) if record is not None else None
+        self.recording = Recording(record, on_record_error) if record is not None else None
         self.on_finding = on_finding
         self.on_upstream_error = on_upstream_error
         self.hosts = HostPolicy(allowed_hosts)
@@ -295,6 +368,10 @@ class ProxyApp:
         """Per thread, the judging process's verdicts on its streams, still to come:
         the thread's next input is judged against them once they are in (other
         threads' inputs do not wait for them)."""
+        self._stop: asyncio.Future[None] | None = None
+        """Done once the proxy stops (:meth:`stop_streams`): every open stream ends."""
+        self._forwarding: set[asyncio.Task[Any]] = set()
+        """The exchanges forwarded and not over yet (:meth:`stop_streams` waits for them)."""
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -311,6 +388,19 @@ class ProxyApp:
         """End the judging process, if one was started (:class:`JudgePool`)."""
         if self._pool is not None:
             self._pool.stop()
+
+    async def stop_streams(self, timeout: float = 10.0) -> None:
+        """End every exchange still being forwarded (the proxy stops: Ctrl-C, SIGTERM),
+        so the server has no unfinished answer to cancel: an open stream is counted as
+        cut short and its frontend given the body's end; a request the upstream has
+        not answered yet is answered 503 (counted as cut short too). Waits
+        (``timeout`` at most) for those exchanges to be over, their verdicts in."""
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+        if not self._stop.done():
+            self._stop.set_result(None)
+        if self._forwarding:
+            await asyncio.wait(set(self._forwarding), timeout=timeout)
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait (``timeout`` at most) for the verdicts still to come from the judging
@@ -405,6 +495,10 @@ class ProxyApp:
                         exchange.open("application/json")
                         exchange.write(orjson.dumps({"error": problem}))
                     return
+            task = asyncio.current_task()
+            if task is not None:  # stop_streams ends it, and waits for it to be over
+                self._forwarding.add(task)
+                task.add_done_callback(self._forwarding.discard)
             settle = await self._forward(
                 scope, receive, send, url, body, judged, exchange, meta, on_finding, number
             )
@@ -535,7 +629,14 @@ class ProxyApp:
     def _tell(self, finding: WatchFinding) -> None:
         self.findings.append(finding)
         if self.on_finding is not None:
-            self.on_finding(finding)
+            # the callback's failure is its own: never the exchange's (a 500), nor the
+            # judging process's reader's (which would stop telling verdicts: a hang)
+            try:
+                self.on_finding(finding)
+            except Exception as exc:
+                log.error(
+                    "on_finding failed on [%s]: %s: %s", finding.rule, type(exc).__name__, exc
+                )
 
     def _release(self) -> None:
         """Tell the held findings no earlier verdict is still holding, in exchange order."""
@@ -574,8 +675,30 @@ class ProxyApp:
             headers=[*_end_to_end(scope["headers"], _NOT_FORWARDED), (b"via", via)],
             content=body,
         )
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+        sending = asyncio.ensure_future(self.client.send(request, stream=True))
+        waiting: set[asyncio.Future[Any]] = {sending, self._stop}
         try:
-            response = await self.client.send(request, stream=True)
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not sending.done():  # the proxy stops (or this exchange is cancelled)
+                sending.cancel()
+                await asyncio.wait({sending})
+        if sending.cancelled():  # the proxy stopped before the upstream answered
+            message = f"agui-tools proxy: stopped before the upstream {url} answered"
+            meta |= {"status": 503, "contentType": "application/json", "proxyStopped": True}
+            self.abandoned += 1
+            problem = {"path": "", "message": message, "upstream": url}
+            if exchange is not None:
+                exchange.open("application/json")
+                exchange.write(orjson.dumps({"error": problem}))
+            await JSONResponse(
+                {"error": problem}, status_code=503, headers={"connection": "close"}
+            )(scope, receive, send)
+            return None
+        try:
+            response = sending.result()
         except httpx.HTTPError as exc:
             message = f"the upstream {url} cannot be reached: {_describe(exc)}"
             await self._bad_gateway(scope, receive, send, url, exchange, meta, message)
@@ -643,19 +766,28 @@ class ProxyApp:
             self._pump(send, response, watch, remote, exchange, meta, timeline, decoded)
         )
         gone = asyncio.create_task(_disconnected(receive))
-        ended = False
+        assert self._stop is not None  # (made when the request was sent upstream)
+        ended = stopped = False
         try:
-            await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
-            if not pump.done():  # the frontend left: so does the proxy, upstream too
+            streaming: set[asyncio.Future[Any]] = {pump, gone, self._stop}
+            await asyncio.wait(streaming, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done() and gone.done():  # the frontend left: so does the proxy
                 pump.cancel()
                 meta["clientGone"] = True
+            elif not pump.done():  # the proxy stops (stop_streams): the stream ends here
+                await asyncio.sleep(0)  # (the pump has sent the answer's start by now)
+                pump.cancel()
+                stopped = True
+                meta["proxyStopped"] = True
         finally:
             gone.cancel()
             await asyncio.wait({pump, gone})
             await response.aclose()
             # the upstream cut the body: the frontend's answer is cut too (byte for byte:
-            # no end is sent, the server closes the connection) — never repaired
-            ended = not pump.cancelled() and pump.exception() is None and pump.result()
+            # no end is sent, the server closes the connection) — never repaired; a stream
+            # the proxy stopped is ended cleanly: the frontend holding its end (curl, a raw
+            # socket) gets the body's end, the server no unfinished answer
+            ended = stopped or (not pump.cancelled() and pump.exception() is None and pump.result())
             # cut short by the frontend leaving, or by the proxy stopping: the agent's run
             # did not end because of the agent — no truncation is said of it (TRANS-2)
             cut_short = pump.cancelled()
@@ -1072,7 +1204,12 @@ class JudgePool:
                 break
             message = pickle.loads(bytes(buf[4 : 4 + size]))
             del buf[: 4 + size]
-            self._dispatch(message)
+            try:
+                self._dispatch(message)
+            except Exception as exc:  # a callback's failure: the next messages still go
+                log.error(
+                    "telling the judge's %r failed: %s: %s", message[0], type(exc).__name__, exc
+                )
 
     def _died(self) -> None:
         if self.broken:
