@@ -36,7 +36,10 @@ def three_calls_agent(delay: float = 0.02) -> Any:
     async def agent(run: Run) -> None:
         answers = {m["toolCallId"]: m for m in run.messages if m.get("role") == "tool"}
         if not answers:
-            mid = await run.text("Three things need your consent.")
+            # no random hex id: one may hold "c1" (the frame filter's tests type it)
+            mid = await run.text(
+                "Three things need your consent.", message_id=f"intro-{len(run.messages)}"
+            )
             for n, (name, arguments) in enumerate(THREE_ARGS.items()):
                 text = json.dumps(arguments)
                 async with run.tool_call(name, call_id=f"c{n}", parent_message_id=mid) as call:
