@@ -1,0 +1,133 @@
+"""Second-round attacks on ``agui-tools proxy`` (docs/proxy.md, CHANGELOG), after the
+first round's fixes. Real upstreams, a real :class:`ProxyApp`, a real client; each
+test asserts what the docs promise and is ``xfail(strict=True)`` until fixed."""
+
+from __future__ import annotations
+
+import gzip
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agui_tools.wire._framing import SSEReader
+from tests.helpers.proxy import proxied
+from tests.helpers.scripted_server import serve
+from tests.transport.test_proxy_attack import (
+    GOOD,
+    INPUT,
+    _raw_request,
+    sse,
+)
+
+
+def _stream(url: str, **headers: str) -> tuple[httpx.Response, bytes]:
+    with httpx.stream(
+        "POST", url, content=orjson.dumps(INPUT),
+        headers={"content-type": "application/json", **headers}, timeout=30,
+    ) as answer:  # fmt: skip
+        raw = b"".join(answer.iter_raw())
+    return answer, raw
+
+
+def _wait_findings(px: Any, n: int = 1, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while len(px.findings) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _encoded_agent(body: bytes, coding: str) -> Starlette:
+    async def agent(request: Request) -> Response:
+        await request.body()
+        return Response(body, media_type="text/event-stream", headers={"content-encoding": coding})
+
+    return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+
+
+GOOD_IN_TWO_MEMBERS = gzip.compress(sse(GOOD[:2])) + gzip.compress(sse(GOOD[2:]))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a multi-member gzip body (RFC 1952) is judged on its first member only: a false TRANS-2",
+)
+def test_a_multi_member_gzip_stream_is_judged_and_recorded_whole(tmp_path: Path) -> None:
+    """RFC 9110 §8.4.1.3's gzip is RFC 1952's format, "a series of members"; browsers,
+    httpx and curl decode every member. A well-formed run split across two members
+    (an agent that gzips each flush on its own, or a CDN concatenating) breaks nothing."""
+    agent = _encoded_agent(GOOD_IN_TWO_MEMBERS, "gzip")
+    with serve(agent) as base, proxied(f"{base}/agent", record=tmp_path) as px:
+        _answer, raw = _stream(px.url)
+        assert raw == GOOD_IN_TWO_MEMBERS  # forwarded as it came: holds
+        assert gzip.decompress(raw) == sse(GOOD)  # what every frontend reads: a whole run
+        _wait_findings(px)
+    # docs/proxy.md: "judged and recorded decoded" — the whole body, not its first member
+    assert [(f.rule, f.index) for f in px.findings] == [], [f.message for f in px.findings]
+    assert (tmp_path / "0001.sse").read_bytes() == sse(GOOD)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: --strict forwards a multi-member gzip run cut after its first member, no RUN_ERROR",
+)
+def test_strict_forwards_a_multi_member_gzip_stream_whole() -> None:
+    agent = _encoded_agent(GOOD_IN_TWO_MEMBERS, "gzip")
+    with serve(agent) as base, proxied(f"{base}/agent", strict=True) as px:
+        _answer, raw = _stream(px.url)
+    # "what the frontend gets is what was judged": a run that broke no rule, whole —
+    # it got RUN_STARTED, TOOL_CALL_START and a clean end of the body (the rest dropped)
+    events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+    assert [e["type"] for e in events] == [e["type"] for e in GOOD], raw
+
+
+def _seen_upstream(target: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+    seen: list[tuple[bytes, bytes]] = []
+
+    async def anything(request: Request) -> Response:
+        seen.append((request.scope["raw_path"], request.scope["query_string"]))
+        return Response(sse(GOOD), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
+    with serve(upstream) as base, proxied(f"{base}/agent") as px:
+        port = int(px.url.rsplit(":", 1)[1].strip("/"))
+        status, payload = _raw_request(port, "POST", target)
+    return status, payload, seen
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: '/runs/..;/admin' is forwarded: Tomcat/Jetty resolve '..;' as '..' (path-parameter escape)",
+)
+def test_a_dot_dot_segment_with_a_path_parameter_is_refused() -> None:
+    """docs/proxy.md: a path with a '..' segment "which would leave UPSTREAM's path once
+    resolved" is a 400, its spellings too (a '\\' counts as a '/'). '..;' is the
+    spelling a servlet container resolves as '..' (it strips ';' path parameters
+    before resolving): '/agent/runs/..;/admin' reaches '/agent/admin' there — the
+    classic way past a front proxy's '..' check."""
+    status, payload, seen = _seen_upstream(b"/runs/..;/admin")
+    assert status == 400, (payload[:200], seen)
+    assert seen == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a '#' in the request's query is cut off silently (upstream gets the query up to the #)",
+)
+@pytest.mark.parametrize(
+    "target", [b"/runs?a=1#frag", b"/runs?#frag"], ids=["query-hash", "empty-hash"]
+)
+def test_a_hash_in_the_request_target_is_not_silently_dropped(target: bytes) -> None:
+    """A '#' is not allowed in a request-target (RFC 9112 §3.2): refuse it (400), or
+    forward the query the frontend sent (docs/proxy.md: "UPSTREAM's query followed by
+    the request's") — not a query with its tail cut off, never said."""
+    status, _payload, seen = _seen_upstream(target)
+    sent_query = target.split(b"?", 1)[1]
+    forwarded_whole = bool(seen) and seen[0][1].endswith(sent_query.replace(b"#", b"%23"))
+    assert status == 400 or forwarded_whole, (status, seen)
