@@ -131,3 +131,31 @@ def test_a_hash_in_the_request_target_is_not_silently_dropped(target: bytes) -> 
     sent_query = target.split(b"?", 1)[1]
     forwarded_whole = bool(seen) and seen[0][1].endswith(sent_query.replace(b"#", b"%23"))
     assert status == 400 or forwarded_whole, (status, seen)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: --record overwrites a kept NNNN.sse/meta.json whose input.json is gone, below the highest number",
+)
+def test_a_recording_folder_is_continued_after_its_highest_number_overwriting_nothing(
+    tmp_path: Path,
+) -> None:
+    """docs/proxy.md: "a folder that already holds a recording is continued after its
+    highest number, never overwritten". A number is claimed by creating its
+    NNNN.input.json; a kept exchange without one (its input removed by hand, a refusal
+    kept as NNNN.body) is overwritten, and the new exchanges slot in before it."""
+    (tmp_path / "0001.input.json").write_bytes(orjson.dumps(INPUT))
+    (tmp_path / "0001.sse").write_bytes(sse(GOOD))
+    (tmp_path / "0002.sse").write_bytes(b"data: {}\n\n")  # an earlier exchange: its input gone
+    (tmp_path / "0002.meta.json").write_bytes(b'{"kept": 2}')
+    (tmp_path / "0009.body").write_bytes(b"kept 9")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    agent = _encoded_agent(sse(GOOD), "identity")
+    with serve(agent) as base, proxied(f"{base}/agent", record=tmp_path) as px:
+        _stream(px.url)
+        _stream(px.url)
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    changed = sorted(name for name, data in before.items() if after.get(name) != data)
+    assert changed == [], changed  # 0002.sse and 0002.meta.json: the new exchange's now
+    new = sorted({name.split(".")[0] for name in after} - {name.split(".")[0] for name in before})
+    assert new == ["0010", "0011"], new
