@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,48 @@ def test_a_recording_folder_is_continued_after_its_highest_number_overwriting_no
     assert changed == [], changed  # 0002.sse and 0002.meta.json: the new exchange's now
     new = sorted({name.split(".")[0] for name in after} - {name.split(".")[0] for name in before})
     assert new == ["0010", "0011"], new
+
+
+def _decodable_then_corrupt_in_one_body() -> bytes:
+    """Four whole events, flushed, then bytes no inflater reads — one body, sent at once
+    (a buffered agent's answer, read by the proxy as one chunk)."""
+    packer = zlib.compressobj(wbits=31)
+    return packer.compress(sse(GOOD[:4])) + packer.flush(zlib.Z_SYNC_FLUSH) + b"\xff" * 16
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a gzip body corrupt in the chunk that holds good events: said 'after 0 byte(s)', the events dropped",
+)
+def test_a_gzip_body_that_stops_decoding_mid_chunk_is_judged_up_to_where_it_stops(
+    tmp_path: Path,
+) -> None:
+    """docs/proxy.md: "A body that stops decoding is a TRANS-4 error where it stops".
+    Round one's repro had the corrupt bytes in a chunk of their own; here they share it
+    with four decodable events — which the judge and the recording never see."""
+    body = _decodable_then_corrupt_in_one_body()
+    with (
+        serve(_encoded_agent(body, "gzip")) as base,
+        proxied(f"{base}/agent", record=tmp_path) as px,
+    ):
+        _stream(px.url)
+        _wait_findings(px)
+    assert [f.rule for f in px.findings] == ["TRANS-4"]
+    good = len(sse(GOOD[:4]))
+    assert f"after {good} byte(s)" in px.findings[0].message, px.findings[0].message
+    assert (tmp_path / "0001.sse").read_bytes() == sse(GOOD[:4])  # "recorded decoded"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: --strict on a gzip body corrupt mid-chunk forwards only the RUN_ERROR, not the events before it",
+)
+def test_strict_forwards_the_events_before_a_mid_chunk_decoding_error() -> None:
+    """docs/proxy.md, --strict: "the events before it were forwarded as they came" —
+    the frontend gets RUN_STARTED … TOOL_CALL_END, then the RUN_ERROR (TRANS-4)."""
+    body = _decodable_then_corrupt_in_one_body()
+    with serve(_encoded_agent(body, "gzip")) as base, proxied(f"{base}/agent", strict=True) as px:
+        _answer, raw = _stream(px.url)
+    events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+    assert [e["type"] for e in events] == [e["type"] for e in GOOD[:4]] + ["RUN_ERROR"], raw
+    assert events[-1]["code"] == "TRANS-4"
