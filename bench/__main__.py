@@ -117,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
                 codec.encode_results(events),
             )
         )
+        for chunk in (16384, 1024):
+            print(
+                table(
+                    f"gzip'd SSE decoded, {chunk} B received at a time, baseline: bare zlib",
+                    codec.gzip_results(lines, chunk),
+                )
+            )
     if "pipeline" in groups:
         print(pipeline_bench.report(pipeline_bench.results(events)))
         print(pipeline_bench.profile_summary(events))

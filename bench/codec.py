@@ -68,3 +68,39 @@ def encode_results(events: list[dict[str, Any]]) -> list[Result]:
         measure("official EventEncoder().encode (SSE str)", n, official),
         measure("agui-tools sse_frame(encode_event(m)) (SSE bytes)", n, ours),
     ]
+
+
+def gzip_results(lines: list[bytes], chunk: int) -> list[Result]:
+    """A gzip'd SSE stream undone, received ``chunk`` compressed bytes at a time.
+    Baseline: one bare ``zlib.decompressobj`` (no bound, nothing decoded before an
+    error kept); ours: the client's and the proxy's ``_Decoding`` — bounded steps,
+    every member, and a copy of its state before each step so that the bytes before
+    an error are kept."""
+    import zlib
+
+    from agui_tools.transport._client import _Decoding
+
+    body = b"".join(sse_frame(line) for line in lines)
+    packer = zlib.compressobj(wbits=31)
+    packed = packer.compress(body) + packer.flush()
+    chunks = [packed[i : i + chunk] for i in range(0, len(packed), chunk)]
+
+    def bare() -> None:
+        inflater = zlib.decompressobj(31)
+        for piece in chunks:
+            inflater.decompress(piece)
+
+    def ours() -> None:
+        decoding = _Decoding("gzip")
+        for piece in chunks:
+            for _ in decoding.feed(piece):
+                pass
+
+    return [
+        measure(f"zlib.decompressobj, {chunk} B chunks", len(lines), bare),
+        measure(
+            f"_Decoding (bounded, every member, kept to an error), {chunk} B chunks",
+            len(lines),
+            ours,
+        ),
+    ]

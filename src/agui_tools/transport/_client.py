@@ -34,7 +34,7 @@ import asyncio
 import logging
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
@@ -73,6 +73,7 @@ _BODY_LIMIT = 64 * 1024
 # the content codings the client decodes, named rather than left to httpx's default
 # (which also offers br and zstd whenever their packages happen to be installed)
 _DECODED: Final = ("gzip", "deflate")
+_DECODABLE: Final = (*_DECODED, "x-gzip")  # x-gzip is gzip (RFC 9110 §8.4.1.3), never asked for
 _HEADERS = {
     "Content-Type": "application/json",
     "Accept": SSE_MEDIA_TYPE,
@@ -155,7 +156,7 @@ def _coding(response: httpx.Response) -> str:
 
 def _check_stream(response: httpx.Response) -> None:
     coding = _coding(response)
-    if coding not in ("", "identity", *_DECODED):
+    if coding not in ("", "identity", *_DECODABLE):
         raise TransportError(
             f"the agent at {response.request.url} answered with Content-Encoding {coding!r}, "
             f"which this client does not decode (it asked for {', '.join(_DECODED)} or identity)",
@@ -201,58 +202,94 @@ class _Decoding:
     ``LIMIT`` violation in the frames, the run ending rejected — once what it
     decoded passes :data:`MAX_INFLATION` times what was received (past the first
     MiB).
+
+    A gzip body is RFC 1952's "series of members", each decoded in turn (an agent
+    gzipping each flush on its own, a CDN concatenating); bytes after a deflate
+    stream's end, or after a member that are not another member, are a TRANS-4
+    violation, never dropped. A body that stops decoding yields every byte that
+    decoded before the point where it stops, then the violation naming it.
     """
 
     def __init__(self, coding: str) -> None:
         # gzip: a gzip header (wbits 31); deflate: zlib-wrapped, as RFC 9110 says,
-        # with raw deflate (what some servers send) tried when the header is wrong
-        self._inflater = (
-            None
-            if coding in ("", "identity")
-            else zlib.decompressobj(31 if coding == "gzip" else 15)
-        )
+        # with raw deflate (what some servers send) tried when the header is wrong;
+        # x-gzip is gzip (RFC 9110 §8.4.1.3)
+        self._wbits = 31 if coding in ("gzip", "x-gzip") else 15
+        self._inflater = None if coding in ("", "identity") else zlib.decompressobj(self._wbits)
         self._raw_fallback = coding == "deflate"
         self.received = 0
         self.decoded = 0
 
     def feed(self, chunk: bytes) -> Iterator[bytes | BrokenFrame]:
+        start = self.received
         self.received += len(chunk)
         if self._inflater is None:
             yield chunk
             return
         data = chunk
         while data:
+            if self._inflater.eof:  # a member ended: what follows must be another
+                if self._wbits != 31:
+                    yield self._broken(
+                        f"{len(data)} byte(s) follow the end of the deflate stream at byte "
+                        f"{self.received - len(data)} of the body"
+                    )
+                    return
+                self._inflater = zlib.decompressobj(self._wbits)
+            before = self._inflater.copy()
             try:
                 piece = self._inflater.decompress(data, _PIECE)
             except zlib.error as exc:
                 if self._raw_fallback and self.decoded == 0:
                     self._raw_fallback = False
+                    self._wbits = -15
                     self._inflater = zlib.decompressobj(-15)
                     continue
-                yield BrokenFrame(
-                    ProtocolViolation(
-                        "TRANS-4",
-                        f"the compressed stream does not decode ({exc}).",
-                        where="stream framing",
-                    )
+                # zlib gives nothing of a call that fails: the same bytes again, one at
+                # a time, for what decodes before the point where it stops
+                yield from self._up_to_error(before, data, exc, start + len(chunk) - len(data))
+                return
+            data = self._inflater.unconsumed_tail or (
+                self._inflater.unused_data if self._inflater.eof else b""
+            )
+            if not (yield from self._out(piece)):
+                return
+
+    def _up_to_error(
+        self, inflater: Any, data: bytes, exc: zlib.error, offset: int
+    ) -> Iterator[bytes | BrokenFrame]:
+        for at in range(len(data)):
+            try:
+                piece = inflater.decompress(data[at : at + 1])
+            except zlib.error as error:
+                exc, offset = error, offset + at
+                break
+            if not (yield from self._out(piece)):
+                return
+        yield self._broken(f"it does not decode at byte {offset} of the body ({exc})")
+
+    def _out(self, piece: bytes) -> Generator[bytes | BrokenFrame, None, bool]:
+        """Yield a decoded piece — or the LIMIT violation, and False, past the bound."""
+        self.decoded += len(piece)
+        if self.decoded > _INFLATION_ALLOWANCE + MAX_INFLATION * self.received:
+            yield BrokenFrame(
+                LimitExceeded(
+                    "LIMIT",
+                    f"the compressed stream inflated to {self.decoded} bytes from "
+                    f"{self.received} received, past {MAX_INFLATION} to one.",
+                    where="stream framing",
                 )
-                return
-            data = self._inflater.unconsumed_tail
-            self.decoded += len(piece)
-            if self.decoded > _INFLATION_ALLOWANCE + MAX_INFLATION * self.received:
-                yield BrokenFrame(
-                    LimitExceeded(
-                        "LIMIT",
-                        f"the compressed stream inflated to {self.decoded} bytes from "
-                        f"{self.received} received, past {MAX_INFLATION} to one.",
-                        where="stream framing",
-                    )
-                )
-                return
-            if piece:
-                yield piece
-            if self._inflater.eof:
-                return
+            )
+            return False
+        if piece:
+            yield piece
+        return True
+
+    @staticmethod
+    def _broken(what: str) -> BrokenFrame:
+        return BrokenFrame(
+            ProtocolViolation("TRANS-4", f"the compressed stream: {what}.", where="stream framing")
+        )
 
 
 class _Deadlines:

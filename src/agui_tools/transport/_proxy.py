@@ -91,7 +91,7 @@ from ..app._watch import (
 )
 from ..wire._framing import BrokenFrame
 from ._auth import HostPolicy
-from ._client import _DECODED, _coding, _Decoding
+from ._client import _DECODABLE, _DECODED, _coding, _Decoding
 from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
 
 if TYPE_CHECKING:
@@ -567,8 +567,10 @@ class ProxyApp:
         """Why the request's path cannot go upstream (``None``: it can). Only paths
         below ``upstream``'s go there: a ``.`` or ``..`` segment (``/../admin``, its
         percent-encoded spellings too, ``%2e%2e``, ``..%2F``) would leave it once
-        the URL is resolved — refused, never normalised; so is a target that is not a
-        path (``http://other/``, ``*``)."""
+        the URL is resolved — refused, never normalised, and so is one that is ``.`` or
+        ``..`` once its ``;`` parameters are removed (``..;``, which a servlet container
+        resolves as ``..``); so is a target that is not a path (``http://other/``,
+        ``*``), and one holding a ``#`` (a request-target has no fragment)."""
         path: str = scope.get("path", "/")
         prefix = shown(urlsplit(self.upstream).path or "/")
         if path and not path.startswith("/"):
@@ -577,8 +579,20 @@ class ProxyApp:
                 f"(origin-form, starting with '/'): only paths below UPSTREAM's {prefix} "
                 "are forwarded."
             )
+        raw: bytes = scope.get("raw_path") or b""
+        if b"#" in raw or b"#" in scope.get("query_string", b""):
+            # RFC 9112 §3.2: a request-target has no fragment — forwarding it would cut
+            # the query at the '#' (the URL's fragment), silently
+            return (
+                f"agui-tools proxy: the request target {shown(_with_query(raw, scope))} holds "
+                "a '#': a request-target carries no fragment (RFC 9112 §3.2), and what "
+                "follows it would not reach UPSTREAM — refused, not cut (send it "
+                "percent-encoded, %23)."
+            )
         segments = path.replace("\\", "/").split("/")
-        dots = next((seg for seg in segments if seg in (".", "..")), None)
+        # a ';' starts a segment's parameters, which servlet containers (Tomcat, Jetty)
+        # strip before resolving: '..;x' is a '..' there
+        dots = next((seg for seg in segments if seg.split(";", 1)[0] in (".", "..")), None)
         if dots is None:
             return None
         return (
@@ -733,7 +747,7 @@ class ProxyApp:
         decoded: _Decoded | None = None
         if coding not in ("", "identity"):
             meta["contentEncoding"] = coding
-            if coding in _DECODED:  # judged and recorded decoded; forwarded as it came
+            if coding in _DECODABLE:  # judged and recorded decoded; forwarded as it came
                 decoded = _Decoded(coding, on_finding if judged_stream else None, judged)
             elif judged_stream:
                 judged_stream = False
@@ -926,11 +940,16 @@ class ProxyApp:
                 assert watch is not None
                 fatal: WatchFinding | None
                 out, fatal = watch.admit(data) if data else (b"", None)
+                over = False
                 if fatal is None and decoded is not None and decoded.failure is not None:
                     fatal = decoded.failure  # the rest does not decode: ended there
                     watch.cut = True  # by the proxy: no truncation said
+                    # the run had ended when it stopped decoding (a bad CRC trailer): it
+                    # went whole, and a RUN_ERROR after its end would break the protocol
+                    run = watch.pipe.verifier.current_run
+                    over = run is not None and run.status != "running"
                 if fatal is not None:
-                    out += watch.run_error(fatal)
+                    out += b"" if over else watch.run_error(fatal)
                     meta["cut"] = {"rule": fatal.rule, "index": fatal.index}
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
@@ -1284,6 +1303,11 @@ async def _answer(scope: Scope, receive: Receive, send: Send, status: int, messa
         status_code=status,
         headers={"connection": "close"},
     )(scope, receive, send)
+
+
+def _with_query(raw_path: bytes, scope: Scope) -> str:
+    query: bytes = scope.get("query_string", b"")
+    return (raw_path + (b"?" + query if query else b"")).decode("latin-1")
 
 
 def _describe(exc: httpx.HTTPError) -> str:
