@@ -28,10 +28,6 @@ from tests.helpers.scripted_server import Script, app_for, serve
 RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: the frontend gets two Date and two Server headers (the agent's and the proxy's uvicorn's)",
-)
 def test_the_frontend_gets_one_date_and_one_server_header() -> None:
     """RFC 9110 §5.3: a sender MUST NOT generate a field twice unless it is a list;
     Date (§6.6.1) and Server (§10.2.4) are not. The proxy forwards the agent's and its

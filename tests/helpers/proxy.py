@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agui_tools.app._watch import WatchFinding
-from agui_tools.transport._proxy import ProxyApp
+from agui_tools.transport._proxy import SERVER_OPTIONS, ProxyApp
 from tests.helpers.scripted_server import serve
 
 __all__ = ["Proxied", "proxied"]
@@ -63,7 +63,7 @@ def proxied(
         **options,
     )
     try:
-        with serve(wrap(app) if wrap is not None else app) as base:
+        with serve(wrap(app) if wrap is not None else app, **SERVER_OPTIONS) as base:
             holder.append(Proxied(f"{base}/", app))
             yield holder[0]
     finally:

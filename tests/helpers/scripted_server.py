@@ -68,10 +68,13 @@ def app_for(script: Script) -> Starlette:
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` with uvicorn on a free loopback port; yield its base URL."""
+def serve(app: Any, **options: Any) -> Iterator[str]:
+    """Run ``app`` with uvicorn on a free loopback port; yield its base URL.
+    ``options``: more ``uvicorn.Config`` options (``date_header=False`` …)."""
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", **options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

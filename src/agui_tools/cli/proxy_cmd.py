@@ -255,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .._text import guarded_logger
     from ..transport._deadlines import deadline_protocol
-    from ..transport._proxy import ProxyApp
+    from ..transport._proxy import SERVER_OPTIONS, ProxyApp
     from .serve_cmd import _bind, _log_config
 
     problem = _upstream(args.upstream)
@@ -320,6 +320,7 @@ def run(args: argparse.Namespace) -> int:
         access_log=False,
         http=deadline_protocol(),
         timeout_graceful_shutdown=1,
+        **SERVER_OPTIONS,  # the agent's Date and Server, once (the proxy adds a missing Date)
     )
     for name in ("uvicorn.error", "asyncio"):
         guarded_logger(name)

@@ -21,16 +21,20 @@ Theory of operation:
   the binding (SSE or protobuf). The request path is appended to ``upstream``'s
   path (``/`` is ``upstream`` itself) as the frontend sent it (still
   percent-encoded), its query after ``upstream``'s own (``?code=KEY&x=1``); a path
-  with a ``.`` or ``..`` segment (percent-encoded too), which would leave
-  ``upstream``'s path, is answered ``400`` naming it, never normalised. The
-  answer's status and end-to-end headers come back, then its body
+  with a ``.`` or ``..`` segment (percent-encoded too, or with ``;`` parameters:
+  ``..;``), which would leave ``upstream``'s path, is answered ``400`` naming it,
+  never normalised, as is a target holding a ``#`` (RFC 9112 §3.2). The
+  answer's status and end-to-end headers come back (``Date`` and ``Server`` the
+  agent's, once: served with :data:`SERVER_OPTIONS`; a ``Date`` added where there
+  is none), then its body
   **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
   held to be sent later).
 * **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
   application); a ``200`` answer whose ``Content-Type`` is an event stream is
   judged chunk by chunk as a producer's stream (the agent), after the chunk is
   forwarded. A ``gzip``/``deflate`` answer is judged (and recorded) decoded
-  (:class:`_Decoded`), forwarded as it came; another ``Content-Encoding`` is not
+  (:class:`_Decoded`: every gzip member; up to where it stops decoding), forwarded
+  as it came; another ``Content-Encoding`` is not
   judged, and said (a TRANS-4 warning). Findings go to ``on_finding``; each
   thread's last run is remembered for the next input
   (:class:`~agui_tools.app._watch.ThreadLedger`).
@@ -70,6 +74,7 @@ import secrets
 import struct
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from email.utils import formatdate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -79,7 +84,7 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from .._text import guarded_logger, shown
 from ..app._watch import (
@@ -428,7 +433,7 @@ class ProxyApp:
         # the server stopping (Ctrl-C) may give up waiting for an exchange: it ends here,
         # counted in the summary, not as a traceback per open stream
         with contextlib.suppress(asyncio.CancelledError):
-            await self._exchange(scope, receive, send)
+            await self._exchange(scope, receive, _dated(send))
 
     async def _exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -1303,6 +1308,28 @@ async def _answer(scope: Scope, receive: Receive, send: Send, status: int, messa
         status_code=status,
         headers={"connection": "close"},
     )(scope, receive, send)
+
+
+SERVER_OPTIONS: Final[Mapping[str, Any]] = {"server_header": False, "date_header": False}
+"""The ``uvicorn.Config`` options the proxy is served with: the agent's ``Date`` and
+``Server`` are forwarded, and a server adding its own gave the frontend two of each
+(RFC 9110 §5.3: neither is a list). :func:`_dated` adds the ``Date`` an answer lacks."""
+
+
+def _dated(send: Send) -> Send:
+    """``send`` with a ``Date`` on an answer that has none: the proxy's own (400, 403,
+    413, 502, 503, 508), and a forwarded one whose agent sent none (RFC 9110 §6.6.1: a
+    recipient with a clock forwarding a response without ``Date`` adds one)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            if not any(name.lower() == b"date" for name, _ in headers):
+                date = formatdate(usegmt=True).encode("latin-1")
+                message = {**message, "headers": [*headers, (b"date", date)]}
+        await send(message)
+
+    return sending
 
 
 def _with_query(raw_path: bytes, scope: Scope) -> str:
