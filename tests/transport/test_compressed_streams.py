@@ -194,4 +194,8 @@ def test_bytes_after_the_compressed_stream_are_a_violation_not_dropped(
         with SyncAgentClient(f"{base}/") as client, pytest.raises(ProtocolViolation) as caught:
             client.run(conv)
     assert caught.value.rule == "TRANS-4", caught.value
+    named = (
+        f"at byte {len(whole)} of" if coding == "deflate" else f"member 2 (from byte {len(whole)})"
+    )
+    assert named in str(caught.value), caught.value
     assert conv.messages[-1]["content"] == "a"

@@ -219,6 +219,7 @@ class _Decoding:
         self._raw_fallback = coding == "deflate"
         self.received = 0
         self.decoded = 0
+        self._member = (1, 0)  # gzip: which member is being decoded, from which byte
 
     def feed(self, chunk: bytes) -> Iterator[bytes | BrokenFrame]:
         start = self.received
@@ -231,11 +232,12 @@ class _Decoding:
             if self._inflater.eof:  # a member ended: what follows must be another
                 if self._wbits != 31:
                     yield self._broken(
-                        f"{len(data)} byte(s) follow the end of the deflate stream at byte "
-                        f"{self.received - len(data)} of the body"
+                        f"has {len(data)} byte(s) after its end, at byte "
+                        f"{self.received - len(data)} of the body (a deflate stream is one)"
                     )
                     return
                 self._inflater = zlib.decompressobj(self._wbits)
+                self._member = (self._member[0] + 1, self.received - len(data))
             before = self._inflater.copy()
             try:
                 piece = self._inflater.decompress(data, _PIECE)
@@ -266,7 +268,9 @@ class _Decoding:
                 break
             if not (yield from self._out(piece)):
                 return
-        yield self._broken(f"it does not decode at byte {offset} of the body ({exc})")
+        number, first = self._member
+        member = f", in gzip member {number} (from byte {first})" if number > 1 else ""
+        yield self._broken(f"does not decode at byte {offset} of the body{member} ({exc})")
 
     def _out(self, piece: bytes) -> Generator[bytes | BrokenFrame, None, bool]:
         """Yield a decoded piece — or the LIMIT violation, and False, past the bound."""
@@ -288,7 +292,7 @@ class _Decoding:
     @staticmethod
     def _broken(what: str) -> BrokenFrame:
         return BrokenFrame(
-            ProtocolViolation("TRANS-4", f"the compressed stream: {what}.", where="stream framing")
+            ProtocolViolation("TRANS-4", f"the compressed stream {what}.", where="stream framing")
         )
 
 

@@ -976,8 +976,10 @@ class _Decoded:
     arrives — what is judged and recorded (the frontend gets the bytes as they came).
 
     The client's bounded decoder (:class:`~._client._Decoding`: a gzip bomb is refused,
-    LIMIT). A body that does not decode stops there: :attr:`failure` is the finding
-    (TRANS-4, or LIMIT), told to ``on_finding`` when the stream is judged."""
+    LIMIT; every gzip member). A body that does not decode stops there — what decoded
+    before that point, in the same chunk too, is returned first: :attr:`failure` is the
+    finding (TRANS-4 naming the byte, or LIMIT), told to ``on_finding`` when the stream
+    is judged."""
 
     def __init__(
         self,
