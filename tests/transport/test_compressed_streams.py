@@ -199,3 +199,18 @@ def test_bytes_after_the_compressed_stream_are_a_violation_not_dropped(
     )
     assert named in str(caught.value), caught.value
     assert conv.messages[-1]["content"] == "a"
+
+
+def test_zero_padding_after_the_last_gzip_member_is_skipped_as_gzip_skips_it() -> None:
+    """A tape-era habit gzip(1) and Python's gzip module accept: NUL bytes after the last
+    member are padding, not a broken stream (a TRANS-4 there would be a false verdict)."""
+    packer = zlib.compressobj(wbits=31)
+    whole = packer.compress(_events("a", "b")) + packer.flush()
+    with serve(_body_agent(whole + b"\x00" * 64, "gzip")) as base:
+        conv = Conversation(thread_id="t")
+        conv.next_input(user="hi")
+        with SyncAgentClient(f"{base}/") as client:
+            result = client.run(conv)
+    # the run has no end (the body holds none): truncated, not a decoding failure
+    assert result.violation is None or result.violation.rule != "TRANS-4", result.violation
+    assert conv.messages[-1]["content"] == "ab"

@@ -205,8 +205,8 @@ class _Decoding:
 
     A gzip body is RFC 1952's "series of members", each decoded in turn (an agent
     gzipping each flush on its own, a CDN concatenating); bytes after a deflate
-    stream's end, or after a member that are not another member, are a TRANS-4
-    violation, never dropped. A body that stops decoding yields every byte that
+    stream's end, or after a member that are not another member (or the zero padding
+    gzip(1) itself skips), are a TRANS-4 violation, never dropped. A body that stops decoding yields every byte that
     decoded before the point where it stops, then the violation naming it.
     """
 
@@ -230,6 +230,8 @@ class _Decoding:
         data = chunk
         while data:
             if self._inflater.eof:  # a member ended: what follows must be another
+                if self._wbits == 31 and not data.strip(b"\x00"):
+                    return  # zero padding after a member: gzip(1) and Python's gzip skip it
                 if self._wbits != 31:
                     yield self._broken(
                         f"has {len(data)} byte(s) after its end, at byte "
