@@ -22,14 +22,18 @@ from typing import Any
 
 import pytest
 
-from agui_tools import Limits, ProtocolViolation
+import orjson
+
+from agui_tools import Limits, ProtocolViolation, UsageError
 from agui_tools.app._conversation import Conversation
+from agui_tools.app._reducer import ThreadState
 from agui_tools.cli import main
 from agui_tools.transport._client import SyncAgentClient
 from agui_tools.wire import _proto_events_pb2 as pb
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._pipeline import ConsumerPipeline
-from agui_tools.wire._proto_codec import encode_proto_event
+from agui_tools.wire._enforce import MAX_DEPTH_CEILING
+from agui_tools.wire._proto_codec import decode_proto_event, encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
 from tests.helpers.attacks import deep, varint
 from tests.helpers.scripted_server import Script, app_for, serve
@@ -199,11 +203,6 @@ def test_a_cut_frame_keeps_enforcements_path_when_its_verdict_is_not_limit() -> 
         assert binary == sse, levels
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: verify --limit max_depth=200 calls a complete binary capture with a "
-    "150-level state truncated",
-)
 def test_verify_with_a_raised_max_depth_reads_a_deep_binary_capture_as_its_sse_twin(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -260,22 +259,43 @@ def test_one_level_past_with_two_deep_values_names_the_same_path_on_both_binding
     assert binary == sse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: with max_depth raised to 300 (both knobs), a 255-level state crashes "
-    "client.run with TypeError",
-)
+def test_a_max_depth_past_the_ceiling_is_refused_where_it_is_given() -> None:
+    """The attack raised both knobs to 300 and a 255-level state crashed ``client.run``
+    (``TypeError: Recursion limit reached``: orjson writes 254 levels). The class is
+    closed at construction: every place taking ``max_depth`` refuses one above
+    ``MAX_DEPTH_CEILING`` with a ``UsageError`` (rule LIMIT) naming the ceiling and
+    why — the correct verdict for 300, given before any byte is read."""
+    too_deep = MAX_DEPTH_CEILING + 1
+    makers: list[Any] = [
+        lambda: Limits(max_depth=too_deep),
+        lambda: ProtoReader(max_depth=too_deep),
+        lambda: decode_proto_event(encode_proto_event(START), max_depth=too_deep),
+        lambda: SyncAgentClient("http://127.0.0.1:9/agent", max_depth=too_deep),
+        lambda: ThreadState(max_depth=too_deep),
+    ]
+    for make in makers:
+        with pytest.raises(UsageError) as caught:
+            make()
+        assert caught.value.rule == "LIMIT"
+        assert f"ceiling of {MAX_DEPTH_CEILING} levels" in str(caught.value)
+        assert "orjson writes at most 254 levels" in str(caught.value)
+    assert Limits(max_depth=MAX_DEPTH_CEILING).max_depth == MAX_DEPTH_CEILING
+
+
 @pytest.mark.parametrize("binary", [False, True], ids=["sse", "proto"])
-def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(binary: bool) -> None:
-    """The docs say to raise ``Limits.max_depth`` and ``AgentClient(max_depth=…)``
-    together; both bindings then let a 255-level state through enforcement, and
-    the reducer's ``orjson.dumps`` (254 levels at most) raises ``TypeError:
-    Recursion limit reached`` out of ``client.run`` — a traceback, on SSE as on
-    protobuf (254 levels succeed). A real loopback server sends the bytes."""
-    conv = Conversation(thread_id="t", limits=Limits(max_depth=300))
+@pytest.mark.parametrize("past", [False, True], ids=["at-the-ceiling", "one-past"])
+def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(
+    binary: bool, past: bool
+) -> None:
+    """At the ceiling itself (both knobs raised, as the docs say): a state that fills
+    ``MAX_DEPTH_CEILING`` levels with its event is delivered, reduced and re-sent in
+    the next run input (orjson writes it) on both bindings; one level more is a
+    LIMIT verdict, never a traceback. A real loopback server sends the bytes."""
+    ceiling = MAX_DEPTH_CEILING
+    conv = Conversation(thread_id="t", limits=Limits(max_depth=ceiling))
     conv.next_input(user="hi")
     ids = {"threadId": conv.pending_input["threadId"], "runId": conv.pending_input["runId"]}
-    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": deep(255)}
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": deep(ceiling - 1 + past)}
     events = [{"type": "RUN_STARTED", **ids}, snapshot, {"type": "RUN_FINISHED", **ids}]
     if binary:
         body = b"".join(proto_frame(encode_proto_event(e, max_depth=300)) for e in events)
@@ -285,66 +305,101 @@ def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(binary: bo
     transport = "proto" if binary else "sse"
     with (
         serve(app_for(script)) as url,
-        SyncAgentClient(f"{url}/agent", transport=transport, max_depth=300) as client,
+        SyncAgentClient(f"{url}/agent", transport=transport, max_depth=ceiling) as client,
     ):
         try:
             result = client.run(conv)
-        except ProtocolViolation as exc:  # a verdict naming a rule is fine
-            assert exc.rule
+        except ProtocolViolation as exc:  # one past: a verdict naming the rule
+            assert past and exc.rule == "LIMIT", exc
             return
-    assert result.status in ("success", "rejected")
+        if past:
+            assert result.status == "rejected" and result.violation is not None
+            assert result.violation.rule == "LIMIT"
+            return
+        assert result.status == "success"
+        assert conv.state == snapshot["snapshot"]
+        conv.next_input(user="again")  # the state re-sent, re-nested: still writable
+        assert orjson.loads(orjson.dumps(conv.pending_input))["state"] == snapshot["snapshot"]
+        try:  # and the client sends it (the scripted answer is for the first run)
+            client.run(conv)
+        except ProtocolViolation:
+            pass
+    assert len(script.requests) == 2
+    assert orjson.loads(script.requests[1]["body"])["state"] == snapshot["snapshot"]
 
 
-def _state_1100_deep() -> tuple[bytes, bytes]:
-    """A STATE_SNAPSHOT 1,100 lists deep: its JSON text, and its Event message."""
-    text = b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * 1100 + b"1" + b"]" * 1100 + b"}"
+def _state_deep(levels: int) -> tuple[bytes, bytes]:
+    """A STATE_SNAPSHOT ``levels`` lists deep: its JSON text, and its Event message."""
+    text = b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * levels + b"1" + b"]" * levels + b"}"
     base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("STATE_SNAPSHOT")))
-    return text, _ld(7, base + _ld(2, _lists(1100, _num(1))))  # Event.state_snapshot
+    return text, _ld(7, base + _ld(2, _lists(levels, _num(1))))  # Event.state_snapshot
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: with max_depth=2000, a 1100-level state is a clean LIMIT on SSE and a "
-    "RecursionError in enforcement on protobuf",
-)
-def test_a_raised_max_depth_past_1024_gives_one_verdict_on_both_bindings() -> None:
-    """``Limits(max_depth=2000)`` is accepted without a word (the docs name no cap).
-    Over SSE a 1,100-level state is then LIMIT ("the payload nests more than 1024
-    levels deep, beyond any nesting limit (max_depth) this library accepts").
-    Over protobuf, the limit given to the reader as the docs say, the deep reader
-    decodes it and enforcement's recursive depth walk raises RecursionError."""
-    limits = Limits(max_depth=2000)
-    text, message = _state_1100_deep()
+# (levels of the state's lists, the verdict at max_depth=MAX_DEPTH_CEILING): the event
+# counts as one level more, so CEILING - 1 lists fill the limit exactly
+DEEP_STATES = [
+    pytest.param(MAX_DEPTH_CEILING - 1, None, id="at-the-ceiling"),
+    pytest.param(MAX_DEPTH_CEILING, "LIMIT", id="one-past-the-ceiling"),
+    pytest.param(1100, "LIMIT", id="1100-levels"),
+]
+
+
+@pytest.mark.parametrize(("levels", "rule"), DEEP_STATES)
+def test_a_raised_max_depth_past_1024_gives_one_verdict_on_both_bindings(
+    levels: int, rule: str | None
+) -> None:
+    """The attack gave ``Limits(max_depth=2000)`` (accepted then without a word) and
+    a 1,100-level state: LIMIT over SSE, a RecursionError in enforcement over
+    protobuf. 2000 is now refused at construction (``UsageError`` naming the
+    ceiling, the correct verdict); at the ceiling itself the two bindings give one
+    verdict — the state that fills it delivered, one level more and 1,100 levels
+    the same LIMIT (rule, index, path, message)."""
+    with pytest.raises(UsageError, match=f"ceiling of {MAX_DEPTH_CEILING} levels"):
+        Limits(max_depth=2000)
+    with pytest.raises(UsageError, match=f"ceiling of {MAX_DEPTH_CEILING} levels"):
+        ProtoReader(max_depth=2000)
+    limits = Limits(max_depth=MAX_DEPTH_CEILING)
+    text, message = _state_deep(levels)
     sse = _outcome(SSEReader().feed_frames(b"".join(map(sse_frame, [_json(START), text]))), limits)
-    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
-    frames = ProtoReader(max_depth=2000).feed_frames(
+    if rule is None:
+        assert sse[1] is None and len(sse[0]) == 2
+    else:
+        assert sse[1] is not None and sse[1][1:3] == (rule, 1)
+    frames = ProtoReader(max_depth=MAX_DEPTH_CEILING).feed_frames(
         proto_frame(encode_proto_event(START)) + proto_frame(message)
     )
     assert _outcome(frames, limits) == sse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: agui-tools verify --limit max_depth=2000 on a .pb capture of a "
-    "1100-level state dies with RecursionError",
-)
+@pytest.mark.parametrize(("levels", "rule"), DEEP_STATES)
 def test_verify_with_max_depth_2000_judges_a_1100_level_binary_capture(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], levels: int, rule: str | None
 ) -> None:
-    """The SSE twin is "failed" (LIMIT at event 1); the binary capture is a
-    RecursionError traceback out of ``agui-tools verify``."""
-    text, message = _state_1100_deep()
+    """The attack's ``--limit max_depth=2000`` made the binary capture a RecursionError
+    traceback out of ``agui-tools verify``: it is now bad usage (exit 2, the
+    ceiling named). At the ceiling, the SSE capture and its binary twin get one
+    verdict: "completed" when the state fills the limit, "failed" (LIMIT at event
+    1) past it."""
+    text, message = _state_deep(levels)
     (tmp_path / "c.sse").write_bytes(b"".join(map(sse_frame, [_json(START), text, _json(END)])))
     body = proto_frame(message).join(
         [proto_frame(encode_proto_event(START)), proto_frame(encode_proto_event(END))]
     )
     (tmp_path / "c.pb").write_bytes(body)
+    with pytest.raises(SystemExit) as refused:
+        main(["verify", "--limit", "max_depth=2000", str(tmp_path / "c.pb")])
+    assert refused.value.code == 2
+    assert f"ceiling of {MAX_DEPTH_CEILING} levels" in capsys.readouterr().err
     verdicts = []
     for name in ("c.sse", "c.pb"):
-        code = main(["verify", "--json", "--limit", "max_depth=2000", str(tmp_path / name)])
+        limit = f"max_depth={MAX_DEPTH_CEILING}"
+        code = main(["verify", "--json", "--limit", limit, str(tmp_path / name)])
         doc = json.loads(capsys.readouterr().out)
-        verdicts.append((code, doc["outcome"], doc["error"]))
-    assert verdicts[0][:2] == (1, "failed") and verdicts[0][2]["rule"] == "LIMIT"
+        verdicts.append((code, doc["outcome"], doc["error"], doc["truncated"]))
+    if rule is None:
+        assert verdicts[0] == (0, "completed", None, None)
+    else:
+        assert verdicts[0][:2] == (1, "failed") and verdicts[0][2]["rule"] == rule
     assert verdicts[1] == verdicts[0]
 
 

@@ -51,6 +51,8 @@ from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageEr
 from . import _proto_events_pb2 as pb
 from ._enforce import (
     DEFAULT_MAX_DEPTH,
+    MAX_DEPTH_CEILING,
+    checked_max_depth,
     depth_excess,
     escape_pointer,
     nests_within,
@@ -1159,7 +1161,11 @@ def decode_proto_event(
     levels it costs (upb alone reads 100: 32 object levels); a deeper one is
     the :class:`LimitExceeded` (rule ``LIMIT``) enforcement gives the same event
     on SSE, word for word, found without reading past ``max_depth`` levels.
+    A ``max_depth`` above :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING` is
+    a :class:`UsageError`.
     """
+    if max_depth > MAX_DEPTH_CEILING or max_depth < 2:
+        checked_max_depth(max_depth)
     try:
         envelope = _parse(data)
     except _pb_message.DecodeError as exc:
