@@ -24,13 +24,13 @@ from typing import Any
 import orjson
 import pytest
 
-from agui_tools import Limits, ProtocolViolation, UsageError
+from agui_tools import LimitExceeded, Limits, ProtocolViolation, UsageError
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._reducer import ThreadState
 from agui_tools.cli import main
 from agui_tools.transport._client import SyncAgentClient
 from agui_tools.wire import _proto_events_pb2 as pb
-from agui_tools.wire._enforce import MAX_DEPTH_CEILING
+from agui_tools.wire._enforce import MAX_DEPTH_CEILING, depth_excess
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._pipeline import ConsumerPipeline
 from agui_tools.wire._proto_codec import decode_proto_event, encode_proto_event
@@ -404,11 +404,6 @@ def test_verify_with_max_depth_2000_judges_a_1100_level_binary_capture(
 _TOOL_CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a too-deep value enforcement ignores or strips is accepted on SSE and "
-    "LIMIT on protobuf",
-)
 @pytest.mark.parametrize(
     "event",
     [
@@ -452,35 +447,58 @@ _TOOL_CALL = {"id": "c", "type": "function", "function": {"name": "f", "argument
 def test_a_deep_value_enforcement_does_not_keep_gets_one_verdict_on_both_bindings(
     event: dict[str, Any],
 ) -> None:
-    """A value 200 levels deep where enforcement does not judge depth: a
-    ``remove``/``move``/``copy`` operation's stray ``value`` (SSE delivers it as is,
-    no warning, no LIMIT), a user message's ``toolCalls`` (SSE strips them, PROC-3).
-    SSE accepts the event; the binary binding refuses it with the decoder's own
-    LIMIT (empty path) — the cut event's enforcement found nothing to refuse."""
+    """A value 200 levels deep where enforcement did not judge depth: a
+    ``remove``/``move``/``copy`` operation's stray ``value`` (SSE delivered it as is,
+    no warning, no LIMIT), a user message's ``toolCalls`` (SSE stripped them,
+    PROC-3). SSE accepted the event; the binary binding refused it with the
+    decoder's own LIMIT (empty path). The rule now: every member of an event,
+    stripped or unjudged ones included, nests within ``max_depth`` (as every member
+    of a run input does) — one LIMIT on both bindings, naming the same path."""
     sse = over_sse([_json(START), _json(event), _json(END)])
-    assert sse[1] is None and len(sse[0]) == 3  # the JSON binding accepts it
+    assert sse[1] is not None and sse[1][:3] == (LimitExceeded, "LIMIT", 1)
+    assert sse[1][3] == depth_excess(event, 128) and sse[1][3].count("/") == 128
+    assert len(sse[0]) == 1  # RUN_STARTED only: the deep event is not delivered
     binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
     assert binary == sse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: verify --json on an SSE capture whose remove op carries a 300-level value "
-    "dies with TypeError",
+@pytest.mark.parametrize(
+    "part",
+    [
+        pytest.param({"type": "hologram", "data": deep(200)}, id="unknown-union-member"),
+        pytest.param(
+            {"type": "image", "source": {"type": "s3", "value": "k"}, "extra": deep(200)},
+            id="after-an-unrecognised-required-member",
+        ),
+    ],
 )
+def test_a_deep_value_inside_a_stripped_member_is_limit_too(part: dict[str, Any]) -> None:
+    """The same rule where the walker stops early: a content part of an unknown kind
+    (stripped whole, PROC-5) and the members after an image part's unknown
+    ``source`` (the part stripped at it) are never walked — they are measured all
+    the same, so a 200-level value there is LIMIT, not a silent strip."""
+    event = {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": [part]}
+    sse = over_sse([_json(START), _json(event), _json(END)])
+    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
+    assert sse[1][3] == depth_excess(event, 128)
+    shallow = {**event, "content": [{**part, **{k: 1 for k in ("data", "extra") if k in part}}]}
+    assert over_sse([_json(START), _json(shallow), _json(END)])[1] is None  # stripped, fine
+
+
 def test_verify_json_survives_a_deep_value_the_stream_delivers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Default limits. SSE enforcement delivers a ``remove`` operation's stray
-    ``value`` however deep (up to orjson's 1,024 levels), so ``verify`` judges the
-    run "completed" — and ``--json`` then writes the delivered events with orjson
-    (254 levels at most): ``TypeError: Recursion limit reached``, a traceback."""
+    """Default limits. SSE enforcement delivered a ``remove`` operation's stray
+    ``value`` however deep (up to orjson's 1,024 levels), so ``verify`` judged the
+    run "completed" — and ``--json`` then wrote the delivered events with orjson
+    (254 levels at most): ``TypeError: Recursion limit reached``, a traceback. Now
+    the value is LIMIT (every member within ``max_depth``): "failed", both ways."""
     delta = b'{"type":"STATE_DELTA","delta":[{"op":"remove","path":"/a","value":'
     delta += b"[" * 300 + b"1" + b"]" * 300 + b"}]}"
     body = b"".join(sse_frame(t) for t in (_json(START), delta, _json(END)))
     (tmp_path / "c.sse").write_bytes(body)
-    assert main(["verify", str(tmp_path / "c.sse")]) == 0  # judged: completed
-    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "c.sse")]) == 1  # judged: failed (LIMIT)
+    assert "LIMIT" in capsys.readouterr().out
     code = main(["verify", "--json", str(tmp_path / "c.sse")])
     doc = json.loads(capsys.readouterr().out)
     assert (code, doc["outcome"]) in ((0, "completed"), (1, "failed"))

@@ -522,6 +522,11 @@ class _Walker:
         for key, item in v.items():
             sub = props.get(key)
             if sub is None:
+                # a member nothing judges (passed on, or stripped) still nests within
+                # max_depth: what is delivered stays writable, and the binary binding,
+                # which reads no value past the limit, gives the same verdict (#28)
+                if item.__class__ in _CONTAINERS:
+                    self.open_value(item, f"{path}/{escape_pointer(key)}")
                 if node.closed:
                     if out is None:
                         out = dict(v)
@@ -537,6 +542,7 @@ class _Walker:
                 continue
             if isinstance(new, _Unrecognised):
                 if key in node.required:
+                    self.open_value(v, path)  # the members after it go unwalked
                     return new
                 if out is None:
                     out = dict(v)
@@ -561,6 +567,7 @@ class _Walker:
             self.malformed(f"{path}/{disc}", f"{disc} must be a string.", tag)
         variant = node.variants.get(tag)
         if variant is None:
+            self.open_value(v, path)  # stripped unwalked: bounded all the same
             return _Unrecognised(
                 path, f"{disc} {tag!r} is not a member this implementation recognises"
             )
