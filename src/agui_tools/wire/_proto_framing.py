@@ -35,6 +35,7 @@ __all__ = ["PROTO_MEDIA_TYPE", "PendingFrame", "ProtoReader", "proto_frame", "un
 _HEADER: Final = 4
 _LENGTH: Final = struct.Struct(">I")
 _WHERE: Final = "binary framing"
+_FRAME_RULE: Final = "TRANS-7"  # the decoder's own refusals; any other rule is enforcement's
 
 
 def proto_frame(message: bytes) -> bytes:
@@ -163,6 +164,9 @@ class ProtoReader(_StreamReader):
                 except LimitExceeded:  # a value nested too deep: enforcement's own words
                     raise
                 except ProtocolViolation as exc:
+                    if exc.rule != _FRAME_RULE:  # enforcement's verdict on a frame cut past
+                        raise  # max_depth (META-1…): its path and words, as SSE gives them
+
                     raise type(exc)(
                         exc.rule,
                         f"{exc.explanation} (binary frame #{self._frames}, {length} bytes at byte "
