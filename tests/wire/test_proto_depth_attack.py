@@ -404,6 +404,31 @@ def test_verify_with_max_depth_2000_judges_a_1100_level_binary_capture(
     assert verdicts[1] == verdicts[0]
 
 
+@pytest.mark.parametrize("binary", [False, True], ids=["sse", "proto"])
+def test_at_the_ceiling_verify_json_writes_an_activity_that_fills_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], binary: bool
+) -> None:
+    """The ceiling's derivation, checked: an activity's ``content`` is re-nested two
+    levels deeper than in its event (``messages[i].content`` of the verdict's
+    document, and of the next run input) and an event sits at level 3 of
+    ``verify --json``'s document. At ``max_depth=MAX_DEPTH_CEILING`` an
+    ``ACTIVITY_SNAPSHOT`` filling the limit is delivered and written — a ceiling
+    past what orjson writes re-nested would be a traceback here."""
+    content = deep(MAX_DEPTH_CEILING - 1)
+    activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "a"}
+    events = [START, {**activity, "content": content}, END]
+    if binary:
+        body = b"".join(proto_frame(encode_proto_event(e, max_depth=300)) for e in events)
+    else:
+        body = b"".join(sse_frame(_json(e)) for e in events)
+    (tmp_path / "c").write_bytes(body)
+    limit = f"max_depth={MAX_DEPTH_CEILING}"
+    assert main(["verify", "--json", "--limit", limit, str(tmp_path / "c")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outcome"] == "completed" and doc["events"][1]["content"] == content
+    assert [m["content"] for m in doc["messages"]] == [content]
+
+
 _TOOL_CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 

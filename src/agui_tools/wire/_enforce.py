@@ -222,10 +222,11 @@ def checked_max_depth(max_depth: int, where: str = "max_depth") -> int:
         raise UsageError(
             f"{where}={max_depth} is above the ceiling of {MAX_DEPTH_CEILING} levels this "
             f"library carries: orjson writes at most {ORJSON_WRITE_DEPTH} levels, and an "
-            f"accepted value is written again up to {RENEST_LEVELS + _WRAP_ROOM} levels deeper "
-            "(a state or activity in the next run input, an event in verify --json), so a "
-            f'deeper one could be received but never re-sent (docs/security.md, "Resource '
-            f'limits"). Use at most {MAX_DEPTH_CEILING}.',
+            f"accepted value is written again up to {RENEST_LEVELS} levels deeper (an "
+            "activity in the next run input, an event in verify --json), with "
+            f"{_WRAP_ROOM} more kept for a document wrapping those, so a deeper one could be "
+            f'received but never re-sent (docs/security.md, "Resource limits"). Use at most '
+            f"{MAX_DEPTH_CEILING}.",
             rule="LIMIT",
         )
     if max_depth < 2:
