@@ -12,6 +12,7 @@ is a finding: it passes once the code is fixed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 import struct
@@ -20,16 +21,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from agui_tools import Limits, ProtocolViolation
+from agui_tools import LimitExceeded, Limits, ProtocolViolation, UsageError
 from agui_tools.app._conversation import Conversation
+from agui_tools.app._reducer import ThreadState
 from agui_tools.cli import main
 from agui_tools.transport._client import SyncAgentClient
 from agui_tools.wire import _proto_events_pb2 as pb
+from agui_tools.wire._enforce import MAX_DEPTH_CEILING, depth_excess
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._pipeline import ConsumerPipeline
-from agui_tools.wire._proto_codec import encode_proto_event
+from agui_tools.wire._proto_codec import decode_proto_event, encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
 from tests.helpers.attacks import deep, varint
 from tests.helpers.scripted_server import Script, app_for, serve
@@ -144,11 +148,6 @@ DUPLICATES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a duplicate key whose overridden value is too deep is LIMIT on protobuf, "
-    "accepted on SSE, by upb and by @ag-ui/proto",
-)
 @pytest.mark.parametrize(("message", "event", "text"), DUPLICATES)
 def test_a_duplicate_key_overridden_by_a_shallow_value_reads_as_protobuf_and_sse_read_it(
     message: bytes, event: dict[str, Any], text: bytes
@@ -156,8 +155,9 @@ def test_a_duplicate_key_overridden_by_a_shallow_value_reads_as_protobuf_and_sse
     """``{"a": <200 nested lists>, "a": 2}`` is ``{"a": 2}``: orjson keeps the last
     duplicate on SSE, and upb (limit raised) decodes the same protobuf to the same
     event (so does the official ``@ag-ui/proto`` decoder, checked by hand). The deep
-    reader gives up on the first ``a`` — a value nobody keeps — and refuses the
-    frame with its own LIMIT (empty path), not enforcement's verdict."""
+    reader gave up on the first ``a`` — a value nobody keeps — and refused the
+    frame with its own LIMIT (empty path). Now the frame's cut reading, which
+    enforcement accepts (so nothing cut is in it), is the event."""
     assert upb_reads(message) == repr(event)  # protobuf's own reading
     sse = over_sse([_json(START), text, _json(END)])
     assert sse == ([START, event, END], None)  # the JSON binding accepts it
@@ -172,17 +172,13 @@ def _nested_lists(levels: int) -> Any:
     return value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a frame cut past max_depth whose verdict is not LIMIT loses its path "
-    "and wording",
-)
 def test_a_cut_frame_keeps_enforcements_path_when_its_verdict_is_not_limit() -> None:
     """An interrupt's ``metadata`` 200 lists deep: SSE says META-1 at
     ``/outcome/interrupts/0/metadata`` (the shape is judged before the depth). At
     128 levels the binary binding says the same; past the deep reader's bound the
-    cut frame's verdict comes back with an empty path and a frame note appended —
-    "the same violation, index, path and message" no longer holds."""
+    cut frame's verdict came back with an empty path and a frame note appended. The
+    reader now hands on enforcement's verdict as it is (only its own TRANS-7
+    refusals get the frame note): the same violation, index, path and message."""
     for levels in (128, 200):
         finished = {
             "type": "RUN_FINISHED",
@@ -199,11 +195,6 @@ def test_a_cut_frame_keeps_enforcements_path_when_its_verdict_is_not_limit() -> 
         assert binary == sse, levels
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: verify --limit max_depth=200 calls a complete binary capture with a "
-    "150-level state truncated",
-)
 def test_verify_with_a_raised_max_depth_reads_a_deep_binary_capture_as_its_sse_twin(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -227,55 +218,87 @@ def test_verify_with_a_raised_max_depth_reads_a_deep_binary_capture_as_its_sse_t
     assert (bin_code, binary["outcome"], binary["truncated"]) == (0, "completed", None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: with two values one level past the limit, the LIMIT path differs between "
-    "bindings (member order)",
-)
 @pytest.mark.parametrize(
-    "event",
+    ("event", "deep_values"),
     [
         pytest.param(
             {"type": "CUSTOM", "name": "n", "value": deep(128), "rawEvent": deep(128)},
+            ["/value", "/rawEvent"],
             id="value-and-rawEvent",
         ),
         pytest.param(
             {"type": "CUSTOM", "name": "n", "value": {"1": deep(127), "0": deep(127)}},
+            ["/value/1", "/value/0"],
             id="integer-like-keys",
         ),
     ],
 )
-def test_one_level_past_with_two_deep_values_names_the_same_path_on_both_bindings(
-    event: dict[str, Any],
+def test_one_level_past_with_two_deep_values_is_one_verdict_naming_either_path(
+    event: dict[str, Any], deep_values: list[str]
 ) -> None:
-    """One level past the limit, twice in one event. SSE names the value its member
-    order reaches (``/value/0/…``, ``/value/…``); the binary binding writes members
-    in its own order (the schema's field order, JavaScript key order — as the
-    official encoder does) and names another (``/value/1/…``, ``/rawEvent/…``):
-    same rule and index, a different path and message. The producer does not
-    enforce the limit (``max_depth=10_000``), as in tests/wire/test_proto_depth.py."""
+    """A known, bounded difference (docs/security.md, "Resource limits"): one level
+    past the limit, twice in one event. SSE names the value its member order
+    reaches first (``/value/…``, ``/value/0/…``); the binary binding keeps no
+    member order — it writes the schema's field order and JavaScript key order,
+    as the official encoder does — and may name the other (``/rawEvent/…``,
+    ``/value/1/…``). The verdict is the same: violation type, rule ``LIMIT``, event
+    index, and nothing delivered past ``RUN_STARTED``; each path is that of the
+    first container past the limit inside one of the too-deep values, and each
+    message names the value it is in. The producer does not enforce the limit
+    (``max_depth=10_000``), as in tests/wire/test_proto_depth.py."""
+    candidates = set()
+    for pointer in deep_values:
+        value: Any = event
+        for key in pointer.split("/")[1:]:
+            value = value[key]
+        candidates.add(depth_excess(value, 128 - pointer.count("/"), pointer))
     sse = over_sse([_json(START), _json(event), _json(END)])
-    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
     binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
-    assert binary == sse
+    for delivered, verdict in (sse, binary):
+        assert delivered == [START]
+        assert verdict is not None and verdict[:3] == (LimitExceeded, "LIMIT", 1)
+        assert verdict[3] in candidates
+        top = "/" + verdict[3].split("/")[1]
+        assert verdict[4].startswith(f"the value at {top} nests deeper than max_depth=128")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: with max_depth raised to 300 (both knobs), a 255-level state crashes "
-    "client.run with TypeError",
-)
+def test_a_max_depth_past_the_ceiling_is_refused_where_it_is_given() -> None:
+    """The attack raised both knobs to 300 and a 255-level state crashed ``client.run``
+    (``TypeError: Recursion limit reached``: orjson writes 254 levels). The class is
+    closed at construction: every place taking ``max_depth`` refuses one above
+    ``MAX_DEPTH_CEILING`` with a ``UsageError`` (rule LIMIT) naming the ceiling and
+    why — the correct verdict for 300, given before any byte is read."""
+    too_deep = MAX_DEPTH_CEILING + 1
+    makers: list[Any] = [
+        lambda: Limits(max_depth=too_deep),
+        lambda: ProtoReader(max_depth=too_deep),
+        lambda: decode_proto_event(encode_proto_event(START), max_depth=too_deep),
+        lambda: SyncAgentClient("http://127.0.0.1:9/agent", max_depth=too_deep),
+        lambda: ThreadState(max_depth=too_deep),
+    ]
+    for make in makers:
+        with pytest.raises(UsageError) as caught:
+            make()
+        assert caught.value.rule == "LIMIT"
+        assert f"ceiling of {MAX_DEPTH_CEILING} levels" in str(caught.value)
+        assert "orjson writes at most 254 levels" in str(caught.value)
+    assert Limits(max_depth=MAX_DEPTH_CEILING).max_depth == MAX_DEPTH_CEILING
+
+
 @pytest.mark.parametrize("binary", [False, True], ids=["sse", "proto"])
-def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(binary: bool) -> None:
-    """The docs say to raise ``Limits.max_depth`` and ``AgentClient(max_depth=…)``
-    together; both bindings then let a 255-level state through enforcement, and
-    the reducer's ``orjson.dumps`` (254 levels at most) raises ``TypeError:
-    Recursion limit reached`` out of ``client.run`` — a traceback, on SSE as on
-    protobuf (254 levels succeed). A real loopback server sends the bytes."""
-    conv = Conversation(thread_id="t", limits=Limits(max_depth=300))
+@pytest.mark.parametrize("past", [False, True], ids=["at-the-ceiling", "one-past"])
+def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(
+    binary: bool, past: bool
+) -> None:
+    """At the ceiling itself (both knobs raised, as the docs say): a state that fills
+    ``MAX_DEPTH_CEILING`` levels with its event is delivered, reduced and re-sent in
+    the next run input (orjson writes it) on both bindings; one level more is a
+    LIMIT verdict, never a traceback. A real loopback server sends the bytes."""
+    ceiling = MAX_DEPTH_CEILING
+    conv = Conversation(thread_id="t", limits=Limits(max_depth=ceiling))
     conv.next_input(user="hi")
     ids = {"threadId": conv.pending_input["threadId"], "runId": conv.pending_input["runId"]}
-    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": deep(255)}
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": deep(ceiling - 1 + past)}
     events = [{"type": "RUN_STARTED", **ids}, snapshot, {"type": "RUN_FINISHED", **ids}]
     if binary:
         body = b"".join(proto_frame(encode_proto_event(e, max_depth=300)) for e in events)
@@ -285,77 +308,130 @@ def test_a_raised_max_depth_never_turns_a_deep_state_into_a_traceback(binary: bo
     transport = "proto" if binary else "sse"
     with (
         serve(app_for(script)) as url,
-        SyncAgentClient(f"{url}/agent", transport=transport, max_depth=300) as client,
+        SyncAgentClient(f"{url}/agent", transport=transport, max_depth=ceiling) as client,
     ):
         try:
             result = client.run(conv)
-        except ProtocolViolation as exc:  # a verdict naming a rule is fine
-            assert exc.rule
+        except ProtocolViolation as exc:  # one past: a verdict naming the rule
+            assert past and exc.rule == "LIMIT", exc
             return
-    assert result.status in ("success", "rejected")
+        if past:
+            assert result.status == "rejected" and result.violation is not None
+            assert result.violation.rule == "LIMIT"
+            return
+        assert result.status == "success"
+        assert conv.state == snapshot["snapshot"]
+        conv.next_input(user="again")  # the state re-sent, re-nested: still writable
+        assert orjson.loads(orjson.dumps(conv.pending_input))["state"] == snapshot["snapshot"]
+        with contextlib.suppress(ProtocolViolation):  # the scripted answer is the first run's
+            client.run(conv)  # the client sends it
+    assert len(script.requests) == 2
+    assert orjson.loads(script.requests[1]["body"])["state"] == snapshot["snapshot"]
 
 
-def _state_1100_deep() -> tuple[bytes, bytes]:
-    """A STATE_SNAPSHOT 1,100 lists deep: its JSON text, and its Event message."""
-    text = b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * 1100 + b"1" + b"]" * 1100 + b"}"
+def _state_deep(levels: int) -> tuple[bytes, bytes]:
+    """A STATE_SNAPSHOT ``levels`` lists deep: its JSON text, and its Event message."""
+    text = b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * levels + b"1" + b"]" * levels + b"}"
     base = _ld(1, varint(1 << 3) + varint(pb.EventType.Value("STATE_SNAPSHOT")))
-    return text, _ld(7, base + _ld(2, _lists(1100, _num(1))))  # Event.state_snapshot
+    return text, _ld(7, base + _ld(2, _lists(levels, _num(1))))  # Event.state_snapshot
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: with max_depth=2000, a 1100-level state is a clean LIMIT on SSE and a "
-    "RecursionError in enforcement on protobuf",
-)
-def test_a_raised_max_depth_past_1024_gives_one_verdict_on_both_bindings() -> None:
-    """``Limits(max_depth=2000)`` is accepted without a word (the docs name no cap).
-    Over SSE a 1,100-level state is then LIMIT ("the payload nests more than 1024
-    levels deep, beyond any nesting limit (max_depth) this library accepts").
-    Over protobuf, the limit given to the reader as the docs say, the deep reader
-    decodes it and enforcement's recursive depth walk raises RecursionError."""
-    limits = Limits(max_depth=2000)
-    text, message = _state_1100_deep()
+# (levels of the state's lists, the verdict at max_depth=MAX_DEPTH_CEILING): the event
+# counts as one level more, so CEILING - 1 lists fill the limit exactly
+DEEP_STATES = [
+    pytest.param(MAX_DEPTH_CEILING - 1, None, id="at-the-ceiling"),
+    pytest.param(MAX_DEPTH_CEILING, "LIMIT", id="one-past-the-ceiling"),
+    pytest.param(1100, "LIMIT", id="1100-levels"),
+]
+
+
+@pytest.mark.parametrize(("levels", "rule"), DEEP_STATES)
+def test_a_raised_max_depth_past_1024_gives_one_verdict_on_both_bindings(
+    levels: int, rule: str | None
+) -> None:
+    """The attack gave ``Limits(max_depth=2000)`` (accepted then without a word) and
+    a 1,100-level state: LIMIT over SSE, a RecursionError in enforcement over
+    protobuf. 2000 is now refused at construction (``UsageError`` naming the
+    ceiling, the correct verdict); at the ceiling itself the two bindings give one
+    verdict — the state that fills it delivered, one level more and 1,100 levels
+    the same LIMIT (rule, index, path, message)."""
+    with pytest.raises(UsageError, match=f"ceiling of {MAX_DEPTH_CEILING} levels"):
+        Limits(max_depth=2000)
+    with pytest.raises(UsageError, match=f"ceiling of {MAX_DEPTH_CEILING} levels"):
+        ProtoReader(max_depth=2000)
+    limits = Limits(max_depth=MAX_DEPTH_CEILING)
+    text, message = _state_deep(levels)
     sse = _outcome(SSEReader().feed_frames(b"".join(map(sse_frame, [_json(START), text]))), limits)
-    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
-    frames = ProtoReader(max_depth=2000).feed_frames(
+    if rule is None:
+        assert sse[1] is None and len(sse[0]) == 2
+    else:
+        assert sse[1] is not None and sse[1][1:3] == (rule, 1)
+    frames = ProtoReader(max_depth=MAX_DEPTH_CEILING).feed_frames(
         proto_frame(encode_proto_event(START)) + proto_frame(message)
     )
     assert _outcome(frames, limits) == sse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: agui-tools verify --limit max_depth=2000 on a .pb capture of a "
-    "1100-level state dies with RecursionError",
-)
+@pytest.mark.parametrize(("levels", "rule"), DEEP_STATES)
 def test_verify_with_max_depth_2000_judges_a_1100_level_binary_capture(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], levels: int, rule: str | None
 ) -> None:
-    """The SSE twin is "failed" (LIMIT at event 1); the binary capture is a
-    RecursionError traceback out of ``agui-tools verify``."""
-    text, message = _state_1100_deep()
+    """The attack's ``--limit max_depth=2000`` made the binary capture a RecursionError
+    traceback out of ``agui-tools verify``: it is now bad usage (exit 2, the
+    ceiling named). At the ceiling, the SSE capture and its binary twin get one
+    verdict: "completed" when the state fills the limit, "failed" (LIMIT at event
+    1) past it."""
+    text, message = _state_deep(levels)
     (tmp_path / "c.sse").write_bytes(b"".join(map(sse_frame, [_json(START), text, _json(END)])))
     body = proto_frame(message).join(
         [proto_frame(encode_proto_event(START)), proto_frame(encode_proto_event(END))]
     )
     (tmp_path / "c.pb").write_bytes(body)
+    with pytest.raises(SystemExit) as refused:
+        main(["verify", "--limit", "max_depth=2000", str(tmp_path / "c.pb")])
+    assert refused.value.code == 2
+    assert f"ceiling of {MAX_DEPTH_CEILING} levels" in capsys.readouterr().err
     verdicts = []
     for name in ("c.sse", "c.pb"):
-        code = main(["verify", "--json", "--limit", "max_depth=2000", str(tmp_path / name)])
+        limit = f"max_depth={MAX_DEPTH_CEILING}"
+        code = main(["verify", "--json", "--limit", limit, str(tmp_path / name)])
         doc = json.loads(capsys.readouterr().out)
-        verdicts.append((code, doc["outcome"], doc["error"]))
-    assert verdicts[0][:2] == (1, "failed") and verdicts[0][2]["rule"] == "LIMIT"
+        verdicts.append((code, doc["outcome"], doc["error"], doc["truncated"]))
+    if rule is None:
+        assert verdicts[0] == (0, "completed", None, None)
+    else:
+        assert verdicts[0][:2] == (1, "failed") and verdicts[0][2]["rule"] == rule
     assert verdicts[1] == verdicts[0]
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["sse", "proto"])
+def test_at_the_ceiling_verify_json_writes_an_activity_that_fills_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], binary: bool
+) -> None:
+    """The ceiling's derivation, checked: an activity's ``content`` is re-nested two
+    levels deeper than in its event (``messages[i].content`` of the verdict's
+    document, and of the next run input) and an event sits at level 3 of
+    ``verify --json``'s document. At ``max_depth=MAX_DEPTH_CEILING`` an
+    ``ACTIVITY_SNAPSHOT`` filling the limit is delivered and written — a ceiling
+    past what orjson writes re-nested would be a traceback here."""
+    content = deep(MAX_DEPTH_CEILING - 1)
+    activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "a"}
+    events = [START, {**activity, "content": content}, END]
+    if binary:
+        body = b"".join(proto_frame(encode_proto_event(e, max_depth=300)) for e in events)
+    else:
+        body = b"".join(sse_frame(_json(e)) for e in events)
+    (tmp_path / "c").write_bytes(body)
+    limit = f"max_depth={MAX_DEPTH_CEILING}"
+    assert main(["verify", "--json", "--limit", limit, str(tmp_path / "c")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outcome"] == "completed" and doc["events"][1]["content"] == content
+    assert [m["content"] for m in doc["messages"]] == [content]
 
 
 _TOOL_CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a too-deep value enforcement ignores or strips is accepted on SSE and "
-    "LIMIT on protobuf",
-)
 @pytest.mark.parametrize(
     "event",
     [
@@ -399,35 +475,58 @@ _TOOL_CALL = {"id": "c", "type": "function", "function": {"name": "f", "argument
 def test_a_deep_value_enforcement_does_not_keep_gets_one_verdict_on_both_bindings(
     event: dict[str, Any],
 ) -> None:
-    """A value 200 levels deep where enforcement does not judge depth: a
-    ``remove``/``move``/``copy`` operation's stray ``value`` (SSE delivers it as is,
-    no warning, no LIMIT), a user message's ``toolCalls`` (SSE strips them, PROC-3).
-    SSE accepts the event; the binary binding refuses it with the decoder's own
-    LIMIT (empty path) — the cut event's enforcement found nothing to refuse."""
+    """A value 200 levels deep where enforcement did not judge depth: a
+    ``remove``/``move``/``copy`` operation's stray ``value`` (SSE delivered it as is,
+    no warning, no LIMIT), a user message's ``toolCalls`` (SSE stripped them,
+    PROC-3). SSE accepted the event; the binary binding refused it with the
+    decoder's own LIMIT (empty path). The rule now: every member of an event,
+    stripped or unjudged ones included, nests within ``max_depth`` (as every member
+    of a run input does) — one LIMIT on both bindings, naming the same path."""
     sse = over_sse([_json(START), _json(event), _json(END)])
-    assert sse[1] is None and len(sse[0]) == 3  # the JSON binding accepts it
+    assert sse[1] is not None and sse[1][:3] == (LimitExceeded, "LIMIT", 1)
+    assert sse[1][3] == depth_excess(event, 128) and sse[1][3].count("/") == 128
+    assert len(sse[0]) == 1  # RUN_STARTED only: the deep event is not delivered
     binary = over_proto([encode_proto_event(e, max_depth=10_000) for e in (START, event, END)])
     assert binary == sse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: verify --json on an SSE capture whose remove op carries a 300-level value "
-    "dies with TypeError",
+@pytest.mark.parametrize(
+    "part",
+    [
+        pytest.param({"type": "hologram", "data": deep(200)}, id="unknown-union-member"),
+        pytest.param(
+            {"type": "image", "source": {"type": "s3", "value": "k"}, "extra": deep(200)},
+            id="after-an-unrecognised-required-member",
+        ),
+    ],
 )
+def test_a_deep_value_inside_a_stripped_member_is_limit_too(part: dict[str, Any]) -> None:
+    """The same rule where the walker stops early: a content part of an unknown kind
+    (stripped whole, PROC-5) and the members after an image part's unknown
+    ``source`` (the part stripped at it) are never walked — they are measured all
+    the same, so a 200-level value there is LIMIT, not a silent strip."""
+    event = {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": [part]}
+    sse = over_sse([_json(START), _json(event), _json(END)])
+    assert sse[1] is not None and sse[1][1:3] == ("LIMIT", 1)
+    assert sse[1][3] == depth_excess(event, 128)
+    shallow = {**event, "content": [{**part, **{k: 1 for k in ("data", "extra") if k in part}}]}
+    assert over_sse([_json(START), _json(shallow), _json(END)])[1] is None  # stripped, fine
+
+
 def test_verify_json_survives_a_deep_value_the_stream_delivers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Default limits. SSE enforcement delivers a ``remove`` operation's stray
-    ``value`` however deep (up to orjson's 1,024 levels), so ``verify`` judges the
-    run "completed" — and ``--json`` then writes the delivered events with orjson
-    (254 levels at most): ``TypeError: Recursion limit reached``, a traceback."""
+    """Default limits. SSE enforcement delivered a ``remove`` operation's stray
+    ``value`` however deep (up to orjson's 1,024 levels), so ``verify`` judged the
+    run "completed" — and ``--json`` then wrote the delivered events with orjson
+    (254 levels at most): ``TypeError: Recursion limit reached``, a traceback. Now
+    the value is LIMIT (every member within ``max_depth``): "failed", both ways."""
     delta = b'{"type":"STATE_DELTA","delta":[{"op":"remove","path":"/a","value":'
     delta += b"[" * 300 + b"1" + b"]" * 300 + b"}]}"
     body = b"".join(sse_frame(t) for t in (_json(START), delta, _json(END)))
     (tmp_path / "c.sse").write_bytes(body)
-    assert main(["verify", str(tmp_path / "c.sse")]) == 0  # judged: completed
-    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "c.sse")]) == 1  # judged: failed (LIMIT)
+    assert "LIMIT" in capsys.readouterr().out
     code = main(["verify", "--json", str(tmp_path / "c.sse")])
     doc = json.loads(capsys.readouterr().out)
     assert (code, doc["outcome"]) in ((0, "completed"), (1, "failed"))

@@ -299,12 +299,11 @@ def unfinished_at(data: bytes) -> int | None:
     """The byte offset where the capture's last, unfinished event starts (``None``: none)."""
     kind = sniff_format(data[:64])
     if kind == "proto":
-        from ..wire._proto_framing import ProtoReader
+        from ..wire._proto_framing import unfinished_frame_at
 
-        reader = ProtoReader(max_event_bytes=len(data) + 1)
-        reader.feed_frames(data)
-        pending = reader.pending_frame()
-        return None if pending is None else pending.offset
+        # framing only: a frame the verdict's reader (its limits raised) read whole is
+        # whole here too, whatever a default-limit decode would make of it (#28)
+        return unfinished_frame_at(data)
     if kind == "ndjson":
         return ndjson_unfinished_at(data)
     if kind != "sse":

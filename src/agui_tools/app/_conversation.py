@@ -51,6 +51,7 @@ from .._errors import (
     StoreOutcomeUnknown,
     UsageError,
 )
+from ..wire._enforce import shared_enforcer
 from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
@@ -323,7 +324,11 @@ class Conversation:
         if resume:
             raw["resume"] = [dict(r) for r in resume]
         try:
-            prepared, warnings = prepare_run_input(raw, peer_version=self.peer_version)
+            prepared, warnings = prepare_run_input(  # at the limit its state was accepted at
+                raw,
+                peer_version=self.peer_version,
+                enforcer=shared_enforcer((self.limits or Limits()).max_depth),
+            )
         except BaseException:
             self.thread.withdraw(self._added)  # nothing was sent: the thread is as it was
             self._added = []

@@ -48,7 +48,7 @@ from typing import Any, Final
 import orjson
 
 from .._errors import LimitExceeded, ProtocolWarning, UsageError
-from ..wire._enforce import depth_excess
+from ..wire._enforce import checked_max_depth, depth_excess
 from ..wire._kinds import WireEvent, handlers
 from ..wire._verify import Limits
 from ._arguments import ArgumentBuffer
@@ -248,7 +248,7 @@ class ThreadState:
         limits: Limits | None = None,
     ) -> None:
         limits = limits or Limits()
-        max_depth = limits.max_depth if max_depth is None else max_depth
+        max_depth = limits.max_depth if max_depth is None else checked_max_depth(max_depth)
         self._value_depth = max_depth - 1  # a state value sits one level inside its event
         self._max_depth = max_depth
         self._max_bytes = limits.max_state_bytes

@@ -79,6 +79,14 @@ def _limit(text: str) -> tuple[str, int]:
         number = 0
     if number < 1:
         raise argparse.ArgumentTypeError(f"{name} must be a positive integer, not {value!r}")
+    if name == "max_depth":  # the ceiling this library carries (MAX_DEPTH_CEILING), said here
+        from .._errors import UsageError
+        from ..wire._enforce import checked_max_depth
+
+        try:
+            checked_max_depth(number)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
     return name, number
 
 
@@ -101,7 +109,7 @@ def register(sub: Any) -> None:
         type=_limit,
         action="append",
         default=[],
-        help="set a consumer limit (repeatable), e.g. --limit max_depth=256",
+        help="set a consumer limit (repeatable), e.g. --limit max_depth=200",
     )
     p.set_defaults(func=run)
 

@@ -46,7 +46,7 @@ from .._errors import LimitExceeded, ProtocolViolation, TransportError, UsageErr
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
 from ..wire._codec import refuse_non_finite
-from ..wire._enforce import DEFAULT_MAX_DEPTH
+from ..wire._enforce import DEFAULT_MAX_DEPTH, checked_max_depth, shared_enforcer
 from ..wire._framing import (
     DEFAULT_MAX_EVENT_BYTES,
     PROTO_MEDIA_TYPE,
@@ -343,7 +343,7 @@ class _Deadlines:
         )
 
 
-def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
+def _body(run_input: Mapping[str, Any], peer_version: str | None, max_depth: int) -> bytes:
     """The request body, exactly as sent — or a :class:`UsageError` and nothing sent.
 
     orjson writes NaN and ±Infinity as ``null`` without a word, which would
@@ -351,7 +351,11 @@ def _body(run_input: Mapping[str, Any], peer_version: str | None) -> bytes:
     path (TRANS-4). A value orjson cannot write at all (nested past its 254
     levels, an integer beyond 64 bits, a non-JSON type) is refused the same way.
     """
-    prepared, _ = prepare_run_input(run_input, peer_version=peer_version)
+    # judged at the client's own nesting limit: a state it accepted at a raised
+    # max_depth is sent back at the same one
+    prepared, _ = prepare_run_input(
+        run_input, peer_version=peer_version, enforcer=shared_enforcer(max_depth)
+    )
     refuse_non_finite(prepared, "refusing to send the run input")
     try:
         return orjson.dumps(prepared)
@@ -389,7 +393,7 @@ class _Exchange:
         self.url = client.url
         # checked and prepared exactly as it will be sent (unknown material stripped,
         # malformed fields refused — before anything is sent)
-        self.body = _body(run_input, client.peer_version)
+        self.body = _body(run_input, client.peer_version, client.max_depth)
         self.transport = client.transport
         self.max_event_bytes = client.max_event_bytes
         self.max_depth = client.max_depth
@@ -480,7 +484,7 @@ class BaseAgentClient(Generic[H]):
         self._http: H = http if http is not None else self._new_http(timeout)
         self.peer_version = peer_version
         self.max_event_bytes = max_event_bytes
-        self.max_depth = max_depth
+        self.max_depth = checked_max_depth(max_depth)
         self.idle_timeout = idle_timeout
         self.run_timeout = run_timeout
 

@@ -65,7 +65,7 @@ from ..agent._channel import EventChannel
 from ..agent._history import ContinuationRejected, check_continuation
 from ..agent._runner import Agent, drive
 from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse_json
-from ..wire._enforce import DEFAULT_MAX_DEPTH
+from ..wire._enforce import DEFAULT_MAX_DEPTH, checked_max_depth
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, sse_comment, sse_frame
 from ._auth import Authorize, Authorized, HostPolicy
 
@@ -247,7 +247,7 @@ class AgentEndpoint:
         self.strict_input = strict_input
         self.expose_errors = expose_errors
         self.high_water = high_water
-        self.max_depth = max_depth
+        self.max_depth = checked_max_depth(max_depth)
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.hosts = HostPolicy(allowed_hosts)
         self.body_timeout = body_timeout

@@ -112,36 +112,93 @@ class DecodedInput:
 _PARSER_DEPTH: Final = 1024  # orjson refuses to read deeper
 
 
+_TOKENS: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+"""A JSON text's strings (skipped whole: a bracket inside one is text) and brackets."""
+
+
+def cut_json(data: bytes, levels: int) -> bytes:
+    """``data`` with every container opened at level ``levels`` (the text itself is
+    level 1) left empty — the same brackets, nothing inside: one linear scan, so a
+    text nested past what the parser reads can be parsed and judged."""
+    out: list[bytes] = []
+    depth = 0
+    last = 0
+    skip_from = -1  # the depth at which a container being emptied opened (-1: none)
+    for token in _TOKENS.finditer(data):
+        char = data[token.start()]
+        if char == 0x22:  # a string
+            continue
+        if char in b"[{":
+            depth += 1
+            if depth == levels and skip_from < 0:
+                skip_from = depth
+                out.append(data[last : token.end()])
+        else:
+            if depth == skip_from:
+                skip_from = -1
+                last = token.start()
+            depth -= 1
+    out.append(data[last:])
+    return b"".join(out)
+
+
 def parse_json(
     data: bytes | bytearray | memoryview | str,
     index: int | None = None,
     *,
     where: str | None = None,
+    enforcer: Enforcer | None = None,
 ) -> Any:
     """Parse one JSON text, turning a syntax error into a violation (TRANS-4).
 
     ``where`` says what the text is when it has no stream position (``"run
     input"``, ``"capture"``). A text nested beyond what the parser reads is
-    valid JSON, so it is a :class:`LimitExceeded`, not a syntax error.
+    valid JSON, so it is a :class:`LimitExceeded`, not a syntax error; given the
+    event ``enforcer``, that verdict is enforcement's own for the event read with
+    its containers past ``max_depth + 1`` levels left empty (:func:`cut_json`) —
+    the path and words the binary binding gives the same event.
     """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         message = str(exc.args[0])
         if "depth limit" in message:
-            raise LimitExceeded(
+            own = LimitExceeded(
                 "LIMIT",
                 f"the payload nests more than {_PARSER_DEPTH} levels deep, beyond any nesting "
                 "limit (max_depth) this library accepts.",
                 index=index,
                 where=where,
-            ) from None
+            )
+            if enforcer is not None:
+                raise _cut_verdict(data, index, enforcer, own) from None
+            raise own from None
         raise ProtocolViolation(
             "TRANS-4",
             f"the payload is not valid JSON ({message}); each frame must carry exactly one event.",
             index=index,
             where=where,
         ) from None
+
+
+def _cut_verdict(
+    data: bytes | bytearray | memoryview | str,
+    index: int | None,
+    enforcer: Enforcer,
+    own: LimitExceeded,
+) -> ProtocolViolation:
+    """Enforcement's verdict on an event too deep to parse, read cut (see
+    :func:`parse_json`); ``own`` when the cut text is no event enforcement refuses."""
+    text = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    try:
+        event = orjson.loads(cut_json(text, enforcer.max_depth + 1))
+    except orjson.JSONDecodeError:
+        return own  # broken further on: the parser's verdict stands
+    try:
+        enforcer.event(event, index)
+    except ProtocolViolation as exc:
+        return exc
+    return own  # never handed on: the real event is deeper than anything accepted
 
 
 class Decoder:
@@ -174,7 +231,7 @@ class Decoder:
         try:
             obj = _loads(data)
         except orjson.JSONDecodeError:
-            obj = parse_json(data, index)  # raises the violation
+            obj = parse_json(data, index, enforcer=self.enforcer)  # raises the violation
         if type(obj) is dict:
             tag = obj.get("type")
             if type(tag) is str:

@@ -38,6 +38,7 @@ from .._errors import (
     LimitExceeded,
     ProtocolViolation,
     ProtocolWarning,
+    UsageError,
     describe_value,
     json_type_name,
 )
@@ -59,9 +60,11 @@ from ._schema import (
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "MAX_DEPTH_CEILING",
     "MAX_ID_BYTES",
     "ORJSON_WRITE_DEPTH",
     "Enforcer",
+    "checked_max_depth",
     "depth_excess",
     "escape_pointer",
     "id_problem",
@@ -183,6 +186,54 @@ ORJSON_WRITE_DEPTH: Final = _orjson_max_depth()
 """How many levels of containers orjson writes: a value wrapped in
 ``ORJSON_WRITE_DEPTH - room`` lists encodes only when it nests at most ``room``
 levels, which measures nesting in C instead of a Python walk."""
+
+
+RENEST_LEVELS: Final = 2
+"""How many levels deeper than in its event this library writes an accepted value
+again: an activity's ``content`` (level 2 of ``ACTIVITY_SNAPSHOT``) sits at level 4
+of the next run input (``messages[i].content``) and of ``verify --json``'s document,
+and every event sits at level 3 of the latter (``events[i]``). A state stays at
+level 2 (``RunAgentInput.state``)."""
+
+_WRAP_ROOM: Final = 2
+"""Two levels more of room, for a document that wraps those once more (a journal
+record, a report holding a verdict) without its author counting levels."""
+
+MAX_DEPTH_CEILING: Final = ORJSON_WRITE_DEPTH - RENEST_LEVELS - _WRAP_ROOM
+"""The highest ``max_depth`` (``Limits``, ``ProtoReader``, ``decode_proto_event``,
+``AgentClient``, ``--limit max_depth=``) this library accepts: 250 with orjson's
+254. Every value a consumer accepts must stay *writable* where it is sent or shown
+again — orjson writes at most :data:`ORJSON_WRITE_DEPTH` levels, and a state,
+activity or event is re-nested up to :data:`RENEST_LEVELS` deeper — so a higher
+limit would let a value through that the reducer, the next run input or
+``verify --json`` cannot write (``TypeError: Recursion limit reached``). It also
+keeps every walk far from Python's recursion limit (~1,000) and a deep frame's
+cost linear. Refused above, with :class:`UsageError`, at construction."""
+
+
+def checked_max_depth(max_depth: int, where: str = "max_depth") -> int:
+    """``max_depth`` when this library can carry it (2 to :data:`MAX_DEPTH_CEILING`);
+    otherwise :class:`UsageError` (rule ``LIMIT``) naming the ceiling and why."""
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+        raise UsageError(
+            f"{where} must be an integer, not {describe_value(max_depth)}", rule="LIMIT"
+        )
+    if max_depth > MAX_DEPTH_CEILING:
+        raise UsageError(
+            f"{where}={max_depth} is above the ceiling of {MAX_DEPTH_CEILING} levels this "
+            f"library carries: orjson writes at most {ORJSON_WRITE_DEPTH} levels, and an "
+            f"accepted value is written again up to {RENEST_LEVELS} levels deeper (an "
+            "activity in the next run input, an event in verify --json), with "
+            f"{_WRAP_ROOM} more kept for a document wrapping those, so a deeper one could be "
+            f'received but never re-sent (docs/security.md, "Resource limits"). Use at most '
+            f"{MAX_DEPTH_CEILING}.",
+            rule="LIMIT",
+        )
+    if max_depth < 2:
+        raise UsageError(
+            f"{where}={max_depth} is below 2: an event and one level inside it", rule="LIMIT"
+        )
+    return max_depth
 
 
 def nests_within(value: Any, levels: int) -> bool:
@@ -472,6 +523,11 @@ class _Walker:
         for key, item in v.items():
             sub = props.get(key)
             if sub is None:
+                # a member nothing judges (passed on, or stripped) still nests within
+                # max_depth: what is delivered stays writable, and the binary binding,
+                # which reads no value past the limit, gives the same verdict (#28)
+                if item.__class__ in _CONTAINERS:
+                    self.open_value(item, f"{path}/{escape_pointer(key)}")
                 if node.closed:
                     if out is None:
                         out = dict(v)
@@ -487,6 +543,7 @@ class _Walker:
                 continue
             if isinstance(new, _Unrecognised):
                 if key in node.required:
+                    self.open_value(v, path)  # the members after it go unwalked
                     return new
                 if out is None:
                     out = dict(v)
@@ -511,6 +568,7 @@ class _Walker:
             self.malformed(f"{path}/{disc}", f"{disc} must be a string.", tag)
         variant = node.variants.get(tag)
         if variant is None:
+            self.open_value(v, path)  # stripped unwalked: bounded all the same
             return _Unrecognised(
                 path, f"{disc} {tag!r} is not a member this implementation recognises"
             )
@@ -678,8 +736,7 @@ class Enforcer:
     def __init__(
         self, schema: CompiledSchema | None = None, *, max_depth: int = DEFAULT_MAX_DEPTH
     ) -> None:
-        if max_depth < 2:
-            raise ValueError("max_depth must be at least 2 (an event and one level inside it)")
+        checked_max_depth(max_depth)
         self.schema = schema or compiled()
         self.max_depth = max_depth
         self._variants = self.schema.event.variants

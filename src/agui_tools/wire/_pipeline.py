@@ -156,7 +156,9 @@ class ConsumerPipeline:
                         index=index,
                     )
                 if self._middleware:
-                    return self._after_boundary(parse_json(frame, index), index)
+                    return self._after_boundary(
+                        parse_json(frame, index, enforcer=self._decoder.enforcer), index
+                    )
                 wire, warnings = self._decoder.decode(frame, index)
             else:
                 if self._middleware:
@@ -242,7 +244,7 @@ class ConsumerPipeline:
                     try:
                         obj = loads(frame)  # type: ignore[arg-type]
                     except orjson.JSONDecodeError:
-                        obj = parse_json(frame, index)  # type: ignore[arg-type]  # raises
+                        obj = parse_json(frame, index, enforcer=self._decoder.enforcer)  # type: ignore[arg-type]  # raises
                 elif isinstance(frame, BrokenFrame):
                     raise frame.violation  # the framing layer's verdict, at this position
                 elif isinstance(frame, FrameNote):
@@ -253,7 +255,7 @@ class ConsumerPipeline:
                 elif isinstance(frame, Mapping):
                     obj = dict(frame)
                 else:
-                    obj = parse_json(frame, index)
+                    obj = parse_json(frame, index, enforcer=self._decoder.enforcer)
                 try:
                     kind = obj["type"]
                     clean = fast[kind](obj)

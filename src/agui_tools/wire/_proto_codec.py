@@ -51,6 +51,8 @@ from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, UsageEr
 from . import _proto_events_pb2 as pb
 from ._enforce import (
     DEFAULT_MAX_DEPTH,
+    MAX_DEPTH_CEILING,
+    checked_max_depth,
     depth_excess,
     escape_pointer,
     nests_within,
@@ -1159,7 +1161,11 @@ def decode_proto_event(
     levels it costs (upb alone reads 100: 32 object levels); a deeper one is
     the :class:`LimitExceeded` (rule ``LIMIT``) enforcement gives the same event
     on SSE, word for word, found without reading past ``max_depth`` levels.
+    A ``max_depth`` above :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING` is
+    a :class:`UsageError`.
     """
+    if max_depth > MAX_DEPTH_CEILING or max_depth < 2:
+        checked_max_depth(max_depth)
     try:
         envelope = _parse(data)
     except _pb_message.DecodeError as exc:
@@ -1187,22 +1193,35 @@ def _decode_deep(
     try:
         return _read(data, envelope, _DEEP_READERS, warnings, broken)
     except _TooDeep as exc:
-        raise _verdict(data, envelope, max_depth, exc.path, broken) from None
+        verdict = _verdict(data, envelope, max_depth, exc.path, broken, warnings)
+        if isinstance(verdict, ProtocolViolation):
+            raise verdict from None
+        return verdict
     finally:
         _DEPTH.reset(token)
 
 
 def _verdict(
-    data: bytes, envelope: Any, max_depth: int, inner: str, broken: str
-) -> ProtocolViolation:
+    data: bytes,
+    envelope: Any,
+    max_depth: int,
+    inner: str,
+    broken: str,
+    warnings: list[ProtocolWarning] | None,
+) -> ProtocolViolation | Event:
     """The refusal of a frame with a value nested past the deep reader's bound:
     the verdict the JSON binding gives the same event, word for word.
 
     The frame is read again with each value kept to ``max_depth`` levels and the
     containers past them left empty — still deeper than any position allows —
     and enforcement (with the same ``max_depth``) names the first value past the
-    limit exactly as it does on SSE: the event is never handed on. Should it
-    not (a frame broken further on), the decoder's own ``LIMIT`` stands.
+    limit exactly as it does on SSE. Enforcement measures every member of an
+    event, so when it accepts the cut event no cut container is in it: the too
+    deep value was one protobuf itself discards — a map key written twice, the
+    first value replaced by the last (``{"a": <deep>, "a": 2}`` is ``{"a": 2}``,
+    as orjson and upb read it) — and the cut event *is* the frame's event,
+    returned as such. Should the cut reading fail (a frame broken further on),
+    the decoder's own ``LIMIT`` stands.
     """
     kind = _TYPE_OF_ARM[envelope.WhichOneof("event")]
     own = LimitExceeded(
@@ -1214,8 +1233,9 @@ def _verdict(
         where="binary framing",
     )
     cut = _CUT.set(True)
+    notes: list[ProtocolWarning] = []
     try:
-        event = _read(data, envelope, _DEEP_READERS, None, broken)
+        event = _read(data, envelope, _DEEP_READERS, notes, broken)
     except (ProtocolViolation, UnknownEventArm):
         return own
     finally:
@@ -1224,7 +1244,9 @@ def _verdict(
         shared_enforcer(max_depth).event(event)
     except ProtocolViolation as exc:
         return exc
-    return own
+    if warnings is not None:
+        warnings.extend(notes)
+    return event  # the deep value was overridden: nothing cut is left in the event
 
 
 def _read(

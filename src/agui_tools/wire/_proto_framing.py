@@ -26,20 +26,35 @@ import struct
 from typing import Any, Final, NamedTuple
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
-from ._enforce import DEFAULT_MAX_DEPTH
+from ._enforce import DEFAULT_MAX_DEPTH, checked_max_depth
 from ._framing import DEFAULT_MAX_EVENT_BYTES, FrameNote, _StreamReader
 from ._proto_codec import PROTO_MEDIA_TYPE, UnknownEventArm, decode_proto_event
 
-__all__ = ["PROTO_MEDIA_TYPE", "PendingFrame", "ProtoReader", "proto_frame"]
+__all__ = ["PROTO_MEDIA_TYPE", "PendingFrame", "ProtoReader", "proto_frame", "unfinished_frame_at"]
 
 _HEADER: Final = 4
 _LENGTH: Final = struct.Struct(">I")
 _WHERE: Final = "binary framing"
+_FRAME_RULE: Final = "TRANS-7"  # the decoder's own refusals; any other rule is enforcement's
 
 
 def proto_frame(message: bytes) -> bytes:
     """One encoded event as a frame: its length (uint32, big-endian), then its bytes."""
     return len(message).to_bytes(_HEADER, "big") + message
+
+
+def unfinished_frame_at(data: bytes) -> int | None:
+    """Where a binary body's last frame starts when the body stops inside it (its
+    header or its bytes), ``None`` when it ends on a frame boundary. Framing only:
+    no frame is decoded, so no limit (``max_depth``, ``max_event_bytes``) a reader
+    would judge the frames by can make a whole frame look unfinished."""
+    pos, end = 0, len(data)
+    while end - pos >= _HEADER:
+        stop = pos + _HEADER + _LENGTH.unpack_from(data, pos)[0]
+        if stop > end:
+            return pos
+        pos = stop
+    return None if pos == end else pos
 
 
 class PendingFrame(NamedTuple):
@@ -70,7 +85,7 @@ class ProtoReader(_StreamReader):
     ) -> None:
         self._buf = bytearray()
         self._max = max_event_bytes
-        self._max_depth = max_depth
+        self._max_depth = checked_max_depth(max_depth)
         self._offset = 0  # stream offset of _buf[0], to say where a bad frame began
         self._frames = 0
         self._broken = False
@@ -149,6 +164,9 @@ class ProtoReader(_StreamReader):
                 except LimitExceeded:  # a value nested too deep: enforcement's own words
                     raise
                 except ProtocolViolation as exc:
+                    if exc.rule != _FRAME_RULE:  # enforcement's verdict on a frame cut past
+                        raise  # max_depth (META-1…): its path and words, as SSE gives them
+
                     raise type(exc)(
                         exc.rule,
                         f"{exc.explanation} (binary frame #{self._frames}, {length} bytes at byte "

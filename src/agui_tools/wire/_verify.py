@@ -37,7 +37,7 @@ import orjson
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
 from .._version import PROTOCOL_VERSION, parse_version
-from ._enforce import DEFAULT_MAX_DEPTH
+from ._enforce import DEFAULT_MAX_DEPTH, checked_max_depth
 from ._kinds import (
     CHUNK_TYPES,
     SPAN,
@@ -99,7 +99,13 @@ class Limits:
     open values enter, by enforcement; 128 by default, below the 254 levels orjson
     can write — a client re-sends the state it receives — and far from the depth
     at which the reducer's ``deepcopy`` exhausts Python's stack (see
-    :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`)."""
+    :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`). At most
+    :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING` (250): a higher one is a
+    :class:`UsageError` here, at construction."""
+
+    def __post_init__(self) -> None:
+        if self.max_depth != DEFAULT_MAX_DEPTH:
+            checked_max_depth(self.max_depth, "Limits.max_depth")
 
 
 @dataclass
