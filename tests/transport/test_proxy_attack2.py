@@ -134,10 +134,6 @@ def test_a_hash_in_the_request_target_is_not_silently_dropped(target: bytes) -> 
     assert status == 400 or forwarded_whole, (status, seen)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: --record overwrites a kept NNNN.sse/meta.json whose input.json is gone, below the highest number",
-)
 def test_a_recording_folder_is_continued_after_its_highest_number_overwriting_nothing(
     tmp_path: Path,
 ) -> None:

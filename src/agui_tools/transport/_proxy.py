@@ -117,7 +117,8 @@ HOP_BY_HOP: Final = frozenset(
 """Headers that describe one connection, not the message (RFC 9110 §7.6.1)."""
 _NOT_FORWARDED: Final = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 _EXTENSIONS: Final = {"sse": "sse", "proto": "pb", "ndjson": "ndjson"}
-_NUMBERED: Final = re.compile(r"^(\d{4,})\.input\.json$")
+_NUMBERED: Final = re.compile(r"^(\d{4,})\.")
+"""Any file of a recorded exchange (``NNNN.input.json``, ``NNNN.sse``, ``NNNN.body``…)."""
 
 
 async def _never(run: Run) -> None:  # pragma: no cover - the judge never runs an agent
@@ -211,6 +212,10 @@ class Recording:
             number = self._next
             self._next += 1
             prefix = self.directory / f"{number:04d}"
+            # a number any NNNN.* file holds (a kept exchange whose input is gone, a
+            # refusal kept as NNNN.body) is not free either: never overwrite it
+            if next(self.directory.glob(f"{prefix.name}.*"), None) is not None:
+                continue
             try:
                 with Path(f"{prefix}.input.json").open("xb") as claimed:
                     claimed.write(body)
