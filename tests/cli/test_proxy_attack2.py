@@ -98,10 +98,6 @@ TE = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
 TA = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: the judging process killed mid-stream: that stream's later violation is never judged, never said",
-)
 def test_a_stream_open_when_the_judging_process_dies_is_still_judged_or_said(
     tmp_path: Path,
 ) -> None:
@@ -154,4 +150,8 @@ def test_a_stream_open_when_the_judging_process_dies_is_still_judged_or_said(
         "not-judged" for f in meta["findings"] if "not judged" in f["message"]
     ]
     assert "TOOL-20" in said or "not-judged" in said, (meta, err)
+    # the stream's bytes were kept: judged again in-process from its start, each
+    # finding once (those the judging process told before it died not told again)
+    assert [f["rule"] for f in meta["findings"]].count("TOOL-20") == 1, meta
+    assert "TOOL-20" in err, err  # the summary names it
     assert code == 1, err  # an error was there: the CI job must fail

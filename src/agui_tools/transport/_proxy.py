@@ -1077,19 +1077,97 @@ def _job(
         put(("closed", ex, watch.outcome(run_input)))
 
 
-class _RemoteWatch:
-    """One stream judged in the pool's process."""
+KEPT_BYTES: Final = BACKLOG_BYTES
+"""Bytes of the open streams judged in the judging process kept in the proxy, across
+streams, so that a judging process that dies loses no verdict: each open stream is
+judged again in-process from its start. A stream that would pass the budget is no
+longer kept: if the judge dies while it is open, it is said not judged (``PROXY-JUDGE``)."""
 
-    def __init__(self, pool: JudgePool, ex: int, on_finding: Callable[[WatchFinding], None]):
+
+class _RemoteWatch:
+    """One stream judged in the pool's process — its chunks kept (references, no copy,
+    within :data:`KEPT_BYTES`) until its verdict is in, so that if the judging process
+    dies the stream is judged in-process from its start (:meth:`rejudge`)."""
+
+    def __init__(
+        self,
+        pool: JudgePool,
+        ex: int,
+        on_finding: Callable[[WatchFinding], None],
+        binding: str = "sse",
+        run_input: Mapping[str, Any] | None = None,
+    ):
         self.pool, self.ex, self.on_finding = pool, ex, on_finding
+        self.binding, self.run_input = binding, run_input
         self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.kept: list[bytes] | None = []  # None: past the budget, not kept
+        self.kept_bytes = 0
+        self.told = 0  # findings the judging process has told of this stream
+        self.local: StreamWatch | None = None  # judged in-process since the judge died
+        self.closing: bool | None = None  # cut_short, once the stream has ended
+
+    def found(self, finding: WatchFinding) -> None:
+        self.told += 1
+        self.on_finding(finding)
 
     async def feed(self, chunk: bytes) -> None:
+        if self.local is not None:
+            self.local.feed(chunk)
+            return
+        if self.pool.broken:
+            return  # not kept, already said not judged
+        self.pool.keep(self, chunk)  # before it is sent: a death while it waits loses nothing
         await self.pool.send(("chunk", self.ex, chunk))
 
     async def outcome(self, cut_short: bool = False) -> Any:
+        self.closing = cut_short
+        if self.local is not None:
+            return self._local_outcome()
         await self.pool.send(("close", self.ex, cut_short))
         return await self.done
+
+    def _local_outcome(self) -> Any:
+        assert self.local is not None and self.closing is not None
+        self.local.cut = self.local.cut or self.closing
+        return self.local.outcome(self.run_input or {})
+
+    def rejudge(self) -> None:
+        """The judging process died with this stream open (or its verdict owed): the
+        stream judged in-process from its start — the findings the judge told already
+        not told again — or, its bytes not kept, said not judged (an error)."""
+        if self.done.done():
+            return
+        if self.kept is None:
+            run_input = self.run_input or {}
+            self.on_finding(
+                WatchFinding(
+                    "PROXY-JUDGE",
+                    "error",
+                    "agent",
+                    "not judged: the judging process died while this stream was open, and "
+                    f"its bytes were not kept (the open streams kept {KEPT_BYTES} bytes at "
+                    "most); the stream's verdict is unknown — no rule is known broken or kept",
+                    thread_id=run_input.get("threadId"),
+                    run_id=run_input.get("runId"),
+                )
+            )
+            self.done.set_result(None)
+            return
+        skip = self.told
+
+        def replayed(finding: WatchFinding) -> None:
+            nonlocal skip
+            if skip > 0:  # told already by the judging process (judging is deterministic)
+                skip -= 1
+                return
+            self.on_finding(finding)
+
+        self.local = StreamWatch(self.binding, run_input=self.run_input, on_finding=replayed)
+        kept, self.kept = self.kept, None
+        for chunk in kept:
+            self.local.feed(chunk)
+        if self.closing is not None:  # its end had been sent: the verdict is owed now
+            self.done.set_result(self._local_outcome())
 
 
 class JudgePool:
@@ -1099,8 +1177,10 @@ class JudgePool:
     use (``spawn``). No thread on the proxy's side: jobs are written to a non-blocking
     pipe from the event loop, results read when the loop sees them (a thread moving
     them would take the GIL from the loop for up to a switch interval, 5 ms, on an
-    event's way). A judging process that dies is said in the log, and the streams
-    after it are judged in the proxy's own process.
+    event's way). A judging process that dies is said in the log, the streams open
+    (or whose verdict is owed) then are judged again in-process from their start
+    (their chunks kept, :data:`KEPT_BYTES`), and the streams after it are judged in
+    the proxy's own process.
     """
 
     def __init__(self) -> None:
@@ -1115,6 +1195,7 @@ class JudgePool:
         self._in = bytearray()
         self._drained = asyncio.Event()
         self.broken = False
+        self.kept = 0  # bytes the open streams keep (:data:`KEPT_BYTES` at most)
 
     def open(
         self,
@@ -1125,10 +1206,26 @@ class JudgePool:
         if self._process is None:
             self._start()
         self._next += 1
-        remote = _RemoteWatch(self, self._next, on_finding)
+        remote = _RemoteWatch(self, self._next, on_finding, binding, run_input)
         self._open[self._next] = remote
         self._write(("open", self._next, binding, dict(run_input) if run_input else None))
         return remote
+
+    def keep(self, remote: _RemoteWatch, chunk: bytes) -> None:
+        """Keep a stream's chunk until its verdict is in, within :data:`KEPT_BYTES`."""
+        if remote.kept is None:
+            return
+        if self.kept + len(chunk) > KEPT_BYTES:  # past the budget: this stream not kept
+            self._unkeep(remote)
+            remote.kept = None
+            return
+        remote.kept.append(chunk)
+        remote.kept_bytes += len(chunk)
+        self.kept += len(chunk)
+
+    def _unkeep(self, remote: _RemoteWatch) -> None:
+        self.kept -= remote.kept_bytes
+        remote.kept_bytes = 0
 
     async def send(self, job: tuple[Any, ...]) -> None:
         if self.broken:
@@ -1230,18 +1327,28 @@ class JudgePool:
                 self._process.exitcode,
             )
         self._drained.set()
-        for waiting in self._open.values():
-            if not waiting.done.done():
-                waiting.done.set_result(None)
-        self._open.clear()
+        # no verdict lost: each stream open (or whose verdict is owed) judged again
+        # in-process from its start, or said not judged
+        open_, self._open = self._open, {}
+        for remote in open_.values():
+            self._unkeep(remote)
+            try:
+                remote.rejudge()
+            except Exception as exc:  # a callback's failure: the other streams still go
+                log.error("judging a stream again failed: %s: %s", type(exc).__name__, exc)
+                if not remote.done.done():
+                    remote.done.set_result(None)
 
     def _dispatch(self, message: tuple[Any, ...]) -> None:
         kind, ex = message[0], message[1]
         remote = self._open.get(ex)
         if kind == "finding" and remote is not None:
-            remote.on_finding(message[2])
+            remote.found(message[2])
         elif kind in ("closed", "failed"):
             self._open.pop(ex, None)
+            if remote is not None:
+                self._unkeep(remote)
+                remote.kept = None
             if kind == "failed":
                 log.error("judging a stream failed: %s", message[2])
             if remote is not None and not remote.done.done():
