@@ -818,7 +818,18 @@ class ProxyApp:
                     outcome = watch.outcome(run_input or {})
                 self._remember(run_input, outcome, number)
         if ended:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            end = send({"type": "http.response.body", "body": b"", "more_body": False})
+            if not stopped:
+                await end
+            else:
+                # the proxy stops: a frontend holding the stream unread (a busy tab, a
+                # paused debugger) never takes the body's end — it is given a moment,
+                # then its answer is left cut (the server closes the connection), not
+                # waited for until the server gives up on the exchange and says so
+                try:
+                    await asyncio.wait_for(end, STOP_END_TIMEOUT)
+                except TimeoutError:
+                    meta["endUnsent"] = True
         return settle
 
     async def _bad_gateway(
@@ -913,6 +924,12 @@ class ProxyApp:
         )
         try:
             async for chunk in response.aiter_raw():
+                # the loop runs between two chunks: a frontend that left (a reset
+                # connection) is seen (uvicorn's connection_lost, then ``send`` writes
+                # nothing) before the next write — a pump with the agent's bytes
+                # already read never yields by itself, and asyncio logs "socket.send()
+                # raised exception." for each write to the lost connection past the 4th
+                await asyncio.sleep(0)
                 # what the agent wrote: its Content-Encoding undone (judged, recorded)
                 data = chunk if decoded is None else decoded.feed(chunk)
                 if exchange is not None:
@@ -997,6 +1014,10 @@ class _Decoded:
 
 
 # -- judging in a process of its own ----------------------------------------------------------
+
+STOP_END_TIMEOUT: Final = 0.5
+"""Seconds a frontend not reading is given to take a stopped stream's body's end
+(``stop_streams``): past it, its answer is left cut (``endUnsent`` in the meta)."""
 
 BACKLOG_BYTES: Final = 32 * 1024 * 1024
 """Bytes forwarded but not yet handed to the judge, across streams, before forwarding
