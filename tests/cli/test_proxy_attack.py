@@ -1,6 +1,7 @@
 """Attacks on the ``agui-tools proxy`` command from its docs alone (docs/proxy.md, docs/cli.md).
 
-Marked ``xfail(strict=True)`` until fixed: each asserts what the docs promise.
+Each was ``xfail(strict=True)`` until fixed and now guards its fix: it asserts what the
+docs promise.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each test is a real problem found by an adversarial pass: a real upstream (a
 Starlette app on uvicorn, or a raw socket server answering exactly the bytes a
-test needs), a real :class:`ProxyApp`, a real client. They are marked
-``xfail(strict=True)`` until fixed: each asserts what the docs promise.
+test needs), a real :class:`ProxyApp`, a real client. Each was
+``xfail(strict=True)`` until fixed and now guards its fix: it asserts what the docs promise.
 """
 
 from __future__ import annotations
@@ -483,11 +483,19 @@ def test_a_record_folder_failing_mid_stream_keeps_the_stream_going(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # the input is recorded, then the stream file cannot be opened (its name is taken
-    # by a folder): the frontend still gets the whole stream, the exchange is said lost
+    # by a folder, made once the request is forwarded: a folder there beforehand would
+    # take the number 0001 — round 2, finding 4): the frontend still gets the whole
+    # stream, the exchange is said lost
     said: list[str] = []
-    (tmp_path / "0001.sse").mkdir()
+
+    async def agent(request: Request) -> Response:
+        await request.body()
+        assert (tmp_path / "0001.input.json").exists()
+        (tmp_path / "0001.sse").mkdir()
+        return Response(sse(GOOD), media_type="text/event-stream")
+
     with (
-        serve(_plain_agent(GOOD)) as base,
+        serve(Starlette(routes=[Route("/agent", agent, methods=["POST"])])) as base,
         proxied(f"{base}/agent", record=tmp_path, on_record_error=said.append) as px,
     ):
         answer = post(px.url, INPUT)

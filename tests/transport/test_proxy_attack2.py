@@ -1,6 +1,6 @@
 """Second-round attacks on ``agui-tools proxy`` (docs/proxy.md, CHANGELOG), after the
 first round's fixes. Real upstreams, a real :class:`ProxyApp`, a real client; each
-test asserts what the docs promise and is ``xfail(strict=True)`` until fixed."""
+test asserts what the docs promise (``xfail(strict=True)`` until fixed; now each guards its fix)."""
 
 from __future__ import annotations
 
@@ -118,10 +118,6 @@ def test_a_hash_in_the_request_target_is_not_silently_dropped(target: bytes) -> 
     assert status == 400 or forwarded_whole, (status, seen)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: --record overwrites a kept NNNN.sse/meta.json whose input.json is gone, below the highest number",
-)
 def test_a_recording_folder_is_continued_after_its_highest_number_overwriting_nothing(
     tmp_path: Path,
 ) -> None:

@@ -6,8 +6,8 @@ level past the limit is the same ``LIMIT`` verdict on both (same path, message,
 event index); a frame upb refuses is read by the deep reader exactly as protobuf
 would read it. The oracles: the SSE binding fed the same document, and upb itself
 with its nesting limit raised (in a child process: 200 levels is far from the
-30,000 at which it overflows the C stack). Each test marked ``xfail(strict=True)``
-is a finding: it passes once the code is fixed.
+30,000 at which it overflows the C stack). Each test was a finding,
+``xfail(strict=True)`` until fixed; now each guards its fix.
 """
 
 from __future__ import annotations

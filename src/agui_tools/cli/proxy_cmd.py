@@ -221,9 +221,33 @@ def _draining_server(config: Any, app: Any) -> Any:
             # for them then end by themselves — nothing is left to the graceful timeout
             await app.stop_streams()
             await app.drain()
+            await _abort_unread(self.server_state.connections)
             await super().shutdown(sockets)
 
     return DrainingServer(config)
+
+
+async def _abort_unread(connections: Any, grace: float = 0.5) -> None:
+    """A frontend holding a stopped stream without reading it (a busy tab, a paused
+    debugger) never lets its connection close — the bytes it has not read wait in the
+    proxy's buffer, and a close waits for them — so uvicorn would wait out its graceful
+    timeout and print an ERROR. Given ``grace`` seconds to read them, such a
+    connection is then aborted (what the frontend sees: its answer cut)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+
+    def unread() -> list[Any]:
+        return [
+            c.transport
+            for c in list(connections)
+            # (closing or not: a close waits for the buffer to drain)
+            if getattr(c, "transport", None) is not None and c.transport.get_write_buffer_size() > 0
+        ]
+
+    while unread() and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    for transport in unread():
+        transport.abort()
 
 
 async def _with_inspector(server: Any, sock: Any, inspector: Any, args: Any) -> None:

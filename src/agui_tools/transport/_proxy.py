@@ -122,7 +122,8 @@ HOP_BY_HOP: Final = frozenset(
 """Headers that describe one connection, not the message (RFC 9110 §7.6.1)."""
 _NOT_FORWARDED: Final = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 _EXTENSIONS: Final = {"sse": "sse", "proto": "pb", "ndjson": "ndjson"}
-_NUMBERED: Final = re.compile(r"^(\d{4,})\.input\.json$")
+_NUMBERED: Final = re.compile(r"^(\d{4,})\.")
+"""Any file of a recorded exchange (``NNNN.input.json``, ``NNNN.sse``, ``NNNN.body``…)."""
 
 
 async def _never(run: Run) -> None:  # pragma: no cover - the judge never runs an agent
@@ -216,6 +217,10 @@ class Recording:
             number = self._next
             self._next += 1
             prefix = self.directory / f"{number:04d}"
+            # a number any NNNN.* file holds (a kept exchange whose input is gone, a
+            # refusal kept as NNNN.body) is not free either: never overwrite it
+            if next(self.directory.glob(f"{prefix.name}.*"), None) is not None:
+                continue
             try:
                 with Path(f"{prefix}.input.json").open("xb") as claimed:
                     claimed.write(body)
@@ -832,7 +837,18 @@ class ProxyApp:
                     outcome = watch.outcome(run_input or {})
                 self._remember(run_input, outcome, number)
         if ended:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            end = send({"type": "http.response.body", "body": b"", "more_body": False})
+            if not stopped:
+                await end
+            else:
+                # the proxy stops: a frontend holding the stream unread (a busy tab, a
+                # paused debugger) never takes the body's end — it is given a moment,
+                # then its answer is left cut (the server closes the connection), not
+                # waited for until the server gives up on the exchange and says so
+                try:
+                    await asyncio.wait_for(end, STOP_END_TIMEOUT)
+                except TimeoutError:
+                    meta["endUnsent"] = True
         return settle
 
     async def _bad_gateway(
@@ -927,6 +943,12 @@ class ProxyApp:
         )
         try:
             async for chunk in response.aiter_raw():
+                # the loop runs between two chunks: a frontend that left (a reset
+                # connection) is seen (uvicorn's connection_lost, then ``send`` writes
+                # nothing) before the next write — a pump with the agent's bytes
+                # already read never yields by itself, and asyncio logs "socket.send()
+                # raised exception." for each write to the lost connection past the 4th
+                await asyncio.sleep(0)
                 # what the agent wrote: its Content-Encoding undone (judged, recorded)
                 data = chunk if decoded is None else decoded.feed(chunk)
                 if exchange is not None:
@@ -1019,6 +1041,10 @@ class _Decoded:
 
 # -- judging in a process of its own ----------------------------------------------------------
 
+STOP_END_TIMEOUT: Final = 0.5
+"""Seconds a frontend not reading is given to take a stopped stream's body's end
+(``stop_streams``): past it, its answer is left cut (``endUnsent`` in the meta)."""
+
 BACKLOG_BYTES: Final = 32 * 1024 * 1024
 """Bytes forwarded but not yet handed to the judge, across streams, before forwarding
 waits for it: a judge slower than the agent holds at most this much, never the streams."""
@@ -1098,19 +1124,97 @@ def _job(
         put(("closed", ex, watch.outcome(run_input)))
 
 
-class _RemoteWatch:
-    """One stream judged in the pool's process."""
+KEPT_BYTES: Final = BACKLOG_BYTES
+"""Bytes of the open streams judged in the judging process kept in the proxy, across
+streams, so that a judging process that dies loses no verdict: each open stream is
+judged again in-process from its start. A stream that would pass the budget is no
+longer kept: if the judge dies while it is open, it is said not judged (``PROXY-JUDGE``)."""
 
-    def __init__(self, pool: JudgePool, ex: int, on_finding: Callable[[WatchFinding], None]):
+
+class _RemoteWatch:
+    """One stream judged in the pool's process — its chunks kept (references, no copy,
+    within :data:`KEPT_BYTES`) until its verdict is in, so that if the judging process
+    dies the stream is judged in-process from its start (:meth:`rejudge`)."""
+
+    def __init__(
+        self,
+        pool: JudgePool,
+        ex: int,
+        on_finding: Callable[[WatchFinding], None],
+        binding: str = "sse",
+        run_input: Mapping[str, Any] | None = None,
+    ):
         self.pool, self.ex, self.on_finding = pool, ex, on_finding
+        self.binding, self.run_input = binding, run_input
         self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.kept: list[bytes] | None = []  # None: past the budget, not kept
+        self.kept_bytes = 0
+        self.told = 0  # findings the judging process has told of this stream
+        self.local: StreamWatch | None = None  # judged in-process since the judge died
+        self.closing: bool | None = None  # cut_short, once the stream has ended
+
+    def found(self, finding: WatchFinding) -> None:
+        self.told += 1
+        self.on_finding(finding)
 
     async def feed(self, chunk: bytes) -> None:
+        if self.local is not None:
+            self.local.feed(chunk)
+            return
+        if self.pool.broken:
+            return  # not kept, already said not judged
+        self.pool.keep(self, chunk)  # before it is sent: a death while it waits loses nothing
         await self.pool.send(("chunk", self.ex, chunk))
 
     async def outcome(self, cut_short: bool = False) -> Any:
+        self.closing = cut_short
+        if self.local is not None:
+            return self._local_outcome()
         await self.pool.send(("close", self.ex, cut_short))
         return await self.done
+
+    def _local_outcome(self) -> Any:
+        assert self.local is not None and self.closing is not None
+        self.local.cut = self.local.cut or self.closing
+        return self.local.outcome(self.run_input or {})
+
+    def rejudge(self) -> None:
+        """The judging process died with this stream open (or its verdict owed): the
+        stream judged in-process from its start — the findings the judge told already
+        not told again — or, its bytes not kept, said not judged (an error)."""
+        if self.done.done():
+            return
+        if self.kept is None:
+            run_input = self.run_input or {}
+            self.on_finding(
+                WatchFinding(
+                    "PROXY-JUDGE",
+                    "error",
+                    "agent",
+                    "not judged: the judging process died while this stream was open, and "
+                    f"its bytes were not kept (the open streams kept {KEPT_BYTES} bytes at "
+                    "most); the stream's verdict is unknown — no rule is known broken or kept",
+                    thread_id=run_input.get("threadId"),
+                    run_id=run_input.get("runId"),
+                )
+            )
+            self.done.set_result(None)
+            return
+        skip = self.told
+
+        def replayed(finding: WatchFinding) -> None:
+            nonlocal skip
+            if skip > 0:  # told already by the judging process (judging is deterministic)
+                skip -= 1
+                return
+            self.on_finding(finding)
+
+        self.local = StreamWatch(self.binding, run_input=self.run_input, on_finding=replayed)
+        kept, self.kept = self.kept, None
+        for chunk in kept:
+            self.local.feed(chunk)
+        if self.closing is not None:  # its end had been sent: the verdict is owed now
+            self.done.set_result(self._local_outcome())
 
 
 class JudgePool:
@@ -1120,8 +1224,10 @@ class JudgePool:
     use (``spawn``). No thread on the proxy's side: jobs are written to a non-blocking
     pipe from the event loop, results read when the loop sees them (a thread moving
     them would take the GIL from the loop for up to a switch interval, 5 ms, on an
-    event's way). A judging process that dies is said in the log, and the streams
-    after it are judged in the proxy's own process.
+    event's way). A judging process that dies is said in the log, the streams open
+    (or whose verdict is owed) then are judged again in-process from their start
+    (their chunks kept, :data:`KEPT_BYTES`), and the streams after it are judged in
+    the proxy's own process.
     """
 
     def __init__(self) -> None:
@@ -1136,6 +1242,7 @@ class JudgePool:
         self._in = bytearray()
         self._drained = asyncio.Event()
         self.broken = False
+        self.kept = 0  # bytes the open streams keep (:data:`KEPT_BYTES` at most)
 
     def open(
         self,
@@ -1146,10 +1253,26 @@ class JudgePool:
         if self._process is None:
             self._start()
         self._next += 1
-        remote = _RemoteWatch(self, self._next, on_finding)
+        remote = _RemoteWatch(self, self._next, on_finding, binding, run_input)
         self._open[self._next] = remote
         self._write(("open", self._next, binding, dict(run_input) if run_input else None))
         return remote
+
+    def keep(self, remote: _RemoteWatch, chunk: bytes) -> None:
+        """Keep a stream's chunk until its verdict is in, within :data:`KEPT_BYTES`."""
+        if remote.kept is None:
+            return
+        if self.kept + len(chunk) > KEPT_BYTES:  # past the budget: this stream not kept
+            self._unkeep(remote)
+            remote.kept = None
+            return
+        remote.kept.append(chunk)
+        remote.kept_bytes += len(chunk)
+        self.kept += len(chunk)
+
+    def _unkeep(self, remote: _RemoteWatch) -> None:
+        self.kept -= remote.kept_bytes
+        remote.kept_bytes = 0
 
     async def send(self, job: tuple[Any, ...]) -> None:
         if self.broken:
@@ -1251,18 +1374,28 @@ class JudgePool:
                 self._process.exitcode,
             )
         self._drained.set()
-        for waiting in self._open.values():
-            if not waiting.done.done():
-                waiting.done.set_result(None)
-        self._open.clear()
+        # no verdict lost: each stream open (or whose verdict is owed) judged again
+        # in-process from its start, or said not judged
+        open_, self._open = self._open, {}
+        for remote in open_.values():
+            self._unkeep(remote)
+            try:
+                remote.rejudge()
+            except Exception as exc:  # a callback's failure: the other streams still go
+                log.error("judging a stream again failed: %s: %s", type(exc).__name__, exc)
+                if not remote.done.done():
+                    remote.done.set_result(None)
 
     def _dispatch(self, message: tuple[Any, ...]) -> None:
         kind, ex = message[0], message[1]
         remote = self._open.get(ex)
         if kind == "finding" and remote is not None:
-            remote.on_finding(message[2])
+            remote.found(message[2])
         elif kind in ("closed", "failed"):
             self._open.pop(ex, None)
+            if remote is not None:
+                self._unkeep(remote)
+                remote.kept = None
             if kind == "failed":
                 log.error("judging a stream failed: %s", message[2])
             if remote is not None and not remote.done.done():
