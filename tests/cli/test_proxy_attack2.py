@@ -1,6 +1,7 @@
 """Second-round attacks on ``agui-tools proxy`` as a user runs it (docs/proxy.md,
 docs/cli.md, CHANGELOG), after the first round's fixes: a real proxy process, a real
-agent on uvicorn, a real client. each was ``xfail(strict=True)`` until fixed; now each guards its fix."""
+agent on uvicorn, a real client. Each was ``xfail(strict=True)`` until fixed; now each
+guards its fix."""
 
 from __future__ import annotations
 
