@@ -15,7 +15,7 @@ import tracemalloc
 
 import orjson
 
-from agui_tools.transport._proxy import JudgePool, _RemoteWatch
+from agui_tools.transport._judge_pool import JudgePool, _RemoteWatch
 from agui_tools.wire._framing import sse_frame
 
 CHUNKS = 20_000
