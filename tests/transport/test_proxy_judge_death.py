@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from agui_tools.transport import _proxy
+from agui_tools.transport import _judge_pool
 from agui_tools.wire._framing import sse_frame
 from tests.helpers.proxy import Proxied, proxied
 from tests.helpers.scripted_server import Script, app_for, serve
@@ -140,7 +140,7 @@ def test_a_stream_whose_verdict_is_owed_when_the_judge_dies_is_judged() -> None:
 def test_a_stream_not_kept_is_said_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
     # the open streams keep KEPT_BYTES at most: a stream past it is not kept, so when
     # the judge dies it cannot be judged again — said, an error (exit 1), never silent
-    monkeypatch.setattr(_proxy, "KEPT_BYTES", 64)
+    monkeypatch.setattr(_judge_pool, "KEPT_BYTES", 64)
     with _gated([RS, TS, TE, TA], [RF]) as (url, gate):
         with proxied(url, judge_in_process=True) as px:
             _stream_through(px, gate, lambda: _kill_judge(px))
