@@ -41,7 +41,8 @@ def _yield_the_cores() -> None:
     (by :data:`BACKLOG_BYTES` at most: then forwarding waits for it) and catches up
     as soon as they idle. Measured (``python -m bench --only proxy``, 2 cores): a
     50,000-event burst went through at 68 % of direct with the judge at normal
-    priority, competing with the three; 89 % with it at idle priority.
+    priority, competing with the three; 89 % with it at idle priority (68–72 % after
+    the later adversarial fixes: docs/proxy.md).
     """
     with contextlib.suppress(OSError, AttributeError, ValueError):
         if hasattr(os, "SCHED_IDLE"):
