@@ -68,3 +68,18 @@ def test_the_proxys_own_answers_carry_one_date() -> None:
     assert [a.status_code for a in answers] == [502, 400, 403]
     for answer in answers:
         assert len(_values(answer, b"date")) == 1, answer.headers.raw
+
+
+def test_the_answer_carries_the_agents_via_then_the_proxys() -> None:
+    """RFC 9110 §7.6.3: a proxy sends a Via in each message it forwards — the answer
+    too, after the agent's own (a gateway in front of the agent)."""
+    with serve(_agent(via="1.0 agent-gateway")) as base, proxied(f"{base}/agent") as px:
+        answer = _post(px.url)
+    assert answer.status_code == 200
+    assert _values(answer, b"via") == [b"1.0 agent-gateway", f"1.1 {px.app.via}".encode()]
+
+
+def test_an_answer_without_via_gets_the_proxys_only() -> None:
+    with serve(_agent()) as base, proxied(f"{base}/agent") as px:
+        answer = _post(px.url)
+    assert _values(answer, b"via") == [f"1.1 {px.app.via}".encode()]

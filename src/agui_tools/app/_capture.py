@@ -202,21 +202,39 @@ def replay(
     )
     delivered: list[WireEvent] = []
     for frame in frames:
-        failed = False
-        try:
-            events = pipe.feed(frame)
-        except ProtocolViolation:
-            events, failed = pipe.partial, True
-        try:
-            for ev in events:
-                thread.apply(ev, pipe.index)
-                delivered.append(ev)
-        except ProtocolViolation as exc:  # a limit the reducer keeps (state, message size)
-            pipe.reject(exc)
-            break
-        if failed:
+        if fold_frame(pipe, thread, frame, delivered):
             break
     return CaptureVerdict(pipe.close(), delivered, thread)
+
+
+def fold_frame(
+    pipe: ConsumerPipeline,
+    thread: ThreadState,
+    frame: bytes | str | Mapping[str, Any],
+    delivered: list[WireEvent] | None = None,
+) -> bool:
+    """One frame through the pipeline, then its events into the thread: the step every
+    judge of a stream takes (:func:`replay`, the proxy's :class:`~._watch.StreamWatch`).
+
+    ``True`` when the stream broke here — the pipeline's violation, or a limit the
+    reducer keeps (state, message size), which the pipeline then holds as its error
+    (``pipe.error``). The events the thread took, those before a break included, are
+    appended to ``delivered``.
+    """
+    failed = False
+    try:
+        events = pipe.feed(frame)
+    except ProtocolViolation:
+        events, failed = pipe.partial, True
+    try:
+        for ev in events:
+            thread.apply(ev, pipe.index)
+            if delivered is not None:
+                delivered.append(ev)
+    except ProtocolViolation as exc:  # a limit the reducer keeps (state, message size)
+        pipe.reject(exc)
+        return True
+    return failed
 
 
 def verify_capture(

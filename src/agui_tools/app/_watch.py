@@ -51,7 +51,7 @@ from ..wire._framing import (
 from ..wire._pipeline import ConsumerPipeline, StreamResult
 from ..wire._proto_framing import ProtoReader
 from ..wire._verify import PRODUCER_MUSTS, Limits
-from ._capture import sse_unfinished_at, truncation_at
+from ._capture import fold_frame, sse_unfinished_at, truncation_at
 from ._reducer import ThreadState
 from ._resume import check_resume
 from ._runs import RunResult
@@ -398,21 +398,11 @@ class StreamWatch:
                 self._frame_head, self._frame_have = b"", 0
 
     def _judge(self, frames: list[Any]) -> None:
-        """The loop of :func:`~agui_tools.app._capture.replay`, a chunk's frames at a time."""
+        """The loop of :func:`~agui_tools.app._capture.replay` (one :func:`fold_frame` a
+        frame), a chunk's frames at a time."""
         pipe, thread = self.pipe, self.thread
         for frame in frames:
-            failed = False
-            try:
-                events = pipe.feed(frame)
-            except ProtocolViolation:
-                events, failed = pipe.partial, True
-            try:
-                for ev in events:
-                    thread.apply(ev, pipe.index)
-            except ProtocolViolation as exc:  # a limit the reducer keeps (state, message size)
-                pipe.reject(exc)
-                failed = True
-            if failed:
+            if fold_frame(pipe, thread, frame):
                 self.failed = True
                 self._rejected(pipe.error)
                 return

@@ -40,9 +40,9 @@ def _yield_the_cores() -> None:
     burst: on cores the agent, the proxy and the frontend keep busy it falls behind
     (by :data:`BACKLOG_BYTES` at most: then forwarding waits for it) and catches up
     as soon as they idle. Measured (``python -m bench --only proxy``, 2 cores): a
-    50,000-event burst went through at 68 % of direct with the judge at normal
-    priority, competing with the three; 89 % with it at idle priority (68–72 % after
-    the later adversarial fixes: docs/proxy.md).
+    50,000-event burst went through at 65–68 % of direct with the judge at normal
+    priority, competing with the three; with it at idle priority, 95–99 % in the best
+    of 15 runs, 83–84 % at the median (docs/proxy.md, "What it costs").
     """
     with contextlib.suppress(OSError, AttributeError, ValueError):
         if hasattr(os, "SCHED_IDLE"):

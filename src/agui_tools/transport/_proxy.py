@@ -933,7 +933,11 @@ class ProxyApp:
         if strict and decoded is not None:
             # strict judges the decoded events and forwards what it judged: decoded
             drop |= {"content-encoding"}
-        headers = _end_to_end(response.headers.raw, drop)
+        # the agent's end-to-end headers, and this proxy's Via after the agent's own
+        # (RFC 9110 §7.6.3: a proxy sends one in each message it forwards, answers too)
+        version = response.http_version.removeprefix("HTTP/")
+        via = (b"via", f"{version} {self.via}".encode("latin-1"))
+        headers = [*_end_to_end(response.headers.raw, drop), via]
         await send(
             {"type": "http.response.start", "status": response.status_code, "headers": headers}
         )
