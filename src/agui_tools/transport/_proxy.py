@@ -17,7 +17,8 @@ Theory of operation:
   proxy's own: a ``Via`` naming it (``1.1 agui-tools-<random>``, RFC 9110 §7.6.3),
   after the frontend's; a request arriving with it has come round a loop (UPSTREAM
   is the proxy, or leads back to it) and is answered ``508`` naming the loop, once,
-  never forwarded again. ``Accept`` is untouched, so the frontend still negotiates
+  never forwarded again (the answer gets the same ``Via``, after the agent's: a
+  proxy sends one in each message it forwards). ``Accept`` is untouched, so the frontend still negotiates
   the binding (SSE or protobuf). The request path is appended to ``upstream``'s
   path (``/`` is ``upstream`` itself) as the frontend sent it (still
   percent-encoded), its query after ``upstream``'s own (``?code=KEY&x=1``); a path
@@ -66,7 +67,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.cookiejar
-import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from email.utils import formatdate
@@ -93,6 +93,7 @@ from ..wire._framing import BrokenFrame
 from ._auth import HostPolicy
 from ._client import _DECODABLE, _DECODED, _coding, _Decoding
 from ._judge_pool import JudgePool, _RemoteWatch
+from ._recording import RecordedExchange, Recording
 from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
 
 if TYPE_CHECKING:
@@ -117,9 +118,6 @@ HOP_BY_HOP: Final = frozenset(
 )
 """Headers that describe one connection, not the message (RFC 9110 §7.6.1)."""
 _NOT_FORWARDED: Final = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
-_EXTENSIONS: Final = {"sse": "sse", "proto": "pb", "ndjson": "ndjson"}
-_NUMBERED: Final = re.compile(r"^(\d{4,})\.")
-"""Any file of a recorded exchange (``NNNN.input.json``, ``NNNN.sse``, ``NNNN.body``…)."""
 
 
 async def _never(run: Run) -> None:  # pragma: no cover - the judge never runs an agent
@@ -173,132 +171,6 @@ class _Timeline:
             if not isinstance(frame, self._note):
                 self.index += 1
                 self.observer.exchange_event(self.number, self.index, frame)
-
-
-class Recording:
-    """``--record DIR``: each POST exchange as numbered files (docs/proxy.md).
-
-    Numbering goes on after the highest number already in the folder, so a second
-    session adds to a first one's recording and overwrites nothing; each number is
-    claimed atomically, so two proxies recording into one folder at once share it.
-    """
-
-    def __init__(
-        self, directory: str | Path, on_error: Callable[[str], None] | None = None
-    ) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        taken = [
-            int(m.group(1))
-            for p in self.directory.iterdir()
-            if (m := _NUMBERED.match(p.name)) is not None
-        ]
-        self._next = max(taken, default=0) + 1
-        self.on_error = on_error
-        self.problem: str | None = None
-        """Why the recording stopped (the folder cannot be written), once it has."""
-        self.missed = 0
-        """Exchanges not recorded (or left partial) since it stopped."""
-
-    def start(self, body: bytes) -> RecordedExchange | None:
-        """The exchange's files, its input written; ``None`` once the recording has
-        stopped (the folder cannot be written: forwarding goes on, unrecorded)."""
-        if self.problem is not None:
-            self.missed += 1
-            return None
-        # each number is claimed by creating its NNNN.input.json exclusively (O_EXCL):
-        # a second proxy recording into the same folder takes the next free number
-        # instead of overwriting this one's exchange
-        while True:
-            number = self._next
-            self._next += 1
-            prefix = self.directory / f"{number:04d}"
-            # a number any NNNN.* file holds (a kept exchange whose input is gone, a
-            # refusal kept as NNNN.body) is not free either: never overwrite it
-            if next(self.directory.glob(f"{prefix.name}.*"), None) is not None:
-                continue
-            try:
-                with Path(f"{prefix}.input.json").open("xb") as claimed:
-                    claimed.write(body)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                self.failed(exc)
-                return None
-            return RecordedExchange(prefix, self)
-
-    def failed(self, exc: OSError) -> None:
-        """A file of the recording cannot be written: the exchange is not recorded,
-        and the recording stops — said once (``on_error``), never raised."""
-        self.missed += 1
-        if self.problem is not None:
-            return
-        where = f" ({exc.filename})" if exc.filename else ""
-        self.problem = (
-            f"cannot record in {self.directory}: {exc.strerror or exc}{where}; recording "
-            "stopped, forwarding goes on"
-        )
-        if self.on_error is not None:
-            self.on_error(self.problem)
-        else:
-            log.error("%s", self.problem)
-
-
-class RecordedExchange:
-    """One exchange's files, written as the exchange goes. A file that cannot be
-    written stops the recording (:meth:`Recording.failed`), never the exchange."""
-
-    def __init__(self, prefix: Path, recording: Recording | None = None) -> None:
-        self.prefix = prefix
-        self.recording = recording
-        self._file: Any = None
-        self._lost = False
-        self.stream_path: Path | None = None
-
-    def _failed(self, exc: OSError) -> None:
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
-        if not self._lost:
-            self._lost = True
-            if self.recording is not None:
-                self.recording.failed(exc)
-
-    def open(self, content_type: str | None) -> None:
-        if self._lost:
-            return
-        binding = binding_of(content_type)
-        media = (content_type or "").split(";", 1)[0].strip().lower()
-        ext = _EXTENSIONS.get(binding or "") or ("json" if media.endswith("json") else "body")
-        self.stream_path = Path(f"{self.prefix}.{ext}")
-        # unbuffered: each chunk is in the file before it is forwarded (a reader of the
-        # recording never sees less than the frontend has)
-        try:
-            self._file = self.stream_path.open("wb", buffering=0)
-        except OSError as exc:
-            self._failed(exc)
-
-    def write(self, chunk: bytes) -> None:
-        if self._file is not None:
-            view = memoryview(chunk)
-            try:
-                while view:  # a raw write may take part of the chunk
-                    view = view[self._file.write(view) :]
-            except OSError as exc:
-                self._failed(exc)
-
-    def finish(self, meta: Mapping[str, Any]) -> None:
-        try:
-            if self._file is not None:
-                file, self._file = self._file, None
-                file.close()
-            if not self._lost:
-                Path(f"{self.prefix}.meta.json").write_bytes(
-                    orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
-                )
-        except OSError as exc:
-            self._failed(exc)
 
 
 class ProxyApp:
