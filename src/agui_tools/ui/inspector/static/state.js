@@ -330,7 +330,7 @@ function threadNote(h) {
   const whose = h.key === null && !h.steps.length ? "No thread yet." : `Thread ${threadName(h.key)}: the thread the traffic is on now; the steps below are its own.`;
   if (!others.length) return whose;
   const names = others.length > 5 ? `${others.slice(-5).join(", ")} and ${others.length - 5} more` : others.join(", ");
-  return `${whose} ${steps} step${steps === 1 ? "" : "s"} of ${others.length} other thread${others.length === 1 ? "" : "s"} (${names}) are kept: each thread's show when the traffic is on it again.`;
+  return `${whose} ${steps} step${steps === 1 ? "" : "s"} of ${others.length} other thread${others.length === 1 ? "" : "s"} (${names}) kept, not listed: a thread's steps show when the traffic is back on it.`;
 }
 
 function opLine(op) {
