@@ -429,3 +429,46 @@ def test_the_state_tab_shows_the_thread_the_traffic_is_on(browser: Any, tmp_path
             and "other thread (B)" in page.locator("#state-thread").inner_text()
         )
         assert any("run 4 #2 STATE_DELTA" in s and '"A:3"' in s for s in a_history), a_history
+
+
+def test_the_state_tab_keeps_the_histories_of_the_threads_most_recently_active(
+    browser: Any, tmp_path: Path
+) -> None:
+    # the page's bound (state.js THREADS_KEPT, as many threads as the back end remembers)
+    async def setup(stack: AsyncExitStack) -> LiveInspector:
+        return LiveInspector("http://127.0.0.1:9/agent")
+
+    def thread_run(live: LiveInspector, n: int, thread: str, state: dict[str, Any]) -> None:
+        body = orjson.dumps(
+            {"threadId": thread, "runId": f"r{n}", "tools": [], "context": [], "state": state,
+             "forwardedProps": {}, "messages": [{"id": f"u{n}", "role": "user", "content": "go"}]}
+        )  # fmt: skip
+        events = [
+            {"type": "RUN_STARTED", "threadId": thread, "runId": f"r{n}"},
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/n", "value": n}]},
+            {"type": "RUN_FINISHED", "threadId": thread, "runId": f"r{n}"},
+        ]
+        live.exchange_started(n, "http://127.0.0.1:9/agent", body)
+        for index, event in enumerate(events):
+            live.exchange_event(n, index, orjson.dumps(event).decode())
+        live.exchange_ended(n, 200, None)
+
+    def traffic(live: LiveInspector) -> None:
+        for n in range(1, 301):  # 300 threads: input {"t": n}, a delta each
+            thread_run(live, n, f"t{n}", {"t": n})
+        thread_run(live, 301, "t1", {"t": 1, "n": 1, "back": True})  # t1 left long ago
+
+    with inspector_server(setup) as served, open_page(browser, served.url) as page:
+        page.locator("#read-only").wait_for()
+        page.locator("#tab-state").click()
+        served.call(lambda: traffic(served.inspector))  # type: ignore[arg-type]
+        wait_for_state(page, {"t": 1, "n": 301, "back": True})
+        until(page, "document.body.dataset.pending === '0'", 60)
+        # t1's history went with the oldest: it starts again from its input's state
+        assert (
+            page.locator("#state-position")
+            .inner_text()
+            .startswith("step 2: run 301 #1 STATE_DELTA of 2 (thread t1)")
+        )
+        note = page.locator("#state-thread").inner_text()
+        assert "510 steps of 255 other threads (t296, t297, t298, t299, t300 and 250 more)" in note
