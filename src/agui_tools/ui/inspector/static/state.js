@@ -5,6 +5,8 @@
 // for its payloads, not one copy of the state per step. A delta the back end refused
 // (its STATE-2 warning names the run and event index) is never applied, even when the
 // page's own code would have applied it; a composed run's events are not the thread's.
+// The proxy's read-only page shows several threads: one history each, the tab showing
+// the thread the traffic is on now (see "the history" below).
 
 import { $, config, el, json, on, onRender, shownValue } from "./core.js";
 
