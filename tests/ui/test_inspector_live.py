@@ -263,3 +263,39 @@ def test_hostile_traffic_never_raises_into_the_proxy(body: bytes) -> None:
     live.exchange_ended(2, None, None)
     assert [m["run"] for m in kinds(live, "run-end")] == [1, 2]
     assert len(kinds(live, "event")) == 2 * (1 + len(HOSTILE_FRAMES))
+
+
+def test_a_threads_state_is_told_with_its_thread_and_run_before_its_next_input() -> None:
+    # the State tab keeps one history per thread (state.js): each ``thread`` message names
+    # its thread and run, and a thread's state after a run is told before that thread's
+    # next input, even when the proxy tells the run's end later (its judge's verdict)
+    live = LiveInspector(URL)
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"thread": "A", "log": ["A:1"]}}
+    live.exchange_started(1, URL, run_input("A", "r1", []))
+    for index, frame in enumerate(frames("A", "r1", [snapshot])):
+        live.exchange_event(1, index, frame)
+    live.exchange_started(2, URL, run_input("B", "r1", []))  # another thread: A's run open
+    delta = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/log/-", "value": "A:2"}]}
+    body = orjson.loads(run_input("A", "r2", []))
+    body["state"] = {"thread": "A", "log": ["A:1"]}
+    live.exchange_started(3, URL, orjson.dumps(body))  # back to A before run 1's end is told
+    for index, frame in enumerate(frames("A", "r2", [delta])):
+        live.exchange_event(3, index, frame)
+    live.exchange_ended(1, 200, None)
+    live.exchange_ended(3, 200, None)
+    live.exchange_ended(2, 200, None)
+    told = [
+        (m["kind"], m["run"], m.get("threadId"))
+        for m in live.hub.messages
+        if m["kind"] in ("run-start", "thread")
+    ]
+    assert told == [
+        ("run-start", 1, "A"),
+        ("run-start", 2, "B"),
+        ("thread", 1, "A"),  # A after run 1, before A's next input
+        ("run-start", 3, "A"),
+        ("thread", 3, "A"),
+        ("thread", 2, "B"),
+    ], told
+    states = {m["run"]: m["state"] for m in kinds(live, "thread")}
+    assert states == {1: snapshot["snapshot"], 3: {"thread": "A", "log": ["A:1", "A:2"]}, 2: {}}

@@ -1,11 +1,14 @@
 """``agui-tools proxy --inspect`` in real Chromium (issue 25, item 1): a real proxy process
 between the demo agent (served on loopback) and a frontend driven from the test — our
 ``Conversation`` as the application, over httpx — and the page showing that traffic live,
-read-only: cards building up, findings with their rule and side, threads, no control
-that drives the thread, and every action refused (403)."""
+read-only: cards building up, findings with their rule and side, threads (the State
+tab's history kept per thread), no control that drives the thread, and every action
+refused (403)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import signal
 import subprocess
@@ -19,6 +22,7 @@ import httpx
 import orjson
 import pytest
 
+from agui_tools.agent import Run
 from agui_tools.app import Conversation
 from agui_tools.app._tools import ToolSpec
 from agui_tools.demo.agent import demo_agent
@@ -30,6 +34,7 @@ from tests.helpers.terminal import AGUI, ENV, ROOT
 from tests.interop.node import run_node, skip_reason
 
 from .conftest import inspector_server, open_page, screenshot
+from .test_inspector_frames import until
 
 TOOLS = [
     ToolSpec("get_location", "Where the user is.", parameters={"type": "object"}),
@@ -306,3 +311,164 @@ def test_a_page_left_open_keeps_the_recent_traffic_only(browser: Any, tmp_path: 
         assert page.locator('.bubble.assistant[data-message-id="m1-0"]').count() == 0  # oldest
         # the list still works on what it keeps: the newest run's end, with its thread
         page.locator("#timeline .run-end", has_text="run 160 ended: HTTP 200").wait_for()
+
+
+def per_thread_state_agent(gate: threading.Event) -> Any:
+    """Each thread's own state: a snapshot naming the thread on its first run, then a
+    delta a run that appends to its log — a delta that holds on its own thread's state
+    only (its ``test`` names the thread). A user message "wait" makes the run stream one
+    delta, wait for ``gate``, then stream one more."""
+
+    async def agent(run: Run) -> None:
+        tid, state = run.thread_id, run.state
+
+        def delta(n: int) -> list[dict[str, Any]]:
+            return [
+                {"op": "test", "path": "/thread", "value": tid},
+                {"op": "add", "path": "/log/-", "value": f"{tid}:{n}"},
+            ]
+
+        if not state:
+            await run.state_snapshot({"thread": tid, "log": [f"{tid}:1"]})
+        else:
+            n = len(state["log"])
+            await run.state_delta(delta(n + 1))
+            if run.messages and run.messages[-1].get("content") == "wait":
+                await asyncio.to_thread(gate.wait, 30)
+                await run.state_delta(delta(n + 2))
+        await run.text(f"Noted on {tid}.")
+
+    return agent
+
+
+def wait_for_state(page: Any, expected: dict[str, Any]) -> None:
+    """The State tab shows ``expected`` as the current state (it renders once a frame)."""
+    want = json.dumps(json.dumps(expected, separators=(",", ":")))
+    shown = 'JSON.stringify(JSON.parse(document.getElementById("state").textContent))'
+    try:
+        until(
+            page,
+            f"(() => {{ try {{ return {shown} === {want}; }} catch {{ return false; }} }})()",
+            15,
+        )
+    except AssertionError:  # the timeout: say what is shown instead
+        assert page.locator("#state").inner_text() == json.dumps(expected, indent=2)
+        raise
+
+
+def history_shown(page: Any) -> list[str]:
+    """Every step of the State tab's history, stepped through from the first: its label
+    and the state after it (then back to following the latest)."""
+    while not page.locator("#state-prev").is_disabled():
+        page.locator("#state-prev").click()
+    seen = []
+    while True:
+        position = page.locator("#state-position").inner_text()
+        seen.append(f"{position} => {page.locator('#state-at').inner_text()}")
+        assert page.locator("#state-diff li.error").count() == 0, seen[-1]
+        if page.locator("#state-next").is_disabled():
+            return seen
+        page.locator("#state-next").click()
+
+
+def test_the_state_tab_shows_the_thread_the_traffic_is_on(browser: Any, tmp_path: Path) -> None:
+    gate = threading.Event()
+    with (
+        serve(agent_app(per_thread_state_agent(gate), path="/agent")) as upstream,
+        proxy_with_inspector(f"{upstream}/agent") as (proxy, inspector),
+        open_page(browser, inspector) as page,
+    ):
+        page.locator("#read-only").wait_for()
+        page.locator("#tab-state").click()
+        a, b = Frontend(proxy, "A"), Frontend(proxy, "B")
+        a.run(a.conv.next_input(user="start A"))  # run 1
+        wait_for_state(page, {"thread": "A", "log": ["A:1"]})
+        assert page.locator("#state-thread").inner_text().startswith("Thread A:")
+
+        b.run(b.conv.next_input(user="start B"))  # run 2: another thread, its own state
+        wait_for_state(page, {"thread": "B", "log": ["B:1"]})
+        note = page.locator("#state-thread").inner_text()
+        assert note.startswith("Thread B:") and "other thread (A)" in note, note
+        # the steps listed are B's only: its snapshot (A's is not one of them)
+        assert page.locator("#deltas li").all_inner_texts() == [
+            "step 2: run 2 #1 STATE_SNAPSHOT\npayload"
+        ]
+        b.run(b.conv.next_input(user="more B"))  # run 3: B's delta, on B's state
+        wait_for_state(page, {"thread": "B", "log": ["B:1", "B:2"]})
+
+        # back to A (run 4): its history goes on from A's own last state; its run streams
+        # one delta and waits while the traffic moves to B again (run 5)
+        waiting = threading.Thread(target=a.run, args=(a.conv.next_input(user="wait"),))
+        waiting.start()
+        try:
+            wait_for_state(page, {"thread": "A", "log": ["A:1", "A:2"]})
+            assert page.locator("#state-thread").inner_text().startswith("Thread A:")
+            b.run(b.conv.next_input(user="B again"))
+            wait_for_state(page, {"thread": "B", "log": ["B:1", "B:2", "B:3"]})
+        finally:
+            gate.set()
+            waiting.join(30)
+        assert a.conv.state == {"thread": "A", "log": ["A:1", "A:2", "A:3"]}
+        # A's second delta streamed while the tab showed B: it is A's, never applied on B
+        # (the text follows the deltas in each run's stream)
+        until(page, "document.querySelectorAll('#log .bubble.assistant').length === 5", 30)
+        until(page, "document.body.dataset.pending === '0'", 30)
+        wait_for_state(page, {"thread": "B", "log": ["B:1", "B:2", "B:3"]})
+        b_history = history_shown(page)
+        assert all('"A' not in step for step in b_history), b_history
+
+        a.run(a.conv.next_input(user="last A"))  # run 6: A's state includes its delta A:3
+        wait_for_state(page, {"thread": "A", "log": ["A:1", "A:2", "A:3", "A:4"]})
+        a_history = history_shown(page)
+        assert all('"B' not in step for step in a_history), a_history
+        assert [step.split(" => ")[0].split(":")[0] for step in a_history] == [
+            f"step {n}" for n in range(1, len(a_history) + 1)
+        ]
+        assert (
+            "(thread A)" in a_history[-1]
+            and "other thread (B)" in page.locator("#state-thread").inner_text()
+        )
+        assert any("run 4 #2 STATE_DELTA" in s and '"A:3"' in s for s in a_history), a_history
+
+
+def test_the_state_tab_keeps_the_histories_of_the_threads_most_recently_active(
+    browser: Any, tmp_path: Path
+) -> None:
+    # the page's bound (state.js THREADS_KEPT, as many threads as the back end remembers)
+    async def setup(stack: AsyncExitStack) -> LiveInspector:
+        return LiveInspector("http://127.0.0.1:9/agent")
+
+    def thread_run(live: LiveInspector, n: int, thread: str, state: dict[str, Any]) -> None:
+        body = orjson.dumps(
+            {"threadId": thread, "runId": f"r{n}", "tools": [], "context": [], "state": state,
+             "forwardedProps": {}, "messages": [{"id": f"u{n}", "role": "user", "content": "go"}]}
+        )  # fmt: skip
+        events = [
+            {"type": "RUN_STARTED", "threadId": thread, "runId": f"r{n}"},
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/n", "value": n}]},
+            {"type": "RUN_FINISHED", "threadId": thread, "runId": f"r{n}"},
+        ]
+        live.exchange_started(n, "http://127.0.0.1:9/agent", body)
+        for index, event in enumerate(events):
+            live.exchange_event(n, index, orjson.dumps(event).decode())
+        live.exchange_ended(n, 200, None)
+
+    def traffic(live: LiveInspector) -> None:
+        for n in range(1, 301):  # 300 threads: input {"t": n}, a delta each
+            thread_run(live, n, f"t{n}", {"t": n})
+        thread_run(live, 301, "t1", {"t": 1, "n": 1, "back": True})  # t1 left long ago
+
+    with inspector_server(setup) as served, open_page(browser, served.url) as page:
+        page.locator("#read-only").wait_for()
+        page.locator("#tab-state").click()
+        served.call(lambda: traffic(served.inspector))  # type: ignore[arg-type]
+        wait_for_state(page, {"t": 1, "n": 301, "back": True})
+        until(page, "document.body.dataset.pending === '0'", 60)
+        # t1's history went with the oldest: it starts again from its input's state
+        assert (
+            page.locator("#state-position")
+            .inner_text()
+            .startswith("step 2: run 301 #1 STATE_DELTA of 2 (thread t1)")
+        )
+        note = page.locator("#state-thread").inner_text()
+        assert "510 steps of 255 other threads (t296, t297, t298, t299, t300 and 250 more)" in note

@@ -20,7 +20,9 @@ page already reads:
 * ``violation`` (an error) / ``warning`` — each finding of the proxy's judges,
   with its rule and its ``side``: ``agent`` (judged as a producer) or
   ``frontend`` (its input judged as an application's);
-* ``run-end`` — the run's status as the proxy's judge saw it, and ``thread``.
+* ``run-end`` — the run's status as the proxy's judge saw it, and ``thread``: the
+  thread's messages and state after the run (with its ``threadId`` and ``run``; told
+  before the thread's next ``run-start`` — the State tab keeps a history per thread).
 
 Read-only: the page says so in a banner and shows no control that drives the
 thread (``config.readOnly``); every action is refused with 403 all the same —
@@ -163,6 +165,15 @@ class LiveInspector(Inspector):
         run_input = sent if isinstance(sent, dict) else None
         thread_id = run_input.get("threadId") if run_input is not None else None
         thread_id = thread_id if isinstance(thread_id, str) else None
+        if thread_id is not None:
+            # the thread's previous exchange may still wait for its verdict (the proxy
+            # tells its end once the judging process answered): the frontend read its
+            # stream to the end, so its cards are settled now — before this input's
+            # answers to them are shown, and its thread's state is told before this
+            # input (the State tab's history of the thread keeps their order)
+            for other in self._exchanges.values():
+                if other.thread_id == thread_id and other.conversation is not None:
+                    self._settle_exchange(other, None)
         self.hub.push(
             "run-start",
             run=number,
@@ -174,14 +185,6 @@ class LiveInspector(Inspector):
             composed=False,
         )
         messages = _messages(run_input)
-        if thread_id is not None:
-            # the thread's previous exchange may still wait for its verdict (the proxy
-            # tells its end once the judging process answered): the frontend read its
-            # stream to the end, so its cards are settled now — before this input's
-            # answers to them are shown
-            for other in self._exchanges.values():
-                if other.thread_id == thread_id and other.conversation is not None:
-                    self._settle_exchange(other, None)
         if thread_id is not None and thread_id != self._last_thread:
             self._last_thread = thread_id
             self.hub.push(
@@ -400,7 +403,7 @@ class LiveInspector(Inspector):
                     self._push_shown(card)
                 elif shown["status"] == "streaming":
                     self._closed(call_id)
-            self._push_thread_of(conv)
+            self._push_thread_of(conv, exchange.number)
         finally:
             self._live = self._live_thread = None
         for call_id in exchange.calls:  # what the cards needed while the stream flowed
@@ -415,10 +418,11 @@ class LiveInspector(Inspector):
         while len(self._left) > CALLS_KEPT:
             self._left.popitem(last=False)
 
-    def _push_thread_of(self, conv: Conversation) -> None:
+    def _push_thread_of(self, conv: Conversation, number: int) -> None:
         self.hub.push(
             "thread",
             threadId=conv.thread_id,
+            run=number,  # the run after which the thread is so (its State tab's step)
             **bounded("messages", conv.messages),
             **bounded("state", conv.state),
             pending=[c.call_id for c in conv.pending],

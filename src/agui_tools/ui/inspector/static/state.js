@@ -5,17 +5,13 @@
 // for its payloads, not one copy of the state per step. A delta the back end refused
 // (its STATE-2 warning names the run and event index) is never applied, even when the
 // page's own code would have applied it; a composed run's events are not the thread's.
+// The proxy's read-only page shows several threads: one history each, the tab showing
+// the thread the traffic is on now (see "the history" below).
 
-import { $, el, json, on, onRender, shownValue } from "./core.js";
+import { $, config, el, json, on, onRender, shownValue } from "./core.js";
 
 const CHECKPOINT = 32;
 const MAX_LISTED = 500;
-const steps = []; // {run, index, type: "input" | "STATE_SNAPSHOT" | "STATE_DELTA" | "thread", payload}
-const checkpoints = new Map(); // step → the state after it (cloned)
-let current; // the state after the last step, kept up to date as steps arrive
-let thread = null; // the state the back end reported after the last turn
-let at = -1; // the step shown; -1: follow the latest
-let dirty = true;
 
 // -- JSON Pointer and Patch (RFC 6901, 6902) -------------------------------------------------
 //
@@ -145,13 +141,74 @@ export function diff(a, b, path = "", out = []) {
 }
 
 // -- the history ------------------------------------------------------------------------------
+//
+// A history: the steps of one thread, its checkpoints, the state after its last step and
+// the back end's state of it after a turn. The inspector's own page drives one thread (a
+// thread opened or started reloads the page): it has one history. The proxy's read-only
+// page (config.readOnly) shows traffic of several threads: each has its own history, a
+// step belongs to the thread of its run (its run-start names the thread), a delta is
+// applied on its own thread's state only, and the tab shows the thread the traffic is on
+// now — the thread of the latest input — going back to a thread continuing from its own
+// last state. At most THREADS_KEPT threads are kept (as many as the back end remembers),
+// the least recently active leaving first: a thread that comes back after that starts
+// again from its input's state.
 
-function stateAfter(n) {
+const live = Boolean(config.readOnly);
+const THREADS_KEPT = 256;
+const RUNS_KEPT = 4096; // run → thread, for the events and warnings of a run
+
+function newHistory(key) {
+  return {
+    key, // the thread id (the live page), or "" (the inspector's own: one thread)
+    steps: [], // {run, index, type: "input" | "STATE_SNAPSHOT" | "STATE_DELTA" | "thread", payload}
+    checkpoints: new Map(), // step → the state after it (cloned)
+    current: undefined, // the state after the last step, kept up to date as steps arrive
+    thread: null, // the state the back end reported after the last turn
+    lastRun: 0, // the thread's latest run
+    messages: null, // the back end's "thread" message last told of it (its messages)
+  };
+}
+
+const histories = new Map(); // thread id → its history, the least recently active first
+const runThreads = new Map(); // run → its thread id (the live page)
+let shownKey = live ? null : "";
+let at = -1; // the step shown; -1: follow the latest
+let dirty = true;
+
+function historyOf(key) {
+  let h = histories.get(key);
+  if (h === undefined) {
+    h = newHistory(key);
+  } else {
+    histories.delete(key);
+  }
+  histories.set(key, h); // the most recently active last
+  if (histories.size > THREADS_KEPT) {
+    for (const old of histories.keys()) {
+      if (old === shownKey || old === key) continue; // the thread shown stays
+      histories.delete(old);
+      break;
+    }
+  }
+  return h;
+}
+
+/** The history of ``run``'s thread (a run whose input the page never saw: key null). */
+function historyOfRun(run) {
+  if (!live) return historyOf("");
+  return historyOf(runThreads.has(run) ? runThreads.get(run) : null);
+}
+
+function shown() {
+  return histories.get(shownKey) || newHistory(shownKey);
+}
+
+function stateAfter(h, n) {
   if (n < 0) return undefined;
   let base = Math.floor(n / CHECKPOINT) * CHECKPOINT;
-  while (base >= 0 && !checkpoints.has(base)) base -= CHECKPOINT;
-  let doc = base >= 0 ? own(checkpoints.get(base)) : undefined;
-  for (let i = Math.max(0, base + 1); i <= n; i++) doc = step(doc, steps[i]);
+  while (base >= 0 && !h.checkpoints.has(base)) base -= CHECKPOINT;
+  let doc = base >= 0 ? own(h.checkpoints.get(base)) : undefined;
+  for (let i = Math.max(0, base + 1); i <= n; i++) doc = step(doc, h.steps[i]);
   return doc;
 }
 
@@ -168,72 +225,88 @@ function step(doc, s) {
   return own(s.payload);
 }
 
-function push(s) {
-  steps.push(s);
-  const n = steps.length - 1;
-  current = step(current, s);
-  if (n % CHECKPOINT === 0) checkpoints.set(n, own(current));
+function push(h, s) {
+  h.steps.push(s);
+  const n = h.steps.length - 1;
+  h.current = step(h.current, s);
+  if (n % CHECKPOINT === 0) h.checkpoints.set(n, own(h.current));
   dirty = true;
 }
 
 /** The back end refused step ``k`` after the page had applied it: every state from ``k``
  * on is computed again without it (the checkpoints after it included). */
-function refuse(k, message) {
-  const s = steps[k];
+function refuse(h, k, message) {
+  const s = h.steps[k];
   if (s.refused) return;
   s.refused = true;
   s.problem = message;
-  for (const c of [...checkpoints.keys()]) if (c >= k) checkpoints.delete(c);
-  let doc = stateAfter(k - 1);
-  for (let i = k; i < steps.length; i++) {
-    doc = step(doc, steps[i]);
-    if (i % CHECKPOINT === 0) checkpoints.set(i, own(doc));
+  for (const c of [...h.checkpoints.keys()]) if (c >= k) h.checkpoints.delete(c);
+  let doc = stateAfter(h, k - 1);
+  for (let i = k; i < h.steps.length; i++) {
+    doc = step(doc, h.steps[i]);
+    if (i % CHECKPOINT === 0) h.checkpoints.set(i, own(doc));
   }
-  current = doc;
+  h.current = doc;
   dirty = true;
 }
 
 // A composed run (Replay… → Compose) does not change the thread: its state events are
 // not the thread's and never enter its history.
 const composedRuns = new Set();
-let lastRun = 0; // the thread's latest run
 
 on("run-start", (m) => {
   if (m.composed) {
     composedRuns.add(m.run);
     return;
   }
-  lastRun = m.run;
+  if (live) {
+    const key = typeof m.threadId === "string" ? m.threadId : null;
+    runThreads.set(m.run, key);
+    if (runThreads.size > RUNS_KEPT) runThreads.delete(runThreads.keys().next().value);
+    if (key !== shownKey) {
+      shownKey = key; // the traffic moved to another thread: the tab shows it, at its latest
+      at = -1;
+    }
+  }
+  const h = historyOfRun(m.run);
+  h.lastRun = m.run;
+  // the live page: the frontend's input is the thread's state now (the back end's state
+  // after the turn before is superseded by it)
+  if (live) h.thread = null;
   const state = m.input && typeof m.input === "object" ? m.input.state : undefined;
-  if (state !== undefined && JSON.stringify(state) !== JSON.stringify(current)) push({ run: m.run, index: null, type: "input", payload: state });
+  if (state !== undefined && JSON.stringify(state) !== JSON.stringify(h.current)) push(h, { run: m.run, index: null, type: "input", payload: state });
+  dirty = true;
 });
 on("event", (m) => {
   if (composedRuns.has(m.run)) return;
-  if (m.type === "STATE_DELTA" && m.event) push({ run: m.run, index: m.index, type: m.type, payload: m.event.delta });
-  else if (m.type === "STATE_SNAPSHOT" && m.event) push({ run: m.run, index: m.index, type: m.type, payload: m.event.snapshot });
+  if (m.type === "STATE_DELTA" && m.event) push(historyOfRun(m.run), { run: m.run, index: m.index, type: m.type, payload: m.event.delta });
+  else if (m.type === "STATE_SNAPSHOT" && m.event) push(historyOfRun(m.run), { run: m.run, index: m.index, type: m.type, payload: m.event.snapshot });
 });
 on("warning", (m) => {
   if (m.rule !== "STATE-2" || composedRuns.has(m.run)) return;
-  for (let k = steps.length - 1; k >= 0; k--) {
-    const s = steps[k];
+  const h = historyOfRun(m.run);
+  for (let k = h.steps.length - 1; k >= 0; k--) {
+    const s = h.steps[k];
     if (s.run === m.run && s.index === m.index) {
-      if (s.type === "STATE_DELTA") refuse(k, `refused by the back end: ${m.message}`);
+      if (s.type === "STATE_DELTA") refuse(h, k, `refused by the back end: ${m.message}`);
       return;
     }
     if (s.run < m.run) return;
   }
 });
 on("thread", (m) => {
+  const h = live ? historyOf(typeof m.threadId === "string" ? m.threadId : null) : historyOf("");
   // a state over the back end's limit comes as a head: the page's own history has it whole
-  thread = "state" in m ? m.state : null;
+  h.thread = "state" in m ? m.state : null;
   // The latest step is the thread's state, always: should the back end's state after a
   // turn (or of a restored thread) differ from the page's, it is a step of its own —
   // the back end's state, never one the page made up.
-  const empty = thread !== null && typeof thread === "object" && !Array.isArray(thread) && !Object.keys(thread).length;
-  if (thread !== null && thread !== undefined && !(current === undefined && empty) && !equal(thread, current)) {
-    push({ run: lastRun, index: null, type: "thread", payload: thread });
+  const empty = h.thread !== null && typeof h.thread === "object" && !Array.isArray(h.thread) && !Object.keys(h.thread).length;
+  if (h.thread !== null && h.thread !== undefined && !(h.current === undefined && empty) && !equal(h.thread, h.current)) {
+    push(h, { run: typeof m.run === "number" ? m.run : h.lastRun, index: null, type: "thread", payload: h.thread });
   }
-  $("messages").textContent = shownValue(m, "messages");
+  h.messages = m;
+  if (!live) $("messages").textContent = shownValue(m, "messages");
   dirty = true;
 });
 
@@ -241,6 +314,25 @@ function label(s, n) {
   if (s.type === "input") return `step ${n + 1}: run ${s.run}'s input state`;
   if (s.type === "thread") return `step ${n + 1}: the thread's state${s.run ? ` after run ${s.run}` : ""}, as the back end has it`;
   return `step ${n + 1}: run ${s.run} #${s.index} ${s.type}`;
+}
+
+function threadName(key) {
+  return key === null ? "(a run whose input the page did not see)" : key;
+}
+
+/** The live page: whose history the tab shows, and how many steps the others keep. */
+function threadNote(h) {
+  let steps = 0;
+  const others = [];
+  for (const [key, other] of histories) {
+    if (key === h.key || !other.steps.length) continue;
+    steps += other.steps.length;
+    others.push(threadName(key));
+  }
+  const whose = h.key === null && !h.steps.length ? "No thread yet." : `Thread ${threadName(h.key)}: the thread the traffic is on now; the steps below are its own.`;
+  if (!others.length) return whose;
+  const names = others.length > 5 ? `${others.slice(-5).join(", ")} and ${others.length - 5} more` : others.join(", ");
+  return `${whose} ${steps} step${steps === 1 ? "" : "s"} of ${others.length} other thread${others.length === 1 ? "" : "s"} (${names}) kept, not listed: a thread's steps show when the traffic is back on it.`;
 }
 
 function opLine(op) {
@@ -252,7 +344,10 @@ function opLine(op) {
 function render() {
   if ($("panel-state").hidden || !dirty) return;
   dirty = false;
-  const shownCurrent = thread !== null && thread !== undefined ? thread : current;
+  const h = shown();
+  const steps = h.steps;
+  if (live) $("state-thread").textContent = threadNote(h);
+  const shownCurrent = h.thread !== null && h.thread !== undefined ? h.thread : h.current;
   $("state").textContent = shownCurrent === undefined ? "(none yet)" : json(shownCurrent);
   const n = steps.length;
   const range = $("state-step");
@@ -268,9 +363,9 @@ function render() {
     $("state-diff").replaceChildren();
   } else {
     const s = steps[i];
-    $("state-position").textContent = `${label(s, i)} of ${n}${at < 0 ? " (following the latest)" : ""}`;
-    const before = stateAfter(i - 1);
-    const after = stateAfter(i);
+    $("state-position").textContent = `${label(s, i)} of ${n}${live ? ` (thread ${threadName(h.key)})` : ""}${at < 0 ? " (following the latest)" : ""}`;
+    const before = stateAfter(h, i - 1);
+    const after = stateAfter(h, i);
     $("state-at").textContent = json(after);
     const ops = s.type === "STATE_DELTA" && Array.isArray(s.payload) ? s.payload : diff(before, after);
     $("state-diff").replaceChildren(...(s.problem ? [el("li", { class: "error", text: s.problem })] : []),
@@ -290,9 +385,11 @@ function render() {
     el("button", { type: "button", class: "ghost step", "data-step": k, "aria-label": `show ${label(steps[k], k)}`, text: label(steps[k], k) }),
     el("details", {}, el("summary", { text: "payload" }), el("pre", { class: "json", text: json(steps[k].payload) })))));
   $("deltas-earlier").textContent = earlier ? `${earlier} earlier state events: use the slider` : "";
+  if (live) $("messages").textContent = h.messages ? shownValue(h.messages, "messages") : "[]";
 }
 
 function goTo(i) {
+  const steps = shown().steps;
   at = i >= steps.length - 1 ? -1 : Math.max(0, i);
   dirty = true;
   render();
@@ -301,8 +398,10 @@ function goTo(i) {
 onRender(render);
 
 export function setupState() {
-  $("state-prev").addEventListener("click", () => goTo((at < 0 ? steps.length - 1 : at) - 1));
-  $("state-next").addEventListener("click", () => goTo((at < 0 ? steps.length - 1 : at) + 1));
+  if (live) $("state").before(el("p", { id: "state-thread", class: "muted" }));
+  const last = () => shown().steps.length - 1;
+  $("state-prev").addEventListener("click", () => goTo((at < 0 ? last() : at) - 1));
+  $("state-next").addEventListener("click", () => goTo((at < 0 ? last() : at) + 1));
   $("state-step").addEventListener("input", (ev) => goTo(Number(ev.target.value)));
   $("deltas").addEventListener("click", (ev) => {
     const b = ev.target.closest("button.step");
