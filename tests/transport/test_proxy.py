@@ -612,8 +612,11 @@ def test_the_judging_process_runs_at_idle_priority() -> None:
 def test_an_input_waits_only_for_its_own_threads_verdicts() -> None:
     # the judging process stopped (SIGSTOP) after thread t1's stream: t1's verdict is
     # still to come. An input on t2 is judged and served at once; t1's next input waits
-    # for t1's verdict (it is judged against that run), and is served once it is in.
-    script = Script(chunks=sse(GOOD))
+    # for t1's verdict (it is judged against that run): the judging process gives none,
+    # so once it is overdue the proxy judges that stream itself, from its kept chunks —
+    # its FE-2 told before the input is served, and told once: not again when the
+    # judging process wakes up and gets to it
+    script = Script(chunks=sse(FABRICATED))
     other = {**INPUT, "threadId": "t2", "runId": "r1b"}
     with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
         assert post(px.url, INPUT).status_code == 200
@@ -621,19 +624,29 @@ def test_an_input_waits_only_for_its_own_threads_verdicts() -> None:
         os.kill(pid, signal.SIGSTOP)
         try:
             # a new stream on t1 is still to be judged when the judge is stopped
-            assert post(px.url, {**INPUT, "runId": "r1c", "messages": []}).status_code == 200
+            assert post(px.url, {**INPUT, "runId": "r1c"}).status_code == 200
             assert post(px.url, other).status_code == 200  # t2 does not wait for t1
+            assert px.rules().count("FE-2") == 1, "r1c judged while the judge is stopped"
             waiting: list[httpx.Response] = []
-            again = {**INPUT, "runId": "r2", "messages": []}
-            t = threading.Thread(target=lambda: waiting.append(post(px.url, again)))
+            t = threading.Thread(target=lambda: waiting.append(post(px.url, INPUT)))
             t.start()
-            t.join(1.0)
-            assert t.is_alive() and not waiting, "t1's next input did not wait for its verdict"
+            t.join(30)
+            assert waiting and waiting[0].status_code == 200, "t1's next input never served"
+            # its verdict was in before the input was judged: the overdue stream judged
+            # by the proxy (its FE-2), the judging process still stopped
+            assert px.rules().count("FE-2") == 2, px.findings
         finally:
             os.kill(pid, signal.SIGCONT)
-        t.join(30)
-        assert waiting and waiting[0].status_code == 200
+        _settled(px)
+        time.sleep(0.3)  # the judging process has woken and sent what it had
+        # one FE-2 a stream that has one (r1, r1c, the last; t2's breaks INPUT-3 first):
+        # r1c's never told twice
+        assert px.rules() == ["FE-2", "INPUT-5", "FE-2", "INPUT-3", "INPUT-5", "FE-2"]
     assert len(script.requests) == 4
+
+
+def _told(px: Any) -> list[tuple[str, str | None]]:
+    return [(f.rule, f.run_id) for f in px.findings]
 
 
 def test_findings_are_told_in_the_order_of_the_exchanges() -> None:

@@ -106,6 +106,10 @@ def _job(
         put(("closed", ex, watch.outcome(run_input)))
 
 
+TAKE_OVER_SLICE: Final = 64
+"""Chunks of a stream taken over (:meth:`_RemoteWatch.take_over`) judged between two
+turns of the proxy's loop."""
+
 KEPT_BYTES: Final = BACKLOG_BYTES
 """Bytes of the open streams judged in the judging process kept in the proxy, across
 streams, so that a judging process that dies loses no verdict: each open stream is
@@ -182,21 +186,51 @@ class _RemoteWatch:
             )
             self.done.set_result(None)
             return
+        local = self._local_watch()
+        kept, self.kept = self.kept, None
+        for chunk in kept:
+            local.feed(chunk)
+        self.local = local
+        if self.closing is not None:  # its end had been sent: the verdict is owed now
+            self.done.set_result(self._local_outcome())
+
+    async def take_over(self) -> bool:
+        """The verdict on this ended stream is overdue — the judging process, at idle
+        priority, is starved by busy cores (or stopped): the stream is judged here from
+        its kept chunks, the loop let run every :data:`TAKE_OVER_SLICE` chunks; what the
+        judging process says of it later is not heard (:meth:`JudgePool.forget`), and
+        the findings it told already are not told again. ``False`` when it cannot be
+        taken over (its bytes were not kept; it has not ended): then it is waited for."""
+        if self.done.done():
+            return True
+        if self.kept is None or self.closing is None or self.local is not None:
+            return False
+        self.pool.forget(self)
+        local = self._local_watch()
+        kept, self.kept = self.kept, None
+        for i, chunk in enumerate(kept, 1):
+            local.feed(chunk)
+            if i % TAKE_OVER_SLICE == 0:
+                await asyncio.sleep(0)  # the other exchanges go on meanwhile
+        self.local = local
+        if not self.done.done():
+            self.done.set_result(self._local_outcome())
+        return True
+
+    def _local_watch(self) -> StreamWatch:
+        """A judge of this stream in the proxy's process, from its start: the findings
+        the judging process told already (:attr:`told`) not told again — judging is
+        deterministic, so they are the first ones it finds."""
         skip = self.told
 
         def replayed(finding: WatchFinding) -> None:
             nonlocal skip
-            if skip > 0:  # told already by the judging process (judging is deterministic)
+            if skip > 0:
                 skip -= 1
                 return
             self.on_finding(finding)
 
-        self.local = StreamWatch(self.binding, run_input=self.run_input, on_finding=replayed)
-        kept, self.kept = self.kept, None
-        for chunk in kept:
-            self.local.feed(chunk)
-        if self.closing is not None:  # its end had been sent: the verdict is owed now
-            self.done.set_result(self._local_outcome())
+        return StreamWatch(self.binding, run_input=self.run_input, on_finding=replayed)
 
 
 class JudgePool:
@@ -251,6 +285,13 @@ class JudgePool:
         remote.kept.append(chunk)
         remote.kept_bytes += len(chunk)
         self.kept += len(chunk)
+
+    def forget(self, remote: _RemoteWatch) -> None:
+        """A stream judged elsewhere from now on (:meth:`_RemoteWatch.take_over`): the
+        judging process's later messages about it are not heard, its bytes not counted."""
+        if self._open.get(remote.ex) is remote:
+            del self._open[remote.ex]
+            self._unkeep(remote)
 
     def _unkeep(self, remote: _RemoteWatch) -> None:
         self.kept -= remote.kept_bytes
@@ -394,9 +435,16 @@ class JudgePool:
             self._loop.remove_writer(self._jobs.fileno())
         self._jobs.close()  # the worker reads EOF and returns
         self._results.close()
-        process.join(timeout=5)
+        # every verdict owed has been taken over by now (``ProxyApp.drain``): a judging
+        # process starved by busy cores (or stopped) is not waited for — ended, then
+        # killed (a stopped process acts on no SIGTERM, and multiprocessing's exit would
+        # wait for it forever)
+        process.join(timeout=1)
         if process.is_alive():
             process.terminate()
+            process.join(timeout=1)
+        if process.is_alive():
+            process.kill()
             process.join(timeout=5)
 
 

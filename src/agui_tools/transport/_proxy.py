@@ -103,6 +103,13 @@ __all__ = ["HOP_BY_HOP", "JudgePool", "ProxyApp", "ProxyObserver", "Recording"]
 
 log = guarded_logger("agui_tools.proxy")
 
+VERDICT_OVERDUE: Final = 0.5
+"""Seconds a verdict of the judging process is waited for (by the same thread's next
+input, or on the way out) before the stream is judged in the proxy's own process from
+its kept chunks (:meth:`~._judge_pool._RemoteWatch.take_over`): on quiet cores a
+50,000-event burst's verdict is in ~160 ms after its end; on cores busy with other work
+the idle-priority judge may get none."""
+
 HOP_BY_HOP: Final = frozenset(
     {
         "connection",
@@ -242,6 +249,8 @@ class ProxyApp:
         """Exchanges whose body has ended and whose verdict is still to come."""
         self._held: dict[int, list[WatchFinding]] = {}
         """Findings of later exchanges, held until those verdicts are in (:meth:`_found`)."""
+        self._owed: dict[asyncio.Future[None], _RemoteWatch] = {}
+        """Each verdict still to come (a task of :attr:`_unsettled`), by the stream it is on."""
         self._unsettled: dict[str | None, set[asyncio.Future[None]]] = {}
         """Per thread, the judging process's verdicts on its streams, still to come:
         the thread's next input is judged against them once they are in (other
@@ -278,14 +287,15 @@ class ProxyApp:
         if not self._stop.done():
             self._stop.set_result(None)
         if self._forwarding:
-            await asyncio.wait(set(self._forwarding), timeout=timeout)
+            # an exchange is over once its verdict is in: those overdue judged here
+            await self._settled(set(self._forwarding), timeout, owed=self._owed)
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Wait (``timeout`` at most) for the verdicts still to come from the judging
         process — on the way out, so that the summary counts every stream forwarded."""
         pending = {task for tasks in self._unsettled.values() for task in tasks}
         if pending:
-            await asyncio.wait(pending, timeout=timeout)
+            await self._settled(pending, timeout)
         self._settling.clear()  # what is still held is told now, in order
         self._release()
 
@@ -505,8 +515,34 @@ class ProxyApp:
             # the thread's verdicts still to come first: an input is judged against its
             # thread's last run, and a thread's findings are told in the order of its
             # exchanges
-            await asyncio.wait(set(pending))
+            await self._settled(set(pending))
         return self.ledger.judge(body, verdict)
+
+    async def _settled(
+        self,
+        pending: set[asyncio.Future[Any]],
+        timeout: float | None = None,
+        owed: Mapping[asyncio.Future[None], _RemoteWatch] | None = None,
+    ) -> None:
+        """Wait for these verdicts of the judging process (``timeout`` at most) — the
+        streams of those not in after :data:`VERDICT_OVERDUE` seconds judged here
+        instead (or, with ``owed``, of every verdict still to come: the tasks waited
+        for wait on them): the judging process runs at idle priority, and on cores kept
+        busy by other work it can be starved for as long as they are (an input waited
+        3-11 s for its thread's verdict, a stop more than 10 s)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        first = VERDICT_OVERDUE if timeout is None else min(VERDICT_OVERDUE, timeout)
+        _, late = await asyncio.wait(pending, timeout=first)
+        if not late:
+            return
+        streams = owed if owed is not None else self._owed
+        for task in list(streams if owed is not None else late):
+            remote = streams.get(task)
+            if remote is not None:
+                await remote.take_over()
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        await asyncio.wait(late, timeout=left)
 
     def _found(self, finding: WatchFinding, number: int = 0) -> None:
         """Tell a finding of exchange ``number`` — or hold it while an earlier exchange's
@@ -772,9 +808,11 @@ class ProxyApp:
         task = asyncio.ensure_future(settle())
         pending = self._unsettled.setdefault(thread_id, set())
         pending.add(task)
+        self._owed[task] = remote
 
         def settled(task: asyncio.Future[None]) -> None:
             pending.discard(task)
+            self._owed.pop(task, None)
             if not pending and self._unsettled.get(thread_id) is pending:
                 del self._unsettled[thread_id]
 
