@@ -318,16 +318,16 @@ def _median_ratio(row: Row, which: str = "rates") -> float:
 
 
 SHAPES = [
-    Shape("50,000 text deltas, 100 events a chunk", {"n": 50_000, "per": 100}, repeats=4,
+    Shape("50,000 text deltas, 100 events a chunk", {"n": 50_000, "per": 100}, repeats=6,
           realistic="no model: a replay or a buffered agent flushing late"),
-    Shape("20,000 deltas, one event a chunk, full speed", {"n": 20_000, "per": 1}, repeats=4,
+    Shape("20,000 deltas, one event a chunk, full speed", {"n": 20_000, "per": 1}, repeats=6,
           realistic="a model's framing, 100× a model's speed"),
     Shape("60 deltas of 100 KB, one a chunk", {"n": 60, "size": 100_000, "per": 1},
-          unit="MB", repeats=4, realistic="a large tool result / document streamed whole"),
+          unit="MB", repeats=6, realistic="a large tool result / document streamed whole"),
     Shape("50,000 deltas, protobuf binding, 100 a chunk", {"n": 50_000, "per": 100}, proto=True,
-          repeats=3, realistic="as the first row, binary binding"),
+          repeats=4, realistic="as the first row, binary binding"),
     Shape("50,000 deltas, gzip from the agent, 100 a chunk", {"n": 50_000, "per": 100, "gzip": 1},
-          repeats=3, realistic="an agent behind a compressing CDN/middleware"),
+          repeats=4, realistic="an agent behind a compressing CDN/middleware"),
     Shape("16 concurrent bursts × 5,000 deltas, 10 a chunk", {"n": 5_000, "per": 10},
           concurrent=16, repeats=4, realistic="16 users at once, each at 100× model speed"),
     Shape("8 bursts of 50,000 back to back, 100 a chunk, then the verdicts", {"n": 50_000, "per": 100},
