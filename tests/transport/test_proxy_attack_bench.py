@@ -201,3 +201,31 @@ def test_the_next_input_after_a_burst_on_busy_cores_waits_about_what_the_docs_sa
             _run(url, "t0", f"n{i}", history, n=10)
             waits.append(time.perf_counter() - t0)
     assert max(waits) < 1.0, waits
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: on busy cores, 32 MiB behind, forwarding waits for the starved judge: a valid stream stalls 7–33 s",
+)
+def test_back_to_back_bursts_on_busy_cores_never_stall_the_stream(tmp_path: Path) -> None:
+    """docs/proxy.md: the judge "falls behind on a burst faster than it reads (by 32 MiB at
+    most — then forwarding waits for it) and catches up as soon as they idle". On cores that
+    never idle it does not catch up: seen, the 10th back-to-back 50,000-event burst (3.5 MB
+    each) frozen mid-stream for 7.3 s, then 33 s (direct: no gap over 0.01 s). Here a
+    frontend with a 2 s idle deadline reads 11 such bursts, each on its own thread."""
+    with _busy_cores(), _proxy(tmp_path) as (_, url, _, _):
+        for i in range(11):
+            body = orjson.dumps({"threadId": f"t{i}", "runId": f"r{i}", "messages": [], "forwardedProps": {"n": N}})  # fmt: skip
+            timeout = httpx.Timeout(30, read=2.0)
+            try:
+                with httpx.stream(
+                    "POST",
+                    url,
+                    content=body,
+                    headers={"content-type": "application/json"},
+                    timeout=timeout,
+                ) as r:
+                    for _ in r.iter_raw():
+                        pass
+            except httpx.ReadTimeout:
+                pytest.fail(f"burst {i + 1}: no byte for 2 s mid-stream (a valid stream, stalled)")
