@@ -330,8 +330,8 @@ SHAPES = [
           repeats=4, realistic="an agent behind a compressing CDN/middleware"),
     Shape("16 concurrent bursts × 5,000 deltas, 10 a chunk", {"n": 5_000, "per": 10},
           concurrent=16, repeats=4, realistic="16 users at once, each at 100× model speed"),
-    Shape("8 bursts of 50,000 back to back, 100 a chunk, then the verdicts", {"n": 50_000, "per": 100},
-          sequential=8, repeats=2, realistic="a test suite / replays run after run"),
+    Shape("12 bursts of 50,000 back to back (42 MB: past the 32 MiB kept), 100 a chunk", {"n": 50_000, "per": 100},
+          sequential=12, repeats=2, realistic="a test suite / replays run after run"),
 ]  # fmt: skip
 
 
