@@ -675,3 +675,51 @@ def test_findings_are_told_in_the_order_of_the_exchanges() -> None:
             ("FE-2", "t1"),
             ("FE-8", "t2"),
         ]
+
+
+def test_a_stopped_judge_never_stalls_forwarding(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the judging process stopped (SIGSTOP: a judge at idle priority on cores busy with
+    # other work gets as little) with a 64 KiB backlog: a 3 MB stream fills the pipe and
+    # the backlog, then — the backlog not moving for VERDICT_OVERDUE — is judged in the
+    # proxy from its kept chunks, and forwarded whole; its TOOL-20 near the end told once.
+    # The next stream, the judge behind, is judged in the proxy from its start.
+    from agui_tools.transport import _judge_pool
+
+    monkeypatch.setattr(_judge_pool, "BACKLOG_BYTES", 64 * 1024)
+    text = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "tok " * 8}
+    body = [
+        RS,
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+        *[text] * 40_000,
+        {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        *ARGS_AFTER_END[1:],
+    ]
+    script = Script(chunks=[b"".join(sse(body[i : i + 100])) for i in range(0, len(body), 100)])
+    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
+        assert post(px.url, {**INPUT, "runId": "r0"}).status_code == 200  # the judge is up
+        pid = _settled(px)
+        told = len(px.findings)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for run in ("ra", "rb"):  # (the stream says t1, r1: the input's thread)
+                answer = httpx.post(
+                    px.url,
+                    content=orjson.dumps({**INPUT, "runId": run}),
+                    headers={"content-type": "application/json"},
+                    timeout=httpx.Timeout(30, read=10),  # a stall: ReadTimeout
+                )
+                assert answer.content == b"".join(script.chunks), "not forwarded whole"
+            _wait_for(lambda: px.rules()[told:].count("TOOL-20") == 2, px)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        _settled(px)
+        time.sleep(0.3)  # the judging process has woken and sent what it had
+        assert px.rules()[told:].count("TOOL-20") == 2, px.rules()  # each told once
+        assert [f.index for f in px.findings[told:] if f.rule == "TOOL-20"] == [len(body) - 2] * 2
+
+
+def _wait_for(condition: Any, px: Any) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, px.rules()
+        time.sleep(0.02)

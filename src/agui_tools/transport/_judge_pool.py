@@ -22,7 +22,7 @@ from typing import Any, Final
 from .._text import guarded_logger
 from ..app._watch import StreamWatch, WatchFinding
 
-__all__ = ["BACKLOG_BYTES", "KEPT_BYTES", "JudgePool"]
+__all__ = ["BACKLOG_BYTES", "KEPT_BYTES", "VERDICT_OVERDUE", "JudgePool"]
 
 log = guarded_logger("agui_tools.proxy")
 
@@ -90,7 +90,8 @@ def _job(
     watches: dict[int, tuple[StreamWatch, Mapping[str, Any]]],
     put: Callable[[Any], None],
 ) -> None:
-    """One job of the judging process: open a stream, judge a chunk, close a stream."""
+    """One job of the judging process: open a stream, judge a chunk, close a stream
+    (or drop it: the proxy judges it itself from now on)."""
     kind, ex = job[0], job[1]
     if kind == "open":
 
@@ -104,7 +105,15 @@ def _job(
         watch, run_input = watches.pop(ex)
         watch.cut = watch.cut or bool(job[2])
         put(("closed", ex, watch.outcome(run_input)))
+    elif kind == "drop":  # the proxy judges the stream itself now (the judge was behind)
+        watches.pop(ex, None)
 
+
+VERDICT_OVERDUE: Final = 0.5
+"""Seconds the judging process may keep the proxy waiting — for a verdict (the same
+thread's next input, the stop) or for room in its backlog — before the stream is judged
+in the proxy's own process: on quiet cores a 50,000-event burst's verdict is in ~160 ms
+after its end; on cores busy with other work the idle-priority judge may get no time."""
 
 TAKE_OVER_SLICE: Final = 64
 """Chunks of a stream taken over (:meth:`_RemoteWatch.take_over`) judged between two
@@ -150,7 +159,30 @@ class _RemoteWatch:
         if self.pool.broken:
             return  # not kept, already said not judged
         self.pool.keep(self, chunk)  # before it is sent: a death while it waits loses nothing
-        await self.pool.send(("chunk", self.ex, chunk))
+        if await self.pool.send(("chunk", self.ex, chunk)):
+            return
+        # the backlog is full and has not moved for VERDICT_OVERDUE: the judging process
+        # is starved (idle priority, cores kept busy by other work) — forwarding would
+        # wait for it as long as they are busy. The stream is judged here from now on,
+        # from its kept chunks; one not kept is left to the judging process, waited for.
+        if self.kept is None:
+            await self.pool.drained()
+            return
+        self.pool.forget(self)
+        self.pool.drop(self.ex)
+        self.local = await self._judged_here()
+
+    async def _judged_here(self) -> StreamWatch:
+        """This stream judged in the proxy's process from its start, from its kept
+        chunks — the loop let run every :data:`TAKE_OVER_SLICE` chunks (the other
+        exchanges go on meanwhile; this stream's next chunk waits for it)."""
+        local = self._local_watch()
+        kept, self.kept = self.kept or [], None
+        for i, chunk in enumerate(kept, 1):
+            local.feed(chunk)
+            if i % TAKE_OVER_SLICE == 0:
+                await asyncio.sleep(0)
+        return local
 
     async def outcome(self, cut_short: bool = False) -> Any:
         self.closing = cut_short
@@ -206,13 +238,7 @@ class _RemoteWatch:
         if self.kept is None or self.closing is None or self.local is not None:
             return False
         self.pool.forget(self)
-        local = self._local_watch()
-        kept, self.kept = self.kept, None
-        for i, chunk in enumerate(kept, 1):
-            local.feed(chunk)
-            if i % TAKE_OVER_SLICE == 0:
-                await asyncio.sleep(0)  # the other exchanges go on meanwhile
-        self.local = local
+        self.local = await self._judged_here()
         if not self.done.done():
             self.done.set_result(self._local_outcome())
         return True
@@ -297,13 +323,38 @@ class JudgePool:
         self.kept -= remote.kept_bytes
         remote.kept_bytes = 0
 
-    async def send(self, job: tuple[Any, ...]) -> None:
+    @property
+    def behind(self) -> bool:
+        """The judging process is half the backlog behind (:data:`BACKLOG_BYTES`): a new
+        stream is judged in the proxy's own process instead, at the cost of forwarding
+        at the rate the proxy judges — never a stall while the judge is starved."""
+        return self._queued > BACKLOG_BYTES // 2
+
+    async def send(self, job: tuple[Any, ...]) -> bool:
+        """Queue a job; wait while the backlog is over :data:`BACKLOG_BYTES` —
+        :data:`VERDICT_OVERDUE` seconds at most without it moving: ``False`` then (the
+        judging process is starved), ``True`` once the job is taken or queued within it."""
         if self.broken:
-            return
+            return True
         self._write(job)
         while self._queued > BACKLOG_BYTES and not self.broken:
             self._drained.clear()
+            try:
+                await asyncio.wait_for(self._drained.wait(), VERDICT_OVERDUE)
+            except TimeoutError:
+                return False
+        return True
+
+    async def drained(self) -> None:
+        """Wait until the backlog is within :data:`BACKLOG_BYTES` (or the process died)."""
+        while self._queued > BACKLOG_BYTES and not self.broken:
+            self._drained.clear()
             await self._drained.wait()
+
+    def drop(self, ex: int) -> None:
+        """The judging process forgets stream ``ex`` (judged in the proxy from now on)."""
+        if not self.broken:
+            self._write(("drop", ex))
 
     def _write(self, job: tuple[Any, ...]) -> None:
         payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)

@@ -92,7 +92,7 @@ from ..app._watch import (
 from ..wire._framing import BrokenFrame
 from ._auth import HostPolicy
 from ._client import _DECODABLE, _DECODED, _coding, _Decoding
-from ._judge_pool import JudgePool, _RemoteWatch
+from ._judge_pool import VERDICT_OVERDUE, JudgePool, _RemoteWatch
 from ._recording import RecordedExchange, Recording
 from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
 
@@ -102,13 +102,6 @@ if TYPE_CHECKING:
 __all__ = ["HOP_BY_HOP", "JudgePool", "ProxyApp", "ProxyObserver", "Recording"]
 
 log = guarded_logger("agui_tools.proxy")
-
-VERDICT_OVERDUE: Final = 0.5
-"""Seconds a verdict of the judging process is waited for (by the same thread's next
-input, or on the way out) before the stream is judged in the proxy's own process from
-its kept chunks (:meth:`~._judge_pool._RemoteWatch.take_over`): on quiet cores a
-50,000-event burst's verdict is in ~160 ms after its end; on cores busy with other work
-the idle-priority judge may get none."""
 
 HOP_BY_HOP: Final = frozenset(
     {
@@ -679,7 +672,7 @@ class ProxyApp:
                     )
                 )
         if judged_stream and binding is not None:
-            if self.strict or self._pool is None or self._pool.broken:
+            if self.strict or self._pool is None or self._pool.broken or self._pool.behind:
                 watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
             else:
                 remote = self._pool.open(binding, run_input, on_finding)
