@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -63,6 +64,16 @@ def test_a_missing_capture_is_one_line_exit_2(tmp_path: Path) -> None:
     proc = mock(str(tmp_path / "absent.sse"))
     assert proc.returncode == 2 and "cannot read capture" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_a_port_in_use_is_said_without_claiming_to_serve(capture: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = mock(str(capture), "--port", str(port))  # the last --port is the one used
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == (  # bound before the recorded runs are listed
+        f"agui-tools mock: cannot serve on 127.0.0.1:{port}: Address already in use"
+    )
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .serve_cmd import LOG_LEVELS, _bind, _path, _port, serve_on
+from .serve_cmd import LOG_LEVELS, _path, _port, listening, serve_on
 
 HELP = """\
 Serve recorded runs as an AG-UI agent, so a frontend can be tested without a
@@ -185,13 +185,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"agui-tools mock: {terminal_text(str(exc))}", file=sys.stderr)
         return 2
     endpoint = app.state.mock
-    try:
-        sock = _bind(args.host, args.port)
-    except OSError as exc:
-        print(
-            f"agui-tools mock: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    sock = listening("mock", args.host, args.port)
+    if sock is None:
         return 2
     runs = endpoint.matcher.runs
     print(

@@ -280,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     from .._text import guarded_logger
     from ..transport._deadlines import deadline_protocol
     from ..transport._proxy import SERVER_OPTIONS, ProxyApp
-    from .serve_cmd import _bind, _log_config
+    from .serve_cmd import _log_config, listening
 
     problem = _upstream(args.upstream)
     if problem is not None:
@@ -326,13 +326,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        sock = _bind(args.host, args.port)
-    except OSError as exc:
-        print(
-            f"agui-tools proxy: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    sock = listening("proxy", args.host, args.port)
+    if sock is None:
         return 2
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

@@ -270,6 +270,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def listening(command: str, host: str, port: int) -> socket.socket | None:
+    """:func:`_bind`'s socket, or None once ``agui-tools COMMAND: cannot serve on …`` is on
+    stderr (the command then exits 2): the one way serve, proxy and mock say a taken port."""
+    try:
+        return _bind(host, port)
+    except OSError as exc:
+        print(
+            f"agui-tools {command}: cannot serve on {host}:{port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return None
+
+
 def _log_config(level: str, access: bool) -> dict[str, Any]:
     """uvicorn's and our loggers, all on stderr: stdout carries the one "Serving" line."""
     handler = {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}
@@ -306,13 +319,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        sock = _bind(args.host, args.port)
-    except OSError as exc:
-        print(
-            f"agui-tools serve: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    sock = listening("serve", args.host, args.port)
+    if sock is None:
         return 2
     app = agent_app(
         agent,
