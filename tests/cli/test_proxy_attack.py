@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from agui_tools.wire._framing import sse_frame
+from tests.helpers.proxy import stream_post
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
@@ -204,10 +205,7 @@ def test_sigterm_stops_the_proxy_as_ctrl_c_does() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in TOOL_20[:4]], hang_after=True)
     with serve(app_for(script)) as base:
         proc, url = _start(f"{base}/agent", "--port", "0")
-        with httpx.stream(
-            "POST", url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as answer:  # fmt: skip
+        with stream_post(url, INPUT) as answer:
             seen = b""
             for chunk in answer.iter_raw():
                 seen += chunk

@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
 from tests.cli.test_proxy_attack import INPUT, RS, _ctrl_c, _start
+from tests.helpers.proxy import stream_post
 from tests.helpers.scripted_server import Script, app_for, serve
 
 RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
@@ -79,10 +80,7 @@ def _sigterm_mid_burst(tmp_path: Path, *, hold: bool) -> tuple[str, int]:
     with serve(app_for(script)) as base:
         proc, url = _start(f"{base}/agent", "--port", "0", "--record", str(tmp_path))
         got = 0
-        with httpx.stream(
-            "POST", url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as answer:  # fmt: skip
+        with stream_post(url, INPUT) as answer:
             pieces = answer.iter_raw()
             for chunk in pieces:
                 got += len(chunk)
@@ -144,10 +142,7 @@ def test_a_stream_open_when_the_judging_process_dies_is_still_judged_or_said(
     with serve(upstream) as base:
         proc, url = _start(f"{base}/agent", "--port", "0", "--record", str(tmp_path))
         try:
-            with httpx.stream(
-                "POST", url, content=orjson.dumps(INPUT),
-                headers={"content-type": "application/json"}, timeout=30,
-            ) as answer:  # fmt: skip
+            with stream_post(url, INPUT) as answer:
                 pieces = answer.iter_raw()
                 seen = b""
                 while b"TOOL_CALL_END" not in seen:

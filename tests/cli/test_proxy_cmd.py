@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from agui_tools.wire._framing import SSEReader, sse_frame
+from tests.helpers.proxy import stream_post
 from tests.helpers.scripted_server import Script, app_for, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
@@ -135,9 +136,7 @@ def test_ctrl_c_during_a_stream_is_still_one_summary() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(BROKEN[0]))], hang_after=True)
     with serve(app_for(script)) as base:
         proc, url = _start(f"{base}/agent")
-        with httpx.stream(
-            "POST", url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-        ) as answer:
+        with stream_post(url, INPUT, timeout=5) as answer:
             next(answer.iter_raw())  # the stream is open, the upstream will not end it
             code, _, err = _ctrl_c(proc)
     assert "Traceback" not in err

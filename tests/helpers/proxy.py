@@ -2,23 +2,27 @@
 
 :func:`proxied` serves a proxy in front of ``upstream`` with uvicorn in a thread
 (:func:`tests.helpers.scripted_server.serve`) and yields a :class:`Proxied`: its
-URL, the app (its findings, its ledger) and what it told its log.
+URL, the app (its findings, its ledger) and what it told its log. :func:`stream_post` is
+the frontend's side: a run input POSTed, the answer read as the proxy sends it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import httpx
+import orjson
 
 from agui_tools.app._watch import WatchFinding
 from agui_tools.transport._proxy import SERVER_OPTIONS, ProxyApp
 from tests.helpers.scripted_server import serve
 
-__all__ = ["Proxied", "proxied"]
+__all__ = ["Proxied", "proxied", "stream_post"]
 
 
 @dataclass
@@ -68,3 +72,21 @@ def proxied(
             yield holder[0]
     finally:
         app.stop_judge()
+
+
+def stream_post(
+    url: str,
+    body: dict[str, Any],
+    headers: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 30,
+) -> AbstractContextManager[httpx.Response]:
+    """``body`` POSTed as JSON (plus ``headers``), the answer streamed: read it with
+    ``iter_raw()`` to see the bytes as they came, unbuffered and undecoded."""
+    return httpx.stream(
+        "POST",
+        url,
+        content=orjson.dumps(body),
+        headers={"content-type": "application/json", **(headers or {})},
+        timeout=timeout,
+    )

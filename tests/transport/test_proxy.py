@@ -30,7 +30,7 @@ from agui_tools.transport._server import agent_app
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
-from tests.helpers.proxy import proxied
+from tests.helpers.proxy import proxied, stream_post
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -176,13 +176,7 @@ def test_no_added_buffering_the_first_event_arrives_before_the_upstream_ends() -
 
     upstream = Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             reader = SSEReader()
             seen: list[str] = []
             chunks = answer.iter_raw()
@@ -544,13 +538,7 @@ def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent(in_proc
         serve(app_for(script)) as base,
         proxied(f"{base}/agent", judge_in_process=in_process) as px,
     ):
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             next(answer.iter_raw())
         deadline = time.monotonic() + 20
         while px.app.abandoned == 0:  # the proxy saw the frontend leave

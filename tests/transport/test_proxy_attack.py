@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import SSEReader, sse_frame
-from tests.helpers.proxy import proxied
+from tests.helpers.proxy import proxied, stream_post
 from tests.helpers.scripted_server import serve
 
 INPUT: dict[str, Any] = {
@@ -225,13 +225,7 @@ def _gzip_agent(events: list[dict[str, Any]]) -> Starlette:
 def test_a_gzipped_broken_stream_is_still_judged(judge_in_process: bool) -> None:
     options = {"judge_in_process": judge_in_process}
     with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", **options) as px:
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json", "accept-encoding": "gzip"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT, {"accept-encoding": "gzip"}) as answer:
             raw = b"".join(answer.iter_raw())
         assert answer.status_code == 200
         assert answer.headers["content-encoding"] == "gzip"  # forwarded as sent: fine
@@ -304,10 +298,7 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
         )
 
     with raw_upstream(answer) as base, proxied(f"{base}/agent", strict=strict) as px:
-        with httpx.stream(
-            "POST", px.url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as streamed:  # fmt: skip
+        with stream_post(px.url, INPUT) as streamed:
             raw = b"".join(streamed.iter_raw())
     # the rule a consumer would break on (TRANS-4: the stream is not an event stream it
     # can read), said once — not a truncation (TRANS-2) of the agent's run after it
@@ -324,10 +315,7 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
 def test_a_gzip_bomb_is_forwarded_as_it_came_and_judged_within_bounds() -> None:
     bomb = gzip.compress(b"\n" * (64 * 1024 * 1024), compresslevel=9)  # 64 MiB in ~64 KiB
     with serve(_encoded_agent(bomb, "gzip")) as base, proxied(f"{base}/agent") as px:
-        with httpx.stream(
-            "POST", px.url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=60,
-        ) as answer:  # fmt: skip
+        with stream_post(px.url, INPUT, timeout=60) as answer:
             raw = b"".join(answer.iter_raw())
     assert raw == bomb  # the frontend's to decode, or not
     # the judge inflated a bounded amount, then said why it stopped (the client's limit)
@@ -339,10 +327,7 @@ def test_a_gzip_bomb_is_forwarded_as_it_came_and_judged_within_bounds() -> None:
 def test_a_content_encoding_the_proxy_cannot_decode_is_said_not_judged(strict: bool) -> None:
     body = b"\x8b\x02\x80" + sse(ARGS_AFTER_END) + b"\x03"  # as brotli frames stored data
     with serve(_encoded_agent(body, "br")) as base, proxied(f"{base}/agent", strict=strict) as px:
-        with httpx.stream(
-            "POST", px.url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as answer:  # fmt: skip
+        with stream_post(px.url, INPUT) as answer:
             raw = b"".join(answer.iter_raw())
     assert raw == body and answer.headers["content-encoding"] == "br"  # forwarded as is
     # never silently: one warning saying the stream was not judged, and why
@@ -374,13 +359,7 @@ def test_an_upstream_cut_short_of_its_content_length_raises_nothing(
 ) -> None:
     cut = sse(GOOD)[:60]
     with raw_upstream(_cut_after(cut, chunked=False)) as base, proxied(f"{base}/agent") as px:
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             got = b""
             try:
                 for chunk in answer.iter_raw():
@@ -399,13 +378,7 @@ def test_a_cut_short_content_length_body_records_its_finding(tmp_path: Path) -> 
         raw_upstream(_cut_after(cut, chunked=False)) as base,
         proxied(f"{base}/agent", record=tmp_path, judge_in_process=True) as px,
     ):
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             try:
                 for _ in answer.iter_raw():
                     pass

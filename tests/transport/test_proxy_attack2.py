@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import SSEReader
-from tests.helpers.proxy import proxied
+from tests.helpers.proxy import proxied, stream_post
 from tests.helpers.scripted_server import serve
 from tests.transport.test_proxy_attack import (
     GOOD,
@@ -30,10 +30,7 @@ from tests.transport.test_proxy_attack import (
 
 
 def _stream(url: str, **headers: str) -> tuple[httpx.Response, bytes]:
-    with httpx.stream(
-        "POST", url, content=orjson.dumps(INPUT),
-        headers={"content-type": "application/json", **headers}, timeout=30,
-    ) as answer:  # fmt: skip
+    with stream_post(url, INPUT, headers) as answer:
         raw = b"".join(answer.iter_raw())
     return answer, raw
 

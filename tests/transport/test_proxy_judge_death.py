@@ -15,7 +15,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
-import httpx
 import orjson
 import pytest
 from starlette.applications import Starlette
@@ -25,7 +24,7 @@ from starlette.routing import Route
 
 from agui_tools.transport import _judge_pool
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import Proxied, proxied
+from tests.helpers.proxy import Proxied, proxied, stream_post
 from tests.helpers.scripted_server import Script, app_for, serve
 from tests.transport.test_proxy import ARGS_AFTER_END, INPUT, RF, RS, TA, TE, TS, post, sse
 
@@ -70,10 +69,7 @@ def _gated(
 
 def _stream_through(px: Proxied, gate: threading.Event, dies: object) -> bytes:
     """A frontend reading the whole stream; ``dies()`` once the first part is in."""
-    with httpx.stream(
-        "POST", px.url, content=orjson.dumps(INPUT),
-        headers={"content-type": "application/json"}, timeout=30,
-    ) as answer:  # fmt: skip
+    with stream_post(px.url, INPUT) as answer:
         pieces = answer.iter_raw()
         seen = b""
         while b"TOOL_CALL_ARGS" not in seen:
