@@ -4,10 +4,15 @@
 (:func:`tests.helpers.scripted_server.serve`) and yields a :class:`Proxied`: its
 URL, the app (its findings, its ledger) and what it told its log. :func:`stream_post` is
 the frontend's side: a run input POSTed, the answer read as the proxy sends it.
+:func:`proxy_cmd` runs the command itself (``agui-tools proxy`` in a subprocess),
+:func:`ctrl_c` stops it as a terminal would.
 """
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -21,8 +26,9 @@ import orjson
 from agui_tools.app._watch import WatchFinding
 from agui_tools.transport._proxy import SERVER_OPTIONS, ProxyApp
 from tests.helpers.scripted_server import serve
+from tests.helpers.terminal import AGUI, ENV, ROOT
 
-__all__ = ["Proxied", "proxied", "stream_post"]
+__all__ = ["Proxied", "ctrl_c", "proxied", "proxy_cmd", "stream_post"]
 
 
 @dataclass
@@ -90,3 +96,24 @@ def stream_post(
         headers={"content-type": "application/json", **(headers or {})},
         timeout=timeout,
     )
+
+
+def proxy_cmd(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """``agui-tools proxy --port 0 ARGS`` started (a ``--port`` in ``args`` wins): the
+    process, and the URL its one stdout line names — bound before that line is printed."""
+    proc = subprocess.Popen(
+        [*AGUI, "proxy", "--port", "0", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.match(r"Proxying AG-UI at (\S+) to ", line)
+    assert found is not None, (line, proc.stderr.read() if proc.stderr else "")
+    return proc, found.group(1)
+
+
+def ctrl_c(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """SIGINT, as Ctrl-C sends it: the exit code, and the rest of stdout and stderr."""
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
