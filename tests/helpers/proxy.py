@@ -5,7 +5,8 @@
 URL, the app (its findings, its ledger) and what it told its log. :func:`stream_post` is
 the frontend's side: a run input POSTed, the answer read as the proxy sends it.
 :func:`proxy_cmd` runs the command itself (``agui-tools proxy`` in a subprocess),
-:func:`ctrl_c` stops it as a terminal would.
+:func:`ctrl_c` stops it as a terminal would. :func:`verify_says` is what the proxy's
+findings on a recorded exchange are held to.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from typing import Any
 import httpx
 import orjson
 
+from agui_tools.app._capture import truncation, verify_capture
 from agui_tools.app._watch import WatchFinding
 from agui_tools.transport._proxy import SERVER_OPTIONS, ProxyApp
 from tests.helpers.scripted_server import serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
-__all__ = ["Proxied", "ctrl_c", "proxied", "proxy_cmd", "stream_post"]
+__all__ = ["Proxied", "ctrl_c", "proxied", "proxy_cmd", "stream_post", "verify_says"]
 
 
 @dataclass
@@ -117,3 +119,16 @@ def ctrl_c(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return proc.returncode, out, err
+
+
+def verify_says(stream: Path, run_input: Path) -> set[tuple[str, int | None]]:
+    """What `agui-tools verify FILE --input INPUT` reports: warnings, the error, the cut."""
+    data = stream.read_bytes()
+    verdict = verify_capture(data, run_input=orjson.loads(run_input.read_bytes()))
+    said = {(w.rule, w.index) for w in verdict.warnings}
+    if verdict.result.error is not None:
+        said.add((verdict.result.error.rule, verdict.result.error.index))
+    cut = truncation(verdict, data)
+    if cut is not None:
+        said.add((cut["rule"], cut["index"]))
+    return said

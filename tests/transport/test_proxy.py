@@ -25,12 +25,12 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agui_tools.agent import Run
-from agui_tools.app._capture import read_frames, replay, truncation, verify_capture
+from agui_tools.app._capture import read_frames, replay
 from agui_tools.transport._server import agent_app
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
-from tests.helpers.proxy import proxied, stream_post
+from tests.helpers.proxy import proxied, stream_post, verify_says
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -455,19 +455,6 @@ def test_a_resume_that_leaves_an_interrupt_uncovered_is_int_7() -> None:
 # -- recording ----------------------------------------------------------------------------------------
 
 
-def _verify_says(stream: Path, run_input: Path) -> set[tuple[str, int | None]]:
-    """What `agui-tools verify FILE --input INPUT` reports: warnings, the error, the cut."""
-    data = stream.read_bytes()
-    verdict = verify_capture(data, run_input=orjson.loads(run_input.read_bytes()))
-    said = {(w.rule, w.index) for w in verdict.warnings}
-    if verdict.result.error is not None:
-        said.add((verdict.result.error.rule, verdict.result.error.index))
-    cut = truncation(verdict, data)
-    if cut is not None:
-        said.add((cut["rule"], cut["index"]))
-    return said
-
-
 @pytest.mark.parametrize("binding", ["sse", "proto"])
 @JUDGES
 def test_recording_follows_the_contract_and_verify_agrees(
@@ -507,7 +494,7 @@ def test_recording_follows_the_contract_and_verify_agrees(
         assert (meta["threadId"], meta["runId"]) == (f"t{n - 1}", "r1")
         # the proxy's findings on this exchange are what verify says of the recording
         agent = {(f["rule"], f["index"]) for f in meta["findings"] if f["side"] == "agent"}
-        assert agent == _verify_says(stream, Path(f"{prefix}.input.json"))
+        assert agent == verify_says(stream, Path(f"{prefix}.input.json"))
     rules = [
         orjson.loads(Path(f"{tmp_path}/{n:04d}.meta.json").read_bytes())["findings"]
         for n in range(1, 5)
