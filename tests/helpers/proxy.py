@@ -27,10 +27,19 @@ import orjson
 from agui_tools.app._capture import truncation, verify_capture
 from agui_tools.app._watch import WatchFinding
 from agui_tools.transport._proxy import SERVER_OPTIONS, ProxyApp
+from agui_tools.wire._framing import SSEReader
 from tests.helpers.scripted_server import serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
-__all__ = ["Proxied", "ctrl_c", "proxied", "proxy_cmd", "stream_post", "verify_says"]
+__all__ = [
+    "Proxied",
+    "ctrl_c",
+    "proxied",
+    "proxy_cmd",
+    "sse_events",
+    "stream_post",
+    "verify_says",
+]
 
 
 @dataclass
@@ -98,6 +107,11 @@ def stream_post(
         headers={"content-type": "application/json", **(headers or {})},
         timeout=timeout,
     )
+
+
+def sse_events(body: bytes) -> list[dict[str, Any]]:
+    """The events of a whole SSE body, as the frontend got them."""
+    return [orjson.loads(d) for d in SSEReader().feed(body)]
 
 
 def proxy_cmd(*args: str) -> tuple[subprocess.Popen[str], str]:

@@ -30,7 +30,7 @@ from agui_tools.transport._server import agent_app
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
-from tests.helpers.proxy import proxied, stream_post, verify_says
+from tests.helpers.proxy import proxied, sse_events, stream_post, verify_says
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -74,10 +74,6 @@ def post(
         headers={"content-type": "application/json", "accept": accept},
         timeout=30,
     )
-
-
-def sse_events(body: bytes) -> list[dict[str, Any]]:
-    return [json.loads(d) for d in SSEReader().feed(body)]
 
 
 def scripted(

@@ -28,8 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agui_tools.wire._framing import SSEReader, sse_frame
-from tests.helpers.proxy import proxied, stream_post
+from agui_tools.wire._framing import sse_frame
+from tests.helpers.proxy import proxied, sse_events, stream_post
 from tests.helpers.scripted_server import serve
 
 INPUT: dict[str, Any] = {
@@ -44,6 +44,8 @@ TA = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"}
 TE = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
 GOOD = [RS, TS, TA, TE, RF]
 ARGS_AFTER_END = [RS, TS, TE, TA, RF]  # TOOL-20 at event #3
+# what --strict sends of it: the events before the broken one, then the RUN_ERROR naming it
+STRICT_ARGS_AFTER_END = ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_END", "RUN_ERROR"]
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:
@@ -245,13 +247,8 @@ def test_strict_cuts_a_gzipped_broken_stream() -> None:
     assert b'"RUN_ERROR"' in answer.content and b"TOOL-20" in answer.content
     # strict forwards what it judged: the decoded events, Content-Encoding removed
     assert "content-encoding" not in answer.headers, answer.headers
-    events = [orjson.loads(d) for d in SSEReader().feed(answer.content)]
-    assert [e["type"] for e in events] == [
-        "RUN_STARTED",
-        "TOOL_CALL_START",
-        "TOOL_CALL_END",
-        "RUN_ERROR",
-    ]
+    events = sse_events(answer.content)
+    assert [e["type"] for e in events] == STRICT_ARGS_AFTER_END
     assert px.rules("agent") == ["TOOL-20"]
 
 
@@ -307,7 +304,7 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
     if not strict:
         assert raw == first + rest  # forwarded as it came
     else:  # what decoded and was judged, then the RUN_ERROR naming the rule
-        events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+        events = sse_events(raw)
         assert [e["type"] for e in events] == ["RUN_STARTED", "TOOL_CALL_START", "RUN_ERROR"]
         assert events[-1]["code"] == "TRANS-4"
 
@@ -532,13 +529,8 @@ def test_strict_ends_a_content_length_stream_with_one_run_error(
     with serve(_plain_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", strict=True) as px:
         answer = post(px.url, INPUT)
     assert px.rules("agent") == ["TOOL-20"]
-    events = [orjson.loads(d) for d in SSEReader().feed(answer.content)]
-    assert [e["type"] for e in events] == [
-        "RUN_STARTED",
-        "TOOL_CALL_START",
-        "TOOL_CALL_END",
-        "RUN_ERROR",
-    ], answer.content
+    events = sse_events(answer.content)
+    assert [e["type"] for e in events] == STRICT_ARGS_AFTER_END, answer.content
     assert events[-1]["code"] == "TOOL-20"
     no_traceback(capfd)
 

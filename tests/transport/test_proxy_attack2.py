@@ -18,8 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agui_tools.wire._framing import SSEReader
-from tests.helpers.proxy import proxied, stream_post
+from tests.helpers.proxy import proxied, sse_events, stream_post
 from tests.helpers.scripted_server import serve
 from tests.transport.test_proxy_attack import (
     GOOD,
@@ -73,7 +72,7 @@ def test_strict_forwards_a_multi_member_gzip_stream_whole() -> None:
         _answer, raw = _stream(px.url)
     # "what the frontend gets is what was judged": a run that broke no rule, whole —
     # it got RUN_STARTED, TOOL_CALL_START and a clean end of the body (the rest dropped)
-    events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+    events = sse_events(raw)
     assert [e["type"] for e in events] == [e["type"] for e in GOOD], raw
 
 
@@ -171,6 +170,6 @@ def test_strict_forwards_the_events_before_a_mid_chunk_decoding_error() -> None:
     body = _decodable_then_corrupt_in_one_body()
     with serve(_encoded_agent(body, "gzip")) as base, proxied(f"{base}/agent", strict=True) as px:
         _answer, raw = _stream(px.url)
-    events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+    events = sse_events(raw)
     assert [e["type"] for e in events] == [e["type"] for e in GOOD[:4]] + ["RUN_ERROR"], raw
     assert events[-1]["code"] == "TRANS-4"
