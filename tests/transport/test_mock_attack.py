@@ -200,16 +200,23 @@ def _reading(url: str) -> tuple[threading.Thread, list[bytes]]:
     return reader, got
 
 
-def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> None:
-    """ "Ctrl-C stops it in one line (exit 0)". With a client reading a stalled
-    stream (``stall:1:30``) one Ctrl-C does not stop the mock: it waits for the
-    stream to end (any long recorded gap or stall), and a second Ctrl-C prints a
-    uvicorn traceback ("Exception in ASGI application") before the line."""
+def _mock_mid_stream(tmp_path: Path) -> tuple[subprocess.Popen, threading.Thread, list[bytes]]:
+    """``agui-tools mock`` serving a run stalled after event 1 (``stall:1:30``) to a
+    frontend reading it: the mock, and :func:`_reading`'s thread and bytes, a second in."""
     capture = tmp_path / "run.sse"
     capture.write_text(_sse(_text_run()))
     proc, url = _start_mock([str(capture), "--fault", "stall:1:30"])
     reader, got = _reading(url)
     time.sleep(1.0)
+    return proc, reader, got
+
+
+def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> None:
+    """ "Ctrl-C stops it in one line (exit 0)". With a client reading a stalled
+    stream (``stall:1:30``) one Ctrl-C does not stop the mock: it waits for the
+    stream to end (any long recorded gap or stall), and a second Ctrl-C prints a
+    uvicorn traceback ("Exception in ASGI application") before the line."""
+    proc, reader, got = _mock_mid_stream(tmp_path)
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=8)
@@ -237,11 +244,7 @@ def test_a_second_ctrl_c_during_the_grace_prints_no_traceback(tmp_path: Path) ->
     """A second Ctrl-C (during the grace) cancelled the stream mid-``await``: uvicorn's
     "Exception in ASGI application" traceback (CancelledError out of ``_quiet``). Now
     the stop is the mock's own (its grace, then RUN_ERROR): still one line, exit 0."""
-    capture = tmp_path / "run.sse"
-    capture.write_text(_sse(_text_run()))
-    proc, url = _start_mock([str(capture), "--fault", "stall:1:30"])
-    reader, got = _reading(url)
-    time.sleep(1.0)
+    proc, reader, got = _mock_mid_stream(tmp_path)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
