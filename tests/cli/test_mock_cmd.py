@@ -4,7 +4,6 @@ mock says what each request got, a deliberate cut is no server error, Ctrl-C is 
 from __future__ import annotations
 
 import json
-import re
 import signal
 import socket
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.helpers.proxy import mock_cmd
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 EVENTS = [
@@ -97,14 +97,8 @@ def test_a_bad_flag_is_one_line_exit_2(capture: Path, flags: list[str], says: st
 def test_the_mock_serves_says_each_request_and_stops_on_ctrl_c_in_one_line(
     capture: Path,
 ) -> None:
-    server = subprocess.Popen(
-        [*AGUI, "mock", str(capture), "--port", "0", "--fault", "cut:2@2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-    )  # fmt: skip
+    server, url = mock_cmd(str(capture), "--fault", "cut:2@2")
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        url = re.match(r"Serving mock AG-UI agent at (\S+)", line).group(1)  # type: ignore[union-attr]
         sse = {"accept": "text/event-stream"}
         first = httpx.post(url, json=INPUT, headers=sse)
         with pytest.raises(httpx.RemoteProtocolError):  # cut after event 2: no end of body

@@ -4,8 +4,8 @@
 (:func:`tests.helpers.scripted_server.serve`) and yields a :class:`Proxied`: its
 URL, the app (its findings, its ledger) and what it told its log. :func:`stream_post` is
 the frontend's side: a run input POSTed, the answer read as the proxy sends it.
-:func:`proxy_cmd` runs the command itself (``agui-tools proxy`` in a subprocess),
-:func:`ctrl_c` stops it as a terminal would. :func:`verify_says` is what the proxy's
+:func:`proxy_cmd` runs the command itself (``agui-tools proxy`` in a subprocess;
+:func:`mock_cmd` its sibling ``agui-tools mock``), :func:`ctrl_c` stops it as a terminal would. :func:`verify_says` is what the proxy's
 findings on a recorded exchange are held to.
 """
 
@@ -15,7 +15,7 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from tests.helpers.terminal import AGUI, ENV, ROOT
 __all__ = [
     "Proxied",
     "ctrl_c",
+    "mock_cmd",
     "proxied",
     "proxy_cmd",
     "sse_events",
@@ -117,14 +118,26 @@ def sse_events(body: bytes) -> list[dict[str, Any]]:
 def proxy_cmd(*args: str) -> tuple[subprocess.Popen[str], str]:
     """``agui-tools proxy --port 0 ARGS`` started (a ``--port`` in ``args`` wins): the
     process, and the URL its one stdout line names — bound before that line is printed."""
+    return _started("proxy", r"Proxying AG-UI at (\S+) to ", args)
+
+
+def mock_cmd(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """``agui-tools mock --port 0 ARGS`` started, as :func:`proxy_cmd` starts the proxy."""
+    return _started("mock", r"Serving mock AG-UI agent at (\S+)", args)
+
+
+def _started(command: str, banner: str, args: Sequence[str]) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [*AGUI, "proxy", "--port", "0", *args],
+        [*AGUI, command, "--port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
     )  # fmt: skip
     assert proc.stdout is not None
     line = proc.stdout.readline()
-    found = re.match(r"Proxying AG-UI at (\S+) to ", line)
-    assert found is not None, (line, proc.stderr.read() if proc.stderr else "")
+    found = re.match(banner, line)
+    if found is None:  # not left running: what it said instead is the failure
+        proc.kill()
+        _, err = proc.communicate(timeout=60)
+        raise AssertionError(f"agui-tools {command} printed {line!r}, not {banner!r}: {err}")
     return proc, found.group(1)
 
 
