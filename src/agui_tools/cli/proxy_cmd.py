@@ -66,7 +66,7 @@ http(s) URL, the port is taken, DIR cannot be created).
 
 
 def register(sub: Any) -> None:
-    from .serve_cmd import _port
+    from .serve_cmd import add_listen_options
 
     p = sub.add_parser(
         "proxy",
@@ -75,10 +75,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("upstream", metavar="UPSTREAM", help="the agent's URL, e.g. http://host/agent")
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument(
-        "--port", type=_port, default=8001, help="port (default 8001; 0 picks a free one)"
-    )
+    add_listen_options(p, port=8001)
     p.add_argument("--record", metavar="DIR", help="record every exchange in DIR (docs/proxy.md)")
     p.add_argument(
         "--strict",

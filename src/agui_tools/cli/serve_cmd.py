@@ -44,10 +44,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "agent", nargs="?", metavar="AGENT", help='"module:function" (default: the demo agent)'
     )
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument(
-        "--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)"
-    )
+    add_listen_options(p, port=8000)
     p.add_argument(
         "--path", type=_path, default="/agent", help="the POST endpoint's path (default /agent)"
     )
@@ -117,6 +114,14 @@ def register(sub: Any) -> None:
         "Other names are refused: a DNS-rebinding page sends its own",
     )
     p.set_defaults(func=run)
+
+
+def add_listen_options(p: argparse.ArgumentParser, *, port: int) -> None:
+    """--host and --port, as every command that serves has them (bound by :func:`listening`)."""
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=_port, default=port, help=f"port (default {port}; 0 picks a free one)"
+    )
 
 
 def _path(text: str) -> str:
