@@ -23,6 +23,7 @@ from tests.helpers.scripted_server import serve
 from tests.transport.test_proxy_attack import (
     GOOD,
     INPUT,
+    _encoded_agent,
     _raw_request,
     sse,
 )
@@ -38,14 +39,6 @@ def _wait_findings(px: Any, n: int = 1, seconds: float = 10) -> None:
     deadline = time.monotonic() + seconds
     while len(px.findings) < n and time.monotonic() < deadline:
         time.sleep(0.05)
-
-
-def _encoded_agent(body: bytes, coding: str) -> Starlette:
-    async def agent(request: Request) -> Response:
-        await request.body()
-        return Response(body, media_type="text/event-stream", headers={"content-encoding": coding})
-
-    return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
 
 
 GOOD_IN_TWO_MEMBERS = gzip.compress(sse(GOOD[:2])) + gzip.compress(sse(GOOD[2:]))

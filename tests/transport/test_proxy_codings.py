@@ -12,8 +12,8 @@ import pytest
 
 from tests.helpers.proxy import proxied, sse_events
 from tests.helpers.scripted_server import serve
-from tests.transport.test_proxy_attack import GOOD, sse
-from tests.transport.test_proxy_attack2 import _encoded_agent, _stream, _wait_findings
+from tests.transport.test_proxy_attack import GOOD, _encoded_agent, sse
+from tests.transport.test_proxy_attack2 import _stream, _wait_findings
 
 
 def _bad_crc(body: bytes) -> bytes:
