@@ -10,8 +10,6 @@ import re
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -19,7 +17,7 @@ import orjson
 import pytest
 
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import ctrl_c, proxy_cmd, stream_post
+from tests.helpers.proxy import ctrl_c, proxy_cmd, raw_post, stream_post
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 INPUT = {"threadId": "t1", "runId": "r1", "messages": []}
@@ -33,25 +31,11 @@ ONE_CUT_SHORT = [
 ]
 
 
-@contextmanager
-def _posted_raw(url: str) -> Iterator[socket.socket]:
-    """A socket to the proxy at ``url`` that has sent INPUT as one POST and reads nothing
-    yet: a frontend holding its end as curl does, which httpx would not let a test do."""
-    port = int(url.rsplit(":", 1)[1].strip("/"))
-    body = orjson.dumps(INPUT)
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(
-            b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        yield sock
-
-
 def test_ctrl_c_with_a_raw_socket_stream_open_is_counted_as_cut_short() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(RS))], hang_after=True)
     with serve(app_for(script)) as base:
         proc, url = proxy_cmd(f"{base}/agent")
-        with _posted_raw(url) as sock:
+        with raw_post(url, orjson.dumps(INPUT)) as sock:
             seen = b""
             while b"RUN_STARTED" not in seen:  # the stream is open: its first event came
                 seen += sock.recv(65536)
@@ -244,7 +228,7 @@ def test_ctrl_c_before_the_upstream_answers_is_a_503_not_an_error_line() -> None
         holder = threading.Thread(target=hold, daemon=True)
         holder.start()
         proc, url = proxy_cmd(upstream)
-        with _posted_raw(url) as sock:
+        with raw_post(url, orjson.dumps(INPUT)) as sock:
             assert asked.wait(30)  # the request is upstream, its answer still to come
             code, _, err = ctrl_c(proc)
             seen = b""

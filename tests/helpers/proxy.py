@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "mock_cmd",
     "proxied",
     "proxy_cmd",
+    "raw_post",
     "sse_events",
     "stream_post",
     "verify_says",
@@ -108,6 +110,23 @@ def stream_post(
         headers={"content-type": "application/json", **(headers or {})},
         timeout=timeout,
     )
+
+
+@contextmanager
+def raw_post(
+    url: str, body: bytes, *, head: bytes = b"POST / HTTP/1.1", extra: bytes = b""
+) -> Iterator[socket.socket]:
+    """A socket to the loopback server at ``url`` that has sent one request exactly as
+    given — ``head``, Host, a JSON Content-Type, the ``extra`` header lines (each ending
+    in CRLF), Content-Length, ``body`` — and read nothing yet: what httpx would not send
+    (no headers of its own, ``..`` unresolved), or a frontend holding its end."""
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(
+            head + b"\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" + extra
+            + b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )  # fmt: skip
+        yield sock
 
 
 def sse_events(body: bytes) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import proxied, sse_events, stream_post
+from tests.helpers.proxy import proxied, raw_post, sse_events, stream_post
 from tests.helpers.scripted_server import serve
 
 INPUT: dict[str, Any] = {
@@ -147,14 +147,8 @@ def test_the_agent_gets_the_frontends_end_to_end_headers_and_no_others() -> None
     upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
         # a raw socket: exactly these headers — no Accept, no Accept-Encoding, no User-Agent
-        port = int(px.url.rsplit(":", 1)[1].strip("/"))
-        body = orjson.dumps(INPUT)
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(
-                b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                b"x-trace: 7\r\nconnection: close\r\n"
-                b"content-length: %d\r\n\r\n%s" % (len(body), body)
-            )
+        extra = b"x-trace: 7\r\nconnection: close\r\n"
+        with raw_post(px.url, orjson.dumps(INPUT), extra=extra) as sock:
             while sock.recv(65536):
                 pass
     (headers,) = seen
@@ -677,15 +671,10 @@ def test_the_frontends_path_goes_upstream_as_it_was_sent() -> None:
     assert seen == [b"/agent/files/a%2541%2Fb"], seen
 
 
-def _raw_request(port: int, method: str, target: bytes) -> tuple[int, bytes]:
+def _raw_request(url: str, method: str, target: bytes) -> tuple[int, bytes]:
     """``target`` sent exactly as given (httpx would resolve ``..`` itself)."""
-    body = orjson.dumps(INPUT)
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(
-            b"%s %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-            b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
-            % (method.encode(), target, len(body), body)
-        )
+    line = b"%s %s HTTP/1.1" % (method.encode(), target)
+    with raw_post(url, orjson.dumps(INPUT), head=line, extra=b"connection: close\r\n") as sock:
         answer = b""
         while piece := sock.recv(65536):
             answer += piece
@@ -719,8 +708,7 @@ def test_a_path_that_would_leave_the_upstreams_prefix_is_refused_naming_it(
 
     upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        port = int(px.url.rsplit(":", 1)[1].strip("/"))
-        status, payload = _raw_request(port, method, target)
+        status, payload = _raw_request(px.url, method, target)
         # the proxy still serves the paths below the prefix
         assert post(f"{px.url}runs/7", INPUT).status_code == 200
     assert status == 400, payload

@@ -78,8 +78,7 @@ def _seen_upstream(target: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]]
 
     upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        port = int(px.url.rsplit(":", 1)[1].strip("/"))
-        status, payload = _raw_request(port, "POST", target)
+        status, payload = _raw_request(px.url, "POST", target)
     return status, payload, seen
 
 
