@@ -200,6 +200,24 @@ def _reading(url: str) -> tuple[threading.Thread, list[bytes]]:
     return reader, got
 
 
+def _stopped_within(proc: subprocess.Popen, seconds: float, what: str) -> str:
+    """The stderr of ``proc`` once the Ctrl-C just sent has stopped it within ``seconds``.
+    Past that, the test fails with what a second Ctrl-C then makes it say (a traceback
+    was the finding), and it is killed after 5 s more."""
+    try:
+        return proc.communicate(timeout=seconds)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        raise AssertionError(
+            f"one Ctrl-C did not stop {what} within {seconds:g} s; then: {err[-600:]}"
+        ) from None
+
+
 def _mock_mid_stream(tmp_path: Path) -> tuple[subprocess.Popen, threading.Thread, list[bytes]]:
     """``agui-tools mock`` serving a run stalled after event 1 (``stall:1:30``) to a
     frontend reading it: the mock, and :func:`_reading`'s thread and bytes, a second in."""
@@ -218,18 +236,7 @@ def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> No
     uvicorn traceback ("Exception in ASGI application") before the line."""
     proc, reader, got = _mock_mid_stream(tmp_path)
     proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=8)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            _, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-        raise AssertionError(
-            f"one Ctrl-C did not stop the mock within 8 s; then: {err[-600:]}"
-        ) from None
+    err = _stopped_within(proc, 8, "the mock")
     assert proc.returncode == 0
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
@@ -296,12 +303,7 @@ def test_ctrl_c_stops_serve_while_an_agent_is_mid_run(tmp_path: Path) -> None:
     reader, got = _reading(line.split()[-1])
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=8)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(f"one Ctrl-C did not stop serve within 8 s: {err[-600:]}") from None
+    err = _stopped_within(proc, 8, "serve")
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
     reader.join(5)
