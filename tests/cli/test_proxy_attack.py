@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import ctrl_c, proxy_cmd, raw_post, stream_post
+from tests.helpers.proxy import ctrl_c, post, proxy_cmd, raw_post, stream_post
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 INPUT = {"threadId": "t1", "runId": "r1", "messages": []}
@@ -55,10 +55,7 @@ def test_a_proxy_pointed_at_itself_answers_once_naming_the_loop() -> None:
     port = free_port()
     proc, url = proxy_cmd(f"http://127.0.0.1:{port}/", "--port", str(port))
     try:
-        answer = httpx.post(
-            url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"},
-            timeout=120,
-        )  # fmt: skip
+        answer = post(url, INPUT, timeout=120)
     finally:
         code, _, err = ctrl_c(proc)
     assert answer.status_code == 508  # refused: Loop Detected
@@ -114,10 +111,7 @@ def test_a_log_file_that_cannot_be_written_is_no_500_no_hang(
             for _ in range(2):
                 try:
                     statuses.append(
-                        httpx.post(
-                            url, content=orjson.dumps(body),
-                            headers={"content-type": "application/json"}, timeout=15,
-                        ).status_code
+                        post(url, body, timeout=15).status_code
                     )  # fmt: skip
                 except httpx.TimeoutException:
                     statuses.append(None)  # no answer in 15 s: a hang
@@ -155,10 +149,7 @@ def test_a_record_folder_that_cannot_be_written_stops_the_recording_in_one_line(
             rec.rmdir()
             rec.write_text("")  # the folder is gone: a full disk, a read-only mount alike
             statuses = [
-                httpx.post(
-                    url, content=orjson.dumps({**INPUT, "runId": run}),
-                    headers={"content-type": "application/json"}, timeout=15,
-                ).status_code
+                post(url, {**INPUT, "runId": run}, timeout=15).status_code
                 for run in ("r1", "r2")
             ]  # fmt: skip
         finally:

@@ -14,7 +14,6 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -23,7 +22,7 @@ from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
 from tests.cli.test_proxy_attack import INPUT, ONE_CUT_SHORT, RS
-from tests.helpers.proxy import ctrl_c, proxy_cmd, stream_post
+from tests.helpers.proxy import ctrl_c, post, proxy_cmd, stream_post
 from tests.helpers.scripted_server import Script, app_for, serve
 
 RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
@@ -37,10 +36,7 @@ def test_the_frontend_gets_one_date_and_one_server_header() -> None:
     with serve(app_for(script)) as base:
         proc, url = proxy_cmd(f"{base}/agent")
         try:
-            answer = httpx.post(
-                url, content=orjson.dumps(INPUT),
-                headers={"content-type": "application/json"}, timeout=30,
-            )  # fmt: skip
+            answer = post(url, INPUT)
         finally:
             ctrl_c(proc)
     names = [name.lower() for name, _ in answer.headers.raw]

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from agui_tools.wire._framing import SSEReader, sse_frame
-from tests.helpers.proxy import ctrl_c, proxy_cmd, stream_post
+from tests.helpers.proxy import ctrl_c, post, proxy_cmd, stream_post
 from tests.helpers.scripted_server import Script, app_for, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
@@ -71,9 +71,7 @@ def test_findings_as_json_lines_and_ctrl_c_prints_the_summary(tmp_path: Path) ->
     with serve(app_for(script)) as base:
         proc, url = proxy_cmd(f"{base}/agent", "--log", str(log), "--record", str(tmp_path / "rec"))
         try:
-            answer = httpx.post(
-                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-            )  # no retry: bound before printed
+            answer = post(url, INPUT)  # no retry: bound before printed
             assert answer.status_code == 200
         finally:
             code, out, err = ctrl_c(proc)
@@ -100,9 +98,7 @@ def test_ctrl_c_with_nothing_found_exits_0_and_log_dash_is_stdout() -> None:
     with serve(app_for(script)) as base:
         proc, url = proxy_cmd(f"{base}/agent", "--log", "-")
         try:
-            httpx.post(
-                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-            )
+            post(url, INPUT)
         finally:
             code, out, err = ctrl_c(proc)
     assert code == 0 and out == "" and "Traceback" not in err
@@ -117,7 +113,7 @@ def test_ctrl_c_during_a_stream_is_still_one_summary() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(BROKEN[0]))], hang_after=True)
     with serve(app_for(script)) as base:
         proc, url = proxy_cmd(f"{base}/agent")
-        with stream_post(url, INPUT, timeout=5) as answer:
+        with stream_post(url, INPUT) as answer:
             next(answer.iter_raw())  # the stream is open, the upstream will not end it
             code, _, err = ctrl_c(proc)
     assert "Traceback" not in err
@@ -136,9 +132,7 @@ def test_an_unreachable_upstream_is_named_in_the_log(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     proc, url = proxy_cmd(dead, "--log", str(log))
     try:
-        answer = httpx.post(
-            url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-        )
+        answer = post(url, INPUT)
     finally:
         code, _, err = ctrl_c(proc)
     assert answer.status_code == 502 and dead in answer.json()["error"]["message"]
@@ -180,9 +174,7 @@ def test_inspect_shows_the_live_traffic_read_only() -> None:
                 ).status_code
                 == 403
             )
-            httpx.post(
-                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-            )
+            post(url, INPUT)
             seen: list[dict[str, object]] = []
             with httpx.stream(
                 "GET", f"{page}api/events?token={token.group(1)}", timeout=10
@@ -250,9 +242,7 @@ def test_an_upstream_cut_is_said_once_by_the_proxy_not_by_uvicorn() -> None:
         proc, url = proxy_cmd(f"http://127.0.0.1:{server.server_address[1]}/agent")
         try:
             with pytest.raises(httpx.RemoteProtocolError):  # the frontend sees the cut
-                httpx.post(
-                    url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-                )
+                post(url, INPUT)
         finally:
             code, _, err = ctrl_c(proc)
     finally:

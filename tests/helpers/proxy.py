@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ __all__ = [
     "Proxied",
     "ctrl_c",
     "mock_cmd",
+    "post",
     "proxied",
     "proxy_cmd",
     "raw_post",
@@ -94,20 +95,26 @@ def proxied(
         app.stop_judge()
 
 
+def post(url: str, body: dict[str, Any], *, timeout: float = 30, **headers: str) -> httpx.Response:
+    """``body`` POSTed as JSON, as a frontend sends a run input (plus ``headers``)."""
+    return httpx.post(
+        url,
+        content=orjson.dumps(body),
+        headers={"content-type": "application/json", **headers},
+        timeout=timeout,
+    )
+
+
 def stream_post(
-    url: str,
-    body: dict[str, Any],
-    headers: Mapping[str, str] | None = None,
-    *,
-    timeout: float = 30,
+    url: str, body: dict[str, Any], *, timeout: float = 30, **headers: str
 ) -> AbstractContextManager[httpx.Response]:
-    """``body`` POSTed as JSON (plus ``headers``), the answer streamed: read it with
-    ``iter_raw()`` to see the bytes as they came, unbuffered and undecoded."""
+    """:func:`post`, the answer streamed: read it with ``iter_raw()`` to see the bytes
+    as they came, unbuffered and undecoded."""
     return httpx.stream(
         "POST",
         url,
         content=orjson.dumps(body),
-        headers={"content-type": "application/json", **(headers or {})},
+        headers={"content-type": "application/json", **headers},
         timeout=timeout,
     )
 

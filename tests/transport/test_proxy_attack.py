@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import proxied, raw_post, sse_events, stream_post
+from tests.helpers.proxy import post, proxied, raw_post, sse_events, stream_post
 from tests.helpers.scripted_server import serve
 
 INPUT: dict[str, Any] = {
@@ -50,15 +50,6 @@ STRICT_ARGS_AFTER_END = ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_END", "RUN
 
 def sse(events: list[dict[str, Any]]) -> bytes:
     return b"".join(sse_frame(orjson.dumps(e)) for e in events)
-
-
-def post(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:
-    return httpx.post(
-        url,
-        content=orjson.dumps(body),
-        headers={"content-type": "application/json", **headers},
-        timeout=30,
-    )
 
 
 @contextmanager
@@ -221,7 +212,7 @@ def _gzip_agent(events: list[dict[str, Any]]) -> Starlette:
 def test_a_gzipped_broken_stream_is_still_judged(judge_in_process: bool) -> None:
     options = {"judge_in_process": judge_in_process}
     with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", **options) as px:
-        with stream_post(px.url, INPUT, {"accept-encoding": "gzip"}) as answer:
+        with stream_post(px.url, INPUT, **{"accept-encoding": "gzip"}) as answer:
             raw = b"".join(answer.iter_raw())
         assert answer.status_code == 200
         assert answer.headers["content-encoding"] == "gzip"  # forwarded as sent: fine

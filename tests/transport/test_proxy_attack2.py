@@ -30,7 +30,7 @@ from tests.transport.test_proxy_attack import (
 
 
 def _stream(url: str, **headers: str) -> tuple[httpx.Response, bytes]:
-    with stream_post(url, INPUT, headers) as answer:
+    with stream_post(url, INPUT, **headers) as answer:
         raw = b"".join(answer.iter_raw())
     return answer, raw
 
