@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ __all__ = [
     "sse_events",
     "stream_post",
     "verify_says",
+    "wait_until",
 ]
 
 
@@ -185,3 +187,12 @@ def verify_says(stream: Path, run_input: Path) -> set[tuple[str, int | None]]:
     if cut is not None:
         said.add((cut["rule"], cut["index"]))
     return said
+
+
+def wait_until(condition: Callable[[], object], what: str, seconds: float = 30) -> None:
+    """Until ``condition()`` holds — a verdict the judging process gives a moment later,
+    a file written — failing with ``what`` past ``seconds`` (a bound, never a measure)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)

@@ -30,7 +30,7 @@ from agui_tools.transport._server import agent_app
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
-from tests.helpers.proxy import proxied, sse_events, stream_post, verify_says
+from tests.helpers.proxy import proxied, sse_events, stream_post, verify_says, wait_until
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -514,7 +514,6 @@ def test_recording_goes_on_after_an_earlier_session(tmp_path: Path) -> None:
 
 @JUDGES
 def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent(in_process: bool) -> None:
-    import time
 
     script = Script(chunks=sse([RS, TS]), hang_after=True)
     with (
@@ -523,10 +522,8 @@ def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent(in_proc
     ):
         with stream_post(px.url, INPUT) as answer:
             next(answer.iter_raw())
-        deadline = time.monotonic() + 20
-        while px.app.abandoned == 0:  # the proxy saw the frontend leave
-            assert time.monotonic() < deadline, "the proxy never saw the frontend leave"
-            time.sleep(0.01)
+        # the proxy saw the frontend leave
+        wait_until(lambda: px.app.abandoned, "the proxy never saw the frontend leave", 20)
     assert px.findings == []  # the run was cut by the frontend, not by the agent (TRANS-2)
 
 
@@ -553,10 +550,12 @@ def test_mock_replays_a_proxy_recording_byte_for_byte(tmp_path: Path, binding: s
 
 def _settled(px: Any) -> int:
     """Wait until the judging process has sent every verdict; its pid."""
-    deadline = time.monotonic() + 30
-    while px.app._unsettled or px.app._pool is None or px.app._pool._process is None:
-        assert time.monotonic() < deadline, "the judging process never settled"
-        time.sleep(0.02)
+    wait_until(
+        lambda: (
+            not px.app._unsettled and px.app._pool is not None and px.app._pool._process is not None
+        ),
+        "the judging process never settled",
+    )
     return _judge_pid(px)
 
 

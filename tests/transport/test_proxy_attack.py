@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import post, proxied, raw_post, sse_events, stream_post
+from tests.helpers.proxy import post, proxied, raw_post, sse_events, stream_post, wait_until
 from tests.helpers.scripted_server import serve
 
 INPUT: dict[str, Any] = {
@@ -218,10 +218,7 @@ def test_a_gzipped_broken_stream_is_still_judged(judge_in_process: bool) -> None
         assert answer.headers["content-encoding"] == "gzip"  # forwarded as sent: fine
         # byte for byte: the agent's gzip body, not one the proxy decoded or re-encoded
         assert raw[:2] == b"\x1f\x8b" and gzip.decompress(raw) == sse(ARGS_AFTER_END)
-        deadline = time.monotonic() + 20
-        while not px.findings:  # the judging process's verdict may come a moment later
-            assert time.monotonic() < deadline, "the gzipped stream was never judged"
-            time.sleep(0.05)
+        wait_until(lambda: px.findings, "the gzipped stream was never judged", 20)
     assert [(f.rule, f.index) for f in px.findings] == [("TOOL-20", 3)]
 
 
@@ -366,10 +363,8 @@ def test_a_cut_short_content_length_body_records_its_finding(tmp_path: Path) -> 
                     pass
             except httpx.HTTPError:
                 pass
-        deadline = time.monotonic() + 20
-        while "TRANS-2" not in px.rules("agent"):  # the verdict is the judge's, maybe later
-            assert time.monotonic() < deadline, "the truncation was never reported"
-            time.sleep(0.05)
+        # the verdict is the judge's, maybe later
+        wait_until(lambda: "TRANS-2" in px.rules("agent"), "the truncation was never reported", 20)
         time.sleep(0.5)
     meta = json.loads((tmp_path / "0001.meta.json").read_text())
     assert [f["rule"] for f in meta["findings"]] == ["TRANS-2"], meta
