@@ -22,7 +22,6 @@ import asyncio
 import os
 import statistics
 import subprocess
-import sys
 import time
 
 import httpx
@@ -31,23 +30,20 @@ import orjson
 from agui_tools.testing import free_port
 from agui_tools.wire._framing import SSEReader
 
-from .transport import ROOT, Server, _body, _consume, rss_kib, rss_with_idle_streams
+from .transport import Child, Server, _body, _consume, rss_with_idle_streams, spawn
 
 PACED_EVENTS = 2_000
 BURST_EVENTS = 25_000
 IDLE_STREAMS = 200
 
 
-class Proxy:
+class Proxy(Child):
     """``agui-tools proxy UPSTREAM`` as its own process."""
 
     def __init__(self, upstream: str, *extra: str) -> None:
         port = free_port()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agui_tools", "proxy", upstream, "--port", str(port), *extra],
-            cwd=ROOT,
-            env=env,
+        self.proc = spawn(
+            ["-m", "agui_tools", "proxy", upstream, "--port", str(port), *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -57,16 +53,6 @@ class Proxy:
         if not line.startswith("Proxying"):
             raise RuntimeError(f"the proxy did not start: {line!r}")
         self.url = f"http://127.0.0.1:{port}/"
-
-    def rss_kib(self) -> int:
-        return rss_kib(self.proc.pid)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 async def _latencies(url: str, n: int) -> list[float]:

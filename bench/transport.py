@@ -46,14 +46,33 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-class Server:
+def spawn(args: list[str], **popen: Any) -> subprocess.Popen[Any]:
+    """``python ARGS`` in the checkout (its ``src`` and ``bench`` importable)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, **popen)
+
+
+class Child:
+    """A process a benchmark started (``proc``): its resident set, and its stop."""
+
+    proc: subprocess.Popen[Any]
+
+    def rss_kib(self) -> int:
+        return rss_kib(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Server(Child):
     def __init__(self, kind: str) -> None:
         self.port = free_port()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.servers", kind, str(self.port)],
-            cwd=ROOT,
-            env=env,
+        self.proc = spawn(
+            ["-m", "bench.servers", kind, str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -69,16 +88,6 @@ class Server:
                         f"server {kind} did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
                     ) from None
                 time.sleep(0.05)
-
-    def rss_kib(self) -> int:
-        return rss_kib(self.proc.pid)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def _body(run: str, props: dict[str, Any]) -> bytes:

@@ -4,14 +4,15 @@ mock says what each request got, a deliberate cut is no server error, Ctrl-C is 
 from __future__ import annotations
 
 import json
-import re
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.helpers.proxy import mock_cmd
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 EVENTS = [
@@ -65,6 +66,16 @@ def test_a_missing_capture_is_one_line_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
 
 
+def test_a_port_in_use_is_said_without_claiming_to_serve(capture: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = mock(str(capture), "--port", str(port))  # the last --port is the one used
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == (  # bound before the recorded runs are listed
+        f"agui-tools mock: cannot serve on 127.0.0.1:{port}: Address already in use"
+    )
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
@@ -86,14 +97,8 @@ def test_a_bad_flag_is_one_line_exit_2(capture: Path, flags: list[str], says: st
 def test_the_mock_serves_says_each_request_and_stops_on_ctrl_c_in_one_line(
     capture: Path,
 ) -> None:
-    server = subprocess.Popen(
-        [*AGUI, "mock", str(capture), "--port", "0", "--fault", "cut:2@2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-    )  # fmt: skip
+    server, url = mock_cmd(str(capture), "--fault", "cut:2@2")
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        url = re.match(r"Serving mock AG-UI agent at (\S+)", line).group(1)  # type: ignore[union-attr]
         sse = {"accept": "text/event-stream"}
         first = httpx.post(url, json=INPUT, headers=sse)
         with pytest.raises(httpx.RemoteProtocolError):  # cut after event 2: no end of body

@@ -3,14 +3,12 @@ and each exchange it leaves out, naming the file and why (#25)."""
 
 from __future__ import annotations
 
-import re
 import signal
-import subprocess
 from pathlib import Path
 
 import httpx
 
-from tests.helpers.terminal import AGUI, ENV, ROOT
+from tests.helpers.proxy import mock_cmd
 from tests.transport.test_mock_recorded_answers import INPUT, SSE, _exchange
 
 
@@ -18,14 +16,8 @@ def test_the_cli_says_recorded_answers_and_skipped_exchanges_at_start(tmp_path: 
     _exchange(tmp_path, "0001", ("body", b"unauthorized"), {"status": 401, "contentType": "text/plain"})  # fmt: skip
     _exchange(tmp_path, "0002", ("body", b"no meta"), None)
     _exchange(tmp_path, "0003", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"})
-    server = subprocess.Popen(
-        [*AGUI, "mock", str(tmp_path), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-    )  # fmt: skip
+    server, url = mock_cmd(str(tmp_path))
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        url = re.match(r"Serving mock AG-UI agent at (\S+)", line).group(1)  # type: ignore[union-attr]
         refused = httpx.post(url, json=INPUT)
     finally:
         server.send_signal(signal.SIGINT)

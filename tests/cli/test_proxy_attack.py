@@ -17,46 +17,29 @@ import orjson
 import pytest
 
 from agui_tools.wire._framing import sse_frame
+from tests.helpers.proxy import ctrl_c, post, proxy_cmd, raw_post, stream_post
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
-from tests.helpers.terminal import AGUI, ENV, ROOT
 
 INPUT = {"threadId": "t1", "runId": "r1", "messages": []}
 RS = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
-
-
-def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [*AGUI, "proxy", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    found = re.match(r"Proxying AG-UI at (\S+) to ", line)
-    assert found is not None, (line, proc.stderr.read() if proc.stderr else "")
-    return proc, found.group(1)
-
-
-def _ctrl_c(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    return proc.returncode, out, err
+# all of stderr once the proxy stops with one stream still open and no rule broken
+ONE_CUT_SHORT = [
+    "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
+    "(the frontend left, or the proxy stopped)",
+    "  no rule broken by either side",
+    "agui-tools proxy: stopped",
+]
 
 
 def test_ctrl_c_with_a_raw_socket_stream_open_is_counted_as_cut_short() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(RS))], hang_after=True)
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0")
-        port = int(url.rsplit(":", 1)[1].strip("/"))
-        body = orjson.dumps(INPUT)
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(
-                b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                b"content-length: %d\r\n\r\n%s" % (len(body), body)
-            )
+        proc, url = proxy_cmd(f"{base}/agent")
+        with raw_post(url, orjson.dumps(INPUT)) as sock:
             seen = b""
             while b"RUN_STARTED" not in seen:  # the stream is open: its first event came
                 seen += sock.recv(65536)
-            code, _, err = _ctrl_c(proc)  # the frontend still holds its end, as curl does
+            code, _, err = ctrl_c(proc)  # the frontend still holds its end, as curl does
             while piece := sock.recv(65536):  # the rest of the answer, to the connection's end
                 seen += piece
     # the stream was ended cleanly: the chunked body's last chunk, then the connection closed
@@ -64,25 +47,17 @@ def test_ctrl_c_with_a_raw_socket_stream_open_is_counted_as_cut_short() -> None:
     lines = err.strip().splitlines()
     # docs/proxy.md: "a stream ... that is still open when the proxy stops is counted in
     # the summary as cut short"; the summary and one last line, nothing else
-    assert lines == [
-        "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
-        "(the frontend left, or the proxy stopped)",
-        "  no rule broken by either side",
-        "agui-tools proxy: stopped",
-    ], err
+    assert lines == ONE_CUT_SHORT, err
     assert code == 0
 
 
 def test_a_proxy_pointed_at_itself_answers_once_naming_the_loop() -> None:
     port = free_port()
-    proc, url = _start(f"http://127.0.0.1:{port}/", "--port", str(port))
+    proc, url = proxy_cmd(f"http://127.0.0.1:{port}/", "--port", str(port))
     try:
-        answer = httpx.post(
-            url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"},
-            timeout=120,
-        )  # fmt: skip
+        answer = post(url, INPUT, timeout=120)
     finally:
-        code, _, err = _ctrl_c(proc)
+        code, _, err = ctrl_c(proc)
     assert answer.status_code == 508  # refused: Loop Detected
     assert "leads back to the proxy itself" in answer.json()["error"]["message"], answer.text
     # the loop is said once, on stderr, and counted as an upstream failure
@@ -130,16 +105,13 @@ def test_a_log_file_that_cannot_be_written_is_no_500_no_hang(
 ) -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in events])
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0", "--log", "/dev/full")
+        proc, url = proxy_cmd(f"{base}/agent", "--log", "/dev/full")
         try:
             statuses: list[int | None] = []
             for _ in range(2):
                 try:
                     statuses.append(
-                        httpx.post(
-                            url, content=orjson.dumps(body),
-                            headers={"content-type": "application/json"}, timeout=15,
-                        ).status_code
+                        post(url, body, timeout=15).status_code
                     )  # fmt: skip
                 except httpx.TimeoutException:
                     statuses.append(None)  # no answer in 15 s: a hang
@@ -172,19 +144,16 @@ def test_a_record_folder_that_cannot_be_written_stops_the_recording_in_one_line(
     rec = tmp_path / "rec"
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in [RS, TOOL_20[-1]]])
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0", "--record", str(rec))
+        proc, url = proxy_cmd(f"{base}/agent", "--record", str(rec))
         try:
             rec.rmdir()
             rec.write_text("")  # the folder is gone: a full disk, a read-only mount alike
             statuses = [
-                httpx.post(
-                    url, content=orjson.dumps({**INPUT, "runId": run}),
-                    headers={"content-type": "application/json"}, timeout=15,
-                ).status_code
+                post(url, {**INPUT, "runId": run}, timeout=15).status_code
                 for run in ("r1", "r2")
             ]  # fmt: skip
         finally:
-            code, _, err = _ctrl_c(proc)
+            code, _, err = ctrl_c(proc)
     assert statuses == [200, 200]  # forwarding goes on
     said = [line for line in err.splitlines() if "cannot record in" in line]
     assert said == [
@@ -203,11 +172,8 @@ def test_sigterm_stops_the_proxy_as_ctrl_c_does() -> None:
     # (1: an error was found), an open stream counted as cut short
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in TOOL_20[:4]], hang_after=True)
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0")
-        with httpx.stream(
-            "POST", url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as answer:  # fmt: skip
+        proc, url = proxy_cmd(f"{base}/agent")
+        with stream_post(url, INPUT) as answer:
             seen = b""
             for chunk in answer.iter_raw():
                 seen += chunk
@@ -252,16 +218,10 @@ def test_ctrl_c_before_the_upstream_answers_is_a_503_not_an_error_line() -> None
 
         holder = threading.Thread(target=hold, daemon=True)
         holder.start()
-        proc, url = _start(upstream, "--port", "0")
-        port = int(url.rsplit(":", 1)[1].strip("/"))
-        body = orjson.dumps(INPUT)
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(
-                b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                b"content-length: %d\r\n\r\n%s" % (len(body), body)
-            )
+        proc, url = proxy_cmd(upstream)
+        with raw_post(url, orjson.dumps(INPUT)) as sock:
             assert asked.wait(30)  # the request is upstream, its answer still to come
-            code, _, err = _ctrl_c(proc)
+            code, _, err = ctrl_c(proc)
             seen = b""
             while piece := sock.recv(65536):
                 seen += piece
@@ -271,10 +231,5 @@ def test_ctrl_c_before_the_upstream_answers_is_a_503_not_an_error_line() -> None
     assert problem["error"]["message"] == (
         f"agui-tools proxy: stopped before the upstream {upstream} answered"
     ), problem
-    assert err.strip().splitlines() == [
-        "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
-        "(the frontend left, or the proxy stopped)",
-        "  no rule broken by either side",
-        "agui-tools proxy: stopped",
-    ], err
+    assert err.strip().splitlines() == ONE_CUT_SHORT, err
     assert code == 0

@@ -14,7 +14,6 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,7 +21,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
-from tests.cli.test_proxy_attack import INPUT, RS, _ctrl_c, _start
+from tests.cli.test_proxy_attack import INPUT, ONE_CUT_SHORT, RS
+from tests.helpers.proxy import ctrl_c, post, proxy_cmd, stream_post
 from tests.helpers.scripted_server import Script, app_for, serve
 
 RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
@@ -34,14 +34,11 @@ def test_the_frontend_gets_one_date_and_one_server_header() -> None:
     own server adds its own — two Date values that may differ by a second."""
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in [RS, RF]])
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0")
+        proc, url = proxy_cmd(f"{base}/agent")
         try:
-            answer = httpx.post(
-                url, content=orjson.dumps(INPUT),
-                headers={"content-type": "application/json"}, timeout=30,
-            )  # fmt: skip
+            answer = post(url, INPUT)
         finally:
-            _ctrl_c(proc)
+            ctrl_c(proc)
     names = [name.lower() for name, _ in answer.headers.raw]
     assert (names.count(b"date"), names.count(b"server")) == (1, 1), answer.headers.raw
 
@@ -56,12 +53,7 @@ def test_sigterm_with_a_frontend_not_reading_prints_only_the_summary(tmp_path: P
     leave — a reset the pump wrote on into; the frontend holding the socket is the
     next test.)"""
     err, _ = _sigterm_mid_burst(tmp_path, hold=False)
-    assert err.strip().splitlines() == [
-        "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
-        "(the frontend left, or the proxy stopped)",
-        "  no rule broken by either side",
-        "agui-tools proxy: stopped",
-    ], err
+    assert err.strip().splitlines() == ONE_CUT_SHORT, err
     meta = orjson.loads((tmp_path / "0001.meta.json").read_bytes())
     assert meta.get("clientGone") is True, meta  # its iterator closed: the frontend left
 
@@ -77,12 +69,9 @@ def _sigterm_mid_burst(tmp_path: Path, *, hold: bool) -> tuple[str, int]:
     chunks += [sse_frame(orjson.dumps(delta))] * 3000  # ~12 MB, far past the socket buffers
     script = Script(chunks=chunks, hang_after=True)
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0", "--record", str(tmp_path))
+        proc, url = proxy_cmd(f"{base}/agent", "--record", str(tmp_path))
         got = 0
-        with httpx.stream(
-            "POST", url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as answer:  # fmt: skip
+        with stream_post(url, INPUT) as answer:
             pieces = answer.iter_raw()
             for chunk in pieces:
                 got += len(chunk)
@@ -103,12 +92,7 @@ def test_sigterm_with_a_frontend_holding_a_stream_unread_prints_only_the_summary
     debugger): the proxy stopping ends the stream — proxyStopped, not clientGone —
     and says nothing but the summary."""
     err, _ = _sigterm_mid_burst(tmp_path, hold=True)
-    assert err.strip().splitlines() == [
-        "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
-        "(the frontend left, or the proxy stopped)",
-        "  no rule broken by either side",
-        "agui-tools proxy: stopped",
-    ], err
+    assert err.strip().splitlines() == ONE_CUT_SHORT, err
     meta = orjson.loads((tmp_path / "0001.meta.json").read_bytes())
     assert meta.get("proxyStopped") is True and "clientGone" not in meta, meta
 
@@ -142,12 +126,9 @@ def test_a_stream_open_when_the_judging_process_dies_is_still_judged_or_said(
 
     upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
     with serve(upstream) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0", "--record", str(tmp_path))
+        proc, url = proxy_cmd(f"{base}/agent", "--record", str(tmp_path))
         try:
-            with httpx.stream(
-                "POST", url, content=orjson.dumps(INPUT),
-                headers={"content-type": "application/json"}, timeout=30,
-            ) as answer:  # fmt: skip
+            with stream_post(url, INPUT) as answer:
                 pieces = answer.iter_raw()
                 seen = b""
                 while b"TOOL_CALL_END" not in seen:
@@ -164,7 +145,7 @@ def test_a_stream_open_when_the_judging_process_dies_is_still_judged_or_said(
                     seen += piece
             assert b"TOOL_CALL_ARGS" in seen and b"RUN_FINISHED" in seen  # forwarding held
         finally:
-            code, _, err = _ctrl_c(proc)
+            code, _, err = ctrl_c(proc)
     meta = orjson.loads((tmp_path / "0001.meta.json").read_bytes())
     said = [f["rule"] for f in meta["findings"]] + [
         "not-judged" for f in meta["findings"] if "not judged" in f["message"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import socket
 import socketserver
 import subprocess
@@ -17,6 +16,7 @@ import orjson
 import pytest
 
 from agui_tools.wire._framing import SSEReader, sse_frame
+from tests.helpers.proxy import ctrl_c, post, proxy_cmd, stream_post
 from tests.helpers.scripted_server import Script, app_for, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
@@ -65,36 +65,16 @@ def test_a_port_in_use_is_said_without_claiming_to_proxy() -> None:
     )
 
 
-def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [*AGUI, "proxy", *args, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    found = re.match(r"Proxying AG-UI at (\S+) to ", line)
-    assert found is not None, (line, proc.stderr.read() if proc.stderr else "")
-    return proc, found.group(1)
-
-
-def _ctrl_c(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    return proc.returncode, out, err
-
-
 def test_findings_as_json_lines_and_ctrl_c_prints_the_summary(tmp_path: Path) -> None:
     log = tmp_path / "findings.jsonl"
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in BROKEN])
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--log", str(log), "--record", str(tmp_path / "rec"))
+        proc, url = proxy_cmd(f"{base}/agent", "--log", str(log), "--record", str(tmp_path / "rec"))
         try:
-            answer = httpx.post(
-                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-            )  # no retry: bound before printed
+            answer = post(url, INPUT)  # no retry: bound before printed
             assert answer.status_code == 200
         finally:
-            code, out, err = _ctrl_c(proc)
+            code, out, err = ctrl_c(proc)
     assert code == 1  # errors were found
     assert out == ""  # stdout holds the one line, read above
     assert "Traceback" not in err
@@ -116,13 +96,11 @@ def test_findings_as_json_lines_and_ctrl_c_prints_the_summary(tmp_path: Path) ->
 def test_ctrl_c_with_nothing_found_exits_0_and_log_dash_is_stdout() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in (BROKEN[0], BROKEN[-1])])
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--log", "-")
+        proc, url = proxy_cmd(f"{base}/agent", "--log", "-")
         try:
-            httpx.post(
-                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-            )
+            post(url, INPUT)
         finally:
-            code, out, err = _ctrl_c(proc)
+            code, out, err = ctrl_c(proc)
     assert code == 0 and out == "" and "Traceback" not in err
     assert err.strip().splitlines() == [
         "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s)",
@@ -134,12 +112,10 @@ def test_ctrl_c_with_nothing_found_exits_0_and_log_dash_is_stdout() -> None:
 def test_ctrl_c_during_a_stream_is_still_one_summary() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(BROKEN[0]))], hang_after=True)
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent")
-        with httpx.stream(
-            "POST", url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-        ) as answer:
+        proc, url = proxy_cmd(f"{base}/agent")
+        with stream_post(url, INPUT) as answer:
             next(answer.iter_raw())  # the stream is open, the upstream will not end it
-            code, _, err = _ctrl_c(proc)
+            code, _, err = ctrl_c(proc)
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert lines[-1].startswith("agui-tools proxy: stopped")
@@ -154,13 +130,11 @@ def test_an_unreachable_upstream_is_named_in_the_log(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as spare:
         dead = f"http://127.0.0.1:{spare.getsockname()[1]}/agent"
     log = tmp_path / "log.jsonl"
-    proc, url = _start(dead, "--log", str(log))
+    proc, url = proxy_cmd(dead, "--log", str(log))
     try:
-        answer = httpx.post(
-            url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-        )
+        answer = post(url, INPUT)
     finally:
-        code, _, err = _ctrl_c(proc)
+        code, _, err = ctrl_c(proc)
     assert answer.status_code == 502 and dead in answer.json()["error"]["message"]
     (entry,) = [json.loads(x) for x in log.read_text().splitlines()]
     assert entry["event"] == "upstream-error" and entry["url"] == dead
@@ -179,7 +153,7 @@ ACTIONS = [
 def test_inspect_shows_the_live_traffic_read_only() -> None:
     script = Script(chunks=[sse_frame(orjson.dumps(e)) for e in BROKEN])
     with serve(app_for(script)) as base:
-        proc, url = _start(f"{base}/agent", "--inspect")
+        proc, url = proxy_cmd(f"{base}/agent", "--inspect")
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()
@@ -200,9 +174,7 @@ def test_inspect_shows_the_live_traffic_read_only() -> None:
                 ).status_code
                 == 403
             )
-            httpx.post(
-                url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-            )
+            post(url, INPUT)
             seen: list[dict[str, object]] = []
             with httpx.stream(
                 "GET", f"{page}api/events?token={token.group(1)}", timeout=10
@@ -237,7 +209,7 @@ def test_inspect_shows_the_live_traffic_read_only() -> None:
                 )
                 assert refused.status_code == 403 and "read-only" in refused.text, action
         finally:
-            code, _, err = _ctrl_c(proc)
+            code, _, err = ctrl_c(proc)
     assert "Traceback" not in err and code == 1
     assert err.strip().splitlines()[-1] == "agui-tools proxy: stopped — errors were found (exit 1)"
 
@@ -267,14 +239,12 @@ def test_an_upstream_cut_is_said_once_by_the_proxy_not_by_uvicorn() -> None:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        proc, url = _start(f"http://127.0.0.1:{server.server_address[1]}/agent")
+        proc, url = proxy_cmd(f"http://127.0.0.1:{server.server_address[1]}/agent")
         try:
             with pytest.raises(httpx.RemoteProtocolError):  # the frontend sees the cut
-                httpx.post(
-                    url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}
-                )
+                post(url, INPUT)
         finally:
-            code, _, err = _ctrl_c(proc)
+            code, _, err = ctrl_c(proc)
     finally:
         server.shutdown()
         server.server_close()

@@ -24,9 +24,8 @@ from typing import Any
 import orjson
 import pytest
 
-from agui_tools.app._capture import truncation, verify_capture
 from tests.helpers.frameworks import require_venv, serving_framework
-from tests.helpers.proxy import Proxied, proxied
+from tests.helpers.proxy import Proxied, proxied, verify_says
 from tests.helpers.scripted_server import serve
 from tests.interop.node import run_node, skip_reason
 from tests.interop.our_agent import FRONTEND_TOOLS, Recorder, app
@@ -47,18 +46,6 @@ def upstream(request: pytest.FixtureRequest) -> Iterator[tuple[str, Recorder | N
     python = require_venv(request.param)  # skips (fails under CI) when it cannot be built
     with serving_framework(request.param, python=python) as served:
         yield served.url, None
-
-
-def _verify_says(stream: Path, run_input: Path) -> set[tuple[str, int | None]]:
-    data = stream.read_bytes()
-    verdict = verify_capture(data, run_input=orjson.loads(run_input.read_bytes()))
-    said = {(w.rule, w.index) for w in verdict.warnings}
-    if verdict.result.error is not None:
-        said.add((verdict.result.error.rule, verdict.result.error.index))
-    cut = truncation(verdict, data)
-    if cut is not None:
-        said.add((cut["rule"], cut["index"]))
-    return said
 
 
 def test_httpagent_round_trip_through_the_proxy(
@@ -106,7 +93,7 @@ def test_httpagent_round_trip_through_the_proxy(
         # -- the proxy's findings are what verify says of the recording -------------------------
         meta = orjson.loads(Path(f"{prefix}.meta.json").read_bytes())
         agent = {(f["rule"], f["index"]) for f in meta["findings"] if f["side"] == "agent"}
-        assert agent == _verify_says(stream, Path(f"{prefix}.input.json"))
+        assert agent == verify_says(stream, Path(f"{prefix}.input.json"))
     if ours is not None:
         wrote = ours.for_thread(thread_id)
         assert [ex.body for ex in wrote] == [ex.body for ex in exchanges]

@@ -181,15 +181,9 @@ def _start_mock(args: list[str]) -> tuple[subprocess.Popen, str]:
     return proc, line.split()[-1]
 
 
-def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> None:
-    """ "Ctrl-C stops it in one line (exit 0)". With a client reading a stalled
-    stream (``stall:1:30``) one Ctrl-C does not stop the mock: it waits for the
-    stream to end (any long recorded gap or stall), and a second Ctrl-C prints a
-    uvicorn traceback ("Exception in ASGI application") before the line."""
-    capture = tmp_path / "run.sse"
-    capture.write_text(_sse(_text_run()))
-    proc, url = _start_mock([str(capture), "--fault", "stall:1:30"])
-
+def _reading(url: str) -> tuple[threading.Thread, list[bytes]]:
+    """A frontend reading INPUT's streamed answer in a daemon thread, to its end or its
+    cut (an HTTP error is the end it gets): the thread, started, and the bytes it read."""
     got: list[bytes] = []
 
     def read() -> None:
@@ -203,10 +197,15 @@ def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> No
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
+    return reader, got
+
+
+def _stopped_within(proc: subprocess.Popen, seconds: float, what: str) -> str:
+    """The stderr of ``proc`` once the Ctrl-C just sent has stopped it within ``seconds``.
+    Past that, the test fails with what a second Ctrl-C then makes it say (a traceback
+    was the finding), and it is killed after 5 s more."""
     try:
-        _, err = proc.communicate(timeout=8)
+        return proc.communicate(timeout=seconds)[1]
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGINT)
         try:
@@ -215,8 +214,29 @@ def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> No
             proc.kill()
             _, err = proc.communicate()
         raise AssertionError(
-            f"one Ctrl-C did not stop the mock within 8 s; then: {err[-600:]}"
+            f"one Ctrl-C did not stop {what} within {seconds:g} s; then: {err[-600:]}"
         ) from None
+
+
+def _mock_mid_stream(tmp_path: Path) -> tuple[subprocess.Popen, threading.Thread, list[bytes]]:
+    """``agui-tools mock`` serving a run stalled after event 1 (``stall:1:30``) to a
+    frontend reading it: the mock, and :func:`_reading`'s thread and bytes, a second in."""
+    capture = tmp_path / "run.sse"
+    capture.write_text(_sse(_text_run()))
+    proc, url = _start_mock([str(capture), "--fault", "stall:1:30"])
+    reader, got = _reading(url)
+    time.sleep(1.0)
+    return proc, reader, got
+
+
+def test_ctrl_c_stops_the_mock_while_a_stream_is_in_flight(tmp_path: Path) -> None:
+    """ "Ctrl-C stops it in one line (exit 0)". With a client reading a stalled
+    stream (``stall:1:30``) one Ctrl-C does not stop the mock: it waits for the
+    stream to end (any long recorded gap or stall), and a second Ctrl-C prints a
+    uvicorn traceback ("Exception in ASGI application") before the line."""
+    proc, reader, got = _mock_mid_stream(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    err = _stopped_within(proc, 8, "the mock")
     assert proc.returncode == 0
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
@@ -231,12 +251,7 @@ def test_a_second_ctrl_c_during_the_grace_prints_no_traceback(tmp_path: Path) ->
     """A second Ctrl-C (during the grace) cancelled the stream mid-``await``: uvicorn's
     "Exception in ASGI application" traceback (CancelledError out of ``_quiet``). Now
     the stop is the mock's own (its grace, then RUN_ERROR): still one line, exit 0."""
-    capture = tmp_path / "run.sse"
-    capture.write_text(_sse(_text_run()))
-    proc, url = _start_mock([str(capture), "--fault", "stall:1:30"])
-    reader = threading.Thread(target=_read_stream, args=(url,), daemon=True)
-    reader.start()
-    time.sleep(1.0)
+    proc, reader, got = _mock_mid_stream(tmp_path)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
@@ -244,17 +259,9 @@ def test_a_second_ctrl_c_during_the_grace_prints_no_traceback(tmp_path: Path) ->
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "Exception in ASGI" not in err, err
     assert err.strip().splitlines()[-1].startswith("agui-tools mock: stopped after 1 request(s)")
-
-
-def _read_stream(url: str) -> None:
-    try:
-        with httpx.stream(
-            "POST", url, json=INPUT, headers={"accept": "text/event-stream"}, timeout=40
-        ) as response:
-            for _ in response.iter_raw():
-                pass
-    except httpx.HTTPError:
-        pass
+    reader.join(5)
+    body = b"".join(got)  # a stream was in flight, and the mock's stop ended it
+    assert body.startswith(b"data: {") and b'"code":"ServerShuttingDown"' in body, body
 
 
 SLOW_AGENT = """
@@ -293,28 +300,10 @@ def test_ctrl_c_stops_serve_while_an_agent_is_mid_run(tmp_path: Path) -> None:
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("Serving AG-UI agent at "), line
-    got: list[bytes] = []
-
-    def read() -> None:
-        try:
-            with httpx.stream(
-                "POST", line.split()[-1], json=INPUT, headers={"accept": "text/event-stream"},
-                timeout=40,
-            ) as response:  # fmt: skip
-                got.extend(response.iter_raw())
-        except httpx.HTTPError:
-            pass
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    reader, got = _reading(line.split()[-1])
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=8)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(f"one Ctrl-C did not stop serve within 8 s: {err[-600:]}") from None
+    err = _stopped_within(proc, 8, "serve")
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
     reader.join(5)

@@ -25,12 +25,12 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agui_tools.agent import Run
-from agui_tools.app._capture import read_frames, replay, truncation, verify_capture
+from agui_tools.app._capture import read_frames, replay
 from agui_tools.transport._server import agent_app
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
-from tests.helpers.proxy import proxied
+from tests.helpers.proxy import proxied, sse_events, stream_post, verify_says, wait_until
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -74,10 +74,6 @@ def post(
         headers={"content-type": "application/json", "accept": accept},
         timeout=30,
     )
-
-
-def sse_events(body: bytes) -> list[dict[str, Any]]:
-    return [json.loads(d) for d in SSEReader().feed(body)]
 
 
 def scripted(
@@ -176,13 +172,7 @@ def test_no_added_buffering_the_first_event_arrives_before_the_upstream_ends() -
 
     upstream = Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             reader = SSEReader()
             seen: list[str] = []
             chunks = answer.iter_raw()
@@ -461,19 +451,6 @@ def test_a_resume_that_leaves_an_interrupt_uncovered_is_int_7() -> None:
 # -- recording ----------------------------------------------------------------------------------------
 
 
-def _verify_says(stream: Path, run_input: Path) -> set[tuple[str, int | None]]:
-    """What `agui-tools verify FILE --input INPUT` reports: warnings, the error, the cut."""
-    data = stream.read_bytes()
-    verdict = verify_capture(data, run_input=orjson.loads(run_input.read_bytes()))
-    said = {(w.rule, w.index) for w in verdict.warnings}
-    if verdict.result.error is not None:
-        said.add((verdict.result.error.rule, verdict.result.error.index))
-    cut = truncation(verdict, data)
-    if cut is not None:
-        said.add((cut["rule"], cut["index"]))
-    return said
-
-
 @pytest.mark.parametrize("binding", ["sse", "proto"])
 @JUDGES
 def test_recording_follows_the_contract_and_verify_agrees(
@@ -513,7 +490,7 @@ def test_recording_follows_the_contract_and_verify_agrees(
         assert (meta["threadId"], meta["runId"]) == (f"t{n - 1}", "r1")
         # the proxy's findings on this exchange are what verify says of the recording
         agent = {(f["rule"], f["index"]) for f in meta["findings"] if f["side"] == "agent"}
-        assert agent == _verify_says(stream, Path(f"{prefix}.input.json"))
+        assert agent == verify_says(stream, Path(f"{prefix}.input.json"))
     rules = [
         orjson.loads(Path(f"{tmp_path}/{n:04d}.meta.json").read_bytes())["findings"]
         for n in range(1, 5)
@@ -537,25 +514,16 @@ def test_recording_goes_on_after_an_earlier_session(tmp_path: Path) -> None:
 
 @JUDGES
 def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent(in_process: bool) -> None:
-    import time
 
     script = Script(chunks=sse([RS, TS]), hang_after=True)
     with (
         serve(app_for(script)) as base,
         proxied(f"{base}/agent", judge_in_process=in_process) as px,
     ):
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             next(answer.iter_raw())
-        deadline = time.monotonic() + 20
-        while px.app.abandoned == 0:  # the proxy saw the frontend leave
-            assert time.monotonic() < deadline, "the proxy never saw the frontend leave"
-            time.sleep(0.01)
+        # the proxy saw the frontend leave
+        wait_until(lambda: px.app.abandoned, "the proxy never saw the frontend leave", 20)
     assert px.findings == []  # the run was cut by the frontend, not by the agent (TRANS-2)
 
 
@@ -582,10 +550,12 @@ def test_mock_replays_a_proxy_recording_byte_for_byte(tmp_path: Path, binding: s
 
 def _settled(px: Any) -> int:
     """Wait until the judging process has sent every verdict; its pid."""
-    deadline = time.monotonic() + 30
-    while px.app._unsettled or px.app._pool is None or px.app._pool._process is None:
-        assert time.monotonic() < deadline, "the judging process never settled"
-        time.sleep(0.02)
+    wait_until(
+        lambda: (
+            not px.app._unsettled and px.app._pool is not None and px.app._pool._process is not None
+        ),
+        "the judging process never settled",
+    )
     return _judge_pid(px)
 
 

@@ -28,8 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agui_tools.wire._framing import SSEReader, sse_frame
-from tests.helpers.proxy import proxied
+from agui_tools.wire._framing import sse_frame
+from tests.helpers.proxy import post, proxied, raw_post, sse_events, stream_post, wait_until
 from tests.helpers.scripted_server import serve
 
 INPUT: dict[str, Any] = {
@@ -44,19 +44,12 @@ TA = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"}
 TE = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
 GOOD = [RS, TS, TA, TE, RF]
 ARGS_AFTER_END = [RS, TS, TE, TA, RF]  # TOOL-20 at event #3
+# what --strict sends of it: the events before the broken one, then the RUN_ERROR naming it
+STRICT_ARGS_AFTER_END = ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_END", "RUN_ERROR"]
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:
     return b"".join(sse_frame(orjson.dumps(e)) for e in events)
-
-
-def post(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:
-    return httpx.post(
-        url,
-        content=orjson.dumps(body),
-        headers={"content-type": "application/json", **headers},
-        timeout=30,
-    )
 
 
 @contextmanager
@@ -145,14 +138,8 @@ def test_the_agent_gets_the_frontends_end_to_end_headers_and_no_others() -> None
     upstream = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
         # a raw socket: exactly these headers — no Accept, no Accept-Encoding, no User-Agent
-        port = int(px.url.rsplit(":", 1)[1].strip("/"))
-        body = orjson.dumps(INPUT)
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(
-                b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                b"x-trace: 7\r\nconnection: close\r\n"
-                b"content-length: %d\r\n\r\n%s" % (len(body), body)
-            )
+        extra = b"x-trace: 7\r\nconnection: close\r\n"
+        with raw_post(px.url, orjson.dumps(INPUT), extra=extra) as sock:
             while sock.recv(65536):
                 pass
     (headers,) = seen
@@ -225,22 +212,13 @@ def _gzip_agent(events: list[dict[str, Any]]) -> Starlette:
 def test_a_gzipped_broken_stream_is_still_judged(judge_in_process: bool) -> None:
     options = {"judge_in_process": judge_in_process}
     with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", **options) as px:
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json", "accept-encoding": "gzip"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT, **{"accept-encoding": "gzip"}) as answer:
             raw = b"".join(answer.iter_raw())
         assert answer.status_code == 200
         assert answer.headers["content-encoding"] == "gzip"  # forwarded as sent: fine
         # byte for byte: the agent's gzip body, not one the proxy decoded or re-encoded
         assert raw[:2] == b"\x1f\x8b" and gzip.decompress(raw) == sse(ARGS_AFTER_END)
-        deadline = time.monotonic() + 20
-        while not px.findings:  # the judging process's verdict may come a moment later
-            assert time.monotonic() < deadline, "the gzipped stream was never judged"
-            time.sleep(0.05)
+        wait_until(lambda: px.findings, "the gzipped stream was never judged", 20)
     assert [(f.rule, f.index) for f in px.findings] == [("TOOL-20", 3)]
 
 
@@ -251,13 +229,8 @@ def test_strict_cuts_a_gzipped_broken_stream() -> None:
     assert b'"RUN_ERROR"' in answer.content and b"TOOL-20" in answer.content
     # strict forwards what it judged: the decoded events, Content-Encoding removed
     assert "content-encoding" not in answer.headers, answer.headers
-    events = [orjson.loads(d) for d in SSEReader().feed(answer.content)]
-    assert [e["type"] for e in events] == [
-        "RUN_STARTED",
-        "TOOL_CALL_START",
-        "TOOL_CALL_END",
-        "RUN_ERROR",
-    ]
+    events = sse_events(answer.content)
+    assert [e["type"] for e in events] == STRICT_ARGS_AFTER_END
     assert px.rules("agent") == ["TOOL-20"]
 
 
@@ -304,10 +277,7 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
         )
 
     with raw_upstream(answer) as base, proxied(f"{base}/agent", strict=strict) as px:
-        with httpx.stream(
-            "POST", px.url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as streamed:  # fmt: skip
+        with stream_post(px.url, INPUT) as streamed:
             raw = b"".join(streamed.iter_raw())
     # the rule a consumer would break on (TRANS-4: the stream is not an event stream it
     # can read), said once — not a truncation (TRANS-2) of the agent's run after it
@@ -316,7 +286,7 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
     if not strict:
         assert raw == first + rest  # forwarded as it came
     else:  # what decoded and was judged, then the RUN_ERROR naming the rule
-        events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+        events = sse_events(raw)
         assert [e["type"] for e in events] == ["RUN_STARTED", "TOOL_CALL_START", "RUN_ERROR"]
         assert events[-1]["code"] == "TRANS-4"
 
@@ -324,10 +294,7 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
 def test_a_gzip_bomb_is_forwarded_as_it_came_and_judged_within_bounds() -> None:
     bomb = gzip.compress(b"\n" * (64 * 1024 * 1024), compresslevel=9)  # 64 MiB in ~64 KiB
     with serve(_encoded_agent(bomb, "gzip")) as base, proxied(f"{base}/agent") as px:
-        with httpx.stream(
-            "POST", px.url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=60,
-        ) as answer:  # fmt: skip
+        with stream_post(px.url, INPUT, timeout=60) as answer:
             raw = b"".join(answer.iter_raw())
     assert raw == bomb  # the frontend's to decode, or not
     # the judge inflated a bounded amount, then said why it stopped (the client's limit)
@@ -339,10 +306,7 @@ def test_a_gzip_bomb_is_forwarded_as_it_came_and_judged_within_bounds() -> None:
 def test_a_content_encoding_the_proxy_cannot_decode_is_said_not_judged(strict: bool) -> None:
     body = b"\x8b\x02\x80" + sse(ARGS_AFTER_END) + b"\x03"  # as brotli frames stored data
     with serve(_encoded_agent(body, "br")) as base, proxied(f"{base}/agent", strict=strict) as px:
-        with httpx.stream(
-            "POST", px.url, content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"}, timeout=30,
-        ) as answer:  # fmt: skip
+        with stream_post(px.url, INPUT) as answer:
             raw = b"".join(answer.iter_raw())
     assert raw == body and answer.headers["content-encoding"] == "br"  # forwarded as is
     # never silently: one warning saying the stream was not judged, and why
@@ -374,13 +338,7 @@ def test_an_upstream_cut_short_of_its_content_length_raises_nothing(
 ) -> None:
     cut = sse(GOOD)[:60]
     with raw_upstream(_cut_after(cut, chunked=False)) as base, proxied(f"{base}/agent") as px:
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             got = b""
             try:
                 for chunk in answer.iter_raw():
@@ -399,22 +357,14 @@ def test_a_cut_short_content_length_body_records_its_finding(tmp_path: Path) -> 
         raw_upstream(_cut_after(cut, chunked=False)) as base,
         proxied(f"{base}/agent", record=tmp_path, judge_in_process=True) as px,
     ):
-        with httpx.stream(
-            "POST",
-            px.url,
-            content=orjson.dumps(INPUT),
-            headers={"content-type": "application/json"},
-            timeout=30,
-        ) as answer:
+        with stream_post(px.url, INPUT) as answer:
             try:
                 for _ in answer.iter_raw():
                     pass
             except httpx.HTTPError:
                 pass
-        deadline = time.monotonic() + 20
-        while "TRANS-2" not in px.rules("agent"):  # the verdict is the judge's, maybe later
-            assert time.monotonic() < deadline, "the truncation was never reported"
-            time.sleep(0.05)
+        # the verdict is the judge's, maybe later
+        wait_until(lambda: "TRANS-2" in px.rules("agent"), "the truncation was never reported", 20)
         time.sleep(0.5)
     meta = json.loads((tmp_path / "0001.meta.json").read_text())
     assert [f["rule"] for f in meta["findings"]] == ["TRANS-2"], meta
@@ -559,13 +509,8 @@ def test_strict_ends_a_content_length_stream_with_one_run_error(
     with serve(_plain_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", strict=True) as px:
         answer = post(px.url, INPUT)
     assert px.rules("agent") == ["TOOL-20"]
-    events = [orjson.loads(d) for d in SSEReader().feed(answer.content)]
-    assert [e["type"] for e in events] == [
-        "RUN_STARTED",
-        "TOOL_CALL_START",
-        "TOOL_CALL_END",
-        "RUN_ERROR",
-    ], answer.content
+    events = sse_events(answer.content)
+    assert [e["type"] for e in events] == STRICT_ARGS_AFTER_END, answer.content
     assert events[-1]["code"] == "TOOL-20"
     no_traceback(capfd)
 
@@ -712,15 +657,10 @@ def test_the_frontends_path_goes_upstream_as_it_was_sent() -> None:
     assert seen == [b"/agent/files/a%2541%2Fb"], seen
 
 
-def _raw_request(port: int, method: str, target: bytes) -> tuple[int, bytes]:
+def _raw_request(url: str, method: str, target: bytes) -> tuple[int, bytes]:
     """``target`` sent exactly as given (httpx would resolve ``..`` itself)."""
-    body = orjson.dumps(INPUT)
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(
-            b"%s %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-            b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
-            % (method.encode(), target, len(body), body)
-        )
+    line = b"%s %s HTTP/1.1" % (method.encode(), target)
+    with raw_post(url, orjson.dumps(INPUT), head=line, extra=b"connection: close\r\n") as sock:
         answer = b""
         while piece := sock.recv(65536):
             answer += piece
@@ -754,8 +694,7 @@ def test_a_path_that_would_leave_the_upstreams_prefix_is_refused_naming_it(
 
     upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        port = int(px.url.rsplit(":", 1)[1].strip("/"))
-        status, payload = _raw_request(port, method, target)
+        status, payload = _raw_request(px.url, method, target)
         # the proxy still serves the paths below the prefix
         assert post(f"{px.url}runs/7", INPUT).status_code == 200
     assert status == 400, payload

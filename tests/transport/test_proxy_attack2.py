@@ -18,22 +18,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agui_tools.wire._framing import SSEReader
-from tests.helpers.proxy import proxied
+from tests.helpers.proxy import proxied, sse_events, stream_post
 from tests.helpers.scripted_server import serve
 from tests.transport.test_proxy_attack import (
     GOOD,
     INPUT,
+    _encoded_agent,
     _raw_request,
     sse,
 )
 
 
 def _stream(url: str, **headers: str) -> tuple[httpx.Response, bytes]:
-    with httpx.stream(
-        "POST", url, content=orjson.dumps(INPUT),
-        headers={"content-type": "application/json", **headers}, timeout=30,
-    ) as answer:  # fmt: skip
+    with stream_post(url, INPUT, **headers) as answer:
         raw = b"".join(answer.iter_raw())
     return answer, raw
 
@@ -42,14 +39,6 @@ def _wait_findings(px: Any, n: int = 1, seconds: float = 10) -> None:
     deadline = time.monotonic() + seconds
     while len(px.findings) < n and time.monotonic() < deadline:
         time.sleep(0.05)
-
-
-def _encoded_agent(body: bytes, coding: str) -> Starlette:
-    async def agent(request: Request) -> Response:
-        await request.body()
-        return Response(body, media_type="text/event-stream", headers={"content-encoding": coding})
-
-    return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
 
 
 GOOD_IN_TWO_MEMBERS = gzip.compress(sse(GOOD[:2])) + gzip.compress(sse(GOOD[2:]))
@@ -76,7 +65,7 @@ def test_strict_forwards_a_multi_member_gzip_stream_whole() -> None:
         _answer, raw = _stream(px.url)
     # "what the frontend gets is what was judged": a run that broke no rule, whole —
     # it got RUN_STARTED, TOOL_CALL_START and a clean end of the body (the rest dropped)
-    events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+    events = sse_events(raw)
     assert [e["type"] for e in events] == [e["type"] for e in GOOD], raw
 
 
@@ -89,8 +78,7 @@ def _seen_upstream(target: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]]
 
     upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        port = int(px.url.rsplit(":", 1)[1].strip("/"))
-        status, payload = _raw_request(port, "POST", target)
+        status, payload = _raw_request(px.url, "POST", target)
     return status, payload, seen
 
 
@@ -174,6 +162,6 @@ def test_strict_forwards_the_events_before_a_mid_chunk_decoding_error() -> None:
     body = _decodable_then_corrupt_in_one_body()
     with serve(_encoded_agent(body, "gzip")) as base, proxied(f"{base}/agent", strict=True) as px:
         _answer, raw = _stream(px.url)
-    events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+    events = sse_events(raw)
     assert [e["type"] for e in events] == [e["type"] for e in GOOD[:4]] + ["RUN_ERROR"], raw
     assert events[-1]["code"] == "TRANS-4"

@@ -10,11 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agui_tools.wire._framing import SSEReader
-from tests.helpers.proxy import proxied
+from tests.helpers.proxy import proxied, sse_events
 from tests.helpers.scripted_server import serve
-from tests.transport.test_proxy_attack import GOOD, sse
-from tests.transport.test_proxy_attack2 import _encoded_agent, _stream, _wait_findings
+from tests.transport.test_proxy_attack import GOOD, _encoded_agent, sse
+from tests.transport.test_proxy_attack2 import _stream, _wait_findings
 
 
 def _bad_crc(body: bytes) -> bytes:
@@ -47,7 +46,7 @@ def test_a_bad_crc_after_a_whole_run_is_judged_whole_then_trans4(
     meta = orjson.loads((tmp_path / "0001.meta.json").read_bytes())
     assert "incorrect data check" in meta["decodeError"]
     if strict:
-        events = [orjson.loads(d) for d in SSEReader().feed(raw)]
+        events = sse_events(raw)
         assert events == GOOD, raw
     else:
         assert raw == body  # forwarded as it came

@@ -8,13 +8,12 @@ from __future__ import annotations
 import email.utils
 
 import httpx
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.helpers.proxy import proxied
+from tests.helpers.proxy import post, proxied
 from tests.helpers.scripted_server import free_port, serve
 from tests.transport.test_proxy_attack import GOOD, INPUT, sse
 
@@ -27,12 +26,6 @@ def _agent(**headers: str) -> Starlette:
     return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
 
 
-def _post(url: str) -> httpx.Response:
-    return httpx.post(
-        url, content=orjson.dumps(INPUT), headers={"content-type": "application/json"}, timeout=30
-    )
-
-
 def _values(answer: httpx.Response, name: bytes) -> list[bytes]:
     return [value for key, value in answer.headers.raw if key.lower() == name]
 
@@ -41,7 +34,7 @@ def test_the_agents_date_and_server_are_forwarded_once() -> None:
     agent = _agent(date="Tue, 01 Dec 2026 00:00:00 GMT", server="my-agent/1")
     with serve(agent, date_header=False, server_header=False) as base:
         with proxied(f"{base}/agent") as px:
-            answer = _post(px.url)
+            answer = post(px.url, INPUT)
     assert answer.status_code == 200
     assert _values(answer, b"date") == [b"Tue, 01 Dec 2026 00:00:00 GMT"]
     assert _values(answer, b"server") == [b"my-agent/1"]
@@ -50,7 +43,7 @@ def test_the_agents_date_and_server_are_forwarded_once() -> None:
 def test_an_agent_answer_without_date_gets_the_proxys() -> None:
     with serve(_agent(), date_header=False, server_header=False) as base:
         with proxied(f"{base}/agent") as px:
-            answer = _post(px.url)
+            answer = post(px.url, INPUT)
     [date] = _values(answer, b"date")
     assert email.utils.parsedate_to_datetime(date.decode()).tzinfo is not None
     assert _values(answer, b"server") == []  # the agent named none: neither does the proxy
@@ -61,8 +54,8 @@ def test_the_proxys_own_answers_carry_one_date() -> None:
     not answer): the proxy's own answers, each with one Date."""
     with proxied(f"http://127.0.0.1:{free_port()}/agent") as px:
         answers = [
-            _post(px.url),
-            _post(f"{px.url}runs/..;/admin"),
+            post(px.url, INPUT),
+            post(f"{px.url}runs/..;/admin", INPUT),
             httpx.get(px.url, headers={"host": "evil.example"}, timeout=30),
         ]
     assert [a.status_code for a in answers] == [502, 400, 403]
@@ -74,12 +67,12 @@ def test_the_answer_carries_the_agents_via_then_the_proxys() -> None:
     """RFC 9110 §7.6.3: a proxy sends a Via in each message it forwards — the answer
     too, after the agent's own (a gateway in front of the agent)."""
     with serve(_agent(via="1.0 agent-gateway")) as base, proxied(f"{base}/agent") as px:
-        answer = _post(px.url)
+        answer = post(px.url, INPUT)
     assert answer.status_code == 200
     assert _values(answer, b"via") == [b"1.0 agent-gateway", f"1.1 {px.app.via}".encode()]
 
 
 def test_an_answer_without_via_gets_the_proxys_only() -> None:
     with serve(_agent()) as base, proxied(f"{base}/agent") as px:
-        answer = _post(px.url)
+        answer = post(px.url, INPUT)
     assert _values(answer, b"via") == [f"1.1 {px.app.via}".encode()]

@@ -11,11 +11,9 @@ import asyncio
 import os
 import signal
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
-import httpx
 import orjson
 import pytest
 from starlette.applications import Starlette
@@ -25,23 +23,16 @@ from starlette.routing import Route
 
 from agui_tools.transport import _judge_pool
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import Proxied, proxied
+from tests.helpers.proxy import Proxied, proxied, stream_post, wait_until
 from tests.helpers.scripted_server import Script, app_for, serve
 from tests.transport.test_proxy import ARGS_AFTER_END, INPUT, RF, RS, TA, TE, TS, post, sse
-
-
-def _wait(condition: object, what: str) -> None:
-    deadline = time.monotonic() + 30
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 def _kill_judge(px: Proxied) -> None:
     pool = px.app._pool
     assert pool is not None and pool._process is not None, "the judging process never started"
     os.kill(pool._process.pid, signal.SIGKILL)
-    _wait(lambda: pool.broken, "the proxy never saw its judging process die")
+    wait_until(lambda: pool.broken, "the proxy never saw its judging process die")
 
 
 @contextmanager
@@ -70,10 +61,7 @@ def _gated(
 
 def _stream_through(px: Proxied, gate: threading.Event, dies: object) -> bytes:
     """A frontend reading the whole stream; ``dies()`` once the first part is in."""
-    with httpx.stream(
-        "POST", px.url, content=orjson.dumps(INPUT),
-        headers={"content-type": "application/json"}, timeout=30,
-    ) as answer:  # fmt: skip
+    with stream_post(px.url, INPUT) as answer:
         pieces = answer.iter_raw()
         seen = b""
         while b"TOOL_CALL_ARGS" not in seen:
@@ -98,11 +86,11 @@ def test_a_finding_told_before_the_death_is_not_told_again_and_the_rest_is_judge
         with proxied(url, judge_in_process=True) as px:
 
             def dies() -> None:
-                _wait(lambda: "PROC-3" in px.rules(), "the judging process never told PROC-3")
+                wait_until(lambda: "PROC-3" in px.rules(), "the judging process never told PROC-3")
                 _kill_judge(px)
 
             seen = _stream_through(px, gate, dies)
-            _wait(lambda: not px.app._unsettled, "the stream's verdict never came")
+            wait_until(lambda: not px.app._unsettled, "the stream's verdict never came")
             assert b"RUN_FINISHED" in seen
             told = [(f.rule, f.index) for f in px.findings]
             assert told == [("PROC-3", 1), ("TOOL-20", 4)], told
@@ -110,7 +98,7 @@ def test_a_finding_told_before_the_death_is_not_told_again_and_the_rest_is_judge
             # against it); the next stream is judged in-process, its findings told
             assert px.app.ledger._threads.get("t1") is not None
             assert post(px.url, {**INPUT, "runId": "r2"}).status_code == 200
-            _wait(lambda: len(px.findings) >= 4, "the next stream was not judged")
+            wait_until(lambda: len(px.findings) >= 4, "the next stream was not judged")
             assert [f.rule for f in px.findings[2:]] == ["PROC-3", "TOOL-20"], px.findings
 
 
@@ -122,7 +110,7 @@ def test_a_stream_whose_verdict_is_owed_when_the_judge_dies_is_judged() -> None:
     script = Script(chunks=sse(ARGS_AFTER_END))
     with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
         assert post(px.url, {**INPUT, "runId": "r0", "messages": []}).status_code == 200
-        _wait(lambda: not px.app._unsettled, "the first verdict never came")
+        wait_until(lambda: not px.app._unsettled, "the first verdict never came")
         first = len(px.findings)
         pool = px.app._pool
         assert pool is not None and pool._process is not None
@@ -132,7 +120,7 @@ def test_a_stream_whose_verdict_is_owed_when_the_judge_dies_is_judged() -> None:
             assert px.app._unsettled, "the verdict was not owed"
         finally:
             _kill_judge(px)
-        _wait(lambda: not px.app._unsettled, "the owed verdict never came")
+        wait_until(lambda: not px.app._unsettled, "the owed verdict never came")
         assert [(f.rule, f.index) for f in px.findings[first:]] == [("TOOL-20", 3)]
 
 
@@ -144,7 +132,7 @@ def test_a_stream_not_kept_is_said_not_judged(monkeypatch: pytest.MonkeyPatch) -
     with _gated([RS, TS, TE, TA], [RF]) as (url, gate):
         with proxied(url, judge_in_process=True) as px:
             _stream_through(px, gate, lambda: _kill_judge(px))
-            _wait(lambda: not px.app._unsettled, "the stream's verdict never came")
+            wait_until(lambda: not px.app._unsettled, "the stream's verdict never came")
             said = [f for f in px.findings if f.rule == "PROXY-JUDGE"]
             assert len(said) == 1, px.findings
             assert said[0].severity == "error" and "not judged" in said[0].message

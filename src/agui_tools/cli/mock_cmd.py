@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .serve_cmd import LOG_LEVELS, _bind, _path, _port, serve_on
+from .serve_cmd import LOG_LEVELS, _path, add_listen_options, listening, serve_on
 
 HELP = """\
 Serve recorded runs as an AG-UI agent, so a frontend can be tested without a
@@ -66,10 +66,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("captures", nargs="+", metavar="CAPTURE", help="capture files or directories")
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument(
-        "--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)"
-    )
+    add_listen_options(p, port=8000)
     p.add_argument(
         "--path", type=_path, default="/agent", help="the POST endpoint's path (default /agent)"
     )
@@ -185,13 +182,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"agui-tools mock: {terminal_text(str(exc))}", file=sys.stderr)
         return 2
     endpoint = app.state.mock
-    try:
-        sock = _bind(args.host, args.port)
-    except OSError as exc:
-        print(
-            f"agui-tools mock: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    sock = listening("mock", args.host, args.port)
+    if sock is None:
         return 2
     runs = endpoint.matcher.runs
     print(

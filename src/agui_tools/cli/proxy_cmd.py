@@ -66,7 +66,7 @@ http(s) URL, the port is taken, DIR cannot be created).
 
 
 def register(sub: Any) -> None:
-    from .serve_cmd import _port
+    from .serve_cmd import add_listen_options
 
     p = sub.add_parser(
         "proxy",
@@ -75,10 +75,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("upstream", metavar="UPSTREAM", help="the agent's URL, e.g. http://host/agent")
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument(
-        "--port", type=_port, default=8001, help="port (default 8001; 0 picks a free one)"
-    )
+    add_listen_options(p, port=8001)
     p.add_argument("--record", metavar="DIR", help="record every exchange in DIR (docs/proxy.md)")
     p.add_argument(
         "--strict",
@@ -280,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     from .._text import guarded_logger
     from ..transport._deadlines import deadline_protocol
     from ..transport._proxy import SERVER_OPTIONS, ProxyApp
-    from .serve_cmd import _bind, _log_config
+    from .serve_cmd import _log_config, listening
 
     problem = _upstream(args.upstream)
     if problem is not None:
@@ -326,13 +323,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        sock = _bind(args.host, args.port)
-    except OSError as exc:
-        print(
-            f"agui-tools proxy: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    sock = listening("proxy", args.host, args.port)
+    if sock is None:
         return 2
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

@@ -44,10 +44,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "agent", nargs="?", metavar="AGENT", help='"module:function" (default: the demo agent)'
     )
-    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument(
-        "--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)"
-    )
+    add_listen_options(p, port=8000)
     p.add_argument(
         "--path", type=_path, default="/agent", help="the POST endpoint's path (default /agent)"
     )
@@ -117,6 +114,14 @@ def register(sub: Any) -> None:
         "Other names are refused: a DNS-rebinding page sends its own",
     )
     p.set_defaults(func=run)
+
+
+def add_listen_options(p: argparse.ArgumentParser, *, port: int) -> None:
+    """--host and --port, as every command that serves has them (bound by :func:`listening`)."""
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=_port, default=port, help=f"port (default {port}; 0 picks a free one)"
+    )
 
 
 def _path(text: str) -> str:
@@ -270,6 +275,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def listening(command: str, host: str, port: int) -> socket.socket | None:
+    """:func:`_bind`'s socket, or None once ``agui-tools COMMAND: cannot serve on …`` is on
+    stderr (the command then exits 2): the one way serve, proxy and mock say a taken port."""
+    try:
+        return _bind(host, port)
+    except OSError as exc:
+        print(
+            f"agui-tools {command}: cannot serve on {host}:{port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return None
+
+
 def _log_config(level: str, access: bool) -> dict[str, Any]:
     """uvicorn's and our loggers, all on stderr: stdout carries the one "Serving" line."""
     handler = {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}
@@ -306,13 +324,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        sock = _bind(args.host, args.port)
-    except OSError as exc:
-        print(
-            f"agui-tools serve: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    sock = listening("serve", args.host, args.port)
+    if sock is None:
         return 2
     app = agent_app(
         agent,

@@ -71,6 +71,7 @@ from ._server import (
     _refuse,
     _Rejected,
     accepts_proto,
+    end_in_flight,
     routed,
 )
 
@@ -485,18 +486,7 @@ class MockEndpoint(AgentEndpoint):
         ``RUN_ERROR`` ``ServerShuttingDown`` and its body is closed — as
         :meth:`AgentEndpoint.shutdown` ends an agent's runs. Returns how many were ended."""
         self.closing = True
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace
-        while self._streams and loop.time() < deadline:
-            await asyncio.sleep(0.05)
-        left = list(self._streams)
-        for task in left:
-            self._stopped.add(task)
-            task.cancel()
-        end = loop.time() + 5.0
-        while self._streams and loop.time() < end:  # their streams write the RUN_ERROR
-            await asyncio.sleep(0.02)
-        return len(left)
+        return await end_in_flight(self._streams, self._stopped, grace)
 
     def _check_faults(self) -> None:
         longest = max(len(r.events) for r in self.matcher.runs)

@@ -176,6 +176,33 @@ class _ClientGone(Exception):
     """The client disconnected before the request body was complete."""
 
 
+async def end_in_flight(
+    tasks: set[asyncio.Task[Any]],
+    ended: set[asyncio.Task[Any]],
+    grace: float,
+    *,
+    on_left: Callable[[int], None] | None = None,
+) -> int:
+    """A shutdown's end of the streams in flight (``tasks``, each removing itself when
+    done): ``grace`` seconds to finish, then the rest are put in ``ended`` (``on_left``
+    told how many first) and cancelled — each then writes its ``RUN_ERROR``
+    ``ServerShuttingDown`` — with 5 s more to do so. Returns how many were cancelled."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while tasks and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    left = list(tasks)
+    if left and on_left is not None:
+        on_left(len(left))
+    for task in left:
+        ended.add(task)
+        task.cancel()
+    end = loop.time() + 5.0
+    while tasks and loop.time() < end:  # their streams write the RUN_ERROR
+        await asyncio.sleep(0.02)
+    return len(left)
+
+
 class AgentEndpoint:
     """The ASGI application serving one agent (what :func:`agent_app` routes to).
 
@@ -272,24 +299,15 @@ class AgentEndpoint:
         how many runs were ended that way. ``serve`` calls it on SIGTERM/SIGINT.
         """
         self.closing = True
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace
-        while self._runs and loop.time() < deadline:
-            await asyncio.sleep(0.05)
-        left = list(self._runs)
-        if left:
+
+        def said(left: int) -> None:
             log.warning(
                 "shutting down: ending %d run(s) still going after %g s with RUN_ERROR",
-                len(left),
+                left,
                 grace,
             )
-        for driver in left:
-            self._ended_by_shutdown.add(driver)
-            driver.cancel()
-        end = loop.time() + 5.0
-        while self._runs and loop.time() < end:  # their streams write the RUN_ERROR
-            await asyncio.sleep(0.02)
-        return len(left)
+
+        return await end_in_flight(self._runs, self._ended_by_shutdown, grace, on_left=said)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
