@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
-from tests.cli.test_proxy_attack import _start
+from tests.helpers.proxy import proxy_cmd
 from tests.helpers.scripted_server import serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -71,7 +71,7 @@ def test_sigterm_with_the_judge_stopped_gives_every_streams_verdict(tmp_path: Pa
     log = tmp_path / "findings.jsonl"
     agent = Starlette(routes=[Route("/agent", _fabricating, methods=["POST"])])
     with serve(agent) as base:
-        proc, url = _start(f"{base}/agent", "--port", "0", "--log", str(log))
+        proc, url = proxy_cmd(f"{base}/agent", "--log", str(log))
         try:
             assert _post(url, "t1").status_code == 200
             deadline = time.monotonic() + 30

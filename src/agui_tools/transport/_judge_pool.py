@@ -38,11 +38,13 @@ def _yield_the_cores() -> None:
 
     Forwarding never waits for the judge, so the judge need not keep pace with a
     burst: on cores the agent, the proxy and the frontend keep busy it falls behind
-    (by :data:`BACKLOG_BYTES` at most: then forwarding waits for it) and catches up
-    as soon as they idle. Measured (``python -m bench --only proxy``, 2 cores): a
-    50,000-event burst went through at 65–68 % of direct with the judge at normal
-    priority, competing with the three; with it at idle priority, 95–99 % in the best
-    of 15 runs, 83–84 % at the median (docs/proxy.md, "What it costs").
+    and catches up as soon as they idle. Measured (``python -m bench --only proxy``,
+    2 cores): a 50,000-event burst went through at 65–68 % of direct with the judge
+    at normal priority, competing with the three; with it at idle priority, 86–99 %
+    in the best of 15 runs, 63–84 % at the median (docs/proxy.md, "What it costs").
+    The price: on cores kept busy by other work it may get no time at all — so what
+    waits for it waits :data:`VERDICT_OVERDUE` at most, then the proxy judges the
+    stream itself (:meth:`_RemoteWatch.take_over`, :meth:`_RemoteWatch.feed`).
     """
     with contextlib.suppress(OSError, AttributeError, ValueError):
         if hasattr(os, "SCHED_IDLE"):
