@@ -149,6 +149,7 @@ class _RemoteWatch:
         self.told = 0  # findings the judging process has told of this stream
         self.local: StreamWatch | None = None  # judged in-process since the judge died
         self.closing: bool | None = None  # cut_short, once the stream has ended
+        self.given_up = False  # not judged: past the budget, the judge stalled (said)
 
     def found(self, finding: WatchFinding) -> None:
         self.told += 1
@@ -158,17 +159,21 @@ class _RemoteWatch:
         if self.local is not None:
             self.local.feed(chunk)
             return
-        if self.pool.broken:
+        if self.pool.broken or self.given_up:
             return  # not kept, already said not judged
         self.pool.keep(self, chunk)  # before it is sent: a death while it waits loses nothing
         if await self.pool.send(("chunk", self.ex, chunk)):
             return
-        # the backlog is full and has not moved for VERDICT_OVERDUE: the judging process
+        # the backlog is still full after VERDICT_OVERDUE: the judging process
         # is starved (idle priority, cores kept busy by other work) — forwarding would
         # wait for it as long as they are busy. The stream is judged here from now on,
-        # from its kept chunks; one not kept is left to the judging process, waited for.
+        # from its kept chunks; one not kept is left to the judging process, waited for
+        # while it moves — given up, and said, once it has not moved for as long.
         if self.kept is None:
-            await self.pool.drained()
+            while not await self.pool.room():
+                if self.pool.stalled():
+                    self.give_up("the judging process has not moved for 0.5 s")
+                    return
             return
         self.pool.forget(self)
         self.pool.drop(self.ex)
@@ -190,6 +195,8 @@ class _RemoteWatch:
         self.closing = cut_short
         if self.local is not None:
             return self._local_outcome()
+        if self.given_up:
+            return None
         await self.pool.send(("close", self.ex, cut_short))
         return await self.done
 
@@ -228,17 +235,56 @@ class _RemoteWatch:
         if self.closing is not None:  # its end had been sent: the verdict is owed now
             self.done.set_result(self._local_outcome())
 
-    async def take_over(self) -> bool:
+    def give_up(self, why: str) -> None:
+        """Not judged, and said: a stream past the kept budget (:data:`KEPT_BYTES`) that
+        the judging process does not get to — a ``PROXY-JUDGE`` error (exit 1), never
+        a run left as if it broke no rule, never a stream or an input held for ever."""
+        if self.done.done() or self.given_up:
+            return
+        self.given_up = True
+        self.pool.forget(self)
+        self.pool.drop(self.ex)
+        run_input = self.run_input or {}
+        self.on_finding(
+            WatchFinding(
+                "PROXY-JUDGE",
+                "error",
+                "agent",
+                f"not judged: {why}, and this stream's bytes were not kept (the open "
+                f"streams keep {KEPT_BYTES} bytes at most); the stream's verdict is "
+                "unknown — no rule is known broken or kept",
+                thread_id=run_input.get("threadId"),
+                run_id=run_input.get("runId"),
+            )
+        )
+        self.done.set_result(None)
+
+    async def take_over(self, deadline: float | None = None) -> bool:
         """The verdict on this ended stream is overdue — the judging process, at idle
         priority, is starved by busy cores (or stopped): the stream is judged here from
         its kept chunks, the loop let run every :data:`TAKE_OVER_SLICE` chunks; what the
         judging process says of it later is not heard (:meth:`JudgePool.forget`), and
         the findings it told already are not told again. ``False`` when it cannot be
-        taken over (its bytes were not kept; it has not ended): then it is waited for."""
+        taken over (it has not ended, or is judged here already). One whose bytes were
+        not kept is waited for while the judging process moves, and given up
+        (:meth:`give_up`) once it has not moved for :data:`VERDICT_OVERDUE`, or at
+        ``deadline`` (the loop's time: the proxy stops)."""
         if self.done.done():
             return True
-        if self.kept is None or self.closing is None or self.local is not None:
+        if self.closing is None or self.local is not None or self.given_up:
             return False
+        if self.kept is None:
+            loop = asyncio.get_running_loop()
+            while not self.done.done():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self.done), VERDICT_OVERDUE)
+                if self.done.done():
+                    break
+                if self.pool.stalled():
+                    self.give_up("the judging process has not moved for 0.5 s")
+                elif deadline is not None and loop.time() >= deadline:
+                    self.give_up("the proxy stopped before the judging process got to it")
+            return True
         self.pool.forget(self)
         self.local = await self._judged_here()
         if not self.done.done():
@@ -287,6 +333,7 @@ class JudgePool:
         self._drained = asyncio.Event()
         self.broken = False
         self.kept = 0  # bytes the open streams keep (:data:`KEPT_BYTES` at most)
+        self._moved = 0.0  # the loop's time the judging process last took jobs or told
 
     def open(
         self,
@@ -334,7 +381,7 @@ class JudgePool:
 
     async def send(self, job: tuple[Any, ...]) -> bool:
         """Queue a job; wait while the backlog is over :data:`BACKLOG_BYTES` —
-        :data:`VERDICT_OVERDUE` seconds at most without it moving: ``False`` then (the
+        :data:`VERDICT_OVERDUE` seconds at most for it to drain: ``False`` then (the
         judging process is starved), ``True`` once the job is taken or queued within it."""
         if self.broken:
             return True
@@ -347,11 +394,20 @@ class JudgePool:
                 return False
         return True
 
-    async def drained(self) -> None:
-        """Wait until the backlog is within :data:`BACKLOG_BYTES` (or the process died)."""
-        while self._queued > BACKLOG_BYTES and not self.broken:
+    async def room(self) -> bool:
+        """Wait :data:`VERDICT_OVERDUE` at most for the backlog to be within
+        :data:`BACKLOG_BYTES` (or the process to die): ``True`` once it is."""
+        if self._queued > BACKLOG_BYTES and not self.broken:
             self._drained.clear()
-            await self._drained.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), VERDICT_OVERDUE)
+        return self._queued <= BACKLOG_BYTES or self.broken
+
+    def stalled(self) -> bool:
+        """The judging process has taken no job and told nothing for
+        :data:`VERDICT_OVERDUE` seconds (stopped, or given no time at all)."""
+        assert self._loop is not None
+        return self._loop.time() - self._moved >= VERDICT_OVERDUE
 
     def drop(self, ex: int) -> None:
         """The judging process forgets stream ``ex`` (judged in the proxy from now on)."""
@@ -377,6 +433,7 @@ class JudgePool:
                 # each write: a third of the proxy's time on a burst)
                 written = os.writev(fd, list(itertools.islice(self._out, 64)))
                 self._queued -= written
+                self._moved = self._loop.time()
                 while written:
                     head = self._out[0]
                     if written < len(head):
@@ -421,6 +478,8 @@ class JudgePool:
         if not data:
             self._died()
             return
+        assert self._loop is not None
+        self._moved = self._loop.time()
         buf = self._in
         buf += data
         while len(buf) >= 4:

@@ -533,7 +533,7 @@ class ProxyApp:
         for task in list(streams if owed is not None else late):
             remote = streams.get(task)
             if remote is not None:
-                await remote.take_over()
+                await remote.take_over(deadline)
         left = None if deadline is None else max(0.0, deadline - loop.time())
         await asyncio.wait(late, timeout=left)
 
