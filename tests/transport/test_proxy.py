@@ -596,7 +596,6 @@ def test_an_input_waits_only_for_its_own_threads_verdicts() -> None:
             # a new stream on t1 is still to be judged when the judge is stopped
             assert post(px.url, {**INPUT, "runId": "r1c"}).status_code == 200
             assert post(px.url, other).status_code == 200  # t2 does not wait for t1
-            assert px.rules().count("FE-2") == 1, "r1c judged while the judge is stopped"
             waiting: list[httpx.Response] = []
             t = threading.Thread(target=lambda: waiting.append(post(px.url, INPUT)))
             t.start()
@@ -619,10 +618,14 @@ def _told(px: Any) -> list[tuple[str, str | None]]:
     return [(f.rule, f.run_id) for f in px.findings]
 
 
-def test_findings_are_told_in_the_order_of_the_exchanges() -> None:
+def test_findings_are_told_in_the_order_of_the_exchanges(monkeypatch: pytest.MonkeyPatch) -> None:
     # exchange 1 (t1): the agent fabricates a frontend result (FE-2), its verdict held up
     # by a stopped judging process; exchange 2 (t2): a dangling history (FE-8). The t2
     # input is served at once, but its finding is told after exchange 1's, not before.
+    from agui_tools.transport import _proxy
+
+    # (an overdue verdict is judged by the proxy itself after VERDICT_OVERDUE: not here)
+    monkeypatch.setattr(_proxy, "VERDICT_OVERDUE", 60.0)
     script = Script(chunks=sse(FABRICATED))
     dangling_t2 = {**DANGLING, "threadId": "t2"}
     with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
@@ -693,3 +696,30 @@ def _wait_for(condition: Any, px: Any) -> None:
     while not condition():
         assert time.monotonic() < deadline, px.rules()
         time.sleep(0.02)
+
+
+@JUDGES
+def test_the_answer_to_a_refused_input_is_judged_against_the_body_sent(
+    in_process: bool, tmp_path: Path
+) -> None:
+    # a dangling history (FE-8: our server would answer 409) is still forwarded without
+    # --strict, and the agent answers it — fabricating the frontend's result: its stream
+    # is judged against the body it was sent (the tools it advertised: FE-2; the call id
+    # it already held: TOOL-8), as verify judges the recording; it was judged with no
+    # input, and FE-2 went unsaid
+    script = Script(chunks=sse(FABRICATED))
+    with (
+        serve(app_for(script)) as base,
+        proxied(f"{base}/agent", record=tmp_path, judge_in_process=in_process) as px,
+    ):
+        assert post(px.url, DANGLING).status_code == 200
+        wait_until(lambda: (tmp_path / "0001.meta.json").exists(), "no meta")
+    meta = orjson.loads((tmp_path / "0001.meta.json").read_bytes())
+    assert [(f["side"], f["rule"]) for f in meta["findings"]] == [
+        ("frontend", "FE-8"),
+        ("agent", "TOOL-8"),
+        ("agent", "FE-2"),
+    ]
+    agent = {(f["rule"], f["index"]) for f in meta["findings"] if f["side"] == "agent"}
+    assert agent == verify_says(tmp_path / "0001.sse", tmp_path / "0001.input.json")
+    assert px.rules() == ["FE-8", "TOOL-8", "FE-2"]

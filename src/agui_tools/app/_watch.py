@@ -496,6 +496,11 @@ class InputJudged:
     findings: list[WatchFinding]
     refusal: tuple[int, dict[str, Any]] | None = None
     """``(status, problem)``: what ``--strict`` answers instead of forwarding."""
+    stream_input: dict[str, Any] | None = None
+    """The input the agent's answer is judged against: :attr:`run_input`, or — for a
+    body our server refuses only for what it says of the thread (409: a dangling
+    history), which the agent is still sent — the body as sent, so that its stream is
+    judged against the tools it advertised (FE-2) and the ids it carried."""
 
 
 @dataclass
@@ -547,9 +552,10 @@ class ThreadLedger:
                 status=status,
                 problem=problem,
             )
-            return InputJudged(None, thread_id, run_id, [finding], (status, problem))
+            loose = _loose_input(body) if status == 409 else None
+            return InputJudged(None, thread_id, run_id, [finding], (status, problem), loose)
         thread_id, run_id = run_input["threadId"], run_input["runId"]
-        out = InputJudged(run_input, thread_id, run_id, [])
+        out = InputJudged(run_input, thread_id, run_id, [], stream_input=run_input)
         last = self._threads.get(thread_id)
         if last is None:
             return out
@@ -634,6 +640,22 @@ class ThreadLedger:
         self._threads.move_to_end(thread_id)
         while len(self._threads) > self.max_threads:
             self._threads.popitem(last=False)
+
+
+def _loose_input(body: bytes) -> dict[str, Any] | None:
+    """A refused body as sent, when it is a run input's shape (an object with string
+    ``threadId`` and ``runId``, a list of ``tools`` and of ``messages`` if any)."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if not (isinstance(obj.get("threadId"), str) and isinstance(obj.get("runId"), str)):
+        return None
+    if not all(isinstance(obj.get(k, []), list) for k in ("tools", "messages")):
+        return None
+    return obj
 
 
 def _loose_ids(body: bytes) -> tuple[str | None, str | None]:

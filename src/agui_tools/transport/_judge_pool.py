@@ -150,6 +150,7 @@ class _RemoteWatch:
         self.local: StreamWatch | None = None  # judged in-process since the judge died
         self.closing: bool | None = None  # cut_short, once the stream has ended
         self.given_up = False  # not judged: past the budget, the judge stalled (said)
+        self.taking = False  # being judged here from its kept chunks (take_over)
 
     def found(self, finding: WatchFinding) -> None:
         self.told += 1
@@ -271,6 +272,9 @@ class _RemoteWatch:
         ``deadline`` (the loop's time: the proxy stops)."""
         if self.done.done():
             return True
+        if self.taking:  # another waiter is taking it over: its verdict is that one's
+            await asyncio.shield(self.done)
+            return True
         if self.closing is None or self.local is not None or self.given_up:
             return False
         if self.kept is None:
@@ -285,6 +289,7 @@ class _RemoteWatch:
                 elif deadline is not None and loop.time() >= deadline:
                     self.give_up("the proxy stopped before the judging process got to it")
             return True
+        self.taking = True
         self.pool.forget(self)
         self.local = await self._judged_here()
         if not self.done.done():

@@ -242,6 +242,8 @@ class ProxyApp:
         """Exchanges whose body has ended and whose verdict is still to come."""
         self._held: dict[int, list[WatchFinding]] = {}
         """Findings of later exchanges, held until those verdicts are in (:meth:`_found`)."""
+        self._taking: set[asyncio.Future[bool]] = set()
+        """Overdue streams being judged here (:meth:`_overdue`), kept till they are."""
         self._owed: dict[asyncio.Future[None], _RemoteWatch] = {}
         """Each verdict still to come (a task of :attr:`_unsettled`), by the stream it is on."""
         self._unsettled: dict[str | None, set[asyncio.Future[None]]] = {}
@@ -648,7 +650,9 @@ class ProxyApp:
         binding = binding_of(content_type)
         watch: StreamWatch | None = None  # judged here (strict: before forwarding)
         remote: _RemoteWatch | None = None  # judged in the judging process
-        run_input = judged.run_input if judged is not None else None
+        # (a body our server refuses for the thread's sake, 409, still reached the agent:
+        # its answer is judged against the body it was sent, and remembered as its run)
+        run_input = judged.stream_input if judged is not None else None
         judged_stream = judged is not None and binding is not None and response.status_code == 200
         coding = _coding(response)
         decoded: _Decoded | None = None
@@ -810,7 +814,17 @@ class ProxyApp:
                 del self._unsettled[thread_id]
 
         task.add_done_callback(settled)
+        # nobody may wait for it (no next input on the thread yet) — but later
+        # exchanges' findings are held until it is in: overdue, it is judged here
+        asyncio.get_running_loop().call_later(VERDICT_OVERDUE, self._overdue, task)
         return task
+
+    def _overdue(self, task: asyncio.Future[None]) -> None:
+        remote = self._owed.get(task)
+        if remote is not None and not task.done():
+            taking = asyncio.ensure_future(remote.take_over())
+            self._taking.add(taking)
+            taking.add_done_callback(self._taking.discard)
 
     async def _pump(
         self,
