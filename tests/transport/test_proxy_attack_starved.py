@@ -4,12 +4,14 @@ told twice (docs/proxy.md "What it costs": VERDICT_OVERDUE; "If the judging proc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import os
 import signal
 import threading
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,7 +25,8 @@ from starlette.routing import Route
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import proto_frame
-from tests.helpers.proxy import proxied, wait_until
+from tests.cli.test_proxy_overdue import _judging_process, _lines
+from tests.helpers.proxy import proxied, proxy_cmd, wait_until
 from tests.helpers.scripted_server import serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -328,3 +331,78 @@ def test_an_unkept_stream_is_never_stalled_by_a_full_backlog(
             assert answer.content.count(b"\n\n") == 40_000 + 7
         finally:
             os.kill(pid, signal.SIGCONT)
+
+
+def _big_agent(mib: int) -> Starlette:
+    """run 'big': a text message of ``mib`` MiB (past the 32 MiB kept budget), then a FE-2;
+    any other run a short stream with a FE-2."""
+
+    async def endpoint(request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        events = _fabricated(body["threadId"], body["runId"])
+        if body["runId"] != "big":
+            return Response(_sse(events), media_type="text/event-stream")
+        text = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "tok " * 8}
+        chunk = _sse([text] * 100)
+        start = {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}
+
+        async def gen() -> AsyncIterator[bytes]:
+            yield _sse([events[0], start])
+            for _ in range(mib * 1024 * 1024 // len(chunk)):
+                yield chunk
+            yield _sse([{"type": "TEXT_MESSAGE_END", "messageId": "m1"}, *events[1:]])
+
+        return StreamingResponse(gen(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: SIGTERM, judge stopped, a >32 MiB stream stalled: no meta, no verdict said",
+)
+def test_sigterm_with_a_stalled_unkept_stream_says_its_verdict(tmp_path: Path) -> None:
+    # the real command, its defaults: the judging process stopped (SIGSTOP), a 40 MiB stream
+    # stalls once past the 32 MiB kept budget and backlog (the in-process xfail above);
+    # then SIGTERM, as a CI job stops its services. docs/proxy.md: "Every meta is written
+    # by the time the proxy has stopped", "no verdict is lost" — a stream that cannot be
+    # judged is said `PROXY-JUDGE`, "never left as a run with 'no rule broken'". Seen:
+    # 0002 has no meta, the summary and the log say nothing of it (2 run requests, the one
+    # error t0's), and the stop took 23 s ("10 s at most in all"; uvicorn: "Cancel 1
+    # running task(s), timeout graceful shutdown exceeded")
+    log, rec = tmp_path / "findings.jsonl", tmp_path / "rec"
+    with serve(_big_agent(40)) as base:
+        proc, url = proxy_cmd(f"{base}/agent", "--log", str(log), "--record", str(rec))
+        reader: threading.Thread | None = None
+        try:
+            assert _post(url, _input("t0", "r0")).status_code == 200
+            wait_until(lambda: _lines(log), "the first verdict never came")
+            pid = _judging_process(proc.pid)
+            os.kill(pid, signal.SIGSTOP)
+
+            def read() -> None:
+                with contextlib.suppress(httpx.HTTPError):
+                    _post(url, _input("t1", "big"), timeout=90)
+
+            reader = threading.Thread(target=read)
+            reader.start()
+            stream = rec / "0002.sse"
+            sizes = [-1]
+
+            def stalled() -> bool:
+                size = stream.stat().st_size if stream.exists() else 0
+                time.sleep(1)
+                sizes.append(size)
+                return size > 32 * 1024 * 1024 and sizes[-2] == size
+
+            wait_until(stalled, "the big stream never got past 32 MiB", seconds=120)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if reader is not None:
+                reader.join(60)
+    assert (rec / "0002.meta.json").exists(), f"exchange 2 has no meta: {err}"
+    assert "PROXY-JUDGE" in err or "2 error(s)" in err, err
