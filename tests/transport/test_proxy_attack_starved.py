@@ -406,3 +406,54 @@ def test_sigterm_with_a_stalled_unkept_stream_says_its_verdict(tmp_path: Path) -
                 reader.join(60)
     assert (rec / "0002.meta.json").exists(), f"exchange 2 has no meta: {err}"
     assert "PROXY-JUDGE" in err or "2 error(s)" in err, err
+
+
+DANGLING = [
+    {
+        "id": "a1",
+        "role": "assistant",
+        "toolCalls": [
+            {
+                "id": "c7",
+                "type": "function",
+                "function": {"name": "confirm_order", "arguments": "{}"},
+            }
+        ],
+    },
+    {"id": "u2", "role": "user", "content": "hi"},
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack: a stopped judge holds every later finding (even the proxy's own) untold",
+)
+def test_a_stopped_judge_does_not_hold_the_findings_of_later_exchanges() -> None:
+    # the judging process stopped; t1's stream (FE-2) owed, nobody waiting for it. Then
+    # t2's dangling history (FE-8: the proxy finds it at once), and t3's stream, its verdict
+    # made overdue by t3's next input and so judged in the proxy itself. docs/proxy.md: "a
+    # starved judge never holds anything up for more than 0.5 s"; other threads' findings
+    # "are held until it is in, so the log still tells findings in the order of the
+    # exchanges" — held for as long as the judge is starved: 3 s later (for ever, with
+    # a stopped judge) not one of them is told; the log, stderr and on_finding are silent
+    # until the judge wakes or the proxy stops. t1's verdict is overdue too: once
+    # VERDICT_OVERDUE has passed it could be judged in the proxy and everything told
+    with serve(_agent()) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
+        assert _post(px.url, _input("t0", "r0")).status_code == 200
+        pid = _settled(px)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            assert _post(px.url, _input("t1", "r1")).status_code == 200
+            assert _post(px.url, _input("t2", "r1", messages=DANGLING)).status_code == 200
+            assert _post(px.url, _input("t3", "r1")).status_code == 200
+            assert _post(px.url, _input("t3", "r2")).status_code == 200  # r1 overdue: judged
+            time.sleep(3)  # six times VERDICT_OVERDUE
+            told = _told(px)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert told[:4] == [
+            ("FE-2", "t0", "r0", 3),
+            ("FE-2", "t1", "r1", 3),
+            ("FE-8", "t2", "r1", None),
+            ("FE-2", "t3", "r1", 3),
+        ], told
