@@ -264,10 +264,7 @@ def _long_agent(n: int) -> Starlette:
     return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a stream past the kept budget, judge stopped: the thread's next input hangs",
-)
+# fixed (was xfail: "attack: a stream past the kept budget, judge stopped: the thread's next input hangs")
 def test_the_next_input_after_an_unkept_stream_is_not_held_forever(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -294,10 +291,7 @@ def test_the_next_input_after_an_unkept_stream_is_not_held_forever(
             os.kill(pid, signal.SIGCONT)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a stream past the kept budget stalls mid-stream once the backlog is full",
-)
+# fixed (was xfail: "attack: a stream past the kept budget stalls mid-stream once the backlog is full")
 def test_an_unkept_stream_is_never_stalled_by_a_full_backlog(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -357,13 +351,10 @@ def _big_agent(mib: int) -> Starlette:
     return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: SIGTERM, judge stopped, a >32 MiB stream stalled: no meta, no verdict said",
-)
+# fixed (was xfail: "attack: SIGTERM, judge stopped, a >32 MiB stream stalled: no meta, no verdict said")
 def test_sigterm_with_a_stalled_unkept_stream_says_its_verdict(tmp_path: Path) -> None:
     # the real command, its defaults: the judging process stopped (SIGSTOP), a 40 MiB stream
-    # stalls once past the 32 MiB kept budget and backlog (the in-process xfail above);
+    # stalls once past the 32 MiB kept budget and backlog (the in-process test above);
     # then SIGTERM, as a CI job stops its services. docs/proxy.md: "Every meta is written
     # by the time the proxy has stopped", "no verdict is lost" — a stream that cannot be
     # judged is said `PROXY-JUDGE`, "never left as a run with 'no rule broken'". Seen:
@@ -424,10 +415,7 @@ DANGLING = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: a stopped judge holds every later finding (even the proxy's own) untold",
-)
+# fixed (was xfail: "attack: a stopped judge holds every later finding (even the proxy's own) untold")
 def test_a_stopped_judge_does_not_hold_the_findings_of_later_exchanges() -> None:
     # the judging process stopped; t1's stream (FE-2) owed, nobody waiting for it. Then
     # t2's dangling history (FE-8: the proxy finds it at once), and t3's stream, its verdict
@@ -459,10 +447,7 @@ def test_a_stopped_judge_does_not_hold_the_findings_of_later_exchanges() -> None
         ], told
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack: two 20 MiB streams at once, judge stopped: one stalls mid-stream for ever",
-)
+# fixed (was xfail: "attack: two 20 MiB streams at once, judge stopped: one stalls mid-stream for ever")
 def test_two_streams_within_the_budget_at_once_are_never_stalled(tmp_path: Path) -> None:
     # the real command, its defaults: the judging process stopped; two 20 MiB streams at
     # once — each within the 32 MiB kept budget, not the two together. docs/proxy.md: a
