@@ -439,10 +439,11 @@ def test_a_stopped_judge_does_not_hold_the_findings_of_later_exchanges() -> None
             told = _told(px)
         finally:
             os.kill(pid, signal.SIGCONT)
-        assert told[:4] == [
+        assert told[:5] == [
             ("FE-2", "t0", "r0", 3),
             ("FE-2", "t1", "r1", 3),
             ("FE-8", "t2", "r1", None),
+            ("FE-2", "t2", "r1", 3),  # its answer, judged against the body it was sent
             ("FE-2", "t3", "r1", 3),
         ], told
 

@@ -53,6 +53,21 @@ def _yield_the_cores() -> None:
             os.nice(19)
 
 
+def _die_with_the_proxy() -> None:
+    """The judging process is killed by the kernel when the proxy dies (Linux
+    ``PR_SET_PDEATHSIG``): at idle priority on busy cores, an orphan reading its jobs'
+    end of file could take tens of seconds to get the time to exit — holding the
+    proxy's stdout and stderr open for whoever waits on them (seen: 30 s and more)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the proxy died before the line above
+            os._exit(0)
+
+
 def _judge_worker(jobs: Any, results: Any) -> None:
     """The judging process: a :class:`StreamWatch` per open stream, findings sent back.
 
@@ -61,6 +76,7 @@ def _judge_worker(jobs: Any, results: Any) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the proxy's to handle
+    _die_with_the_proxy()
     _yield_the_cores()
     watches: dict[int, tuple[StreamWatch, Mapping[str, Any]]] = {}
 
