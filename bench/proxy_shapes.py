@@ -141,27 +141,7 @@ class Agent(Server):
     """This module's agent as its own process (``Server``'s start-up and stop)."""
 
     def __init__(self) -> None:
-        import subprocess
-
-        self.port = free_port()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.proxy_shapes", "--agent", str(self.port)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        self.url = f"http://127.0.0.1:{self.port}/agent"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(self.url, timeout=1)
-                return
-            except httpx.TransportError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("the shapes agent did not start") from None
-                time.sleep(0.05)
+        super().__init__("--agent", module="bench.proxy_shapes")
 
 
 # ---------------------------------------------------------------- the client

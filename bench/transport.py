@@ -69,10 +69,13 @@ class Child:
 
 
 class Server(Child):
-    def __init__(self, kind: str) -> None:
+    """``python -m MODULE KIND PORT`` (``bench.servers`` by default), waited for until it
+    answers on loopback."""
+
+    def __init__(self, kind: str, module: str = "bench.servers") -> None:
         self.port = free_port()
         self.proc = spawn(
-            ["-m", "bench.servers", kind, str(self.port)],
+            ["-m", module, kind, str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )

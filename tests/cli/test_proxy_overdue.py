@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import httpx
@@ -21,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
-from tests.helpers.proxy import proxy_cmd
+from tests.helpers.proxy import proxy_cmd, wait_until
 from tests.helpers.scripted_server import serve
 
 TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
@@ -74,10 +73,8 @@ def test_sigterm_with_the_judge_stopped_gives_every_streams_verdict(tmp_path: Pa
         proc, url = proxy_cmd(f"{base}/agent", "--log", str(log))
         try:
             assert _post(url, "t1").status_code == 200
-            deadline = time.monotonic() + 30
-            while not _lines(log):  # the first verdict is in: the judging process is up
-                assert time.monotonic() < deadline, "the first stream was never judged"
-                time.sleep(0.05)
+            # the first verdict is in: the judging process is up
+            wait_until(lambda: _lines(log), "the first stream was never judged")
             os.kill(_judging_process(proc.pid), signal.SIGSTOP)
             assert _post(url, "t2").status_code == 200
             assert _post(url, "t3").status_code == 200

@@ -688,20 +688,13 @@ def test_a_stopped_judge_never_stalls_forwarding(monkeypatch: pytest.MonkeyPatch
                     timeout=httpx.Timeout(30, read=10),  # a stall: ReadTimeout
                 )
                 assert answer.content == b"".join(script.chunks), "not forwarded whole"
-            _wait_for(lambda: px.rules()[told:].count("TOOL-20") == 2, px)
+            wait_until(lambda: px.rules()[told:].count("TOOL-20") == 2, str(px.rules()))
         finally:
             os.kill(pid, signal.SIGCONT)
         _settled(px)
         time.sleep(0.3)  # the judging process has woken and sent what it had
         assert px.rules()[told:].count("TOOL-20") == 2, px.rules()  # each told once
         assert [f.index for f in px.findings[told:] if f.rule == "TOOL-20"] == [len(body) - 2] * 2
-
-
-def _wait_for(condition: Any, px: Any) -> None:
-    deadline = time.monotonic() + 30
-    while not condition():
-        assert time.monotonic() < deadline, px.rules()
-        time.sleep(0.02)
 
 
 @JUDGES

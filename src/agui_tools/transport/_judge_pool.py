@@ -229,20 +229,7 @@ class _RemoteWatch:
         if self.done.done():
             return
         if self.kept is None:
-            run_input = self.run_input or {}
-            self.on_finding(
-                WatchFinding(
-                    "PROXY-JUDGE",
-                    "error",
-                    "agent",
-                    "not judged: the judging process died while this stream was open, and "
-                    f"its bytes were not kept (the open streams kept {KEPT_BYTES} bytes at "
-                    "most); the stream's verdict is unknown — no rule is known broken or kept",
-                    thread_id=run_input.get("threadId"),
-                    run_id=run_input.get("runId"),
-                )
-            )
-            self.done.set_result(None)
+            self._not_judged("the judging process died while this stream was open")
             return
         local = self._local_watch()
         kept, self.kept = self.kept, None
@@ -261,15 +248,20 @@ class _RemoteWatch:
         self.given_up = True
         self.pool.forget(self)
         self.pool.drop(self.ex)
+        self._not_judged(why)
+
+    def _not_judged(self, why: str) -> None:
+        """The ``PROXY-JUDGE`` error of a stream whose bytes were not kept, and its
+        verdict settled as unknown — the judging process died, or never got to it."""
         run_input = self.run_input or {}
         self.on_finding(
             WatchFinding(
                 "PROXY-JUDGE",
                 "error",
                 "agent",
-                f"not judged: {why}, and this stream's bytes were not kept (the open "
-                f"streams keep {KEPT_BYTES} bytes at most); the stream's verdict is "
-                "unknown — no rule is known broken or kept",
+                f"not judged: {why}, and its bytes were not kept (the open streams keep "
+                f"{KEPT_BYTES} bytes at most); the stream's verdict is unknown — no rule "
+                "is known broken or kept",
                 thread_id=run_input.get("threadId"),
                 run_id=run_input.get("runId"),
             )
