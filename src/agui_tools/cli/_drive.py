@@ -140,14 +140,14 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     """The :class:`Driver` for ``args`` — or an exit code, after saying in one line why not."""
     import httpx
 
-    from .._text import terminal_text
+    from .._text import one_line
     from ..transport._client import AgentClient
     from ..transport._session import Session
     from ..ui.terminal import TerminalUI
     from ._answers import flag_answers
 
     def usage(message: str) -> int:
-        print(terminal_text(f"agui-tools {command}: {message}"), file=sys.stderr)
+        print(one_line(f"agui-tools {command}: {message}"), file=sys.stderr)
         return 2
 
     problem = check_url(args.url)

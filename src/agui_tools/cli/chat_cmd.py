@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from .._text import terminal_text
+from .._text import one_line
 from ._common import interrupted
 from ._drive import Driver, add_drive_options, describe_run, prepare
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         driver.ui.finish_run()
         return interrupted("chat", journal=args.journal)
     except ScriptError as exc:
-        print(terminal_text(f"agui-tools chat: --script {args.script}, {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools chat: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
     finally:
         driver.close()
@@ -256,9 +256,10 @@ def _answer_leftovers(driver: Driver, why: str) -> None:
 
 
 def _say(driver: Driver, text: str, style: str = "dim") -> None:
-    from ..ui.terminal import safe_text
+    """One line of the chat's own (what it carries of the agent's escaped to one line)."""
+    from ..ui.terminal import line_text
 
-    driver.ui.console.print(safe_text(text, style))
+    driver.ui.console.print(line_text(text, style))
 
 
 def _command(driver: Driver, line: str) -> str | None:

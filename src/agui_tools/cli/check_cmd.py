@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .._text import terminal_json, terminal_text
+from .._text import one_line, terminal_json
 
 HELP = """\
 Run the conformance cases against the AG-UI agent at URL (its POST endpoint)
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, orjson.JSONDecodeError):
             why = f"not JSON ({exc})"
         print(
-            terminal_text(
+            one_line(
                 f"agui-tools check: cannot read --tools {args.tools}: "
                 f"{why or describe_exception(exc)}"
             ),
@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         if args.baseline:
             baseline = Baseline.load(args.baseline)
     except UsageError as exc:
-        print(terminal_text(f"agui-tools check: {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools check: {exc}"), file=sys.stderr)
         return 2
     try:
         report = check_agent(
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         from ._common import cut
 
         text = str(exc).replace(args.url, cut(args.url))
-        print(terminal_text(f"agui-tools check: {text}"), file=sys.stderr)
+        print(one_line(f"agui-tools check: {text}"), file=sys.stderr)
         return 2
     try:
         if args.junit:
@@ -257,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             Path(args.html).write_text(html_report(report), encoding="utf-8")
     except OSError as exc:
-        print(terminal_text(f"agui-tools check: cannot write the report: {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools check: cannot write the report: {exc}"), file=sys.stderr)
         return 2
     if args.json:
         sys.stdout.buffer.write(terminal_json(report.dumps()) + b"\n")

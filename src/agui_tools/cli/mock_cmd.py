@@ -160,11 +160,11 @@ def _ruled(error: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .._errors import UsageError
-    from .._text import terminal_text
+    from .._text import one_line
     from ..transport._mock import mock_app
 
     def said(number: int, status: int, text: str) -> None:
-        print(f"request {number}: {status} {terminal_text(text)}", file=sys.stderr, flush=True)
+        print(one_line(f"request {number}: {status} {text}"), file=sys.stderr, flush=True)
 
     try:
         app = mock_app(
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             on_request=said,
         )
     except UsageError as exc:
-        print(f"agui-tools mock: {terminal_text(str(exc))}", file=sys.stderr)
+        print(one_line(f"agui-tools mock: {exc}"), file=sys.stderr)
         return 2
     endpoint = app.state.mock
     sock = listening("mock", args.host, args.port)
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     for line in _judged(endpoint):
-        print(terminal_text(line), file=sys.stderr)
+        print(one_line(line), file=sys.stderr)
     ended: list[int] = []
     serve_on(
         app,

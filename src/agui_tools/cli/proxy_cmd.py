@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from .._text import terminal_text
+from .._text import one_line
 from ._common import cut
 
 if TYPE_CHECKING:
@@ -128,17 +128,17 @@ class _Log:
         self.upstream_errors = 0
 
     def finding(self, finding: WatchFinding) -> None:
-        print(terminal_text(f"agui-tools proxy: {finding.line()}"), file=sys.stderr, flush=True)
+        print(one_line(f"agui-tools proxy: {finding.line()}"), file=sys.stderr, flush=True)
         self._write(finding.to_json())
 
     def upstream_error(self, url: str, message: str) -> None:
         self.upstream_errors += 1
-        print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
+        print(one_line(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
         self._write({"event": "upstream-error", "url": url, "message": message})
 
     def record_error(self, message: str) -> None:
         """The recording stopped (its folder cannot be written): said once."""
-        print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
+        print(one_line(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
 
     def _write(self, document: dict[str, Any]) -> None:
         if self.sink is None:
@@ -150,7 +150,7 @@ class _Log:
             self.sink = None  # said once; the log is given up, the summary still counts
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             print(
-                terminal_text(
+                one_line(
                     f"agui-tools proxy: cannot write the log {self.name}: {why}; "
                     "findings still go to the summary"
                 ),
@@ -192,7 +192,7 @@ def summary(
         lines.append(f"  {side:<8} {severity:<7} {rule:<10} x{n}  first: {where}")
     if not findings:
         lines.append("  no rule broken by either side")
-    return [terminal_text(line) for line in lines]
+    return [one_line(line) for line in lines]
 
 
 _OWN_CUT = "ASGI callable returned without completing response."
@@ -282,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
     problem = _upstream(args.upstream)
     if problem is not None:
         print(
-            terminal_text(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r} {problem}"),
+            one_line(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r} {problem}"),
             file=sys.stderr,
         )
         return 2
@@ -342,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
         guarded_logger(name)
     logging.getLogger("uvicorn.error").addFilter(_not_our_cut)
     print(
-        terminal_text(
+        one_line(
             f"Proxying AG-UI at http://{shown}:{port}/ to {cut(args.upstream)}"
             + (" (strict)" if args.strict else "")
             + (f", recording in {args.record}" if args.record else "")

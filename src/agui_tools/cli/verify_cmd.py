@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._errors import AguiError, ProtocolViolation
-from .._text import terminal_json, terminal_text
+from .._text import one_line, terminal_json
 
 if TYPE_CHECKING:
     from ..app._capture import CaptureVerdict
@@ -131,9 +131,7 @@ def _read_input(path: str) -> dict[str, Any] | None:
         data = Path(path).read_bytes()
         obj = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError) as exc:
-        print(
-            terminal_text(f"agui-tools verify: cannot read --input {path}: {exc}"), file=sys.stderr
-        )
+        print(one_line(f"agui-tools verify: cannot read --input {path}: {exc}"), file=sys.stderr)
         return None
     if not isinstance(obj, dict):
         print(
@@ -147,14 +145,12 @@ def _read_input(path: str) -> dict[str, Any] | None:
         decoded = decode_run_input(obj)
     except ProtocolViolation as exc:
         print(
-            terminal_text(f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}"),
+            one_line(f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}"),
             file=sys.stderr,
         )
         return None
     for warning in decoded.warnings:
-        print(
-            terminal_text(f"agui-tools verify: --input {path}: warning {warning}"), file=sys.stderr
-        )
+        print(one_line(f"agui-tools verify: --input {path}: warning {warning}"), file=sys.stderr)
     return decoded.wire
 
 
@@ -181,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     except ProtocolViolation as exc:
         name = "standard input" if args.source == "-" else args.source
         print(
-            terminal_text(f"agui-tools verify: {name} is not a readable capture: {exc}"),
+            one_line(f"agui-tools verify: {name} is not a readable capture: {exc}"),
             file=sys.stderr,
         )
         if exc.rule == "LIMIT":
@@ -190,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = replay(frames, run_input=run_input, strict=args.strict, limits=limits)
     except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
-        print(terminal_text(f"agui-tools verify: {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools verify: {exc}"), file=sys.stderr)
         return 2
     cut = outcome.truncated = truncation(outcome, data)
     if args.json:
@@ -206,4 +202,4 @@ def _print_human(outcome: CaptureVerdict) -> None:
     for line in outcome.lines():
         if line.startswith("  (a limit:"):
             line = f"  (a limit: --limit NAME=N sets it; NAME one of {', '.join(LIMIT_NAMES)})"
-        print(terminal_text(line))  # ids, pending calls, RUN_ERROR.message: the agent's text
+        print(one_line(line))  # ids, pending calls, RUN_ERROR.message: the agent's text
