@@ -418,13 +418,14 @@ class TerminalUI:
             if call.description:
                 body.add_row("does", safe_text(call.description))
             shown = call.arguments if call.arguments is not None else call.text
-            body.add_row("arguments", safe_text(_compact(shown)))
+            body.add_row("arguments", safe_text(shown))
         elif interrupt.tool_call_id is not None:
             body.add_row("call", line_text(f"{interrupt.tool_call_id} (not in this thread)"))
         if interrupt.response_schema is not None:
-            body.add_row("answer schema", safe_text(_compact(interrupt.response_schema)))
+            # indented, wrapped in the card: one line of JSON is cut at the card's edge
+            body.add_row("answer schema", safe_text(interrupt.response_schema))
         if interrupt.metadata:
-            body.add_row("metadata", safe_text(_compact(interrupt.metadata)))
+            body.add_row("metadata", safe_text(interrupt.metadata))
         if interrupt.expires_at is not None:
             late = " — expired: it can only be cancelled" if interrupt.expired else ""
             body.add_row("expires", line_text(interrupt.expires_at + late))
