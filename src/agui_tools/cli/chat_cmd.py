@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._text import one_line
 from ._common import interrupted
-from ._drive import Driver, add_drive_options, describe_run, prepare
+from ._drive import Driver, add_drive_options, prepare
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -188,6 +188,7 @@ async def _turn(driver: Driver, text: str | None) -> None:
 
     Without ``text`` the thread is carried on as it stands (a resumed thread's pending calls)."""
     from .._errors import ProtocolViolation, StaleThread, StoreError, UsageError
+    from ..app._runs import describe_run
     from ..transport._client import TransportError
     from ._http import describe_transport_error
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._text import one_line, terminal_json
 from ._common import interrupted
-from ._drive import Driver, add_drive_options, describe_run, prepare
+from ._drive import Driver, add_drive_options, prepare
 
 if TYPE_CHECKING:
     from ..app._conversation import RunResult
@@ -109,6 +109,7 @@ def _run(driver: Driver) -> int:
     import asyncio
 
     from .._errors import ProtocolViolation, UsageError
+    from ..app._runs import describe_run
     from ..demo.app import ScriptError
     from ..transport._client import TransportError
     from ..transport._session import Resolution
