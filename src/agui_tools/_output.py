@@ -35,7 +35,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Final
 
-__all__ = ["QUEUE_BYTES", "STALL_SECONDS", "OutputQueue", "QueuedStream", "channel"]
+__all__ = [
+    "QUEUE_BYTES",
+    "STALL_SECONDS",
+    "OutputQueue",
+    "QueuedFile",
+    "QueuedStream",
+    "channel",
+    "sink_of",
+]
 
 QUEUE_BYTES: Final = 4 * 1024 * 1024
 """How much output may wait for a slow reader before writes from a loop are dropped."""
@@ -51,8 +59,12 @@ def _in_event_loop() -> bool:
 class OutputQueue:
     """Chunks for several sinks, written in order by one thread (started on first use)."""
 
-    def __init__(self, *, limit: int = QUEUE_BYTES) -> None:
+    def __init__(
+        self, *, limit: int = QUEUE_BYTES, on_error: Callable[[OSError], None] | None = None
+    ) -> None:
         self.limit = limit
+        self.on_error = on_error
+        """Called (on the writer thread) the first time a sink's write fails."""
         self._dropped_breaks = 0
         self._dropped_bytes = 0
         self._chunks: deque[tuple[Callable[[bytes], None], bytes]] = deque()
@@ -136,7 +148,11 @@ class OutputQueue:
                     sink(data)
             except OSError as exc:
                 with self._cond:
+                    first = sink not in self._errors
                     self._errors.setdefault(sink, exc)
+                    self._drop(data)
+                if first and self.on_error is not None:
+                    self.on_error(exc)
             except Exception:  # a sink's own bug must not end the thread
                 with self._cond:
                     self._drop(data)
@@ -149,7 +165,7 @@ class OutputQueue:
                     self._cond.notify_all()
 
 
-def sink_of(stream: IO[str]) -> Callable[[bytes], None]:
+def sink_of(stream: IO[str] | IO[bytes]) -> Callable[[bytes], None]:
     """How bytes reach ``stream``: its file descriptor when it has one (a writer thread
     blocked in a buffered file's lock would stop the interpreter's exit), else its
     ``write`` (a test's capture)."""
@@ -167,6 +183,13 @@ def sink_of(stream: IO[str]) -> Callable[[bytes], None]:
                 view = view[os.write(fd, view) :]
 
         return write_fd
+    if not isinstance(stream, io.TextIOBase):
+
+        def write_bytes(data: bytes) -> None:
+            stream.write(data)  # type: ignore[arg-type]
+            stream.flush()
+
+        return write_bytes
     encoding = getattr(stream, "encoding", None) or "utf-8"
 
     def write_text(data: bytes) -> None:
@@ -174,6 +197,38 @@ def sink_of(stream: IO[str]) -> Callable[[bytes], None]:
         stream.flush()
 
     return write_text
+
+
+class QueuedFile:
+    """A file of the command's own (``proxy --log FILE``) written through a queue and a
+    thread of its own, as stdout and stderr are: a reader that stops reading it (a
+    FIFO, a full pipe) never stops the event loop, nor the command's other output."""
+
+    def __init__(
+        self, file: IO[bytes], *, on_error: Callable[[OSError], None] | None = None
+    ) -> None:
+        self.file = file
+        self.queue = OutputQueue(on_error=on_error)
+        self.sink = sink_of(file)
+
+    def write(self, data: bytes) -> int:
+        self.queue.put(self.sink, data, wait=not _in_event_loop())
+        return len(data)
+
+    def flush(self) -> None:
+        """As :meth:`QueuedStream.flush`: outside a loop, out, or the write's error."""
+        if _in_event_loop():
+            return
+        self.queue.drain()
+        self.queue.raise_error(self.sink)
+
+    def close(self, stall: float = STALL_SECONDS) -> int:
+        """Write out what is queued (a reader that reads nothing for ``stall`` seconds is
+        given up), close the file; how many lines could not be written."""
+        self.queue.drain(stall)
+        with contextlib.suppress(OSError):
+            self.file.close()
+        return self.queue.dropped_lines
 
 
 class _QueuedBytes(io.RawIOBase):

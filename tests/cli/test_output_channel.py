@@ -12,11 +12,13 @@ import asyncio
 import fcntl
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -194,3 +196,36 @@ def test_a_stderr_nobody_reads_does_not_delay_another_threads_run(agent: str) ->
     text = said.decode()
     assert text.count("TOOL-") + text.count("could not be written") > 0, text[-2000:]
     assert "60 run request(s)" in text or "65 run request(s)" in text, text[-2000:]
+
+
+def test_a_log_fifo_nobody_reads_does_not_delay_a_run_and_what_was_lost_is_said(
+    agent: str, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "findings.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # there, but never reading
+    fcntl.fcntl(reader, 1031, 4096)  # F_SETPIPE_SZ: one page, full after a few findings
+    proc = subprocess.Popen(
+        [*AGUI, "proxy", agent, "--port", "0", "--log", str(fifo)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[3]
+        with httpx.Client(timeout=30) as client:
+            for n in range(40):
+                assert client.post(url, json=_run_input("bad", f"r{n}")).status_code == 200
+            started = time.monotonic()
+            answer = client.post(url, json=_run_input("good", "r"))
+            took = time.monotonic() - started
+        assert answer.status_code == 200 and b"RUN_FINISHED" in answer.content
+        print(f"a run through the proxy, its --log stalled: {took * 1000:.0f} ms")
+        assert took < 2.0  # a hang bound: blocked on the log, it would never answer
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)  # the log is given up after 2 s, and said
+    finally:
+        proc.kill()
+        os.close(reader)
+    assert "40 run request(s)" in err or "41 run request(s)" in err, err[-2000:]
+    [lost] = [line for line in err.splitlines() if "could not be written to" in line]
+    assert re.fullmatch(rf"agui-tools proxy: \d+ line\(s\) could not be written to {fifo}", lost)
