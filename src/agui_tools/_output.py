@@ -73,6 +73,7 @@ class OutputQueue:
         self._held: bytes | None = None
         self._progress = time.monotonic()
         self._errors: dict[Callable[[bytes], None], OSError] = {}
+        self._reported: set[Callable[[bytes], None]] = set()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -81,11 +82,10 @@ class OutputQueue:
         if not data:
             return
         with self._cond:
-            error = self._errors.get(sink)
-            if error is not None:
-                if wait:
+            if sink in self._errors:  # said as the error it is (once), not counted as unread
+                error = self._unreported(sink) if wait else None
+                if error is not None:
                     raise error
-                self._drop(data)
                 return
             while self._queued and self._queued + len(data) > self.limit:
                 if not wait:
@@ -103,7 +103,8 @@ class OutputQueue:
 
     @property
     def dropped_lines(self) -> int:
-        """How many lines were not written (a part of a line counts as one)."""
+        """How many lines were not written because their reader was not reading (a part
+        of a line counts as one); a sink's write error is its own news."""
         return self._dropped_breaks or (1 if self._dropped_bytes else 0)
 
     def _drop(self, data: bytes) -> None:
@@ -111,11 +112,20 @@ class OutputQueue:
         self._dropped_bytes += len(data)
 
     def raise_error(self, sink: Callable[[bytes], None]) -> None:
-        """Raise the error ``sink`` met, if it met one (once)."""
+        """Raise the error ``sink``'s write met (a reader gone, a full disk), the first
+        time it is asked: once answered, the sink swallows what is written to it."""
         with self._cond:
-            error = self._errors.get(sink)
+            error = self._unreported(sink)
         if error is not None:
             raise error
+
+    def _unreported(self, sink: Callable[[bytes], None]) -> OSError | None:
+        if sink in self._reported:
+            return None
+        error = self._errors.get(sink)
+        if error is not None:
+            self._reported.add(sink)
+        return error
 
     def drain(self, stall: float = STALL_SECONDS) -> bool:
         """Wait until everything queued is written, or until ``stall`` seconds pass with
@@ -150,7 +160,6 @@ class OutputQueue:
                 with self._cond:
                     first = sink not in self._errors
                     self._errors.setdefault(sink, exc)
-                    self._drop(data)
                 if first and self.on_error is not None:
                     self.on_error(exc)
             except Exception:  # a sink's own bug must not end the thread
@@ -158,7 +167,7 @@ class OutputQueue:
                     self._drop(data)
             finally:
                 with self._cond:
-                    self._queued -= len(data)
+                    self._queued = max(0, self._queued - len(data))  # (0 if given up)
                     self._writing = False
                     self._held = None
                     self._progress = time.monotonic()
