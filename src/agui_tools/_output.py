@@ -76,21 +76,30 @@ class OutputQueue:
         self._reported: set[Callable[[bytes], None]] = set()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def put(self, sink: Callable[[bytes], None], data: bytes, *, wait: bool) -> None:
         """Queue ``data`` for ``sink``; past the limit, wait for room (``wait``) or drop it."""
         if not data:
             return
+        if not self._queued_for(sink, data, wait):  # the command has ended: written directly
+            with contextlib.suppress(OSError):
+                sink(data)
+
+    def _queued_for(self, sink: Callable[[bytes], None], data: bytes, wait: bool) -> bool:
+        """:meth:`put`'s work under the lock; ``False`` when the queue is closed."""
         with self._cond:
+            if self._closed:
+                return False
             if sink in self._errors:  # said as the error it is (once), not counted as unread
                 error = self._unreported(sink) if wait else None
                 if error is not None:
                     raise error
-                return
+                return True
             while self._queued and self._queued + len(data) > self.limit:
                 if not wait:
                     self._drop(data)
-                    return
+                    return True
                 self._cond.wait(0.1)
             if not self._chunks and not self._writing:  # the stall clock starts now
                 self._progress = time.monotonic()
@@ -100,6 +109,7 @@ class OutputQueue:
                 self._thread = threading.Thread(target=self._run, name="agui-output", daemon=True)
                 self._thread.start()
             self._cond.notify_all()
+            return True
 
     @property
     def dropped_lines(self) -> int:
@@ -144,10 +154,20 @@ class OutputQueue:
                 self._cond.wait(0.05)
             return True
 
+    def close(self) -> None:
+        """Let the writer thread end once nothing is queued (a command run in a process
+        that goes on, a test, leaves no thread behind); a write made later (a logger
+        still holding the stream) is made directly."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._chunks:
+                    if self._closed:
+                        return
                     self._cond.wait()
                 sink, data = self._chunks.popleft()
                 self._writing = True
@@ -235,6 +255,7 @@ class QueuedFile:
         """Write out what is queued (a reader that reads nothing for ``stall`` seconds is
         given up), close the file; how many lines could not be written."""
         self.queue.drain(stall)
+        self.queue.close()
         with contextlib.suppress(OSError):
             self.file.close()
         return self.queue.dropped_lines
@@ -333,6 +354,7 @@ def channel(command: str, *, stall: float = STALL_SECONDS) -> Iterator[OutputQue
     finally:
         sys.stdout, sys.stderr = out, err
         queue.drain(stall)
+        queue.close()
         if queue.dropped_lines:
             # on a thread of its own: the queue's may still be held by the stalled reader
             line = (

@@ -229,3 +229,20 @@ def test_a_log_fifo_nobody_reads_does_not_delay_a_run_and_what_was_lost_is_said(
     assert "40 run request(s)" in err or "41 run request(s)" in err, err[-2000:]
     [lost] = [line for line in err.splitlines() if "could not be written to" in line]
     assert re.fullmatch(rf"agui-tools proxy: \d+ line\(s\) could not be written to {fifo}", lost)
+
+
+def test_the_channel_leaves_no_thread_behind_and_a_late_write_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    before = set(threading.enumerate())
+    with channel("verify"):
+        held = sys.stdout
+        print("said in the command")
+    deadline = time.monotonic() + 5  # a hang bound
+    while any(t.is_alive() for t in set(threading.enumerate()) - before):
+        assert time.monotonic() < deadline, "the writer thread outlived its command"
+        time.sleep(0.01)
+    print("said by a logger that kept the stream", file=held)
+    assert out.getvalue() == "said in the command\nsaid by a logger that kept the stream\n"
