@@ -20,9 +20,16 @@ Sans-I/O, in the order a verified event travels::
 
 from __future__ import annotations
 
+from .._errors import (
+    ReloadRequired,
+    StaleThread,
+    StoreOutcomeUnknown,
+    StoreReadFailed,
+    StoreWriteFailed,
+)
 from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_key
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
-from ._consent import ConsentDecision, ConsentPolicy, Verdict
+from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._journal import Journal, MemoryJournal, SQLiteJournal
 from ._reducer import ThreadState
@@ -45,18 +52,23 @@ __all__ = [
     "MemoryJournal",
     "MemoryStore",
     "PendingCall",
+    "PolicyVerdict",
     "PostgresStore",
+    "ReloadRequired",
     "RunResult",
     "SQLiteJournal",
     "SQLiteStore",
     "SentResume",
+    "StaleThread",
     "Store",
+    "StoreOutcomeUnknown",
+    "StoreReadFailed",
+    "StoreWriteFailed",
     "TextDelta",
     "ThreadRecord",
     "ThreadState",
     "ToolContext",
     "ToolSpec",
-    "Verdict",
     "idempotency_key",
     "read_frames",
     "replay",

@@ -63,7 +63,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ..._errors import AguiError, ProtocolViolation, ProtocolWarning, UsageError
+from ..._errors import AguiError, ProtocolViolation, ProtocolWarning, Refused, UsageError
 from ...app._calls import CallStatus, PendingCall
 from ...app._conversation import CallUpdate, Conversation, RunResult, TextDelta, Update
 from ...app._interrupts import Interrupt, Resolution
@@ -83,16 +83,6 @@ log = logging.getLogger("agui_tools.ui.inspector")
 MOCK_TIMEOUT = 24 * 3600.0
 """A mock tool waits for a person: the session's handler timeout would answer
 it "outcome unknown" while they are still typing."""
-
-
-class Refused(Exception):
-    """A request the inspector turns down, with the HTTP status and why (shown to the user)."""
-
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.extra = extra
 
 
 _OPEN: frozenset[str] = frozenset(
