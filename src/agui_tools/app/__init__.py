@@ -10,7 +10,9 @@ Sans-I/O, in the order a verified event travels::
     _journal       intent before, answer after: a side effect runs at most once
     _store         the whole thread, kept between processes (MemoryStore; SQLiteStore
                    in _store_sqlite, PostgresStore and
-                   AsyncPostgresStore in _store_postgres)
+                   AsyncPostgresStore in _store_postgres, on the SQL of
+                   _store_postgres_plans and the connections of
+                   _store_postgres_connect)
     _calls         one pending call and its one answer (PendingCall, Answer)
     _disposition   the gates a pending call passes, one small function each
     _conversation  all of it for one thread, carrying out the gates' rulings
