@@ -49,7 +49,7 @@ _VALUE_LIMIT = 80
 def describe_value(value: Any, limit: int = _VALUE_LIMIT) -> str:
     """Render an offending value for a person: JSON-ish, truncated, with its type.
 
-    Truncation keeps a 1 MB argument string from turning an error message into
+    Truncation keeps a megabyte-long argument string from turning an error message into
     a wall of text; the type is named because "42" and 42 look alike in prose.
     """
     try:

@@ -626,7 +626,7 @@ async def _protocol_version(ctx: Context, res: CaseResult) -> None:
         # Absence is defined, not broken (versioning.mdx: "absence means something: a
         # peer from before the protocol carried a version") — an adapter built on a
         # pre-1.1 SDK is that peer, and the stream alone cannot say it claims 1.1. So a
-        # warning, which `--level should` still fails on, never a fail (issue 23).
+        # warning, which `--level should` still fails on, never a fail.
         add(
             res,
             Verdict.WARN,

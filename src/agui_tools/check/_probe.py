@@ -39,9 +39,10 @@ STREAM_CAP = 2 * 1024 * 1024
 """A stream is read up to this many bytes by default (``max_stream_bytes``,
 ``--max-stream-bytes``): an agent that never stops cannot fill memory within a case's
 time bound. What one exchange costs the checker is a few times its bytes (the frames,
-the parsed events, what the pipeline delivered, the folded thread — about 7×), and a
-check makes up to ~30 exchanges: 2 MiB keeps a check against an endless stream well
-under 500 MB (32 MiB took 4.8 GB and more, issue 28)."""
+the parsed events, what the pipeline delivered, the folded thread), and a check
+makes up to ~30 exchanges: 2 MiB keeps a check against an endless stream to a
+bounded, modest memory (docs/security.md, "The cost of a stream is bounded by its
+bytes", has the figures)."""
 _SHOWN_REQUEST = 2000
 
 
@@ -101,8 +102,8 @@ class Probe:
         """One GET of the endpoint (is anything there?), on a connection of its own after.
 
         Returns the status. At most :data:`BODY_CAP` bytes of the answer are read:
-        an endpoint that answers a GET with an endless stream (issue 28) filled
-        memory here, before any case ran — ``httpx``'s ``get`` reads a body whole.
+        an endpoint that answers a GET with an endless stream would fill memory
+        here, before any case ran — ``httpx``'s ``get`` reads a body whole.
         """
         try:
             async with self.http.stream("GET", self.url, headers=self.headers) as resp:

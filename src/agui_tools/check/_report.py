@@ -160,7 +160,7 @@ class Exchange:
         those a finding points at (``pinned``) — each cut at :data:`SHOWN_FRAME` characters.
 
         A report summarises a long stream rather than copying it: an agent that
-        streams without end made ``check --html`` write 752 MB (issue 28).
+        streams without end would make ``check --html`` write without bound.
         """
         n = len(self.frames)
         if n <= SHOWN_HEAD + SHOWN_TAIL:

@@ -270,7 +270,7 @@ async def _run_case(ctx: Context, case: Case) -> CaseResult:
         doing = f" (waiting on {last.label!r}, {len(last.frames)} event(s) so far)" if last else ""
         if ctx.plain_stalled and case.id != "lifecycle.stream":
             # one cause, one finding: the plain run stalled too, and lifecycle.stream fails
-            # for it; this case's own rule learned nothing (#23 L1)
+            # for it; this case's own rule learned nothing
             verdict = Verdict.NOT_EXERCISED
             message = (
                 f"the case did not finish within {ctx.settings.timeout:g} s{doing} — nor did "

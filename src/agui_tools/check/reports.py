@@ -121,7 +121,7 @@ def capabilities_line(report: CheckReport) -> str:
 
 
 def junit_xml(report: CheckReport) -> str:
-    """The report as JUnit XML (the schema ``tests/check/junit.xsd`` pins)."""
+    """The report as JUnit XML (the schema ``tests/check/data/junit.xsd`` pins)."""
     failing = {c.id for c in report.failed()}
     root = ET.Element(
         "testsuites",

@@ -4,7 +4,7 @@ A connection costs a socket (a file descriptor) and counts against uvicorn's
 ``limit_concurrency`` until it closes; past the limit every new request is
 answered 503. So a peer that opens connections and then does nothing — or
 sends half a request head, or never reads what it asked for — must not be able
-to hold them. What bounds each phase (issue 28, item 2):
+to hold them. What bounds each phase:
 
 =================================  ==========================================  ========
 phase                              bound                                       whose
@@ -49,8 +49,8 @@ log = logging.getLogger("agui_tools.transport")
 
 DEFAULT_HEADER_TIMEOUT: Final = 10.0
 """Seconds from a connection's opening (or its previous response) to a complete
-request head. 200 connections that sent nothing, or half a head, used to be held
-forever, and with them 200 of uvicorn's ``limit_concurrency`` slots."""
+request head. Without it, connections that sent nothing, or half a head, would be
+held forever, and with them uvicorn's ``limit_concurrency`` slots."""
 DEFAULT_SEND_TIMEOUT: Final = 30.0
 """Seconds output may wait for a client that reads nothing before the connection
 is aborted."""

@@ -523,8 +523,8 @@ class ProxyApp:
         streams of those not in after :data:`VERDICT_OVERDUE` seconds judged here
         instead (or, with ``owed``, of every verdict still to come: the tasks waited
         for wait on them): the judging process runs at idle priority, and on cores kept
-        busy by other work it can be starved for as long as they are (an input waited
-        3-11 s for its thread's verdict, a stop more than 10 s)."""
+        busy by other work it can be starved for as long as they are — seconds, for an
+        input waiting for its thread's verdict or for a stop."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         first = VERDICT_OVERDUE if timeout is None else min(VERDICT_OVERDUE, timeout)

@@ -89,8 +89,8 @@ process's descriptor limit a server cannot even accept, so the default stays
 under the common ``ulimit -n`` of 1024."""
 INLINE_JUDGE_BYTES: Final = 64 * 1024
 """Bodies up to this size are judged on the event loop; larger ones in a worker
-thread. Judging is pure Python, proportional to the body (a 4 MB history takes
-most of a second): on the loop it would stall every other stream's keep-alives
+thread. Judging is pure Python, proportional to the body (a history of megabytes
+takes most of a second): on the loop it would stall every other stream's keep-alives
 and events; for a small body a thread hop costs more than it saves."""
 _SSE_HEADERS: Final = [
     (b"content-type", SSE_MEDIA_TYPE.encode()),
@@ -243,8 +243,8 @@ class AgentEndpoint:
         max_messages: messages one input may carry (413 beyond).
 
     Large bodies are judged in a worker thread, one at a time: judging is pure
-    Python and holds the GIL, and fourteen judged at once took the server to
-    2.1 GB and a small request's first byte from 2 ms to 15 s.
+    Python and holds the GIL, and many judged at once would take the server's
+    memory to gigabytes and delay a small request's first byte by seconds.
     """
 
     def __init__(
@@ -447,9 +447,9 @@ class AgentEndpoint:
         A refusal raised in the worker thread crossed back through anyio's
         future, and its traceback held that future's frame (which holds the
         future, which holds the exception): a reference cycle keeping the
-        judging frame alive — and in it the parsed body. Each refused 7.4 MB
-        body kept 40-60 MB until a full collection, which the process rarely
-        ran: 64 of them took ``serve`` to 4.0 GB. The refusal that leaves here
+        judging frame alive — and in it the parsed body. Each refused large
+        body kept several times its size until a full collection, which the
+        process rarely runs: a few dozen would take ``serve`` to gigabytes. The refusal that leaves here
         is a fresh exception with no traceback, cause or context.
         """
         try:

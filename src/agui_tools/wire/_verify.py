@@ -1005,9 +1005,9 @@ class Verifier:
 
         A snapshot may restate what the stream already said; where it says
         something *else* about a call the stream closed, the user was shown one
-        thing and the application will act on another (upstream ag-ui #2463,
-        #2653: an adapter drops a call's first argument chunk and the snapshot
-        restates the whole), or the thread's tool message moves (#1745).
+        thing and the application will act on another (upstream ag-ui #2463 and
+        ag-ui #2653: an adapter drops a call's first argument chunk and the snapshot
+        restates the whole), or the thread's tool message moves (ag-ui #1745).
         """
         for msg in ev["messages"]:
             role = msg["role"]

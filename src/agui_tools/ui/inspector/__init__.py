@@ -41,8 +41,8 @@ def host_policy(host: str, allowed: Iterable[str] = ()) -> HostPolicy:
     At any bind — a wildcard (``0.0.0.0``, ``::``) too — ``localhost``, IP
     addresses, the bound name and the ``allowed`` names (``--allow-host``), never
     any name: the page carries the session token, and a DNS-rebinding page
-    arrives with its own name (it used to be served, token and all, at a
-    wildcard bind).
+    arrives with its own name (at a wildcard bind it would otherwise be served,
+    token and all).
     """
     return HostPolicy(allowed, bound=host)
 

@@ -39,7 +39,7 @@ interrupt names the call), ``rejected`` (the run was), ``stopped``.
 received them (milliseconds since the epoch); ``event`` carries ``raw``, the
 frame's data exactly as received.
 
-Bounded (issue 28, item 3): a card's argument preview is sent only when it
+Bounded: a card's argument preview is sent only when it
 changed (the preview re-parses geometrically, see
 :class:`~agui_tools.app._arguments.PreviewPolicy`), at most
 :data:`PREVIEW_LIMIT` characters of it (``previewText``, a head, past that), and
