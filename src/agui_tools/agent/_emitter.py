@@ -66,6 +66,7 @@ from ..wire._kinds import (
     WireEvent,
     message_kind,
 )
+from ..wire._lifecycle import RunEvent, RunPhase, move, refusal
 from ..wire._verify import Limits, Verifier
 
 __all__ = ["Emitter", "Owner"]
@@ -199,7 +200,7 @@ class Emitter:
             max_lanes=(limits or Limits()).max_lanes,
             owner_of=self._owner_of if self._verifier is None else self._verifier.owner_of,
         )
-        self._phase: Literal["new", "active", "finished", "errored"] = "new"
+        self._phase = RunPhase.NEW
         self._open: dict[tuple[str, Owner, str], _Open] = {}
         self._out: list[WireEvent] = []
         self._poison: UsageError | None = None
@@ -219,8 +220,9 @@ class Emitter:
     # -- introspection -------------------------------------------------------------
 
     @property
-    def phase(self) -> str:
-        """``new``, ``active``, ``finished`` (RUN_FINISHED sent) or ``errored``."""
+    def phase(self) -> RunPhase:
+        """``new``, ``active``, ``finished`` (RUN_FINISHED sent) or ``errored``: the run
+        lifecycle's phase (:data:`~agui_tools.wire._lifecycle.RUN_MOVES`), one run's worth."""
         return self._phase
 
     @property
@@ -240,7 +242,7 @@ class Emitter:
 
     def start(self) -> list[WireEvent]:
         """``RUN_STARTED`` with our own ``protocolVersion`` (RUN-2), never the input's."""
-        if self._phase != "new":
+        if self._phase is not RunPhase.NEW:  # one emitter, one run
             raise _refusal("start() was already called for this run.", rule="RUN-13")
         ev: WireEvent = {
             "type": "RUN_STARTED",
@@ -251,7 +253,7 @@ class Emitter:
         if self.input.get("parentRunId") is not None:
             ev["parentRunId"] = self.input["parentRunId"]
         self._send(ev)
-        self._phase = "active"
+        self._phase = move(self._phase, "RUN_STARTED")
         return self._drain()
 
     def finish(
@@ -263,7 +265,7 @@ class Emitter:
         handle never closed — is the agent's bug and refused. Items abandoned
         by an exception the agent caught are closed first (RUN-6's reasoning).
         """
-        self._require_active()
+        self._require_active("RUN_FINISHED")
         live = [e for e in self._open.values() if e.state == "open"]
         if live:
             first = live[0]
@@ -286,7 +288,7 @@ class Emitter:
         ``"cancelled"``: the subagent outcomes are success and suspended, and a
         stopped invocation is neither.
         """
-        self._require_active()
+        self._require_active("RUN_FINISHED")
         self._close_everything("cancel")
         self._run_finished({"type": "cancelled"}, None, usage)
         return self._drain()
@@ -301,7 +303,7 @@ class Emitter:
         advertised frontend call unanswered must not report itself interrupted
         (FE-3): that is refused before anything is sent.
         """
-        self._require_active()
+        self._require_active("RUN_FINISHED")
         if not all(isinstance(i, Mapping) for i in interrupts):
             raise _refusal("each interrupt is an object (a wire Interrupt).", rule="RUN-4")
         items = [dict(i) for i in interrupts]
@@ -348,8 +350,9 @@ class Emitter:
         and once after ``RUN_FINISHED`` (a late failure, RUN-12) — and always
         when the emitter is poisoned, since it is the one honest ending left.
         """
-        if self._phase == "errored":
-            raise _refusal("the run already ended with RUN_ERROR.", rule="RUN-12")
+        rule = refusal(self._phase, "RUN_ERROR")
+        if rule is not None:
+            raise _refusal("the run already ended with RUN_ERROR.", rule=rule)
         for entry in self._open.values():
             entry.state = "abandoned"
         ev: WireEvent = {"type": "RUN_ERROR", "message": message}
@@ -360,7 +363,7 @@ class Emitter:
             _json_numbers(ev)
         self._send(ev, trusted=self._poison is not None)
         self._open.clear()
-        self._phase = "errored"
+        self._phase = move(self._phase, "RUN_ERROR")
         return self._drain()
 
     def _run_finished(
@@ -375,7 +378,7 @@ class Emitter:
             ev["usage"] = _as_list(usage)
         _json_numbers(ev)
         self._send(ev)
-        self._phase = "finished"
+        self._phase = move(self._phase, "RUN_FINISHED")
 
     def _close_everything(self, mode: str, interrupts: Sequence[WireEvent] = ()) -> None:
         """Close what is open, newest first, so nothing closes before what it contains.
@@ -937,21 +940,25 @@ class Emitter:
 
     # -- checks and sending --------------------------------------------------------------
 
-    def _require_active(self) -> None:
+    def _require_active(self, event: RunEvent = "ANY_EVENT") -> None:
+        """Refuse ``event`` (a run-level move; any other event by default) unless the
+        lifecycle table allows it now, and everything but RUN_ERROR once poisoned."""
         if self._poison is not None:
             raise _refusal(
                 "an earlier event was refused by verification, so this run can only end with "
                 f"RUN_ERROR (error()). The refusal: {self._poison}",
                 rule=self._poison.rule,
             )
-        if self._phase == "new":
-            raise _refusal("the run has not started: call start() first.", rule="RUN-1")
-        if self._phase != "active":
-            closed_by = "RUN_FINISHED" if self._phase == "finished" else "RUN_ERROR"
-            raise _refusal(
-                f"the run already ended with {closed_by}; nothing more may be emitted for it.",
-                rule="RUN-12",
-            )
+        rule = refusal(self._phase, event)
+        if rule is None:
+            return
+        if self._phase is RunPhase.NEW:
+            raise _refusal("the run has not started: call start() first.", rule=rule)
+        closed_by = "RUN_FINISHED" if self._phase is RunPhase.FINISHED else "RUN_ERROR"
+        raise _refusal(
+            f"the run already ended with {closed_by}; nothing more may be emitted for it.",
+            rule=rule,
+        )
 
     def _check_owner(self, owner: Owner) -> None:
         if owner is not None and owner in self._subagents_done:

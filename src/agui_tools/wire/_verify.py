@@ -5,8 +5,9 @@ is acceptable lives in this file, next to the rule ID that states it).
 
 The verifier consumes expanded events in arrival order and keeps:
 
-* the **stream** state: before the first event, a run active, a run closed by
-  ``RUN_FINISHED`` or by ``RUN_ERROR`` (``events/lifecycle``);
+* the **stream** phase: before the first event, a run active, a run closed by
+  ``RUN_FINISHED`` or by ``RUN_ERROR`` (``events/lifecycle``), moved along the
+  lifecycle table the emitter shares (:mod:`~agui_tools.wire._lifecycle`);
 * **run-scoped** tracking, reset by every ``RUN_STARTED`` (RUN-15): the open
   streamed items — text messages, tool calls, reasoning messages (one table
   keyed by item kind, since the streaming pattern is one discipline), plus
@@ -29,15 +30,14 @@ not invent an item an orphaned fragment names (REAS-4).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import orjson
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
 from .._version import PROTOCOL_VERSION, parse_version
-from ._enforce import DEFAULT_MAX_DEPTH, checked_max_depth
 from ._kinds import (
     CHUNK_TYPES,
     SPAN,
@@ -50,7 +50,21 @@ from ._kinds import (
     handlers,
     message_kind,
 )
+from ._lifecycle import (
+    REJECTED,
+    STREAM_ENDED,
+    RunEvent,
+    RunPhase,
+    RunStatus,
+    RunSummary,
+    move,
+    refusal,
+    run_event,
+)
+from ._limits import Limits
 
+# Limits, RunStatus and RunSummary live in _limits / _lifecycle; named here too, where
+# the verifier's callers have always found them
 __all__ = ["PRODUCER_MUSTS", "Limits", "RunStatus", "RunSummary", "Verifier"]
 
 PRODUCER_MUSTS: Final = frozenset(
@@ -59,90 +73,6 @@ PRODUCER_MUSTS: Final = frozenset(
 """Rules the pipeline reports as warnings (a consumer need not reject the stream)
 that bind the producer with a MUST: a checker judging the producer — ``check``,
 the proxy — fails them."""
-
-RunStatus = Literal[
-    "running", "success", "interrupt", "cancelled", "error", "truncated", "rejected"
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Resource limits of one consumer. Exceeding one raises :class:`LimitExceeded`.
-
-    The defaults are generous for real traffic and keep a hostile or broken
-    producer from growing memory without bound.
-    """
-
-    max_event_bytes: int = 16 * 1024 * 1024
-    """Largest single event (one SSE ``data`` payload / NDJSON line)."""
-    max_argument_bytes: int = 8 * 1024 * 1024
-    """Largest argument text of one tool call, across all its deltas and reopens
-    (counted in characters)."""
-    max_message_bytes: int = 8 * 1024 * 1024
-    """Largest text one message (text or reasoning) may stream, across all its
-    deltas and reopens (counted in characters). Kept by the reducer."""
-    max_state_bytes: int = 8 * 1024 * 1024
-    """Largest the state — and each activity message's content — may be, as
-    compact JSON. Kept by the reducer *while* a patch applies, so a small patch
-    cannot build a large value (``copy`` doubles what it copies); the existing
-    values one patch may copy or discard are bounded by it too (see
-    :mod:`agui_tools.app._patch`). 8 MiB: the state travels back in the
-    next run input, and a server's default body limit is 8 MiB."""
-    max_open_items: int = 10_000
-    """Items open at once in one run: messages, calls, reasoning, steps, subagents."""
-    max_lanes: int = 1_000
-    """Chunk streams open at once (one per owner lane)."""
-    max_tracked_ids: int = 1_000_000
-    """Message and tool-call ids remembered for one thread."""
-    max_depth: int = DEFAULT_MAX_DEPTH
-    """How deeply one event may nest (the event itself is level 1). Enforced where
-    open values enter, by enforcement; 128 by default, below the 254 levels orjson
-    can write — a client re-sends the state it receives — and far from the depth
-    at which the reducer's ``deepcopy`` exhausts Python's stack (see
-    :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`). At most
-    :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING` (250): a higher one is a
-    :class:`UsageError` here, at construction."""
-
-    def __post_init__(self) -> None:
-        if self.max_depth != DEFAULT_MAX_DEPTH:
-            checked_max_depth(self.max_depth, "Limits.max_depth")
-
-
-@dataclass
-class RunSummary:
-    """What one run on the stream amounted to.
-
-    ``pending`` lists the tool calls the run started and did not answer with
-    ``TOOL_CALL_RESULT``, in the order they were made — derived from the
-    stream, never read from an absent ``pendingToolCallIds`` as "nothing"
-    (FE-6, FE-7).
-    """
-
-    thread_id: str | None
-    run_id: str | None
-    status: RunStatus = "running"
-    outcome: dict[str, Any] | None = None
-    interrupts: list[dict[str, Any]] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
-    error: dict[str, Any] | None = None
-    protocol_version: str | None = None
-    started: list[str] = field(default_factory=list)
-    """Tool calls this run started, in order."""
-    answered: set[str] = field(default_factory=set)
-    """Tool calls this run answered with ``TOOL_CALL_RESULT``."""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "threadId": self.thread_id,
-            "runId": self.run_id,
-            "status": self.status,
-            "pending": list(self.pending),
-        }
-        if self.interrupts:
-            out["interrupts"] = self.interrupts
-        if self.error is not None:
-            out["error"] = self.error
-        return out
 
 
 @dataclass(slots=True)
@@ -164,7 +94,6 @@ class _Item:
     chunks: list[str] | None = None
 
 
-_BEFORE, _ACTIVE, _FINISHED, _ERRORED = range(4)
 _MISSING: Final = object()
 
 
@@ -206,7 +135,7 @@ class Verifier:
         self.warnings: list[ProtocolWarning] = []
         self.runs: list[RunSummary] = []
         self._warning_sink = on_warning
-        self._state = _BEFORE
+        self._phase = RunPhase.NEW
         self._thread_id = thread_id
         self._run_no = 0
         self._run: RunSummary | None = None
@@ -251,6 +180,11 @@ class Verifier:
     def current_run(self) -> RunSummary | None:
         return self._run
 
+    @property
+    def phase(self) -> RunPhase:
+        """Where the stream stands in the run lifecycle (:data:`~agui_tools.wire._lifecycle.RUN_MOVES`)."""
+        return self._phase
+
     def owner_of(self, kind: str, ident: str) -> tuple[bool, str | None]:
         """Who owns item ``ident``: ``(found, subagentRunId or None for the parent)``.
 
@@ -275,9 +209,10 @@ class Verifier:
         """Judge one expanded event; raise :class:`ProtocolViolation` if fatal."""
         self.dispatch[ev["type"]](ev, index)
 
-    def _enter(self, state: int) -> None:
-        self._state = state
-        self.dispatch = self._active if state is _ACTIVE else self._gated
+    def _move(self, event: RunEvent) -> None:
+        """Take a legal lifecycle move, swapping the dispatch table with the phase."""
+        self._phase = move(self._phase, event)
+        self.dispatch = self._active if self._phase is RunPhase.ACTIVE else self._gated
 
     def _gate(self, ev: WireEvent, index: int | None) -> None:
         self._lifecycle_gate(ev, ev["type"], index)
@@ -289,8 +224,10 @@ class Verifier:
             self._tags_seen.add(tag)
 
     def _on_run_started(self, ev: WireEvent, index: int | None) -> None:
+        rule = refusal(self._phase, "RUN_STARTED")  # a run is active: RUN-13
+        assert rule is not None
         raise self._violation(
-            "RUN-13",
+            rule,
             "a RUN_STARTED arrived while the current run is still active; a producer must "
             "close a run before opening the next.",
             ev,
@@ -304,60 +241,49 @@ class Verifier:
         Kept apart from ``error`` (a producer's own RUN_ERROR): a consumer MUST
         NOT present one as the other (RUN-16).
         """
-        if self._state is _ACTIVE and self._run is not None:
+        if self._phase is RunPhase.ACTIVE and self._run is not None:
             self._run.status = "rejected"
             self._run.pending = self._pending()
-        self._enter(_FINISHED)
+        self._move(REJECTED)
 
     def end_of_stream(self) -> None:
         """The byte stream ended. An active run is truncated — never finished (TRANS-2)."""
-        if self._state is _ACTIVE and self._run is not None:
+        if self._phase is RunPhase.ACTIVE and self._run is not None:
             self._run.status = "truncated"
             self._run.pending = self._pending()
-            self._enter(_FINISHED)
-        elif self._state is _BEFORE:
+        elif self._phase is RunPhase.NEW:
             self.runs.append(RunSummary(None, None, "truncated"))
-            self._enter(_FINISHED)
+        self._move(STREAM_ENDED)
 
     # -- lifecycle -------------------------------------------------------------
 
     def _lifecycle_gate(self, ev: WireEvent, kind: str, index: int | None) -> None:
-        """Events arriving while no run is active (RUN-1, RUN-12)."""
+        """Events arriving while no run is active: the lifecycle table decides (RUN-1, RUN-12)."""
+        rule = refusal(self._phase, run_event(kind))
+        if rule is not None:
+            if self._phase is RunPhase.NEW:
+                explanation = f"the first event must be RUN_STARTED (or RUN_ERROR), not {kind}."
+            else:
+                closed_by = "RUN_FINISHED" if self._phase is RunPhase.FINISHED else "RUN_ERROR"
+                allowed = (
+                    "only a new RUN_STARTED or a late RUN_ERROR may follow"
+                    if refusal(self._phase, "RUN_ERROR") is None
+                    else "only a new RUN_STARTED may follow"
+                )
+                explanation = f"the run has already closed with {closed_by}; {allowed}, not {kind}."
+            run_id = self._run.run_id if self._run is not None else None
+            raise self._violation(
+                rule, explanation, ev, index, ids={"runId": run_id} if run_id else None
+            )
         if kind == "RUN_STARTED":
             self._open_run(ev, index)
             return
-        if kind == "RUN_ERROR":
-            if self._state is _BEFORE:
-                run = RunSummary(None, None, "error", error=_error_of(ev))
-                self.runs.append(run)
-                self._enter(_ERRORED)
-                return
-            if self._state is _FINISHED and self._run is not None:
-                # a late failure after RUN_FINISHED: the run is failed (RUN-12)
-                self._run.status = "error"
-                self._run.error = _error_of(ev)
-                self._enter(_ERRORED)
-                return
-        if self._state is _BEFORE:
-            raise self._violation(
-                "RUN-1",
-                f"the first event must be RUN_STARTED (or RUN_ERROR), not {kind}.",
-                ev,
-                index,
-            )
-        closed_by = "RUN_FINISHED" if self._state is _FINISHED else "RUN_ERROR"
-        allowed = (
-            "only a new RUN_STARTED or a late RUN_ERROR may follow"
-            if closed_by == "RUN_FINISHED"
-            else "only a new RUN_STARTED may follow"
-        )
-        raise self._violation(
-            "RUN-12",
-            f"the run has already closed with {closed_by}; {allowed}, not {kind}.",
-            ev,
-            index,
-            ids={"runId": self._run.run_id or ""} if self._run and self._run.run_id else None,
-        )
+        if self._run is None:  # a run that failed before it began (RUN-1)
+            self.runs.append(RunSummary(None, None, "error", error=_error_of(ev)))
+        else:  # a late failure after RUN_FINISHED: the run is failed (RUN-12)
+            self._run.status = "error"
+            self._run.error = _error_of(ev)
+        self._move("RUN_ERROR")
 
     def _open_run(self, ev: WireEvent, index: int | None) -> None:
         thread_id, run_id = ev["threadId"], ev["runId"]
@@ -386,7 +312,7 @@ class Verifier:
         run = RunSummary(thread_id, run_id, protocol_version=ev.get("protocolVersion"))
         self.runs.append(run)
         self._run = run
-        self._enter(_ACTIVE)
+        self._move("RUN_STARTED")
         for table in self._open.values():
             table.clear()
         self._spans.clear()
@@ -482,7 +408,7 @@ class Verifier:
                     {"runId": run.run_id or ""},
                 )
         run.status = kind  # type: ignore[assignment]
-        self._enter(_FINISHED)
+        self._move("RUN_FINISHED")
 
     def _require_all_closed(self, ev: WireEvent, index: int | None) -> None:
         for kind, ident in ((k, i) for k, table in self._open.items() for i in table):
@@ -532,7 +458,7 @@ class Verifier:
             for item in table.values():
                 item.open = False
             table.clear()
-        self._enter(_ERRORED)
+        self._move("RUN_ERROR")
 
     def _pending(self) -> list[str]:
         run = self._run
