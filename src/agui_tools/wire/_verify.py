@@ -29,12 +29,10 @@ not invent an item an orphaned fragment names (REAS-4).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
-
-import orjson
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning, describe_value
 from .._version import PROTOCOL_VERSION, parse_version
@@ -62,10 +60,19 @@ from ._lifecycle import (
     run_event,
 )
 from ._limits import Limits
+from ._restated import beside_its_call, restated_slips
+from ._verify_scopes import ScopeRules
 
-# Limits, RunStatus and RunSummary live in _limits / _lifecycle; named here too, where
-# the verifier's callers have always found them
-__all__ = ["PRODUCER_MUSTS", "Limits", "RunStatus", "RunSummary", "Verifier"]
+# Limits, RunStatus, RunSummary and beside_its_call live in _limits / _lifecycle /
+# _restated; named here too, where the verifier's callers have always found them
+__all__ = [
+    "PRODUCER_MUSTS",
+    "Limits",
+    "RunStatus",
+    "RunSummary",
+    "Verifier",
+    "beside_its_call",
+]
 
 PRODUCER_MUSTS: Final = frozenset(
     {"FE-2", "FE-3", "FE-5", "TOOL-10", "EVT-7", "EVT-8", "TOOL-8", "TEXT-3", "SUB-4", "SUB-14"}
@@ -94,16 +101,13 @@ class _Item:
     chunks: list[str] | None = None
 
 
-_MISSING: Final = object()
-
-
 @cache
 def _event_types() -> frozenset[str]:
     """The types the verifier sees: the schema's, after chunk expansion (CHUNK-1)."""
     return event_types() - CHUNK_TYPES
 
 
-class Verifier:
+class Verifier(ScopeRules):
     """The sequence-rule state machine for one stream.
 
     Args:
@@ -785,140 +789,6 @@ class Verifier:
         item = self._items.get(("tool", call_id))
         return item.name if item is not None else None
 
-    # -- reasoning spans, steps, subagents ----------------------------------------
-
-    def _on_reasoning_start(self, ev: WireEvent, index: int | None) -> None:
-        span = ev["messageId"]
-        if span in self._spans:
-            raise self._violation(
-                SPAN.opened_twice,
-                f"REASONING_START reopens {SPAN.noun} {span!r}, which is still open.",
-                ev,
-                index,
-                ids={"messageId": span},
-            )
-        self._spans.add(span)
-
-    def _on_reasoning_end(self, ev: WireEvent, index: int | None) -> None:
-        span = ev["messageId"]
-        if span not in self._spans:
-            raise self._violation(
-                SPAN.not_open,
-                f"REASONING_END names {SPAN.noun} {span!r}, but no active span has that id.",
-                ev,
-                index,
-                ids={"messageId": span},
-            )
-        self._spans.discard(span)
-
-    def _on_step_started(self, ev: WireEvent, index: int | None) -> None:
-        key = (ev.get("subagentRunId"), ev["stepName"])
-        if key in self._steps:
-            raise self._violation(
-                STEP.opened_twice,
-                f"STEP_STARTED opens step {key[1]!r}, which its owner already has open.",
-                ev,
-                index,
-                ids={"stepName": key[1]},
-            )
-        self._steps.add(key)
-
-    def _on_step_finished(self, ev: WireEvent, index: int | None) -> None:
-        key = (ev.get("subagentRunId"), ev["stepName"])
-        if key not in self._steps:
-            owner = f" by {key[0]!r}" if key[0] else ""
-            raise self._violation(
-                STEP.not_open,
-                f"STEP_FINISHED closes step {key[1]!r}{owner}, that was not started (steps are "
-                "per owner: a STEP_FINISHED carries its STEP_STARTED's attribution).",
-                ev,
-                index,
-                ids={"stepName": key[1]},
-            )
-        self._steps.discard(key)
-
-    def _on_subagent_started(self, ev: WireEvent, index: int | None) -> None:
-        sub = ev["subagentRunId"]
-        if sub in self._subagents or sub in self._subagents_done:
-            state = (
-                "is already active" if sub in self._subagents else "already finished in this run"
-            )
-            raise self._violation(
-                SUBAGENT.opened_twice,
-                f"SUBAGENT_STARTED announces invocation {sub!r}, which {state}; each invocation "
-                "gets its own id.",
-                ev,
-                index,
-                ids={"subagentRunId": sub},
-            )
-        parent = ev.get("parentSubagentRunId")
-        if (
-            parent is not None
-            and parent not in self._subagents
-            and parent not in self._subagents_done
-        ):
-            self._beyond(
-                "SUB-14",
-                f"SUBAGENT_STARTED names parent invocation {parent!r}, which was not announced in "
-                "this run.",
-                index,
-                ev["type"],
-                {"subagentRunId": sub},
-            )
-        if sub in self._tags_seen:
-            self._beyond(
-                "SUB-4",
-                f"invocation {sub!r} is announced after events already attributed to it; a "
-                "producer announces an invocation before its events.",
-                index,
-                ev["type"],
-                {"subagentRunId": sub},
-            )
-        self._subagents.add(sub)
-
-    def _on_subagent_finished(self, ev: WireEvent, index: int | None) -> None:
-        """``SUBAGENT_FINISHED`` and ``SUBAGENT_ERROR`` alike close an invocation."""
-        sub = ev["subagentRunId"]
-        if sub not in self._subagents:
-            raise self._violation(
-                SUBAGENT.not_open,
-                f"{ev['type']} closes invocation {sub!r}, which was never announced (or already "
-                "ended) in this run; there is nothing to close.",
-                ev,
-                index,
-                ids={"subagentRunId": sub},
-            )
-        self._subagents.discard(sub)
-        self._subagents_done.add(sub)
-
-    _on_subagent_error = _on_subagent_finished
-
-    def _on_activity_snapshot(self, ev: WireEvent, index: int | None) -> None:
-        """A snapshot that creates or replaces an activity (re-)mints its owner."""
-        ident, tag = ev["messageId"], ev.get("subagentRunId")
-        if ev.get("replace", True) or ident not in self._activities:
-            self._activities[ident] = tag
-        if tag is not None:
-            self._tags_seen.add(tag)
-
-    def _on_activity_delta(self, ev: WireEvent, index: int | None) -> None:
-        """A delta continues the activity its snapshot opened: a disagreeing tag is fatal."""
-        ident, tag = ev["messageId"], ev.get("subagentRunId")
-        if tag is None:
-            return
-        self._tags_seen.add(tag)
-        if ident in self._activities and self._activities[ident] != tag:
-            owner = self._activities[ident]
-            raise self._violation(
-                "SUB-11",
-                f"ACTIVITY_DELTA is attributed to {tag!r} but activity {ident!r} was opened by "
-                f"{owner or 'the parent agent'!r}; a continuation must agree with its opener.",
-                ev,
-                index,
-                path="/subagentRunId",
-                ids={"messageId": ident},
-            )
-
     def _on_messages_snapshot(self, ev: WireEvent, index: int | None) -> None:
         self._compare_restated(ev, index)
         self._seed(
@@ -927,87 +797,19 @@ class Verifier:
         )
 
     def _compare_restated(self, ev: WireEvent, index: int | None) -> None:
-        """Producer slips a snapshot reveals (beyond the official client; ours: AGT-*).
+        """Producer slips the snapshot reveals (:mod:`~agui_tools.wire._restated`)."""
+        for slip in restated_slips(
+            ev["messages"], self._closed_arguments, self._results, self._result_origin
+        ):
+            self._beyond(slip.rule, slip.text, index, ev["type"], slip.ids)
 
-        A snapshot may restate what the stream already said; where it says
-        something *else* about a call the stream closed, the user was shown one
-        thing and the application will act on another (upstream ag-ui #2463,
-        #2653: an adapter drops a call's first argument chunk and the snapshot
-        restates the whole), or the thread's tool message moves (#1745).
-        """
-        for msg in ev["messages"]:
-            role = msg["role"]
-            if role == "assistant":
-                for call in msg.get("toolCalls", ()):
-                    self._compare_arguments(call, ev, index)
-            elif role == "tool":
-                call_id, message_id = msg["toolCallId"], msg["id"]
-                streamed = self._results.get(call_id)
-                if streamed is not None and streamed != message_id:
-                    origin = self._result_origin.get(call_id, "the thread")
-                    head = (
-                        f"MESSAGES_SNAPSHOT restates the result of tool call {call_id!r} as "
-                        f"message {message_id!r}, but {origin} had it as message {streamed!r}; "
-                        f"reconciled by id, {streamed!r} is dropped and {message_id!r} takes "
-                        "its place"
-                    )
-                    if beside_its_call(ev["messages"], call_id):
-                        text = (
-                            f"{head} beside its call, where the snapshot lists it (it re-mints "
-                            "the messages around it too): the thread keeps its shape, and only "
-                            f"what an application keyed to {streamed!r} loses its message."
-                        )
-                    else:
-                        text = (
-                            f"{head} after the messages the snapshot lists before it, away "
-                            "from its call."
-                        )
-                    self._beyond(
-                        "AGT-SNAP-2",
-                        text,
-                        index,
-                        ev["type"],
-                        {
-                            "toolCallId": call_id,
-                            "messageId": message_id,
-                            "resultMessageId": streamed,
-                        },
-                    )
-
-    def _compare_arguments(self, call: Mapping[str, Any], ev: WireEvent, index: int | None) -> None:
-        call_id = call["id"]
+    def _closed_arguments(self, call_id: str) -> str | None:
+        """The argument text the stream closed call ``call_id`` with; ``None`` when it
+        was not streamed here or not closed."""
         item = self._items.get(("tool", call_id))
         if item is None or not item.ended or item.chunks is None:
-            return  # not streamed here, or not closed: the snapshot is the first word
-        streamed = "".join(item.chunks)
-        restated = call["function"]["arguments"]
-        if streamed == restated:
-            return
-        streamed_value, restated_value = _json_or_missing(streamed), _json_or_missing(restated)
-        if streamed_value is not _MISSING and streamed_value == restated_value:
-            return  # the same arguments, spelled differently
-        ids = {"toolCallId": call_id}
-        if streamed_value is _MISSING and restated_value is not _MISSING:
-            self._beyond(
-                "AGT-ARGS-1",
-                f"tool call {call_id!r} closed with arguments that do not parse "
-                f"({describe_value(streamed)}), and MESSAGES_SNAPSHOT restates them as "
-                f"{describe_value(restated)}: the stream lost part of the arguments (the "
-                "dropped-first-chunk signature); the snapshot's are what will run.",
-                index,
-                ev["type"],
-                ids,
-            )
-            return
-        self._beyond(
-            "AGT-SNAP-1",
-            f"MESSAGES_SNAPSHOT rewrites the arguments of tool call {call_id!r}, which the stream "
-            f"already closed: the stream had {describe_value(streamed)}, the snapshot says "
-            f"{describe_value(restated)}; the snapshot's are what will run.",
-            index,
-            ev["type"],
-            ids,
-        )
+            return None
+        return "".join(item.chunks)
 
     # -- thread knowledge ------------------------------------------------------------
 
@@ -1087,40 +889,8 @@ class Verifier:
         self._warn(rule, message, index, event_type, ids)
 
 
-def _json_or_missing(text: str) -> Any:
-    """The JSON value of an argument text, or ``_MISSING`` when it does not parse."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return _MISSING
-
-
 def _error_of(ev: WireEvent) -> dict[str, Any]:
     out = {"message": ev["message"]}
     if "code" in ev:
         out["code"] = ev["code"]
     return out
-
-
-def beside_its_call(messages: Sequence[Mapping[str, Any]], call_id: str) -> bool:
-    """In ``messages`` (a snapshot's list, a thread), the tool message answering
-    ``call_id`` follows the message holding the call, with only tool messages between."""
-    holder = next(
-        (
-            i
-            for i, m in enumerate(messages)
-            if any(c.get("id") == call_id for c in m.get("toolCalls") or ())
-        ),
-        None,
-    )
-    answer = next(
-        (
-            i
-            for i, m in enumerate(messages)
-            if m.get("role") == "tool" and m.get("toolCallId") == call_id
-        ),
-        None,
-    )
-    if holder is None or answer is None or answer < holder:
-        return False
-    return all(m.get("role") == "tool" for m in messages[holder + 1 : answer])
