@@ -120,10 +120,12 @@ def test_json_document_has_the_documented_shape(failing: CheckReport) -> None:
         "strict",
         "level",
         "ok",
+        "stopped",
         "capabilities",
         "counts",
         "cases",
     }
+    assert doc["stopped"] is None  # ran to its end
     assert doc["ok"] is False and doc["counts"]["fail"] >= 1
     case = next(c for c in doc["cases"] if c["id"] == "frontend.invite")
     assert set(case) == {

@@ -80,7 +80,14 @@ def print_report(report: CheckReport, console: Any = None) -> None:
         console.print(table)
     console.print(shown(capabilities_line(report)))
     counts = ", ".join(f"{n} {k}" for k, n in report.counts().items() if n)
-    verdict = "[green]OK[/green]" if report.ok else "[bold red]FAILED[/bold red]"
+    if report.stopped:
+        console.print(f"[bold yellow]stopped[/bold yellow]: {shown(report.stopped)}")
+    if report.failed():
+        verdict = "[bold red]FAILED[/bold red]"
+    elif report.stopped:
+        verdict = "[bold yellow]INCOMPLETE[/bold yellow]"
+    else:
+        verdict = "[green]OK[/green]"
     console.print(
         f"{len(report.cases)} case(s) in {report.seconds:.1f} s: {counts} "
         f"({level_text(report)}) — {verdict}"
