@@ -163,3 +163,20 @@ def test_terminal_report_groups_by_section(failing: CheckReport) -> None:
     positions = [text.index(f"\n{section}") for section, _ in failing.sections()]
     assert positions == sorted(positions)
     assert "[TOOL-10]" in text and "FAILED" in text
+
+
+def test_progress_in_a_terminal_prints_the_lines_above_a_live_bar(failing: CheckReport) -> None:
+    """#36 item 7: a live bar in a TTY, the per-case lines printed above it; an agent's
+    text on a line is escaped (one line, controls shown), the bar gone at the end."""
+    from agui_tools.check.reports import CaseProgress
+
+    out = io.StringIO()
+    case = failing.case("frontend.pending-ids")
+    case.observed = "line one\nline two \x1b[31mred"
+    total = len(failing.cases)
+    with CaseProgress(total, "http://x/\x1b[2J", file=out, live=True) as progress:
+        progress(failing.cases[0], Verdict.PASS, 1, total)
+        progress(case, case.verdict, 2, total)
+    text = out.getvalue()
+    assert f"[ 1/{total}] pass          input.malformed-json (" in text
+    assert "line one\\nline two \\x1b[31mred" in text and "\x1b[31m" not in text

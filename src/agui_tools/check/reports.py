@@ -23,10 +23,18 @@ from xml.etree import ElementTree as ET
 import orjson
 
 from .._text import html_text, terminal_text
+from ._progress import CaseProgress
 from ._report import CaseResult, CheckReport, Exchange, Tier, Verdict
 from ._rules import RULES
 
-__all__ = ["capabilities_line", "html_report", "junit_xml", "level_text", "print_report"]
+__all__ = [
+    "CaseProgress",
+    "capabilities_line",
+    "html_report",
+    "junit_xml",
+    "level_text",
+    "print_report",
+]
 
 _STYLE = {
     Verdict.PASS: "green",
