@@ -165,6 +165,33 @@ def test_terminal_report_groups_by_section(failing: CheckReport) -> None:
     assert "[TOOL-10]" in text and "FAILED" in text
 
 
+def test_the_terminal_report_reflows_at_80_columns(failing: CheckReport) -> None:
+    """#36 item 8: at 80 columns the table squeezed the observation to 2 characters a line,
+    cutting words ('RunAgentI…'). Narrow, each case is two lines: id, tier and rules, then
+    the observation wrapped at its words; wide (120), the table, its observation column
+    wide enough to read."""
+    from agui_tools._text import terminal_text
+    from agui_tools.check.reports import _headline
+
+    def render(width: int) -> str:
+        out = io.StringIO()
+        print_report(failing, Console(file=out, width=width, color_system=None))
+        return out.getvalue()
+
+    narrow = render(80)
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    flat = " ".join(narrow.split())
+    for case in failing.cases:
+        assert case.id in narrow
+        said = terminal_text(_headline(case, 90 if case.verdict is Verdict.PASS else None))
+        for word in said.split():  # every word whole: wrapped between words, never cut
+            assert len(word) > 60 or word in flat, (case.id, word)
+    wide = render(120)
+    header = next(line for line in wide.splitlines() if "observed" in line and "case" in line)
+    observed = header.split("┃")[-2]
+    assert len(observed) >= 30, header  # the observation column is wide enough to read
+
+
 def test_progress_in_a_terminal_prints_the_lines_above_a_live_bar(failing: CheckReport) -> None:
     """#36 item 7: a live bar in a TTY, the per-case lines printed above it; an agent's
     text on a line is escaped (one line, controls shown), the bar gone at the end."""

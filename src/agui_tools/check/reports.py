@@ -57,6 +57,13 @@ def _headline(case: CaseResult, limit: int | None = None) -> str:
     return text
 
 
+WIDE_TABLE = 120
+"""From this many columns the terminal report is a table with a column each for case,
+verdict, tier, rules and observation; narrower, the observation would be squeezed to a
+few characters a line, so each case is two lines: its id, tier and rules, then what was
+observed, wrapped at the words under it."""
+
+
 def print_report(report: CheckReport, console: Any = None) -> None:
     """The terminal summary: one table per section, then the totals."""
     from rich.console import Console
@@ -67,24 +74,33 @@ def print_report(report: CheckReport, console: Any = None) -> None:
         return escape(terminal_text(text))
 
     console = console or Console()
+    wide = console.width >= WIDE_TABLE
     console.print(f"[bold]agui-tools check[/bold] {shown(report.url)}")
     for section, cases in report.sections():
-        table = Table(title=section, title_justify="left", expand=True, show_lines=False)
-        table.add_column("case", no_wrap=True)
-        table.add_column("verdict", no_wrap=True, min_width=13)
-        table.add_column("tier", no_wrap=True)
-        table.add_column("rules", max_width=16)
-        table.add_column("observed", ratio=1)
+        if wide:
+            table = Table(title=section, title_justify="left", expand=True, show_lines=False)
+            table.add_column("case", no_wrap=True)
+            table.add_column("verdict", no_wrap=True, min_width=13)
+            table.add_column("tier", no_wrap=True)
+            table.add_column("rules", max_width=16)
+            table.add_column("observed", ratio=1)
+        else:
+            table = Table(
+                title=section, title_justify="left", expand=True, show_header=False, box=None
+            )
+            table.add_column("verdict", no_wrap=True, min_width=13)
+            table.add_column("case", ratio=1, overflow="fold")
         for case in cases:
             style = _STYLE[case.verdict]
-            table.add_row(
-                shown(case.id),
-                f"[{style}]{case.verdict.value}[/{style}]",
-                _tier_cell(case),
-                shown(", ".join(case.rules)),
-                # a pass says what was seen in brief; anything else says it whole
-                shown(_headline(case, 90 if case.verdict is Verdict.PASS else None)),
-            )
+            verdict = f"[{style}]{case.verdict.value}[/{style}]"
+            # a pass says what was seen in brief; anything else says it whole
+            observed = shown(_headline(case, 90 if case.verdict is Verdict.PASS else None))
+            if wide:
+                row = [shown(case.id), verdict, _tier_cell(case), shown(", ".join(case.rules))]
+                table.add_row(*row, observed)
+            else:
+                about = f"[bold]{shown(case.id)}[/bold]  {_tier_cell(case)}  "
+                table.add_row(verdict, f"{about}{shown(', '.join(case.rules))}\n{observed}")
         console.print(table)
     console.print(shown(capabilities_line(report)))
     counts = ", ".join(f"{n} {k}" for k, n in report.counts().items() if n)
