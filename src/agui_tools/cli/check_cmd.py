@@ -241,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    for target in (args.junit, args.html, args.write_baseline):
+        problem = _unwritable(target) if target else None
+        if problem is not None:  # said before the check runs, not after minutes of it
+            print(terminal_text(f"agui-tools check: cannot write {problem}"), file=sys.stderr)
+            return 2
     baseline = None
     try:
         if args.baseline and args.write_baseline:
@@ -310,3 +315,13 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(diff.lines(f"baseline {args.baseline}")), file=said)
         return diff.exit_code
     return report.exit_code
+
+
+def _unwritable(target: str) -> str | None:
+    """Why a report file cannot be written there, when that shows before the check runs."""
+    path = Path(target)
+    if path.is_dir():
+        return f"{target}: it is a directory"
+    if not path.parent.is_dir():
+        return f"{target}: {path.parent} is not a directory"
+    return None
