@@ -126,6 +126,9 @@ def test_a_slow_but_streaming_agent_is_judged_on_what_it_streamed() -> None:
     assert "still streaming when the checker's time bound of 1 s passed" in finding.message
     assert "--timeout 30" in finding.message
     assert len(case.exchanges[0].frames) > 5  # the evidence
+    # the headline every report shows says it too, not only the finding
+    assert "cut at the 1 s bound while still streaming" in case.observed
+    assert case.observed.endswith("--timeout 30")
     for cid in ("lifecycle.ids-echoed", "input.newer-version"):
         assert report.case(cid).verdict is not Verdict.NOT_EXERCISED, report.case(cid).findings
     assert report.case("lifecycle.ids-echoed").verdict is Verdict.PASS

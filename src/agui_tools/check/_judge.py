@@ -44,7 +44,7 @@ from ._report import Exchange, Finding, Verdict
 if TYPE_CHECKING:
     from ._probe import Sent
 
-__all__ = ["PRODUCER_MUSTS", "Judged", "judge_stream"]
+__all__ = ["PRODUCER_MUSTS", "Judged", "judge_stream", "slow_advice"]
 
 _RESTREAM: Final = {
     "TOOL_CALL_START": ("toolCallId", "tool call"),
@@ -77,6 +77,11 @@ class Judged:
 
     def of_type(self, kind: str) -> list[tuple[int, dict[str, Any]]]:
         return [(i, ev) for i, ev in enumerate(self.events) if ev.get("type") == kind]
+
+
+def slow_advice(bound: float) -> int:
+    """The ``--timeout`` to suggest when ``bound`` seconds cut a stream still streaming."""
+    return max(30, math.ceil(bound * 3))
 
 
 def judge_stream(
@@ -139,7 +144,7 @@ def judge_stream(
                 "TIMEOUT",
                 f"{exchange.error}: the agent was streaming, not hung, and what arrived is "
                 "judged — what it would have sent after could not be; give a slow agent more "
-                f"time: --timeout {max(30, math.ceil(slow * 3))}.",
+                f"time: --timeout {slow_advice(slow)}.",
                 at,
                 len(exchange.frames) - 1 if exchange.frames else None,
             )

@@ -19,6 +19,7 @@ from .._text import escape_controls
 from .._version import __version__
 from ._cases import CASES, SECTIONS, Case, basic_run
 from ._context import DEFAULT_TOOLS, Context, Settings, Stream
+from ._judge import slow_advice
 from ._probe import STREAM_CAP, Probe, Stalled
 from ._report import LEVELS, CaseResult, CheckReport, Finding, Verdict, worst
 from ._tiers import exercised, gate
@@ -393,7 +394,7 @@ async def _run_case(ctx: Context, case: Case, res: CaseResult) -> CaseResult:
             message = (
                 f"{what}; the agent must answer — a refusal, a stream, a terminal event — not "
                 "hang. (A stream still streaming at the bound is judged on what arrived; an "
-                f"agent this slow to start needs more time: --timeout {max(30, bound * 3):g}.)"
+                f"agent this slow to start needs more time: --timeout {slow_advice(bound)}.)"
             )
         res.findings.append(
             Finding(
@@ -417,4 +418,11 @@ async def _run_case(ctx: Context, case: Case, res: CaseResult) -> CaseResult:
     if not res.observed:
         shown = [f for f in res.findings if f.verdict is res.verdict]
         res.observed = shown[0].message if shown else "as expected"
+    slow = next((f for f in res.findings if f.rule == "TIMEOUT"), None)
+    if slow is not None and slow.message not in res.observed:
+        # what was observed is only the part that arrived: the headline says so, and what to do
+        res.observed += (
+            f" — cut at the {ctx.settings.timeout:g} s bound while still streaming, judged on "
+            f"what arrived; give a slow agent more time: --timeout {slow_advice(ctx.settings.timeout)}"
+        )
     return res
