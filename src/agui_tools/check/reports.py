@@ -23,10 +23,18 @@ from xml.etree import ElementTree as ET
 import orjson
 
 from .._text import html_text, terminal_text
+from ._progress import CaseProgress
 from ._report import CaseResult, CheckReport, Exchange, Tier, Verdict
 from ._rules import RULES
 
-__all__ = ["capabilities_line", "html_report", "junit_xml", "level_text", "print_report"]
+__all__ = [
+    "CaseProgress",
+    "capabilities_line",
+    "html_report",
+    "junit_xml",
+    "level_text",
+    "print_report",
+]
 
 _STYLE = {
     Verdict.PASS: "green",
@@ -49,6 +57,13 @@ def _headline(case: CaseResult, limit: int | None = None) -> str:
     return text
 
 
+WIDE_TABLE = 120
+"""From this many columns the terminal report is a table with a column each for case,
+verdict, tier, rules and observation; narrower, the observation would be squeezed to a
+few characters a line, so each case is two lines: its id, tier and rules, then what was
+observed, wrapped at the words under it."""
+
+
 def print_report(report: CheckReport, console: Any = None) -> None:
     """The terminal summary: one table per section, then the totals."""
     from rich.console import Console
@@ -59,28 +74,44 @@ def print_report(report: CheckReport, console: Any = None) -> None:
         return escape(terminal_text(text))
 
     console = console or Console()
+    wide = console.width >= WIDE_TABLE
     console.print(f"[bold]agui-tools check[/bold] {shown(report.url)}")
     for section, cases in report.sections():
-        table = Table(title=section, title_justify="left", expand=True, show_lines=False)
-        table.add_column("case", no_wrap=True)
-        table.add_column("verdict", no_wrap=True, min_width=13)
-        table.add_column("tier", no_wrap=True)
-        table.add_column("rules", max_width=16)
-        table.add_column("observed", ratio=1)
+        if wide:
+            table = Table(title=section, title_justify="left", expand=True, show_lines=False)
+            table.add_column("case", no_wrap=True)
+            table.add_column("verdict", no_wrap=True, min_width=13)
+            table.add_column("tier", no_wrap=True)
+            table.add_column("rules", max_width=16)
+            table.add_column("observed", ratio=1)
+        else:
+            table = Table(
+                title=section, title_justify="left", expand=True, show_header=False, box=None
+            )
+            table.add_column("verdict", no_wrap=True, min_width=13)
+            table.add_column("case", ratio=1, overflow="fold")
         for case in cases:
             style = _STYLE[case.verdict]
-            table.add_row(
-                shown(case.id),
-                f"[{style}]{case.verdict.value}[/{style}]",
-                _tier_cell(case),
-                shown(", ".join(case.rules)),
-                # a pass says what was seen in brief; anything else says it whole
-                shown(_headline(case, 90 if case.verdict is Verdict.PASS else None)),
-            )
+            verdict = f"[{style}]{case.verdict.value}[/{style}]"
+            # a pass says what was seen in brief; anything else says it whole
+            observed = shown(_headline(case, 90 if case.verdict is Verdict.PASS else None))
+            if wide:
+                row = [shown(case.id), verdict, _tier_cell(case), shown(", ".join(case.rules))]
+                table.add_row(*row, observed)
+            else:
+                about = f"[bold]{shown(case.id)}[/bold]  {_tier_cell(case)}  "
+                table.add_row(verdict, f"{about}{shown(', '.join(case.rules))}\n{observed}")
         console.print(table)
     console.print(shown(capabilities_line(report)))
     counts = ", ".join(f"{n} {k}" for k, n in report.counts().items() if n)
-    verdict = "[green]OK[/green]" if report.ok else "[bold red]FAILED[/bold red]"
+    if report.stopped:
+        console.print(f"[bold yellow]stopped[/bold yellow]: {shown(report.stopped)}")
+    if report.failed():
+        verdict = "[bold red]FAILED[/bold red]"
+    elif report.stopped:
+        verdict = "[bold yellow]INCOMPLETE[/bold yellow]"
+    else:
+        verdict = "[green]OK[/green]"
     console.print(
         f"{len(report.cases)} case(s) in {report.seconds:.1f} s: {counts} "
         f"({level_text(report)}) — {verdict}"
