@@ -522,6 +522,25 @@ def test_a_port_in_use_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
+def test_a_port_left_in_time_wait_by_a_stopped_inspector_is_free_again() -> None:
+    """Ctrl-C then ``inspect --port P`` again: the closed server's connections sit in
+    TIME_WAIT for a minute; the probe binds as the server does (SO_REUSEADDR) and lets it."""
+    import socket
+
+    from agui_tools.cli.inspect_cmd import port_problem
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = server.accept()
+            accepted.close()  # the server side closes first: its end goes to TIME_WAIT
+            assert client.recv(1) == b""
+    assert port_problem("127.0.0.1", port) is None
+
+
 # -- the page's source and its docs ---------------------------------------------------------
 
 
