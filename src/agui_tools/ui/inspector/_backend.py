@@ -486,11 +486,14 @@ class Inspector:
             transport=TeeTransport(lambda: self._current, self._sent, transport),
             timeout=DEFAULT_TIMEOUT,
         )
-        self.threads: list[dict[str, str]] = self._read_index()
-        restored = self.threads[-1]["threadId"] if self.threads else None
-        if self.threads and self.threads[-1].get("agent") in self.agents:
-            self.agent = self.threads[-1]["agent"]
-        self.session = self._new_session(restored)
+        self.threads, self._open = self._read_index()
+        # the thread open when the last inspector stopped, on the agent it was running on
+        restored = next((t for t in self.threads if t["threadId"] == self._open), None)
+        if restored is None and self.threads:
+            restored = self.threads[-1]
+        if restored is not None and restored["agent"] in self.agents:
+            self.agent = restored["agent"]
+        self.session = self._new_session(restored["threadId"] if restored else None)
 
     @property
     def url(self) -> str:
@@ -532,29 +535,42 @@ class Inspector:
 
     # -- the thread index (with a store) ---------------------------------------------------
 
-    def _read_index(self) -> list[dict[str, str]]:
+    def _read_index(self) -> tuple[list[dict[str, str]], str | None]:
+        """The threads kept (each with the agent its runs went to last) and the one open."""
         if self.store is None or self.index is None or not self.index.exists():
-            return []
+            return [], None
         try:
             data = orjson.loads(self.index.read_bytes())
             threads = data["threads"]
             assert isinstance(threads, list)
-            return [
+            kept = [
                 {"threadId": str(t["threadId"]), "agent": str(t.get("agent", ""))} for t in threads
             ]
+            current = data.get("current")
+            return kept, current if isinstance(current, str) else None
         except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AssertionError) as exc:
             raise UsageError(
                 f"cannot read the inspector's thread index {self.index}: {exc}"
             ) from None
 
     def _remember_thread(self) -> None:
+        """Note the thread open now and the agent its runs go to: the thread goes on with
+        the agent picked last, and a restart resumes what it left open there, not on the
+        agent some other thread used."""
         if self.store is None or self.index is None:
             return
         tid = self.thread_id
-        if any(t["threadId"] == tid for t in self.threads):
+        known = next((t for t in self.threads if t["threadId"] == tid), None)
+        if known is not None and known["agent"] == self.agent and self._open == tid:
             return
-        self.threads.append({"threadId": tid, "agent": self.agent})
-        self.index.write_bytes(orjson.dumps({"threads": self.threads}, option=orjson.OPT_INDENT_2))
+        if known is None:
+            self.threads.append({"threadId": tid, "agent": self.agent})
+        else:
+            known["agent"] = self.agent
+        self._open = tid
+        self.index.write_bytes(
+            orjson.dumps({"threads": self.threads, "current": tid}, option=orjson.OPT_INDENT_2)
+        )
         self.push_agents()
 
     async def start(self) -> None:
@@ -577,6 +593,7 @@ class Inspector:
         if known.get("agent") in self.agents:
             self.agent = known["agent"]
         self._start_over(known["threadId"])
+        self._remember_thread()
         await self._restore()
 
     async def _restore(self) -> None:
