@@ -193,7 +193,8 @@ def test_a_store_with_several_agents_and_the_thread_picker(
             assert problem is None, problem
         every_tab_looks_right(page, f"{width}, two threads and two agents")
         page.evaluate("window.scrollTo(0, 0)")
-        screenshot(page, f"inspector-threads-{width}.png", tmp_path)
+        shot = "inspector-threads-wide.png" if width == "wide" else "inspector-threads-phone.png"
+        screenshot(page, shot, tmp_path)
         # the agent's URL is read whole, not cut to an ellipsis nor squeezed away
         problem = painted(page, "#agent")
         assert problem is None, problem
