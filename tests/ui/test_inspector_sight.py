@@ -22,6 +22,7 @@ from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector
 from tests.helpers.scripted_server import serve
 from tests.helpers.sight import (
+    ARTEFACTS,
     assert_looks_right,
     match_reference,
     only_painted,
@@ -246,3 +247,40 @@ def test_the_pages_look_as_their_references(browser: Any, tmp_path: Path) -> Non
             page.get_by_role("tab", name="State", exact=True).click()
             page.locator(".tabs").scroll_into_view_if_needed()
             match_reference(page, "inspector-state-390.png", mask=[page.locator("#agent")])
+
+
+# -- the HTML check report -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def check_page() -> str:
+    """``agui-tools check``'s HTML report of the demo agent (real HTTP on loopback)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agui_tools.check import acheck_agent
+    from agui_tools.check.reports import html_report
+
+    async def main() -> str:
+        async with serving(agent_app(demo_agent(delay=0), path="/agent")) as base:
+            report = await acheck_agent(f"{base}/agent", sections=["frontend", "interrupts"])
+        return html_report(report)
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        return pool.submit(asyncio.run, main()).result(120)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_html_check_report_fits_the_window(browser: Any, check_page: str, width: str) -> None:
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h})
+    try:
+        page = context.new_page()
+        page.set_content(check_page)
+        assert page.locator("table.summary tr").count() > 5
+        shots = ARTEFACTS / "ui-shots"
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / f"check-report-{width}.png"), full_page=True)
+        assert_looks_right(page, f"{width}, the check report", ["main > *", "header > *"])
+    finally:
+        context.close()
