@@ -20,7 +20,7 @@ from ...app._conversation import CallUpdate, Conversation
 from ...app._interrupts import Interrupt, Resolution
 from ...app._updates import shown as shown_arguments
 from ...transport._session import Approval, Session
-from ._hub import PREVIEW_LIMIT, Hub, Refused, bounded
+from ._hub import PREVIEW_LIMIT, Hub, Refused, bounded, schema_errors
 
 __all__ = ["OPEN", "Cards"]
 
@@ -113,9 +113,7 @@ class Cards:
             if call.effective_arguments is None:  # unparseable: the text is what there is
                 card.update(bounded("text", call.text))
             card["edited"] = call.edited is not None
-            card["errors"] = [
-                {"path": e.path, "keyword": e.keyword, "message": e.message} for e in call.errors
-            ]
+            card["errors"] = schema_errors(call.errors)
             card["advertised"] = call.advertised
         elif update.has_arguments:  # a snapshot restated the call: what runs, not the preview
             card.update(bounded("arguments", update.arguments))
@@ -222,9 +220,7 @@ class Cards:
                 raise Refused(
                     422,
                     "the payload does not satisfy the interrupt's responseSchema",
-                    errors=[
-                        {"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors
-                    ],
+                    errors=schema_errors(errors),
                 )
             resolution = Resolution.resolve(payload)
         elif action == "cancel":
@@ -297,9 +293,7 @@ class Cards:
                 raise Refused(
                     422,
                     "the edited arguments do not match the tool's schema (TOOL-21)",
-                    errors=[
-                        {"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors
-                    ],
+                    errors=schema_errors(errors),
                 )
             approval = Approval(True, arguments, reason)
         else:

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import orjson
 
-__all__ = ["PREVIEW_LIMIT", "VALUE_LIMIT", "Busy", "Hub", "Refused", "bounded", "compact", "now_ms"]
+__all__ = [
+    "PREVIEW_LIMIT",
+    "VALUE_LIMIT",
+    "Busy",
+    "Hub",
+    "Refused",
+    "bounded",
+    "compact",
+    "now_ms",
+    "schema_errors",
+]
 
 
 class Refused(Exception):
@@ -25,6 +35,11 @@ class Refused(Exception):
         self.status = status
         self.message = message
         self.extra = extra
+
+
+def schema_errors(errors: Iterable[Any]) -> list[dict[str, Any]]:
+    """Schema errors as the page shows them, each by its field (its JSON Pointer ``path``)."""
+    return [{"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors]
 
 
 class Busy(Refused):

@@ -17,7 +17,7 @@ from ...app._calls import CallStatus
 from ...app._tools import ToolSpec
 from ...app._validation import ArgumentValidator, InvalidToolSchema
 from ...transport._session import Session
-from ._hub import Hub, Refused
+from ._hub import Hub, Refused, schema_errors
 
 __all__ = ["MOCK_TIMEOUT", "MockTool", "MockToolFailed", "Mocks"]
 
@@ -134,9 +134,7 @@ class Mocks:
                 raise Refused(
                     422,
                     "the answer does not match the tool's result schema",
-                    errors=[
-                        {"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors
-                    ],
+                    errors=schema_errors(errors),
                 )
             outcome = (True, value)
         if not future.done():
