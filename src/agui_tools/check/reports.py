@@ -255,12 +255,13 @@ main{padding:20px 28px;max-width:1200px}
 .counts .badge{margin-right:6px;font-size:13px}
 table.summary{border-collapse:collapse;width:100%;background:#fff;margin:10px 0 24px}
 table.summary td,table.summary th{border-bottom:1px solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}
+table.summary td,dd{overflow-wrap:anywhere}
 table.summary th{background:#eef0f3;font-size:12px;text-transform:uppercase;color:#4b5563}
 table.summary tr.section td{background:#f0f2f5;font-weight:600}
 a{color:#1d4ed8;text-decoration:none}
 section.case{background:#fff;border:1px solid #e5e7eb;border-radius:6px;margin:0 0 16px;padding:12px 16px}
 section.case h3{margin:0 0 6px;font-size:16px}
-dl{display:grid;grid-template-columns:110px 1fr;gap:4px 12px;margin:8px 0}
+dl{display:grid;grid-template-columns:110px minmax(0,1fr);gap:4px 12px;margin:8px 0}
 dt{color:#6b7280}dd{margin:0}
 .rule{margin:2px 0}.rule code{font-weight:600}
 ul.findings{margin:6px 0;padding-left:18px}
@@ -273,6 +274,9 @@ ol.events li.offending{background:#7f1d1d;color:#fff;outline:2px solid #f87171}
 ol.events li.warning{background:#713f12;color:#fff}
 ol.events li.omitted{list-style:none;color:#94a3b8;font-style:italic}
 .exchange h4{margin:10px 0 2px;font-size:13px}
+@media (max-width:640px){header,main{padding-left:12px;padding-right:12px}
+ dl{grid-template-columns:minmax(0,1fr)}dt{margin-top:4px}
+ table.summary td,table.summary th{padding:4px}}
 """
 
 

@@ -1,7 +1,10 @@
 """The browser face: ``agui-tools inspect URL`` — a web page that drives any AG-UI agent.
 
 ``_backend``  the :class:`Inspector`: one Session driven for a page, told as a
-              replayable log of JSON messages (the :class:`Hub`)
+              replayable log of JSON messages; its threads, turns and runs
+``_hub``      the :class:`Hub` (that log) and the bounds of its messages
+``_cards``    the tool-call cards, consent questions and interrupts (a mixin)
+``_mocks``    mock tools defined in the page and answered there (a mixin)
 ``_app``      the Starlette app: the page, its SSE message stream, the posts it
               may make, and the Host/Origin/token checks in front of all of it
 ``_capture``  each run's input as sent and body as received, for export
