@@ -17,12 +17,12 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from agui_tools.app._recorded import RecordedRun
 from agui_tools.demo.agent import demo_agent
 from agui_tools.testing import serving
 from agui_tools.transport import agent_app
@@ -58,18 +58,17 @@ class Face:
         return ("\r\n".join(lines) + f"\r\n{extra}content-length: {length}\r\n\r\n").encode()
 
 
-def _capture(folder: Path) -> Path:
-    events = [
+RECORDED = RecordedRun(
+    "inline",
+    [
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
         {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
-    ]
-    path = folder / "run.sse"
-    path.write_text("".join(f"data: {json.dumps(e)}\n\n" for e in events))
-    return path
+    ],
+)
 
 
 @asynccontextmanager
-async def served(name: str, folder: Path, **limits: Any) -> AsyncIterator[Face]:
+async def served(name: str, **limits: Any) -> AsyncIterator[Face]:
     """The face ``name`` on loopback with these front limits (``body_timeout``,
     ``max_concurrency``)."""
     async with AsyncExitStack() as stack:
@@ -83,7 +82,7 @@ async def served(name: str, folder: Path, **limits: Any) -> AsyncIterator[Face]:
             app = ProxyApp(f"{agent}/", **limits)
             stack.push_async_callback(app.aclose)
         elif name == "mock":
-            app = mock_app(_capture(folder), timing="fast", **limits)
+            app = mock_app(RECORDED, timing="fast", **limits)
         else:
             inspector = Inspector(f"{agent}/")
             stack.push_async_callback(inspector.aclose)
@@ -125,11 +124,9 @@ def _run(test: Any) -> None:
 
 
 @pytest.mark.parametrize("name", FACES)
-def test_a_body_that_stops_half_way_gets_408_at_the_body_deadline(
-    name: str, tmp_path: Path
-) -> None:
+def test_a_body_that_stops_half_way_gets_408_at_the_body_deadline(name: str) -> None:
     async def go() -> None:
-        async with served(name, tmp_path, body_timeout=0.5) as face:
+        async with served(name, body_timeout=0.5) as face:
             half = face.body[: len(face.body) // 2]
             answer = await _answer(face, face.head(len(face.body)) + half)
         assert _status(answer) == 408, answer
@@ -139,11 +136,9 @@ def test_a_body_that_stops_half_way_gets_408_at_the_body_deadline(
 
 
 @pytest.mark.parametrize("name", FACES)
-def test_past_the_concurrency_cap_a_request_gets_503_then_is_served(
-    name: str, tmp_path: Path
-) -> None:
+def test_past_the_concurrency_cap_a_request_gets_503_then_is_served(name: str) -> None:
     async def go() -> None:
-        async with served(name, tmp_path, max_concurrency=2, body_timeout=30) as face:
+        async with served(name, max_concurrency=2, body_timeout=30) as face:
             held = [await _open(face, face.head(len(face.body))) for _ in range(2)]
             try:
                 async with httpx.AsyncClient(timeout=BOUND) as client:
@@ -174,9 +169,9 @@ def test_past_the_concurrency_cap_a_request_gets_503_then_is_served(
 
 
 @pytest.mark.parametrize("name", FACES)
-def test_a_body_declared_over_the_limit_is_413_before_it_is_sent(name: str, tmp_path: Path) -> None:
+def test_a_body_declared_over_the_limit_is_413_before_it_is_sent(name: str) -> None:
     async def go() -> None:
-        async with served(name, tmp_path) as face:
+        async with served(name) as face:
             answer = await _answer(face, face.head(10**9))
         assert _status(answer) == 413, answer
         assert b"max_body_bytes" in answer
@@ -185,11 +180,11 @@ def test_a_body_declared_over_the_limit_is_413_before_it_is_sent(name: str, tmp_
 
 
 @pytest.mark.parametrize("name", FACES)
-def test_a_body_longer_than_the_limit_is_413_as_it_arrives(name: str, tmp_path: Path) -> None:
+def test_a_body_longer_than_the_limit_is_413_as_it_arrives(name: str) -> None:
     """No Content-Length to trust: chunked, counted while reading."""
 
     async def go() -> None:
-        async with served(name, tmp_path) as face:
+        async with served(name) as face:
             head = face.head(0).replace(b"content-length: 0", b"transfer-encoding: chunked")
             chunk = b"%x\r\n%s\r\n" % (1024 * 1024, b" " * 1024 * 1024)
             reader, writer = await _open(face, head)
@@ -217,12 +212,12 @@ async def _read_some(reader: asyncio.StreamReader) -> bytes:
 
 
 @pytest.mark.parametrize("name", FACES)
-def test_a_head_over_the_limit_is_431_and_closed(name: str, tmp_path: Path) -> None:
+def test_a_head_over_the_limit_is_431_and_closed(name: str) -> None:
     """A head still incomplete past h11's 16 KiB (a head that arrives whole in one read
     of the socket is parsed whole: what is bounded is what is held waiting)."""
 
     async def go() -> None:
-        async with served(name, tmp_path) as face:
+        async with served(name) as face:
             big = f"x-padding: {'a' * 100_000}\r\n"
             answer = await _answer(face, face.head(len(face.body), extra=big)[:-4])
         assert _status(answer) == 431, answer
@@ -232,9 +227,9 @@ def test_a_head_over_the_limit_is_431_and_closed(name: str, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("name", FACES)
-def test_a_host_the_face_is_not_reached_by_is_403(name: str, tmp_path: Path) -> None:
+def test_a_host_the_face_is_not_reached_by_is_403(name: str) -> None:
     async def go() -> None:
-        async with served(name, tmp_path) as face:
+        async with served(name) as face:
             answer = await _answer(face, face.head(len(face.body), host="evil.test") + face.body)
         assert _status(answer) == 403, answer
         assert b"evil.test" in answer and b"DNS-rebinding" in answer
@@ -243,9 +238,9 @@ def test_a_host_the_face_is_not_reached_by_is_403(name: str, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("name", FACES)
-def test_head_is_answered_without_a_body(name: str, tmp_path: Path) -> None:
+def test_head_is_answered_without_a_body(name: str) -> None:
     async def go() -> None:
-        async with served(name, tmp_path) as face:
+        async with served(name) as face:
             path = "/" if name == "inspect" else face.path  # the inspector's page
             request = (
                 f"HEAD {path} HTTP/1.1\r\nhost: 127.0.0.1:{face.port}\r\nconnection: close\r\n\r\n"
