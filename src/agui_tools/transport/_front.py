@@ -153,7 +153,18 @@ class Front:
         self.active = 0
         """Requests being served now."""
         self.closing = False
-        """Set when the face shuts down: new requests are refused (503)."""
+        """Set when the face shuts down (:meth:`close`): new requests are refused (503)."""
+        self._reading: set[asyncio.Task[Any]] = set()
+        self._stopped: set[asyncio.Task[Any]] = set()
+
+    def close(self) -> None:
+        """The face shuts down: new requests get 503, and so do those still sending
+        their bodies — at once, not when the server's grace period cancels them
+        (which answers them nothing and logs an error per request)."""
+        self.closing = True
+        for task in self._reading - self._stopped:
+            self._stopped.add(task)
+            task.cancel()
 
     # -- the ASGI faces of the front --------------------------------------------------
 
@@ -199,11 +210,7 @@ class Front:
 
     def _admit(self, headers: Headers) -> None:
         if self.closing:
-            raise Refusal(
-                503,
-                {"path": "", "message": f"the {self.who} is shutting down; retry."},
-                close=True,
-            )
+            raise self._shutting_down()
         if self.max_concurrency is not None and self.active >= self.max_concurrency:
             raise Refusal(
                 503,
@@ -229,6 +236,21 @@ class Front:
 
     async def read_body(self, scope: Scope, receive: Receive) -> bytes:
         """The whole body, under ``body_timeout`` and ``max_body_bytes``."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._reading.add(task)
+        try:
+            return await self._read_body_in_time(scope, receive)
+        except asyncio.CancelledError:
+            if task not in self._stopped:
+                raise
+            task.uncancel()  # cancelled by close(): answered, not cancelled
+            raise self._shutting_down() from None
+        finally:
+            self._reading.discard(task)
+            self._stopped.discard(task)
+
+    async def _read_body_in_time(self, scope: Scope, receive: Receive) -> bytes:
         if self.body_timeout is None:
             return await self._read_body(scope, receive)
         try:
@@ -269,6 +291,11 @@ class Front:
                 raise self._too_large()
             if not message.get("more_body", False):
                 return bytes(body)
+
+    def _shutting_down(self) -> Refusal:
+        return Refusal(
+            503, {"path": "", "message": f"the {self.who} is shutting down; retry."}, close=True
+        )
 
     def _too_large(self) -> Refusal:
         return Refusal(

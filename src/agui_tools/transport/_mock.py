@@ -484,7 +484,7 @@ class MockEndpoint(AgentEndpoint):
         then end the rest: a stall or a recorded gap is cut short, the stream ends with
         ``RUN_ERROR`` ``ServerShuttingDown`` and its body is closed — as
         :meth:`AgentEndpoint.shutdown` ends an agent's runs. Returns how many were ended."""
-        self.closing = True
+        self.front.close()
         return await end_in_flight(self._streams, self._stopped, grace)
 
     def _check_faults(self) -> None:

@@ -298,6 +298,7 @@ class ProxyApp:
         cut short and its frontend given the body's end; a request the upstream has
         not answered yet is answered 503 (counted as cut short too). Waits
         (``timeout`` at most) for those exchanges to be over, their verdicts in."""
+        self.front.close()  # a request still sending its body is answered 503 now
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
         if not self._stop.done():

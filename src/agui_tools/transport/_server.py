@@ -267,15 +267,6 @@ class AgentEndpoint:
         self._runs: set[asyncio.Task[None]] = set()
         self._ended_by_shutdown: set[asyncio.Task[None]] = set()
 
-    @property
-    def closing(self) -> bool:
-        """Set by :meth:`shutdown`: new requests are refused (503, ``Connection: close``)."""
-        return self.front.closing
-
-    @closing.setter
-    def closing(self, value: bool) -> None:
-        self.front.closing = value
-
     async def shutdown(self, grace: float) -> int:
         """Stop taking runs; let those in flight finish for ``grace`` seconds; end the rest.
 
@@ -283,10 +274,11 @@ class AgentEndpoint:
         ``asyncio.CancelledError``) and its stream ends with ``RUN_ERROR``
         ``ServerShuttingDown`` — a terminal event, so its client knows the run
         ended rather than seeing a cut stream (TRANS-1) — and the body is closed.
-        Requests arriving meanwhile (on a kept-alive connection) get 503. Returns
+        Requests arriving meanwhile (on a kept-alive connection), and those still
+        sending their bodies, get 503. Returns
         how many runs were ended that way. ``serve`` calls it on SIGTERM/SIGINT.
         """
-        self.closing = True
+        self.front.close()
 
         def said(left: int) -> None:
             log.warning(
