@@ -62,14 +62,13 @@ from ..app._recorded import (
 from ..app._watch import binding_of
 from ..wire._codec import encode_json
 from ..wire._framing import sse_comment, sse_frame
+from ._front import Refusal, refuse
 from ._server import (
     _INTERNAL_ERROR,
     _PROTO_HEADERS,
     _SHUTDOWN_ERROR,
     _SSE_HEADERS,
     AgentEndpoint,
-    _refuse,
-    _Rejected,
     accepts_proto,
     end_in_flight,
     routed,
@@ -485,7 +484,7 @@ class MockEndpoint(AgentEndpoint):
         then end the rest: a stall or a recorded gap is cut short, the stream ends with
         ``RUN_ERROR`` ``ServerShuttingDown`` and its body is closed — as
         :meth:`AgentEndpoint.shutdown` ends an agent's runs. Returns how many were ended."""
-        self.closing = True
+        self.front.close()
         return await end_in_flight(self._streams, self._stopped, grace)
 
     def _check_faults(self) -> None:
@@ -497,26 +496,42 @@ class MockEndpoint(AgentEndpoint):
                     f"has {longest} events, numbered from 0)"
                 )
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Every request counted and told (``on_request``) — one the front or the
+        judge refused too, with what it was answered."""
         self.requests += 1
         number = self.requests
-        faults = [f for f in self.faults if f.applies(number)]
-        status = next((f for f in faults if f.kind == "status"), None)
-        if status is not None:
-            await self._fault_status(status, number, scope, receive, send)
-            self._said(number, status.status, f"fault {status}")
-            return
         refusal: list[Any] = []  # the status and body of a refusal, as sent
+        told = False
 
         async def noted(message: Any) -> None:
             refusal.append(message.get("status", message.get("body", b"")))
             await send(message)
 
-        run_input = await self._admit(scope, receive, noted)
-        if run_input is None:
+        async def serve(scope: Scope, receive: Receive, _noted: Send) -> None:
+            nonlocal told  # (a refusal of the judge is noted; an answer is not kept)
+            told = await self._reply(number, scope, receive, send, noted)
+
+        await self.front.serve(scope, receive, noted, serve, check=self._check_head)
+        if not told:
             status_code = refusal[0] if refusal else 499  # 499: the client left first
             self._said(number, status_code, _problem(b"".join(refusal[1:])))
-            return
+
+    async def _reply(
+        self, number: int, scope: Scope, receive: Receive, send: Send, noted: Send
+    ) -> bool:
+        """The answer to request ``number``, its body read; ``False`` when the judge
+        refused the input (sent through ``noted``: the caller tells it) or the client
+        left."""
+        faults = [f for f in self.faults if f.applies(number)]
+        status = next((f for f in faults if f.kind == "status"), None)
+        if status is not None:
+            await self._fault_status(status, number, send)
+            self._said(number, status.status, f"fault {status}")
+            return True
+        run_input = await self._admit(scope, receive, noted)
+        if run_input is None:
+            return False
         binary = accepts_proto(Headers(scope=scope).get("accept"))
         chosen = self.matcher.choose(run_input, take=False)
         why = self.sse_only.get(id(chosen)) if binary else None
@@ -526,18 +541,16 @@ class MockEndpoint(AgentEndpoint):
                 f"the recorded run {chosen.source} cannot be served in the binary binding "
                 f"(TRANS-7): {why}; ask for text/event-stream (it is served over SSE)"
             )
-            rejected = _Rejected(406, {"rule": "TRANS-7", "path": "", "message": message})
-            await _refuse(scope, receive, send, rejected)
+            rejected = Refusal(406, {"rule": "TRANS-7", "path": "", "message": message})
+            await refuse(scope, receive, send, rejected)
             self._said(number, 406, message)
-            return
+            return True
         chosen = self.matcher.choose(run_input)
         if isinstance(chosen, Miss):
-            rejected = _Rejected(
-                chosen.status, {"rule": None, "path": "", "message": chosen.message}
-            )
-            await _refuse(scope, receive, send, rejected)
+            rejected = Refusal(chosen.status, {"rule": None, "path": "", "message": chosen.message})
+            await refuse(scope, receive, send, rejected)
             self._said(number, chosen.status, chosen.message)
-            return
+            return True
         if chosen.as_recorded:
             await _answer(
                 send, chosen.status, chosen.body, chosen.content_type, location=chosen.location
@@ -545,7 +558,7 @@ class MockEndpoint(AgentEndpoint):
             shown = ", ".join(str(f) for f in faults if f.kind != "status")
             unapplied = f" (faults {shown} not applied: it has no events)" if shown else ""
             self._said(number, chosen.status, f"the recorded answer of {chosen.source}{unapplied}")
-            return
+            return True
         shown = ", ".join(str(f) for f in faults if f.kind != "status")
         self._said(
             number,
@@ -555,21 +568,14 @@ class MockEndpoint(AgentEndpoint):
             f"{'protobuf' if binary else 'SSE'}{', faults ' + shown if shown else ''})",
         )
         await self._replay(chosen, run_input, faults, receive, send, binary=binary)
+        return True
 
     def _said(self, number: int, status: int, text: str) -> None:
         if self.on_request is not None:
             self.on_request(number, status, text)
 
-    async def _fault_status(
-        self, fault: Fault, number: int, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        try:
-            await self._read_body_in_time(scope, receive)  # the body read whole, then refused
-        except _Rejected as rejected:
-            await _refuse(scope, receive, send, rejected)
-            return
-        except Exception:  # the client left
-            return
+    async def _fault_status(self, fault: Fault, number: int, send: Send) -> None:
+        """The status fault's answer (the front has read the body whole)."""
         if fault.body is None:
             body = orjson.dumps(
                 {
