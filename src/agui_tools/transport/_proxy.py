@@ -67,12 +67,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.cookiejar
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from email.utils import formatdate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -325,7 +326,7 @@ class ProxyApp:
                 "(--allow-host lists others).",
             )
             return
-        wrong = self._path_problem(scope)
+        wrong = self._path_problem(scope) or self._query_problem(scope)
         if wrong is not None:
             await _answer(scope, receive, send, 400, wrong)
             return
@@ -484,11 +485,32 @@ class ProxyApp:
             "— refused, not normalised (send the path without '.' or '..' segments)."
         )
 
+    def _query_problem(self, scope: Scope) -> str | None:
+        """Why the request's query cannot go upstream (``None``: it can): it names a
+        parameter of ``upstream``'s own query (``?code=KEY``). Forwarded, it would
+        be a duplicate a last-wins parser reads as the frontend's value — refused,
+        not dropped. Names are compared as a parser may read them: percent- and
+        ``+``-decoded, spaces stripped, case folded (:func:`_query_names`)."""
+        own = _query_names(urlsplit(self.upstream).query)
+        if not own:
+            return None
+        asked = _query_names(scope.get("query_string", b"").decode("latin-1"))
+        clash = sorted(own.keys() & asked.keys())
+        if not clash:
+            return None
+        names = ", ".join(shown(asked[c]) for c in clash)
+        return (
+            f"agui-tools proxy: the request's query sets {names}, a parameter of UPSTREAM's "
+            f"own query ({', '.join(shown(own[c]) for c in clash)}): a frontend cannot "
+            "override or duplicate it — refused, not forwarded (drop it from the request)."
+        )
+
     def _target(self, scope: Scope) -> str:
         """The upstream URL of a request: ``upstream``'s path, then the request's path
         below the proxy's root as the frontend sent it (``/`` is ``upstream`` itself);
         ``upstream``'s query, then the request's (``?code=KEY`` + ``?x=1`` is
-        ``?code=KEY&x=1``)."""
+        ``?code=KEY&x=1``) — a request naming one of ``upstream``'s parameters never
+        gets here (:meth:`_query_problem`)."""
         base = urlsplit(self.upstream)
         raw: bytes = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
         sub = raw.decode("latin-1")
@@ -999,6 +1021,17 @@ def _dated(send: Send) -> Send:
         await send(message)
 
     return sending
+
+
+def _query_names(query: str) -> dict[str, str]:
+    """A query's parameter names, each as the most lenient parser reads it (split at
+    ``&`` and ``;``, percent- and ``+``-decoded, stripped, case-folded) → as written."""
+    names: dict[str, str] = {}
+    for pair in re.split("[&;]", query):
+        name = pair.split("=", 1)[0]
+        if pair:
+            names.setdefault(unquote_plus(name, encoding="latin-1").strip().casefold(), name)
+    return names
 
 
 def _with_query(raw_path: bytes, scope: Scope) -> str:
