@@ -35,9 +35,11 @@ are capped at ``max_gap`` (:data:`DEFAULT_MAX_GAP`).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +51,7 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from .._errors import UsageError
-from .._text import guarded_logger
+from .._text import cut, escape_controls, guarded_logger, shown
 from ..app._recorded import (
     MATCH_MODES,
     Matcher,
@@ -78,6 +80,8 @@ from ._server import (
 __all__ = [
     "DEFAULT_MAX_GAP",
     "FAULT_KINDS",
+    "MAX_CAPTURE_BYTES",
+    "MAX_META_BYTES",
     "Fault",
     "MockEndpoint",
     "load_captures",
@@ -97,6 +101,16 @@ _FAULT_SYNTAX: Final = (
 _BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json", ".body")
 _EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json|body)$")
 _INPUT: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.input\.json$")
+MAX_CAPTURE_BYTES: Final = 256 * 1024 * 1024
+"""The largest capture body (``NNNN.sse``, ``run --save`` file …) or run input the mock
+loads: a larger one is left out and said (docs/cli.md, ``mock``)."""
+MAX_META_BYTES: Final = 64 * 1024
+"""The largest ``NNNN.meta.json`` (a status, a content type, a location)."""
+MAX_HEADER_CHARS: Final = 8 * 1024
+"""The longest ``contentType`` or ``location`` a recorded answer replays."""
+_NOT_IN_A_HEADER: Final = re.compile(r"[^\t\x20-\x7e\x80-\xff]")
+"""What a replayed header value may not hold (RFC 9110 §5.5): CR, LF, NUL, the other
+controls, and what is no Latin-1 byte."""
 _NO_BODY: Final = frozenset({204, 304})
 """Statuses whose answer has no body (and no ``Content-Length``, RFC 9110 §8.6)."""
 _NOT_PROTOBUF: Final = b"\xff\xff\xff\xff"  # an unfinished varint tag: no message decodes
@@ -289,11 +303,44 @@ def _body_of(path: Path) -> Path:
     return path
 
 
-def _read(path: Path) -> bytes:
+class _LeftOut(Exception):
+    """A file of a recording that the mock does not trust: why (one line)."""
+
+
+def _read(path: Path, *, follow: bool = False, limit: int | None = None) -> bytes:
+    """The file's bytes, read only if it is a regular file of at most ``limit`` bytes
+    (:data:`MAX_CAPTURE_BYTES`), opened without following a link unless ``follow`` (a
+    path the user named) and without blocking (a FIFO is no capture: never waited on);
+    never read past the cap, whatever the size said. :class:`_LeftOut` when it is none
+    of that, :class:`UsageError` when it cannot be read."""
+    cap = MAX_CAPTURE_BYTES if limit is None else limit
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        return path.read_bytes()
+        fd = os.open(path, flags)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _LeftOut(
+                f"{path}: not replayed: a symbolic link (a recording's files are read as "
+                "regular files, links never followed)"
+            ) from None
         raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
+    with open(fd, "rb", buffering=0) as file:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a FIFO" if stat.S_ISFIFO(kind) else "a directory" if stat.S_ISDIR(kind) else ""
+            raise _LeftOut(
+                f"{path}: not replayed: not a regular file{f' ({what})' if what else ''}"
+            )
+        too_big = _LeftOut(f"{path}: not replayed: larger than {cap:,} bytes (the mock's cap)")
+        if os.fstat(fd).st_size > cap:
+            raise too_big  # not read at all
+        try:
+            data: bytes = file.read(cap + 1)  # one buffer, never past the cap (a growing file)
+        except OSError as exc:
+            raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
+        if len(data) > cap:
+            raise too_big
+    return data
 
 
 def _load_dir(folder: Path, skipped: list[str]) -> list[RecordedRun]:
@@ -333,24 +380,31 @@ def _load_file(
 ) -> list[RecordedRun]:
     """The runs of one capture file; in a directory (``exchange``), one that cannot be
     replayed is said in ``skipped`` and left out (a file named alone is refused)."""
-    data = _read(path)
     stem = path.name.rsplit(".", 1)[0]
     source = str(path)
-    run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
-    meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
     answer: RecordedRun | str | None = None
+    try:
+        # the meta first: it is small, and it may leave the exchange out unread
+        meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
+        run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
+        data = _read(path, follow=not exchange)
+    except _LeftOut as exc:
+        answer, source = str(exc), ""
+        meta = run_input = None
+        data = b""
     if meta is not None:
         streamed = path.suffix in (".sse", ".pb", ".ndjson")
         answer = _recorded_answer(source, data, run_input, meta, f"{stem}.meta.json", streamed)
-    elif exchange and path.suffix == ".body":
+    elif exchange and path.suffix == ".body" and answer is None:
         answer = (
             f"not replayed: no {stem}.meta.json beside it records the answer's status and "
             "content type (a proxy recording writes one per exchange)"
         )
     if isinstance(answer, str):
+        said = f"{source}: {answer}" if source else answer
         if skipped is None:
-            raise UsageError(f"{source}: {answer}")
-        skipped.append(f"{source}: {answer}")
+            raise UsageError(said)
+        skipped.append(said)
         return []
     if answer is not None:
         return [answer]
@@ -377,9 +431,13 @@ def _recorded_answer(
     by its ``contentType``, or, when the meta has none, by the file's (``streamed``)."""
     status = meta.get("status")
     if isinstance(status, bool) or not isinstance(status, int):
-        return f"not replayed: {meta_name} records no answer status (status {status!r})"
+        return f"not replayed: {meta_name} records no answer status (status {_said(status)})"
     if not 200 <= status <= 599:
         return f"not replayed: {meta_name} records status {status}; the mock replays 200-599"
+    for field in ("contentType", "location"):
+        wrong = _header_problem(meta.get(field))
+        if wrong is not None:
+            return f"not replayed: {meta_name}'s {field} {wrong}"
     kind = meta.get("contentType")
     content_type = kind if isinstance(kind, str) else None
     if status == 200 and (
@@ -406,11 +464,34 @@ def _recorded_answer(
     )
 
 
-def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
-    if not path.exists():
+def _said(value: Any) -> str:
+    """A recorded value in a start-up line: escaped, one line, cut."""
+    return shown(value, 80) if isinstance(value, str) else escape_controls(cut(repr(value), 80))
+
+
+def _header_problem(value: Any) -> str | None:
+    """Why a meta field cannot be replayed as a header value (``None``: absent, or it can)."""
+    if value is None:
         return None
+    if not isinstance(value, str):
+        return f"is no string ({_said(value)})"
+    if len(value) > MAX_HEADER_CHARS:
+        return f"is {len(value):,} characters long (at most {MAX_HEADER_CHARS:,} are replayed)"
+    bad = _NOT_IN_A_HEADER.search(value)
+    if bad is not None:
+        return (
+            f"{_said(value)} holds {_said(bad.group(0))}, which no header value may hold "
+            "(a CR or LF would end the header: RFC 9110 §5.5)"
+        )
+    return None
+
+
+def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
+    if not os.path.lexists(path):  # a dangling link is there too: read, and refused
+        return None
+    limit = MAX_META_BYTES if path.name.endswith(".meta.json") else MAX_CAPTURE_BYTES
     try:
-        document = orjson.loads(_read(path))
+        document = orjson.loads(_read(path, limit=limit))
     except orjson.JSONDecodeError as exc:
         raise UsageError(f"{path}: the {what} is not valid JSON ({exc})") from None
     if not isinstance(document, dict):
