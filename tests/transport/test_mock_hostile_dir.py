@@ -18,7 +18,7 @@ import pytest
 from agui_tools import UsageError
 from agui_tools.testing import serving
 from agui_tools.transport import mock_app
-from agui_tools.transport._mock import MAX_META_BYTES, load_captures
+from agui_tools.transport._captures import MAX_META_BYTES, load_captures
 
 INPUT = {
     "threadId": "T1",
@@ -139,7 +139,7 @@ def test_a_file_past_its_cap_is_left_out(tmp_path: Path, monkeypatch: pytest.Mon
     )
     runs, skipped = loaded(folder)
     assert runs == 1 and "0001.meta.json" in skipped[0] and f"{MAX_META_BYTES:,}" in skipped[0]
-    monkeypatch.setattr("agui_tools.transport._mock.MAX_CAPTURE_BYTES", 400)
+    monkeypatch.setattr("agui_tools.transport._captures.MAX_CAPTURE_BYTES", 400)
     (folder / "0002.sse").write_bytes(b": pad\n" * 100 + (folder / "0002.sse").read_bytes())
     with pytest.raises(UsageError, match=r"0002\.sse.*larger than"):
         loaded(folder)  # nothing left to replay: said, naming why
