@@ -54,6 +54,8 @@ def upstream(seen: list[bytes]) -> Starlette:
         "x=1;code=EVIL",  # split at ";" by some parsers
         "CODE=EVIL",  # case-insensitive parsers (ASP.NET, Azure Functions) read it too
         "code+=EVIL",  # '+' is a space to form parsers, and some strip it: 'code' again
+        "code[]=EVIL",  # PHP and Rails read 'code[]' as 'code' (an array, last wins)
+        "code%5Bx%5D=EVIL",  # the same, percent-encoded
     ],
 )
 def test_a_frontend_cannot_override_or_duplicate_an_upstream_parameter(query: str) -> None:
@@ -63,6 +65,15 @@ def test_a_frontend_cannot_override_or_duplicate_an_upstream_parameter(query: st
     assert answer.status_code == 400, answer.text
     assert "'code'" in answer.text and "UPSTREAM" in answer.text, answer.text
     assert seen == []  # nothing went upstream
+
+
+@pytest.mark.parametrize("query", ["api.key=EVIL", "api+key=EVIL", "API_KEY=EVIL"])
+def test_php_s_reading_of_names_is_covered_too(query: str) -> None:
+    seen: list[bytes] = []
+    with serve(upstream(seen)) as base, proxied(f"{base}/agent?api_key=KEY") as px:
+        answer = post(f"{px.url}?{query}", INPUT)
+    assert answer.status_code == 400 and "'api_key'" in answer.text, answer.text
+    assert seen == []
 
 
 def test_the_frontend_s_other_parameters_follow_upstream_s() -> None:

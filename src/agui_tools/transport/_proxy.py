@@ -489,8 +489,8 @@ class ProxyApp:
         """Why the request's query cannot go upstream (``None``: it can): it names a
         parameter of ``upstream``'s own query (``?code=KEY``). Forwarded, it would
         be a duplicate a last-wins parser reads as the frontend's value — refused,
-        not dropped. Names are compared as a parser may read them: percent- and
-        ``+``-decoded, spaces stripped, case folded (:func:`_query_names`)."""
+        not dropped. Names are compared as the most lenient parser reads them
+        (:func:`_query_names`)."""
         own = _query_names(urlsplit(self.upstream).query)
         if not own:
             return None
@@ -1024,13 +1024,16 @@ def _dated(send: Send) -> Send:
 
 
 def _query_names(query: str) -> dict[str, str]:
-    """A query's parameter names, each as the most lenient parser reads it (split at
-    ``&`` and ``;``, percent- and ``+``-decoded, stripped, case-folded) → as written."""
+    """A query's parameter names, each as the most lenient parser reads it → as written:
+    split at ``&`` and ``;``, percent- and ``+``-decoded, stripped, case-folded (ASP.NET),
+    cut at a ``[`` (PHP's and Rails' ``code[]`` is ``code``), ``.`` and spaces read as
+    ``_`` (PHP's ``api.key`` is ``api_key``)."""
     names: dict[str, str] = {}
     for pair in re.split("[&;]", query):
         name = pair.split("=", 1)[0]
         if pair:
-            names.setdefault(unquote_plus(name, encoding="latin-1").strip().casefold(), name)
+            read = unquote_plus(name, encoding="latin-1").strip().casefold().split("[", 1)[0]
+            names.setdefault(re.sub(r"[. ]", "_", read), name)
     return names
 
 
