@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import logging
 import math
 import signal
 import socket
@@ -390,6 +391,8 @@ def serve_on(
         # whatever is left (a response not ours) a little after
         timeout_graceful_shutdown=math.ceil(shutdown_grace) + 5,
     )
+    if access_log:  # uvicorn sets its access logger to log_level: the flag says INFO
+        logging.getLogger("uvicorn.access").setLevel(logging.INFO)
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute
     for name in ("uvicorn.error", "asyncio"):

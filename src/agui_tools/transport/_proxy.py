@@ -68,12 +68,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.cookiejar
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from email.utils import formatdate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -339,8 +340,8 @@ class ProxyApp:
 
     def _check_path(self, scope: Scope, headers: Headers) -> None:
         """What the front asks of a head before the body is read: a target that stays
-        under ``upstream``."""
-        wrong = self._path_problem(scope)
+        under ``upstream``, naming no parameter of its query again."""
+        wrong = self._path_problem(scope) or self._query_problem(scope)
         if wrong is not None:
             raise Refusal(400, {"path": "", "message": wrong}, close=True)
 
@@ -478,11 +479,32 @@ class ProxyApp:
             "— refused, not normalised (send the path without '.' or '..' segments)."
         )
 
+    def _query_problem(self, scope: Scope) -> str | None:
+        """Why the request's query cannot go upstream (``None``: it can): it names a
+        parameter of ``upstream``'s own query (``?code=KEY``). Forwarded, it would
+        be a duplicate a last-wins parser reads as the frontend's value — refused,
+        not dropped. Names are compared as the most lenient parser reads them
+        (:func:`_query_names`)."""
+        own = _query_names(urlsplit(self.upstream).query)
+        if not own:
+            return None
+        asked = _query_names(scope.get("query_string", b"").decode("latin-1"))
+        clash = sorted(own.keys() & asked.keys())
+        if not clash:
+            return None
+        names = ", ".join(shown(asked[c]) for c in clash)
+        return (
+            f"agui-tools proxy: the request's query sets {names}, a parameter of UPSTREAM's "
+            f"own query ({', '.join(shown(own[c]) for c in clash)}): a frontend cannot "
+            "override or duplicate it — refused, not forwarded (drop it from the request)."
+        )
+
     def _target(self, scope: Scope) -> str:
         """The upstream URL of a request: ``upstream``'s path, then the request's path
         below the proxy's root as the frontend sent it (``/`` is ``upstream`` itself);
         ``upstream``'s query, then the request's (``?code=KEY`` + ``?x=1`` is
-        ``?code=KEY&x=1``)."""
+        ``?code=KEY&x=1``) — a request naming one of ``upstream``'s parameters never
+        gets here (:meth:`_query_problem`)."""
         base = urlsplit(self.upstream)
         raw: bytes = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
         sub = raw.decode("latin-1")
@@ -993,6 +1015,20 @@ def _dated(send: Send) -> Send:
         await send(message)
 
     return sending
+
+
+def _query_names(query: str) -> dict[str, str]:
+    """A query's parameter names, each as the most lenient parser reads it → as written:
+    split at ``&`` and ``;``, percent- and ``+``-decoded, stripped, case-folded (ASP.NET),
+    cut at a ``[`` (PHP's and Rails' ``code[]`` is ``code``), ``.`` and spaces read as
+    ``_`` (PHP's ``api.key`` is ``api_key``)."""
+    names: dict[str, str] = {}
+    for pair in re.split("[&;]", query):
+        name = pair.split("=", 1)[0]
+        if pair:
+            read = unquote_plus(name, encoding="latin-1").strip().casefold().split("[", 1)[0]
+            names.setdefault(re.sub(r"[. ]", "_", read), name)
+    return names
 
 
 def _with_query(raw_path: bytes, scope: Scope) -> str:
