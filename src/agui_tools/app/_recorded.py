@@ -129,7 +129,7 @@ def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
         raise UsageError(f"{source}: {exc.explanation}", rule=exc.rule) from None
     events: list[dict[str, Any]] = []
     for position in range(len(frames)):
-        # each frame's text is let go once it is an event: a 100 MB capture is not
+        # each frame's text is let go once it is an event: a large capture is not
         # held twice (its texts and its events) at the peak
         frame, frames[position] = frames[position], None
         if isinstance(frame, FrameNote):
