@@ -27,7 +27,7 @@ With a ``store`` (:mod:`agui_tools.app._store`) the thread itself survives:
 each run is saved as it ends ("this run folded, these calls pending", one
 transaction, checked against the thread's version), and a ``Conversation``
 made with the same ``store`` and ``thread_id`` — in this process or any other
-— picks the thread up where it was left (see :meth:`Conversation._restore`).
+— picks the thread up where it was left (see :meth:`Conversation.restore`).
 """
 
 from __future__ import annotations
@@ -450,7 +450,7 @@ class Conversation:
         the next frame is judged: a limit the reducer keeps (state, message size)
         fails the stream *at* its event — in one batch, a state ``LIMIT`` then
         ``RUN_FINISHED`` in the same chunk named the later event and left the run a
-        success (issue 28). On a violation, the updates of the events before it
+        success. On a violation, the updates of the events before it
         stay queued for :meth:`take_updates`.
         """
         self._ensure_pipeline().feed_many(frames, self._fold)
@@ -974,7 +974,7 @@ class Conversation:
         return call
 
     def _undisposable(self, call_id: str, run_id: str | None, exc: Exception) -> PendingCall:
-        """A call :meth:`_dispose` could not finish: answered failed, in memory only.
+        """A call :meth:`_dispose_steps` could not finish: answered failed, in memory only.
 
         Nothing ran, so nothing is lost if the answer is not durable: after a
         restart the call is disposed of again.

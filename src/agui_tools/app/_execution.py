@@ -22,7 +22,7 @@ class Execution:
     """One execution of a call, answered however its handler ends — written once
     for :meth:`Conversation.execute` and :meth:`Conversation.execute_async`.
 
-    Entering claims the call through the journal (:meth:`Conversation._claim`);
+    Entering claims the call through the journal (:meth:`Conversation._claim_steps`);
     when the claim finds an answer instead, ``claimed`` is False and ``answer``
     is that answer. The body runs the handler and hands its answer to
     :meth:`returned`. Leaving records the answer — or, when the handler raised,
