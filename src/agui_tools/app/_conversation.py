@@ -32,7 +32,6 @@ made with the same ``store`` and ``thread_id`` — in this process or any other
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 import time
@@ -40,9 +39,8 @@ import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
-from .. import _telemetry
 from .._errors import (
     ProtocolWarning,
     ResumeOutcomeUnknown,
@@ -63,11 +61,11 @@ from ._disposition import Approve, Desk, Settle, Stand, decide, describe_excepti
 from ._downgrade import prepare_run_input
 from ._execution import Execution, unawaited
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
-from ._link import Link, Operation
+from ._link import Link
 from ._reducer import NOTHING_ENCODED, Encoded, ThreadState
-from ._resume import RESUME_TOOL, SentResume, check_resume, resume_record_id
+from ._resume import RESUME_TOOL, SentResume, check_resume, resume_record_id, unknown_resume
 from ._runs import RunResult, run_from_json, run_to_json
-from ._steps import Pause, Steps, StoreOp, adrive, ask, drive
+from ._steps import Pause, StoreSteps, ask
 from ._store import (
     AsyncStore,
     Store,
@@ -76,6 +74,7 @@ from ._store import (
     not_storable,
     snapshot_of,
 )
+from ._store_drive import adrive_store, drive_store
 from ._tools import ToolSpec
 from ._updates import CallUpdate, TextDelta, Update, call_update, shown
 
@@ -91,22 +90,18 @@ __all__ = [
 Handler = Callable[[dict[str, Any]], Any]
 AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 OutcomeUnknown = Callable[[PendingCall, datetime], Answer | None]
-P = ParamSpec("P")
-T = TypeVar("T")
 
 
 # -- what the core asks of its journal or store ---------------------------------
 #
 # Everything that reads or writes the journal or store — ending a run, restoring
 # a thread, disposing of a call, consent, claiming and answering — is written
-# once, as steps that yield ``StoreOp``s (app/_steps.py); ``_drive`` performs
-# them on a synchronous store, ``_perform`` awaits them on an async one. Every
+# once, as public ``*_steps`` methods that yield ``StoreOp``s (app/_steps.py) and
+# never perform them; app/_store_drive.py performs them (``drive_store`` on a
+# synchronous store, ``adrive_store`` without blocking the event loop). Every
 # operation first asks the conversation's ``Link`` (app/_link.py) whether the
 # copy of the thread is still in step with the store; a failed store call moves
 # the link out of step, and from then on the conversation refuses to go on.
-
-StoreSteps = Steps[StoreOp | Pause, T]
-"""What the conversation asks of its journal or store, and the pauses between."""
 
 
 class Conversation:
@@ -375,6 +370,12 @@ class Conversation:
             raise UsageError("no run input is prepared: call next_input() first")
         return self._run_input
 
+    def use_input(self, run_input: Mapping[str, Any]) -> None:
+        """Judge the next stream against ``run_input``, an input another party prepared
+        and sent (a frontend's POST the inspector watches), instead of one
+        :meth:`next_input` built: the stream is then received and ended as any run."""
+        self._run_input = dict(run_input)
+
     @property
     def run_in_progress(self) -> bool:
         """True between :meth:`next_input` and :meth:`end_run`."""
@@ -391,13 +392,13 @@ class Conversation:
         if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
             self._withdraw_run()  # no store to touch: any face, any store
             return None
-        return self._drive("abandon_run", self._end_run_steps())
+        return drive_store(self.journal, self._link, "abandon_run", self.end_run_steps())
 
-    def _abandon_steps(self) -> StoreSteps[RunResult | None]:
+    def abandon_steps(self) -> StoreSteps[RunResult | None]:
         if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
             self._withdraw_run()
             return None
-        return (yield from self._end_run_steps())
+        return (yield from self.end_run_steps())
 
     def _withdraw_run(self) -> None:
         """The run never started (nothing arrived): take back what next_input() added."""
@@ -538,9 +539,9 @@ class Conversation:
         (reload: a new conversation on the same store and thread id; see
         app/_link.py).
         """
-        return self._drive("end_run", self._end_run_steps())
+        return drive_store(self.journal, self._link, "end_run", self.end_run_steps())
 
-    def _end_run_steps(self) -> StoreSteps[RunResult]:
+    def end_run_steps(self) -> StoreSteps[RunResult]:
         pipe = self._ensure_pipeline()
         result: StreamResult = pipe.close()
         self._pipeline = None
@@ -621,7 +622,7 @@ class Conversation:
     # another replica sending it now) is a resume that may have reached the agent:
     # never sent again blindly (docs/transport.md, "A resume is sent once").
 
-    def _sent_resume_steps(self) -> StoreSteps[SentResume | None]:
+    def sent_resume_steps(self) -> StoreSteps[SentResume | None]:
         """The resume of the interrupted last run that a process sent and no saved run
         answers (``None``: none was sent). One another replica is sending right now is
         waited for, up to ``in_flight_wait`` after it was sent; answered meanwhile, the
@@ -660,7 +661,7 @@ class Conversation:
             sent_at=datetime.fromtimestamp(found.started_at or 0.0, UTC),
         )
 
-    def _claim_resume_steps(self) -> StoreSteps[None]:
+    def claim_resume_steps(self) -> StoreSteps[None]:
         """Record the resume the prepared input carries, before it is sent: its entries
         and run id, then the claim. Another process's claim found instead, nothing is
         sent (the prepared input is withdrawn): its run saved, :class:`StaleThread`;
@@ -697,7 +698,7 @@ class Conversation:
         if claim.claim is Claim.ANSWERED:
             raise StaleThread(self.thread_id, self.version, self.version + 1)
         sent = yield from self._recorded_resume_steps(record_id, claim)
-        raise ResumeOutcomeUnknown(_unknown_resume(sent), sent)
+        raise ResumeOutcomeUnknown(unknown_resume(sent), sent)
 
     def resend(self, sent: SentResume) -> dict[str, Any]:
         """The input that sends ``sent`` again — its entries, under its run id — once the
@@ -739,9 +740,9 @@ class Conversation:
         conversation.restore_async()`` before anything else. A store failure
         while restoring is raised and stops the conversation (reload).
         """
-        return self._drive("restore", self._restore_steps())
+        return drive_store(self.journal, self._link, "restore", self.restore_steps())
 
-    def _restore_steps(self) -> StoreSteps[bool]:
+    def restore_steps(self) -> StoreSteps[bool]:
         if not self._unloaded:
             return self.version > 0
         record = yield from ask("load", self.thread_id)
@@ -803,16 +804,16 @@ class Conversation:
 
     async def end_run_async(self) -> RunResult:
         """:meth:`end_run` without blocking the event loop (any store)."""
-        return await self._perform("end_run", self._end_run_steps())
+        return await adrive_store(self.journal, self._link, "end_run", self.end_run_steps())
 
     async def abandon_run_async(self) -> RunResult | None:
         """:meth:`abandon_run` without blocking the event loop (any store)."""
-        return await self._perform("abandon_run", self._abandon_steps())
+        return await adrive_store(self.journal, self._link, "abandon_run", self.abandon_steps())
 
     async def restore_async(self) -> bool:
         """:meth:`restore` without blocking the event loop: how a conversation on an
         :class:`~agui_tools.app._store.AsyncStore` loads its thread."""
-        return await self._perform("restore", self._restore_steps())
+        return await adrive_store(self.journal, self._link, "restore", self.restore_steps())
 
     async def approve_async(
         self,
@@ -823,21 +824,33 @@ class Conversation:
         reason: str | None = None,
     ) -> ConsentDecision:
         """:meth:`approve` without blocking the event loop (any store)."""
-        return await self._perform(
-            "approve", self._approve_steps(call_id, by=by, arguments=arguments, reason=reason)
+        return await adrive_store(
+            self.journal,
+            self._link,
+            "approve",
+            self.approve_steps(call_id, by=by, arguments=arguments, reason=reason),
         )
 
     async def decline_async(
         self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
     ) -> Answer:
         """:meth:`decline` without blocking the event loop (any store)."""
-        return await self._perform("decline", self._decline_steps(call_id, by=by, reason=reason))
+        return await adrive_store(
+            self.journal, self._link, "decline", self.decline_steps(call_id, by=by, reason=reason)
+        )
 
     async def fail_async(self, call_id: str, error: str) -> Answer:
         """:meth:`fail` without blocking the event loop (any store)."""
-        return await self._perform("fail", self._fail_steps(call_id, error))
+        return await adrive_store(self.journal, self._link, "fail", self.fail_steps(call_id, error))
 
-    # -- the two drivers of the store steps ------------------------------------------
+    # -- the link to the store ------------------------------------------------------
+
+    @property
+    def link(self) -> Link:
+        """This copy of the thread's relation to its store (app/_link.py): what a
+        driver of the ``*_steps`` checks each operation against and moves out of step
+        when a store call fails."""
+        return self._link
 
     @property
     def in_step(self) -> bool:
@@ -849,76 +862,6 @@ class Conversation:
         :class:`~agui_tools._errors.StaleThread` that stopped it) — reload.
         """
         return self._link.in_step
-
-    def _drive(self, operation: Operation | None, steps: StoreSteps[T]) -> T:
-        """Perform ``steps`` on this conversation's synchronous journal or store.
-
-        ``operation`` is checked against the link first (``None``: recording an
-        execution's answer, which is always right to attempt — the side effect
-        happened); a store call that fails moves the link out of step.
-        """
-        journal = self.journal
-        if is_async_store(journal):
-            steps.close()
-            raise UsageError(
-                f"this conversation keeps its thread in an async store "
-                f"({type(journal).__name__}): call it from async code — the *_async methods "
-                "(end_run_async(), restore_async(), approve_async(), decline_async(), "
-                "fail_async(), execute_async()) — or use Session, which does; synchronous code "
-                "(SyncSession) uses PostgresStore or SQLiteStore"
-            )
-        if operation is not None:
-            try:
-                self._link.check(operation)
-            except BaseException:
-                steps.close()
-                raise
-        link = self._link
-
-        def perform(op: StoreOp) -> Any:
-            try:
-                with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
-                    return op.call(journal)
-            except BaseException as exc:
-                link.failed(exc, writes=op.writes)
-                raise
-
-        try:
-            return drive(steps, perform)
-        except StoreError as exc:  # raised by the steps themselves (a thread that is not JSON)
-            link.failed(exc)
-            raise
-
-    async def _perform(self, operation: Operation | None, steps: StoreSteps[T]) -> T:
-        """Perform ``steps`` without blocking the event loop: awaiting an async
-        store's coroutines, or driving a synchronous store in a worker thread when
-        it may wait (inline when it never does)."""
-        journal = self.journal
-        if not is_async_store(journal):
-            if getattr(journal, "blocking", True):
-                return await asyncio.to_thread(self._drive, operation, steps)
-            return self._drive(operation, steps)
-        if operation is not None:
-            try:
-                self._link.check(operation)
-            except BaseException:
-                steps.close()
-                raise
-        link = self._link
-
-        async def perform(op: StoreOp) -> Any:
-            try:
-                with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
-                    return await op.call(journal)
-            except BaseException as exc:  # a cancellation too: the outcome of a write is unknown
-                link.failed(exc, writes=op.writes)
-                raise
-
-        try:
-            return await adrive(steps, perform)
-        except StoreError as exc:
-            link.failed(exc)
-            raise
 
     # -- disposition -------------------------------------------------------------
 
@@ -1004,11 +947,14 @@ class Conversation:
         Edited arguments are validated against the schema like the proposal
         was; the approval binds their fingerprint, and voids the original's.
         """
-        return self._drive(
-            "approve", self._approve_steps(call_id, by=by, arguments=arguments, reason=reason)
+        return drive_store(
+            self.journal,
+            self._link,
+            "approve",
+            self.approve_steps(call_id, by=by, arguments=arguments, reason=reason),
         )
 
-    def _approve_steps(
+    def approve_steps(
         self,
         call_id: str,
         *,
@@ -1055,9 +1001,11 @@ class Conversation:
         elsewhere (another process, an earlier life of this one), that is not
         undone by a decline — the call is answered "outcome unknown" instead.
         """
-        return self._drive("decline", self._decline_steps(call_id, by=by, reason=reason))
+        return drive_store(
+            self.journal, self._link, "decline", self.decline_steps(call_id, by=by, reason=reason)
+        )
 
-    def _decline_steps(
+    def decline_steps(
         self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
     ) -> StoreSteps[Answer]:
         call = self.call(call_id)
@@ -1112,9 +1060,9 @@ class Conversation:
         Returns the answer that stands (see :meth:`decline`). A call that is
         executing is answered by its handler's return, not by this.
         """
-        return self._drive("fail", self._fail_steps(call_id, error))
+        return drive_store(self.journal, self._link, "fail", self.fail_steps(call_id, error))
 
-    def _fail_steps(self, call_id: str, error: str) -> StoreSteps[Answer]:
+    def fail_steps(self, call_id: str, error: str) -> StoreSteps[Answer]:
         call = self.call(call_id)
         if call.status.answered:
             raise UsageError(f"call {call_id!r} is already answered")
@@ -1125,7 +1073,7 @@ class Conversation:
             )
         return (yield from self._settle_steps(call, Answer.failed(call_id, error)))
 
-    def _claim_steps(self, call_id: str) -> StoreSteps[tuple[PendingCall, JournalKey | None]]:
+    def claim_steps(self, call_id: str) -> StoreSteps[tuple[PendingCall, JournalKey | None]]:
         """Take the right to execute; ``(call, None)`` when the call got its answer instead."""
         call = self.call(call_id)
         if call.status is not CallStatus.APPROVED:
@@ -1212,7 +1160,7 @@ class Conversation:
             return self._answer(call, answer)
         return self._answer(call, Answer.from_json(found.answer))
 
-    def _executed_steps(
+    def executed_steps(
         self, call: PendingCall, key: JournalKey, answer: Answer
     ) -> StoreSteps[Answer]:
         """An execution's answer, made durable, then given — the answer that stands:
@@ -1317,16 +1265,6 @@ class Conversation:
     @property
     def state(self) -> Any:
         return self.thread.state
-
-
-def _unknown_resume(sent: SentResume) -> str:
-    return (
-        f"a resume of interrupted run {sent.interrupted_run_id!r} of thread {sent.thread_id!r} "
-        f"was sent at {sent.sent_at.isoformat(timespec='seconds')} as run {sent.run_id!r} and "
-        "no run of it was saved (the process stopped, or another replica is sending it): it "
-        "may have reached the agent, so it is not sent again blindly and nothing was sent "
-        "now; give the session a resume_unknown= check to send it again under the same run id"
-    )
 
 
 def _keeps_threads(store: object) -> bool:

@@ -69,15 +69,7 @@ from .._errors import ResumeOutcomeUnknown, UsageError
 from ..app._arguments import parse_arguments
 from ..app._calls import Answer, CallStatus, PendingCall, ToolContext
 from ..app._consent import ConsentPolicy, DecidedBy
-from ..app._conversation import (
-    Conversation,
-    OutcomeUnknown,
-    RunResult,
-    StoreSteps,
-    Update,
-    _unknown_resume,
-    call_update,
-)
+from ..app._conversation import Conversation, OutcomeUnknown, RunResult, Update, call_update
 from ..app._interrupts import (
     Interrupt,
     InterruptedCall,
@@ -88,9 +80,10 @@ from ..app._interrupts import (
 )
 from ..app._journal import Journal
 from ..app._link import Operation
-from ..app._resume import SentResume
-from ..app._steps import Pause, adrive, drive
+from ..app._resume import SentResume, unknown_resume
+from ..app._steps import Pause, StoreSteps, adrive, drive
 from ..app._store import AsyncStore, Store
+from ..app._store_drive import adrive_store, drive_store
 from ..app._tools import ToolSpec
 from ..app._validation import ArgumentValidator
 from ._client import AgentClient, SyncAgentClient
@@ -344,9 +337,8 @@ class _Open(_SessionStep):
 @dataclass(frozen=True, slots=True)
 class _Store(_SessionStep):
     """Perform a conversation operation's store steps; the face replies with what they
-    returned (``Conversation._drive`` in the sync face, ``Conversation._perform`` —
-    awaited on an async store, in a worker thread when a sync store may wait — in the
-    async face)."""
+    returned (``drive_store`` in the sync face, ``adrive_store`` — awaited on an async
+    store, in a worker thread when a sync store may wait — in the async face)."""
 
     conversation: Conversation
     operation: Operation
@@ -561,7 +553,7 @@ class BaseSession(Generic[C]):
             if conv.store is None:
                 # the thread is kept nowhere (no store, or a bare journal): nothing to
                 # reload from — the refusal says what stopped it
-                conv._link.check("restore")
+                conv.link.check("restore")
             self.conversation = None  # reload: the store and the journal decide, not the copy
         return self._conversation()
 
@@ -584,7 +576,7 @@ class BaseSession(Generic[C]):
         ``send`` with the same ``message_id`` on this session is the recovery."""
         conv: Conversation = yield _Open()  # restoring reads the store
         # done by the constructor, unless the store is async
-        yield _Store(conv, "restore", conv._restore_steps())
+        yield _Store(conv, "restore", conv.restore_steps())
         _telemetry.restored(conv)
         return conv
 
@@ -603,7 +595,7 @@ class BaseSession(Generic[C]):
             yield from self._dispose_steps(emit)
         resume: list[dict[str, Any]] | None = None
         if open_interrupts(conv):
-            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            lost = yield _Store(conv, "resume", conv.sent_resume_steps())
             if lost is not None:  # a resume was sent and not saved: never sent again blindly
                 carried: RunResult = yield from self._resend_steps(conv, lost, emit)
                 if text is None or carried.status != "success" or open_interrupts(conv):
@@ -642,7 +634,7 @@ class BaseSession(Generic[C]):
         """Answer the open interrupts with ``answers`` and carry the thread on."""
         conv: Conversation = yield from self._open_steps()
         if open_interrupts(conv):
-            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            lost = yield _Store(conv, "resume", conv.sent_resume_steps())
             if lost is not None:  # a resume was sent and not saved: never sent again blindly
                 return (yield from self._resend_steps(conv, lost, emit))
         interrupts = open_interrupts(conv)
@@ -666,7 +658,7 @@ class BaseSession(Generic[C]):
         """A resume that was sent and that no saved run answers: sent again — the same
         entries, under the same run id — only when ``resume_unknown`` says so."""
         if self.resume_unknown is None or not self.resume_unknown(lost):
-            raise ResumeOutcomeUnknown(_unknown_resume(lost), lost)
+            raise ResumeOutcomeUnknown(unknown_resume(lost), lost)
         conv.resend(lost)
         return (yield from self._carry_steps(conv, emit))
 
@@ -698,7 +690,7 @@ class BaseSession(Generic[C]):
         for _ in range(self.max_turns):
             if conv.pending_input.get("resume"):
                 # recorded and claimed before it is sent: a resume is sent once
-                yield _Store(conv, "resume", conv._claim_resume_steps())
+                yield _Store(conv, "resume", conv.claim_resume_steps())
             result = yield _Turn()
             assert result is not None
             for update in conv.take_updates():
@@ -743,7 +735,7 @@ class BaseSession(Generic[C]):
                 yield _Store(
                     conv,
                     "decline",
-                    conv._decline_steps(
+                    conv.decline_steps(
                         call.call_id,
                         by="policy",
                         reason="no one was available to ask for consent",
@@ -759,7 +751,7 @@ class BaseSession(Generic[C]):
                     yield _Store(
                         conv,
                         "approve",
-                        conv._approve_steps(
+                        conv.approve_steps(
                             call.call_id,
                             by=approval.decided_by,
                             arguments=approval.arguments,
@@ -771,7 +763,7 @@ class BaseSession(Generic[C]):
                     yield _Store(
                         conv,
                         "decline",
-                        conv._decline_steps(
+                        conv.decline_steps(
                             call.call_id, by=approval.decided_by, reason=approval.reason
                         ),
                         span,
@@ -782,7 +774,7 @@ class BaseSession(Generic[C]):
                 yield _Store(
                     conv,
                     "fail",
-                    conv._fail_steps(call.call_id, f"no handler is registered for {call.name!r}"),
+                    conv.fail_steps(call.call_id, f"no handler is registered for {call.name!r}"),
                     span,
                 )
             else:
@@ -948,7 +940,8 @@ class Session(BaseSession[AgentClient]):
                 return self._reopened()
             if isinstance(step, _Store):
                 with _telemetry.within(step.trace):
-                    return await step.conversation._perform(step.operation, step.steps)
+                    conv = step.conversation
+                    return await adrive_store(conv.journal, conv.link, step.operation, step.steps)
             assert isinstance(step, _Execute)
             return await self._execute(step)
 
@@ -1072,7 +1065,8 @@ class SyncSession(BaseSession[SyncAgentClient]):
                 return self._reopened()
             if isinstance(step, _Store):
                 with _telemetry.within(step.trace):
-                    return step.conversation._drive(step.operation, step.steps)
+                    conv = step.conversation
+                    return drive_store(conv.journal, conv.link, step.operation, step.steps)
             assert isinstance(step, _Execute)
             return self._execute(step)
 
