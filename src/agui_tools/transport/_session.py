@@ -51,9 +51,10 @@ from typing import Any, Generic, TypeVar, overload
 
 from .. import _telemetry
 from .._errors import ResumeOutcomeUnknown, UsageError
+from ..app._answering import OutcomeUnknown
 from ..app._calls import Answer, CallStatus, PendingCall, ToolContext
 from ..app._consent import ConsentPolicy
-from ..app._conversation import Conversation, OutcomeUnknown, RunResult, Update, call_update
+from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._interrupts import (
     Interrupt,
     InterruptedCall,
