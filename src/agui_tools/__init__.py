@@ -14,7 +14,10 @@ The package is laid out the way the data flows (``docs/architecture.md``):
 sans-I/O application core) and ``agent`` (the producer side), with
 ``transport``, ``cli`` and ``ui`` as thin I/O faces. Everything below is
 imported on first use, so ``import agui_tools`` loads neither pydantic nor
-httpx; internals stay importable from their subpackage.
+httpx. The top holds the thirty names a user starts from (docs/api.md); the
+rest — update types, pipeline stages, every store failure's subclass — is
+importable from its subpackage's surface (``agui_tools.app``, ``.wire``,
+``.agent``, ``.transport``).
 """
 
 from __future__ import annotations
@@ -28,44 +31,35 @@ from ._errors import (
     LimitExceeded,
     ProtocolViolation,
     ProtocolWarning,
-    ReloadRequired,
-    StaleThread,
+    RunCancelled,
+    RunInterrupted,
     StoreError,
-    StoreOutcomeUnknown,
-    StoreReadFailed,
-    StoreWriteFailed,
     TransportError,
     UsageError,
 )
 from ._version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:  # for type checkers and editors; the runtime imports lazily below
-    from .agent import Run, RunCancelled, RunInterrupted
+    from .agent import Run
     from .app import (
         Answer,
         AsyncPostgresStore,
-        CallStatus,
-        CallUpdate,
         ConsentPolicy,
         Conversation,
         PendingCall,
         PostgresStore,
         RunResult,
         SQLiteStore,
-        TextDelta,
         ToolSpec,
-        Verdict,
         verify_capture,
     )
     from .transport import AgentClient, Approval, Session, SyncAgentClient, SyncSession, agent_app
-    from .wire import ConsumerPipeline, Limits
+    from .wire import Limits
 
 # name → the subpackage whose surface holds it; the one table of lazy names
 _LAZY: dict[str, str] = {
     # serve an agent
     "Run": "agent",
-    "RunCancelled": "agent",
-    "RunInterrupted": "agent",
     "agent_app": "transport",
     # drive one, with frontend tools
     "Session": "transport",
@@ -74,22 +68,17 @@ _LAZY: dict[str, str] = {
     "SyncAgentClient": "transport",
     "Approval": "transport",
     "Conversation": "app",
-    "RunResult": "app",
-    "TextDelta": "app",
-    "CallUpdate": "app",
-    "PendingCall": "app",
-    "Answer": "app",
-    "CallStatus": "app",
     "ToolSpec": "app",
     "ConsentPolicy": "app",
-    "Verdict": "app",
+    "PendingCall": "app",
+    "Answer": "app",
+    "RunResult": "app",
     # keep a thread between processes (docs/deployment.md)
     "SQLiteStore": "app",
     "PostgresStore": "app",
     "AsyncPostgresStore": "app",
     # verify a stream
     "verify_capture": "app",
-    "ConsumerPipeline": "wire",
     "Limits": "wire",
 }
 
@@ -109,20 +98,18 @@ def __dir__() -> list[str]:
 
 __all__ = [
     *_LAZY,
-    # errors, grouped by whose fault (docs/wire.md)
+    # the stops agent code raises
+    "RunCancelled",
+    "RunInterrupted",
+    # errors, grouped by whose fault (docs/api.md; the tree in _errors.py)
     "AguiError",
+    "ProtocolViolation",
     "InputRejected",
     "LimitExceeded",
-    "ProtocolViolation",
-    "ProtocolWarning",
-    "ReloadRequired",
-    "StaleThread",
-    "StoreError",
-    "StoreOutcomeUnknown",
-    "StoreReadFailed",
-    "StoreWriteFailed",
     "TransportError",
     "UsageError",
+    "StoreError",
+    "ProtocolWarning",
     # versions
     "PROTOCOL_VERSION",
     "__version__",

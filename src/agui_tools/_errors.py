@@ -1,23 +1,43 @@
 """The exceptions and warnings of agui-tools, in one place.
 
-Who broke the rule is part of the error (the h11 habit):
+Who broke the rule is part of the error (the h11 habit): the peer, our caller,
+the store, the network — each a branch of one tree::
 
-* :class:`ProtocolViolation` — the *peer* sent something the specification
-  calls fatal (a malformed known value, a broken sequence). The stream is not
-  trustworthy and the run is rejected.
-* :class:`UsageError` — *our caller* misused the library (answered a call
-  twice, emitted a result for a frontend tool, sent input with a dangling
-  call). Nothing was sent; fix the calling code.
-* :class:`ProtocolWarning` — not an exception: something was stripped,
-  dropped, translated or tolerated, and the spec asks that it be said.
+    AguiError                      raised on purpose; catch it to catch them all
+    ├── ProtocolViolation          the peer sent what the specification calls fatal
+    │   ├── InputRejected          a RunAgentInput is malformed            → HTTP 422
+    │   │   └── ContinuationRejected  it contradicts the thread's history  → HTTP 409
+    │   └── LimitExceeded          a configured resource limit was passed (rule LIMIT)
+    ├── UsageError                 our caller misused the library; nothing was sent
+    │   └── InvalidPayload         an interrupt's payload fails its responseSchema
+    ├── TransportError             the agent could not be reached or the stream broke
+    ├── ResumeOutcomeUnknown       a resume was sent before and may have reached the agent
+    ├── ProviderStreamError        a model provider's stream cannot be translated
+    ├── Refused                    the inspector turns a request down (HTTP status, why)
+    └── StoreError                 the journal or the thread store failed (``written``)
+        ├── StoreReadFailed        a read failed; nothing was written
+        ├── StoreWriteFailed       a write failed or was rolled back; nothing was written
+        ├── StoreOutcomeUnknown    a write was sent; its outcome is unknown
+        ├── StaleThread            another writer saved a run first
+        └── ReloadRequired         this object stopped at an earlier store failure
 
-Every one of them names a rule ID from the specification's rule index
-(``spec/RULES.md``) so a reader can look up the sentence that decided it.
+    RunStop (a BaseException)      agent code ends its run on purpose, not failing it
+    ├── RunCancelled               the run ends with the cancelled outcome
+    └── RunInterrupted             the run ends with the interrupt outcome
+
+    ProtocolWarning                not an exception: something was stripped, dropped,
+                                   translated or tolerated, and the spec asks it be said
+
+Every violation and warning names a rule ID from the specification's rule
+index (``spec/RULES.md``) so a reader can look up the sentence that decided it.
+Each class is also importable from the surface that uses it (``agui_tools``,
+``agui_tools.app``, ``agui_tools.agent``, ``agui_tools.transport``,
+``agui_tools.ui.inspector``, ``agui_tools.integrations.openai``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,7 +49,7 @@ _VALUE_LIMIT = 80
 def describe_value(value: Any, limit: int = _VALUE_LIMIT) -> str:
     """Render an offending value for a person: JSON-ish, truncated, with its type.
 
-    Truncation keeps a 1 MB argument string from turning an error message into
+    Truncation keeps a megabyte-long argument string from turning an error message into
     a wall of text; the type is named because "42" and 42 look alike in prose.
     """
     try:
@@ -169,6 +189,43 @@ class InputRejected(ProtocolViolation):
     """
 
 
+class ContinuationRejected(InputRejected):
+    """The run input continues a thread in a way the producer must not accept.
+
+    A dangling call or an answer to nothing is not malformed JSON: it is a
+    conflict with the thread's own history, which is why a server answers it
+    with 409 rather than 422, naming the ids in ``tool_call_ids``.
+    """
+
+    def __init__(
+        self,
+        rule: str,
+        explanation: str,
+        *,
+        tool_call_ids: Sequence[str] = (),
+        message_ids: Sequence[str] = (),
+        **kw: Any,
+    ) -> None:
+        self.tool_call_ids = tuple(tool_call_ids)
+        self.message_ids = tuple(message_ids)
+        ids = {"toolCallIds": ",".join(self.tool_call_ids)}
+        if self.message_ids:
+            ids["messageIds"] = ",".join(self.message_ids)
+        kw.setdefault("ids", ids)
+        super().__init__(rule, explanation, **kw)
+
+    def at(self, index: int) -> ContinuationRejected:
+        return self  # run input has no stream position
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        out.pop("ids", None)
+        out["toolCallIds"] = list(self.tool_call_ids)
+        if self.message_ids:
+            out["messageIds"] = list(self.message_ids)
+        return out
+
+
 class UsageError(AguiError):
     """The calling code misused the library; nothing was sent or executed.
 
@@ -179,6 +236,23 @@ class UsageError(AguiError):
     def __init__(self, message: str, *, rule: str | None = None) -> None:
         self.rule = rule
         super().__init__(f"[{rule}] {message}" if rule else message)
+
+
+class InvalidPayload(UsageError):
+    """A payload does not satisfy its interrupt's ``responseSchema``; nothing was sent.
+
+    ``interrupt`` is the open interrupt (:class:`~agui_tools.transport.Interrupt`);
+    ``errors`` holds each failure at its JSON path, as for tool arguments.
+    """
+
+    def __init__(self, interrupt: Any, errors: Sequence[Any]) -> None:
+        self.interrupt = interrupt
+        self.errors = list(errors)
+        listed = "; ".join(str(e) for e in self.errors)
+        super().__init__(
+            f"the payload for interrupt {interrupt.id!r} does not satisfy its responseSchema: "
+            f"{listed}"
+        )
 
 
 class ResumeOutcomeUnknown(AguiError):
@@ -230,6 +304,54 @@ class TransportError(AguiError):
         self.url = url
         self.truncated = truncated
         super().__init__(message)
+
+
+class ProviderStreamError(AguiError):
+    """The provider's stream is not a Chat Completions stream we can translate.
+
+    Raised inside the agent, so the run ends with ``RUN_ERROR``: a malformed
+    provider stream is the agent's failure, not something to repair.
+    """
+
+
+class Refused(AguiError):
+    """A request the inspector turns down, with the HTTP status and why (shown to the user)."""
+
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+class RunStop(BaseException):
+    """Ends the run on purpose, without failing it.
+
+    A ``BaseException`` for the reason ``asyncio.CancelledError`` is one: agent
+    code wraps tool calls in ``except Exception`` handlers, and a stop must
+    pass through them to :func:`~agui_tools.agent.drive`.
+    """
+
+
+class RunCancelled(RunStop):
+    """Stop the run before it completes, for a reason that is not a failure.
+
+    The run ends with ``RUN_FINISHED`` carrying the cancelled outcome (RUN-5),
+    after everything open is closed (RUN-6). ``reason`` is logged; the
+    cancelled outcome has no field to carry it.
+    """
+
+    def __init__(self, reason: str | None = None) -> None:
+        self.reason = reason
+        super().__init__(reason or "cancelled")
+
+
+class RunInterrupted(RunStop):
+    """Stop the run to ask for something; it ends with the interrupt outcome."""
+
+    def __init__(self, interrupts: Sequence[Mapping[str, Any]]) -> None:
+        self.interrupts = [dict(i) for i in interrupts]
+        super().__init__(f"interrupted ({len(self.interrupts)} interrupt(s))")
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,15 +164,21 @@ def span(name: str, *, parent: Any = None, kind: str = "INTERNAL") -> Iterator[A
         return
     trace = _api[0]
     context = trace.set_span_in_context(parent) if parent is not None else None
+    # the SDK's own recording would copy the exception's message (user data) into the
+    # span's status and an ``exception`` event: :func:`fail` records it redacted instead
     with tracer.start_as_current_span(
-        name, context=context, kind=getattr(trace.SpanKind, kind)
+        name,
+        context=context,
+        kind=getattr(trace.SpanKind, kind),
+        record_exception=False,
+        set_status_on_exception=False,
     ) as s:
         recording = s.is_recording()
         try:
             yield s if recording else None
         except BaseException as exc:
-            if recording and "error.type" not in getattr(s, "attributes", {}):
-                s.set_attribute("error.type", type(exc).__qualname__)
+            if recording:
+                fail(s, exc, keep_type=True)
             raise
 
 
@@ -199,13 +205,27 @@ def end_span(s: Any, error: BaseException | None = None) -> None:
     s.end()
 
 
-def fail(s: Any, error: BaseException) -> None:
-    """Mark ``s`` failed by ``error`` (its type, never its message: it may hold data)."""
+def redacted(error: BaseException) -> dict[str, str]:
+    """All a span may say of an exception: its type and the rule ID it names — never
+    its message, which may quote an answer, an argument or an agent's error body."""
+    said = {"exception.type": type(error).__qualname__}
+    rule = getattr(error, "rule", None)
+    if isinstance(rule, str) and rule:
+        said["agui.rule"] = rule
+    return said
+
+
+def fail(s: Any, error: BaseException, *, keep_type: bool = False) -> None:
+    """Mark ``s`` failed by ``error``: ``error.type``, an ``exception`` event and the
+    error status, each :func:`redacted` (``keep_type``: an ``error.type`` already
+    set, the cause a handler gave, is kept)."""
     if s is None:
         return
     from opentelemetry.trace import Status, StatusCode
 
-    s.set_attribute("error.type", type(error).__qualname__)
+    if not (keep_type and "error.type" in getattr(s, "attributes", {})):
+        s.set_attribute("error.type", type(error).__qualname__)
+    s.add_event("exception", redacted(error))
     s.set_status(Status(StatusCode.ERROR))
 
 
@@ -213,7 +233,9 @@ def within(s: Any) -> contextlib.AbstractContextManager[Any]:
     """The block runs with ``s`` current (``None``: as is); ``s`` is not ended."""
     if s is None:
         return _NOTHING
-    return _api[0].use_span(s, end_on_exit=False)  # type: ignore[no-any-return]
+    return _api[0].use_span(  # type: ignore[no-any-return]
+        s, end_on_exit=False, record_exception=False, set_status_on_exception=False
+    )
 
 
 # -- propagation ------------------------------------------------------------------------

@@ -115,7 +115,7 @@ SHOWN_CHARS: Final = 200
 def cut(value: str, limit: int = SHOWN_CHARS) -> str:
     """``value`` cut in the middle past ``limit`` characters, saying its length.
 
-    A 100 KB URL is echoed as its start and end and its length, so the one
+    A URL of a hundred kilobytes is echoed as its start and end and its length, so the one
     line stays one line a person can read.
     """
     if len(value) <= limit:

@@ -1161,12 +1161,10 @@ def test_non_finite_numbers_are_refused_naming_the_path(
 
 def test_text_deltas_are_never_walked_for_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hot path stays as it was: deltas are strings, nothing inspects them for numbers."""
-    import agui_tools.agent._emitter as emitter_module
+    import agui_tools.agent._books as books_module
 
     walked: list[str] = []
-    monkeypatch.setattr(
-        emitter_module, "refuse_non_finite", lambda ev, _: walked.append(ev["type"])
-    )
+    monkeypatch.setattr(books_module, "refuse_non_finite", lambda ev, _: walked.append(ev["type"]))
     em, _ = emitter()
     em.text_start("m1")
     em.text_content("m1", "hello")

@@ -37,7 +37,8 @@ from typing import Any
 
 import pytest
 
-from agui_tools import AgentClient, Session, StaleThread, agent_app
+from agui_tools import AgentClient, Session, agent_app
+from agui_tools.app import StaleThread
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._conversation import CallUpdate, Conversation
 from agui_tools.app._store_postgres import AsyncPostgresStore

@@ -11,7 +11,7 @@ import pytest
 
 from agui_tools import ProtocolViolation, UsageError
 from agui_tools.app._calls import CallStatus
-from agui_tools.app._consent import ConsentPolicy, Verdict, fingerprint
+from agui_tools.app._consent import ConsentPolicy, PolicyVerdict, fingerprint
 from agui_tools.app._conversation import CallUpdate, Conversation, TextDelta
 from agui_tools.app._journal import MemoryJournal
 from agui_tools.app._tools import ToolSpec
@@ -162,7 +162,7 @@ def test_decline_says_so_and_says_it_was_the_user() -> None:
 
 
 def test_policy_decisions_never_claim_the_user() -> None:
-    conv = conversation(consent=ConsentPolicy(overrides={"confirm_order": Verdict.DENY}))
+    conv = conversation(consent=ConsentPolicy(overrides={"confirm_order": PolicyVerdict.DENY}))
     conv.next_input(user="buy")
     run(conv, *call("c1", "confirm_order", '{"orderId":"A","qty":1}'), *call("c2", "lookup", "{}"))
     result = conv.end_run()

@@ -14,7 +14,7 @@ import pytest
 
 from agui_tools.app._arguments import parse_arguments
 from agui_tools.app._calls import Answer, PendingCall
-from agui_tools.app._consent import ConsentPolicy, Verdict
+from agui_tools.app._consent import ConsentPolicy, PolicyVerdict
 from agui_tools.app._disposition import GATES, Approve, Ask, Desk, Settle, Stand, rule_on
 from agui_tools.app._journal import JournalKey, MemoryJournal
 from agui_tools.app._tools import ToolSpec
@@ -110,7 +110,7 @@ def test_the_unadvertised_hook_adopts_a_tool_or_its_failure_refuses() -> None:
 
 def test_a_gate_rules_and_never_writes() -> None:
     journal = MemoryJournal()
-    deny = ConsentPolicy(overrides={"order": Verdict.DENY})
+    deny = ConsentPolicy(overrides={"order": PolicyVerdict.DENY})
     ruling = rule_on(pending(), desk(journal, consent=deny))
     assert isinstance(ruling, Settle) and ruling.answer.outcome == "declined"
     assert ruling.decision is not None and ruling.decision.decided_by == "policy"

@@ -30,7 +30,7 @@ from agui_tools import (
 )
 from agui_tools._errors import JournalError, ReloadRequired, StoreWriteFailed
 from agui_tools.app._calls import Answer, CallStatus
-from agui_tools.app._consent import ConsentPolicy, Verdict
+from agui_tools.app._consent import ConsentPolicy, PolicyVerdict
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, Journal, JournalKey, MemoryJournal, SQLiteJournal
 from agui_tools.testing import free_port, serving
@@ -115,7 +115,7 @@ def test_an_answer_that_ran_nothing_survives_a_restart_and_nothing_runs(
 def test_a_policy_denial_is_durable_with_its_decision(
     journal_factory: Callable[[], Journal],
 ) -> None:
-    deny = ConsentPolicy(overrides={"confirm_order": Verdict.DENY})
+    deny = ConsentPolicy(overrides={"confirm_order": PolicyVerdict.DENY})
     first = received(journal_factory(), ORDER, consent=deny)
     assert first.call("c1").status is CallStatus.DECLINED
     journal = journal_factory()

@@ -1,6 +1,6 @@
 """What a new user reads when the PostgreSQL stores are misconfigured or misused.
 
-Both stores share one error mapping (``_store_postgres._failed`` and friends), so
+Both stores share one error mapping (``_store_postgres_connect._failed`` and friends), so
 each case runs on :class:`PostgresStore` and on :class:`AsyncPostgresStore`:
 
 * a connection string that cannot work (unparsable, no such database or role)

@@ -112,7 +112,10 @@ def test_a_correct_approval_agent_passes_every_interrupt_case() -> None:
     report = _check(approvals(seen=seen))
     verdicts = {c.id: c.verdict for c in report.cases}
     assert set(verdicts.values()) == {Verdict.PASS}, [(c.id, c.findings) for c in report.cases]
-    assert report.capabilities.keys() == {"interrupts"}
+    # its own refund call answered in the resumed run (started in the interrupted one,
+    # #36 item 13): a tool of its own, shown
+    assert report.capabilities.keys() == {"interrupts", "agent-tools"}
+    assert "answered its own 'refund'" in report.capabilities["agent-tools"]
     # the first interrupt came from the prompt inviting one: no other run interrupted
     ids = report.case("interrupts.ids")
     assert ids.exchanges[0].label == "a prompt inviting an interrupt"

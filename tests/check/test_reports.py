@@ -120,10 +120,12 @@ def test_json_document_has_the_documented_shape(failing: CheckReport) -> None:
         "strict",
         "level",
         "ok",
+        "stopped",
         "capabilities",
         "counts",
         "cases",
     }
+    assert doc["stopped"] is None  # ran to its end
     assert doc["ok"] is False and doc["counts"]["fail"] >= 1
     case = next(c for c in doc["cases"] if c["id"] == "frontend.invite")
     assert set(case) == {
@@ -161,3 +163,47 @@ def test_terminal_report_groups_by_section(failing: CheckReport) -> None:
     positions = [text.index(f"\n{section}") for section, _ in failing.sections()]
     assert positions == sorted(positions)
     assert "[TOOL-10]" in text and "FAILED" in text
+
+
+def test_the_terminal_report_reflows_at_80_columns(failing: CheckReport) -> None:
+    """#36 item 8: at 80 columns the table squeezed the observation to 2 characters a line,
+    cutting words ('RunAgentI…'). Narrow, each case is two lines: id, tier and rules, then
+    the observation wrapped at its words; wide (120), the table, its observation column
+    wide enough to read."""
+    from agui_tools._text import terminal_text
+    from agui_tools.check.reports import _headline
+
+    def render(width: int) -> str:
+        out = io.StringIO()
+        print_report(failing, Console(file=out, width=width, color_system=None))
+        return out.getvalue()
+
+    narrow = render(80)
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    flat = " ".join(narrow.split())
+    for case in failing.cases:
+        assert case.id in narrow
+        said = terminal_text(_headline(case, 90 if case.verdict is Verdict.PASS else None))
+        for word in said.split():  # every word whole: wrapped between words, never cut
+            assert len(word) > 60 or word in flat, (case.id, word)
+    wide = render(120)
+    header = next(line for line in wide.splitlines() if "observed" in line and "case" in line)
+    observed = header.split("┃")[-2]
+    assert len(observed) >= 30, header  # the observation column is wide enough to read
+
+
+def test_progress_in_a_terminal_prints_the_lines_above_a_live_bar(failing: CheckReport) -> None:
+    """#36 item 7: a live bar in a TTY, the per-case lines printed above it; an agent's
+    text on a line is escaped (one line, controls shown), the bar gone at the end."""
+    from agui_tools.check.reports import CaseProgress
+
+    out = io.StringIO()
+    case = failing.case("frontend.pending-ids")
+    case.observed = "line one\nline two \x1b[31mred"
+    total = len(failing.cases)
+    with CaseProgress(total, "http://x/\x1b[2J", file=out, live=True) as progress:
+        progress(failing.cases[0], Verdict.PASS, 1, total)
+        progress(case, case.verdict, 2, total)
+    text = out.getvalue()
+    assert f"[ 1/{total}] pass          input.malformed-json (" in text
+    assert "line one\\nline two \\x1b[31mred" in text and "\x1b[31m" not in text

@@ -238,24 +238,98 @@ def test_tools_from_a_module_attribute(tmp_path: Path, monkeypatch: pytest.Monke
         load_tools(str(tmp_path / "bad_tools.json"))
 
 
-def test_ctrl_c_ends_the_check_with_one_line() -> None:
+def _refusing_then_hanging() -> Any:
+    """400 to a body that is not JSON, at once; a stream that hangs to any other."""
+    from starlette.responses import JSONResponse
+
+    hanging = hanging_agent()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            body = b""
+            more = True
+            while more:
+                message = await receive()
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+            try:
+                json.loads(body)
+            except ValueError:
+                await JSONResponse({"error": "not JSON"}, 400)(scope, receive, send)
+                return
+            replay = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def again() -> Any:
+                return replay.pop() if replay else await receive()
+
+            await hanging(scope, again, send)
+            return
+        await hanging(scope, receive, send)
+
+    return app
+
+
+def test_ctrl_c_prints_interrupted_then_the_report_of_what_finished() -> None:
+    """#36 item 7: Ctrl-C gave one line and no report — minutes of a check lost. Now each
+    case is a line on stderr as it finishes; Ctrl-C says "interrupted" in one line, then
+    the report of what finished (the rest: not run), exit 130."""
     from agui_tools.check.pytest_plugin import serving_in_thread
 
-    arrived = threading.Event()
-    with serving_in_thread(hanging_agent(arrived)) as url:
+    with serving_in_thread(_refusing_then_hanging()) as url:
         proc = subprocess.Popen(
-            [*AGUI, "check", url, "--case", "lifecycle.stream", "--timeout", "60"],
+            [
+                *AGUI,
+                "check",
+                url,
+                "--case",
+                "input.malformed-json",
+                "--case",
+                "lifecycle.*",
+                "--timeout",
+                "2",
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=ENV,
         )
-        assert arrived.wait(60)  # the check is waiting on the hanging stream
-        time.sleep(0.2)
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # the plain run stalls 2 s, then the first case
+        assert first.startswith("[1/5] pass") and "input.malformed-json" in first, first
+        time.sleep(0.3)  # lifecycle.stream is waiting on the hanging stream
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, (out, err)
-    assert err.strip() == "agui-tools check: interrupted", err
+    assert err.strip() == "agui-tools check: interrupted", err  # one line, no traceback
+    assert "input.malformed-json" in out and "pass" in out
+    assert "not finished: interrupted (Ctrl-C)" in out  # the case running then
+    assert "not run: interrupted (Ctrl-C)" in out  # the cases after it
+    assert "stopped: interrupted (Ctrl-C)" in out
+
+
+def test_progress_is_a_line_per_case_on_stderr_and_quiet_silences_it() -> None:
+    with agui_tools_serve() as url:
+        said = subprocess.run(
+            [*AGUI, "check", url, "--section", "input", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ENV,
+        )
+        quiet = subprocess.run(
+            [*AGUI, "check", url, "--case", "input.wrong-type", "-q"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ENV,
+        )
+    assert said.returncode == 0, said.stderr
+    lines = said.stderr.splitlines()
+    ids = [c["id"] for c in json.loads(said.stdout)["cases"]]  # stdout: the document alone
+    assert [line.split()[2] for line in lines] == ids, lines
+    assert lines[0].startswith("[1/7] pass          input.malformed-json (")
+    assert lines[-1].startswith("[7/7] ")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
 
 
 def test_a_stream_that_never_ends_is_read_up_to_a_cap_and_judged() -> None:

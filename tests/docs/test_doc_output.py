@@ -24,6 +24,7 @@ stated in tests/README.md, "Doc examples print what their page shows"):
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -167,3 +168,54 @@ def test_every_page_with_examples_is_covered() -> None:
     """The README and the pages the issue names have examples the test runs."""
     covered = {p.name for p in _pages()}
     assert {"README.md", "agent.md", "application.md", "transport.md"} <= covered, covered
+
+
+def borrowed_imports(blocks: list[Example]) -> list[tuple[int, str]]:
+    """``(line, name)`` for each module or name a block uses that only an earlier block
+    of the page imported: the page runs in one namespace, so it works there, but a
+    reader pasting that block alone gets a ``NameError``. A block may use what an
+    earlier one *defines* (the page says "the agent above"); never its imports."""
+    imported: set[str] = set()
+    found = []
+    for ex in blocks:
+        tree = ast.parse(ex.code)
+        own: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                own |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        bound = {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        } | {
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        used = {
+            (n.lineno, n.id)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        seen: set[str] = set()
+        for line, name in sorted(used):
+            if name in imported and name not in own and name not in bound and name not in seen:
+                seen.add(name)
+                found.append((ex.line + line - 1, name))
+        imported |= own
+    return found
+
+
+@pytest.mark.parametrize("path", _pages(), ids=lambda p: p.name)
+def test_every_example_imports_what_it_uses(path: Path) -> None:
+    """docs/deployment.md's recovery recipe used ``pathlib`` and ``tempfile`` that only
+    the page's first example imported: the page ran, the recipe pasted alone did not."""
+    borrowed = borrowed_imports([ex for ex in examples(path) if ex.fragment is None])
+    assert borrowed == [], [
+        f"{path.name}:{line}: {name} is not imported" for line, name in borrowed
+    ]
+
+
+def test_a_borrowed_import_is_found() -> None:
+    first = Example(1, "import pathlib\nimport os as o\nprint(pathlib, o)\n")
+    second = Example(10, "app = 1\n\ndef f():\n    return pathlib.Path(o.sep)\n")
+    third = Example(20, "import pathlib\nprint(pathlib, app)\n")
+    assert borrowed_imports([first, second, third]) == [(13, "o"), (13, "pathlib")]

@@ -34,14 +34,25 @@ what was delivered and on the run summaries.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
 from agui_tools._errors import ProtocolViolation, ProtocolWarning
 from agui_tools.wire._pipeline import ConsumerPipeline, StreamResult
+
+RULE_IDS: frozenset[str] = frozenset(
+    re.findall(
+        r"^\| ([A-Z]+(?:-[A-Z]+)*-\d+) \|",
+        (Path(__file__).resolve().parents[2] / "spec/RULES.md").read_text(),
+        re.M,
+    )
+)
+"""Every rule ID ``spec/RULES.md`` states (its table's first column)."""
 
 Event = dict[str, Any]
 ABSENT: Any = object()

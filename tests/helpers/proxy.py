@@ -41,6 +41,7 @@ __all__ = [
     "proxied",
     "proxy_cmd",
     "raw_post",
+    "serve_cmd",
     "sse_events",
     "stream_post",
     "verify_says",
@@ -152,6 +153,11 @@ def proxy_cmd(*args: str) -> tuple[subprocess.Popen[str], str]:
 def mock_cmd(*args: str) -> tuple[subprocess.Popen[str], str]:
     """``agui-tools mock --port 0 ARGS`` started, as :func:`proxy_cmd` starts the proxy."""
     return _started("mock", r"Serving mock AG-UI agent at (\S+)", args)
+
+
+def serve_cmd(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """``agui-tools serve --port 0 ARGS`` started, as :func:`proxy_cmd` starts the proxy."""
+    return _started("serve", r"Serving AG-UI agent at (\S+)", args)
 
 
 def _started(command: str, banner: str, args: Sequence[str]) -> tuple[subprocess.Popen[str], str]:

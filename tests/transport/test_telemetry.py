@@ -30,6 +30,7 @@ from agui_tools.transport._server import agent_app
 from agui_tools.transport._session import Approval, BaseSession, Session, SyncSession
 from tests.helpers.async_store import AsyncMemoryStore
 from tests.helpers.e2e_agent import app
+from tests.helpers.otel import exported_spans
 from tests.helpers.scripted_server import Script, app_for, serve
 
 Tree = tuple[str, str, str, dict[str, Any], list[Any]]
@@ -39,15 +40,8 @@ STREAMED = "<seconds from TOOL_CALL_START to TOOL_CALL_END>"
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    _telemetry.use(provider)
-    try:
+    with exported_spans() as exporter:
         yield exporter
-    finally:
-        _telemetry.use(None)
-        provider.shutdown()
 
 
 @pytest.fixture(scope="module")

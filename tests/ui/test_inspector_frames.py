@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agui_tools.transport import agent_app
+from tests.helpers.sight import sideways
 
 from .conftest import inspector_server as serve
 from .conftest import open_page, screenshot
@@ -390,7 +391,7 @@ def test_the_page_works_at_390px_wide(browser: Any, tmp_path: Path) -> None:
             send(page, "Do the three things")
             page.get_by_role("button", name="Approve place_order").wait_for()
             # nothing runs off the side: no horizontal scrolling, every tab on screen
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            assert sideways(page) == []
             for name in ("Timeline", "State", "Next input", "Tools", "Export"):
                 box = page.get_by_role("tab", name=name).bounding_box()
                 assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, name

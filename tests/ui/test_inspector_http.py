@@ -522,6 +522,25 @@ def test_a_port_in_use_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
+def test_a_port_left_in_time_wait_by_a_stopped_inspector_is_free_again() -> None:
+    """Ctrl-C then ``inspect --port P`` again: the closed server's connections sit in
+    TIME_WAIT for a minute; the probe binds as the server does (SO_REUSEADDR) and lets it."""
+    import socket
+
+    from agui_tools.cli.inspect_cmd import port_problem
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = server.accept()
+            accepted.close()  # the server side closes first: its end goes to TIME_WAIT
+            assert client.recv(1) == b""
+    assert port_problem("127.0.0.1", port) is None
+
+
 # -- the page's source and its docs ---------------------------------------------------------
 
 
@@ -930,5 +949,57 @@ def test_an_expired_interrupt_can_only_be_cancelled_and_the_thread_goes_on() -> 
                 ]
                 await until(inspector, idle)
                 assert not [m for m in inspector.hub.messages if m["kind"] == "failed"]
+
+    asyncio.run(go())
+
+
+# -- a restart on a store (#36 item 3) --------------------------------------------------------
+
+
+def test_a_restart_resumes_the_open_thread_on_the_agent_it_last_ran_on(tmp_path: Path) -> None:
+    """A thread begun with one agent and carried on with another (the thread goes on with
+    the agent picked last): after a restart its open interrupt is the second agent's, and
+    the resumed run must go there — sent to the first, it is a stranger's resume."""
+    from agui_tools.app._store_sqlite import SQLiteStore
+
+    from .inspector_agents import echo_agent, interrupt_agent
+
+    db, index = tmp_path / "threads.db", tmp_path / "threads.db.inspector.json"
+
+    async def after(inspector: Inspector, act: Callable[[], Any], kind: str) -> dict[str, Any]:
+        """Do ``act``, then wait for the hub's next message of ``kind``."""
+        start = inspector.hub.next_seq
+        act()
+
+        async def find() -> dict[str, Any]:
+            async for message in inspector.hub.follow(start):
+                if message["kind"] == kind and (kind != "busy" or not message["busy"]):
+                    return message
+            raise AssertionError("the hub closed")
+
+        return await asyncio.wait_for(find(), 10)
+
+    async def go() -> None:
+        interrupts = agent_app(interrupt_agent(), path="/agent")
+        async with serving(echo_agent("other")) as other, serving(interrupts) as refunds:
+            agents = {"other": f"{other}/agent", "refunds": f"{refunds}/agent"}
+            first = Inspector(None, agents=agents, store=SQLiteStore(db), index=index)
+            await first.start()
+            await after(first, lambda: first.send("Hello"), "busy")
+            thread = first.thread_id
+            first.configure(agent="refunds")
+            await after(first, lambda: first.send("Refund my order"), "interrupt")
+            await first.aclose()  # the process dies while the user is deciding
+
+            second = Inspector(None, agents=agents, store=SQLiteStore(db), index=index)
+            assert (second.thread_id, second.agent) == (thread, "refunds")
+            await after(second, lambda: asyncio.ensure_future(second.start()), "interrupt")
+            second.resolve_interrupt("approve-refund", "resolve", payload={"approved": True})
+            second.resolve_interrupt("address", "cancel")
+            await after(second, lambda: None, "busy")
+            said = [m for m in second.hub.messages if m["kind"] == "text"]
+            text = "".join(m["delta"] for m in said)
+            assert "Final answer." in text and "approve-refund: resolved" in text, text
+            await second.aclose()
 
     asyncio.run(go())

@@ -8,9 +8,6 @@ table must not contradict: the bundled schema and spec/RULES.md.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
 from agui_tools.app._reducer import ThreadState
@@ -26,11 +23,7 @@ from agui_tools.wire._kinds import (
 )
 from agui_tools.wire._schema import ObjectNode, compiled
 from agui_tools.wire._verify import Verifier
-
-ROOT = Path(__file__).resolve().parents[2]
-RULE_IDS = set(
-    re.findall(r"^\| ([A-Z]+(?:-[A-Z]+)*-\d+) \|", (ROOT / "spec/RULES.md").read_text(), re.M)
-)
+from tests.helpers.dsl import RULE_IDS
 
 
 def variant(event_type: str) -> ObjectNode:

@@ -44,43 +44,38 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import orjson
 
-from .. import _telemetry
 from .._errors import ProtocolViolation, UsageError
 from .._version import PROTOCOL_VERSION
-from ..wire._codec import refuse_non_finite
 from ..wire._enforce import shared_enforcer
-from ..wire._expand import RUN_LEVEL, SUBAGENT_TERMINAL, Expander
-from ..wire._kinds import (
-    CHUNK_TYPES,
-    FAMILY,
-    SCOPES,
-    STREAMED,
-    SUBAGENT,
-    Scope,
-    StreamedKind,
-    WireEvent,
-    message_kind,
-)
+from ..wire._expand import Expander
+from ..wire._kinds import SCOPES, STREAMED, WireEvent, message_kind
+from ..wire._lifecycle import RunEvent, RunPhase, move, refusal
 from ..wire._verify import Limits, Verifier
+from ._books import (
+    LIVE_RULE,
+    NOUN,
+    ItemState,
+    KnownCall,
+    Opened,
+    Owner,
+    as_list,
+    emitter_refusal,
+    json_numbers,
+    lane_error,
+    open_key,
+)
+from ._subagents import SubagentScopes
 
 __all__ = ["Emitter", "Owner"]
 
 # the producer side logs as one, whichever of its modules speaks
 log = logging.getLogger("agui_tools.agent")
 
-Owner = str | None  # a subagent invocation id, or None for the parent agent
 
-
-# everything the run can open, items and scopes: what an error calls it, and the
-# rule broken by finishing the run with one open
-_OPENED: Final[Mapping[str, StreamedKind | Scope]] = {**STREAMED, **SCOPES}
-_NOUN: Final = {k: v.noun for k, v in _OPENED.items()}
-_LIVE_RULE: Final = {k: v.left_open for k, v in _OPENED.items()}
 # Only JSON-native values: a datetime or dataclass would be encoded as
 # something other than what was verified.
 _STRICT_JSON: Final = (
@@ -89,67 +84,8 @@ _STRICT_JSON: Final = (
     | orjson.OPT_PASSTHROUGH_SUBCLASS
 )
 
-ItemState = Literal["open", "abandoned", "closed"]
 
-
-@dataclass(slots=True, eq=False)
-class _Open:
-    """Something the run opened: an item, a span, a step or a subagent invocation."""
-
-    kind: str  # text / tool / reasoning / span / step / subagent
-    ident: str  # id, or the step's name
-    owner: Owner  # the lane and tag it was opened under
-    chunked: bool = False
-    state: ItemState = "open"
-    parent: Owner = None  # subagents: parentSubagentRunId
-
-    @property
-    def key(self) -> tuple[str, Owner, str]:
-        return _key(self.kind, self.ident, self.owner)
-
-    def describe(self) -> str:
-        owner = f" of subagent {self.owner!r}" if self.owner and self.kind != "subagent" else ""
-        return f"{_NOUN[self.kind]} {self.ident!r}{owner}"
-
-
-def _key(kind: str, ident: str, owner: Owner = None) -> tuple[str, Owner, str]:
-    # steps are per owner (SUB-13); everything else is keyed by id alone
-    return (kind, owner if kind == "step" else None, ident)
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    name: str
-    parent: str | None
-    owner: Owner  # effective: a call inherits its message's owner (SUB-12)
-
-
-def _as_list(value: Any) -> Any:
-    """A tuple becomes the JSON array it means; anything else is judged as given."""
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _json_numbers(ev: WireEvent) -> None:
-    """Refuse NaN and ±Infinity in an event's payload, verified or not (TRANS-4).
-
-    orjson writes them as ``null`` without a word, so the consumer would get
-    another value than the agent sent. Only events that carry agent-supplied
-    JSON (state, payloads, results, usage) are walked — never a text or
-    argument delta, whose values are strings.
-    """
-    refuse_non_finite(ev, f"refusing to emit {ev['type']}")
-
-
-def _refusal(message: str, *, rule: str | None = None) -> UsageError:
-    """A refusal of the emitter: the :class:`UsageError` it raises, recorded (on the
-    agent's run span, in ``agui.agent.refusals``) as it is made — so a refusal the
-    agent catches and goes on from is in the trace too (docs/observability.md)."""
-    error = UsageError(message, rule=rule)
-    _telemetry.refused(error)
-    return error
-
-
-class Emitter:
+class Emitter(SubagentScopes):
     """The events of one run, built and judged before they are handed out.
 
     Args:
@@ -199,14 +135,14 @@ class Emitter:
             max_lanes=(limits or Limits()).max_lanes,
             owner_of=self._owner_of if self._verifier is None else self._verifier.owner_of,
         )
-        self._phase: Literal["new", "active", "finished", "errored"] = "new"
-        self._open: dict[tuple[str, Owner, str], _Open] = {}
+        self._phase = RunPhase.NEW
+        self._open: dict[tuple[str, Owner, str], Opened] = {}
         self._out: list[WireEvent] = []
         self._poison: UsageError | None = None
         # thread knowledge (history + this run)
         self._messages: dict[str, str] = {}  # message id → kind that minted it
         self._texts: dict[str, tuple[str, str | None, Owner]] = {}  # id → role, name, owner
-        self._calls: dict[str, _Call] = {}
+        self._calls: dict[str, KnownCall] = {}
         self._answered: set[str] = set()
         # this run
         self._started: list[str] = []
@@ -219,8 +155,9 @@ class Emitter:
     # -- introspection -------------------------------------------------------------
 
     @property
-    def phase(self) -> str:
-        """``new``, ``active``, ``finished`` (RUN_FINISHED sent) or ``errored``."""
+    def phase(self) -> RunPhase:
+        """``new``, ``active``, ``finished`` (RUN_FINISHED sent) or ``errored``: the run
+        lifecycle's phase (:data:`~agui_tools.wire._lifecycle.RUN_MOVES`), one run's worth."""
         return self._phase
 
     @property
@@ -229,7 +166,7 @@ class Emitter:
         return [c for c in self._started if c not in self._answered]
 
     def is_open(self, kind: str, ident: str, owner: Owner = None) -> bool:
-        entry = self._open.get(_key(kind, ident, owner))
+        entry = self._open.get(open_key(kind, ident, owner))
         return entry is not None and entry.state == "open"
 
     def call_name(self, call_id: str) -> str | None:
@@ -240,8 +177,8 @@ class Emitter:
 
     def start(self) -> list[WireEvent]:
         """``RUN_STARTED`` with our own ``protocolVersion`` (RUN-2), never the input's."""
-        if self._phase != "new":
-            raise _refusal("start() was already called for this run.", rule="RUN-13")
+        if self._phase is not RunPhase.NEW:  # one emitter, one run
+            raise emitter_refusal("start() was already called for this run.", rule="RUN-13")
         ev: WireEvent = {
             "type": "RUN_STARTED",
             "threadId": self.thread_id,
@@ -251,7 +188,7 @@ class Emitter:
         if self.input.get("parentRunId") is not None:
             ev["parentRunId"] = self.input["parentRunId"]
         self._send(ev)
-        self._phase = "active"
+        self._phase = move(self._phase, "RUN_STARTED")
         return self._drain()
 
     def finish(
@@ -263,15 +200,15 @@ class Emitter:
         handle never closed — is the agent's bug and refused. Items abandoned
         by an exception the agent caught are closed first (RUN-6's reasoning).
         """
-        self._require_active()
+        self._require_active("RUN_FINISHED")
         live = [e for e in self._open.values() if e.state == "open"]
         if live:
             first = live[0]
-            raise _refusal(
+            raise emitter_refusal(
                 f"the run cannot finish while {first.describe()} is still open"
                 + (f" (and {len(live) - 1} more)" if len(live) > 1 else "")
                 + "; every item, step and subagent must be closed before RUN_FINISHED.",
-                rule=_LIVE_RULE[first.kind],
+                rule=LIVE_RULE[first.kind],
             )
         self._close_everything("finish")
         pending = self.pending_tool_call_ids
@@ -286,7 +223,7 @@ class Emitter:
         ``"cancelled"``: the subagent outcomes are success and suspended, and a
         stopped invocation is neither.
         """
-        self._require_active()
+        self._require_active("RUN_FINISHED")
         self._close_everything("cancel")
         self._run_finished({"type": "cancelled"}, None, usage)
         return self._drain()
@@ -301,12 +238,14 @@ class Emitter:
         advertised frontend call unanswered must not report itself interrupted
         (FE-3): that is refused before anything is sent.
         """
-        self._require_active()
+        self._require_active("RUN_FINISHED")
         if not all(isinstance(i, Mapping) for i in interrupts):
-            raise _refusal("each interrupt is an object (a wire Interrupt).", rule="RUN-4")
+            raise emitter_refusal("each interrupt is an object (a wire Interrupt).", rule="RUN-4")
         items = [dict(i) for i in interrupts]
         if not items:
-            raise _refusal("an interrupt outcome carries at least one interrupt.", rule="INT-1")
+            raise emitter_refusal(
+                "an interrupt outcome carries at least one interrupt.", rule="INT-1"
+            )
         seen: set[Any] = set()
         for n, item in enumerate(items):
             try:
@@ -314,18 +253,22 @@ class Emitter:
                     "Interrupt", item, f"/outcome/interrupts/{n}"
                 )
             except ProtocolViolation as exc:
-                raise _refusal(f"malformed interrupt: {exc}", rule=exc.rule) from None
+                raise emitter_refusal(f"malformed interrupt: {exc}", rule=exc.rule) from None
             if warnings:
-                raise _refusal(f"interrupt has unrecognised material: {warnings[0]}", rule="PROC-3")
+                raise emitter_refusal(
+                    f"interrupt has unrecognised material: {warnings[0]}", rule="PROC-3"
+                )
             ident = item.get("id")
             if ident in seen:
-                raise _refusal(f"interrupt id {ident!r} is used twice in one run.", rule="INT-3")
+                raise emitter_refusal(
+                    f"interrupt id {ident!r} is used twice in one run.", rule="INT-3"
+                )
             seen.add(ident)
         frontend = [
             c for c in self.pending_tool_call_ids if self.call_name(c) in self.frontend_tools
         ]
         if frontend:
-            raise _refusal(
+            raise emitter_refusal(
                 f"advertised frontend tool call(s) {', '.join(map(repr, frontend))} are "
                 "unanswered: a run that stops on a frontend call finishes with the success outcome "
                 "(the application answers in the next run), never as interrupted.",
@@ -348,19 +291,20 @@ class Emitter:
         and once after ``RUN_FINISHED`` (a late failure, RUN-12) — and always
         when the emitter is poisoned, since it is the one honest ending left.
         """
-        if self._phase == "errored":
-            raise _refusal("the run already ended with RUN_ERROR.", rule="RUN-12")
+        rule = refusal(self._phase, "RUN_ERROR")
+        if rule is not None:
+            raise emitter_refusal("the run already ended with RUN_ERROR.", rule=rule)
         for entry in self._open.values():
             entry.state = "abandoned"
         ev: WireEvent = {"type": "RUN_ERROR", "message": message}
         if code is not None:
             ev["code"] = code
         if usage:
-            ev["usage"] = _as_list(usage)
-            _json_numbers(ev)
+            ev["usage"] = as_list(usage)
+            json_numbers(ev)
         self._send(ev, trusted=self._poison is not None)
         self._open.clear()
-        self._phase = "errored"
+        self._phase = move(self._phase, "RUN_ERROR")
         return self._drain()
 
     def _run_finished(
@@ -372,10 +316,10 @@ class Emitter:
         if result is not None:
             ev["result"] = result
         if usage:
-            ev["usage"] = _as_list(usage)
-        _json_numbers(ev)
+            ev["usage"] = as_list(usage)
+        json_numbers(ev)
         self._send(ev)
-        self._phase = "finished"
+        self._phase = move(self._phase, "RUN_FINISHED")
 
     def _close_everything(self, mode: str, interrupts: Sequence[WireEvent] = ()) -> None:
         """Close what is open, newest first, so nothing closes before what it contains.
@@ -428,13 +372,13 @@ class Emitter:
         if known is not None:
             k_role, k_name, k_owner = known
             if role != k_role or (name is not None and name != k_name):
-                raise _refusal(
+                raise emitter_refusal(
                     f"reopening text message {message_id!r} as role={role!r} name={name!r}, but it "
                     f"was opened as role={k_role!r} name={k_name!r}; a reopening start must agree.",
                     rule="TEXT-3",
                 )
             if owner is not None and owner != k_owner:
-                raise _refusal(
+                raise emitter_refusal(
                     f"reopening text message {message_id!r} under {owner!r}, but it belongs to "
                     f"{k_owner or 'the parent agent'!r}.",
                     rule="TEXT-4",
@@ -472,7 +416,7 @@ class Emitter:
             parent = self._texts.get(parent_message_id)
             if parent is not None:
                 if owner is not None and owner != parent[2]:
-                    raise _refusal(
+                    raise emitter_refusal(
                         f"tool call {call_id!r} is attributed to {owner!r} but its message "
                         f"{parent_message_id!r} belongs to {parent[2] or 'the parent agent'!r}; a "
                         "call inherits the attribution of its message.",
@@ -483,7 +427,7 @@ class Emitter:
         if known is not None and (
             known.name != name or known.parent != parent_message_id or known.owner != effective
         ):
-            raise _refusal(
+            raise emitter_refusal(
                 f"reopening tool call {call_id!r} as {name!r} (parent {parent_message_id!r}, owner "
                 f"{effective!r}) but it was made as {known.name!r} (parent {known.parent!r}, owner "
                 f"{known.owner!r}); a reopening start must agree.",
@@ -493,7 +437,7 @@ class Emitter:
         if parent_message_id is not None:
             fields["parentMessageId"] = parent_message_id
         self._open_item("tool", call_id, owner, chunked, fields)
-        self._calls.setdefault(call_id, _Call(name, parent_message_id, effective))
+        self._calls.setdefault(call_id, KnownCall(name, parent_message_id, effective))
         if call_id not in self._started_set:
             self._started_set.add(call_id)
             self._started.append(call_id)
@@ -522,20 +466,20 @@ class Emitter:
         ids = f"tool call {call_id!r}"
         call = self._calls.get(call_id)
         if call is None:
-            raise _refusal(
+            raise emitter_refusal(
                 f"{ids} was never made in this thread; a result answers a call.", rule="TOOL-10"
             )
-        entry = self._open.get(_key("tool", call_id))
+        entry = self._open.get(open_key("tool", call_id))
         if entry is not None:
-            raise _refusal(
+            raise emitter_refusal(
                 f"{ids} is still {'open' if entry.state == 'open' else 'abandoned mid-arguments'}; "
                 "a result answers a closed call.",
                 rule="TOOL-10",
             )
         if call_id in self._answered:
-            raise _refusal(f"{ids} already has a result; a call has one.", rule="TOOL-10")
+            raise emitter_refusal(f"{ids} already has a result; a call has one.", rule="TOOL-10")
         if call.name in self.frontend_tools:
-            raise _refusal(
+            raise emitter_refusal(
                 f"{ids} is to {call.name!r}, a frontend tool the run input advertised: the "
                 "application executes it and answers in the next run's input; the producer must "
                 "not answer it.",
@@ -546,10 +490,10 @@ class Emitter:
             "type": "TOOL_CALL_RESULT",
             "messageId": message_id,
             "toolCallId": call_id,
-            "content": _as_list(content),
+            "content": as_list(content),
         }
         self._tag(ev, owner)
-        _json_numbers(ev)
+        json_numbers(ev)
         self._send(ev)
         self._answered.add(call_id)
         self._messages[message_id] = "tool"
@@ -577,7 +521,7 @@ class Emitter:
         Sends nothing. A chunked item simply stops owning its lane — the
         consumer closes its stream with the next event there.
         """
-        entry = self._open.get(_key(kind, ident, owner))
+        entry = self._open.get(open_key(kind, ident, owner))
         if entry is None or entry.state != "open":
             return
         if entry.chunked:
@@ -589,10 +533,10 @@ class Emitter:
         self, kind: str, ident: str, owner: Owner, chunked: bool, fields: Mapping[str, Any]
     ) -> None:
         spec = STREAMED[kind]
-        key = _key(kind, ident)
+        key = open_key(kind, ident)
         current = self._open.get(key)
         if current is not None:
-            raise _refusal(
+            raise emitter_refusal(
                 f"{spec.noun} {ident!r} is already open "
                 f"({'abandoned by an exception' if current.state == 'abandoned' else 'close it first'});"
                 " an item whose id is open cannot be opened again.",
@@ -605,7 +549,7 @@ class Emitter:
             ev.update(spec.start_fields)
         ev.update(fields)
         self._tag(ev, owner)
-        entry = _Open(kind, ident, owner, chunked)
+        entry = Opened(kind, ident, owner, chunked)
         self._send(ev)
         self._open[key] = entry
         if kind != "tool":
@@ -616,10 +560,10 @@ class Emitter:
     def _delta(self, kind: str, ident: str, delta: str) -> None:
         self._require_active()
         spec = STREAMED[kind]
-        entry = self._open.get(_key(kind, ident))
+        entry = self._open.get(open_key(kind, ident))
         if entry is None or entry.state != "open":
             why = "abandoned by an exception" if entry is not None else "not open"
-            raise _refusal(
+            raise emitter_refusal(
                 f"cannot add to {spec.noun} {ident!r}: it is {why}.",
                 rule=spec.not_open,
             )
@@ -634,15 +578,15 @@ class Emitter:
     def _close_item(self, kind: str, ident: str) -> None:
         self._require_active()
         spec = STREAMED[kind]
-        entry = self._open.get(_key(kind, ident))
+        entry = self._open.get(open_key(kind, ident))
         if entry is None:
-            raise _refusal(
+            raise emitter_refusal(
                 f"cannot close {spec.noun} {ident!r}: it is not open.",
                 rule=spec.not_open,
             )
         self._close_entry(entry)
 
-    def _close_entry(self, entry: _Open) -> None:
+    def _close_entry(self, entry: Opened) -> None:
         """Send the event that closes ``entry`` (none for a chunked item) and forget it."""
         if entry.chunked:
             self._drop(entry)
@@ -664,7 +608,7 @@ class Emitter:
         del self._open[entry.key]
         entry.state = "closed"
 
-    def _drop(self, entry: _Open, state: ItemState = "closed") -> None:
+    def _drop(self, entry: Opened, state: ItemState = "closed") -> None:
         """A chunked item stops: nothing is sent, its lane stops being reserved."""
         self._open.pop(entry.key, None)
         entry.state = state
@@ -693,170 +637,27 @@ class Emitter:
         self._require_active()
         self._check_owner(owner)
         scope = SCOPES[kind]
-        key = _key(kind, ident, owner)
+        key = open_key(kind, ident, owner)
         if key in self._open:
-            raise _refusal(f"{scope.noun} {ident!r} is already open.", rule=scope.opened_twice)
+            raise emitter_refusal(
+                f"{scope.noun} {ident!r} is already open.", rule=scope.opened_twice
+            )
         ev: WireEvent = {"type": scope.start, scope.id_field: ident}
         self._tag(ev, owner)
         self._send(ev)
-        self._open[key] = _Open(kind, ident, owner)
+        self._open[key] = Opened(kind, ident, owner)
         if owner is not None:
             self._tags.add(owner)
 
     def _close_simple(self, kind: str, ident: str, owner: Owner) -> None:
         self._require_active()
-        entry = self._open.get(_key(kind, ident, owner))
+        entry = self._open.get(open_key(kind, ident, owner))
         if entry is None:
-            raise _refusal(
-                f"cannot close {_NOUN[kind]} {ident!r}: it is not open.",
+            raise emitter_refusal(
+                f"cannot close {NOUN[kind]} {ident!r}: it is not open.",
                 rule=SCOPES[kind].not_open,
             )
         self._close_entry(entry)
-
-    def subagent_start(
-        self,
-        subagent_run_id: str,
-        name: str,
-        *,
-        description: str | None = None,
-        parent: Owner = None,
-        parent_tool_call_id: str | None = None,
-        parent_message_id: str | None = None,
-    ) -> list[WireEvent]:
-        """Announce an invocation, before anything attributed to it (SUB-4)."""
-        self._require_active()
-        sid = subagent_run_id
-        if _key("subagent", sid) in self._open or sid in self._subagents_done:
-            raise _refusal(
-                f"subagent invocation {sid!r} was already announced in this run; each invocation "
-                "gets its own id.",
-                rule=SUBAGENT.opened_twice,
-            )
-        if sid in self._tags:
-            raise _refusal(
-                f"events were already attributed to {sid!r}; an invocation is announced before "
-                "its events.",
-                rule="SUB-4",
-            )
-        if parent is not None and _key("subagent", parent) not in self._open:
-            raise _refusal(
-                f"parent invocation {parent!r} is not active in this run.", rule="SUB-14"
-            )
-        ev: WireEvent = {"type": "SUBAGENT_STARTED", "subagentRunId": sid, "name": name}
-        for field, value in (
-            ("description", description),
-            ("parentSubagentRunId", parent),
-            ("parentToolCallId", parent_tool_call_id),
-            ("parentMessageId", parent_message_id),
-        ):
-            if value is not None:
-                ev[field] = value
-        self._send(ev)
-        self._open[_key("subagent", sid)] = _Open("subagent", sid, sid, parent=parent)
-        self._subagent_parent[sid] = parent
-        self._tags.add(sid)
-        return self._drain()
-
-    def subagent_finish(
-        self,
-        subagent_run_id: str,
-        *,
-        result: Any = None,
-        suspended: bool = False,
-        interrupt_ids: Sequence[str] = (),
-    ) -> list[WireEvent]:
-        """``SUBAGENT_FINISHED``. Like a run: live items are a bug, abandoned ones are closed."""
-        entry = self._subagent(subagent_run_id)
-        mine = self._owned_by(subagent_run_id)
-        live = [e for e in mine if e.state == "open"]
-        if live:
-            raise _refusal(
-                f"subagent {subagent_run_id!r} cannot finish while {live[0].describe()} is still "
-                "open.",
-                rule=_LIVE_RULE[live[0].kind],
-            )
-        for item in reversed(mine):
-            self._close_entry(item)
-        fields: WireEvent = {}
-        if result is not None:
-            fields["result"] = result
-        if suspended:
-            outcome: WireEvent = {"type": "suspended"}
-            if interrupt_ids:
-                outcome["interruptIds"] = list(interrupt_ids)
-            fields["outcome"] = outcome
-        elif interrupt_ids:
-            raise _refusal("a success outcome carries no interrupt ids.", rule="SUB-9")
-        self._subagent_terminal(entry, fields, error=False)
-        return self._drain()
-
-    def subagent_error(
-        self, subagent_run_id: str, message: str, *, code: str | None = None
-    ) -> list[WireEvent]:
-        """``SUBAGENT_ERROR``: the invocation failed; the run goes on (SUB-8).
-
-        Its steps are closed (they carry its attribution, SUB-13); its items
-        are abandoned like the run's would be, and its nested invocations fail
-        with it.
-        """
-        entry = self._subagent(subagent_run_id)
-        for item in reversed(self._owned_by(subagent_run_id)):
-            if item.kind == "subagent":
-                self._subagent_terminal(
-                    item,
-                    {"message": "its parent invocation failed", "code": "parent_failed"},
-                    error=True,
-                )
-            elif item.kind == "step":
-                self._close_entry(item)
-            elif item.chunked:
-                self._drop(item, "abandoned")
-            else:
-                item.state = "abandoned"
-        fields: WireEvent = {"message": message}
-        if code is not None:
-            fields["code"] = code
-        self._subagent_terminal(entry, fields, error=True)
-        return self._drain()
-
-    def _subagent(self, sid: str) -> _Open:
-        self._require_active()
-        entry = self._open.get(_key("subagent", sid))
-        if entry is None:
-            raise _refusal(f"subagent invocation {sid!r} is not active.", rule=SUBAGENT.not_open)
-        return entry
-
-    def _owned_by(self, sid: str) -> list[_Open]:
-        """What ``sid`` or its nested invocations hold open, in opening order."""
-
-        def inside(owner: Owner) -> bool:
-            while owner is not None:
-                if owner == sid:
-                    return True
-                owner = self._subagent_parent.get(owner)
-            return False
-
-        return [
-            e
-            for e in self._open.values()
-            if (e.kind != "subagent" and inside(e.owner))
-            or (e.kind == "subagent" and e.ident != sid and inside(e.parent))
-        ]
-
-    def _subagent_terminal(self, entry: _Open, fields: WireEvent, *, error: bool) -> None:
-        """End an invocation. Its chunked items were dropped or refused by the caller:
-        the terminal event closes its lane's stream on the consumer's side (CHUNK-14)."""
-        sid = entry.ident
-        ev: WireEvent = {
-            "type": "SUBAGENT_ERROR" if error else "SUBAGENT_FINISHED",
-            "subagentRunId": sid,
-        }
-        ev.update(fields)
-        _json_numbers(ev)
-        self._send(ev)
-        del self._open[entry.key]
-        entry.state = "closed"
-        self._subagents_done.add(sid)
 
     # -- standalone events -------------------------------------------------------------
 
@@ -868,7 +669,7 @@ class Emitter:
         self, patch: Sequence[Mapping[str, Any]], *, owner: Owner = None
     ) -> list[WireEvent]:
         """A JSON Patch against the current state (the input's, until our first snapshot)."""
-        return self._standalone({"type": "STATE_DELTA", "delta": _as_list(patch)}, owner)
+        return self._standalone({"type": "STATE_DELTA", "delta": as_list(patch)}, owner)
 
     def custom(self, name: str, value: Any, *, owner: Owner = None) -> list[WireEvent]:
         """Application-defined material; never a carrier for standard semantics (SEC-4)."""
@@ -915,13 +716,13 @@ class Emitter:
             "type": "ACTIVITY_DELTA",
             "messageId": message_id,
             "activityType": activity_type,
-            "patch": _as_list(patch),
+            "patch": as_list(patch),
         }
         return self._standalone(ev, owner)
 
     def messages_snapshot(self, messages: Sequence[Mapping[str, Any]]) -> list[WireEvent]:
         """Restate the conversation (RUN-14); run-level, so it closes every chunk lane."""
-        out = self._standalone({"type": "MESSAGES_SNAPSHOT", "messages": _as_list(messages)}, None)
+        out = self._standalone({"type": "MESSAGES_SNAPSHOT", "messages": as_list(messages)}, None)
         self._seed(messages)
         return out
 
@@ -929,7 +730,7 @@ class Emitter:
         self._require_active()
         self._check_owner(owner)
         self._tag(ev, owner)
-        _json_numbers(ev)
+        json_numbers(ev)
         self._send(ev)
         if owner is not None:
             self._tags.add(owner)
@@ -937,25 +738,29 @@ class Emitter:
 
     # -- checks and sending --------------------------------------------------------------
 
-    def _require_active(self) -> None:
+    def _require_active(self, event: RunEvent = "ANY_EVENT") -> None:
+        """Refuse ``event`` (a run-level move; any other event by default) unless the
+        lifecycle table allows it now, and everything but RUN_ERROR once poisoned."""
         if self._poison is not None:
-            raise _refusal(
+            raise emitter_refusal(
                 "an earlier event was refused by verification, so this run can only end with "
                 f"RUN_ERROR (error()). The refusal: {self._poison}",
                 rule=self._poison.rule,
             )
-        if self._phase == "new":
-            raise _refusal("the run has not started: call start() first.", rule="RUN-1")
-        if self._phase != "active":
-            closed_by = "RUN_FINISHED" if self._phase == "finished" else "RUN_ERROR"
-            raise _refusal(
-                f"the run already ended with {closed_by}; nothing more may be emitted for it.",
-                rule="RUN-12",
-            )
+        rule = refusal(self._phase, event)
+        if rule is None:
+            return
+        if self._phase is RunPhase.NEW:
+            raise emitter_refusal("the run has not started: call start() first.", rule=rule)
+        closed_by = "RUN_FINISHED" if self._phase is RunPhase.FINISHED else "RUN_ERROR"
+        raise emitter_refusal(
+            f"the run already ended with {closed_by}; nothing more may be emitted for it.",
+            rule=rule,
+        )
 
     def _check_owner(self, owner: Owner) -> None:
         if owner is not None and owner in self._subagents_done:
-            raise _refusal(
+            raise emitter_refusal(
                 f"subagent invocation {owner!r} has ended; nothing more can be attributed to it "
                 "(its scope is no longer usable).",
                 rule="SUB-5",
@@ -964,7 +769,7 @@ class Emitter:
     def _check_new_message(self, ident: str, kind: str, *, reopen: bool = False) -> None:
         minted = self._messages.get(ident)
         if minted is not None and (minted != kind or not reopen):
-            raise _refusal(
+            raise emitter_refusal(
                 f"messageId {ident!r} already identifies a {minted} message of this thread; a "
                 "messageId is unique within its thread.",
                 rule="EVT-8",
@@ -999,7 +804,9 @@ class Emitter:
                     for item in expanded:
                         self._verifier.feed(item)
             except ProtocolViolation as exc:
-                self._poison = _refusal(f"verification refused the event: {exc}", rule=exc.rule)
+                self._poison = emitter_refusal(
+                    f"verification refused the event: {exc}", rule=exc.rule
+                )
                 raise self._poison from exc
         self._out.append(ev)
 
@@ -1008,17 +815,19 @@ class Emitter:
         try:
             clean, warnings = shared_enforcer(self._max_depth).event(ev)
         except ProtocolViolation as exc:
-            raise _refusal(f"refusing to emit a malformed event: {exc}", rule=exc.rule) from None
+            raise emitter_refusal(
+                f"refusing to emit a malformed event: {exc}", rule=exc.rule
+            ) from None
         if clean is None or warnings:
             what = str(warnings[0]) if warnings else f"an event of type {ev['type']!r}"
-            raise _refusal(
+            raise emitter_refusal(
                 f"refusing to emit material a consumer would strip or drop: {what}",
                 rule=warnings[0].rule if warnings else "PROC-9",
             )
         try:
             orjson.dumps(ev, option=_STRICT_JSON)
         except TypeError as exc:
-            raise _refusal(
+            raise emitter_refusal(
                 f"refusing to emit {ev['type']}: a value is not JSON ({exc}).", rule="TRANS-4"
             ) from None
 
@@ -1033,14 +842,14 @@ class Emitter:
         for lane in self._expander.closures(ev):
             held = self._writing(lane)
             if held is not None:
-                raise _lane_error(ev, held)
+                raise lane_error(ev, held)
 
-    def _writing(self, lane: Owner) -> _Open | None:
+    def _writing(self, lane: Owner) -> Opened | None:
         """The item whose chunk stream ``lane`` holds, if the agent is still writing it."""
         stream = self._expander.stream_in(lane)
         if stream is None:
             return None
-        entry = self._open.get(_key(*stream))
+        entry = self._open.get(open_key(*stream))
         return entry if entry is not None and entry.state == "open" else None
 
     def _owner_of(self, kind: str, ident: str) -> tuple[bool, Owner]:
@@ -1050,7 +859,7 @@ class Emitter:
         if kind == "text":
             text = self._texts.get(ident)
             return (True, text[2]) if text is not None else (False, None)
-        entry = self._open.get(_key(kind, ident))
+        entry = self._open.get(open_key(kind, ident))
         if entry is None:
             return False, None
         return True, self._calls[ident].owner if kind == "tool" else entry.owner
@@ -1067,31 +876,7 @@ class Emitter:
             if role == "assistant":
                 for call in msg.get("toolCalls") or ():
                     self._calls.setdefault(
-                        call["id"], _Call(call["function"]["name"], ident, owner)
+                        call["id"], KnownCall(call["function"]["name"], ident, owner)
                     )
             elif role == "tool":
                 self._answered.add(msg["toolCallId"])
-
-
-def _lane_error(ev: WireEvent, held: _Open) -> UsageError:
-    """The refusal of an event that would close ``held``'s live chunk stream: how it
-    would, in the words of ``expand.py``'s closing rules (CHUNK-11; CHUNK-3 when it
-    names the item in the other spelling)."""
-    kind, rule = ev["type"], "CHUNK-11"
-    if kind in CHUNK_TYPES:
-        how = "opens another chunked item in the same lane"
-    elif kind in RUN_LEVEL:
-        how = "closes every chunk lane"
-    elif kind in SUBAGENT_TERMINAL:
-        how = "ends the lane's owner"
-    elif FAMILY.get(kind) == held.kind and ev.get(STREAMED[held.kind].id_field) == held.ident:
-        how, rule = "names it explicitly (the two spellings do not mix)", "CHUNK-3"
-    else:
-        how = "arrives in its lane"
-    lane = f"subagent {held.owner!r}'s lane" if held.owner else "the parent agent's lane"
-    return _refusal(
-        f"{kind} {how}, which would make a consumer close the chunk stream of "
-        f"{held.describe()} in {lane} while it is still being written. Finish the chunked item "
-        "first, spell one of them explicitly, or emit from a subagent scope (its own lane).",
-        rule=rule,
-    )

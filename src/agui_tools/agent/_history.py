@@ -16,46 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._errors import InputRejected
+from .._errors import ContinuationRejected
 
 __all__ = ["ContinuationRejected", "check_continuation"]
-
-
-class ContinuationRejected(InputRejected):
-    """The run input continues a thread in a way the producer must not accept.
-
-    A dangling call or an answer to nothing is not malformed JSON: it is a
-    conflict with the thread's own history, which is why a server answers it
-    with 409 rather than 422, naming the ids in ``tool_call_ids``.
-    """
-
-    def __init__(
-        self,
-        rule: str,
-        explanation: str,
-        *,
-        tool_call_ids: Sequence[str] = (),
-        message_ids: Sequence[str] = (),
-        **kw: Any,
-    ) -> None:
-        self.tool_call_ids = tuple(tool_call_ids)
-        self.message_ids = tuple(message_ids)
-        ids = {"toolCallIds": ",".join(self.tool_call_ids)}
-        if self.message_ids:
-            ids["messageIds"] = ",".join(self.message_ids)
-        kw.setdefault("ids", ids)
-        super().__init__(rule, explanation, **kw)
-
-    def at(self, index: int) -> ContinuationRejected:
-        return self  # run input has no stream position
-
-    def to_json(self) -> dict[str, Any]:
-        out = super().to_json()
-        out.pop("ids", None)
-        out["toolCallIds"] = list(self.tool_call_ids)
-        if self.message_ids:
-            out["messageIds"] = list(self.message_ids)
-        return out
 
 
 def _listed(ids: Sequence[str]) -> str:

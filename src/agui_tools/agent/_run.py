@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, NoReturn
 
-from .._errors import UsageError
+from .._errors import RunCancelled, RunInterrupted, RunStop, UsageError
 from ..wire._kinds import WireEvent
 from ._channel import EventChannel
 from ._emitter import Emitter, Owner
@@ -54,36 +54,6 @@ def new_id(prefix: str) -> str:
 
 
 # -- stopping a run on purpose ---------------------------------------------------
-
-
-class RunStop(BaseException):
-    """Ends the run on purpose, without failing it.
-
-    A ``BaseException`` for the reason ``asyncio.CancelledError`` is one: agent
-    code wraps tool calls in ``except Exception`` handlers, and a stop must
-    pass through them to :func:`~agui_tools.agent._runner.drive`.
-    """
-
-
-class RunCancelled(RunStop):
-    """Stop the run before it completes, for a reason that is not a failure.
-
-    The run ends with ``RUN_FINISHED`` carrying the cancelled outcome (RUN-5),
-    after everything open is closed (RUN-6). ``reason`` is logged; the
-    cancelled outcome has no field to carry it.
-    """
-
-    def __init__(self, reason: str | None = None) -> None:
-        self.reason = reason
-        super().__init__(reason or "cancelled")
-
-
-class RunInterrupted(RunStop):
-    """Stop the run to ask for something; it ends with the interrupt outcome."""
-
-    def __init__(self, interrupts: Sequence[Mapping[str, Any]]) -> None:
-        self.interrupts = [dict(i) for i in interrupts]
-        super().__init__(f"interrupted ({len(self.interrupts)} interrupt(s))")
 
 
 def stop_in(exc: BaseException) -> RunStop | None:

@@ -10,7 +10,9 @@ Sans-I/O, in the order a verified event travels::
     _journal       intent before, answer after: a side effect runs at most once
     _store         the whole thread, kept between processes (MemoryStore; SQLiteStore
                    in _store_sqlite, PostgresStore and
-                   AsyncPostgresStore in _store_postgres)
+                   AsyncPostgresStore in _store_postgres, on the SQL of
+                   _store_postgres_plans and the connections of
+                   _store_postgres_connect)
     _calls         one pending call and its one answer (PendingCall, Answer)
     _disposition   the gates a pending call passes, one small function each
     _answering     every way a call gets its one answer, as store steps
@@ -22,9 +24,16 @@ Sans-I/O, in the order a verified event travels::
 
 from __future__ import annotations
 
+from .._errors import (
+    ReloadRequired,
+    StaleThread,
+    StoreOutcomeUnknown,
+    StoreReadFailed,
+    StoreWriteFailed,
+)
 from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_key
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
-from ._consent import ConsentDecision, ConsentPolicy, Verdict
+from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._journal import Journal, MemoryJournal, SQLiteJournal
 from ._reducer import ThreadState
@@ -47,18 +56,23 @@ __all__ = [
     "MemoryJournal",
     "MemoryStore",
     "PendingCall",
+    "PolicyVerdict",
     "PostgresStore",
+    "ReloadRequired",
     "RunResult",
     "SQLiteJournal",
     "SQLiteStore",
     "SentResume",
+    "StaleThread",
     "Store",
+    "StoreOutcomeUnknown",
+    "StoreReadFailed",
+    "StoreWriteFailed",
     "TextDelta",
     "ThreadRecord",
     "ThreadState",
     "ToolContext",
     "ToolSpec",
-    "Verdict",
     "idempotency_key",
     "read_frames",
     "replay",

@@ -51,8 +51,8 @@ PartialMode: TypeAlias = Literal["on", "trailing-strings"]
 class PreviewPolicy:
     """When :meth:`ArgumentBuffer.preview` re-parses, and how.
 
-    Re-parsing the whole prefix after every delta is quadratic: a 1 MB
-    argument in 10-byte deltas would parse ~50 GB. The policy re-parses
+    Re-parsing the whole prefix after every delta is quadratic: a megabyte
+    argument in 10-byte deltas would parse tens of gigabytes. The policy re-parses
     (``n`` = current size in characters, ``p`` = size at the last parse):
 
     * never when ``n == p`` (an empty delta changes nothing);
@@ -74,7 +74,7 @@ class PreviewPolicy:
     where ``D`` is the number of non-empty deltas that arrived while the text
     was at most ``live_limit`` long. With the defaults that is
     ``5 N + 4096 * min(4096, D)`` — linear in ``N``; the second term is a
-    constant (≈0.8 MB for 10-byte deltas). The price is staleness: a preview
+    constant (under a megabyte for 10-byte deltas). The price is staleness: a preview
     of a large argument lags the text by at most ``max(min_step, growth * n)``
     characters; :attr:`Preview.chars` says exactly how much it reflects.
 

@@ -31,7 +31,7 @@ import orjson
 
 from .._errors import UsageError
 from ._arguments import FinalArguments, ParsedArguments, UnparseableArguments
-from ._consent import ConsentDecision, DecidedBy, Verdict, fingerprint
+from ._consent import ConsentDecision, DecidedBy, PolicyVerdict, fingerprint
 from ._tools import ToolSpec
 from ._validation import ArgumentError
 
@@ -229,7 +229,7 @@ class PendingCall:
     arguments: FinalArguments
     tool: ToolSpec | None
     errors: list[ArgumentError] = field(default_factory=list)
-    verdict: Verdict | None = None
+    verdict: PolicyVerdict | None = None
     status: CallStatus = CallStatus.STREAMING
     decision: ConsentDecision | None = None
     answer: Answer | None = None

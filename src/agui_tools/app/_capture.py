@@ -320,7 +320,7 @@ def unfinished_at(data: bytes) -> int | None:
         from ..wire._proto_framing import unfinished_frame_at
 
         # framing only: a frame the verdict's reader (its limits raised) read whole is
-        # whole here too, whatever a default-limit decode would make of it (#28)
+        # whole here too, whatever a default-limit decode would make of it
         return unfinished_frame_at(data)
     if kind == "ndjson":
         return ndjson_unfinished_at(data)

@@ -29,7 +29,7 @@ __all__ = [
     "ConsentDecision",
     "ConsentPolicy",
     "DecidedBy",
-    "Verdict",
+    "PolicyVerdict",
     "fingerprint",
 ]
 
@@ -49,7 +49,7 @@ def fingerprint(arguments: Any) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-class Verdict(StrEnum):
+class PolicyVerdict(StrEnum):
     """What a consent policy says about one call before any user is involved."""
 
     APPROVE = "approve"
@@ -69,12 +69,12 @@ class ConsentPolicy:
     given) is consulted first and may return ``None`` to fall through.
     """
 
-    read_only: Verdict = Verdict.APPROVE
-    side_effects: Verdict = Verdict.ASK
-    overrides: Mapping[str, Verdict] = field(default_factory=dict)
-    decide: Callable[[ToolSpec, Mapping[str, Any]], Verdict | None] | None = None
+    read_only: PolicyVerdict = PolicyVerdict.APPROVE
+    side_effects: PolicyVerdict = PolicyVerdict.ASK
+    overrides: Mapping[str, PolicyVerdict] = field(default_factory=dict)
+    decide: Callable[[ToolSpec, Mapping[str, Any]], PolicyVerdict | None] | None = None
 
-    def verdict(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> Verdict:
+    def verdict(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> PolicyVerdict:
         if self.decide is not None:
             verdict = self.decide(tool, arguments)
             if verdict is not None:
@@ -85,12 +85,12 @@ class ConsentPolicy:
 
     @classmethod
     def always_ask(cls) -> ConsentPolicy:
-        return cls(read_only=Verdict.ASK, side_effects=Verdict.ASK)
+        return cls(read_only=PolicyVerdict.ASK, side_effects=PolicyVerdict.ASK)
 
     @classmethod
     def auto_approve(cls) -> ConsentPolicy:
         """Approve everything without asking — for tests and trusted automation."""
-        return cls(read_only=Verdict.APPROVE, side_effects=Verdict.APPROVE)
+        return cls(read_only=PolicyVerdict.APPROVE, side_effects=PolicyVerdict.APPROVE)
 
 
 @dataclass(frozen=True)

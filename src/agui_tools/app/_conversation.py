@@ -428,7 +428,7 @@ class Conversation(Answering):
         the next frame is judged: a limit the reducer keeps (state, message size)
         fails the stream *at* its event — in one batch, a state ``LIMIT`` then
         ``RUN_FINISHED`` in the same chunk named the later event and left the run a
-        success (issue 28). On a violation, the updates of the events before it
+        success. On a violation, the updates of the events before it
         stay queued for :meth:`take_updates`.
         """
         self._ensure_pipeline().feed_many(frames, self._fold)

@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from ._arguments import ParsedArguments
 from ._calls import Answer, PendingCall
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Verdict
+from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, PolicyVerdict
 from ._journal import ClaimResult
 from ._tools import ToolSpec
 from ._validation import InvalidToolSchema
@@ -198,11 +198,11 @@ def consent_policy(call: PendingCall, desk: Desk) -> Ruling | None:
             call,
             f"not executed: the application's consent policy failed ({describe_exception(exc)})",
         )
-    if call.verdict is Verdict.APPROVE:
+    if call.verdict is PolicyVerdict.APPROVE:
         return Approve(
             decide(call, approved=True, by="policy", reason="approved by the consent policy")
         )
-    if call.verdict is Verdict.DENY:
+    if call.verdict is PolicyVerdict.DENY:
         return Settle(
             Answer.declined(call.call_id, "policy"),
             decision=decide(

@@ -122,7 +122,7 @@ def prepare_run_input(
         ]
     data["messages"] = messages
     upgraded, _ = upgrade_run_input(data, warn=False)
-    # the shared enforcer: compiling one (its fast checks) cost 30 ms per input
+    # the shared enforcer: compiling one (its fast checks) per input is costly
     clean, stripped = (enforcer or shared_enforcer()).run_input(upgraded)
     return clean, warnings + stripped
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .._errors import UsageError
+from .._errors import InvalidPayload
 from ._conversation import Conversation
 from ._resume import expired
 from ._validation import ArgumentError, ArgumentValidator, InvalidToolSchema
@@ -117,22 +117,6 @@ class Resolution:
         if not self.resolved and self.reason:
             out["metadata"] = {"reason": self.reason}
         return out
-
-
-class InvalidPayload(UsageError):
-    """A payload does not satisfy its interrupt's ``responseSchema``; nothing was sent.
-
-    ``errors`` holds each failure at its JSON path, as for tool arguments.
-    """
-
-    def __init__(self, interrupt: Interrupt, errors: Sequence[ArgumentError]) -> None:
-        self.interrupt = interrupt
-        self.errors = list(errors)
-        listed = "; ".join(str(e) for e in self.errors)
-        super().__init__(
-            f"the payload for interrupt {interrupt.id!r} does not satisfy its responseSchema: "
-            f"{listed}"
-        )
 
 
 def open_interrupts(conv: Conversation, now: datetime | None = None) -> list[Interrupt]:

@@ -75,12 +75,12 @@ __all__ = [
 
 
 def refuse_bad_ids(*, reading: bool = False, **ids: str) -> None:
-    """Refuse an id no store can hold — the same refusal in every store (issue 28).
+    """Refuse an id no store can hold — the same refusal in every store.
 
     A NUL, or more than :data:`~agui_tools.wire._enforce.MAX_ID_BYTES` bytes: PostgreSQL
-    cannot store either (a NUL call id bricked its thread; a 1 MB thread id could not
-    be saved) while SQLite and memory could, so the same input had three outcomes. It
-    is now :class:`~agui_tools.StoreWriteFailed` (``StoreReadFailed`` for a read),
+    cannot store either (a NUL call id would brick its thread; a very long thread id
+    cannot be saved) while SQLite and memory could, so the same input would have three
+    outcomes. It is :class:`~agui_tools.app.StoreWriteFailed` (``StoreReadFailed`` for a read),
     nothing written, naming the rule (``LIMIT``) and the limit, on every store. (The
     pipeline refuses such ids in events and run inputs first: this is for ids an
     application chose.)

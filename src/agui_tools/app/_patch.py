@@ -2,10 +2,11 @@
 
 Why not the ``jsonpatch`` library: it copies the whole document for every
 patch (``in_place=False`` is the only way to get RFC 6902's atomicity from
-it), so one 71-byte ``replace`` against a 2 MB state cost 175 ms; and its
+it), so one small ``replace`` costs as much as the whole state; and its
 ``copy`` deep-copies without any bound, so groups of ``add``/``copy``/``copy``/
-``move`` doubled a value per 156 bytes of patch — a 3 KB delta took 52 s and
-700 MB. Here:
+``move`` double a value per few bytes of patch — a delta of a few kilobytes runs
+for most of a minute (docs/security.md, "The cost of a stream is bounded by its
+bytes", has the figures). Here:
 
 * **In place, with an undo log.** Each operation records how to undo itself;
   a patch that fails part-way is rolled back, so the document is either the
@@ -25,8 +26,8 @@ it), so one 71-byte ``replace`` against a 2 MB state cost 175 ms; and its
   length (values it carries are encoded once) plus ``max_work`` bytes of
   encoding and decoding in C — whatever the operations are.
 * **And so is the work of a stream of patches.** The per-patch budget alone let
-  each 78-byte ``copy`` of a 2.7 MB value onto itself cost 5 MB of encoding:
-  1 MB of such deltas cost 29.7 s of CPU (issue 28). So work also draws on a
+  each small ``copy`` of a large value onto itself cost twice that value in
+  encoding, so a stream of such deltas ran for minutes. So work also draws on a
   *credit* that lives as long as the document: it starts at ``max_work``, each
   patch adds :data:`CREDIT_PER_OP` bytes per operation and the size of every
   value it brings in (what its own bytes paid for), capped at ``max_work``
@@ -148,8 +149,8 @@ def _index(container: list[Any], token: str, pointer: str, *, end: bool) -> int:
 CREDIT_PER_OP: Final = 4096
 """Bytes of existing values one operation may copy or discard beyond what the value it
 brings pays for, once the document's ``max_work`` credit is spent: an operation is at
-least ~30 bytes on the wire, so a stream of patches costs at most ~140× its length in
-C-speed encoding — about 0.5 µs per byte received (the fuzz oracle allows 5 µs)."""
+least ~30 bytes on the wire, so a stream of patches costs a bounded multiple of its
+length in C-speed encoding (docs/security.md has the figures; the fuzz oracle bounds it)."""
 
 
 class Document:

@@ -17,6 +17,7 @@ request's ``threadId``/``runId`` into the events.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -42,6 +43,9 @@ __all__ = [
 MatchMode = Literal["order", "last-user-message"]
 MATCH_MODES: Final = ("order", "last-user-message")
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+_REPEATED: Final = ("type", "messageId", "toolCallId", "threadId", "runId", "role")
+"""Fields whose values repeat across a run's events: kept once each (``sys.intern``)."""
+_INTERNED_CHARS: Final = 128
 
 
 @dataclass
@@ -124,7 +128,10 @@ def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
     except ProtocolViolation as exc:
         raise UsageError(f"{source}: {exc.explanation}", rule=exc.rule) from None
     events: list[dict[str, Any]] = []
-    for frame in frames:
+    for position in range(len(frames)):
+        # each frame's text is let go once it is an event: a large capture is not
+        # held twice (its texts and its events) at the peak
+        frame, frames[position] = frames[position], None
         if isinstance(frame, FrameNote):
             continue  # a dropped frame (an unknown binary arm): nothing to replay
         if isinstance(frame, BrokenFrame):
@@ -146,6 +153,10 @@ def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
                 f"(a JSON {type(frame).__name__})",
                 rule="PROC-2",
             )
+        for key in _REPEATED:  # one string for a value every event of a run repeats
+            value = frame.get(key)
+            if isinstance(value, str) and len(value) <= _INTERNED_CHARS:
+                frame[key] = sys.intern(value)
         events.append(frame)
     return events
 

@@ -29,7 +29,7 @@ unanswered exactly as a restarted process would: an answer the journal holds
 is reused, an execution that started anywhere is never run again (outcome
 unknown), a recorded consent decision stands.
 
-Backends, one protocol, one contract suite (tests/app/test_store_contract.py):
+Backends, one protocol, one contract suite (tests/app/test_store.py):
 :class:`MemoryStore` (here; tests, throw-away threads),
 :class:`~agui_tools.app._store_sqlite.SQLiteStore` (one file, the embedded
 default) and :class:`~agui_tools.app._store_postgres.PostgresStore` (many

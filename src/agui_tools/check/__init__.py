@@ -23,7 +23,7 @@ from ._baseline import Baseline, BaselineDiff, Known
 from ._cases import CASES, SECTIONS, Case
 from ._context import DEFAULT_PROMPTS, DEFAULT_TOOLS
 from ._report import CaseResult, CheckReport, Exchange, Finding, Verdict
-from ._runner import acheck_agent, check_agent, select_cases
+from ._runner import CheckRun, acheck_agent, check_agent, select_cases
 
 __all__ = [
     "CASES",
@@ -35,6 +35,7 @@ __all__ = [
     "Case",
     "CaseResult",
     "CheckReport",
+    "CheckRun",
     "Exchange",
     "Finding",
     "Known",

@@ -160,9 +160,10 @@ class Context:
                 exchange,
                 0,  # re-indexed to each case's transcript by findings_of()
                 basis,
-                abandoned=stop_after is not None,
+                abandoned=stop_after is not None or sent.slow,
                 capped=sent.capped,
                 binary=sent if sent.binary else None,
+                slow=self.settings.timeout if sent.slow else None,
             )
         stream = Stream(
             dict(basis) if isinstance(basis, Mapping) else {}, exchange, judged, sent.binary

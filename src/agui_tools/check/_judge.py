@@ -26,6 +26,7 @@ because it knows what it asked:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -43,7 +44,7 @@ from ._report import Exchange, Finding, Verdict
 if TYPE_CHECKING:
     from ._probe import Sent
 
-__all__ = ["PRODUCER_MUSTS", "Judged", "judge_stream"]
+__all__ = ["PRODUCER_MUSTS", "Judged", "judge_stream", "slow_advice"]
 
 _RESTREAM: Final = {
     "TOOL_CALL_START": ("toolCallId", "tool call"),
@@ -78,6 +79,11 @@ class Judged:
         return [(i, ev) for i, ev in enumerate(self.events) if ev.get("type") == kind]
 
 
+def slow_advice(bound: float) -> int:
+    """The ``--timeout`` to suggest when ``bound`` seconds cut a stream still streaming."""
+    return max(30, math.ceil(bound * 3))
+
+
 def judge_stream(
     exchange: Exchange,
     at: int,
@@ -86,6 +92,7 @@ def judge_stream(
     abandoned: bool = False,
     capped: bool = False,
     binary: Sent | None = None,
+    slow: float | None = None,
 ) -> Judged:
     """Judge ``exchange`` (the ``at``-th of its case) as the answer to ``run_input``.
 
@@ -93,7 +100,9 @@ def judge_stream(
     terminal event is not the agent's fault. ``capped``: the checker stopped
     reading a stream that would not end (``_probe.STREAM_CAP``): a warning, and
     what arrived is judged. ``binary``: the answer was the binary binding — its
-    frames as the reader handed them on, and where the body ended.
+    frames as the reader handed them on, and where the body ended. ``slow``: the
+    checker stopped reading a stream still streaming when its time bound (these
+    seconds) passed — what arrived is judged, and the finding says to give more time.
     """
     out = Judged()
     frames: list[Any] = binary.items if binary is not None else list(exchange.frames)
@@ -128,7 +137,19 @@ def judge_stream(
                 len(exchange.frames) - 1 if exchange.frames else None,
             )
         )
-    if result.error is None and not abandoned and not capped:
+    if slow is not None:
+        out.findings.append(
+            Finding(
+                Verdict.INFO,
+                "TIMEOUT",
+                f"{exchange.error}: the agent was streaming, not hung, and what arrived is "
+                "judged — what it would have sent after could not be; give a slow agent more "
+                f"time: --timeout {slow_advice(slow)}.",
+                at,
+                len(exchange.frames) - 1 if exchange.frames else None,
+            )
+        )
+    if result.error is None and not abandoned and not capped and slow is None:
         for run in result.runs:
             if run.status == "truncated":
                 last = len(exchange.frames) - 1 if exchange.frames else None

@@ -29,7 +29,7 @@ from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, BrokenFrame, Frame
 from ..wire._proto_framing import PendingFrame, ProtoReader
 from ._report import Exchange
 
-__all__ = ["BODY_CAP", "Probe", "Sent"]
+__all__ = ["BODY_CAP", "Probe", "Sent", "Stalled"]
 
 BODY_CAP = 64 * 1024
 """An error body is kept up to this many bytes (the rest is not read)."""
@@ -39,10 +39,58 @@ STREAM_CAP = 2 * 1024 * 1024
 """A stream is read up to this many bytes by default (``max_stream_bytes``,
 ``--max-stream-bytes``): an agent that never stops cannot fill memory within a case's
 time bound. What one exchange costs the checker is a few times its bytes (the frames,
-the parsed events, what the pipeline delivered, the folded thread — about 7×), and a
-check makes up to ~30 exchanges: 2 MiB keeps a check against an endless stream well
-under 500 MB (32 MiB took 4.8 GB and more, issue 28)."""
+the parsed events, what the pipeline delivered, the folded thread), and a check
+makes up to ~30 exchanges: 2 MiB keeps a check against an endless stream to a
+bounded, modest memory (docs/security.md, "The cost of a stream is bounded by its
+bytes", has the figures)."""
 _SHOWN_REQUEST = 2000
+
+
+class Stalled(TimeoutError):
+    """A request the agent did not finish within the time bound, and not because it was
+    still streaming: no answer, or a stream that went quiet. Its exchange, as far as it
+    got, is the evidence (:attr:`exchange`)."""
+
+    def __init__(self, exchange: Exchange) -> None:
+        super().__init__(exchange.error)
+        self.exchange = exchange
+
+
+class _Clock:
+    """When one exchange started and when its last event arrived."""
+
+    def __init__(self) -> None:
+        self.start = self.last_event = time.perf_counter()
+        self.events = False
+
+    def event(self) -> None:
+        self.last_event = time.perf_counter()
+        self.events = True
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def since_event(self) -> float:
+        return time.perf_counter() - self.last_event
+
+
+def _still_streaming(exchange: Exchange, clock: _Clock, bound: float) -> bool:
+    """A stream whose events were still coming when the time bound passed: slow, not hung.
+
+    "Still coming" means an event within the last quarter of the bound (at most 5 s): an
+    agent sending a word at a model's pace is streaming, one that sent ``RUN_STARTED`` and went
+    quiet (or keep-alives only) has stalled."""
+    return clock.events and clock.since_event() <= min(bound / 4, 5.0) and bool(exchange.frames)
+
+
+def _progress(exchange: Exchange, clock: _Clock) -> str:
+    """How far a stalled exchange got, for its error."""
+    if exchange.status is None:
+        return "no answer"
+    got = f"HTTP {exchange.status}"
+    if not exchange.frames:
+        return f"{got}, no event"
+    return f"{got}, {len(exchange.frames):,} event(s), none in the last {clock.since_event():.1f} s"
 
 
 class Sent:
@@ -53,6 +101,7 @@ class Sent:
         self.cr = False  # a CR anywhere in the stream (TRANS-5: LF only)
         self.received = 0
         self.capped = False  # the checker stopped reading at STREAM_CAP
+        self.slow = False  # still streaming when the time bound passed: cut, judged as is
         self.binary = False  # the answer was the binary binding (TRANS-7)
         self.items: list[Any] = []
         """A binary answer's frames as the reader handed them on: events, notes, a broken frame."""
@@ -101,14 +150,17 @@ class Probe:
         """One GET of the endpoint (is anything there?), on a connection of its own after.
 
         Returns the status. At most :data:`BODY_CAP` bytes of the answer are read:
-        an endpoint that answers a GET with an endless stream (issue 28) filled
-        memory here, before any case ran — ``httpx``'s ``get`` reads a body whole.
+        an endpoint that answers a GET with an endless stream would fill memory
+        here, before any case ran — ``httpx``'s ``get`` reads a body whole.
+        The whole GET is under the time bound (``TimeoutError``): ``httpx``'s timeouts
+        bound each read, and an answer dripped a byte at a time never trips them.
         """
         try:
-            async with self.http.stream("GET", self.url, headers=self.headers) as resp:
-                status = resp.status_code
-                await _read_body(resp)
-        except httpx.HTTPError:
+            async with asyncio.timeout(self.timeout):
+                async with self.http.stream("GET", self.url, headers=self.headers) as resp:
+                    status = resp.status_code
+                    await _read_body(resp)
+        except (httpx.HTTPError, TimeoutError):
             await self.fresh_after(None, "failed")
             raise
         await self.fresh_after(None, "read at most BODY_CAP: the rest is unread")
@@ -141,61 +193,93 @@ class Probe:
         sent = self.raw[id(exchange)] = Sent()
         headers = {"Content-Type": "application/json", "Accept": accept, **self.headers}
         reader = SSEReader()
-        start = time.perf_counter()
+        clock = _Clock()
+        stalled = False
         try:
-            async with self.http.stream("POST", self.url, content=content, headers=headers) as resp:
-                exchange.status = resp.status_code
-                exchange.content_type = resp.headers.get("content-type", "")
-                kind = exchange.content_type.split(";")[0].strip().lower()
-                if resp.status_code >= 300 or kind not in (SSE_MEDIA_TYPE, PROTO_MEDIA_TYPE):
-                    exchange.body = await _read_body(resp)
-                    return exchange
-                binary = ProtoReader() if kind == PROTO_MEDIA_TYPE else None
-                sent.binary = binary is not None
-                async for chunk in resp.aiter_raw():
-                    if len(sent.raw) < RAW_CAP:
-                        sent.raw += chunk[: RAW_CAP - len(sent.raw)]
-                    # a frame the reader cannot produce stays in place as a BrokenFrame,
-                    # which the judge's pipeline rejects at its position
-                    if binary is not None:
-                        items = binary.feed_frames(chunk)
-                        sent.items += items
-                        exchange.frames += (
-                            _shown(i) for i in items if not isinstance(i, FrameNote)
-                        )
-                    else:
-                        if b"\r" in chunk:
-                            sent.cr = True
-                        exchange.frames.extend(reader.feed_frames(chunk))
-                    sent.received += len(chunk)
-                    if sent.received > self.max_stream_bytes:
-                        sent.capped = True
-                        exchange.error = (
-                            f"the stream exceeded the checker's budget of "
-                            f"{self.max_stream_bytes:,} bytes per exchange (max_stream_bytes) "
-                            f"after {len(exchange.frames):,} events without ending; the checker "
-                            "stopped reading"
-                        )
-                        break
-                    if stop_after is not None and len(exchange.frames) >= stop_after:
-                        exchange.error = (
-                            f"the checker dropped the connection after {len(exchange.frames)} "
-                            "event(s), on purpose"
-                        )
-                        break
-                else:
-                    if binary is not None:  # the body ended: in which frame, if inside one
-                        sent.tail = binary.pending_frame()
-                if binary is None:
-                    exchange.comments = _comments(sent.raw)
-        except httpx.TimeoutException as exc:
-            exchange.error = f"timed out after {self.timeout:g} s ({type(exc).__name__})"
+            async with asyncio.timeout(self.timeout):
+                await self._stream(content, headers, exchange, sent, reader, clock, stop_after)
+        except (TimeoutError, httpx.TimeoutException):
+            if _still_streaming(exchange, clock, self.timeout):
+                sent.slow = True
+                exchange.error = (
+                    f"still streaming when the checker's time bound of {self.timeout:g} s "
+                    f"passed ({len(exchange.frames):,} event(s) in {clock.elapsed():.1f} s, "
+                    f"the last {clock.since_event():.1f} s before); the checker stopped "
+                    "reading (--timeout)"
+                )
+            else:
+                stalled = True
+                exchange.error = (
+                    f"did not finish within {self.timeout:g} s ({_progress(exchange, clock)})"
+                )
+            if not sent.binary:
+                exchange.comments = _comments(sent.raw)
         except httpx.HTTPError as exc:
             exchange.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         finally:
-            exchange.seconds = time.perf_counter() - start
+            exchange.seconds = clock.elapsed()
             await self.fresh_after(exchange.status, exchange.error)
+        if stalled:
+            raise Stalled(exchange)
         return exchange
+
+    async def _stream(
+        self,
+        content: bytes,
+        headers: dict[str, str],
+        exchange: Exchange,
+        sent: Sent,
+        reader: SSEReader,
+        clock: _Clock,
+        stop_after: int | None,
+    ) -> None:
+        """The POST itself, filling ``exchange`` and ``sent`` as bytes arrive."""
+        async with self.http.stream("POST", self.url, content=content, headers=headers) as resp:
+            exchange.status = resp.status_code
+            exchange.content_type = resp.headers.get("content-type", "")
+            kind = exchange.content_type.split(";")[0].strip().lower()
+            if resp.status_code >= 300 or kind not in (SSE_MEDIA_TYPE, PROTO_MEDIA_TYPE):
+                exchange.body = await _read_body(resp)
+                return
+            binary = ProtoReader() if kind == PROTO_MEDIA_TYPE else None
+            sent.binary = binary is not None
+            async for chunk in resp.aiter_raw():
+                if len(sent.raw) < RAW_CAP:
+                    sent.raw += chunk[: RAW_CAP - len(sent.raw)]
+                before = len(exchange.frames)
+                # a frame the reader cannot produce stays in place as a BrokenFrame,
+                # which the judge's pipeline rejects at its position
+                if binary is not None:
+                    items = binary.feed_frames(chunk)
+                    sent.items += items
+                    exchange.frames += (_shown(i) for i in items if not isinstance(i, FrameNote))
+                else:
+                    if b"\r" in chunk:
+                        sent.cr = True
+                    exchange.frames.extend(reader.feed_frames(chunk))
+                if len(exchange.frames) > before:
+                    clock.event()
+                sent.received += len(chunk)
+                if sent.received > self.max_stream_bytes:
+                    sent.capped = True
+                    exchange.error = (
+                        f"the stream exceeded the checker's budget of "
+                        f"{self.max_stream_bytes:,} bytes per exchange (max_stream_bytes) "
+                        f"after {len(exchange.frames):,} events without ending; the checker "
+                        "stopped reading"
+                    )
+                    break
+                if stop_after is not None and len(exchange.frames) >= stop_after:
+                    exchange.error = (
+                        f"the checker dropped the connection after {len(exchange.frames)} "
+                        "event(s), on purpose"
+                    )
+                    break
+            else:
+                if binary is not None:  # the body ended: in which frame, if inside one
+                    sent.tail = binary.pending_frame()
+            if binary is None:
+                exchange.comments = _comments(sent.raw)
 
     async def post_large(self, label: str, body: bytes, into: list[Exchange]) -> Exchange:
         """POST a large body while listening for an early answer.
@@ -216,60 +300,69 @@ class Probe:
         port = url.port or (443 if url.scheme == "https" else 80)
         start = time.perf_counter()
         writer = None
+        pending: list[asyncio.Task[bytes]] = []
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(url.host, port, ssl=url.scheme == "https"), self.timeout
-            )
-            target = url.raw_path.decode("ascii") or "/"
-            head = [
-                f"POST {target} HTTP/1.1",
-                f"Host: {url.netloc.decode('ascii')}",
-                "Content-Type: application/json",
-                "Accept: text/event-stream",
-                f"Content-Length: {len(body)}",
-                "Connection: close",
-                "Expect: 100-continue",
-                *(f"{k}: {v}" for k, v in self.headers.items()),
-            ]
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-            await writer.drain()
-            # a server refusing by Content-Length answers now, before the body: read it
-            # without sending the body, so it is not lost to the reset that closing a
-            # socket with unread data causes
-            try:
-                early = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _EXPECT_WAIT)
-            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                early = b""
-            if _status(early) >= 200:
-                raw = early + await asyncio.wait_for(_read_answer(reader), self.timeout)
-            else:
-                answer = asyncio.create_task(_read_answer(reader))
+            async with asyncio.timeout(self.timeout):  # the whole exchange, not each step
+                reader, writer = await asyncio.open_connection(
+                    url.host, port, ssl=url.scheme == "https"
+                )
+                target = url.raw_path.decode("ascii") or "/"
+                head = [
+                    f"POST {target} HTTP/1.1",
+                    f"Host: {url.netloc.decode('ascii')}",
+                    "Content-Type: application/json",
+                    "Accept: text/event-stream",
+                    f"Content-Length: {len(body)}",
+                    "Connection: close",
+                    "Expect: 100-continue",
+                    *(f"{k}: {v}" for k, v in self.headers.items()),
+                ]
+                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+                await writer.drain()
+                # a server refusing by Content-Length answers now, before the body: read it
+                # without sending the body, so it is not lost to the reset that closing a
+                # socket with unread data causes
                 try:
-                    for i in range(0, len(body), 256 * 1024):
-                        if answer.done():
-                            break
-                        writer.write(body[i : i + 256 * 1024])
-                        await writer.drain()
-                except OSError:
-                    pass  # the server stopped reading: its answer, if any, is being read
-                raw = await asyncio.wait_for(answer, self.timeout)
-            while 100 <= _status(raw) < 200:  # interim answers (100 Continue) precede the final one
-                raw = raw.partition(b"\r\n\r\n")[2]
-            status_line, _, rest = raw.partition(b"\r\n")
-            parts = status_line.split(b" ", 2)
-            if len(parts) >= 2 and parts[1].isdigit():
-                exchange.status = int(parts[1])
-                headers, _, payload = rest.partition(b"\r\n\r\n")
-                for line in headers.split(b"\r\n"):
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-type":
-                        exchange.content_type = value.strip().decode("latin-1")
-                exchange.body = payload[:BODY_CAP].decode("utf-8", "replace")
-            else:
-                exchange.error = "the connection closed without an HTTP answer"
+                    early = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _EXPECT_WAIT)
+                except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                    early = b""
+                if _status(early) >= 200:
+                    raw = early + await _read_answer(reader)
+                else:
+                    answer = asyncio.create_task(_read_answer(reader))
+                    pending.append(answer)
+                    try:
+                        for i in range(0, len(body), 256 * 1024):
+                            if answer.done():
+                                break
+                            writer.write(body[i : i + 256 * 1024])
+                            await writer.drain()
+                    except OSError:
+                        pass  # the server stopped reading: its answer, if any, is being read
+                    raw = await answer
+                while (
+                    100 <= _status(raw) < 200
+                ):  # interim answers (100 Continue) precede the final one
+                    raw = raw.partition(b"\r\n\r\n")[2]
+                status_line, _, rest = raw.partition(b"\r\n")
+                parts = status_line.split(b" ", 2)
+                if len(parts) >= 2 and parts[1].isdigit():
+                    exchange.status = int(parts[1])
+                    headers, _, payload = rest.partition(b"\r\n\r\n")
+                    for line in headers.split(b"\r\n"):
+                        name, _, value = line.partition(b":")
+                        if name.strip().lower() == b"content-type":
+                            exchange.content_type = value.strip().decode("latin-1")
+                    exchange.body = payload[:BODY_CAP].decode("utf-8", "replace")
+                else:
+                    exchange.error = "the connection closed without an HTTP answer"
         except (OSError, TimeoutError) as exc:
             exchange.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if isinstance(exc, TimeoutError) and not str(exc):
+                exchange.error = f"no whole answer within {self.timeout:g} s (TimeoutError)"
         finally:
+            for task in pending:
+                task.cancel()
             if writer is not None:
                 writer.close()
             exchange.seconds = time.perf_counter() - start

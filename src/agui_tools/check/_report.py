@@ -160,7 +160,7 @@ class Exchange:
         those a finding points at (``pinned``) — each cut at :data:`SHOWN_FRAME` characters.
 
         A report summarises a long stream rather than copying it: an agent that
-        streams without end made ``check --html`` write 752 MB (issue 28).
+        streams without end would make ``check --html`` write without bound.
         """
         n = len(self.frames)
         if n <= SHOWN_HEAD + SHOWN_TAIL:
@@ -262,6 +262,9 @@ class CheckReport:
     """What an agent served in this process logged below ERROR during the check (its
     warnings about the checker's deliberate inputs), kept off the user's stderr; not
     part of the JSON document."""
+    stopped: str = ""
+    """Why the check stopped before every case ran (Ctrl-C, its deadline); empty when it
+    ran to the end. A stopped check is not ``ok``: what did not run was not judged."""
 
     def counts(self) -> dict[str, int]:
         out = {v.value: 0 for v in Verdict}
@@ -282,7 +285,7 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return not self.failed()
+        return not self.failed() and not self.stopped
 
     @property
     def exit_code(self) -> int:
@@ -311,6 +314,7 @@ class CheckReport:
             "strict": self.strict,
             "level": self.effective_level,
             "ok": self.ok,
+            "stopped": self.stopped or None,
             "capabilities": dict(self.capabilities),
             "counts": self.counts(),
             "cases": [c.to_json() for c in self.cases],

@@ -7,7 +7,7 @@ import fnmatch
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -18,12 +18,13 @@ from .._errors import TransportError, UsageError
 from .._text import escape_controls
 from .._version import __version__
 from ._cases import CASES, SECTIONS, Case, basic_run
-from ._context import DEFAULT_TOOLS, Context, Settings
-from ._probe import STREAM_CAP, Probe
+from ._context import DEFAULT_TOOLS, Context, Settings, Stream
+from ._judge import slow_advice
+from ._probe import STREAM_CAP, Probe, Stalled
 from ._report import LEVELS, CaseResult, CheckReport, Finding, Verdict, worst
 from ._tiers import exercised, gate
 
-__all__ = ["acheck_agent", "check_agent", "select_cases"]
+__all__ = ["CheckRun", "OnCase", "acheck_agent", "check_agent", "select_cases"]
 
 
 def select_cases(
@@ -53,73 +54,170 @@ def select_cases(
     return chosen
 
 
-async def acheck_agent(
-    url: str,
-    *,
-    cases: Iterable[str] | None = None,
-    sections: Iterable[str] | None = None,
-    timeout: float = 10.0,
-    strict: bool = False,
-    headers: Mapping[str, str] | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    prompt: str | None = None,
-    oversize_bytes: int = 16 * 1024 * 1024,
-    level: str | None = None,
-    interrupt_prompt: str | None = None,
-    max_stream_bytes: int = STREAM_CAP,
-) -> CheckReport:
-    """Run the conformance cases against the agent at ``url``; see :func:`check_agent`."""
-    if timeout <= 0:
-        raise UsageError(f"timeout must be a positive number of seconds, not {timeout}")
-    if level is not None and level not in LEVELS:
-        raise UsageError(f"unknown level {level!r}; the levels are {', '.join(LEVELS)}")
-    if strict and level not in (None, "may"):
-        raise UsageError(
-            f"strict means level 'may' (every warning fails); give one of them, not strict "
-            f"with level {level!r}"
+DEADLINE_PER_TIMEOUT = 60
+"""A check's overall deadline, when none is given, is this many ``--timeout``s (10
+minutes at the default): the whole catalogue against an agent that stalls every request
+takes about 35 of them."""
+
+OnCase = Callable[[CaseResult, Verdict, int, int], None]
+"""Told of each case as it finishes: the result, its verdict as far as the check knows
+yet (a capability a later case shows may still change it), how many cases finished, of
+how many."""
+
+
+class CheckRun:
+    """One check of one agent: what finished is its report at any moment.
+
+    :func:`acheck_agent` and :func:`check_agent` run one to the end. The command line
+    keeps hold of it, so a Ctrl-C still reports what finished (:meth:`report` with
+    ``stopped``); the run's own deadline does the same from inside.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        cases: Iterable[str] | None = None,
+        sections: Iterable[str] | None = None,
+        timeout: float = 10.0,
+        strict: bool = False,
+        headers: Mapping[str, str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        prompt: str | None = None,
+        oversize_bytes: int = 16 * 1024 * 1024,
+        level: str | None = None,
+        interrupt_prompt: str | None = None,
+        max_stream_bytes: int = STREAM_CAP,
+        deadline: float | None = None,
+        on_case: OnCase | None = None,
+    ) -> None:
+        if timeout <= 0:
+            raise UsageError(f"timeout must be a positive number of seconds, not {timeout}")
+        if deadline is not None and deadline <= 0:
+            raise UsageError(f"deadline must be a positive number of seconds, not {deadline}")
+        if level is not None and level not in LEVELS:
+            raise UsageError(f"unknown level {level!r}; the levels are {', '.join(LEVELS)}")
+        if strict and level not in (None, "may"):
+            raise UsageError(
+                f"strict means level 'may' (every warning fails); give one of them, not strict "
+                f"with level {level!r}"
+            )
+        if max_stream_bytes <= 0:
+            raise UsageError(f"max_stream_bytes must be a positive number, not {max_stream_bytes}")
+        self.url = url
+        self.chosen = select_cases(cases, sections)
+        self.settings = Settings(
+            url=url,
+            headers=dict(headers or {}),
+            timeout=timeout,
+            strict=strict,
+            tools=[dict(t) for t in tools] if tools is not None else DEFAULT_TOOLS,
+            prompt=prompt,
+            oversize_bytes=oversize_bytes,
+            interrupt_prompt=interrupt_prompt,
+            max_stream_bytes=max_stream_bytes,
         )
-    chosen = select_cases(cases, sections)
-    settings = Settings(
-        url=url,
-        headers=dict(headers or {}),
-        timeout=timeout,
-        strict=strict,
-        tools=[dict(t) for t in tools] if tools is not None else DEFAULT_TOOLS,
-        prompt=prompt,
-        oversize_bytes=oversize_bytes,
-        interrupt_prompt=interrupt_prompt,
-        max_stream_bytes=max_stream_bytes,
-    )
-    started = datetime.now(UTC)
-    start = time.perf_counter()
-    if max_stream_bytes <= 0:
-        raise UsageError(f"max_stream_bytes must be a positive number, not {max_stream_bytes}")
-    probe = Probe(url, headers=settings.headers, timeout=timeout, max_stream_bytes=max_stream_bytes)
-    with _agent_log() as log:
-        try:
-            await _reachable(probe)
-            ctx = Context(settings, probe)
-            await _an_agui_endpoint(ctx)
-            results: dict[str, CaseResult] = {}
-            for case in [c for c in chosen if not c.late] + [c for c in chosen if c.late]:
-                results[case.id] = await _run_case(ctx, case)
-            # a case needing a capability the agent never showed is not exercised, never failed
-            shown = exercised(ctx.streams)
-            for case in chosen:
-                gate(results[case.id], case.capability, shown)
-        finally:
-            await probe.aclose()
-    return CheckReport(
-        url=url,
-        cases=[results[c.id] for c in chosen],
-        strict=strict,
-        level=level or ("may" if strict else "must"),
-        capabilities=shown,
-        seconds=time.perf_counter() - start,
-        started=started.isoformat(timespec="seconds"),
-        version=__version__,
-        agent_log=log.lines,
-    )
+        self.strict = strict
+        self.level = level
+        self.deadline = deadline if deadline is not None else DEADLINE_PER_TIMEOUT * timeout
+        self.on_case = on_case
+        self.results: dict[str, CaseResult] = {}
+        self.current: CaseResult | None = None
+        """The case running now (its exchanges so far are kept if the check stops)."""
+        self.streams: list[Stream] = []
+        self.log_lines: list[str] = []
+        self.started = datetime.now(UTC)
+        self._start = time.perf_counter()
+
+    def run(self) -> CheckReport:
+        """Run the check to its end, blocking (a Ctrl-C raises ``KeyboardInterrupt``;
+        :meth:`report` then has what finished)."""
+        return asyncio.run(self.arun())
+
+    async def arun(self) -> CheckReport:
+        """Run the check to its end, or to its deadline (then the rest is not run)."""
+        self.started = datetime.now(UTC)
+        self._start = time.perf_counter()
+        probe = Probe(
+            self.url,
+            headers=self.settings.headers,
+            timeout=self.settings.timeout,
+            max_stream_bytes=self.settings.max_stream_bytes,
+        )
+        stopped = ""
+        with _agent_log() as log:
+            self.log_lines = log.lines
+            bound = asyncio.timeout(self.deadline)
+            try:
+                async with bound:
+                    await _reachable(probe)
+                    ctx = Context(self.settings, probe)
+                    self.streams = ctx.streams
+                    await _an_agui_endpoint(ctx)
+                    order = [c for c in self.chosen if not c.late]
+                    order += [c for c in self.chosen if c.late]
+                    for case in order:
+                        self.current = case.result()
+                        result = await _run_case(ctx, case, self.current)
+                        self.results[case.id], self.current = result, None
+                        if self.on_case is not None:
+                            self.on_case(
+                                result, self._preview(result, case), len(self.results), len(order)
+                            )
+            except TimeoutError:
+                if not bound.expired():
+                    raise
+                stopped = f"the check's deadline of {self.deadline:g} s passed (--deadline)"
+            finally:
+                await probe.aclose()
+        return self.report(stopped)
+
+    def _preview(self, result: CaseResult, case: Case) -> Verdict:
+        if case.capability is None or case.capability in exercised(self.streams):
+            return result.verdict
+        if result.verdict in (Verdict.FAIL, Verdict.WARN):
+            return Verdict.NOT_EXERCISED
+        return result.verdict
+
+    def report(self, stopped: str = "") -> CheckReport:
+        """The report of what finished; ``stopped`` says why the rest did not run (the
+        case running then keeps its exchanges, and every case left is ``not exercised``)."""
+        shown = exercised(self.streams)
+        cases = []
+        for case in self.chosen:
+            res = self.results.get(case.id)
+            if res is None:
+                res = _not_run(case, self.current, stopped or "the check stopped")
+            else:
+                gate(res, case.capability, shown)
+            cases.append(res)
+        return CheckReport(
+            url=self.url,
+            cases=cases,
+            strict=self.strict,
+            level=self.level or ("may" if self.strict else "must"),
+            capabilities=shown,
+            seconds=time.perf_counter() - self._start,
+            started=self.started.isoformat(timespec="seconds"),
+            version=__version__,
+            agent_log=self.log_lines,
+            stopped=stopped,
+        )
+
+
+def _not_run(case: Case, current: CaseResult | None, why: str) -> CaseResult:
+    running = current is not None and current.id == case.id
+    res = current if current is not None and running else case.result()
+    what = "not finished" if running else "not run"
+    res.findings.append(Finding(Verdict.NOT_EXERCISED, "NOT-RUN", f"{what}: {why}."))
+    res.verdict = Verdict.NOT_EXERCISED
+    res.observed = f"{what}: {why}"
+    return res
+
+
+async def acheck_agent(url: str, **options: Any) -> CheckReport:
+    """Run the conformance cases against the agent at ``url``; see :func:`check_agent`."""
+    return await CheckRun(url, **options).arun()
 
 
 class _AgentLog(logging.Handler):
@@ -175,14 +273,18 @@ def _agent_log() -> Iterator[_AgentLog]:
 def check_agent(url: str, **options: Any) -> CheckReport:
     """Check the AG-UI agent at ``url`` and return the :class:`CheckReport`.
 
-    Options: ``cases`` (ids or globs), ``sections``, ``timeout`` (seconds per
-    case), ``level`` (``"must"``, the default: only a ``fail`` fails the
+    Options: ``cases`` (ids or globs), ``sections``, ``timeout`` (seconds each
+    request may take, from connecting to its last byte; a stream still streaming then is
+    judged on what arrived), ``level`` (``"must"``, the default: only a ``fail`` fails the
     check; ``"should"``: also a ``warn`` of a MUST or SHOULD case; ``"may"``:
     every ``warn``), ``strict`` (the same as ``level="may"``), ``headers``,
     ``tools`` (the frontend tools to advertise, wire ``Tool`` dicts), ``prompt``
     (the message inviting a call), ``interrupt_prompt`` (the message inviting an
     interrupt, sent when no other run interrupted), ``max_stream_bytes`` (what is
-    read of one answer before the checker stops: a ``LIMIT`` warning; 2 MiB).
+    read of one answer before the checker stops: a ``LIMIT`` warning; 2 MiB),
+    ``deadline`` (seconds for the whole check; by default sixty times ``timeout``: the cases
+    left when it passes are ``not exercised``, "not run", and ``report.stopped`` says
+    why), ``on_case`` (told of each case as it finishes: :data:`OnCase`).
     Blocking; inside a running event loop use :func:`acheck_agent`.
 
     Raises :class:`~agui_tools.TransportError` when the agent cannot be reached
@@ -192,7 +294,7 @@ def check_agent(url: str, **options: Any) -> CheckReport:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(acheck_agent(url, **options))
+        return CheckRun(url, **options).run()
     raise UsageError(
         "check_agent() blocks and cannot run inside an event loop; use `await acheck_agent(...)`"
     )
@@ -202,8 +304,10 @@ async def _reachable(probe: Probe) -> None:
     """One GET, so an unreachable URL is one clear error, not thirty failed cases."""
     try:
         await probe.get()
-    except (httpx.ReadTimeout, httpx.RemoteProtocolError):
-        return  # connected: what it does with a GET is not the check's business
+    except (httpx.ReadTimeout, httpx.RemoteProtocolError, TimeoutError):
+        # connected, or too slow to tell within --timeout: what it does with a GET is not
+        # the check's business (the plain run says whether anything answers)
+        return
     except httpx.HTTPError as exc:
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise TransportError(
@@ -223,7 +327,7 @@ async def _an_agui_endpoint(ctx: Context) -> None:
     with no POST route at all) is not an agent, and that is one error — not every case
     failing on the same page. (The run is the one ``lifecycle.stream`` judges.)"""
     try:
-        stream = await asyncio.wait_for(basic_run(ctx), ctx.settings.timeout)
+        stream = await basic_run(ctx)
     except TimeoutError:
         # slow, or hanging: lifecycle.stream judges that; a case that times out too is
         # not blamed under its own rule for the same cause (see _run_case)
@@ -260,28 +364,37 @@ async def _an_agui_endpoint(ctx: Context) -> None:
     )
 
 
-async def _run_case(ctx: Context, case: Case) -> CaseResult:
-    res = case.result()
+async def _run_case(ctx: Context, case: Case, res: CaseResult) -> CaseResult:
     start = time.perf_counter()
     try:
-        await asyncio.wait_for(case.run(ctx, res), ctx.settings.timeout)
-    except TimeoutError:
+        await case.run(ctx, res)
+    except TimeoutError as exc:
+        if isinstance(exc, Stalled) and exc.exchange not in res.exchanges:
+            res.exchanges.append(exc.exchange)  # a shared request's: the evidence stays here
         last = res.exchanges[-1] if res.exchanges else None
-        doing = f" (waiting on {last.label!r}, {len(last.frames)} event(s) so far)" if last else ""
+        bound = ctx.settings.timeout
+        if isinstance(exc, Stalled):
+            what = f"the request {exc.exchange.label!r} {exc.exchange.error}"
+        else:
+            doing = (
+                f" (waiting on {last.label!r}, {len(last.frames)} event(s) so far)" if last else ""
+            )
+            what = f"the case did not finish within {bound:g} s{doing}"
         if ctx.plain_stalled and case.id != "lifecycle.stream":
             # one cause, one finding: the plain run stalled too, and lifecycle.stream fails
-            # for it; this case's own rule learned nothing (#23 L1)
+            # for it; this case's own rule learned nothing
             verdict = Verdict.NOT_EXERCISED
             message = (
-                f"the case did not finish within {ctx.settings.timeout:g} s{doing} — nor did "
-                "the plain, well-formed run (lifecycle.stream judges that): nothing here is "
-                "specific to this case; give a slow agent more time (--timeout)."
+                f"{what} — nor did the plain, well-formed run (lifecycle.stream judges "
+                "that): nothing here is specific to this case; give a slow agent more time "
+                "(--timeout)."
             )
         else:
             verdict = Verdict.FAIL
             message = (
-                f"the case did not finish within {ctx.settings.timeout:g} s{doing}; the agent "
-                "must answer — a refusal, a stream, a terminal event — not hang."
+                f"{what}; the agent must answer — a refusal, a stream, a terminal event — not "
+                "hang. (A stream still streaming at the bound is judged on what arrived; an "
+                f"agent this slow to start needs more time: --timeout {slow_advice(bound)}.)"
             )
         res.findings.append(
             Finding(
@@ -305,4 +418,11 @@ async def _run_case(ctx: Context, case: Case) -> CaseResult:
     if not res.observed:
         shown = [f for f in res.findings if f.verdict is res.verdict]
         res.observed = shown[0].message if shown else "as expected"
+    slow = next((f for f in res.findings if f.rule == "TIMEOUT"), None)
+    if slow is not None and slow.message not in res.observed:
+        # what was observed is only the part that arrived: the headline says so, and what to do
+        res.observed += (
+            f" — cut at the {ctx.settings.timeout:g} s bound while still streaming, judged on "
+            f"what arrived; give a slow agent more time: --timeout {slow_advice(ctx.settings.timeout)}"
+        )
     return res

@@ -124,7 +124,9 @@ def exercised(streams: Iterable[Stream]) -> dict[str, str]:
         advertised = {
             t.get("name") for t in stream.input.get("tools") or () if isinstance(t, Mapping)
         }
-        started: dict[str, str] = {}
+        # a resumed run answers a call its interrupted run started: the input's history
+        # names it
+        started: dict[str, str] = _calls_in_history(stream.input)
         for ev in judged.events:
             kind = ev.get("type")
             cid, name = ev.get("toolCallId"), ev.get("toolCallName")
@@ -151,6 +153,20 @@ def exercised(streams: Iterable[Stream]) -> dict[str, str]:
                 )
             elif run.status in ("error", "cancelled"):
                 saw("errored-runs", f"ended a run of {where} {run.status}")
+    return out
+
+
+def _calls_in_history(run_input: Mapping[str, Any]) -> dict[str, str]:
+    """The tool calls the input's assistant messages made: call id → tool name."""
+    out: dict[str, str] = {}
+    for message in run_input.get("messages") or ():
+        if not isinstance(message, Mapping):
+            continue
+        for tool_call in message.get("toolCalls") or ():
+            function = tool_call.get("function") if isinstance(tool_call, Mapping) else None
+            name = function.get("name") if isinstance(function, Mapping) else None
+            if isinstance(name, str):
+                out[str(tool_call.get("id"))] = name
     return out
 
 

@@ -23,10 +23,18 @@ from xml.etree import ElementTree as ET
 import orjson
 
 from .._text import html_text, terminal_text
+from ._progress import CaseProgress
 from ._report import CaseResult, CheckReport, Exchange, Tier, Verdict
 from ._rules import RULES
 
-__all__ = ["capabilities_line", "html_report", "junit_xml", "level_text", "print_report"]
+__all__ = [
+    "CaseProgress",
+    "capabilities_line",
+    "html_report",
+    "junit_xml",
+    "level_text",
+    "print_report",
+]
 
 _STYLE = {
     Verdict.PASS: "green",
@@ -49,6 +57,13 @@ def _headline(case: CaseResult, limit: int | None = None) -> str:
     return text
 
 
+WIDE_TABLE = 120
+"""From this many columns the terminal report is a table with a column each for case,
+verdict, tier, rules and observation; narrower, the observation would be squeezed to a
+few characters a line, so each case is two lines: its id, tier and rules, then what was
+observed, wrapped at the words under it."""
+
+
 def print_report(report: CheckReport, console: Any = None) -> None:
     """The terminal summary: one table per section, then the totals."""
     from rich.console import Console
@@ -59,28 +74,44 @@ def print_report(report: CheckReport, console: Any = None) -> None:
         return escape(terminal_text(text))
 
     console = console or Console()
+    wide = console.width >= WIDE_TABLE
     console.print(f"[bold]agui-tools check[/bold] {shown(report.url)}")
     for section, cases in report.sections():
-        table = Table(title=section, title_justify="left", expand=True, show_lines=False)
-        table.add_column("case", no_wrap=True)
-        table.add_column("verdict", no_wrap=True, min_width=13)
-        table.add_column("tier", no_wrap=True)
-        table.add_column("rules", max_width=16)
-        table.add_column("observed", ratio=1)
+        if wide:
+            table = Table(title=section, title_justify="left", expand=True, show_lines=False)
+            table.add_column("case", no_wrap=True)
+            table.add_column("verdict", no_wrap=True, min_width=13)
+            table.add_column("tier", no_wrap=True)
+            table.add_column("rules", max_width=16)
+            table.add_column("observed", ratio=1)
+        else:
+            table = Table(
+                title=section, title_justify="left", expand=True, show_header=False, box=None
+            )
+            table.add_column("verdict", no_wrap=True, min_width=13)
+            table.add_column("case", ratio=1, overflow="fold")
         for case in cases:
             style = _STYLE[case.verdict]
-            table.add_row(
-                shown(case.id),
-                f"[{style}]{case.verdict.value}[/{style}]",
-                _tier_cell(case),
-                shown(", ".join(case.rules)),
-                # a pass says what was seen in brief; anything else says it whole
-                shown(_headline(case, 90 if case.verdict is Verdict.PASS else None)),
-            )
+            verdict = f"[{style}]{case.verdict.value}[/{style}]"
+            # a pass says what was seen in brief; anything else says it whole
+            observed = shown(_headline(case, 90 if case.verdict is Verdict.PASS else None))
+            if wide:
+                row = [shown(case.id), verdict, _tier_cell(case), shown(", ".join(case.rules))]
+                table.add_row(*row, observed)
+            else:
+                about = f"[bold]{shown(case.id)}[/bold]  {_tier_cell(case)}  "
+                table.add_row(verdict, f"{about}{shown(', '.join(case.rules))}\n{observed}")
         console.print(table)
     console.print(shown(capabilities_line(report)))
     counts = ", ".join(f"{n} {k}" for k, n in report.counts().items() if n)
-    verdict = "[green]OK[/green]" if report.ok else "[bold red]FAILED[/bold red]"
+    if report.stopped:
+        console.print(f"[bold yellow]stopped[/bold yellow]: {shown(report.stopped)}")
+    if report.failed():
+        verdict = "[bold red]FAILED[/bold red]"
+    elif report.stopped:
+        verdict = "[bold yellow]INCOMPLETE[/bold yellow]"
+    else:
+        verdict = "[green]OK[/green]"
     console.print(
         f"{len(report.cases)} case(s) in {report.seconds:.1f} s: {counts} "
         f"({level_text(report)}) — {verdict}"
@@ -121,7 +152,7 @@ def capabilities_line(report: CheckReport) -> str:
 
 
 def junit_xml(report: CheckReport) -> str:
-    """The report as JUnit XML (the schema ``tests/check/junit.xsd`` pins)."""
+    """The report as JUnit XML (the schema ``tests/check/data/junit.xsd`` pins)."""
     failing = {c.id for c in report.failed()}
     root = ET.Element(
         "testsuites",
@@ -224,12 +255,13 @@ main{padding:20px 28px;max-width:1200px}
 .counts .badge{margin-right:6px;font-size:13px}
 table.summary{border-collapse:collapse;width:100%;background:#fff;margin:10px 0 24px}
 table.summary td,table.summary th{border-bottom:1px solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}
+table.summary td,dd{overflow-wrap:anywhere}
 table.summary th{background:#eef0f3;font-size:12px;text-transform:uppercase;color:#4b5563}
 table.summary tr.section td{background:#f0f2f5;font-weight:600}
 a{color:#1d4ed8;text-decoration:none}
 section.case{background:#fff;border:1px solid #e5e7eb;border-radius:6px;margin:0 0 16px;padding:12px 16px}
 section.case h3{margin:0 0 6px;font-size:16px}
-dl{display:grid;grid-template-columns:110px 1fr;gap:4px 12px;margin:8px 0}
+dl{display:grid;grid-template-columns:110px minmax(0,1fr);gap:4px 12px;margin:8px 0}
 dt{color:#6b7280}dd{margin:0}
 .rule{margin:2px 0}.rule code{font-weight:600}
 ul.findings{margin:6px 0;padding-left:18px}
@@ -242,6 +274,9 @@ ol.events li.offending{background:#7f1d1d;color:#fff;outline:2px solid #f87171}
 ol.events li.warning{background:#713f12;color:#fff}
 ol.events li.omitted{list-style:none;color:#94a3b8;font-style:italic}
 .exchange h4{margin:10px 0 2px;font-size:13px}
+@media (max-width:640px){header,main{padding-left:12px;padding-right:12px}
+ dl{grid-template-columns:minmax(0,1fr)}dt{margin-top:4px}
+ table.summary td,table.summary th{padding:4px}}
 """
 
 

@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     conformance_cmd.register(sub)
     check_cmd.register(sub)
     mock_cmd.register(sub)
+    from ._otel import OTEL_COMMANDS, add_otel
+
+    for name in OTEL_COMMANDS:
+        add_otel(sub.choices[name])
     return parser
 
 
@@ -101,11 +105,18 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return EXIT_USAGE
     from ._common import WriteFailed
+    from ._otel import OTEL_COMMANDS, OtelUnavailable, configure
 
     try:
         from .._sigint import release
 
         release()  # a Ctrl-C held while the CLI was imported: answered here, in one line
+        if args.command in OTEL_COMMANDS:
+            try:
+                configure(args.command, args.otel)
+            except OtelUnavailable as exc:
+                print(f"agui-tools {args.command}: --otel: {exc}", file=sys.stderr)
+                return EXIT_USAGE
         result: int = args.func(args)
         if sys.stdout is not None:
             sys.stdout.flush()  # a write that fails fails here, not at exit with a traceback

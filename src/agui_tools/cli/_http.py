@@ -273,8 +273,9 @@ def describe_transport_error(exc: TransportError, url: str) -> str:
     status = exc.status
     if status in (301, 302, 303, 307, 308):
         hint = (
-            f" — a redirect: an agent mounted in FastAPI or Starlette answers at its path with a "
-            f"trailing slash; try {cut(url)}/"
+            " — a redirect: an app mounted in FastAPI or Starlette answers below its mount, "
+            f"at its own path; try {cut(url)}/ (an agent_app on its default path) or "
+            f"{cut(url)}/agent (agent_app(agent, path='/agent'))"
             if not url.endswith("/")
             else " — a redirect: use the URL the agent is served at (agui-tools does not follow "
             "redirects, which would re-send the run elsewhere)"

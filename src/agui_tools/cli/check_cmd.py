@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,15 @@ Baseline: --write-baseline FILE records today's failing findings (case, rule,
 verdict) and exits 0; --baseline FILE then fails only on findings it does not
 hold, and lists the ones it holds that are fixed.
 
+Progress: one line per case on stderr as it finishes (a live bar in a
+terminal; -q for none). Time: each request is bounded by --timeout, the whole
+check by --deadline; Ctrl-C prints "interrupted", then the report of what
+finished.
+
 Exit codes: 0 no case failed at the level (with --strict: none warned
-either; with --baseline: no new failure), 1 a case failed, 2 bad usage, the agent cannot be
-reached at all, or the URL is not an AG-UI endpoint.
+either; with --baseline: no new failure), 1 a case failed or the deadline
+stopped the check, 2 bad usage, the agent cannot be reached at all, or the URL
+is not an AG-UI endpoint, 130 interrupted (Ctrl-C; the partial report printed).
 """
 
 
@@ -67,7 +74,22 @@ def register(sub: Any) -> None:
         type=_seconds,
         default=10.0,
         metavar="SECONDS",
-        help="time bound of each case (default 10)",
+        help="time bound of each request, from connecting to its last byte (default 10); "
+        "a stream still streaming then is judged on what arrived — give a slow agent more",
+    )
+    p.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="time bound of the whole check (default 60 x --timeout); the cases left then "
+        "are reported not run",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (one per case as it finishes)",
     )
     p.add_argument(
         "--level",
@@ -179,8 +201,8 @@ def load_tools(spec: str) -> tuple[list[dict[str, Any]], str | None]:
 
 def run(args: argparse.Namespace) -> int:
     from .._errors import TransportError, UsageError
-    from ..check import CASES, Baseline, check_agent
-    from ..check.reports import html_report, junit_xml, print_report
+    from ..check import CASES, Baseline, CheckRun
+    from ..check.reports import CaseProgress, html_report, junit_xml, print_report
 
     if args.list:
         for case in CASES:
@@ -219,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    for target in (args.junit, args.html, args.write_baseline):
+        problem = _unwritable(target) if target else None
+        if problem is not None:  # said before the check runs, not after minutes of it
+            print(terminal_text(f"agui-tools check: cannot write {problem}"), file=sys.stderr)
+            return 2
     baseline = None
     try:
         if args.baseline and args.write_baseline:
@@ -228,8 +255,9 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(terminal_text(f"agui-tools check: {exc}"), file=sys.stderr)
         return 2
+    interrupted = False
     try:
-        report = check_agent(
+        check = CheckRun(
             args.url,
             cases=args.case,
             sections=args.section,
@@ -241,10 +269,17 @@ def run(args: argparse.Namespace) -> int:
             prompt=args.prompt or prompt,
             interrupt_prompt=args.interrupt_prompt,
             max_stream_bytes=args.max_stream_bytes,
+            deadline=args.deadline,
         )
-    except KeyboardInterrupt:
-        print("\nagui-tools check: interrupted", file=sys.stderr)
-        return 130
+        progress = None if args.quiet else CaseProgress(len(check.chosen), args.url)
+        check.on_case = progress
+        try:
+            with progress or nullcontext():
+                report = check.run()
+        except KeyboardInterrupt:  # what finished is still a report: partial, exit 130
+            print("agui-tools check: interrupted", file=sys.stderr)
+            report = check.report("interrupted (Ctrl-C)")
+            interrupted = True
     except (UsageError, TransportError) as exc:
         from ._common import cut
 
@@ -263,6 +298,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(terminal_json(report.dumps()) + b"\n")
     else:
         print_report(report)
+    if interrupted:
+        return 130
     said = sys.stderr if args.json else sys.stdout  # --json: stdout is the document alone
     if args.write_baseline:
         written = Baseline.of(report)
@@ -278,3 +315,13 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(diff.lines(f"baseline {args.baseline}")), file=said)
         return diff.exit_code
     return report.exit_code
+
+
+def _unwritable(target: str) -> str | None:
+    """Why a report file cannot be written there, when that shows before the check runs."""
+    path = Path(target)
+    if path.is_dir():
+        return f"{target}: it is a directory"
+    if not path.parent.is_dir():
+        return f"{target}: {path.parent} is not a directory"
+    return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import sys
 import threading
 import tomllib
@@ -133,10 +132,12 @@ def port_problem(host: str, port: int) -> str | None:
         return None
     if not 0 < port < 65536:
         return f"--port {port} is not a TCP port"
+    from .serve_cmd import _bind
+
     try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        with socket.socket(family) as s:
-            s.bind((host, port))
+        # bound as the server will bind it (SO_REUSEADDR): a port a stopped inspector left
+        # in TIME_WAIT is free to listen on, and the probe must say so
+        _bind(host, port).close()
     except OSError as exc:
         return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
     return None

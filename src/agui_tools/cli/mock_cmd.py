@@ -176,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
             faults=args.fault,
             allowed_origins=args.allow_origin,
             allowed_hosts=[args.host],
+            body_timeout=args.body_timeout,
+            max_concurrency=args.limit_concurrency,
             on_request=said,
         )
     except UsageError as exc:
@@ -201,6 +203,9 @@ def run(args: argparse.Namespace) -> int:
         what="mock AG-UI agent",
         path=args.path,
         log_level=args.log_level,
+        limit_concurrency=args.limit_concurrency,
+        header_timeout=args.header_timeout,
+        send_timeout=args.send_timeout,
         shutdown_grace=SHUTDOWN_GRACE,
         on_ended=ended.append,
     )

@@ -313,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
             on_upstream_error=log.upstream_error,
             allowed_hosts=[args.host, *args.allow_host],
             connect_timeout=args.connect_timeout,
+            body_timeout=args.body_timeout,
+            max_concurrency=args.limit_concurrency,
             judge_in_process=True,  # forwarding never waits for the judge (not with --strict)
             observer=inspector,
             on_record_error=log.record_error,
@@ -334,7 +336,8 @@ def run(args: argparse.Namespace) -> int:
         log_config=_log_config("warning", False),
         log_level="warning",
         access_log=False,
-        http=deadline_protocol(),
+        limit_concurrency=args.limit_concurrency,
+        http=deadline_protocol(header_timeout=args.header_timeout, send_timeout=args.send_timeout),
         timeout_graceful_shutdown=1,
         **SERVER_OPTIONS,  # the agent's Date and Server, once (the proxy adds a missing Date)
     )

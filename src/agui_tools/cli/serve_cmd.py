@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import logging
 import math
 import signal
 import socket
@@ -58,43 +59,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--access-log", action="store_true", help="log one line per request on stderr")
     p.add_argument(
-        "--limit-concurrency",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="connections and requests served at once; more get 503 (default 1000, under the "
-        "usual 1024 open files)",
-    )
-    p.add_argument(
-        "--body-timeout",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="time a client has to send its whole request body; then 408 (default 30)",
-    )
-    p.add_argument(
         "--shutdown-grace",
         type=float,
         default=30.0,
         metavar="SECONDS",
         help="on SIGTERM/SIGINT: stop accepting, let runs in flight finish this long, then end "
         "them with RUN_ERROR (default 30)",
-    )
-    p.add_argument(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="time a connection has to send a complete request head; then 408 and closed "
-        "(default 10)",
-    )
-    p.add_argument(
-        "--send-timeout",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="time a client may read nothing while the response waits; then the connection is "
-        "aborted (default 30)",
     )
     p.add_argument(
         "--allow-origin",
@@ -117,10 +87,42 @@ def register(sub: Any) -> None:
 
 
 def add_listen_options(p: argparse.ArgumentParser, *, port: int) -> None:
-    """--host and --port, as every command that serves has them (bound by :func:`listening`)."""
+    """--host and --port (bound by :func:`listening`), and the limits of the HTTP front
+    (:mod:`agui_tools.transport._front`), as every command that serves has them."""
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument(
         "--port", type=_port, default=port, help=f"port (default {port}; 0 picks a free one)"
+    )
+    p.add_argument(
+        "--limit-concurrency",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="connections and requests served at once; more get 503 (default 1000, under the "
+        "usual 1024 open files)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client has to send its whole request body; then 408 (default 30)",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time a connection has to send a complete request head; then 408 and closed "
+        "(default 10)",
+    )
+    p.add_argument(
+        "--send-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client may read nothing while the response waits; then the connection is "
+        "aborted (default 30)",
     )
 
 
@@ -389,6 +391,8 @@ def serve_on(
         # whatever is left (a response not ours) a little after
         timeout_graceful_shutdown=math.ceil(shutdown_grace) + 5,
     )
+    if access_log:  # uvicorn sets its access logger to log_level: the flag says INFO
+        logging.getLogger("uvicorn.access").setLevel(logging.INFO)
     # uvicorn's and asyncio's own lines are budgeted too: out of descriptors, a
     # server once wrote 66,842 "Too many open files" lines in a minute
     for name in ("uvicorn.error", "asyncio"):

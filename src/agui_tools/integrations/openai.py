@@ -32,7 +32,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import AguiError
+from .._errors import ProviderStreamError
 from ..agent import MessageHandle, Run, ToolCallHandle, new_id
 
 __all__ = [
@@ -42,14 +42,6 @@ __all__ = [
     "stream_completion",
     "usage_entry",
 ]
-
-
-class ProviderStreamError(AguiError):
-    """The provider's stream is not a Chat Completions stream we can translate.
-
-    Raised inside the agent, so the run ends with ``RUN_ERROR``: a malformed
-    provider stream is the agent's failure, not something to repair.
-    """
 
 
 @dataclass(frozen=True)

@@ -196,8 +196,8 @@ def _reader_for(
 class _Decoding:
     """The response's content coding undone, a bounded piece at a time.
 
-    Not httpx's decoders: they inflate each received chunk whole, so one 64 KiB
-    chunk of a gzip bomb became 64 MB before anything could look at it. Here no
+    Not httpx's decoders: they inflate each received chunk whole, so one chunk
+    of a gzip bomb becomes a thousand times its size before anything can look at it. Here no
     call returns more than :data:`_PIECE` bytes, and the stream is refused — a
     ``LIMIT`` violation in the frames, the run ending rejected — once what it
     decoded passes :data:`MAX_INFLATION` times what was received (past the first

@@ -4,7 +4,7 @@ A connection costs a socket (a file descriptor) and counts against uvicorn's
 ``limit_concurrency`` until it closes; past the limit every new request is
 answered 503. So a peer that opens connections and then does nothing — or
 sends half a request head, or never reads what it asked for — must not be able
-to hold them. What bounds each phase (issue 28, item 2):
+to hold them. What bounds each phase:
 
 =================================  ==========================================  ========
 phase                              bound                                       whose
@@ -15,9 +15,9 @@ the next one on a kept-alive       first request, and its keep-alive timer is
 connection                         cancelled by the first byte of the next)
 idle between requests              ``timeout_keep_alive`` (5 s)                uvicorn
 request head too large             16 KiB (``h11_max_incomplete_event_size``)  h11
-                                   → 400
+                                   → ``431`` and closed
 request body                       ``body_timeout`` (30 s) → 408, and          ours
-                                   ``max_body_bytes`` → 413                    (server)
+                                   ``max_body_bytes`` → 413                    (front)
 response not read by the client    ``send_timeout`` (30 s) without the client  ours
                                    reading anything while output waits → the
                                    connection is aborted (the run sees a
@@ -41,6 +41,7 @@ import asyncio
 import logging
 from typing import Any, Final
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_SEND_TIMEOUT", "deadline_protocol"]
@@ -49,8 +50,8 @@ log = logging.getLogger("agui_tools.transport")
 
 DEFAULT_HEADER_TIMEOUT: Final = 10.0
 """Seconds from a connection's opening (or its previous response) to a complete
-request head. 200 connections that sent nothing, or half a head, used to be held
-forever, and with them 200 of uvicorn's ``limit_concurrency`` slots."""
+request head. Without it, connections that sent nothing, or half a head, would be
+held forever, and with them uvicorn's ``limit_concurrency`` slots."""
 DEFAULT_SEND_TIMEOUT: Final = 30.0
 """Seconds output may wait for a client that reads nothing before the connection
 is aborted."""
@@ -58,6 +59,9 @@ _TIMEOUT_RESPONSE: Final = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
 )
+_HEAD_TOO_LARGE: Final = 431
+H11_HEAD_LIMIT: Final = 16 * 1024
+"""h11's own limit on a request head (``max_incomplete_event_size``), uvicorn's default."""
 
 
 def deadline_protocol(
@@ -86,6 +90,33 @@ def deadline_protocol(
             self._watch: asyncio.TimerHandle | None = (
                 self.loop.call_later(tick, self._check) if bounds else None
             )
+            self._refused_status = 400
+            next_event = self.conn.next_event
+
+            def judged() -> Any:  # h11's hint on what a broken head deserves
+                try:
+                    return next_event()
+                except h11.RemoteProtocolError as exc:
+                    self._refused_status = exc.error_status_hint
+                    raise
+
+            self.conn.next_event = judged  # type: ignore[method-assign]
+
+        def send_400_response(self, msg: str) -> None:
+            """A head past h11's size limit is 431, naming the limit; others stay 400."""
+            if self._refused_status != _HEAD_TOO_LARGE:
+                super().send_400_response(msg)
+                return
+            limit = self.config.h11_max_incomplete_event_size or H11_HEAD_LIMIT
+            body = f"the request head exceeds {limit} bytes.".encode()
+            headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
+            for event in (
+                h11.Response(status_code=_HEAD_TOO_LARGE, headers=headers),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event) or b"")
+            self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._watch is not None:

@@ -38,10 +38,10 @@ def _yield_the_cores() -> None:
 
     Forwarding never waits for the judge, so the judge need not keep pace with a
     burst: on cores the agent, the proxy and the frontend keep busy it falls behind
-    and catches up as soon as they idle. Measured (``python -m bench --only proxy``,
-    2 cores): a 50,000-event burst went through at 65–68 % of direct with the judge
-    at normal priority, competing with the three; with it at idle priority, 86–99 %
-    in the best of 15 runs, 63–84 % at the median (docs/proxy.md, "What it costs").
+    and catches up as soon as they idle. Measured (``python -m bench --only proxy``;
+    docs/proxy.md, "What it costs", has the figures): a burst goes through closer to
+    direct with the judge at idle priority than at normal priority, competing with
+    the three.
     The price: on cores kept busy by other work it may get no time at all — so what
     waits for it waits :data:`VERDICT_OVERDUE` at most, then the proxy judges the
     stream itself (:meth:`_RemoteWatch.take_over`, :meth:`_RemoteWatch.feed`).
@@ -57,7 +57,7 @@ def _die_with_the_proxy() -> None:
     """The judging process is killed by the kernel when the proxy dies (Linux
     ``PR_SET_PDEATHSIG``): at idle priority on busy cores, an orphan reading its jobs'
     end of file could take tens of seconds to get the time to exit — holding the
-    proxy's stdout and stderr open for whoever waits on them (seen: 30 s and more)."""
+    proxy's stdout and stderr open for whoever waits on them."""
     with contextlib.suppress(Exception):
         import ctypes
         import signal
@@ -130,8 +130,8 @@ def _job(
 VERDICT_OVERDUE: Final = 0.5
 """Seconds the judging process may keep the proxy waiting — for a verdict (the same
 thread's next input, the stop) or for room in its backlog — before the stream is judged
-in the proxy's own process: on quiet cores a 50,000-event burst's verdict is in ~160 ms
-after its end; on cores busy with other work the idle-priority judge may get no time."""
+in the proxy's own process: on quiet cores even a large burst's verdict is in well
+within it after its end; on cores busy with other work the idle-priority judge may get no time."""
 
 TAKE_OVER_SLICE: Final = 64
 """Chunks of a stream taken over (:meth:`_RemoteWatch.take_over`) judged between two
@@ -326,8 +326,8 @@ class JudgePool:
     Non-strict only (strict judges each chunk before it is forwarded). Started on first
     use (``spawn``). No thread on the proxy's side: jobs are written to a non-blocking
     pipe from the event loop, results read when the loop sees them (a thread moving
-    them would take the GIL from the loop for up to a switch interval, 5 ms, on an
-    event's way). A judging process that dies is said in the log, the streams open
+    them would take the GIL from the loop for up to a switch interval
+    (``sys.getswitchinterval()``) on an event's way). A judging process that dies is said in the log, the streams open
     (or whose verdict is owed) then are judged again in-process from their start
     (their chunks kept, :data:`KEPT_BYTES`), and the streams after it are judged in
     the proxy's own process.

@@ -40,7 +40,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, Literal
 
 import orjson
@@ -55,21 +54,18 @@ from ..app._recorded import (
     Matcher,
     Miss,
     RecordedRun,
-    recorded_runs,
     retarget,
-    runs_from_thread_export,
 )
-from ..app._watch import binding_of
 from ..wire._codec import encode_json
 from ..wire._framing import sse_comment, sse_frame
+from ._captures import NO_BODY, load_captures
+from ._front import Refusal, refuse
 from ._server import (
     _INTERNAL_ERROR,
     _PROTO_HEADERS,
     _SHUTDOWN_ERROR,
     _SSE_HEADERS,
     AgentEndpoint,
-    _refuse,
-    _Rejected,
     accepts_proto,
     end_in_flight,
     routed,
@@ -94,11 +90,6 @@ _FAULT_SYNTAX: Final = (
     "cut:N, stall:N:SECONDS, malformed:N, status:CODE[:BODY], drip:SECONDS, duplicate:N, "
     "each optionally followed by @R (only the R-th request)"
 )
-_BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json", ".body")
-_EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json|body)$")
-_INPUT: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.input\.json$")
-_NO_BODY: Final = frozenset({204, 304})
-"""Statuses whose answer has no body (and no ``Content-Length``, RFC 9110 §8.6)."""
 _NOT_PROTOBUF: Final = b"\xff\xff\xff\xff"  # an unfinished varint tag: no message decodes
 _CUT_MESSAGE: Final = "ASGI callable returned without completing response."
 
@@ -229,195 +220,6 @@ def parse_timing(spec: str | float) -> float:
     )
 
 
-# -- reading captures ---------------------------------------------------------------------------
-
-
-def load_captures(
-    paths: Iterable[str | os.PathLike[str] | RecordedRun], *, skipped: list[str] | None = None
-) -> list[RecordedRun]:
-    """Every recorded run of ``paths``, in order; :class:`UsageError` naming the file when
-    one cannot be read as a capture.
-
-    A path is a directory (a ``proxy --record`` DIR: ``NNNN.input.json`` +
-    ``NNNN.sse``/``.pb``/``.ndjson``/``.json``/``.body`` + ``NNNN.meta.json``; or the
-    inspector's ``run-N.input.json`` + ``run-N.sse`` exports) or a file: an
-    inspector ``thread.json``, or a stream (JSON array, NDJSON, SSE, binary;
-    ``run --save``) — with the input beside it when there is one
-    (``X.input.json`` for ``X.sse``). A recorded exchange whose ``meta.json``
-    says it is no event stream (a refusal, a 200 JSON answer, a 204, a
-    redirect) is one recorded answer, replayed as recorded. A directory's
-    exchange that cannot be replayed (no response body, a ``.body`` with no
-    ``meta.json``, no answer status) is left out and said — one line each,
-    naming the file and why, appended to ``skipped`` (and logged).
-    """
-    runs: list[RecordedRun] = []
-    left_out: list[str] = []
-    for item in paths:
-        if isinstance(item, RecordedRun):
-            runs.append(item)
-            continue
-        path = Path(item)
-        if path.is_dir():
-            runs += _load_dir(path, left_out)
-        else:
-            runs += _load_file(_body_of(path))
-    for line in left_out:
-        log.info("%s", line)
-    if skipped is not None:
-        skipped += left_out
-    if not runs:
-        if left_out:
-            raise UsageError(
-                f"no recorded exchange can be replayed: {'; '.join(left_out[:3])}"
-                + (f" (and {len(left_out) - 3} more)" if len(left_out) > 3 else "")
-            )
-        raise UsageError("no capture given: a mock replays at least one recorded run")
-    return runs
-
-
-def _body_of(path: Path) -> Path:
-    """``X.input.json`` or ``X.meta.json`` named: the exchange's body beside it."""
-    for suffix in (".input.json", ".meta.json"):
-        if path.name.endswith(suffix):
-            stem = path.name[: -len(suffix)]
-            for ext in _BODY_SUFFIXES:
-                if (body := path.with_name(stem + ext)).exists():
-                    return body
-            raise UsageError(
-                f"{path}: no response body beside it ({stem}.sse, .pb, .ndjson, .json, .body)"
-            )
-    return path
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
-
-
-def _load_dir(folder: Path, skipped: list[str]) -> list[RecordedRun]:
-    bodies = []
-    inputs: dict[str, Path] = {}
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError as exc:
-        raise UsageError(f"cannot read capture directory {folder}: {exc.strerror or exc}") from None
-    for name in names:
-        found = _EXCHANGE.match(name)
-        if found is not None:
-            stem = found.group("stem")
-            bodies.append((int(stem.removeprefix("run-")), stem.startswith("run-"), folder / name))
-        elif (asked := _INPUT.match(name)) is not None:
-            inputs[asked.group("stem")] = folder / name
-    if not bodies:
-        raise UsageError(
-            f"{folder}: no recorded exchange (NNNN.sse / .pb / .ndjson / .json / .body beside "
-            "NNNN.input.json, or the inspector's run-N.sse): not a proxy --record directory"
-        )
-    answered = {body.name.rsplit(".", 1)[0] for _, _, body in bodies}
-    for stem, asked_path in inputs.items():
-        if stem not in answered:
-            skipped.append(
-                f"{asked_path}: not replayed: no response body beside it "
-                f"({stem}.sse, .pb, .ndjson, .json, .body)"
-            )
-    runs: list[RecordedRun] = []
-    for _, _, body in sorted(bodies, key=lambda b: (b[1], b[0])):
-        runs += _load_file(body, exchange=True, skipped=skipped)
-    return runs
-
-
-def _load_file(
-    path: Path, *, exchange: bool = False, skipped: list[str] | None = None
-) -> list[RecordedRun]:
-    """The runs of one capture file; in a directory (``exchange``), one that cannot be
-    replayed is said in ``skipped`` and left out (a file named alone is refused)."""
-    data = _read(path)
-    stem = path.name.rsplit(".", 1)[0]
-    source = str(path)
-    run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
-    meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
-    answer: RecordedRun | str | None = None
-    if meta is not None:
-        streamed = path.suffix in (".sse", ".pb", ".ndjson")
-        answer = _recorded_answer(source, data, run_input, meta, f"{stem}.meta.json", streamed)
-    elif exchange and path.suffix == ".body":
-        answer = (
-            f"not replayed: no {stem}.meta.json beside it records the answer's status and "
-            "content type (a proxy recording writes one per exchange)"
-        )
-    if isinstance(answer, str):
-        if skipped is None:
-            raise UsageError(f"{source}: {answer}")
-        skipped.append(f"{source}: {answer}")
-        return []
-    if answer is not None:
-        return [answer]
-    if run_input is None and not exchange and data.lstrip()[:1] == b"{":
-        try:
-            document = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            document = None  # NDJSON, or a broken file: read as a stream, which says which
-        if isinstance(document, dict) and "runs" in document and "type" not in document:
-            return runs_from_thread_export(document, source=source)
-    return recorded_runs(data, source=source, run_input=run_input, split=run_input is None)
-
-
-def _recorded_answer(
-    source: str,
-    data: bytes,
-    run_input: dict[str, Any] | None,
-    meta: Mapping[str, Any],
-    meta_name: str,
-    streamed: bool,
-) -> RecordedRun | str | None:
-    """A proxy exchange that is no event stream, as the recorded answer it replays; a
-    string: why it cannot be replayed; ``None``: a 200 event stream (its events replay) —
-    by its ``contentType``, or, when the meta has none, by the file's (``streamed``)."""
-    status = meta.get("status")
-    if isinstance(status, bool) or not isinstance(status, int):
-        return f"not replayed: {meta_name} records no answer status (status {status!r})"
-    if not 200 <= status <= 599:
-        return f"not replayed: {meta_name} records status {status}; the mock replays 200-599"
-    kind = meta.get("contentType")
-    content_type = kind if isinstance(kind, str) else None
-    if status == 200 and (
-        binding_of(content_type) is not None or (content_type is None and streamed)
-    ):
-        return None
-    location = meta.get("location")
-    notes = []
-    if status in _NO_BODY and data:
-        notes.append(f"the recorded body ({len(data)} bytes) is not sent: a {status} has none")
-        data = b""
-    if 300 <= status < 400 and not isinstance(location, str):
-        notes.append(f"{meta_name} records no location: the {status} is replayed without one")
-    return RecordedRun(
-        source,
-        [],
-        run_input,
-        status=status,
-        body=data,
-        content_type=content_type,
-        notes=notes,
-        verbatim=True,
-        location=location if isinstance(location, str) else None,
-    )
-
-
-def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
-    try:
-        document = orjson.loads(_read(path))
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"{path}: the {what} is not valid JSON ({exc})") from None
-    if not isinstance(document, dict):
-        raise UsageError(f"{path}: the {what} must be a JSON object")
-    return document
-
-
 # -- serving ------------------------------------------------------------------------------------
 
 
@@ -485,7 +287,7 @@ class MockEndpoint(AgentEndpoint):
         then end the rest: a stall or a recorded gap is cut short, the stream ends with
         ``RUN_ERROR`` ``ServerShuttingDown`` and its body is closed — as
         :meth:`AgentEndpoint.shutdown` ends an agent's runs. Returns how many were ended."""
-        self.closing = True
+        self.front.close()
         return await end_in_flight(self._streams, self._stopped, grace)
 
     def _check_faults(self) -> None:
@@ -497,26 +299,42 @@ class MockEndpoint(AgentEndpoint):
                     f"has {longest} events, numbered from 0)"
                 )
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Every request counted and told (``on_request``) — one the front or the
+        judge refused too, with what it was answered."""
         self.requests += 1
         number = self.requests
-        faults = [f for f in self.faults if f.applies(number)]
-        status = next((f for f in faults if f.kind == "status"), None)
-        if status is not None:
-            await self._fault_status(status, number, scope, receive, send)
-            self._said(number, status.status, f"fault {status}")
-            return
         refusal: list[Any] = []  # the status and body of a refusal, as sent
+        told = False
 
         async def noted(message: Any) -> None:
             refusal.append(message.get("status", message.get("body", b"")))
             await send(message)
 
-        run_input = await self._admit(scope, receive, noted)
-        if run_input is None:
+        async def serve(scope: Scope, receive: Receive, _noted: Send) -> None:
+            nonlocal told  # (a refusal of the judge is noted; an answer is not kept)
+            told = await self._reply(number, scope, receive, send, noted)
+
+        await self.front.serve(scope, receive, noted, serve, check=self._check_head)
+        if not told:
             status_code = refusal[0] if refusal else 499  # 499: the client left first
             self._said(number, status_code, _problem(b"".join(refusal[1:])))
-            return
+
+    async def _reply(
+        self, number: int, scope: Scope, receive: Receive, send: Send, noted: Send
+    ) -> bool:
+        """The answer to request ``number``, its body read; ``False`` when the judge
+        refused the input (sent through ``noted``: the caller tells it) or the client
+        left."""
+        faults = [f for f in self.faults if f.applies(number)]
+        status = next((f for f in faults if f.kind == "status"), None)
+        if status is not None:
+            await self._fault_status(status, number, send)
+            self._said(number, status.status, f"fault {status}")
+            return True
+        run_input = await self._admit(scope, receive, noted)
+        if run_input is None:
+            return False
         binary = accepts_proto(Headers(scope=scope).get("accept"))
         chosen = self.matcher.choose(run_input, take=False)
         why = self.sse_only.get(id(chosen)) if binary else None
@@ -526,18 +344,16 @@ class MockEndpoint(AgentEndpoint):
                 f"the recorded run {chosen.source} cannot be served in the binary binding "
                 f"(TRANS-7): {why}; ask for text/event-stream (it is served over SSE)"
             )
-            rejected = _Rejected(406, {"rule": "TRANS-7", "path": "", "message": message})
-            await _refuse(scope, receive, send, rejected)
+            rejected = Refusal(406, {"rule": "TRANS-7", "path": "", "message": message})
+            await refuse(scope, receive, send, rejected)
             self._said(number, 406, message)
-            return
+            return True
         chosen = self.matcher.choose(run_input)
         if isinstance(chosen, Miss):
-            rejected = _Rejected(
-                chosen.status, {"rule": None, "path": "", "message": chosen.message}
-            )
-            await _refuse(scope, receive, send, rejected)
+            rejected = Refusal(chosen.status, {"rule": None, "path": "", "message": chosen.message})
+            await refuse(scope, receive, send, rejected)
             self._said(number, chosen.status, chosen.message)
-            return
+            return True
         if chosen.as_recorded:
             await _answer(
                 send, chosen.status, chosen.body, chosen.content_type, location=chosen.location
@@ -545,7 +361,7 @@ class MockEndpoint(AgentEndpoint):
             shown = ", ".join(str(f) for f in faults if f.kind != "status")
             unapplied = f" (faults {shown} not applied: it has no events)" if shown else ""
             self._said(number, chosen.status, f"the recorded answer of {chosen.source}{unapplied}")
-            return
+            return True
         shown = ", ".join(str(f) for f in faults if f.kind != "status")
         self._said(
             number,
@@ -555,21 +371,14 @@ class MockEndpoint(AgentEndpoint):
             f"{'protobuf' if binary else 'SSE'}{', faults ' + shown if shown else ''})",
         )
         await self._replay(chosen, run_input, faults, receive, send, binary=binary)
+        return True
 
     def _said(self, number: int, status: int, text: str) -> None:
         if self.on_request is not None:
             self.on_request(number, status, text)
 
-    async def _fault_status(
-        self, fault: Fault, number: int, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        try:
-            await self._read_body_in_time(scope, receive)  # the body read whole, then refused
-        except _Rejected as rejected:
-            await _refuse(scope, receive, send, rejected)
-            return
-        except Exception:  # the client left
-            return
+    async def _fault_status(self, fault: Fault, number: int, send: Send) -> None:
+        """The status fault's answer (the front has read the body whole)."""
         if fault.body is None:
             body = orjson.dumps(
                 {
@@ -826,7 +635,7 @@ async def _answer(
         headers.append((b"content-type", content_type.encode("latin-1", "replace")))
     if location is not None:
         headers.append((b"location", location.encode("latin-1", "replace")))
-    if status in _NO_BODY:
+    if status in NO_BODY:
         body = b""
     else:
         headers.append((b"content-length", str(len(body)).encode()))

@@ -56,10 +56,11 @@ Theory of operation:
   contract): ``NNNN.input.json`` (the body as the frontend sent it),
   ``NNNN.sse`` / ``.pb`` / ``.ndjson`` / ``.json`` (the answer's body as the agent
   sent it, written as it arrives), ``NNNN.meta.json``.
-* **Who may use it** — the ``Host`` is judged as our server judges it
-  (:class:`~agui_tools.transport._auth.HostPolicy`: a DNS-rebinding page cannot
-  reach the agent through the proxy); ``Origin`` and CORS are the agent's own
-  (forwarded, answered by it).
+* **Who may use it, and how much** — the front our server stands on
+  (:class:`~agui_tools.transport._front.Front`) takes every request first: the
+  ``Host`` (a DNS-rebinding page cannot reach the agent through the proxy), the
+  concurrency cap, the body under its deadline and size limit. ``Origin`` and
+  CORS are the agent's own (forwarded, answered by it).
 """
 
 from __future__ import annotations
@@ -67,12 +68,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.cookiejar
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from email.utils import formatdate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -92,6 +94,14 @@ from ..app._watch import (
 from ..wire._framing import BrokenFrame
 from ._auth import HostPolicy
 from ._client import _DECODABLE, _DECODED, _coding, _Decoding
+from ._front import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_CONCURRENCY,
+    ClientGone,
+    Front,
+    Refusal,
+    received,
+)
 from ._judge_pool import VERDICT_OVERDUE, JudgePool, _RemoteWatch
 from ._recording import RecordedExchange, Recording
 from ._server import DEFAULT_MAX_BODY_BYTES, INLINE_JUDGE_BYTES, AgentEndpoint
@@ -189,6 +199,10 @@ class ProxyApp:
         read_timeout: seconds the upstream may send nothing mid-body (``None``:
             no limit; an agent thinking for long is legitimate).
         max_body_bytes: the largest request body forwarded (413 beyond).
+        body_timeout: seconds a frontend has to send its whole request body (408
+            beyond; ``None``: no deadline).
+        max_concurrency: requests served at once before new ones get 503
+            (``None``: no limit).
         on_record_error: called once with a line saying why the recording stopped (a
             file of ``record`` cannot be written: forwarding goes on; ``None``: the
             proxy's log says it).
@@ -211,6 +225,8 @@ class ProxyApp:
         connect_timeout: float = 10.0,
         read_timeout: float | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
         judge_in_process: bool = False,
         observer: ProxyObserver | None = None,
         on_record_error: Callable[[str], None] | None = None,
@@ -220,15 +236,21 @@ class ProxyApp:
         self.recording = Recording(record, on_record_error) if record is not None else None
         self.on_finding = on_finding
         self.on_upstream_error = on_upstream_error
-        self.hosts = HostPolicy(allowed_hosts)
-        self.max_body_bytes = max_body_bytes
+        self.front = Front(
+            hosts=HostPolicy(allowed_hosts),
+            max_body_bytes=max_body_bytes,
+            body_timeout=body_timeout,
+            max_concurrency=max_concurrency,
+            who="proxy",
+        )
+        """Every request's phases bounded before it is judged or forwarded."""
         self.ledger = ThreadLedger()
         self.exchanges = 0
         self.abandoned = 0
         """Streams cut short: the frontend left, or the proxy stopped, before their end."""
         self.findings: list[WatchFinding] = []
         """Every finding of the session, in order (the summary counts them)."""
-        self._endpoint = AgentEndpoint(_never, max_body_bytes=max_body_bytes)
+        self._endpoint = AgentEndpoint(_never, max_body_bytes=max_body_bytes, body_timeout=None)
         self._judging = asyncio.Semaphore(1)
         self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=30.0, pool=30.0)
         self._client: httpx.AsyncClient | None = None
@@ -277,6 +299,7 @@ class ProxyApp:
         cut short and its frontend given the body's end; a request the upstream has
         not answered yet is answered 503 (counted as cut short too). Waits
         (``timeout`` at most) for those exchanges to be over, their verdicts in."""
+        self.front.close()  # a request still sending its body is answered 503 now
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
         if not self._stop.done():
@@ -311,27 +334,23 @@ class ProxyApp:
         # the server stopping (Ctrl-C) may give up waiting for an exchange: it ends here,
         # counted in the summary, not as a traceback per open stream
         with contextlib.suppress(asyncio.CancelledError):
-            await self._exchange(scope, receive, _dated(send))
+            await self.front.serve(
+                scope, receive, _dated(send), self._exchange, check=self._check_path
+            )
+
+    def _check_path(self, scope: Scope, headers: Headers) -> None:
+        """What the front asks of a head before the body is read: a target that stays
+        under ``upstream``, naming no parameter of its query again."""
+        wrong = self._path_problem(scope) or self._query_problem(scope)
+        if wrong is not None:
+            raise Refusal(400, {"path": "", "message": wrong}, close=True)
 
     async def _exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
-        if not self.hosts.allows(headers.get("host")):
-            await _answer(
-                scope,
-                receive,
-                send,
-                403,
-                f"Host {headers.get('host')!r}: this proxy answers its own names only "
-                "(--allow-host lists others).",
-            )
+        try:
+            body = await received(receive)
+        except ClientGone:
             return
-        wrong = self._path_problem(scope)
-        if wrong is not None:
-            await _answer(scope, receive, send, 400, wrong)
-            return
-        body = await self._read_body(scope, receive, send, headers)
-        if body is None:
-            return  # answered, or the client left
         loop = self._loop_problem(headers)
         if loop is not None:  # answered once, here, and not forwarded round again
             if self.on_upstream_error is not None:
@@ -407,30 +426,6 @@ class ProxyApp:
         if exchange is not None:
             exchange.finish(meta)
 
-    async def _read_body(
-        self, scope: Scope, receive: Receive, send: Send, headers: Headers
-    ) -> bytes | None:
-        """The whole request body (it is judged, and recorded, before it is forwarded);
-        ``None`` when it was answered 413 or the client left."""
-        declared = headers.get("content-length")
-        too_large = (
-            declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
-        )
-        body = bytearray()
-        while not too_large:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            body += message.get("body", b"")
-            too_large = len(body) > self.max_body_bytes
-            if not message.get("more_body", False) and not too_large:
-                return bytes(body)
-        await _answer(scope, receive, send, 413, self._too_large())
-        return None
-
-    def _too_large(self) -> str:
-        return f"the request body exceeds max_body_bytes={self.max_body_bytes}."
-
     def _loop_problem(self, headers: Headers) -> str | None:
         """Why the request has come round a loop — its ``Via`` names this proxy, so the
         proxy forwarded it to itself, directly or through other proxies (``None``: it
@@ -484,11 +479,32 @@ class ProxyApp:
             "— refused, not normalised (send the path without '.' or '..' segments)."
         )
 
+    def _query_problem(self, scope: Scope) -> str | None:
+        """Why the request's query cannot go upstream (``None``: it can): it names a
+        parameter of ``upstream``'s own query (``?code=KEY``). Forwarded, it would
+        be a duplicate a last-wins parser reads as the frontend's value — refused,
+        not dropped. Names are compared as the most lenient parser reads them
+        (:func:`_query_names`)."""
+        own = _query_names(urlsplit(self.upstream).query)
+        if not own:
+            return None
+        asked = _query_names(scope.get("query_string", b"").decode("latin-1"))
+        clash = sorted(own.keys() & asked.keys())
+        if not clash:
+            return None
+        names = ", ".join(shown(asked[c]) for c in clash)
+        return (
+            f"agui-tools proxy: the request's query sets {names}, a parameter of UPSTREAM's "
+            f"own query ({', '.join(shown(own[c]) for c in clash)}): a frontend cannot "
+            "override or duplicate it — refused, not forwarded (drop it from the request)."
+        )
+
     def _target(self, scope: Scope) -> str:
         """The upstream URL of a request: ``upstream``'s path, then the request's path
         below the proxy's root as the frontend sent it (``/`` is ``upstream`` itself);
         ``upstream``'s query, then the request's (``?code=KEY`` + ``?x=1`` is
-        ``?code=KEY&x=1``)."""
+        ``?code=KEY&x=1``) — a request naming one of ``upstream``'s parameters never
+        gets here (:meth:`_query_problem`)."""
         base = urlsplit(self.upstream)
         raw: bytes = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
         sub = raw.decode("latin-1")
@@ -523,8 +539,8 @@ class ProxyApp:
         streams of those not in after :data:`VERDICT_OVERDUE` seconds judged here
         instead (or, with ``owed``, of every verdict still to come: the tasks waited
         for wait on them): the judging process runs at idle priority, and on cores kept
-        busy by other work it can be starved for as long as they are (an input waited
-        3-11 s for its thread's verdict, a stop more than 10 s)."""
+        busy by other work it can be starved for as long as they are — seconds, for an
+        input waiting for its thread's verdict or for a stop."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         first = VERDICT_OVERDUE if timeout is None else min(VERDICT_OVERDUE, timeout)
@@ -999,6 +1015,20 @@ def _dated(send: Send) -> Send:
         await send(message)
 
     return sending
+
+
+def _query_names(query: str) -> dict[str, str]:
+    """A query's parameter names, each as the most lenient parser reads it → as written:
+    split at ``&`` and ``;``, percent- and ``+``-decoded, stripped, case-folded (ASP.NET),
+    cut at a ``[`` (PHP's and Rails' ``code[]`` is ``code``), ``.`` and spaces read as
+    ``_`` (PHP's ``api.key`` is ``api_key``)."""
+    names: dict[str, str] = {}
+    for pair in re.split("[&;]", query):
+        name = pair.split("=", 1)[0]
+        if pair:
+            read = unquote_plus(name, encoding="latin-1").strip().casefold().split("[", 1)[0]
+            names.setdefault(re.sub(r"[. ]", "_", read), name)
+    return names
 
 
 def _with_query(raw_path: bytes, scope: Scope) -> str:

@@ -9,10 +9,11 @@ unchanged (``api.mount("/agent", agent_app(agent))`` serves ``POST /agent/``).
 Theory of operation (``basic/transports/http-sse``):
 
 * **Before the stream** — the request is judged whole, and a rejection is an
-  HTTP error with a JSON body and no event stream (INPUT-15, TRANS-1): a body
-  over ``max_body_bytes`` is 413 (counted while reading, not only from
-  ``Content-Length``, and the connection is closed: its unread bytes cannot be
-  the next request); a body that is not JSON is 400; a body that is JSON but
+  HTTP error with a JSON body and no event stream (INPUT-15, TRANS-1). The
+  front (:mod:`agui_tools.transport._front`: shutting down, the concurrency
+  cap, ``Host``, then this endpoint's Origin and ``Content-Type``, then the
+  body under its deadline and size limit) answers first; then a body that is
+  not JSON is 400; a body that is JSON but
   not one unambiguous object — an array, a string, a name written twice, an
   integer that would arrive rounded, nesting beyond ``max_depth`` — is 422, as
   is a malformed run input, each naming the field; a history that leaves a
@@ -53,7 +54,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -68,29 +68,29 @@ from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse
 from ..wire._enforce import DEFAULT_MAX_DEPTH, checked_max_depth
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, sse_comment, sse_frame
 from ._auth import Authorize, Authorized, HostPolicy
+from ._front import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONCURRENCY,
+    ClientGone,
+    Front,
+    Refusal,
+    received,
+    refuse,
+)
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "accepts_proto", "agent_app"]
 
 log = guarded_logger("agui_tools.transport")
 
-DEFAULT_MAX_BODY_BYTES: Final = 8 * 1024 * 1024
-DEFAULT_BODY_TIMEOUT: Final = 30.0
-"""Seconds a client has to send the whole request body (408 beyond): a body
-that trickles in, or stops, holds a connection and a task; without a deadline
-3,000 such requests were all still held after a minute."""
 DEFAULT_MAX_UNKNOWN: Final = 1000
 """Unrecognised members stripped from one run input before it is refused (422)."""
 DEFAULT_MAX_MESSAGES: Final = 10_000
 """Messages one run input may carry (413 beyond): each is judged in Python."""
-DEFAULT_MAX_CONCURRENCY: Final = 1000
-"""Requests served at once — reading, judging or streaming — before new ones are
-answered 503 at once. Each holds a socket (a file descriptor); past the
-process's descriptor limit a server cannot even accept, so the default stays
-under the common ``ulimit -n`` of 1024."""
 INLINE_JUDGE_BYTES: Final = 64 * 1024
 """Bodies up to this size are judged on the event loop; larger ones in a worker
-thread. Judging is pure Python, proportional to the body (a 4 MB history takes
-most of a second): on the loop it would stall every other stream's keep-alives
+thread. Judging is pure Python, proportional to the body (a history of megabytes
+takes most of a second): on the loop it would stall every other stream's keep-alives
 and events; for a small body a thread hop costs more than it saves."""
 _SSE_HEADERS: Final = [
     (b"content-type", SSE_MEDIA_TYPE.encode()),
@@ -154,26 +154,6 @@ def accepts_proto(accept: str | None) -> bool:
         if best is None or specificity > best[0] or (specificity == best[0] and quality > best[1]):
             best = (specificity, quality)
     return best is not None and best[1] > 0
-
-
-class _Rejected(Exception):
-    """The request is refused before any stream exists: status + JSON error body."""
-
-    def __init__(self, status: int, error: Mapping[str, Any], *, close: bool = False) -> None:
-        super().__init__(error.get("message"))
-        self.status = status
-        self.error = {k: v for k, v in error.items() if v is not None}
-        self.close = close
-        """Answer with ``Connection: close``: the body was not read to its end."""
-
-    def detached(self) -> _Rejected:
-        """The same refusal with no traceback, cause or context — nothing that
-        keeps the frames which judged the request (and their locals) alive."""
-        return _Rejected(self.status, self.error, close=self.close)
-
-
-class _ClientGone(Exception):
-    """The client disconnected before the request body was complete."""
 
 
 async def end_in_flight(
@@ -243,8 +223,8 @@ class AgentEndpoint:
         max_messages: messages one input may carry (413 beyond).
 
     Large bodies are judged in a worker thread, one at a time: judging is pure
-    Python and holds the GIL, and fourteen judged at once took the server to
-    2.1 GB and a small request's first byte from 2 ms to 15 s.
+    Python and holds the GIL, and many judged at once would take the server's
+    memory to gigabytes and delay a small request's first byte by seconds.
     """
 
     def __init__(
@@ -270,23 +250,22 @@ class AgentEndpoint:
         self.agent = agent
         self.verify = verify
         self.keepalive = keepalive
-        self.max_body_bytes = max_body_bytes
         self.strict_input = strict_input
         self.expose_errors = expose_errors
         self.high_water = high_water
         self.max_depth = checked_max_depth(max_depth)
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
-        self.hosts = HostPolicy(allowed_hosts)
-        self.body_timeout = body_timeout
-        self.max_concurrency = max_concurrency
+        self.front = Front(
+            hosts=HostPolicy(allowed_hosts),
+            max_body_bytes=max_body_bytes,
+            body_timeout=body_timeout,
+            max_concurrency=max_concurrency,
+        )
         self.max_unknown = max_unknown
         self.max_messages = max_messages
-        self._active = 0
         self._judging = asyncio.Semaphore(1)
         self._runs: set[asyncio.Task[None]] = set()
         self._ended_by_shutdown: set[asyncio.Task[None]] = set()
-        self.closing = False
-        """Set by :meth:`shutdown`: new requests are refused (503, ``Connection: close``)."""
 
     async def shutdown(self, grace: float) -> int:
         """Stop taking runs; let those in flight finish for ``grace`` seconds; end the rest.
@@ -295,10 +274,11 @@ class AgentEndpoint:
         ``asyncio.CancelledError``) and its stream ends with ``RUN_ERROR``
         ``ServerShuttingDown`` — a terminal event, so its client knows the run
         ended rather than seeing a cut stream (TRANS-1) — and the body is closed.
-        Requests arriving meanwhile (on a kept-alive connection) get 503. Returns
+        Requests arriving meanwhile (on a kept-alive connection), and those still
+        sending their bodies, get 503. Returns
         how many runs were ended that way. ``serve`` calls it on SIGTERM/SIGINT.
         """
-        self.closing = True
+        self.front.close()
 
         def said(left: int) -> None:
             log.warning(
@@ -312,17 +292,7 @@ class AgentEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
             raise RuntimeError("AgentEndpoint serves HTTP only")
-        if self.closing:
-            await _refuse(scope, receive, send, _closing())
-            return
-        if self.max_concurrency is not None and self._active >= self.max_concurrency:
-            await _refuse(scope, receive, send, _busy(self.max_concurrency))
-            return
-        self._active += 1
-        try:
-            await self._serve(scope, receive, send)
-        finally:
-            self._active -= 1
+        await self.front.serve(scope, receive, send, self._serve, check=self._check_head)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         run_input = await self._admit(scope, receive, send)
@@ -336,28 +306,31 @@ class AgentEndpoint:
 
     async def _admit(self, scope: Scope, receive: Receive, send: Send) -> dict[str, Any] | None:
         """The request judged whole: the run input, or ``None`` once it was refused
-        (answered here) or the client left before its body was complete."""
+        (answered here) or the client left. Its head and the body's reading were judged
+        by the front (:meth:`_check_head`, :class:`~agui_tools.transport._front.Front`)."""
         try:
-            headers = Headers(scope=scope)
-            self._check_origin(scope, headers)
-            _check_content_type(headers)
-            body = await self._read_body_in_time(scope, receive)
+            body = await received(receive)
             if len(body) > INLINE_JUDGE_BYTES:
                 async with self._judging:
                     verdict = await run_in_threadpool(self._verdict, body)
             else:
                 verdict = self._verdict(body)
             del body  # the run keeps what it decoded, never the bytes
-            if isinstance(verdict, _Rejected):
+            if isinstance(verdict, Refusal):
                 raise verdict
             return verdict
-        except _ClientGone:
+        except ClientGone:
             return None
-        except _Rejected as rejected:
-            await _refuse(scope, receive, send, rejected)
+        except Refusal as rejected:
+            await refuse(scope, receive, send, rejected)
             return None
 
     # -- before the stream ---------------------------------------------------------
+
+    def _check_head(self, scope: Scope, headers: Headers) -> None:
+        """What the front asks of a head before the body is read: its Origin, its type."""
+        self._check_origin(scope, headers)
+        _check_content_type(headers)
 
     def _check_origin(self, scope: Scope, headers: Headers) -> None:
         """Same-origin by default: a browser names the page's origin on every
@@ -367,10 +340,7 @@ class AgentEndpoint:
 
         "Own origin" is ``Host``'s, so the ``Host`` is judged first, against the
         names the server answers — not against the ``Origin``: a DNS-rebinding
-        page makes both its own name."""
-        problem = self.hosts.problem(headers.get("host"))
-        if problem is not None:
-            raise _Rejected(403, {"path": "", "message": problem + "."}, close=True)
+        page makes both its own name (the front judged the ``Host``)."""
         origin = headers.get("origin")
         if origin is None:
             if headers.get("sec-fetch-site") == "cross-site":
@@ -384,48 +354,6 @@ class AgentEndpoint:
             return
         raise _forbidden(f"Origin {describe_value(origin)} is not this server's, nor allowed")
 
-    async def _read_body_in_time(self, scope: Scope, receive: Receive) -> bytes:
-        if self.body_timeout is None:
-            return await self._read_body(scope, receive)
-        try:
-            async with asyncio.timeout(self.body_timeout):
-                return await self._read_body(scope, receive)
-        except TimeoutError:
-            raise _Rejected(
-                408,
-                {
-                    "path": "",
-                    "message": f"the request body did not arrive within {self.body_timeout:g} s "
-                    "(body_timeout).",
-                },
-                close=True,
-            ) from None
-
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        """Read the body, refusing it as soon as it is known to be too large."""
-        limit = self.max_body_bytes
-        declared = Headers(scope=scope).get("content-length")
-        if declared is not None:
-            try:
-                size = int(declared)
-            except ValueError:
-                raise _Rejected(
-                    400,
-                    {"rule": "TRANS-4", "path": "", "message": "Content-Length is not a number."},
-                ) from None
-            if size > limit:
-                raise _too_large(limit)
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _ClientGone
-            body += message.get("body", b"")
-            if len(body) > limit:
-                raise _too_large(limit)
-            if not message.get("more_body", False):
-                return bytes(body)
-
     def judge_body(self, body: bytes) -> tuple[dict[str, Any] | None, int, dict[str, Any] | None]:
         """The server's verdict on a request body, as data — nothing is run or sent.
 
@@ -437,24 +365,24 @@ class AgentEndpoint:
         :meth:`_judge`: a large body is judged in a worker thread by the caller.
         """
         verdict = self._verdict(body)
-        if isinstance(verdict, _Rejected):
+        if isinstance(verdict, Refusal):
             return None, verdict.status, verdict.error
         return verdict, 200, None
 
-    def _verdict(self, body: bytes) -> dict[str, Any] | _Rejected:
+    def _verdict(self, body: bytes) -> dict[str, Any] | Refusal:
         """:meth:`_judge`, with a refusal returned — detached — instead of raised.
 
         A refusal raised in the worker thread crossed back through anyio's
         future, and its traceback held that future's frame (which holds the
         future, which holds the exception): a reference cycle keeping the
-        judging frame alive — and in it the parsed body. Each refused 7.4 MB
-        body kept 40-60 MB until a full collection, which the process rarely
-        ran: 64 of them took ``serve`` to 4.0 GB. The refusal that leaves here
+        judging frame alive — and in it the parsed body. Each refused large
+        body kept several times its size until a full collection, which the
+        process rarely runs: a few dozen would take ``serve`` to gigabytes. The refusal that leaves here
         is a fresh exception with no traceback, cause or context.
         """
         try:
             return self._judge(body)
-        except _Rejected as rejected:
+        except Refusal as rejected:
             return rejected.detached()
 
     def _judge(self, body: bytes) -> dict[str, Any]:
@@ -469,8 +397,8 @@ class AgentEndpoint:
                 parse_json(body, where="run input")
             except ProtocolViolation as violation:
                 if violation.rule == "LIMIT":
-                    raise _Rejected(422, _error_json(violation)) from None
-            raise _Rejected(
+                    raise Refusal(422, _error_json(violation)) from None
+            raise Refusal(
                 400,
                 {
                     "rule": "TRANS-4",
@@ -482,7 +410,7 @@ class AgentEndpoint:
         if type(obj) is not dict:
             # judged here, before decoding: a JSON string would otherwise be read as JSON text
             # a second time
-            raise _Rejected(
+            raise Refusal(
                 422,
                 {
                     "rule": "TRANS-4",
@@ -494,7 +422,7 @@ class AgentEndpoint:
             )
         messages = obj.get("messages")
         if type(messages) is list and len(messages) > self.max_messages:
-            raise _Rejected(
+            raise Refusal(
                 413,
                 {
                     "rule": "LIMIT",
@@ -507,11 +435,11 @@ class AgentEndpoint:
             check_exact_json(body, obj, max_depth=self.max_depth)
             decoded = decode_run_input(obj, max_depth=self.max_depth, max_unknown=self.max_unknown)
         except ProtocolViolation as exc:
-            raise _Rejected(422, _error_json(exc)) from None
+            raise Refusal(422, _error_json(exc)) from None
         except Exception:
             # never a 500 for what a client sent; the log keeps what went wrong
             log.exception("the run input could not be decoded")
-            raise _Rejected(
+            raise Refusal(
                 422,
                 {"rule": "PROC-2", "path": "", "message": "the run input could not be decoded."},
             ) from None
@@ -523,7 +451,7 @@ class AgentEndpoint:
             check_continuation(wire)
         except ContinuationRejected as exc:
             if self.strict_input:
-                raise _Rejected(409, _error_json(exc)) from None
+                raise Refusal(409, _error_json(exc)) from None
             log.warning("run input of run %r accepted despite: %s", wire.get("runId"), exc)
         return wire
 
@@ -687,14 +615,6 @@ def _note_version(run_input: Mapping[str, Any]) -> None:
         )
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, rejected: _Rejected) -> None:
-    headers = {"connection": "close"} if rejected.close else {}
-    if rejected.status == 503:
-        headers["retry-after"] = "1"
-    response = JSONResponse({"error": rejected.error}, status_code=rejected.status, headers=headers)
-    await response(scope, receive, send)
-
-
 def _check_content_type(headers: Headers) -> None:
     """Only ``application/json`` (TRANS-4): the other types a browser may POST
     without a CORS preflight (form encodings, ``text/plain``) — and none at all —
@@ -702,7 +622,7 @@ def _check_content_type(headers: Headers) -> None:
     declared = headers.get("content-type")
     kind = (declared or "").split(";", 1)[0].strip().lower()
     if kind != "application/json":
-        raise _Rejected(
+        raise Refusal(
             415,
             {
                 "rule": "TRANS-4",
@@ -714,41 +634,13 @@ def _check_content_type(headers: Headers) -> None:
         )
 
 
-def _forbidden(what: str) -> _Rejected:
-    return _Rejected(
+def _forbidden(what: str) -> Refusal:
+    return Refusal(
         403,
         {
             "path": "",
             "message": f"{what}: this agent serves its own origin only (allowed_origins "
             "lists others).",
-        },
-        close=True,
-    )
-
-
-def _closing() -> _Rejected:
-    return _Rejected(
-        503,
-        {"path": "", "message": "the server is shutting down and takes no new runs; retry."},
-        close=True,
-    )
-
-
-def _busy(limit: int) -> _Rejected:
-    return _Rejected(
-        503,
-        {"path": "", "message": f"the server is serving max_concurrency={limit} requests; retry."},
-        close=True,
-    )
-
-
-def _too_large(limit: int) -> _Rejected:
-    return _Rejected(
-        413,
-        {
-            "rule": "LIMIT",
-            "path": "",
-            "message": f"the request body exceeds max_body_bytes={limit}.",
         },
         close=True,
     )

@@ -65,7 +65,7 @@ def _wait_readable(stream: Any) -> None:
     The kernel may deliver Ctrl-C's SIGINT to any thread of the process — an
     idle worker of the event loop's executor, say — and then a main thread
     blocked in ``read()`` is never interrupted: Python only runs its handler
-    when the main thread next executes bytecode. Waking every 100 ms lets it.
+    when the main thread next executes bytecode. Waking often, in short waits, lets it.
     """
     try:
         fd = stream.fileno()

@@ -8,7 +8,7 @@ module; the pipeline runs them all)::
                the official typed models built on demand (to_model / from_model)
     _upgrade   retired 0.x shapes translated at the boundary (VER-4)
     _enforce   strip unknown members, malformed known values are fatal (PROC-*),
-               walking the tree _schema compiles from spec/schema.json
+               walking the tree _schema compiles from _data/schema.json
     _expand    chunk lanes → START / CONTENT / END
     _verify    the sequence rules (STREAM, TOOL, RUN, SUB, INT …) and Limits
     _pipeline  all of the above, in order: ConsumerPipeline

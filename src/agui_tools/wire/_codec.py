@@ -55,7 +55,7 @@ __all__ = [
     "to_model",
 ]
 
-if TYPE_CHECKING:  # the official models cost ~0.4 s to import: built on demand only
+if TYPE_CHECKING:  # the official models are slow to import: built on demand only
     from ag_ui.core import Event, RunAgentInput
     from pydantic import BaseModel, TypeAdapter
 

@@ -79,9 +79,9 @@ MAX_ID_BYTES: Final = 1024
 
 Ids are opaque (EVT-10), and the spec sets no length; this is the implementation's
 limit (rule ``LIMIT``), the same for every store: PostgreSQL's ``text`` cannot hold
-a NUL (a call id with one bricked its thread, issue 28) and its B-tree keys are at
-most ~2.7 kB (a 1 MB thread id could not be saved), while SQLite and memory took
-both. Refused where ids enter — enforcement, for events and run inputs — and again
+a NUL (a call id with one would brick its thread) and its B-tree keys are limited
+to a few kilobytes (a longer thread id could not be saved), while SQLite and memory
+take both. Refused where ids enter — enforcement, for events and run inputs — and again
 at every store's boundary (:func:`id_problem`), so an id is refused identically
 everywhere instead of failing in one store only."""
 
@@ -385,8 +385,8 @@ class _Walker:
 
     def warn(self, rule: str, path: str, message: str) -> None:
         if self.max_warnings is not None and len(self.warnings) >= self.max_warnings:
-            # every unknown member costs a warning (and a log line): a body of 700k of
-            # them cost 20 s of CPU and 62 MB of log — judging stops here instead
+            # every unknown member costs a warning (and a log line): a body of very
+            # many of them would cost CPU and log without bound — judging stops here
             raise LimitExceeded(
                 "LIMIT",
                 f"more than {self.max_warnings} unrecognised members (the last at {path}); "
@@ -525,7 +525,7 @@ class _Walker:
             if sub is None:
                 # a member nothing judges (passed on, or stripped) still nests within
                 # max_depth: what is delivered stays writable, and the binary binding,
-                # which reads no value past the limit, gives the same verdict (#28)
+                # which reads no value past the limit, gives the same verdict
                 if item.__class__ in _CONTAINERS:
                     self.open_value(item, f"{path}/{escape_pointer(key)}")
                 if node.closed:

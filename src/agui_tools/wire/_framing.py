@@ -172,7 +172,7 @@ class SSEReader(_StreamReader):
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._buf = bytearray()
         # the event's data, joined as it arrives: one buffer, not an object per line
-        # (680 x 8192 lines of 3 bytes once held 335 MB for a 16 MB event)
+        # (an object per short line would hold many times the event's size)
         self._data = bytearray()
         self._has_data = False
         self._started = False
@@ -305,8 +305,8 @@ class NDJSONReader:
     """
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
-        # a bytearray grown in place: a long line arriving in many chunks used to be
-        # re-copied whole on every chunk (quadratic in the line's length)
+        # a bytearray grown in place: a long line arriving in many chunks is not
+        # re-copied whole on every chunk (which is quadratic in the line's length)
         self._buf = bytearray()
         self._max = max_event_bytes
 

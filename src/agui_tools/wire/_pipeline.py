@@ -194,7 +194,7 @@ class ConsumerPipeline:
         (a limit the reducer keeps): the stream then fails *at that event*, as if
         the pipeline had found it, and no later frame is judged. Folded after the
         whole batch instead, a state ``LIMIT`` followed by ``RUN_FINISHED`` in one
-        network chunk named the later event and left the run a success (issue 28).
+        network chunk would name the later event and leave the run a success.
         An event ``fold`` refused is not in the result nor in :attr:`partial`.
         """
         if self.error is not None:

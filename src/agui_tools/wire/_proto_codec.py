@@ -32,17 +32,16 @@ transports (PROC-6).
 The converters between messages and dicts are compiled once, at first use,
 from the generated descriptors — the ``.proto`` stays the only place a field is
 named — into plain functions (attribute reads and writes, no per-field
-reflection at run time).
+reflection at run time). Beside this module: open JSON values
+(:mod:`~agui_tools.wire._proto_json`), the members whose shapes differ
+(:mod:`~agui_tools.wire._proto_shapes`) and the deep reader for values nested
+past upb's limit (:mod:`~agui_tools.wire._proto_deep`).
 """
 
 from __future__ import annotations
 
 import keyword
-import struct
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
-from functools import cache
-from math import copysign
 from typing import Any, Final
 
 from google.protobuf import message as _pb_message
@@ -54,21 +53,48 @@ from ._enforce import (
     MAX_DEPTH_CEILING,
     checked_max_depth,
     depth_excess,
-    escape_pointer,
     nests_within,
     shared_enforcer,
 )
 from ._framing import PROTO_MEDIA_TYPE
+from ._proto_deep import (
+    DEEP_CUT,
+    DEEP_DEPTH,
+    TooDeep,
+    deep_object_field,
+    deep_value_field,
+    shallow_envelope,
+)
+from ._proto_json import (
+    NO_VALUE,
+    fill_object,
+    fill_value,
+    js_key_order,
+    object_or_none,
+    read_object,
+    read_value,
+)
+from ._proto_shapes import (
+    RULE,
+    input_from_wire,
+    input_to_wire,
+    malformed_frame,
+    message_from_wire,
+    message_to_wire,
+    parts_from_wire,
+    parts_to_wire,
+    patch_from_wire,
+    patch_to_wire,
+)
 
 __all__ = [
     "PROTO_MEDIA_TYPE",
     "UnknownEventArm",
     "decode_proto_event",
     "encode_proto_event",
+    "js_key_order",
 ]
 
-_RULE: Final = "TRANS-7"
-_SAFE: Final = 9007199254740991  # 2^53 - 1: JSON numbers round-trip up to here
 
 Event = dict[str, Any]
 
@@ -83,409 +109,11 @@ class UnknownEventArm(Exception):
     def __init__(self, fields: list[int]) -> None:
         self.fields = fields
         self.warning = ProtocolWarning(
-            _RULE,
+            RULE,
             "dropped a binary frame naming an event this build does not know (envelope field "
             f"{', '.join(map(str, fields))}): the protocol has an event this build predates.",
         )
         super().__init__(self.warning.message)
-
-
-def _malformed(explanation: str, event_type: str | None = None) -> ProtocolViolation:
-    return ProtocolViolation(
-        _RULE,
-        f"a binary frame does not decode as an event: {explanation}; the stream is not "
-        "trustworthy past it.",
-        event_type=event_type,
-        where="binary framing",
-    )
-
-
-# -- open JSON ------------------------------------------------------------------------
-
-
-def _is_array_index(key: str) -> bool:
-    """A key JavaScript orders before all others: a canonical integer below 2^32 - 1."""
-    return (
-        key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) < 4294967295
-    )
-
-
-def js_key_order(obj: Mapping[str, Any]) -> list[str]:
-    """``obj``'s keys in the order ``Object.keys`` would give them.
-
-    The official encoder writes an open object's entries in that order, and a
-    map's entry order is visible in the bytes; a ``dict`` keeps insertion order,
-    which equals it unless a key is an array index.
-    """
-    keys = list(obj)
-    if not any(k[:1].isdigit() for k in keys):
-        return keys
-    index = sorted((k for k in keys if _is_array_index(k)), key=int)
-    if not index:
-        return keys
-    return index + [k for k in keys if not _is_array_index(k)]
-
-
-def _fill_value(m: Any, v: Any) -> None:
-    cls = v.__class__
-    if cls is str:
-        m.string_value = v
-    elif cls is bool:
-        m.bool_value = v
-    elif cls is int or cls is float:
-        m.number_value = v
-    elif v is None:
-        m.null_value = 0
-    elif cls is dict or isinstance(v, Mapping):
-        o = m.struct_value
-        o.SetInParent()
-        _fill_object(o, v)
-    elif cls is list or cls is tuple:
-        lv = m.list_value
-        lv.SetInParent()
-        add = lv.values.add
-        for x in v:
-            _fill_value(add(), x)
-    else:
-        raise TypeError(f"not a JSON value: {type(v).__name__}")
-
-
-def _fill_object(m: Any, obj: Mapping[str, Any]) -> None:
-    add = m.fields.add
-    for k in js_key_order(obj):
-        e = add()
-        e.key = k
-        _fill_value(e.value, obj[k])
-
-
-_NO_VALUE: Final = object()
-"""A JSON value message with no kind set: the official decoder reads it as
-``undefined`` — the member is absent."""
-
-
-def _read_value(m: Any) -> Any:
-    kind = m.WhichOneof("kind")
-    if kind == "string_value":
-        return m.string_value
-    if kind == "number_value":
-        n = m.number_value
-        # JSON has one number type; an integral double is the integer it spells
-        # (but -0.0 stays itself: JavaScript keeps the sign, and so must a re-encode)
-        if n.is_integer() and -_SAFE <= n <= _SAFE and (n or copysign(1.0, n) > 0):
-            return int(n)
-        return n
-    if kind == "bool_value":
-        return m.bool_value
-    if kind == "struct_value":
-        return _read_object(m.struct_value)
-    if kind == "list_value":
-        return [None if (x := _read_value(v)) is _NO_VALUE else x for v in m.list_value.values]
-    if kind == "null_value":
-        return None
-    return _NO_VALUE
-
-
-def _read_object(m: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for e in m.fields:
-        v = _read_value(e.value) if e.HasField("value") else _NO_VALUE
-        if v is not _NO_VALUE:
-            out[e.key] = v
-    return out
-
-
-def _object_or_none(value: Any) -> Mapping[str, Any] | None:
-    """Metadata as the wire declares it (an object) or nothing: a non-object
-    is dropped, as the official encoder's ``normalizeMetadata`` does."""
-    return value if isinstance(value, Mapping) else None
-
-
-# -- open JSON nested past upb's limit -------------------------------------------------
-#
-# upb refuses a message nested more than 100 protobuf levels, and a JSON level
-# costs two (a list: value, list) or three (an object: value, object, entry):
-# alone it would carry 32 object levels of a state the JSON binding takes 127
-# of. Raising its limit (``SetAllowOversizeProtos``) is process-wide and lets a
-# hostile 30,000-level frame overflow the C stack (a segfault, measured). So a
-# frame upb refuses is read again by the deep reader: the envelope through
-# shallow messages in which every open-JSON field is its bytes
-# (:func:`_shallow_envelope`), each open value then peeled a level at a time
-# here — without recursion, each level's fields read as protobuf reads them —
-# handing every subtree back to upb whole at intervals (:data:`_RETRY`), which
-# reads all of it when it is shallow enough. Every value may nest ``max_depth``
-# levels (itself one): more than any position of the JSON binding allows, so
-# what the JSON binding accepts decodes here, and enforcement then judges the
-# exact position the same way for both; deeper is enforcement's ``LIMIT``
-# violation too (:func:`_verdict`), found after at most ``max_depth`` levels of
-# work.
-
-_RETRY: Final = 8
-"""Levels peeled by hand between attempts to hand a subtree to upb whole: a
-failed attempt costs the bytes it read, so each byte is re-read by upb at most
-``max_depth / _RETRY`` times."""
-_UPB_LEVELS: Final = 50
-"""The most JSON levels a container upb parses whole can hold (100 protobuf
-levels, two per list level); a subtree read whole is measured only when fewer
-levels remain."""
-_DEPTH: Final[ContextVar[int]] = ContextVar("agui_tools_proto_max_depth", default=DEFAULT_MAX_DEPTH)
-_CUT: Final[ContextVar[bool]] = ContextVar("agui_tools_proto_cut", default=False)
-"""Set while a frame found too deep is read again for its verdict: a container
-past the bound is left empty instead of refused (see :func:`_decode_deep`)."""
-
-
-class _TooDeep(Exception):
-    """An open value of the frame nests deeper than the deep reader's bound."""
-
-    def __init__(self, trail: tuple[Any, ...], inner: str = "") -> None:
-        keys: list[str] = []
-        while trail:
-            keys.append(escape_pointer(str(trail[0])))
-            trail = trail[1]
-        self.path = "".join(f"/{k}" for k in reversed(keys)) + inner
-        super().__init__(self.path)
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise _pb_message.DecodeError("truncated or overlong varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value & 0xFFFFFFFFFFFFFFFF, pos
-        shift += 7
-
-
-def _fields(data: bytes) -> list[tuple[int, int, Any]]:
-    """``data``'s fields as protobuf reads them: (number, wire type, value) — an
-    int for a varint, bytes for the rest; groups (no JSON message has one) are
-    skipped, as upb skips an unknown field."""
-    out: list[tuple[int, int, Any]] = []
-    pos, end = 0, len(data)
-    while pos < end:
-        tag, pos = _varint(data, pos)
-        number, wire = tag >> 3, tag & 7
-        if number == 0 or number > 0x1FFFFFFF:
-            raise _pb_message.DecodeError("field number 0 or out of range")
-        if wire == 0:
-            value, pos = _varint(data, pos)
-            out.append((number, 0, value))
-        elif wire == 2:
-            size, pos = _varint(data, pos)
-            if pos + size > end:
-                raise _pb_message.DecodeError("a length past the end")
-            out.append((number, 2, data[pos : pos + size]))
-            pos += size
-        elif wire in (1, 5):
-            width = 8 if wire == 1 else 4
-            if pos + width > end:
-                raise _pb_message.DecodeError("a fixed field past the end")
-            out.append((number, wire, data[pos : pos + width]))
-            pos += width
-        elif wire == 3:  # a group: skip to its end, counting nested groups
-            open_groups = [number]
-            while open_groups:
-                tag, pos = _varint(data, pos)
-                inner, kind = tag >> 3, tag & 7
-                if inner == 0:
-                    raise _pb_message.DecodeError("field number 0")
-                if kind == 0:
-                    _, pos = _varint(data, pos)
-                elif kind == 2:
-                    size, pos = _varint(data, pos)
-                    pos += size
-                elif kind in (1, 5):
-                    pos += 8 if kind == 1 else 4
-                elif kind == 3:
-                    open_groups.append(inner)
-                elif kind == 4 and inner == open_groups[-1]:
-                    open_groups.pop()
-                else:
-                    raise _pb_message.DecodeError("a malformed group")
-                if pos > end:
-                    raise _pb_message.DecodeError("a group past the end")
-        else:
-            raise _pb_message.DecodeError(f"wire type {wire}")
-    return out
-
-
-def _text(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _pb_message.DecodeError("a string that is not UTF-8") from None
-
-
-_DOUBLE: Final = struct.Struct("<d")
-
-
-def _scan_value(data: bytes | None) -> tuple[str | None, Any]:
-    """A ``JsonValue``'s kind and its scalar, or its container's bytes (every
-    occurrence since the kind last changed, merged as protobuf merges them)."""
-    kind: str | None = None
-    payload: Any = None
-    for number, wire, value in _fields(data or b""):
-        if number == 2 and wire == 1:
-            kind, payload = "number", _DOUBLE.unpack(value)[0]
-        elif number == 3 and wire == 2:
-            kind, payload = "string", _text(value)
-        elif number == 4 and wire == 0:
-            kind, payload = "bool", bool(value)
-        elif number == 1 and wire == 0:
-            kind, payload = "null", None
-        elif number in (5, 6) and wire == 2:
-            arm = "object" if number == 5 else "list"
-            if kind == arm:
-                payload.append(value)
-            else:
-                kind, payload = arm, [value]
-    if kind == "object" or kind == "list":
-        payload = b"".join(payload)
-    return kind, payload
-
-
-def _json_number(n: float) -> float | int:
-    """A JSON number as :func:`_read_value` gives it."""
-    if n.is_integer() and -_SAFE <= n <= _SAFE and (n or copysign(1.0, n) > 0):
-        return int(n)
-    return n
-
-
-def _children(data: bytes, is_object: bool) -> list[tuple[Any, bytes | None]]:
-    """A container's members: (key, the value's bytes or None when it has none)."""
-    out: list[tuple[Any, bytes | None]] = []
-    for number, wire, value in _fields(data):
-        if number != 1 or wire != 2:
-            continue
-        if not is_object:
-            out.append((len(out), value))
-            continue
-        key, parts = "", None
-        for n, w, v in _fields(value):
-            if n == 1 and w == 2:
-                key = _text(v)
-            elif n == 2 and w == 2:
-                parts = v if parts is None else parts + v
-        out.append((key, parts))
-    return out
-
-
-def _deep_container(data: bytes, is_object: bool, budget: int) -> dict[str, Any] | list[Any]:
-    """The container encoded in ``data`` (a ``JsonObject``'s or ``JsonList``'s
-    bytes), which may nest ``budget`` levels (itself is one); raises
-    :class:`_TooDeep` past them and ``DecodeError`` for bytes that do not decode."""
-    root: dict[str, Any] | list[Any] = {} if is_object else []
-    stack: list[tuple[bytes, bool, Any, int, tuple[Any, ...], int]] = [
-        (data, is_object, root, budget, (), _RETRY)
-    ]
-    cut = _CUT.get()
-    while stack:
-        data, is_object, out, budget, trail, since = stack.pop()
-        if budget <= 0:
-            if cut:
-                continue  # left empty, one level past the bound, unread
-            raise _TooDeep(trail)
-        if since >= _RETRY:
-            try:
-                whole: Any = (pb.JsonObject if is_object else pb.JsonList).FromString(data)
-            except _pb_message.DecodeError:
-                since = 0
-            else:
-                if is_object:
-                    out.update(_read_object(whole))
-                else:
-                    out.extend(
-                        None if (x := _read_value(v)) is _NO_VALUE else x for v in whole.values
-                    )
-                if budget < _UPB_LEVELS and not cut:
-                    inner = depth_excess(out, budget)
-                    if inner is not None:
-                        raise _TooDeep(trail, inner)
-                continue
-        for key, value in _children(data, is_object):
-            kind, payload = _scan_value(value)
-            if kind == "object" or kind == "list":
-                child: Any = {} if kind == "object" else []
-                stack.append(
-                    (payload, kind == "object", child, budget - 1, (key, trail), since + 1)
-                )
-            elif kind is None:
-                if is_object:
-                    continue
-                child = None
-            elif kind == "number":
-                child = _json_number(payload)
-            else:
-                child = payload
-            if is_object:
-                out[key] = child
-            else:
-                out.append(child)
-    return root
-
-
-def _occurrences(parts: Any) -> bytes:
-    """A singular field's bytes in a shallow message: its occurrences, merged."""
-    return parts if isinstance(parts, bytes) else b"".join(parts)
-
-
-def _deep_value_field(parts: Any) -> Any:
-    """An open-JSON field of a shallow message, read (see the section comment)."""
-    kind, payload = _scan_value(_occurrences(parts))
-    if kind == "object" or kind == "list":
-        return _deep_container(payload, kind == "object", _DEPTH.get())
-    if kind is None:
-        return _NO_VALUE
-    if kind == "number":
-        return _json_number(payload)
-    return payload
-
-
-def _deep_object_field(parts: Any) -> Any:
-    """A ``JsonObject`` field (metadata) of a shallow message, read."""
-    return _deep_container(_occurrences(parts), True, _DEPTH.get())
-
-
-@cache
-def _shallow_envelope() -> Any:
-    """The envelope message class in which every open-JSON field (``JsonValue``,
-    ``JsonObject``) outside the JSON messages themselves is ``repeated bytes``:
-    upb reads the event's structure, never descending into a value — every
-    occurrence kept, so that the deep reader merges them as protobuf does."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    file = descriptor_pb2.FileDescriptorProto()
-    pb.DESCRIPTOR.CopyToProto(file)
-    json_types = {f".{_VALUE.full_name}", f".{_OBJECT.full_name}"}
-    json_messages = {"JsonValue", "JsonObject", "JsonList"}
-    todo = [m for m in file.message_type if m.name not in json_messages]
-    while todo:
-        message = todo.pop()
-        todo.extend(message.nested_type)
-        synthetic: set[int] = set()
-        for field in message.field:
-            if field.type_name in json_types:
-                field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-                field.label = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
-                field.ClearField("type_name")
-                if field.proto3_optional:
-                    synthetic.add(field.oneof_index)
-                    field.ClearField("proto3_optional")
-                    field.ClearField("oneof_index")
-        if synthetic:  # drop those fields' synthetic oneofs, renumbering the rest
-            kept = [i for i in range(len(message.oneof_decl)) if i not in synthetic]
-            renumber = {old: new for new, old in enumerate(kept)}
-            decls = [message.oneof_decl[i] for i in kept]
-            del message.oneof_decl[:]
-            message.oneof_decl.extend(decls)
-            for field in message.field:
-                if field.HasField("oneof_index"):
-                    field.oneof_index = renumber[field.oneof_index]
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(_ENVELOPE.full_name))
 
 
 # -- compiled converters -----------------------------------------------------------
@@ -580,7 +208,7 @@ def _compile() -> tuple[
         kind = arms.get(md.full_name)
         w = [f"def {_fname('w_', md)}(m, d):", "    m.SetInParent()", "    get = d.get"]
         r = [f"def {_fname('r_', md)}(m):", "    d = {}"]
-        # the same reader over the shallow messages (_shallow_envelope): an open-JSON
+        # the same reader over the shallow messages (shallow_envelope): an open-JSON
         # field there is the bytes of its occurrences, read by the deep reader
         rd = [f"def {_fname('d_', md)}(m):", "    d = {}"]
         if kind is not None:
@@ -652,17 +280,17 @@ def _compile() -> tuple[
     for fd in _ENVELOPE.fields:
         gen(fd.message_type)
     namespace: dict[str, Any] = {
-        "fill_value": _fill_value,
-        "fill_object": _fill_object,
-        "read_value": _read_value,
-        "read_object": _read_object,
-        "NO_VALUE": _NO_VALUE,
+        "fill_value": fill_value,
+        "fill_object": fill_object,
+        "read_value": read_value,
+        "read_object": read_object,
+        "NO_VALUE": NO_VALUE,
         "MISSING": _MISSING,
         "Mapping": Mapping,
         "NoBase": _NoBase,
         "WrongBase": _WrongBase,
-        "deep_value": _deep_value_field,
-        "deep_object": _deep_object_field,
+        "deep_value": deep_value_field,
+        "deep_object": deep_object_field,
     }
     exec(compile("\n\n".join(sources), "<agui_tools proto converters>", "exec"), namespace)
     exec(compile("\n\n".join(deep_sources), "<agui_tools deep proto readers>", "exec"), namespace)
@@ -705,132 +333,8 @@ _ARM_OF_TYPE: Final = {fd.name.upper(): fd.name for fd in _ENVELOPE.fields}
 _TYPE_OF_ARM: Final = {fd.name: fd.name.upper() for fd in _ENVELOPE.fields}
 _ARM_NUMBERS: Final = frozenset(fd.number for fd in _ENVELOPE.fields)
 _TYPE_NAME: Final = {v.number: v.name for v in pb.EventType.DESCRIPTOR.values}
-_PATCH_OP: Final = {v.name.lower(): v.number for v in pb.JsonPatchOperationType.DESCRIPTOR.values}
-_PATCH_NAME: Final = {v.number: v.name.lower() for v in pb.JsonPatchOperationType.DESCRIPTOR.values}
 
 # -- encode ---------------------------------------------------------------------------
-
-
-def _source_to_wire(source: Any) -> dict[str, Any] | None:
-    if not isinstance(source, Mapping):
-        return None
-    kind = source.get("type")
-    if kind == "data":
-        return {"data": {"value": source.get("value"), "mimeType": source.get("mimeType")}}
-    if kind == "url":
-        return {"url": {"value": source.get("value"), "mimeType": source.get("mimeType")}}
-    if kind == "file":
-        return {
-            "file": {
-                "value": source.get("value"),
-                "provider": source.get("provider"),
-                "mimeType": source.get("mimeType"),
-            }
-        }
-    return None
-
-
-def _part_to_wire(part: Any) -> dict[str, Any] | None:
-    if not isinstance(part, Mapping):
-        return None
-    kind = part.get("type")
-    if kind == "text":
-        return {
-            "text": {
-                "id": part.get("id"),
-                "text": part.get("text"),
-                "metadata": part.get("metadata"),
-            }
-        }
-    if kind in ("image", "audio", "video", "document"):
-        return {
-            kind: {
-                "id": part.get("id"),
-                "source": _source_to_wire(part.get("source")),
-                "metadata": part.get("metadata"),
-            }
-        }
-    return None
-
-
-def _parts_to_wire(parts: list[Any], at: str, notes: list[ProtocolWarning] | None) -> list[Any]:
-    out = []
-    for i, part in enumerate(parts):
-        wire = _part_to_wire(part)
-        if wire is None:
-            if notes is not None:
-                notes.append(
-                    ProtocolWarning(
-                        _RULE,
-                        f"dropped {at}/{i}: no wire form for this content part, so it is not encoded.",
-                        path=f"{at}/{i}",
-                    )
-                )
-            continue
-        out.append(wire)
-    return out
-
-
-def _message_to_wire(message: Any, at: str, notes: list[ProtocolWarning] | None) -> dict[str, Any]:
-    msg = dict(message) if isinstance(message, Mapping) else {}
-    msg["metadata"] = _object_or_none(msg.get("metadata"))
-    calls = msg.get("toolCalls")
-    if isinstance(calls, list):
-        msg["toolCalls"] = [
-            {**c, "metadata": _object_or_none(c.get("metadata"))} if isinstance(c, Mapping) else c
-            for c in calls
-        ]
-    content = msg.get("content")
-    if isinstance(content, list):
-        msg["contentParts"] = _parts_to_wire(content, f"{at}/content", notes)
-        msg["content"] = None
-    elif msg.get("role") == "activity":
-        msg["activityContent"] = _object_or_none(content) or {}
-        msg["content"] = None
-    return msg
-
-
-def _with_metadata(items: Any) -> list[Any]:
-    if not isinstance(items, list):
-        return []
-    return [
-        {**x, "metadata": _object_or_none(x.get("metadata"))} if isinstance(x, Mapping) else x
-        for x in items
-    ]
-
-
-def _input_to_wire(value: Any, notes: list[ProtocolWarning] | None) -> dict[str, Any] | None:
-    if not isinstance(value, Mapping):
-        return None
-    messages = value.get("messages")
-    return {
-        "threadId": value.get("threadId"),
-        "runId": value.get("runId"),
-        "protocolVersion": value.get("protocolVersion"),
-        "parentRunId": value.get("parentRunId"),
-        "state": value.get("state"),
-        "messages": [
-            _message_to_wire(m, f"/input/messages/{i}", notes)
-            for i, m in enumerate(messages if isinstance(messages, list) else [])
-        ],
-        "tools": _with_metadata(value.get("tools")),
-        "context": value.get("context") if isinstance(value.get("context"), list) else [],
-        "forwardedProps": value.get("forwardedProps"),
-        "resume": _with_metadata(value.get("resume")),
-    }
-
-
-def _patch_to_wire(ops: Any, at: str) -> Any:
-    if not isinstance(ops, list):
-        return ops
-    out = []
-    for i, op in enumerate(ops):
-        name = op.get("op") if isinstance(op, Mapping) else None
-        number = _PATCH_OP.get(name) if isinstance(name, str) else None
-        if number is None:
-            raise ValueError(f"{at}/{i}/op: {name!r} is not a JSON Patch operation")
-        out.append({**op, "op": number})
-    return out
 
 
 def _reshape(
@@ -843,7 +347,7 @@ def _reshape(
     rest = dict(event)
     if kind == "MESSAGES_SNAPSHOT" and isinstance(rest.get("messages"), list):
         rest["messages"] = [
-            _message_to_wire(m, f"/messages/{i}", notes) for i, m in enumerate(rest["messages"])
+            message_to_wire(m, f"/messages/{i}", notes) for i, m in enumerate(rest["messages"])
         ]
     elif kind == "RUN_FINISHED":
         outcome = rest.pop("outcome", None)
@@ -864,18 +368,18 @@ def _reshape(
             if otype == "suspended":
                 rest["interruptIds"] = outcome.get("interruptIds")
     elif kind == "STATE_DELTA":
-        rest["delta"] = _patch_to_wire(rest.get("delta"), "/delta")
+        rest["delta"] = patch_to_wire(rest.get("delta"), "/delta")
     elif kind == "ACTIVITY_DELTA":
-        rest["patch"] = _patch_to_wire(rest.get("patch"), "/patch")
+        rest["patch"] = patch_to_wire(rest.get("patch"), "/patch")
     elif kind == "TOOL_CALL_RESULT":
         content = rest.get("content")
         if isinstance(content, list):
-            rest["contentParts"] = _parts_to_wire(content, "/content", notes)
+            rest["contentParts"] = parts_to_wire(content, "/content", notes)
             rest["content"] = None
     elif kind == "RUN_STARTED" and rest.get("input") is not None:
-        rest["input"] = _input_to_wire(rest["input"], notes)
+        rest["input"] = input_to_wire(rest["input"], notes)
     elif kind == "ACTIVITY_SNAPSHOT":
-        rest["content"] = _object_or_none(rest.get("content"))
+        rest["content"] = object_or_none(rest.get("content"))
     return rest
 
 
@@ -959,108 +463,6 @@ def _nests(event: Mapping[str, Any]) -> bool:
 
 
 # -- decode ---------------------------------------------------------------------------
-
-
-def _source_from_wire(source: Mapping[str, Any]) -> dict[str, Any] | None:
-    for kind in ("data", "url", "file"):
-        arm = source.get(kind)
-        if arm is not None:
-            return {"type": kind, **arm}
-    return None
-
-
-def _part_from_wire(part: Mapping[str, Any]) -> dict[str, Any] | None:
-    if "text" in part:
-        return {"type": "text", **part["text"]}
-    for kind in ("image", "audio", "video", "document"):
-        if kind in part:
-            body = dict(part[kind])
-            if "source" in body:
-                source = _source_from_wire(body["source"])
-                if source is None:
-                    return None  # a source naming no arm this build knows
-                body["source"] = source
-            return {"type": kind, **body}
-    return None
-
-
-def _parts_from_wire(parts: list[Any], notes: list[ProtocolWarning]) -> list[Any]:
-    out = []
-    for part in parts:
-        read = _part_from_wire(part)
-        if read is None:
-            notes.append(
-                ProtocolWarning(
-                    _RULE,
-                    "dropped a content part this build does not know: the protocol has a variant "
-                    "this build predates.",
-                )
-            )
-            continue
-        out.append(read)
-    return out
-
-
-_PARTS_ROLES: Final = frozenset({"user", "tool"})
-_KNOWN_ROLES: Final = frozenset(
-    {"developer", "system", "assistant", "user", "tool", "activity", "reasoning"}
-)
-
-
-def _message_from_wire(
-    wire: dict[str, Any], notes: list[ProtocolWarning], kind: str
-) -> dict[str, Any]:
-    role = wire.get("role", "")
-    parts = wire.pop("contentParts", [])
-    activity = wire.pop("activityContent", None)
-    has_content = "content" in wire
-    known = role in _KNOWN_ROLES
-    uses_parts = role in _PARTS_ROLES if known else bool(parts)
-    uses_map = role == "activity" if known else (not uses_parts and activity is not None)
-    if known:
-        if not uses_parts and parts:
-            raise _malformed(
-                f"a {role!r} message carries content parts, a form its role has not", kind
-            )
-        if activity is not None and not uses_map:
-            raise _malformed("a non-activity message carries activity content", kind)
-        if uses_map and has_content:
-            raise _malformed("an activity message carries string content", kind)
-        if uses_parts and has_content and parts:
-            raise _malformed("a message carries both string content and content parts", kind)
-    elif has_content + bool(parts) + (activity is not None) > 1:
-        raise _malformed("a message carries more than one content form", kind)
-    if uses_parts and not has_content:
-        wire["content"] = _parts_from_wire(parts, notes)
-    if uses_map and activity is not None:
-        wire["content"] = activity
-    if not wire.get("toolCalls"):
-        wire.pop("toolCalls", None)
-    return wire
-
-
-def _patch_from_wire(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for op in ops:
-        number = op["op"]
-        op["op"] = _PATCH_NAME.get(number, str(number))
-    return ops
-
-
-def _input_from_wire(
-    wire: dict[str, Any], notes: list[ProtocolWarning], kind: str
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        k: wire[k]
-        for k in ("threadId", "runId", "protocolVersion", "parentRunId", "state")
-        if k in wire
-    }
-    out["messages"] = [_message_from_wire(m, notes, kind) for m in wire["messages"]]
-    out["tools"] = wire["tools"]
-    out["context"] = wire["context"]
-    if "forwardedProps" in wire:
-        out["forwardedProps"] = wire["forwardedProps"]
-    out["resume"] = wire["resume"]
-    return out
 
 
 def _outcome_from_wire(event: dict[str, Any], payload: tuple[str, ...]) -> None:
@@ -1186,19 +588,19 @@ def _decode_deep(
     "open JSON nested past upb's limit"). ``broken`` is what bytes that do not
     decode are called."""
     try:
-        envelope = _shallow_envelope().FromString(data)
+        envelope = shallow_envelope().FromString(data)
     except _pb_message.DecodeError:
-        raise _malformed(broken) from None
-    token = _DEPTH.set(max_depth)
+        raise malformed_frame(broken) from None
+    token = DEEP_DEPTH.set(max_depth)
     try:
         return _read(data, envelope, _DEEP_READERS, warnings, broken)
-    except _TooDeep as exc:
+    except TooDeep as exc:
         verdict = _verdict(data, envelope, max_depth, exc.path, broken, warnings)
         if isinstance(verdict, ProtocolViolation):
             raise verdict from None
         return verdict
     finally:
-        _DEPTH.reset(token)
+        DEEP_DEPTH.reset(token)
 
 
 def _verdict(
@@ -1232,14 +634,14 @@ def _verdict(
         event_type=kind,
         where="binary framing",
     )
-    cut = _CUT.set(True)
+    cut = DEEP_CUT.set(True)
     notes: list[ProtocolWarning] = []
     try:
         event = _read(data, envelope, _DEEP_READERS, notes, broken)
     except (ProtocolViolation, UnknownEventArm):
         return own
     finally:
-        _CUT.reset(cut)
+        DEEP_CUT.reset(cut)
     try:
         shared_enforcer(max_depth).event(event)
     except ProtocolViolation as exc:
@@ -1262,19 +664,19 @@ def _read(
         future = _unknown_arms(data)
         if future:
             raise UnknownEventArm(future)
-        raise _malformed("the envelope names no event")
+        raise malformed_frame("the envelope names no event")
     if not _one_field(data) and len(_arms_in(data)) > 1:
-        raise _malformed("the envelope names more than one event", _TYPE_OF_ARM[arm])
+        raise malformed_frame("the envelope names more than one event", _TYPE_OF_ARM[arm])
     try:
         event = readers[arm](getattr(envelope, arm))
     except _pb_message.DecodeError:  # an open value's bytes, read by the deep reader
-        raise _malformed(broken, _TYPE_OF_ARM[arm]) from None
+        raise malformed_frame(broken, _TYPE_OF_ARM[arm]) from None
     except _NoBase:
-        raise _malformed("the event carries no base_event", _TYPE_OF_ARM[arm]) from None
+        raise malformed_frame("the event carries no base_event", _TYPE_OF_ARM[arm]) from None
     except _WrongBase as exc:
         kind = _TYPE_OF_ARM[arm]
         declared = _TYPE_NAME.get(exc.declared, str(exc.declared))
-        raise _malformed(
+        raise malformed_frame(
             f"the envelope carries {kind} but the base event declares {declared}", kind
         ) from None
     kind = event["type"]
@@ -1304,7 +706,7 @@ _REBUILT: Final = frozenset(
 def _rebuild(kind: str, event: Event, notes: list[ProtocolWarning]) -> None:
     """The members the wire spells differently, back in their JSON spelling."""
     if kind == "MESSAGES_SNAPSHOT":
-        event["messages"] = [_message_from_wire(m, notes, kind) for m in event["messages"]]
+        event["messages"] = [message_from_wire(m, notes, kind) for m in event["messages"]]
     elif kind == "RUN_FINISHED":
         _outcome_from_wire(event, ("pendingToolCallIds", "interrupts"))
         if not event.get("usage"):
@@ -1312,17 +714,17 @@ def _rebuild(kind: str, event: Event, notes: list[ProtocolWarning]) -> None:
     elif kind == "SUBAGENT_FINISHED":
         _outcome_from_wire(event, ("interruptIds",))
     elif kind == "STATE_DELTA":
-        _patch_from_wire(event["delta"])
+        patch_from_wire(event["delta"])
     elif kind == "ACTIVITY_DELTA":
-        _patch_from_wire(event["patch"])
+        patch_from_wire(event["patch"])
     elif kind == "RUN_ERROR":
         if not event.get("usage"):
             event.pop("usage", None)
     elif kind == "TOOL_CALL_RESULT":
         parts = event.pop("contentParts")
         if "content" in event and parts:
-            raise _malformed("a result carries both string content and content parts", kind)
+            raise malformed_frame("a result carries both string content and content parts", kind)
         if "content" not in event:
-            event["content"] = _parts_from_wire(parts, notes)
+            event["content"] = parts_from_wire(parts, notes)
     elif kind == "RUN_STARTED" and "input" in event:
-        event["input"] = _input_from_wire(event["input"], notes, kind)
+        event["input"] = input_from_wire(event["input"], notes, kind)

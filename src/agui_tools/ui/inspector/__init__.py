@@ -1,7 +1,10 @@
 """The browser face: ``agui-tools inspect URL`` — a web page that drives any AG-UI agent.
 
 ``_backend``  the :class:`Inspector`: one Session driven for a page, told as a
-              replayable log of JSON messages (the :class:`Hub`)
+              replayable log of JSON messages; its threads, turns and runs
+``_hub``      the :class:`Hub` (that log) and the bounds of its messages
+``_cards``    the tool-call cards, consent questions and interrupts (a mixin)
+``_mocks``    mock tools defined in the page and answered there (a mixin)
 ``_app``      the Starlette app: the page, its SSE message stream, the posts it
               may make, and the Host/Origin/token checks in front of all of it
 ``_capture``  each run's input as sent and body as received, for export
@@ -41,8 +44,8 @@ def host_policy(host: str, allowed: Iterable[str] = ()) -> HostPolicy:
     At any bind — a wildcard (``0.0.0.0``, ``::``) too — ``localhost``, IP
     addresses, the bound name and the ``allowed`` names (``--allow-host``), never
     any name: the page carries the session token, and a DNS-rebinding page
-    arrives with its own name (it used to be served, token and all, at a
-    wildcard bind).
+    arrives with its own name (at a wildcard bind it would otherwise be served,
+    token and all).
     """
     return HostPolicy(allowed, bound=host)
 

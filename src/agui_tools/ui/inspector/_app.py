@@ -43,13 +43,15 @@ from typing import Any, Final
 
 import orjson
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope
 
 from ..._text import html_text, terminal_json
 from ...transport._auth import HostPolicy
+from ...transport._front import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONCURRENCY, Front, Refusal
 from ._backend import Inspector, Refused, compact
 from ._replay import MAX_IMPORT, ImportRefused, imported
 
@@ -91,29 +93,25 @@ def _refuse(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
 
 
-class _Guard:
-    """ASGI middleware: the Host, Origin, Sec-Fetch-Site and token checks, before any route."""
+def _refused(refusal: Refusal) -> dict[str, str]:
+    """The inspector's error body for what its front refuses: ``{"error": "refused: …"}``."""
+    return {"error": f"refused: {refusal.error.get('message', '')}"}
 
-    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, token: str) -> None:
-        self.app = app
-        self.hosts = hosts
+
+class _Guard:
+    """The inspector's own head rules, judged by its front after the ``Host`` and
+    before any route or body: Origin, Sec-Fetch-Site, the method and the token."""
+
+    def __init__(self, token: str) -> None:
         self.token = token
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def check(self, scope: Scope, _: Headers) -> None:
         problem = self.problem(scope)
         if problem is not None:
-            await _refuse(403, problem)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+            raise Refusal(403, {"message": problem})
 
     def problem(self, scope: Scope) -> str | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        problem = self.hosts.problem(headers.get("host"))
-        if problem is not None:
-            return f"refused: {problem}"
         host = headers.get("host", "")
         path: str = scope["path"]
         method: str = scope["method"]
@@ -122,7 +120,7 @@ class _Guard:
             # holds — the token — is not readable from the page that linked to it
             method == "GET" and path == "/" and headers.get("sec-fetch-mode") == "navigate"
         ):
-            return "refused: a cross-site request"
+            return "a cross-site request"
         if method == "HEAD":  # answered like GET, without the body (curl -I shows the CSP)
             method = "GET"
         if method == "GET" and (path in ("/", "/favicon.ico") or path.startswith("/static/")):
@@ -130,9 +128,9 @@ class _Guard:
         if method == "POST":
             origin = headers.get("origin")
             if origin != f"http://{host}":
-                return f"refused: a request from origin {origin!r}, not from this inspector's page"
+                return f"a request from origin {origin!r}, not from this inspector's page"
             if headers.get("content-type", "").split(";")[0].strip() != "application/json":
-                return "refused: the body must be application/json"
+                return "the body must be application/json"
             supplied = headers.get("x-inspector-token", "")
         elif method == "GET":
             # the cookie the page was served with, or the header; ?token= only for a
@@ -144,9 +142,9 @@ class _Guard:
                 or next((p[6:] for p in query.split("&") if p.startswith("token=")), "")
             )
         else:
-            return f"refused: method {method}"
+            return f"method {method}"
         if not hmac.compare_digest(supplied.encode(), self.token.encode()):
-            return "refused: missing or wrong inspector token"
+            return "missing or wrong inspector token"
         return None
 
 
@@ -212,9 +210,16 @@ def _answer(exc: Refused) -> Response:
     return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status)
 
 
-def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
+def inspector_app(
+    inspector: Inspector,
+    *,
+    hosts: HostPolicy,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+    max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+) -> ASGIApp:
     """The ASGI app serving ``inspector`` to a page, answering only the ``Host`` names
-    ``hosts`` allows (see :func:`~agui_tools.ui.inspector.host_policy`)."""
+    ``hosts`` allows (see :func:`~agui_tools.ui.inspector.host_policy`), behind the
+    front every face has (:class:`~agui_tools.transport._front.Front`)."""
 
     async def page(request: Request) -> Response:
         html = _asset("index.html").decode()
@@ -389,7 +394,15 @@ def inspector_app(inspector: Inspector, *, hosts: HostPolicy) -> ASGIApp:
         Route("/api/export/{what}", export),
         Route("/api/{action}", post, methods=["POST"]),
     ]
-    return _Guard(Starlette(routes=routes), hosts=hosts, token=inspector.token)
+    front = Front(
+        hosts=hosts,
+        max_body_bytes=_MAX_IMPORT_BODY,
+        body_timeout=body_timeout,
+        max_concurrency=max_concurrency,
+        who="inspector",
+        error_body=_refused,
+    )
+    return front.wrap(Starlette(routes=routes), check=_Guard(inspector.token).check)
 
 
 def _import(data: Mapping[str, Any]) -> dict[str, Any]:

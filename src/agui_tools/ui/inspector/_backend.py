@@ -39,7 +39,7 @@ interrupt names the call), ``rejected`` (the run was), ``stopped``.
 received them (milliseconds since the epoch); ``event`` carries ``raw``, the
 frame's data exactly as received.
 
-Bounded (issue 28, item 3): a card's argument preview is sent only when it
+Bounded: a card's argument preview is sent only when it
 changed (the preview re-parses geometrically, see
 :class:`~agui_tools.app._arguments.PreviewPolicy`), at most
 :data:`PREVIEW_LIMIT` characters of it (``previewText``, a head, past that), and
@@ -53,7 +53,6 @@ import asyncio
 import inspect
 import logging
 import secrets
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -70,238 +69,18 @@ from ...app._interrupts import Interrupt, Resolution
 from ...app._store import Store
 from ...app._tools import ToolSpec
 from ...app._updates import shown as shown_arguments
-from ...app._validation import ArgumentValidator, InvalidToolSchema
 from ...transport._client import DEFAULT_TIMEOUT, AgentClient
 from ...transport._session import Approval, Session
 from ._capture import CapturedRun, TeeTransport
+from ._cards import OPEN, Cards
+from ._hub import Busy, Hub, Refused, bounded, compact, now_ms
+from ._mocks import MOCK_TIMEOUT, Mocks, MockTool
 from ._replay import input_problems, judged, stream_text
 
-__all__ = ["Busy", "Hub", "Inspector", "Refused"]
+# Refused, Busy, Hub and compact stay importable from here, where the app found them
+__all__ = ["Agent", "Busy", "Hub", "Inspector", "Refused", "compact"]
 
 log = logging.getLogger("agui_tools.ui.inspector")
-
-MOCK_TIMEOUT = 24 * 3600.0
-"""A mock tool waits for a person: the session's handler timeout would answer
-it "outcome unknown" while they are still typing."""
-
-
-class Refused(Exception):
-    """A request the inspector turns down, with the HTTP status and why (shown to the user)."""
-
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.extra = extra
-
-
-_OPEN: frozenset[str] = frozenset(
-    {"streaming", "called", "awaiting_consent", "approved", "executing", "awaiting_approval"}
-)
-"""Card statuses of a call not yet answered (a stopped turn leaves them "stopped")."""
-
-
-class Busy(Refused):
-    def __init__(self) -> None:
-        super().__init__(409, "a turn is in progress: wait for it to end")
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data (anything orjson cannot write becomes its repr)."""
-    return orjson.loads(orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS))
-
-
-PREVIEW_LIMIT = 16_384
-"""The most characters of a streaming argument's preview a card update carries."""
-
-VALUE_LIMIT = 262_144
-"""The most characters of a value (a call's arguments, a run's input, the thread's
-messages or state) one message carries whole; past it, a head (``…Head``) and the
-size (``…Chars``) — the exports have the whole."""
-
-
-def bounded(name: str, value: Any, limit: int = VALUE_LIMIT) -> dict[str, Any]:
-    """``{name: value}`` when its JSON has at most ``limit`` characters, else
-    ``{name + "Head": the first limit characters, name + "Chars": its length}``."""
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-        except TypeError:
-            return {name: value}  # not JSON at all: _jsonable writes its repr
-    if len(text) <= limit:
-        return {name: value}
-    return {f"{name}Head": text[:limit], f"{name}Chars": len(text)}
-
-
-def now_ms() -> float:
-    """The time a message is stamped with: milliseconds since the epoch."""
-    return round(time.time() * 1000, 3)
-
-
-class Hub:
-    """An ordered, replayable log of messages for the page.
-
-    A page that reconnects (``Last-Event-ID``) resumes where it was; a second
-    tab catches up with the whole session. A message pushed with a
-    ``supersedes`` key replaces the previous message with that key: the old
-    one leaves the log (its sequence number is never reused), so what is kept
-    and replayed for a streamed argument is its latest preview, not each one.
-
-    ``budget``: the most bytes of JSON the log keeps (``None``: no bound — an
-    inspector's session is what a person drove). Past it the oldest messages
-    leave the log (down to nine tenths of the budget, so trimming is rare):
-    what a proxy that runs for days shows, and holds, is its recent traffic
-    (``dropped`` counts what left). Nothing else is dropped.
-    """
-
-    def __init__(self, *, budget: int | None = None) -> None:
-        self._log: list[dict[str, Any] | None] = []
-        self._sizes: list[int] = []
-        self._base = 0  # the sequence number of _log[0]
-        self._latest: dict[str, int] = {}
-        self._changed = asyncio.Event()
-        self.closed = False
-        self.superseded = 0
-        self.budget = budget
-        self.bytes = 0
-        """The bytes of JSON the messages kept hold."""
-        self.dropped = 0
-        self.thread_start = 0
-        """Where a page that connects afresh starts: the last ``new-thread`` message (the
-        threads before it are in the store and the exports, not in every new tab)."""
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        """The messages kept, in order (superseded ones left out)."""
-        return [m for m in self._log if m is not None]
-
-    @property
-    def next_seq(self) -> int:
-        return self._base + len(self._log)
-
-    @property
-    def first_seq(self) -> int:
-        """The sequence number of the oldest message still kept (0 until the budget bit)."""
-        return self._base
-
-    def close(self) -> None:
-        """End every follower (the server is stopping)."""
-        self.closed = True
-        self._changed.set()
-
-    def push(self, kind: str, *, supersedes: str | None = None, **fields: Any) -> dict[str, Any]:
-        seq = self.next_seq
-        data = orjson.dumps(
-            {"seq": seq, "kind": kind, **fields}, default=repr, option=orjson.OPT_NON_STR_KEYS
-        )
-        message: dict[str, Any] = orjson.loads(data)  # plain JSON data (see _jsonable)
-        if supersedes is not None:
-            previous = self._latest.get(supersedes)
-            if previous is not None and previous >= self._base:
-                at = previous - self._base
-                if self._log[at] is not None:
-                    self._log[at] = None
-                    self.bytes -= self._sizes[at]
-                    self._sizes[at] = 0
-                    self.superseded += 1
-            self._latest[supersedes] = seq
-        if kind == "new-thread":
-            self.thread_start = seq
-        self._log.append(message)
-        self._sizes.append(len(data))
-        self.bytes += len(data)
-        if self.budget is not None and self.bytes > self.budget:
-            self._trim(self.budget * 9 // 10)
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-        return message
-
-    def _trim(self, target: int) -> None:
-        """Drop the oldest messages until at most ``target`` bytes are kept (the newest
-        message always stays)."""
-        cut = 0
-        while cut < len(self._log) - 1 and self.bytes > target:
-            if self._log[cut] is not None:
-                self.dropped += 1
-            self.bytes -= self._sizes[cut]
-            cut += 1
-        del self._log[:cut]
-        del self._sizes[:cut]
-        self._base += cut
-        self.thread_start = max(self.thread_start, self._base)
-        self._latest = {k: v for k, v in self._latest.items() if v >= self._base}
-
-    def settle(self, key: str) -> None:
-        """Messages pushed with ``key`` from now on supersede nothing before this point."""
-        self._latest.pop(key, None)
-
-    def since(self, start: int) -> list[dict[str, Any]]:
-        """The messages kept from sequence number ``start`` on."""
-        return [m for m in self._log[max(0, start - self._base) :] if m is not None]
-
-    async def follow(self, start: int = 0) -> AsyncIterator[dict[str, Any]]:
-        """Every message from ``start`` on, waiting for new ones forever."""
-        async for batch in self.batches(start):
-            for message in batch:
-                yield message
-
-    async def batches(self, start: int = 0) -> AsyncIterator[list[dict[str, Any]]]:
-        """What is new from ``start`` on, as a list each time: everything that piled up
-        while the reader was away comes at once (a page catches up in one batch). A
-        reader left behind by the budget goes on from the oldest message kept."""
-        i = max(0, start)
-        while not self.closed:
-            changed = self._changed
-            i = max(i, self._base)
-            if i < self.next_seq:
-                batch = [m for m in self._log[i - self._base :] if m is not None]
-                i = self.next_seq
-                if batch:
-                    yield batch
-                continue
-            await changed.wait()
-
-
-def compact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` with each run of text deltas of one message joined into one.
-
-    Only ``event`` and ``warning`` messages (the frame list's) may stand between
-    two deltas that are joined: anything the chat shows in between keeps them
-    apart, so the page builds the same chat as from the deltas one by one.
-    """
-    out: list[dict[str, Any]] = []
-    open_text: dict[str, Any] | None = None
-    parts: list[str] = []
-    for message in messages:
-        kind = message["kind"]
-        if kind == "text":
-            if open_text is not None and open_text["messageId"] == message["messageId"]:
-                parts.append(message["delta"])
-                open_text["seq"] = message["seq"]
-                continue
-            if open_text is not None:
-                open_text["delta"] = "".join(parts)
-            open_text = dict(message)
-            parts = [message["delta"]]
-            out.append(open_text)
-        else:
-            if kind not in ("event", "warning") and open_text is not None:
-                open_text["delta"] = "".join(parts)
-                open_text = None
-            out.append(message)
-    if open_text is not None:
-        open_text["delta"] = "".join(parts)
-    return out
-
-
-@dataclass(frozen=True)
-class MockTool:
-    """A frontend tool defined in the page: the user answers each call with a form."""
-
-    spec: ToolSpec
-    result: Mapping[str, Any]
 
 
 class _InspectorClient(AgentClient):
@@ -414,7 +193,7 @@ def _checked_headers(raw: Any) -> dict[str, str]:
     return out
 
 
-class Inspector:
+class Inspector(Cards, Mocks):
     """Drives a thread with one of its configured agents on behalf of a page.
 
     Args:
@@ -433,6 +212,8 @@ class Inspector:
         index: the file listing this inspector's threads in ``store`` (a store
             is keyed by thread id and lists none).
     """
+
+    session: _InspectorSession
 
     read_only: str | None = None
     """Why the page may drive nothing (``None``: it drives the thread): the proxy's
@@ -486,11 +267,14 @@ class Inspector:
             transport=TeeTransport(lambda: self._current, self._sent, transport),
             timeout=DEFAULT_TIMEOUT,
         )
-        self.threads: list[dict[str, str]] = self._read_index()
-        restored = self.threads[-1]["threadId"] if self.threads else None
-        if self.threads and self.threads[-1].get("agent") in self.agents:
-            self.agent = self.threads[-1]["agent"]
-        self.session = self._new_session(restored)
+        self.threads, self._open = self._read_index()
+        # the thread open when the last inspector stopped, on the agent it was running on
+        restored = next((t for t in self.threads if t["threadId"] == self._open), None)
+        if restored is None and self.threads:
+            restored = self.threads[-1]
+        if restored is not None and restored["agent"] in self.agents:
+            self.agent = restored["agent"]
+        self.session = self._new_session(restored["threadId"] if restored else None)
 
     @property
     def url(self) -> str:
@@ -532,29 +316,42 @@ class Inspector:
 
     # -- the thread index (with a store) ---------------------------------------------------
 
-    def _read_index(self) -> list[dict[str, str]]:
+    def _read_index(self) -> tuple[list[dict[str, str]], str | None]:
+        """The threads kept (each with the agent its runs went to last) and the one open."""
         if self.store is None or self.index is None or not self.index.exists():
-            return []
+            return [], None
         try:
             data = orjson.loads(self.index.read_bytes())
             threads = data["threads"]
             assert isinstance(threads, list)
-            return [
+            kept = [
                 {"threadId": str(t["threadId"]), "agent": str(t.get("agent", ""))} for t in threads
             ]
+            current = data.get("current")
+            return kept, current if isinstance(current, str) else None
         except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AssertionError) as exc:
             raise UsageError(
                 f"cannot read the inspector's thread index {self.index}: {exc}"
             ) from None
 
     def _remember_thread(self) -> None:
+        """Note the thread open now and the agent its runs go to: the thread goes on with
+        the agent picked last, and a restart resumes what it left open there, not on the
+        agent some other thread used."""
         if self.store is None or self.index is None:
             return
         tid = self.thread_id
-        if any(t["threadId"] == tid for t in self.threads):
+        known = next((t for t in self.threads if t["threadId"] == tid), None)
+        if known is not None and known["agent"] == self.agent and self._open == tid:
             return
-        self.threads.append({"threadId": tid, "agent": self.agent})
-        self.index.write_bytes(orjson.dumps({"threads": self.threads}, option=orjson.OPT_INDENT_2))
+        if known is None:
+            self.threads.append({"threadId": tid, "agent": self.agent})
+        else:
+            known["agent"] = self.agent
+        self._open = tid
+        self.index.write_bytes(
+            orjson.dumps({"threads": self.threads, "current": tid}, option=orjson.OPT_INDENT_2)
+        )
         self.push_agents()
 
     async def start(self) -> None:
@@ -577,6 +374,7 @@ class Inspector:
         if known.get("agent") in self.agents:
             self.agent = known["agent"]
         self._start_over(known["threadId"])
+        self._remember_thread()
         await self._restore()
 
     async def _restore(self) -> None:
@@ -772,7 +570,7 @@ class Inspector:
             self.hub.push("interrupt-done", id=iid, action="stopped")
         self._interrupts.clear()
         for call_id, shown_card in list(self._shown.items()):
-            if shown_card["status"] in _OPEN:
+            if shown_card["status"] in OPEN:
                 self._push_shown({"callId": call_id, "status": "stopped"})
 
     def _push_thread(self) -> None:
@@ -910,377 +708,6 @@ class Inspector:
                 "warning", run=run, index=update.index, rule=update.rule, message=str(update)
             )
 
-    def _push_card(self, update: CallUpdate) -> None:
-        """A card update, coalesced: a preview-only update is sent when the preview
-        changed (not once per delta — most deltas of a long argument leave the cached
-        preview as it was) and supersedes the previous preview of that call."""
-        key = f"preview:{update.call_id}"
-        preview = update.preview
-        only_preview = (
-            preview is not None
-            and update.status is CallStatus.STREAMING
-            and update.answer is None
-            and not update.has_arguments
-        )
-        if not only_preview:
-            self._previews.pop(update.call_id, None)
-            card = self._card(update)
-            if self._cards.get(update.call_id) == card:
-                return  # told already (a handler's start and the session both say "executing")
-            self._push_shown(card)
-            self._cards[update.call_id] = card
-            return
-        assert preview is not None
-        if self._previews.get(update.call_id) is preview:
-            return  # the same cached preview: nothing on the card would change
-        self._previews[update.call_id] = preview
-        card = self._card(update)
-        self._shown[update.call_id] = {"name": card["name"], "status": card["status"]}
-        self.hub.push("call", supersedes=key, **card)
-
-    def _push_shown(self, card: dict[str, Any], *, ends_preview: bool = False) -> None:
-        """Tell the page a card changed — a status of the inspector's own (called,
-        awaiting approval, rejected, stopped) or the session's — and remember it.
-
-        ``ends_preview``: the card shows the whole arguments, so it takes the place of
-        the call's last preview in the log (a page catching up needs only this one)."""
-        shown_card = self._shown.setdefault(card["callId"], {"name": card.get("name", "")})
-        card.setdefault("name", shown_card["name"])
-        shown_card["name"] = card["name"]
-        shown_card["status"] = card["status"]
-        self._cards.pop(card["callId"], None)  # the card changed: a repeat is news again
-        key = f"preview:{card['callId']}"
-        self.hub.push("call", supersedes=key if ends_preview else None, **card)
-        self.hub.settle(key)  # a status change is history: later previews keep it
-
-    def _card(self, update: CallUpdate) -> dict[str, Any]:
-        card: dict[str, Any] = {
-            "callId": update.call_id,
-            "name": update.name,
-            "status": "agent" if update.agent_side else update.status.value,
-            "agentSide": update.agent_side,
-        }
-        if update.preview is not None:
-            card["previewChars"] = update.preview.chars
-            card["previewError"] = update.preview.error
-            if update.preview.chars <= PREVIEW_LIMIT:
-                card["preview"] = update.preview.value
-            else:  # a head of it: the page shows so much, and a long argument stays bounded
-                shown = orjson.dumps(update.preview.value, default=repr, option=orjson.OPT_INDENT_2)
-                card["previewText"] = shown[:PREVIEW_LIMIT].decode("utf-8", "ignore")
-        answer = update.answer
-        if answer is not None:
-            card["answer"] = answer.to_json()
-            if answer.error is not None and answer.error.startswith("outcome unknown"):
-                card["status"] = "outcome_unknown"
-        conv = self._conversation()
-        tool = conv.tools.get(update.name) if conv is not None else None
-        call = self._call(update.call_id)
-        if call is not None:
-            tool = call.tool
-            card.update(bounded("arguments", call.effective_arguments))
-            if call.effective_arguments is None:  # unparseable: the text is what there is
-                card.update(bounded("text", call.text))
-            card["edited"] = call.edited is not None
-            card["errors"] = [
-                {"path": e.path, "keyword": e.keyword, "message": e.message} for e in call.errors
-            ]
-            card["advertised"] = call.advertised
-        elif update.has_arguments:  # a snapshot restated the call: what runs, not the preview
-            card.update(bounded("arguments", update.arguments))
-        elif update.status is not CallStatus.STREAMING and conv is not None:
-            text = conv.thread.arguments(update.call_id)  # the agent's own call: as it sent it
-            if text is not None:
-                card.update(bounded("arguments", shown_arguments(text)))
-        if tool is not None:
-            card["description"] = tool.description
-            card["sideEffects"] = tool.side_effects
-        return card
-
-    def _conversation(self) -> Conversation | None:
-        """The conversation a card update is about (the session's; the proxy's read-only
-        inspector has one per exchange it is shown)."""
-        return self.session.conversation
-
-    def _call(self, call_id: str) -> PendingCall | None:
-        conv = self._conversation()
-        if conv is None:
-            return None
-        try:
-            return conv.call(call_id)
-        except UsageError:
-            return None
-
-    def executing(self, name: str) -> None:
-        """A handler is about to run: show its card as running."""
-        conv = self.session.conversation
-        for call in conv.pending if conv is not None else ():
-            if call.status is CallStatus.EXECUTING and call.name == name:
-                self._push_card(CallUpdate(call.call_id, name, call.status))
-
-    # -- interrupts --------------------------------------------------------------------------
-
-    async def _interrupt(self, interrupt: Interrupt) -> Resolution:
-        """The session's interrupt handler: every open interrupt gets a card at once (the
-        page answers them in any order); this one's answer is awaited."""
-        if interrupt.id not in self._interrupts:
-            loop = asyncio.get_running_loop()
-            for shown_one in self.session.interrupts:
-                if shown_one.id not in self._interrupts:
-                    self._interrupts[shown_one.id] = (shown_one, loop.create_future())
-                    self._show_interrupt(shown_one)
-        _, future = self._interrupts[interrupt.id]
-        try:
-            return await future
-        finally:
-            self._interrupts.pop(interrupt.id, None)
-
-    def _show_interrupt(self, interrupt: Interrupt) -> None:
-        call = interrupt.call
-        self.hub.push(
-            "interrupt",
-            id=interrupt.id,
-            reason=interrupt.reason,
-            message=interrupt.message,
-            metadata=interrupt.metadata,
-            expiresAt=interrupt.expires_at,
-            expired=interrupt.expired,
-            responseSchema=interrupt.response_schema,
-            toolCallId=interrupt.tool_call_id,
-            call=None
-            if call is None
-            else {
-                "callId": call.call_id,
-                "name": call.name,
-                "arguments": call.arguments if call.arguments is not None else call.text,
-                "description": call.description,
-            },
-        )
-        if call is not None:
-            self._push_shown(
-                {
-                    "callId": call.call_id,
-                    "name": call.name,
-                    "status": "awaiting_approval",
-                    "arguments": call.arguments if call.arguments is not None else call.text,
-                    "interruptId": interrupt.id,
-                }
-            )
-
-    def resolve_interrupt(
-        self, interrupt_id: str, action: str, *, payload: Any = None, reason: Any = None
-    ) -> None:
-        """The user's answer to an open interrupt: ``resolve`` with a payload (validated
-        against its ``responseSchema``) or ``cancel`` with an optional reason."""
-        waiting = self._interrupts.get(interrupt_id)
-        if waiting is None:
-            raise Refused(409, f"interrupt {interrupt_id!r} is not open (INT-7)")
-        interrupt, future = waiting
-        if future.done():
-            raise Refused(409, f"interrupt {interrupt_id!r} is answered already")
-        text = reason.strip() if isinstance(reason, str) and reason.strip() else None
-        if action == "resolve":
-            if interrupt.expired:
-                raise Refused(
-                    422,
-                    f"interrupt {interrupt_id!r} expired at {interrupt.expires_at}: it can only "
-                    "be cancelled (INT-8)",
-                )
-            errors = interrupt.validate(payload)
-            if errors:
-                raise Refused(
-                    422,
-                    "the payload does not satisfy the interrupt's responseSchema",
-                    errors=[
-                        {"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors
-                    ],
-                )
-            resolution = Resolution.resolve(payload)
-        elif action == "cancel":
-            resolution = Resolution.cancel(text)
-        else:
-            raise Refused(422, f"unknown answer {action!r}: resolve or cancel")
-        if not future.done():
-            future.set_result(resolution)
-        self.hub.push(
-            "interrupt-done", id=interrupt_id, action=action, payload=payload, reason=text
-        )
-        if interrupt.call is not None:
-            self._push_shown(
-                {
-                    "callId": interrupt.call.call_id,
-                    "status": "approved" if action == "resolve" else "declined",
-                    "decision": {"action": action, "payload": payload, "reason": text},
-                }
-            )
-
-    # -- consent -------------------------------------------------------------------------
-
-    async def _ask(self, call: PendingCall) -> Approval:
-        future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
-        self._consents[call.call_id] = (call, future)
-        tool = call.tool
-        self._cards.pop(call.call_id, None)  # the page changed the card: a repeat is news again
-        self.hub.push(
-            "consent",
-            callId=call.call_id,
-            name=call.name,
-            description=tool.description if tool is not None else "",
-            sideEffects=tool.side_effects if tool is not None else False,
-            arguments=call.effective_arguments,
-            schema=tool.parameters if tool is not None else None,
-        )
-        try:
-            return await future
-        finally:
-            self._consents.pop(call.call_id, None)
-
-    def decide(
-        self,
-        call_id: str,
-        action: str,
-        *,
-        reason: str | None = None,
-        arguments: Any = None,
-    ) -> None:
-        """The user's decision on a call awaiting consent (approve, decline, edit)."""
-        waiting = self._consents.get(call_id)
-        if waiting is None:
-            raise Refused(409, f"call {call_id!r} is not awaiting consent")
-        call, future = waiting
-        reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
-        if action == "approve":
-            approval = Approval.approve()
-        elif action == "decline":
-            approval = Approval.decline(reason)
-        elif action == "edit":
-            if not isinstance(arguments, dict):
-                raise Refused(
-                    422,
-                    "edited arguments must be a JSON object",
-                    errors=[{"path": "", "keyword": "type", "message": "not a JSON object"}],
-                )
-            assert call.tool is not None  # only an advertised tool reaches consent
-            errors = call.tool.validator.validate(arguments)
-            if errors:  # refused here, so the session never sees arguments it would refuse
-                raise Refused(
-                    422,
-                    "the edited arguments do not match the tool's schema (TOOL-21)",
-                    errors=[
-                        {"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors
-                    ],
-                )
-            approval = Approval(True, arguments, reason)
-        else:
-            raise Refused(422, f"unknown decision {action!r}: approve, decline or edit")
-        if not future.done():
-            future.set_result(approval)
-        self._cards.pop(call_id, None)
-        self.hub.push("consent-done", callId=call_id, action=action, reason=reason)
-
-    # -- mock tools -------------------------------------------------------------------------
-
-    def add_mock_tool(
-        self,
-        name: Any,
-        description: Any,
-        parameters: Any,
-        result: Any = None,
-        side_effects: Any = False,
-    ) -> None:
-        """A frontend tool the page answers by hand (a form generated from ``result``)."""
-        if self.session.conversation is not None:
-            raise Refused(409, "tools are fixed once the thread started: define them first")
-        if not isinstance(name, str) or not name.strip():
-            raise Refused(422, "a tool needs a name")
-        if not isinstance(description, str) or not description.strip():
-            raise Refused(422, f"tool {name!r} needs a description")
-        if parameters is None:
-            parameters = {"type": "object"}
-        result = {"type": "string"} if result is None else result
-        for label, schema in (("parameters", parameters), ("result", result)):
-            if not isinstance(schema, dict):
-                raise Refused(422, f"the {label} schema of {name!r} must be a JSON object")
-            try:
-                ArgumentValidator(schema)
-            except InvalidToolSchema as exc:
-                raise Refused(
-                    422, f"the {label} schema of {name!r} is not a schema: {exc}"
-                ) from None
-        spec = ToolSpec(
-            name.strip(),
-            description.strip(),
-            parameters=parameters,
-            side_effects=bool(side_effects),
-        )
-        mock = MockTool(spec, result)
-        if spec.name in self._mocks:
-            raise Refused(409, f"a tool named {spec.name!r} is already registered")
-        try:
-            self._mocks[spec.name] = mock
-            self.session.add_tool(spec, self._mock_handler(mock), timeout=MOCK_TIMEOUT)
-        except UsageError as exc:
-            self._mocks.pop(spec.name, None)
-            raise Refused(409, str(exc)) from None
-
-    def _mock_handler(self, mock: MockTool) -> Callable[[dict[str, Any]], Any]:
-        async def answer(arguments: dict[str, Any]) -> Any:
-            return await self._mock_answer(mock, arguments)
-
-        return answer
-
-    async def _mock_answer(self, mock: MockTool, arguments: dict[str, Any]) -> Any:
-        conv = self.session.conversation
-        assert conv is not None
-        call = next(
-            c for c in conv.pending if c.status is CallStatus.EXECUTING and c.name == mock.spec.name
-        )
-        future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
-        self._answers[call.call_id] = future
-        self._cards.pop(call.call_id, None)
-        self.hub.push(
-            "answer-form",
-            callId=call.call_id,
-            name=mock.spec.name,
-            arguments=arguments,
-            schema=mock.result,
-        )
-        try:
-            ok, value = await future
-        finally:
-            self._answers.pop(call.call_id, None)
-        if not ok:
-            raise MockToolFailed(str(value))
-        return value
-
-    def answer(self, call_id: str, *, value: Any = None, error: str | None = None) -> None:
-        """The user's answer to a mock tool's call: a value (checked) or a failure."""
-        future = self._answers.get(call_id)
-        if future is None:
-            raise Refused(409, f"call {call_id!r} is not waiting for an answer")
-        conv = self.session.conversation
-        assert conv is not None
-        mock = self._mocks[conv.call(call_id).name]
-        if error is not None:
-            outcome: tuple[bool, Any] = (False, error or "failed")
-        else:
-            # a result is any JSON value its schema admits — a string, a number, an object
-            # (the argument validator wants an object: a string result was refused)
-            errors = ArgumentValidator(mock.result).validate_value(value)
-            if errors:
-                raise Refused(
-                    422,
-                    "the answer does not match the tool's result schema",
-                    errors=[
-                        {"path": e.path, "keyword": e.keyword, "message": e.message} for e in errors
-                    ],
-                )
-            outcome = (True, value)
-        if not future.done():
-            future.set_result(outcome)
-        self._cards.pop(call_id, None)
-        self.hub.push("answer-done", callId=call_id)
-
     # -- views ------------------------------------------------------------------------------
 
     def next_input(self, prompt: str | None) -> dict[str, Any]:
@@ -1370,7 +797,3 @@ class Inspector:
         if failed is not None:
             kind = "stopped" if failed.startswith("stopped") else "failed"
             self.hub.push(kind, message=failed, rule=None)
-
-
-class MockToolFailed(Exception):
-    """The person answering a mock tool chose to fail the call (their reason is the message)."""

@@ -47,7 +47,8 @@ import orjson
 from ..._errors import AguiError
 from ...app._conversation import CallUpdate, Conversation, TextDelta
 from ...app._tools import ToolSpec
-from ._backend import VALUE_LIMIT, Hub, Inspector, Refused, bounded, log, now_ms
+from ._backend import Inspector, log
+from ._hub import VALUE_LIMIT, Hub, Refused, bounded, now_ms
 
 __all__ = ["BUDGET", "CALLS_KEPT", "READ_ONLY", "THREADS_KEPT", "LiveInspector"]
 

@@ -1,0 +1,299 @@
+"""The recordings a mock replays, read as untrusted input (``agui-tools mock``).
+
+A ``proxy --record`` folder may have been written by anyone: each file is opened
+without following a link and read only if it is a regular file under its cap
+(:data:`MAX_CAPTURE_BYTES`, :data:`MAX_META_BYTES`), and every meta field the mock
+replays is checked as what it becomes (a status, a header value) before the mock
+starts. An exchange that fails any of it is left out and said in one escaped line;
+a file the user named alone that fails is refused (:class:`UsageError`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from .._errors import UsageError
+from .._text import cut, escape_controls, guarded_logger, shown
+from ..app._recorded import RecordedRun, recorded_runs, runs_from_thread_export
+from ..app._watch import binding_of
+
+__all__ = ["MAX_CAPTURE_BYTES", "MAX_META_BYTES", "NO_BODY", "load_captures"]
+
+log = guarded_logger("agui_tools.transport")
+
+_BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json", ".body")
+_EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json|body)$")
+_INPUT: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.input\.json$")
+MAX_CAPTURE_BYTES: Final = 256 * 1024 * 1024
+"""The largest capture body (``NNNN.sse``, ``run --save`` file …) or run input the mock
+loads: a larger one is left out and said (docs/cli.md, ``mock``)."""
+MAX_META_BYTES: Final = 64 * 1024
+"""The largest ``NNNN.meta.json`` (a status, a content type, a location)."""
+MAX_HEADER_CHARS: Final = 8 * 1024
+"""The longest ``contentType`` or ``location`` a recorded answer replays."""
+_NOT_IN_A_HEADER: Final = re.compile(r"[^\t\x20-\x7e\x80-\xff]")
+"""What a replayed header value may not hold (RFC 9110 §5.5): CR, LF, NUL, the other
+controls, and what is no Latin-1 byte."""
+NO_BODY: Final = frozenset({204, 304})
+"""Statuses whose answer has no body (and no ``Content-Length``, RFC 9110 §8.6)."""
+
+
+def load_captures(
+    paths: Iterable[str | os.PathLike[str] | RecordedRun], *, skipped: list[str] | None = None
+) -> list[RecordedRun]:
+    """Every recorded run of ``paths``, in order; :class:`UsageError` naming the file when
+    one cannot be read as a capture.
+
+    A path is a directory (a ``proxy --record`` DIR: ``NNNN.input.json`` +
+    ``NNNN.sse``/``.pb``/``.ndjson``/``.json``/``.body`` + ``NNNN.meta.json``; or the
+    inspector's ``run-N.input.json`` + ``run-N.sse`` exports) or a file: an
+    inspector ``thread.json``, or a stream (JSON array, NDJSON, SSE, binary;
+    ``run --save``) — with the input beside it when there is one
+    (``X.input.json`` for ``X.sse``). A recorded exchange whose ``meta.json``
+    says it is no event stream (a refusal, a 200 JSON answer, a 204, a
+    redirect) is one recorded answer, replayed as recorded. A directory's
+    exchange that cannot be replayed (no response body, a ``.body`` with no
+    ``meta.json``, no answer status) is left out and said — one line each,
+    naming the file and why, appended to ``skipped`` (and logged).
+    """
+    runs: list[RecordedRun] = []
+    left_out: list[str] = []
+    for item in paths:
+        if isinstance(item, RecordedRun):
+            runs.append(item)
+            continue
+        path = Path(item)
+        if path.is_dir():
+            runs += _load_dir(path, left_out)
+        else:
+            runs += _load_file(_body_of(path))
+    for line in left_out:
+        log.info("%s", line)
+    if skipped is not None:
+        skipped += left_out
+    if not runs:
+        if left_out:
+            raise UsageError(
+                f"no recorded exchange can be replayed: {'; '.join(left_out[:3])}"
+                + (f" (and {len(left_out) - 3} more)" if len(left_out) > 3 else "")
+            )
+        raise UsageError("no capture given: a mock replays at least one recorded run")
+    return runs
+
+
+def _body_of(path: Path) -> Path:
+    """``X.input.json`` or ``X.meta.json`` named: the exchange's body beside it."""
+    for suffix in (".input.json", ".meta.json"):
+        if path.name.endswith(suffix):
+            stem = path.name[: -len(suffix)]
+            for ext in _BODY_SUFFIXES:
+                if (body := path.with_name(stem + ext)).exists():
+                    return body
+            raise UsageError(
+                f"{path}: no response body beside it ({stem}.sse, .pb, .ndjson, .json, .body)"
+            )
+    return path
+
+
+class _LeftOut(Exception):
+    """A file of a recording that the mock does not trust: why (one line)."""
+
+
+def _read(path: Path, *, follow: bool = False, limit: int | None = None) -> bytes:
+    """The file's bytes, read only if it is a regular file of at most ``limit`` bytes
+    (:data:`MAX_CAPTURE_BYTES`), opened without following a link unless ``follow`` (a
+    path the user named) and without blocking (a FIFO is no capture: never waited on);
+    never read past the cap, whatever the size said. :class:`_LeftOut` when it is none
+    of that, :class:`UsageError` when it cannot be read."""
+    cap = MAX_CAPTURE_BYTES if limit is None else limit
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _LeftOut(
+                f"{path}: not replayed: a symbolic link (a recording's files are read as "
+                "regular files, links never followed)"
+            ) from None
+        raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
+    with open(fd, "rb", buffering=0) as file:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a FIFO" if stat.S_ISFIFO(kind) else "a directory" if stat.S_ISDIR(kind) else ""
+            raise _LeftOut(
+                f"{path}: not replayed: not a regular file{f' ({what})' if what else ''}"
+            )
+        too_big = _LeftOut(f"{path}: not replayed: larger than {cap:,} bytes (the mock's cap)")
+        if os.fstat(fd).st_size > cap:
+            raise too_big  # not read at all
+        try:
+            data: bytes = file.read(cap + 1)  # one buffer, never past the cap (a growing file)
+        except OSError as exc:
+            raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
+        if len(data) > cap:
+            raise too_big
+    return data
+
+
+def _load_dir(folder: Path, skipped: list[str]) -> list[RecordedRun]:
+    bodies = []
+    inputs: dict[str, Path] = {}
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise UsageError(f"cannot read capture directory {folder}: {exc.strerror or exc}") from None
+    for name in names:
+        found = _EXCHANGE.match(name)
+        if found is not None:
+            stem = found.group("stem")
+            bodies.append((int(stem.removeprefix("run-")), stem.startswith("run-"), folder / name))
+        elif (asked := _INPUT.match(name)) is not None:
+            inputs[asked.group("stem")] = folder / name
+    if not bodies:
+        raise UsageError(
+            f"{folder}: no recorded exchange (NNNN.sse / .pb / .ndjson / .json / .body beside "
+            "NNNN.input.json, or the inspector's run-N.sse): not a proxy --record directory"
+        )
+    answered = {body.name.rsplit(".", 1)[0] for _, _, body in bodies}
+    for stem, asked_path in inputs.items():
+        if stem not in answered:
+            skipped.append(
+                f"{asked_path}: not replayed: no response body beside it "
+                f"({stem}.sse, .pb, .ndjson, .json, .body)"
+            )
+    runs: list[RecordedRun] = []
+    for _, _, body in sorted(bodies, key=lambda b: (b[1], b[0])):
+        runs += _load_file(body, exchange=True, skipped=skipped)
+    return runs
+
+
+def _load_file(
+    path: Path, *, exchange: bool = False, skipped: list[str] | None = None
+) -> list[RecordedRun]:
+    """The runs of one capture file; in a directory (``exchange``), one that cannot be
+    replayed is said in ``skipped`` and left out (a file named alone is refused)."""
+    stem = path.name.rsplit(".", 1)[0]
+    source = str(path)
+    answer: RecordedRun | str | None = None
+    try:
+        # the meta first: it is small, and it may leave the exchange out unread
+        meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
+        run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
+        data = _read(path, follow=not exchange)
+    except _LeftOut as exc:
+        answer, source = str(exc), ""
+        meta = run_input = None
+        data = b""
+    if meta is not None:
+        streamed = path.suffix in (".sse", ".pb", ".ndjson")
+        answer = _recorded_answer(source, data, run_input, meta, f"{stem}.meta.json", streamed)
+    elif exchange and path.suffix == ".body" and answer is None:
+        answer = (
+            f"not replayed: no {stem}.meta.json beside it records the answer's status and "
+            "content type (a proxy recording writes one per exchange)"
+        )
+    if isinstance(answer, str):
+        said = f"{source}: {answer}" if source else answer
+        if skipped is None:
+            raise UsageError(said)
+        skipped.append(said)
+        return []
+    if answer is not None:
+        return [answer]
+    if run_input is None and not exchange and data.lstrip()[:1] == b"{":
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            document = None  # NDJSON, or a broken file: read as a stream, which says which
+        if isinstance(document, dict) and "runs" in document and "type" not in document:
+            return runs_from_thread_export(document, source=source)
+    return recorded_runs(data, source=source, run_input=run_input, split=run_input is None)
+
+
+def _recorded_answer(
+    source: str,
+    data: bytes,
+    run_input: dict[str, Any] | None,
+    meta: Mapping[str, Any],
+    meta_name: str,
+    streamed: bool,
+) -> RecordedRun | str | None:
+    """A proxy exchange that is no event stream, as the recorded answer it replays; a
+    string: why it cannot be replayed; ``None``: a 200 event stream (its events replay) —
+    by its ``contentType``, or, when the meta has none, by the file's (``streamed``)."""
+    status = meta.get("status")
+    if isinstance(status, bool) or not isinstance(status, int):
+        return f"not replayed: {meta_name} records no answer status (status {_quoted(status)})"
+    if not 200 <= status <= 599:
+        return f"not replayed: {meta_name} records status {status}; the mock replays 200-599"
+    for field in ("contentType", "location"):
+        wrong = _header_problem(meta.get(field))
+        if wrong is not None:
+            return f"not replayed: {meta_name}'s {field} {wrong}"
+    kind = meta.get("contentType")
+    content_type = kind if isinstance(kind, str) else None
+    if status == 200 and (
+        binding_of(content_type) is not None or (content_type is None and streamed)
+    ):
+        return None
+    location = meta.get("location")
+    notes = []
+    if status in NO_BODY and data:
+        notes.append(f"the recorded body ({len(data)} bytes) is not sent: a {status} has none")
+        data = b""
+    if 300 <= status < 400 and not isinstance(location, str):
+        notes.append(f"{meta_name} records no location: the {status} is replayed without one")
+    return RecordedRun(
+        source,
+        [],
+        run_input,
+        status=status,
+        body=data,
+        content_type=content_type,
+        notes=notes,
+        verbatim=True,
+        location=location if isinstance(location, str) else None,
+    )
+
+
+def _quoted(value: Any) -> str:
+    """A recorded value in a start-up line: escaped, one line, cut."""
+    return shown(value, 80) if isinstance(value, str) else escape_controls(cut(repr(value), 80))
+
+
+def _header_problem(value: Any) -> str | None:
+    """Why a meta field cannot be replayed as a header value (``None``: absent, or it can)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return f"is no string ({_quoted(value)})"
+    if len(value) > MAX_HEADER_CHARS:
+        return f"is {len(value):,} characters long (at most {MAX_HEADER_CHARS:,} are replayed)"
+    bad = _NOT_IN_A_HEADER.search(value)
+    if bad is not None:
+        return (
+            f"{_quoted(value)} holds {_quoted(bad.group(0))}, which no header value may hold "
+            "(a CR or LF would end the header: RFC 9110 §5.5)"
+        )
+    return None
+
+
+def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
+    if not os.path.lexists(path):  # a dangling link is there too: read, and refused
+        return None
+    limit = MAX_META_BYTES if path.name.endswith(".meta.json") else MAX_CAPTURE_BYTES
+    try:
+        document = orjson.loads(_read(path, limit=limit))
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"{path}: the {what} is not valid JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: the {what} must be a JSON object")
+    return document
