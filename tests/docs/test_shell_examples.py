@@ -421,9 +421,13 @@ def test_a_server_is_waited_for_and_stopped(tmp_path: Path) -> None:
         printed = shell.run(Command(1, "agui-tools serve --port 0", True))
         first = shell.servers[0]
         assert ADDRESS.search(printed) and first.port and port_answers(first.port)
+        again = shell.run(Command(2, f"agui-tools serve --port {first.port} &", True))
+        assert f"127.0.0.1:{first.port}" in again and not first.running()
+        (second,) = shell.servers
+        assert second is not first and second.running() and second.port == first.port
     finally:
         shell.close()
-    assert not first.running() and not port_answers(first.port)
+    assert not second.running() and not port_answers(first.port)
 
 
 def test_every_page_with_shell_examples_is_covered() -> None:
