@@ -7,10 +7,11 @@ page shows"):
   block is an **example**. The shell examples of one page run in order, **line by
   line** (a line ending in ``\\`` goes on with the next; blank lines and ``#``
   comments are not commands; in a ``console`` block only the ``$ `` lines are, the
-  others are what they print) — each line by ``bash -c`` in one fresh temporary
-  directory per page, standing for the reader's clone: the checkout's top-level
-  entries (``.venv``, ``tests``, …) are linked into it and whatever a line writes
-  lands in it. ``PATH`` starts with the virtualenv's ``bin``, so ``agui-tools`` is
+  others are what they print) — fed one at a time to one ``bash`` per page, as a
+  reader types them (a variable or ``source`` holds for the lines after it), in a
+  fresh temporary directory standing for the reader's clone: the checkout's
+  top-level entries (``.venv``, ``tests``, …) are linked into it and whatever a line
+  writes lands in it. ``PATH`` starts with the virtualenv's ``bin``, so ``agui-tools`` is
   this checkout's; ``BROWSER=true``, so a command that "opens the browser" opens
   none; stdin is empty. A line must exit 0; a failure names the page's line.
 * A line that **serves** — ending in ``&``, or ``agui-tools serve|proxy|mock|inspect``
@@ -21,7 +22,8 @@ page shows"):
   8000, ``proxy`` 8001); if a server this page started holds it, that one is
   stopped first (the reader's Ctrl-C, before starting the next on the same port),
   and a port held by anything else fails the test saying so. Every server of a
-  page is stopped by SIGINT (then killed) when the page is done.
+  page is stopped by SIGINT (then killed) when the page is done, with anything a
+  failed or stuck line left running (a line has a hang bound of 300 s).
 * What an example **prints** — its lines' stdout and stderr together, in line
   order, a server's up to the moment it is ready — is compared with the
   ```` ```text ```` block marked ``<!-- output -->`` that follows it (or, in a
