@@ -78,11 +78,7 @@ ENV = {
     "BROWSER": "true",
     "COLUMNS": "120",
 }
-PENDING: dict[str, str] = {
-    "proxy.md": "mock judges each recorded run alone: the demo's run 6, resumed after an "
-    "interrupt, answers a call of run 5 and is warned TOOL-10 (`verify` of the same file, "
-    "its runs in one thread, warns nothing)",
-}
+PENDING: dict[str, str] = {}
 """Pages whose example shows what the code should print and does not (the code is
 wrong, not the page), each with why: expected to fail (strict — the day the code is
 fixed the test says to remove the entry). Add none without a reason."""
