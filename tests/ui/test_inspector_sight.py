@@ -227,6 +227,40 @@ def test_proxy_inspect_every_tab(browser: Any, width: str) -> None:
         every_tab_looks_right(page, f"{width}, proxy --inspect")
 
 
+# a checkbox and the words that label it, read as one line: the words start to the right of
+# the box and the box sits within the height of the words' first line
+CHECKBOX_BESIDE_ITS_WORDS = """() => [...document.querySelectorAll('label')]
+  .filter((label) => label.querySelector('input[type=checkbox]') && label.offsetParent)
+  .flatMap((label) => {
+    const box = label.querySelector('input[type=checkbox]').getBoundingClientRect();
+    const words = [...label.childNodes].find((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!words) return [];
+    const range = document.createRange();
+    range.selectNodeContents(words);
+    const line = range.getClientRects()[0];
+    const middle = box.top + box.height / 2;
+    const beside = line.left >= box.right - 1 && middle >= line.top && middle <= line.bottom;
+    return beside ? [] : [`'${words.textContent.trim()}': its checkbox at `
+      + `(${Math.round(box.left)}, ${Math.round(box.top)}), its words at `
+      + `(${Math.round(line.left)}, ${Math.round(line.top)})`];
+  })"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_checkbox_sits_beside_its_words(browser: Any, width: str) -> None:
+    """The mock-tool form's "has side effects" box is read with its words on one line, not
+    stranded above them in the middle of the form."""
+    app = agent_app(echo_agent("alpha"), path="/agent")
+    with (
+        inspector_server(agent_setup(app)) as served,
+        sized_page(browser, served.url, width) as page,
+    ):
+        page.get_by_role("tab", name="Tools", exact=True).click()
+        page.get_by_label("has side effects (asks for consent)").wait_for()
+        problems = page.evaluate(CHECKBOX_BESIDE_ITS_WORDS)
+        assert not problems, f"{width}, tab Tools: " + "; ".join(problems)
+
+
 # -- screenshots against the references ------------------------------------------------------
 
 
