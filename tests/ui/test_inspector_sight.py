@@ -318,3 +318,62 @@ def test_the_html_check_report_fits_the_window(browser: Any, check_page: str, wi
         assert_looks_right(page, f"{width}, the check report", ["main > *", "header > *"])
     finally:
         context.close()
+
+
+# a word of the summary table short enough to be given a line of its cell, yet painted on two
+# lines or more ("MU" / "ST", "inpu" / "t.ma" / "lfor"…): squeezed columns break words a person reads
+# (a hyphen ends a word: a line may break after it, as in print)
+WORDS_BROKEN_THAT_FIT = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll('table.summary td')) {
+    // room a word may ask for: a third of the table, whatever width the columns were given
+    const room = cell.closest('table').clientWidth / 3;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.textContent.matchAll(/[^\\s-]+-*/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+        const lines = new Set(rects.map((r) => Math.round(r.top))).size;
+        const width = rects.reduce((sum, r) => sum + r.width, 0);
+        if (lines > 1 && width <= room) broken.push(`'${match[0]}' on ${lines} lines`);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.fixture(scope="module")
+def check_page_not_exercised() -> str:
+    """The HTML report of an agent that only echoes: most cases are "not exercised", the
+    widest badge the summary's verdict column holds."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agui_tools.check import acheck_agent
+    from agui_tools.check.reports import html_report
+
+    async def main() -> str:
+        async with serving(agent_app(echo_agent("alpha"), path="/agent")) as base:
+            report = await acheck_agent(f"{base}/agent")
+        return html_report(report)
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        return pool.submit(asyncio.run, main()).result(120)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_html_check_report_keeps_its_words_whole(
+    browser: Any, check_page: str, check_page_not_exercised: str, width: str
+) -> None:
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h})
+    try:
+        page = context.new_page()
+        page.set_content(check_page + check_page_not_exercised)
+        broken = page.evaluate(WORDS_BROKEN_THAT_FIT)
+        assert not broken, f"{width}, the check report's summary: " + ", ".join(broken[:12])
+    finally:
+        context.close()
