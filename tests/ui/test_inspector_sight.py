@@ -341,6 +341,12 @@ WORDS_BROKEN_THAT_FIT = """() => {
       }
     }
   }
+  // an identifier — a case id, a rule ID — is read (and searched for) whole: not even at
+  // its hyphen
+  for (const id of document.querySelectorAll('table.summary td:first-child a, table.summary .rule-id')) {
+    const lines = new Set([...id.getClientRects()].map((r) => Math.round(r.top))).size;
+    if (lines > 1) broken.push(`'${id.textContent}' on ${lines} lines`);
+  }
   return broken;
 }"""
 

@@ -257,6 +257,7 @@ table.summary{border-collapse:collapse;width:100%;background:#fff;margin:10px 0 
 table.summary td,table.summary th{border-bottom:1px solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}
 table.summary td{overflow-wrap:break-word}
 table.summary td:last-child,dd{overflow-wrap:anywhere}
+table.summary td:first-child a,.rule-id{white-space:nowrap}
 table.summary th{background:#eef0f3;font-size:12px;text-transform:uppercase;color:#4b5563}
 table.summary tr.section td{background:#f0f2f5;font-weight:600}
 a{color:#1d4ed8;text-decoration:none}
@@ -287,6 +288,11 @@ ol.events li.omitted{list-style:none;color:#94a3b8;font-style:italic}
 
 def _e(text: Any) -> str:
     return html_text(text)
+
+
+def _rule_id(rule: str) -> str:
+    """A rule ID kept on one line (``INPUT-15``, not ``INPUT-`` / ``15``): it is searched for."""
+    return f'<span class="rule-id">{_e(rule)}</span>'
 
 
 def _badge(verdict: Verdict) -> str:
@@ -333,7 +339,7 @@ def html_report(report: CheckReport) -> str:
             out.append(
                 f'<tr><td><a href="#{_anchor(case.id)}">{_e(case.id)}</a></td>'
                 f"<td>{_badge(case.verdict)}</td><td>{_e(case.tier.value)}</td>"
-                f"<td>{_e(', '.join(case.rules))}</td>"
+                f"<td>{', '.join(_rule_id(rule) for rule in case.rules)}</td>"
                 f"<td>{_e(_headline(case))}</td></tr>"
             )
     out.append("</table>")
