@@ -383,3 +383,21 @@ def test_the_html_check_report_keeps_its_words_whole(
         assert not broken, f"{width}, the check report's summary: " + ", ".join(broken[:12])
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_each_dialog_closes_with_a_button(browser: Any, width: str) -> None:
+    """On a phone there is no Escape key: the Agent and Replay dialogs each close with a
+    Close button inside them, and nothing of them stays painted."""
+    app = agent_app(echo_agent("alpha"), path="/agent")
+    with (
+        inspector_server(agent_setup(app)) as served,
+        sized_page(browser, served.url, width) as page,
+    ):
+        for opener, box in (("Agent…", "#agent-box"), ("Replay…", "#replay-box")):
+            open_dialog(page, opener, box)
+            page.locator(box).get_by_role("button", name="Close", exact=True).click()
+            problem = unpainted(page, box)
+            assert problem is None, f"{width}, {opener}: {problem}"
+            expanded = page.get_by_role("button", name=opener, exact=True)
+            assert expanded.get_attribute("aria-expanded") == "false"
