@@ -15,52 +15,7 @@ from agui_tools.app._consent import ConsentPolicy, PolicyVerdict, fingerprint
 from agui_tools.app._conversation import CallUpdate, Conversation, TextDelta
 from agui_tools.app._journal import MemoryJournal
 from agui_tools.app._tools import ToolSpec
-
-CONFIRM = ToolSpec(
-    "confirm_order",
-    "Ask the user to confirm an order.",
-    parameters={
-        "type": "object",
-        "properties": {"orderId": {"type": "string"}, "qty": {"type": "integer", "minimum": 1}},
-        "required": ["orderId", "qty"],
-        "additionalProperties": False,
-    },
-    side_effects=True,
-)
-LOOKUP = ToolSpec(
-    "lookup",
-    "Read-only lookup.",
-    parameters={"type": "object", "properties": {"q": {"type": "string"}}},
-)
-
-
-def run(
-    conv: Conversation, *events: dict[str, Any], finish: dict[str, Any] | None = None
-) -> list[Any]:
-    """Feed one run (RUN_STARTED … RUN_FINISHED) for the conversation's pending input."""
-    inp = conv._run_input
-    assert inp is not None
-    rs = {"type": "RUN_STARTED", "threadId": inp["threadId"], "runId": inp["runId"]}
-    rf = {
-        "type": "RUN_FINISHED",
-        "threadId": inp["threadId"],
-        "runId": inp["runId"],
-        **(finish or {}),
-    }
-    return conv.receive_many([rs, *events, rf])
-
-
-def call(cid: str, name: str, args: str, parent: str | None = None) -> list[dict[str, Any]]:
-    start: dict[str, Any] = {"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": name}
-    if parent:
-        start["parentMessageId"] = parent
-    half = len(args) // 2
-    return [
-        start,
-        {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": args[:half]},
-        {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": args[half:]},
-        {"type": "TOOL_CALL_END", "toolCallId": cid},
-    ]
+from tests.helpers.conversation import CONFIRM, LOOKUP, call, run
 
 
 def conversation(**kw: Any) -> Conversation:

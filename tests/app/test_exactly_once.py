@@ -34,7 +34,7 @@ from agui_tools.app._consent import ConsentPolicy, PolicyVerdict
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, Journal, JournalKey, MemoryJournal, SQLiteJournal
 from agui_tools.testing import free_port, serving
-from tests.app.test_conversation import CONFIRM, LOOKUP, call, run
+from tests.helpers.conversation import CONFIRM, LOOKUP, call, run
 
 THREAD = "t1"
 

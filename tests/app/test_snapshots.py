@@ -18,7 +18,7 @@ from agui_tools import ProtocolViolation, ProtocolWarning
 from agui_tools.app import CallStatus, CallUpdate, Conversation, ToolSpec
 from agui_tools.app._call_order import in_call_order, misplaced_tool_messages
 from agui_tools.ui.terminal import TerminalUI
-from tests.app.test_conversation import run
+from tests.helpers.conversation import run
 
 CONFIRM = ToolSpec(
     "confirm_order",

@@ -21,9 +21,9 @@ from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, JournalKey
 from agui_tools.app._store import MemoryStore, Snapshot, encode_snapshot, snapshot_of
+from tests.helpers.conversation import CONFIRM, LOOKUP, call, run
 
 from ..conftest import StoreFactory
-from .test_conversation import CONFIRM, LOOKUP, call, run
 
 THREAD = "t-store"
 RUN = {"runId": "r1", "status": "success", "calls": []}

@@ -23,9 +23,9 @@ from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._store import MemoryStore
+from tests.helpers.conversation import CONFIRM, LOOKUP, call, run
 
 from ..helpers.async_store import AsyncMemoryStore, store_error
-from .test_conversation import CONFIRM, LOOKUP, call, run
 
 THREAD = "t-async"
 

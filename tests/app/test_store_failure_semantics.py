@@ -10,8 +10,7 @@ from agui_tools._errors import ReloadRequired, StoreWriteFailed, UsageError
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import MemoryJournal, SQLiteJournal
 from agui_tools.app._store import MemoryStore
-
-from .test_conversation import LOOKUP, call, run
+from tests.helpers.conversation import LOOKUP, call, run
 
 
 def test_a_bare_journal_given_as_store_records_calls_and_keeps_no_thread(tmp_path: Path) -> None:

@@ -26,9 +26,9 @@ from agui_tools.app._journal import Claim, JournalKey
 from agui_tools.app._store import encode_snapshot
 from agui_tools.app._store_postgres import PostgresStore
 from agui_tools.app._store_sqlite import SQLiteStore
+from tests.helpers.conversation import LOOKUP, call, run
 
 from ..helpers.postgres import PostgresServer
-from .test_conversation import LOOKUP, call, run
 
 THREAD = "t-fail"
 ROOT = os.geteuid() == 0

@@ -18,9 +18,9 @@ from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import JournalKey
 from agui_tools.app._store import Snapshot
 from agui_tools.wire._enforce import MAX_ID_BYTES
+from tests.helpers.conversation import CONFIRM, LOOKUP, call, run
 
 from ..conftest import StoreFactory
-from .test_conversation import CONFIRM, LOOKUP, call, run
 
 NUL_ID = "call\x00one"
 LONG_ID = "x" * (1024 * 1024)

@@ -9,13 +9,15 @@ from pathlib import Path
 import httpx
 
 from tests.helpers.proxy import mock_cmd
-from tests.transport.test_mock_recorded_answers import INPUT, SSE, _exchange
+from tests.helpers.recorded_folder import INPUT, SSE, write_exchange
 
 
 def test_the_cli_says_recorded_answers_and_skipped_exchanges_at_start(tmp_path: Path) -> None:
-    _exchange(tmp_path, "0001", ("body", b"unauthorized"), {"status": 401, "contentType": "text/plain"})  # fmt: skip
-    _exchange(tmp_path, "0002", ("body", b"no meta"), None)
-    _exchange(tmp_path, "0003", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"})
+    write_exchange(tmp_path, "0001", ("body", b"unauthorized"), {"status": 401, "contentType": "text/plain"})  # fmt: skip
+    write_exchange(tmp_path, "0002", ("body", b"no meta"), None)
+    write_exchange(
+        tmp_path, "0003", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"}
+    )
     server, url = mock_cmd(str(tmp_path))
     try:
         refused = httpx.post(url, json=INPUT)

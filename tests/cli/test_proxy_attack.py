@@ -18,17 +18,8 @@ import pytest
 
 from agui_tools.wire._framing import sse_frame
 from tests.helpers.proxy import ctrl_c, post, proxy_cmd, raw_post, stream_post
+from tests.helpers.proxy_cmd_run import INPUT, ONE_CUT_SHORT, RS
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
-
-INPUT = {"threadId": "t1", "runId": "r1", "messages": []}
-RS = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
-# all of stderr once the proxy stops with one stream still open and no rule broken
-ONE_CUT_SHORT = [
-    "agui-tools proxy: 1 run request(s), 0 error(s), 0 warning(s), 1 stream(s) cut short "
-    "(the frontend left, or the proxy stopped)",
-    "  no rule broken by either side",
-    "agui-tools proxy: stopped",
-]
 
 
 def test_ctrl_c_with_a_raw_socket_stream_open_is_counted_as_cut_short() -> None:

@@ -21,8 +21,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
-from tests.cli.test_proxy_attack import INPUT, ONE_CUT_SHORT, RS
 from tests.helpers.proxy import ctrl_c, post, proxy_cmd, stream_post
+from tests.helpers.proxy_cmd_run import INPUT, ONE_CUT_SHORT, RS
 from tests.helpers.scripted_server import Script, app_for, serve
 
 RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agui_tools.wire._framing import sse_frame
+from tests.helpers.judging_process import judging_process, log_lines
 from tests.helpers.proxy import proxy_cmd, wait_until
 from tests.helpers.scripted_server import serve
 
@@ -42,21 +43,6 @@ async def _fabricating(request: Request) -> Response:
     return Response(body, media_type="text/event-stream")
 
 
-def _judging_process(pid: int) -> int:
-    """The proxy's judging process (a multiprocessing spawn child, not its resource tracker)."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            for child in f.read().split():
-                with open(f"/proc/{child}/cmdline", "rb") as cmd:
-                    if b"spawn_main" in cmd.read():
-                        return int(child)
-    raise AssertionError("no judging process")
-
-
-def _lines(log: Path) -> list[dict[str, object]]:
-    return [orjson.loads(line) for line in log.read_bytes().splitlines()] if log.exists() else []
-
-
 def _post(url: str, thread: str) -> httpx.Response:
     body = {"threadId": thread, "runId": "r1", "messages": [], "tools": TOOLS}
     return httpx.post(
@@ -74,8 +60,8 @@ def test_sigterm_with_the_judge_stopped_gives_every_streams_verdict(tmp_path: Pa
         try:
             assert _post(url, "t1").status_code == 200
             # the first verdict is in: the judging process is up
-            wait_until(lambda: _lines(log), "the first stream was never judged")
-            os.kill(_judging_process(proc.pid), signal.SIGSTOP)
+            wait_until(lambda: log_lines(log), "the first stream was never judged")
+            os.kill(judging_process(proc.pid), signal.SIGSTOP)
             assert _post(url, "t2").status_code == 200
             assert _post(url, "t3").status_code == 200
             proc.send_signal(signal.SIGTERM)
@@ -86,7 +72,7 @@ def test_sigterm_with_the_judge_stopped_gives_every_streams_verdict(tmp_path: Pa
                 proc.wait()
     assert proc.returncode == 1, err
     assert "3 run request(s), 3 error(s)" in err, err
-    assert sorted((f["rule"], f["threadId"]) for f in _lines(log)) == [
+    assert sorted((f["rule"], f["threadId"]) for f in log_lines(log)) == [
         ("FE-2", "t1"),
         ("FE-2", "t2"),
         ("FE-2", "t3"),

@@ -14,7 +14,7 @@ The corpus is deterministic (Hypothesis with a fixed ``@seed``, no database):
   and its chunked rendering, every third one continuing a history (initial
   messages and state in the run input);
 * invalid streams: every mutation operator of
-  :mod:`tests.wire.test_pipeline_properties` applied to generated streams (one rule
+  :mod:`tests.helpers.mutations` applied to generated streams (one rule
   broken per stream).
 
 Every disagreement must be explained by the documented classes
@@ -46,8 +46,8 @@ from hypothesis.internal.conjecture import providers
 
 from agui_tools.app._capture import replay
 from tests.helpers.gen_streams import THREAD_ID, GeneratedStream, streams
+from tests.helpers.mutations import OPERATORS, Mutation
 from tests.interop.node import ROOT, run_node, skip_reason
-from tests.wire.test_pipeline_properties import OPERATORS, Mutation
 
 pytestmark = [
     pytest.mark.interop,

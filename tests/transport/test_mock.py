@@ -398,7 +398,7 @@ def test_the_inspectors_own_exports_replay_the_conversation(tmp_path: Path) -> N
     from agui_tools.testing import serving
     from agui_tools.transport._session import Approval
     from agui_tools.ui.inspector import Inspector
-    from tests.ui.test_inspector_http import download_exports, order_two_widgets, running
+    from tests.helpers.inspector_page import download_exports, order_two_widgets, running
 
     async def record() -> list[Any]:
         async with serving(agent_app(demo_agent(delay=0, refund=False), path="/agent")) as base:

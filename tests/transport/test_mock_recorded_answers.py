@@ -23,20 +23,9 @@ from starlette.routing import Route
 
 from agui_tools._errors import UsageError
 from agui_tools.transport._mock import mock_app
-from agui_tools.wire._framing import sse_frame
 from tests.helpers.proxy import proxied
+from tests.helpers.recorded_folder import INPUT, SSE, write_exchange
 from tests.helpers.scripted_server import serve
-
-INPUT: dict[str, Any] = {
-    "threadId": "t1",
-    "runId": "r1",
-    "messages": [{"id": "u1", "role": "user", "content": "hi"}],
-}
-GOOD = [
-    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
-    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
-]
-SSE = b"".join(sse_frame(orjson.dumps(e)) for e in GOOD)
 
 
 def post(url: str, body: dict[str, Any]) -> httpx.Response:
@@ -89,24 +78,18 @@ def test_a_recorded_redirect_204_and_json_answer_are_replayed_as_recorded(
     assert stream.status_code == 200 and b'"runId":"q3"' in stream.content
 
 
-def _exchange(folder: Path, stem: str, body: tuple[str, bytes] | None, meta: Any) -> None:
-    (folder / f"{stem}.input.json").write_bytes(orjson.dumps(INPUT))
-    if body is not None:
-        (folder / f"{stem}.{body[0]}").write_bytes(body[1])
-    if meta is not None:
-        (folder / f"{stem}.meta.json").write_bytes(orjson.dumps(meta))
-
-
 def _unreplayable(folder: Path) -> None:
-    _exchange(folder, "0001", None, None)  # the body never written
-    _exchange(folder, "0002", ("body", b"unauthorized"), None)  # no meta: what status?
-    _exchange(folder, "0003", ("json", b"{}"), {"status": None, "contentType": None})
-    _exchange(folder, "0005", ("body", b"x"), {"status": 999, "contentType": "text/plain"})
+    write_exchange(folder, "0001", None, None)  # the body never written
+    write_exchange(folder, "0002", ("body", b"unauthorized"), None)  # no meta: what status?
+    write_exchange(folder, "0003", ("json", b"{}"), {"status": None, "contentType": None})
+    write_exchange(folder, "0005", ("body", b"x"), {"status": 999, "contentType": "text/plain"})
 
 
 def test_an_exchange_that_cannot_be_replayed_is_left_out_and_said(tmp_path: Path) -> None:
     _unreplayable(tmp_path)
-    _exchange(tmp_path, "0004", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"})
+    write_exchange(
+        tmp_path, "0004", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"}
+    )
     app = mock_app(tmp_path, path="/agent", timing="fast")
     skipped = app.state.mock.skipped
     assert len(skipped) == 4, skipped
@@ -126,7 +109,7 @@ def test_an_exchange_that_cannot_be_replayed_is_left_out_and_said(tmp_path: Path
 def test_a_meta_without_content_type_beside_a_stream_file_replays_its_events(
     tmp_path: Path,
 ) -> None:
-    _exchange(tmp_path, "0001", ("sse", SSE), {"status": 200})  # a hand-written meta
+    write_exchange(tmp_path, "0001", ("sse", SSE), {"status": 200})  # a hand-written meta
     with serve(mock_app(tmp_path, path="/agent", timing="fast")) as mock:
         first = post(f"{mock}/agent", INPUT)
     assert first.headers["content-type"].startswith("text/event-stream")
@@ -134,8 +117,10 @@ def test_a_meta_without_content_type_beside_a_stream_file_replays_its_events(
 
 
 def test_a_fault_meant_for_a_recorded_answer_is_said_not_applied(tmp_path: Path) -> None:
-    _exchange(tmp_path, "0001", ("body", b"no"), {"status": 401, "contentType": "text/plain"})
-    _exchange(tmp_path, "0002", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"})
+    write_exchange(tmp_path, "0001", ("body", b"no"), {"status": 401, "contentType": "text/plain"})
+    write_exchange(
+        tmp_path, "0002", ("sse", SSE), {"status": 200, "contentType": "text/event-stream"}
+    )
     said: list[tuple[int, int, str]] = []
     app = mock_app(
         tmp_path,

@@ -31,24 +31,12 @@ from agui_tools.wire._framing import PROTO_MEDIA_TYPE, SSEReader, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import ProtoReader, proto_frame
 from tests.helpers.proxy import proxied, sse_events, stream_post, verify_says, wait_until
+from tests.helpers.proxy_order import ARGS_AFTER_END, INPUT, RF, RS, TA, TE, TS, post, sse
 from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
-TOOLS = [{"name": "confirm_order", "description": "Ask the user to confirm an order."}]
-INPUT: dict[str, Any] = {
-    "threadId": "t1",
-    "runId": "r1",
-    "messages": [{"id": "u1", "role": "user", "content": "Order 2 widgets"}],
-    "tools": TOOLS,
-}
-RS = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
-RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
-TS = {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "confirm_order"}
-TA = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"qty":2}'}
-TE = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
 TR = {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "m9", "content": "ok"}
 GOOD = [RS, TS, TA, TE, RF]
 JUDGES = pytest.mark.parametrize("in_process", [False, True], ids=["inline", "judge-process"])
-ARGS_AFTER_END = [RS, TS, TE, TA, RF]
 FABRICATED = [RS, TS, TA, TE, TR, RF]
 
 
@@ -56,24 +44,8 @@ def on_thread(events: list[dict[str, Any]], thread_id: str) -> list[dict[str, An
     return [{**e, "threadId": thread_id} if "threadId" in e else e for e in events]
 
 
-def sse(events: list[dict[str, Any]]) -> list[bytes]:
-    return [sse_frame(orjson.dumps(e)) for e in events]
-
-
 def proto(events: list[dict[str, Any]]) -> list[bytes]:
     return [proto_frame(encode_proto_event(e)) for e in events]
-
-
-def post(
-    url: str, body: dict[str, Any] | bytes, *, accept: str = "text/event-stream"
-) -> httpx.Response:
-    content = body if isinstance(body, bytes) else orjson.dumps(body)
-    return httpx.post(
-        url,
-        content=content,
-        headers={"content-type": "application/json", "accept": accept},
-        timeout=30,
-    )
 
 
 def scripted(

@@ -28,28 +28,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agui_tools.wire._framing import sse_frame
 from tests.helpers.proxy import post, proxied, raw_post, sse_events, stream_post, wait_until
+from tests.helpers.proxy_attack import (
+    GOOD,
+    INPUT,
+    RF,
+    RS,
+    TA,
+    TE,
+    TS,
+    encoded_agent,
+    raw_request,
+    sse,
+)
 from tests.helpers.scripted_server import serve
 
-INPUT: dict[str, Any] = {
-    "threadId": "t1",
-    "runId": "r1",
-    "messages": [{"id": "u1", "role": "user", "content": "hi"}],
-}
-RS = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
-RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
-TS = {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "search"}
-TA = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"}
-TE = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
-GOOD = [RS, TS, TA, TE, RF]
 ARGS_AFTER_END = [RS, TS, TE, TA, RF]  # TOOL-20 at event #3
 # what --strict sends of it: the events before the broken one, then the RUN_ERROR naming it
 STRICT_ARGS_AFTER_END = ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_END", "RUN_ERROR"]
-
-
-def sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(sse_frame(orjson.dumps(e)) for e in events)
 
 
 @contextmanager
@@ -253,14 +249,6 @@ def test_a_gzipped_stream_recording_is_readable_by_verify(tmp_path: Path) -> Non
     assert main(["verify", f"{rec}.sse", "--input", f"{rec}.input.json"]) == 0
 
 
-def _encoded_agent(body: bytes, coding: str) -> Starlette:
-    async def agent(request: Request) -> Response:
-        await request.body()
-        return Response(body, media_type="text/event-stream", headers={"content-encoding": coding})
-
-    return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
-
-
 @pytest.mark.parametrize("strict", [False, True], ids=["watching", "strict"])
 def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: bool) -> None:
     # two chunks: the run's first events, decodable (flushed); then deflate data that
@@ -293,7 +281,7 @@ def test_a_gzipped_stream_that_does_not_decode_is_said_not_truncated(strict: boo
 
 def test_a_gzip_bomb_is_forwarded_as_it_came_and_judged_within_bounds() -> None:
     bomb = gzip.compress(b"\n" * (64 * 1024 * 1024), compresslevel=9)  # 64 MiB in ~64 KiB
-    with serve(_encoded_agent(bomb, "gzip")) as base, proxied(f"{base}/agent") as px:
+    with serve(encoded_agent(bomb, "gzip")) as base, proxied(f"{base}/agent") as px:
         with stream_post(px.url, INPUT, timeout=60) as answer:
             raw = b"".join(answer.iter_raw())
     assert raw == bomb  # the frontend's to decode, or not
@@ -305,7 +293,7 @@ def test_a_gzip_bomb_is_forwarded_as_it_came_and_judged_within_bounds() -> None:
 @pytest.mark.parametrize("strict", [False, True], ids=["watching", "strict"])
 def test_a_content_encoding_the_proxy_cannot_decode_is_said_not_judged(strict: bool) -> None:
     body = b"\x8b\x02\x80" + sse(ARGS_AFTER_END) + b"\x03"  # as brotli frames stored data
-    with serve(_encoded_agent(body, "br")) as base, proxied(f"{base}/agent", strict=strict) as px:
+    with serve(encoded_agent(body, "br")) as base, proxied(f"{base}/agent", strict=strict) as px:
         with stream_post(px.url, INPUT) as answer:
             raw = b"".join(answer.iter_raw())
     assert raw == body and answer.headers["content-encoding"] == "br"  # forwarded as is
@@ -657,17 +645,6 @@ def test_the_frontends_path_goes_upstream_as_it_was_sent() -> None:
     assert seen == [b"/agent/files/a%2541%2Fb"], seen
 
 
-def _raw_request(url: str, method: str, target: bytes) -> tuple[int, bytes]:
-    """``target`` sent exactly as given (httpx would resolve ``..`` itself)."""
-    line = b"%s %s HTTP/1.1" % (method.encode(), target)
-    with raw_post(url, orjson.dumps(INPUT), head=line, extra=b"connection: close\r\n") as sock:
-        answer = b""
-        while piece := sock.recv(65536):
-            answer += piece
-    head, _, payload = answer.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]), payload
-
-
 @pytest.mark.parametrize(
     ("method", "target", "named"),
     [
@@ -694,7 +671,7 @@ def test_a_path_that_would_leave_the_upstreams_prefix_is_refused_naming_it(
 
     upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
     with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        status, payload = _raw_request(px.url, method, target)
+        status, payload = raw_request(px.url, method, target)
         # the proxy still serves the paths below the prefix
         assert post(f"{px.url}runs/7", INPUT).status_code == 200
     assert status == 400, payload

@@ -5,41 +5,23 @@ test asserts what the docs promise (``xfail(strict=True)`` until fixed; now each
 from __future__ import annotations
 
 import gzip
-import time
 import zlib
 from pathlib import Path
-from typing import Any
 
-import httpx
 import orjson
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
-from tests.helpers.proxy import proxied, sse_events, stream_post
-from tests.helpers.scripted_server import serve
-from tests.transport.test_proxy_attack import (
+from tests.helpers.proxy import proxied, sse_events
+from tests.helpers.proxy_attack import (
     GOOD,
     INPUT,
-    _encoded_agent,
-    _raw_request,
+    encoded_agent,
+    raw_stream,
+    seen_upstream,
     sse,
+    wait_findings,
 )
-
-
-def _stream(url: str, **headers: str) -> tuple[httpx.Response, bytes]:
-    with stream_post(url, INPUT, **headers) as answer:
-        raw = b"".join(answer.iter_raw())
-    return answer, raw
-
-
-def _wait_findings(px: Any, n: int = 1, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while len(px.findings) < n and time.monotonic() < deadline:
-        time.sleep(0.05)
-
+from tests.helpers.scripted_server import serve
 
 GOOD_IN_TWO_MEMBERS = gzip.compress(sse(GOOD[:2])) + gzip.compress(sse(GOOD[2:]))
 
@@ -48,38 +30,25 @@ def test_a_multi_member_gzip_stream_is_judged_and_recorded_whole(tmp_path: Path)
     """RFC 9110 §8.4.1.3's gzip is RFC 1952's format, "a series of members"; browsers,
     httpx and curl decode every member. A well-formed run split across two members
     (an agent that gzips each flush on its own, or a CDN concatenating) breaks nothing."""
-    agent = _encoded_agent(GOOD_IN_TWO_MEMBERS, "gzip")
+    agent = encoded_agent(GOOD_IN_TWO_MEMBERS, "gzip")
     with serve(agent) as base, proxied(f"{base}/agent", record=tmp_path) as px:
-        _answer, raw = _stream(px.url)
+        _answer, raw = raw_stream(px.url)
         assert raw == GOOD_IN_TWO_MEMBERS  # forwarded as it came: holds
         assert gzip.decompress(raw) == sse(GOOD)  # what every frontend reads: a whole run
-        _wait_findings(px)
+        wait_findings(px)
     # docs/proxy.md: "judged and recorded decoded" — the whole body, not its first member
     assert [(f.rule, f.index) for f in px.findings] == [], [f.message for f in px.findings]
     assert (tmp_path / "0001.sse").read_bytes() == sse(GOOD)
 
 
 def test_strict_forwards_a_multi_member_gzip_stream_whole() -> None:
-    agent = _encoded_agent(GOOD_IN_TWO_MEMBERS, "gzip")
+    agent = encoded_agent(GOOD_IN_TWO_MEMBERS, "gzip")
     with serve(agent) as base, proxied(f"{base}/agent", strict=True) as px:
-        _answer, raw = _stream(px.url)
+        _answer, raw = raw_stream(px.url)
     # "what the frontend gets is what was judged": a run that broke no rule, whole —
     # it got RUN_STARTED, TOOL_CALL_START and a clean end of the body (the rest dropped)
     events = sse_events(raw)
     assert [e["type"] for e in events] == [e["type"] for e in GOOD], raw
-
-
-def _seen_upstream(target: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-    seen: list[tuple[bytes, bytes]] = []
-
-    async def anything(request: Request) -> Response:
-        seen.append((request.scope["raw_path"], request.scope["query_string"]))
-        return Response(sse(GOOD), media_type="text/event-stream")
-
-    upstream = Starlette(routes=[Route("/{rest:path}", anything, methods=["GET", "POST"])])
-    with serve(upstream) as base, proxied(f"{base}/agent") as px:
-        status, payload = _raw_request(px.url, "POST", target)
-    return status, payload, seen
 
 
 def test_a_dot_dot_segment_with_a_path_parameter_is_refused() -> None:
@@ -88,7 +57,7 @@ def test_a_dot_dot_segment_with_a_path_parameter_is_refused() -> None:
     spelling a servlet container resolves as '..' (it strips ';' path parameters
     before resolving): '/agent/runs/..;/admin' reaches '/agent/admin' there — the
     classic way past a front proxy's '..' check."""
-    status, payload, seen = _seen_upstream(b"/runs/..;/admin")
+    status, payload, seen = seen_upstream(b"/runs/..;/admin")
     assert status == 400, (payload[:200], seen)
     assert seen == []
 
@@ -100,7 +69,7 @@ def test_a_hash_in_the_request_target_is_not_silently_dropped(target: bytes) -> 
     """A '#' is not allowed in a request-target (RFC 9112 §3.2): refuse it (400), or
     forward the query the frontend sent (docs/proxy.md: "UPSTREAM's query followed by
     the request's") — not a query with its tail cut off, never said."""
-    status, _payload, seen = _seen_upstream(target)
+    status, _payload, seen = seen_upstream(target)
     sent_query = target.split(b"?", 1)[1]
     forwarded_whole = bool(seen) and seen[0][1].endswith(sent_query.replace(b"#", b"%23"))
     assert status == 400 or forwarded_whole, (status, seen)
@@ -119,10 +88,10 @@ def test_a_recording_folder_is_continued_after_its_highest_number_overwriting_no
     (tmp_path / "0002.meta.json").write_bytes(b'{"kept": 2}')
     (tmp_path / "0009.body").write_bytes(b"kept 9")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    agent = _encoded_agent(sse(GOOD), "identity")
+    agent = encoded_agent(sse(GOOD), "identity")
     with serve(agent) as base, proxied(f"{base}/agent", record=tmp_path) as px:
-        _stream(px.url)
-        _stream(px.url)
+        raw_stream(px.url)
+        raw_stream(px.url)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     changed = sorted(name for name, data in before.items() if after.get(name) != data)
     assert changed == [], changed  # 0002.sse and 0002.meta.json: the new exchange's now
@@ -145,11 +114,11 @@ def test_a_gzip_body_that_stops_decoding_mid_chunk_is_judged_up_to_where_it_stop
     with four decodable events — which the judge and the recording never see."""
     body = _decodable_then_corrupt_in_one_body()
     with (
-        serve(_encoded_agent(body, "gzip")) as base,
+        serve(encoded_agent(body, "gzip")) as base,
         proxied(f"{base}/agent", record=tmp_path) as px,
     ):
-        _stream(px.url)
-        _wait_findings(px)
+        raw_stream(px.url)
+        wait_findings(px)
     assert [f.rule for f in px.findings] == ["TRANS-4"]
     good = len(sse(GOOD[:4]))
     assert f"after {good} byte(s)" in px.findings[0].message, px.findings[0].message
@@ -160,8 +129,8 @@ def test_strict_forwards_the_events_before_a_mid_chunk_decoding_error() -> None:
     """docs/proxy.md, --strict: "the events before it were forwarded as they came" —
     the frontend gets RUN_STARTED … TOOL_CALL_END, then the RUN_ERROR (TRANS-4)."""
     body = _decodable_then_corrupt_in_one_body()
-    with serve(_encoded_agent(body, "gzip")) as base, proxied(f"{base}/agent", strict=True) as px:
-        _answer, raw = _stream(px.url)
+    with serve(encoded_agent(body, "gzip")) as base, proxied(f"{base}/agent", strict=True) as px:
+        _answer, raw = raw_stream(px.url)
     events = sse_events(raw)
     assert [e["type"] for e in events] == [e["type"] for e in GOOD[:4]] + ["RUN_ERROR"], raw
     assert events[-1]["code"] == "TRANS-4"

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE, sse_frame
 from agui_tools.wire._proto_codec import encode_proto_event
 from agui_tools.wire._proto_framing import proto_frame
-from tests.cli.test_proxy_overdue import _judging_process, _lines
+from tests.helpers.judging_process import judging_process, log_lines
 from tests.helpers.proxy import proxied, proxy_cmd, wait_until
 from tests.helpers.scripted_server import serve
 
@@ -367,8 +367,8 @@ def test_sigterm_with_a_stalled_unkept_stream_says_its_verdict(tmp_path: Path) -
         reader: threading.Thread | None = None
         try:
             assert _post(url, _input("t0", "r0")).status_code == 200
-            wait_until(lambda: _lines(log), "the first verdict never came")
-            pid = _judging_process(proc.pid)
+            wait_until(lambda: log_lines(log), "the first verdict never came")
+            pid = judging_process(proc.pid)
             os.kill(pid, signal.SIGSTOP)
 
             def read() -> None:
@@ -462,8 +462,8 @@ def test_two_streams_within_the_budget_at_once_are_never_stalled(tmp_path: Path)
         pid = 0
         try:
             assert _post(url, _input("t0", "r0")).status_code == 200
-            wait_until(lambda: _lines(log), "the first verdict never came")
-            pid = _judging_process(proc.pid)
+            wait_until(lambda: log_lines(log), "the first verdict never came")
+            pid = judging_process(proc.pid)
             os.kill(pid, signal.SIGSTOP)
             got: dict[str, object] = {}
 

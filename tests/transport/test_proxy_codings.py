@@ -11,9 +11,8 @@ import orjson
 import pytest
 
 from tests.helpers.proxy import proxied, sse_events
+from tests.helpers.proxy_attack import GOOD, encoded_agent, raw_stream, sse, wait_findings
 from tests.helpers.scripted_server import serve
-from tests.transport.test_proxy_attack import GOOD, _encoded_agent, sse
-from tests.transport.test_proxy_attack2 import _stream, _wait_findings
 
 
 def _bad_crc(body: bytes) -> bytes:
@@ -32,11 +31,11 @@ def test_a_bad_crc_after_a_whole_run_is_judged_whole_then_trans4(
     would be the proxy's own protocol break)."""
     body = _bad_crc(sse(GOOD))
     with (
-        serve(_encoded_agent(body, "gzip")) as base,
+        serve(encoded_agent(body, "gzip")) as base,
         proxied(f"{base}/agent", strict=strict, record=tmp_path) as px,
     ):
-        _answer, raw = _stream(px.url)
-        _wait_findings(px)
+        _answer, raw = raw_stream(px.url)
+        wait_findings(px)
     assert [f.rule for f in px.findings] == ["TRANS-4"], [f.message for f in px.findings]
     message = px.findings[0].message
     assert f"after {len(sse(GOOD))} byte(s)" in message, message
@@ -57,11 +56,11 @@ def test_x_gzip_is_judged_as_gzip(tmp_path: Path) -> None:
     decoded, not 'not judged: Content-Encoding x-gzip'."""
     body = gzip.compress(sse(GOOD))
     with (
-        serve(_encoded_agent(body, "x-gzip")) as base,
+        serve(encoded_agent(body, "x-gzip")) as base,
         proxied(f"{base}/agent", record=tmp_path) as px,
     ):
-        _answer, raw = _stream(px.url)
-        _wait_findings(px, seconds=1)
+        _answer, raw = raw_stream(px.url)
+        wait_findings(px, seconds=1)
     assert raw == body
     assert px.findings == [], [f.message for f in px.findings]
     assert (tmp_path / "0001.sse").read_bytes() == sse(GOOD)

@@ -14,8 +14,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tests.helpers.proxy import post, proxied
+from tests.helpers.proxy_attack import GOOD, INPUT, sse
 from tests.helpers.scripted_server import free_port, serve
-from tests.transport.test_proxy_attack import GOOD, INPUT, sse
 
 
 def _agent(**headers: str) -> Starlette:

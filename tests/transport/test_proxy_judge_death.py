@@ -24,8 +24,8 @@ from starlette.routing import Route
 from agui_tools.transport import _judge_pool
 from agui_tools.wire._framing import sse_frame
 from tests.helpers.proxy import Proxied, proxied, stream_post, wait_until
+from tests.helpers.proxy_order import ARGS_AFTER_END, INPUT, RF, RS, TA, TE, TS, post, sse
 from tests.helpers.scripted_server import Script, app_for, serve
-from tests.transport.test_proxy import ARGS_AFTER_END, INPUT, RF, RS, TA, TE, TS, post, sse
 
 
 def _kill_judge(px: Proxied) -> None:

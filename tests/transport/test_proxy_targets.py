@@ -7,12 +7,12 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.transport.test_proxy_attack2 import _seen_upstream
+from tests.helpers.proxy_attack import seen_upstream
 
 
 @pytest.mark.parametrize("target", [b"/runs#frag", b"/runs?a=1#b=2", b"/runs/7?#"])
 def test_a_hash_is_a_400_naming_the_target_and_the_rule(target: bytes) -> None:
-    status, payload, seen = _seen_upstream(target)
+    status, payload, seen = seen_upstream(target)
     assert (status, seen) == (400, [])
     message = orjson.loads(payload)["error"]["message"]
     assert "RFC 9112 §3.2" in message and "'#'" in message, message
@@ -23,7 +23,7 @@ def test_a_hash_is_a_400_naming_the_target_and_the_rule(target: bytes) -> None:
     "target", [b"/runs/..;/admin", b"/runs/..;jsessionid=x/admin", b"/.;/admin", b"/runs/..%3B/x"]
 )
 def test_a_dot_segment_with_parameters_is_refused(target: bytes) -> None:
-    status, payload, seen = _seen_upstream(target)
+    status, payload, seen = seen_upstream(target)
     assert (status, seen) == (400, []), payload[:200]
     assert "segment" in orjson.loads(payload)["error"]["message"]
 
@@ -33,5 +33,5 @@ def test_a_dot_segment_with_parameters_is_refused(target: bytes) -> None:
 )
 def test_what_is_not_a_dot_segment_nor_a_fragment_is_forwarded(target: bytes) -> None:
     """'..x' and 'a;..' are names, not dot segments; '%23' is a '#' sent as data."""
-    status, _payload, seen = _seen_upstream(target)
+    status, _payload, seen = seen_upstream(target)
     assert status == 200 and len(seen) == 1, (status, seen)

@@ -31,10 +31,9 @@ from agui_tools.transport import (
     SyncAgentClient,
     SyncSession,
 )
+from tests.helpers import interrupts
 from tests.helpers.faults import KINDS, Fault, FaultyStore, Injector, ProcessDied
-
-from . import test_session_interrupts as interrupts
-from .test_session_interrupts import REFUND, call, make
+from tests.helpers.interrupts import REFUND, call, make
 
 WORKER = Path(__file__).resolve().parents[1] / "helpers" / "resume_worker.py"
 

@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field
 
 from agui_tools._errors import UsageError
 from agui_tools.app._calls import CallStatus
-from agui_tools.app._conversation import Conversation
 from agui_tools.app._validation import ArgumentValidator
 from agui_tools.transport._session import (
     Approval,
@@ -22,6 +21,7 @@ from agui_tools.transport._session import (
     SyncSession,
     tool_spec_from_function,
 )
+from tests.helpers.session import pending_call
 
 
 def test_schema_from_type_hints_is_strict_2020_12() -> None:
@@ -78,22 +78,6 @@ def test_a_tool_needs_a_description_and_resolvable_hints() -> None:
     assert "Local" in str(info.value)
 
 
-def _pending_call(session: BaseSession[Any], name: str, args: str) -> Conversation:
-    conv = session._conversation()
-    conv.next_input(user="go", run_id="r1")
-    conv.receive_many(
-        [
-            {"type": "RUN_STARTED", "threadId": conv.thread_id, "runId": "r1"},
-            {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": name},
-            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": args},
-            {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-            {"type": "RUN_FINISHED", "threadId": conv.thread_id, "runId": "r1"},
-        ]
-    )
-    conv.end_run()
-    return conv
-
-
 FACES = {"async": Session, "sync": SyncSession}
 
 
@@ -120,7 +104,7 @@ def test_handler_timeout_is_an_error_answer_not_a_hang(face: str) -> None:
         time.sleep(seconds)
         return "woke"
 
-    conv = _pending_call(session, "slow", '{"seconds": 1}')
+    conv = pending_call(session, "slow", '{"seconds": 1}')
     _dispose(session)
     call = conv.call("c1")
     assert call.status is CallStatus.FAILED and call.answer is not None
@@ -137,7 +121,7 @@ def test_a_handlers_own_timeout_error_is_its_failure(face: str, timeout: float |
         """Look something up."""
         raise TimeoutError("upstream socket timed out after 2 s")
 
-    conv = _pending_call(session, "lookup", '{"q": "x"}')
+    conv = pending_call(session, "lookup", '{"q": "x"}')
     _dispose(session)
     error = conv.call("c1").answer.error or ""  # type: ignore[union-attr]
     assert "upstream socket timed out" in error and "did not finish within" not in error
@@ -155,7 +139,7 @@ def test_async_and_sync_handlers_and_exceptions(face: str) -> None:
         seen.append(url)
         return [{"type": "text", "text": f"page {url}"}]
 
-    conv = _pending_call(session, "fetch", '{"url": "https://example.com"}')
+    conv = pending_call(session, "fetch", '{"url": "https://example.com"}')
     _dispose(session)
     assert conv.call("c1").answer.content == [{"type": "text", "text": "page https://example.com"}]  # type: ignore[union-attr]
     assert seen == ["https://example.com"]
@@ -178,7 +162,7 @@ def test_the_user_is_asked_and_the_approved_edit_runs(face: str) -> None:
         ran.append(qty)
         return "ok"
 
-    conv = _pending_call(session, "order", '{"qty": 5}')
+    conv = pending_call(session, "order", '{"qty": 5}')
     _dispose(session)
     assert asked == ["c1"] and ran == [1]
     assert conv.call("c1").status is CallStatus.DONE
@@ -193,7 +177,7 @@ def test_an_ask_that_answers_false_declines_and_nothing_runs(face: str) -> None:
         """Order."""
         raise AssertionError("nobody approved this")
 
-    conv = _pending_call(session, "order", '{"qty": 5}')
+    conv = pending_call(session, "order", '{"qty": 5}')
     _dispose(session)
     answer = conv.call("c1").answer
     assert answer is not None and answer.outcome == "declined" and answer.decided_by == "user"
@@ -210,7 +194,7 @@ def test_a_sync_sessions_ask_must_answer_directly_and_nothing_is_lost() -> None:
         """Order."""
         raise AssertionError("nobody approved this")
 
-    conv = _pending_call(session, "order", '{"qty": 5}')
+    conv = pending_call(session, "order", '{"qty": 5}')
     with pytest.raises(UsageError, match="must answer directly"):
         _dispose(session)
     assert conv.call("c1").status is CallStatus.AWAITING_CONSENT  # still waiting, not lost

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agui_tools.app._calls import CallStatus
 from agui_tools.transport._session import Approval, Session, tool_spec_from_function
-from tests.transport.test_session import _pending_call
+from tests.helpers.session import pending_call
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def test_annotated_constraints_and_descriptions_reach_the_schema() -> None:
 
     session = Session(client=None)  # type: ignore[arg-type]
     session.tool(repeat)
-    conv = _pending_call(session, "repeat", '{"n": 0}')
+    conv = pending_call(session, "repeat", '{"n": 0}')
     asyncio.run(session.dispose(lambda u: None))
     call = conv.call("c1")
     assert call.status is CallStatus.FAILED and "/n" in (call.answer.error or "")  # type: ignore[union-attr]
@@ -75,7 +75,7 @@ def test_a_pydantic_model_tool_refuses_arguments_it_does_not_declare() -> None:
 
     session = Session(client=None)  # type: ignore[arg-type]
     session.tool(locate)
-    conv = _pending_call(session, "locate", '{"precision": "city", "smuggled": "x"}')
+    conv = pending_call(session, "locate", '{"precision": "city", "smuggled": "x"}')
     asyncio.run(session.dispose(lambda u: None))
     assert conv.call("c1").status is CallStatus.FAILED and ran == []
 
@@ -108,7 +108,7 @@ def test_a_decline_nobody_gave_is_not_worded_as_the_users() -> None:
         ask=lambda call: Approval.decline("standard input ended", by="system"),
     )
     session.tool(side_effects=True)(act)
-    conv = _pending_call(session, "act", "{}")
+    conv = pending_call(session, "act", "{}")
     asyncio.run(session.dispose(lambda u: None))
     answer = conv.call("c1").answer
     assert answer is not None and answer.outcome == "declined"
@@ -126,7 +126,7 @@ def test_a_sync_handler_past_its_timeout_does_not_hold_the_process(tmp_path: Pat
             import asyncio, threading
             from agui_tools.app._calls import CallStatus
             from agui_tools.transport._session import Session
-            import tests.transport.test_session as t
+            from tests.helpers.session import pending_call
 
             session = Session(client=None, timeout=0.2)
 
@@ -136,7 +136,7 @@ def test_a_sync_handler_past_its_timeout_does_not_hold_the_process(tmp_path: Pat
                 threading.Event().wait()
                 return "never"
 
-            conv = t._pending_call(session, "stuck", "{}")
+            conv = pending_call(session, "stuck", "{}")
             asyncio.run(session.dispose(lambda u: None))
             print(conv.call("c1").answer.error)
             """

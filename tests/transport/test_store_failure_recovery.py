@@ -32,8 +32,8 @@ from agui_tools.app._store import MemoryStore
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import serving
 from agui_tools.transport._session import tool_spec_from_function
+from tests.helpers.conversation import call, run
 
-from ..app.test_conversation import call, run
 from ..helpers.async_store import AsyncMemoryStore
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.helpers.browser_page import agent_setup, send
+
 from .conftest import inspector_server, open_page
 from .inspector_agents import raw_app
-from .test_inspector_browser import agent_setup, send
 
 SNAPSHOT = {"a": [1, 2], "o": {"k": "v"}}
 # Each of these deltas is refused by the back end's reducer (STATE-2: "did not apply;

@@ -20,6 +20,7 @@ from agui_tools.demo.tools import register as register_demo
 from agui_tools.testing import serving
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector
+from tests.helpers.browser_page import agent_setup, card, send
 
 from .conftest import cli_inspector, inspector_server, open_page, screenshot
 from .inspector_agents import (
@@ -30,23 +31,6 @@ from .inspector_agents import (
     register_three,
     three_calls_agent,
 )
-
-
-def agent_setup(app: Any, **inspector: Any) -> Any:
-    async def setup(stack: AsyncExitStack) -> Inspector:
-        base = await stack.enter_async_context(serving(app))
-        return Inspector(f"{base}/agent", **inspector)
-
-    return setup
-
-
-def card(page: Any, call_id: str) -> Any:
-    return page.locator(f'article.card[data-call-id="{call_id}"]')
-
-
-def send(page: Any, text: str) -> None:
-    page.get_by_label("Your message to the agent").fill(text)
-    page.get_by_role("button", name="Send").click()
 
 
 def test_prompt_cards_fill_in_then_approve_decline_and_edit(browser: Any, tmp_path: Path) -> None:

@@ -5,13 +5,13 @@ state history, safe Markdown, a busy prompt that says so, the 390 px layout."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from agui_tools.transport import agent_app
+from tests.helpers.browser_page import agent_setup, send, until
 from tests.helpers.sight import sideways
 
 from .conftest import inspector_server as serve
@@ -23,7 +23,6 @@ from .inspector_agents import (
     state_history_agent,
     three_calls_agent,
 )
-from .test_inspector_browser import agent_setup, send
 
 # Long tasks (the Long Tasks API), and how many SSE messages the page received.
 OBSERVE = """
@@ -40,18 +39,6 @@ window.EventSource = class extends Native {
   }
 };
 """
-
-
-def until(page: Any, expression: str, timeout: float = 120) -> Any:
-    """Poll ``expression`` in the page (wait_for_function evaluates a string: the CSP
-    forbids it, rightly) until it is truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = page.evaluate(expression)
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {expression}"
-        time.sleep(0.05)
 
 
 @contextmanager

@@ -9,107 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-import signal
-import subprocess
 import threading
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 
 from agui_tools.agent import Run
-from agui_tools.app import Conversation
-from agui_tools.app._tools import ToolSpec
 from agui_tools.demo.agent import demo_agent
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector._live import LiveInspector
-from agui_tools.wire._framing import SSEReader, sse_frame
+from agui_tools.wire._framing import sse_frame
+from tests.helpers.browser_page import until
+from tests.helpers.inspector_proxy import TOOLS, Frontend, proxy_with_inspector
 from tests.helpers.scripted_server import Script, app_for, serve
-from tests.helpers.terminal import AGUI, ENV, ROOT
 from tests.interop.node import run_node, skip_reason
 
 from .conftest import inspector_server, open_page, screenshot
-from .test_inspector_frames import until
-
-TOOLS = [
-    ToolSpec("get_location", "Where the user is.", parameters={"type": "object"}),
-    ToolSpec(
-        "get_preferences",
-        "The user's shipping preferences.",
-        parameters={"type": "object", "properties": {"fields": {"type": "array"}}},
-    ),
-    ToolSpec("show_order_summary", "Show the order to the user.", parameters={"type": "object"}),
-    ToolSpec(
-        "place_order",
-        "Place an order.",
-        parameters={
-            "type": "object",
-            "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
-            "required": ["sku", "qty"],
-        },
-    ),
-]
-ANSWERS = {
-    "get_location": "Berlin",
-    "get_preferences": '{"shipping": "express", "currency": "EUR"}',
-}
-
-
-@contextmanager
-def proxy_with_inspector(upstream: str) -> Iterator[tuple[str, str]]:
-    """``agui-tools proxy UPSTREAM --inspect``, as a user runs it: yields the proxy's URL
-    and the inspector's; Ctrl-C must stop it with its summary, never a traceback."""
-    proc = subprocess.Popen(
-        [*AGUI, "proxy", upstream, "--inspect", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        proxied = re.match(r"Proxying AG-UI at (\S+) to ", proc.stdout.readline())
-        shown = re.match(r"AG-UI inspector \(read-only\): (\S+)", proc.stdout.readline())
-        assert proxied is not None and shown is not None
-        yield proxied.group(1), shown.group(1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    assert "Traceback" not in err, err
-    assert "agui-tools proxy: stopped" in err
-
-
-class Frontend:
-    """A conforming application on one thread, talking to the proxy over HTTP."""
-
-    def __init__(self, url: str, thread_id: str) -> None:
-        self.url = url
-        self.conv = Conversation(thread_id=thread_id, tools=TOOLS)
-
-    def run(self, run_input: dict[str, Any], *, fold: bool = True) -> None:
-        """Send ``run_input`` and fold the whole answer, as it streams (``fold=False``: a
-        frontend that re-sends an input of its own making, and only reads the answer)."""
-        reader = SSEReader()
-        with httpx.stream(
-            "POST",
-            self.url,
-            content=orjson.dumps(run_input),
-            headers={"content-type": "application/json", "accept": "text/event-stream"},
-            timeout=30,
-        ) as response:
-            assert response.status_code == 200, response.read()
-            for chunk in response.iter_raw():
-                frames = reader.feed(chunk)
-                if fold:
-                    self.conv.receive_many(frames)
-        if fold:
-            self.conv.end_run()
-
-    def answer_pending(self) -> None:
-        for call in self.conv.pending:
-            self.conv.execute(call.call_id, lambda _args, name=call.name: ANSWERS.get(name, "ok"))
 
 
 def card(page: Any, call_id: str, thread: str = "t1") -> Any:

@@ -12,9 +12,9 @@ from agui_tools.testing import serving
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector
 from agui_tools.ui.inspector._hub import PREVIEW_LIMIT, VALUE_LIMIT
+from tests.helpers.inspector_page import idle, running, unbatched
 
 from .inspector_agents import big_argument_agent, register_upload
-from .test_inspector_http import idle, running, unbatched
 
 MB = 1024 * 1024
 

@@ -16,6 +16,7 @@ from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import serving
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector
+from tests.helpers.browser_page import agent_setup, card
 
 from .conftest import inspector_server, open_page, screenshot
 from .inspector_agents import (
@@ -26,7 +27,6 @@ from .inspector_agents import (
     slow_agent,
     three_calls_agent,
 )
-from .test_inspector_browser import agent_setup, card
 
 
 def badge(page: Any, call_id: str) -> str:

@@ -20,6 +20,8 @@ from agui_tools.demo.agent import demo_agent
 from agui_tools.testing import serving
 from agui_tools.transport import agent_app
 from agui_tools.ui.inspector import Inspector
+from tests.helpers.browser_page import agent_setup, send
+from tests.helpers.inspector_proxy import Frontend, proxy_with_inspector
 from tests.helpers.scripted_server import serve
 from tests.helpers.sight import (
     ARTEFACTS,
@@ -32,8 +34,6 @@ from tests.helpers.sight import (
 
 from .conftest import inspector_server, screenshot
 from .inspector_agents import echo_agent, register_three, three_calls_agent
-from .test_inspector_browser import agent_setup, send
-from .test_inspector_proxy import Frontend, proxy_with_inspector
 
 WIDTHS = {"wide": (1280, 800), "phone": (390, 844)}
 TABS = {
