@@ -1,7 +1,9 @@
 """The suite's own guards. :mod:`tests.helpers.run_errors`: an agent body's failed
 assertion fails its test — in process, behind a server, and with a ``run_error``
 mark naming something else — and a mark that nothing honours fails too.
-:mod:`tests.helpers.no_skips_in_ci`: under ``CI`` a skip is an error.
+:mod:`tests.helpers.no_skips_in_ci`: under ``CI`` a skip is an error. And no test
+file imports another: what two files share lives in :mod:`tests.helpers`, so a
+test file can be renamed, split or deleted without breaking a stranger.
 
 Run as a real pytest session in a subprocess (``pytester``), so the outcomes are
 pytest's own and the inner agents' failures stay out of this session's log.
@@ -9,6 +11,7 @@ pytest's own and the inner agents' failures stay out of this session's log.
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
@@ -155,3 +158,57 @@ def test_a_skip_under_ci_is_an_error_naming_its_reason(
     assert outcomes.get("xfailed") == 1  # an expected failure is not a skip
     if errors:
         assert "skipped under CI='true': node not found" in result.stdout.str()
+
+
+def _imported_test_modules(source: str, package: tuple[str, ...]) -> list[tuple[int, str]]:
+    """The ``test_*`` modules ``source`` (a file of ``package``) imports, with lines.
+
+    A relative import is resolved against ``package``, so ``from . import test_x``
+    is caught like ``from tests.app.test_x import y``.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = [*base, *(node.module.split(".") if node.module else [])]
+            names = [".".join(module)] + [".".join([*module, a.name]) for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "tests" and any(part.startswith("test_") for part in parts[1:]):
+                found.append((node.lineno, name))
+                break
+    return found
+
+
+def test_no_test_file_imports_another_test_file() -> None:
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        where = path.relative_to(ROOT)
+        if "helpers" in where.parts:
+            continue
+        for line, name in _imported_test_modules(path.read_text(), where.parent.parts):
+            offenders.append(f"{where}:{line} imports {name}")
+    assert not offenders, (
+        "a test file imports another; move what they share into tests/helpers/<topic>.py:\n"
+        + "\n".join(offenders)
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "caught"),
+    [
+        ("from tests.app.test_conversation import run", True),
+        ("import tests.transport.test_session as t", True),
+        ("from . import test_session_interrupts as interrupts", True),
+        ("from tests.app import test_conversation", True),
+        ("def f():\n    from ..ui.test_inspector_http import running", True),
+        ("from tests.helpers.proxy import sse", False),
+        ("from . import conftest", False),
+        ("from agui_tools.testing import serving", False),
+    ],
+)
+def test_the_import_guard_sees_every_spelling(source: str, caught: bool) -> None:
+    assert bool(_imported_test_modules(source, ("tests", "transport"))) == caught
