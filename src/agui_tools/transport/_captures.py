@@ -283,6 +283,11 @@ def _header_problem(value: Any) -> str | None:
             f"{_quoted(value)} holds {_quoted(bad.group(0))}, which no header value may hold "
             "(a CR or LF would end the header: RFC 9110 §5.5)"
         )
+    if value != value.strip(" \t"):
+        return (
+            f"{_quoted(value)} begins or ends with whitespace, which no header value may "
+            "(RFC 9110 §5.5; the HTTP layer refuses to send it)"
+        )
     return None
 
 
