@@ -59,3 +59,34 @@ def test_a_matched_bracket_still_goes_through_when_it_names_another_parameter() 
     with serve(upstream(seen)) as base, proxied(f"{base}/agent?api_key=KEY") as px:
         assert post(f"{px.url}?api[x]=1&apikey=2", INPUT).status_code == 200
     assert seen == [b"api_key=KEY&api[x]=1&apikey=2"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("0001.meta.json", b'{"status": 200, "conte', "not valid JSON"),  # cut short
+        ("0001.input.json", b'{"threadId": "t", "runId":', "not valid JSON"),
+        ("0001.sse", b"garbage\x00 no event here", "no event found"),
+        (
+            "0001.sse",
+            b'data: {"type": "RUN_STARTED", "x": ' + b"[" * 2000 + b"]" * 2000 + b"}\n\n",
+            "nests",
+        ),
+    ],
+)
+def test_one_unreadable_exchange_leaves_itself_out_not_the_whole_folder(
+    tmp_path: Path, name: str, content: bytes, says: str
+) -> None:
+    """The docs: an exchange that cannot be replayed is left out and said, one line;
+    a folder is refused only when none can be. One meta cut short (a proxy stopped
+    mid-write, a full disk) refused the whole folder, exit 2, nothing served."""
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    good(folder, 1)
+    (folder / name).write_bytes(content)
+    good(folder, 2)
+    runs, skipped = loaded(folder)
+    assert runs == 1 and len(skipped) == 1, skipped
+    assert name in skipped[0] and says in skipped[0], skipped
+    assert "\n" not in skipped[0] and "\x00" not in skipped[0]
+    assert [status for status, _ in served(folder, 1)] == [200]

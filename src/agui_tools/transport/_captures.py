@@ -61,7 +61,8 @@ def load_captures(
     says it is no event stream (a refusal, a 200 JSON answer, a 204, a
     redirect) is one recorded answer, replayed as recorded. A directory's
     exchange that cannot be replayed (no response body, a ``.body`` with no
-    ``meta.json``, no answer status) is left out and said — one line each,
+    ``meta.json``, no answer status, a file that cannot be read as a capture) is
+    left out and said — one line each,
     naming the file and why, appended to ``skipped`` (and logged).
     """
     runs: list[RecordedRun] = []
@@ -171,7 +172,10 @@ def _load_dir(folder: Path, skipped: list[str]) -> list[RecordedRun]:
             )
     runs: list[RecordedRun] = []
     for _, _, body in sorted(bodies, key=lambda b: (b[1], b[0])):
-        runs += _load_file(body, exchange=True, skipped=skipped)
+        try:
+            runs += _load_file(body, exchange=True, skipped=skipped)
+        except UsageError as exc:  # one exchange that cannot be read is left out, said
+            skipped.append(f"{body}: not replayed: {escape_controls(str(exc), one_line=True)}")
     return runs
 
 
