@@ -93,3 +93,22 @@ def test_one_unreadable_exchange_leaves_itself_out_not_the_whole_folder(
     assert name in skipped[0] and says in skipped[0], skipped
     assert "\n" not in skipped[0] and "\x00" not in skipped[0]
     assert [status for status, _ in served(folder, 1)] == [200]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the cap is per file: a folder of many capped files is loaded whole (no total)",
+)
+def test_a_folder_s_total_is_capped_not_only_each_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/security.md: 256 MiB of capture is some 1.4 GB parsed, "the cap bounds it" —
+    but only per file: ten files just under the cap are ten times that."""
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    for number in range(1, 11):
+        good(folder, number)
+    each = (folder / "0001.sse").stat().st_size + (folder / "0001.input.json").stat().st_size
+    monkeypatch.setattr("agui_tools.transport._captures.MAX_CAPTURE_BYTES", each * 3)
+    runs, skipped = loaded(folder)
+    assert runs <= 3 and skipped, (runs, skipped)
