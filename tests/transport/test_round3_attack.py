@@ -112,3 +112,23 @@ def test_a_folder_s_total_is_capped_not_only_each_file(
     monkeypatch.setattr("agui_tools.transport._captures.MAX_CAPTURE_BYTES", each * 3)
     runs, skipped = loaded(folder)
     assert runs <= 3 and skipped, (runs, skipped)
+
+
+def test_a_run_input_past_the_request_body_limit_is_left_out_unread(tmp_path: Path) -> None:
+    """A run input is parsed whole and kept: `{}` by the million cost many times its
+    size in memory, so 256 MiB of it was gigabytes — for an input no face would have
+    taken as a request (`DEFAULT_MAX_BODY_BYTES`)."""
+    from agui_tools.transport._front import DEFAULT_MAX_BODY_BYTES
+
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    good(folder, 1)
+    padded = (
+        b'{"threadId": "t", "runId": "r", "messages": []' + b" " * DEFAULT_MAX_BODY_BYTES + b"}"
+    )
+    (folder / "0001.input.json").write_bytes(padded)
+    good(folder, 2)
+    runs, skipped = loaded(folder)
+    assert runs == 1 and len(skipped) == 1, skipped
+    assert "0001.input.json" in skipped[0] and f"{DEFAULT_MAX_BODY_BYTES:,}" in skipped[0]
+    assert [status for status, _ in served(folder, 1)] == [200]

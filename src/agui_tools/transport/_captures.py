@@ -24,8 +24,9 @@ from .._errors import UsageError
 from .._text import cut, escape_controls, guarded_logger, shown
 from ..app._recorded import RecordedRun, recorded_runs, runs_from_thread_export
 from ..app._watch import binding_of
+from ._front import DEFAULT_MAX_BODY_BYTES
 
-__all__ = ["MAX_CAPTURE_BYTES", "MAX_META_BYTES", "NO_BODY", "load_captures"]
+__all__ = ["MAX_CAPTURE_BYTES", "MAX_INPUT_BYTES", "MAX_META_BYTES", "NO_BODY", "load_captures"]
 
 log = guarded_logger("agui_tools.transport")
 
@@ -33,8 +34,11 @@ _BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json", ".body")
 _EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json|body)$")
 _INPUT: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.input\.json$")
 MAX_CAPTURE_BYTES: Final = 256 * 1024 * 1024
-"""The largest capture body (``NNNN.sse``, ``run --save`` file …) or run input the mock
-loads: a larger one is left out and said (docs/cli.md, ``mock``)."""
+"""The largest capture body (``NNNN.sse``, ``run --save`` file …) the mock loads: a
+larger one is left out and said (docs/cli.md, ``mock``)."""
+MAX_INPUT_BYTES: Final = DEFAULT_MAX_BODY_BYTES
+"""The largest ``NNNN.input.json`` the mock loads: the largest request body a face reads
+by default — a run input is parsed whole and kept, many times its size in memory."""
 MAX_META_BYTES: Final = 64 * 1024
 """The largest ``NNNN.meta.json`` (a status, a content type, a location)."""
 MAX_HEADER_CHARS: Final = 8 * 1024
@@ -298,7 +302,7 @@ def _header_problem(value: Any) -> str | None:
 def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
     if not os.path.lexists(path):  # a dangling link is there too: read, and refused
         return None
-    limit = MAX_META_BYTES if path.name.endswith(".meta.json") else MAX_CAPTURE_BYTES
+    limit = MAX_META_BYTES if path.name.endswith(".meta.json") else MAX_INPUT_BYTES
     try:
         document = orjson.loads(_read(path, limit=limit))
     except orjson.JSONDecodeError as exc:
