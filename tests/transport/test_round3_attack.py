@@ -134,10 +134,6 @@ def test_a_run_input_past_the_request_body_limit_is_left_out_unread(tmp_path: Pa
     assert [status for status, _ in served(folder, 1)] == [200]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check sends its runs with its own httpx probe, not AgentClient: no span at all",
-)
 def test_check_with_otel_records_the_client_s_spans_of_its_runs() -> None:
     """docs/observability.md: "`check` and `inspect` record the client's spans of the
     runs they send". Against a served agent, `check --otel` wrote none."""
