@@ -24,8 +24,9 @@ from .._errors import UsageError
 from .._text import cut, escape_controls, guarded_logger, shown
 from ..app._recorded import RecordedRun, recorded_runs, runs_from_thread_export
 from ..app._watch import binding_of
+from ._front import DEFAULT_MAX_BODY_BYTES
 
-__all__ = ["MAX_CAPTURE_BYTES", "MAX_META_BYTES", "NO_BODY", "load_captures"]
+__all__ = ["MAX_CAPTURE_BYTES", "MAX_INPUT_BYTES", "MAX_META_BYTES", "NO_BODY", "load_captures"]
 
 log = guarded_logger("agui_tools.transport")
 
@@ -33,8 +34,11 @@ _BODY_SUFFIXES: Final = (".sse", ".pb", ".ndjson", ".json", ".body")
 _EXCHANGE: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.(?P<ext>sse|pb|ndjson|json|body)$")
 _INPUT: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.input\.json$")
 MAX_CAPTURE_BYTES: Final = 256 * 1024 * 1024
-"""The largest capture body (``NNNN.sse``, ``run --save`` file …) or run input the mock
-loads: a larger one is left out and said (docs/cli.md, ``mock``)."""
+"""The largest capture body (``NNNN.sse``, ``run --save`` file …) the mock loads: a
+larger one is left out and said (docs/cli.md, ``mock``)."""
+MAX_INPUT_BYTES: Final = DEFAULT_MAX_BODY_BYTES
+"""The largest ``NNNN.input.json`` the mock loads: the largest request body a face reads
+by default — a run input is parsed whole and kept, many times its size in memory."""
 MAX_META_BYTES: Final = 64 * 1024
 """The largest ``NNNN.meta.json`` (a status, a content type, a location)."""
 MAX_HEADER_CHARS: Final = 8 * 1024
@@ -61,7 +65,8 @@ def load_captures(
     says it is no event stream (a refusal, a 200 JSON answer, a 204, a
     redirect) is one recorded answer, replayed as recorded. A directory's
     exchange that cannot be replayed (no response body, a ``.body`` with no
-    ``meta.json``, no answer status) is left out and said — one line each,
+    ``meta.json``, no answer status, a file that cannot be read as a capture) is
+    left out and said — one line each,
     naming the file and why, appended to ``skipped`` (and logged).
     """
     runs: list[RecordedRun] = []
@@ -171,7 +176,10 @@ def _load_dir(folder: Path, skipped: list[str]) -> list[RecordedRun]:
             )
     runs: list[RecordedRun] = []
     for _, _, body in sorted(bodies, key=lambda b: (b[1], b[0])):
-        runs += _load_file(body, exchange=True, skipped=skipped)
+        try:
+            runs += _load_file(body, exchange=True, skipped=skipped)
+        except UsageError as exc:  # one exchange that cannot be read is left out, said
+            skipped.append(f"{body}: not replayed: {escape_controls(str(exc), one_line=True)}")
     return runs
 
 
@@ -283,13 +291,18 @@ def _header_problem(value: Any) -> str | None:
             f"{_quoted(value)} holds {_quoted(bad.group(0))}, which no header value may hold "
             "(a CR or LF would end the header: RFC 9110 §5.5)"
         )
+    if value != value.strip(" \t"):
+        return (
+            f"{_quoted(value)} begins or ends with whitespace, which no header value may "
+            "(RFC 9110 §5.5; the HTTP layer refuses to send it)"
+        )
     return None
 
 
 def _sibling_json(path: Path, what: str) -> dict[str, Any] | None:
     if not os.path.lexists(path):  # a dangling link is there too: read, and refused
         return None
-    limit = MAX_META_BYTES if path.name.endswith(".meta.json") else MAX_CAPTURE_BYTES
+    limit = MAX_META_BYTES if path.name.endswith(".meta.json") else MAX_INPUT_BYTES
     try:
         document = orjson.loads(_read(path, limit=limit))
     except orjson.JSONDecodeError as exc:

@@ -123,16 +123,24 @@ class TargetChecks:
 
 
 def _query_names(query: str) -> dict[str, str]:
-    """A query's parameter names, each as the most lenient parser reads it → as written:
-    split at ``&`` and ``;``, percent- and ``+``-decoded, stripped, case-folded (ASP.NET),
-    cut at a ``[`` (PHP's and Rails' ``code[]`` is ``code``), ``.`` and spaces read as
-    ``_`` (PHP's ``api.key`` is ``api_key``)."""
+    """A query's parameter names, each as the most lenient parsers read it → as written:
+    split at ``&`` and ``;``, percent- and ``+``-decoded, cut at a NUL (PHP's names are
+    C strings), stripped, case-folded (ASP.NET), cut at a ``[`` (PHP's and Rails'
+    ``code[]`` is ``code``) — or, a ``[`` with no ``]`` after it, read as ``_`` as PHP
+    does (``api[key`` is ``api_key``); brackets around it dropped as Rack 2 does
+    (``[code]``, ``code]`` are ``code``) — ``.`` and spaces read as ``_`` (PHP's
+    ``api.key`` is ``api_key``). A name may have several readings: all are kept."""
     names: dict[str, str] = {}
     for pair in re.split("[&;]", query):
         name = pair.split("=", 1)[0]
         if pair:
-            read = unquote_plus(name, encoding="latin-1").strip().casefold().split("[", 1)[0]
-            names.setdefault(re.sub(r"[. ]", "_", read), name)
+            read = unquote_plus(name, encoding="latin-1").split("\0", 1)[0].strip().casefold()
+            rack = re.match(r"[\[\]]*([^\[\]]*)", read)
+            readings = {read.split("[", 1)[0], rack.group(1) if rack else read}
+            if "[" in read and "]" not in read.split("[", 1)[1]:
+                readings.add(read.replace("[", "_", 1))
+            for reading in readings:
+                names.setdefault(re.sub(r"[. ]", "_", reading), name)
     return names
 
 
