@@ -38,7 +38,10 @@ this (h11's protocol with a watchdog per connection); ``agui-tools serve``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import struct
 from typing import Any, Final
 
 import h11
@@ -171,8 +174,25 @@ def deadline_protocol(
                     send_timeout,
                     buffered,
                 )
-                transport.abort()  # close() would wait for the buffer to drain: forever
+                _reset(transport)
                 return
             self._watch = self.loop.call_later(tick, self._check)
 
     return DeadlineH11Protocol
+
+
+_LINGER_OFF: Final = struct.pack("ii", 1, 0)
+
+
+def _reset(transport: asyncio.Transport) -> None:
+    """Drop the connection and everything queued for it: a reset, not a close.
+
+    ``transport.abort()`` only closes the socket; the kernel then keeps what it
+    had queued (megabytes) and goes on offering it to a peer that reads nothing,
+    which is never told. With ``SO_LINGER`` 0 the close is a reset: the queue is
+    freed at once and the peer learns the connection is gone."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already gone: abort() is all there is to do
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_OFF)
+    transport.abort()

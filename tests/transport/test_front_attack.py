@@ -1,0 +1,91 @@
+"""The shared HTTP front attacked by someone who did not write it.
+
+Each face runs as the real command (``serve``, ``proxy``, ``mock``) on loopback and
+is attacked over a raw socket; each test names what it found and what it measured.
+The per-phase matrix of the front itself is ``test_front_matrix.py``.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import orjson
+
+from agui_tools.agent import Run
+from tests.helpers.proxy import ctrl_c, serve_cmd
+
+BOUND = 30.0
+"""Seconds any wait here may take: a hang bound, never a measure."""
+INPUT = {
+    "threadId": "t",
+    "runId": "r",
+    "state": {},
+    "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+    "tools": [],
+    "context": [],
+    "forwardedProps": {},
+}
+
+
+async def flood(run: Run) -> None:
+    """An agent that writes 64 KB deltas until its client leaves."""
+    async with run.message() as m:
+        while True:
+            await m.delta("x" * 65536)
+
+
+@contextmanager
+def served(*args: str) -> Iterator[tuple[str, int]]:
+    """``agui-tools serve ARGS`` as a process: its URL and port, stopped with Ctrl-C."""
+    proc, url = serve_cmd(*args)
+    try:
+        yield url, int(url.rsplit(":", 1)[1].split("/")[0])
+    finally:
+        ctrl_c(proc)
+
+
+def _post(port: int, path: str = "/agent", *, rcvbuf: int | None = None) -> socket.socket:
+    """A socket that has sent one run request and read nothing."""
+    sock = socket.socket()
+    if rcvbuf is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(BOUND)
+    sock.connect(("127.0.0.1", port))
+    body = orjson.dumps(INPUT)
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    return sock
+
+
+def test_a_client_that_never_reads_is_reset_at_send_timeout_not_left_to_the_kernel() -> None:
+    """Found: "aborted" at send_timeout was a plain close() to the kernel: the socket
+    sat in FIN-WAIT-1 with 3.8 MB still queued for the peer that reads nothing, and
+    the peer was told nothing — it saw a live connection trickling the queue (a
+    reader resuming after the abort got bytes for over 100 s). Each such client cost
+    the machine its whole send buffer long after the server let go. Now the abort is
+    a reset (SO_LINGER 0): the queue is dropped and the peer learns at once."""
+    send_timeout = 1.0
+    with served("tests.transport.test_front_attack:flood", "--send-timeout", "1") as (_, port):
+        with _post(port, rcvbuf=4096) as sock:
+            time.sleep(send_timeout + 4)  # the deadline, a wide margin for the watchdog
+            sock.settimeout(2)
+            read, ended = 0, ""
+            started = time.monotonic()
+            while time.monotonic() - started < 10 and not ended:
+                try:
+                    data = sock.recv(1 << 20)
+                except ConnectionResetError:
+                    ended = "reset"
+                except TimeoutError:
+                    continue  # still open, still trickling: what was found
+                else:
+                    read += len(data)
+                    ended = "" if data else "closed"
+    assert ended == "reset", f"not reset: {read} bytes still came in 10 s after the abort"
+    assert read < 1024 * 1024, f"{read} bytes reached a client after its connection was aborted"
