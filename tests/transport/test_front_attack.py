@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from agui_tools.agent import Run
-from tests.helpers.proxy import ctrl_c, serve_cmd
+from tests.helpers.proxy import ctrl_c, mock_cmd, serve_cmd
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 BOUND = 30.0
@@ -219,3 +219,51 @@ def test_a_connection_flood_past_the_descriptor_limit_writes_no_traceback(
         _, err = proc.communicate(timeout=60)
     assert seen == Counter({"HTTP/1.1 408": 150}), seen
     assert "Traceback" not in err, err[:2000]
+
+
+def _long_capture(folder: Path) -> str:
+    """A recorded run of 6 MB: more than the socket buffers hold."""
+    delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x" * 200}
+    events = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        *[delta] * 30_000,
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    capture = folder / "long.sse"
+    capture.write_bytes(b"".join(b"data: %s\n\n" % orjson.dumps(e) for e in events))
+    return str(capture)
+
+
+@pytest.mark.parametrize("command", ["serve", "mock"])
+def test_sigterm_with_a_client_that_never_reads_stops_within_the_grace(
+    command: str, tmp_path: Path
+) -> None:
+    """Found: SIGTERM while one client reads nothing of its stream. The runs were
+    ended with RUN_ERROR after the grace (1 s for serve, 2 s for mock), but the
+    non-reader's connection stayed, its task blocked on a full buffer, until
+    uvicorn's own graceful timeout cancelled it: the process exited 13 s (serve)
+    and 15 s (mock) after SIGTERM, logging "Exception in ASGI application" with a
+    traceback. Now a connection whose output is still stalled when uvicorn shuts
+    its connections down (after the grace and the 5 s the runs get to write their
+    end) is reset within a second: 8.1-8.7 s, nothing logged; a client that reads
+    still gets its stream's end."""
+    if command == "serve":
+        proc, url = serve_cmd("tests.transport.test_front_attack:flood", "--shutdown-grace", "1")
+    else:
+        proc, url = mock_cmd(*[_long_capture(tmp_path)] * 2, "--timing", "fast")
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with _post(port, rcvbuf=4096), _post(port) as reader:
+        time.sleep(2)  # both streams are flowing; one client's buffers are full
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        tail = b""
+        while data := reader.recv(1 << 20):
+            tail = (tail + data)[-4096:]
+        _, err = proc.communicate(timeout=60)
+        stopped = time.monotonic() - stopping
+    assert re.search(rb'"type":"RUN_(ERROR|FINISHED)"[^\n]*\n\n\r\n0\r\n\r\n$', tail), tail[-300:]
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "ERROR" not in err.replace("RUN_ERROR", ""), err[-2000:]
+    assert stopped < 12, f"stopped {stopped:.1f} s after SIGTERM (grace 1-2 s, 5 s to end)"

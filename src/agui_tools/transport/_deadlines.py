@@ -58,6 +58,10 @@ held forever, and with them uvicorn's ``limit_concurrency`` slots."""
 DEFAULT_SEND_TIMEOUT: Final = 30.0
 """Seconds output may wait for a client that reads nothing before the connection
 is aborted."""
+STOPPING_SEND_TIMEOUT: Final = 1.0
+"""Seconds output may wait for a client that reads nothing once the server is
+stopping: its runs were given their grace and ended; a client that reads gets the
+end, one that does not must not hold the process."""
 _TIMEOUT_RESPONSE: Final = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
@@ -94,6 +98,7 @@ def deadline_protocol(
                 self.loop.call_later(tick, self._check) if bounds else None
             )
             self._refused_status = 400
+            self._stopping = False
             next_event = self.conn.next_event
 
             def judged() -> Any:  # h11's hint on what a broken head deserves
@@ -137,6 +142,14 @@ def deadline_protocol(
             self._head_since = self.loop.time()  # the next head's clock (pipelined: stopped
             super().on_response_complete()  # again at once, by handle_events)
 
+        def shutdown(self) -> None:
+            """The server stops (its runs already ended): from now a client that reads
+            nothing is reset after :data:`STOPPING_SEND_TIMEOUT`, not ``send_timeout`` —
+            its task, blocked on a full buffer, would hold the process until uvicorn's
+            graceful timeout cancels it."""
+            self._stopping = True
+            super().shutdown()
+
         def resume_writing(self) -> None:
             self._stalled_since = None  # the client read: progress
             super().resume_writing()
@@ -163,15 +176,18 @@ def deadline_protocol(
             elif self._stalled_since is None or buffered < self._buffered:
                 self._stalled_since = now  # output waits (or moved since the last look)
             self._buffered = buffered
+            limit = send_timeout
+            if self._stopping:
+                limit = min(limit or STOPPING_SEND_TIMEOUT, STOPPING_SEND_TIMEOUT)
             if (
-                send_timeout is not None
+                limit is not None
                 and self._stalled_since is not None
-                and now - self._stalled_since > send_timeout
+                and now - self._stalled_since > limit
             ):
                 log.info(
                     "a client read nothing for %g s (send_timeout) with %d bytes waiting; "
                     "connection aborted",
-                    send_timeout,
+                    limit,
                     buffered,
                 )
                 _reset(transport)
