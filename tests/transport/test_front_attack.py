@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from agui_tools.agent import Run
-from tests.helpers.proxy import ctrl_c, mock_cmd, serve_cmd
+from tests.helpers.proxy import ctrl_c, mock_cmd, proxy_cmd, serve_cmd
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 BOUND = 30.0
@@ -267,3 +267,34 @@ def test_sigterm_with_a_client_that_never_reads_stops_within_the_grace(
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "ERROR" not in err.replace("RUN_ERROR", ""), err[-2000:]
     assert stopped < 12, f"stopped {stopped:.1f} s after SIGTERM (grace 1-2 s, 5 s to end)"
+
+
+@pytest.mark.parametrize("command", ["serve", "proxy", "mock"])
+def test_idle_connections_at_the_cap_get_the_fronts_503(command: str, tmp_path: Path) -> None:
+    """Found: with ``--limit-concurrency 3``, three connections that send nothing
+    (or three kept alive after an answer) are enough: the next request gets
+    uvicorn's ``503 Service Unavailable`` in plain text, no ``Retry-After``, naming
+    no limit, and a "Exceeded concurrency limit." warning per request — not the
+    front's documented 503 (``Retry-After: 1``, a JSON body naming
+    ``max_concurrency``). Silent connections cost nothing and are renewed every
+    header_timeout. Now the connection cap is kept but answered as the front
+    answers (the deadline protocol judges it)."""
+    start = {"serve": serve_cmd, "proxy": proxy_cmd, "mock": mock_cmd}[command]
+    proc, url = start(*_face_args(command, tmp_path), "--limit-concurrency", "3")
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    try:
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=BOUND) for _ in range(3)]
+        time.sleep(0.5)  # accepted: each counts as a connection
+        with _post(port, "/agent" if command != "proxy" else "/") as sock:
+            answer = b""
+            while data := sock.recv(65536):
+                answer += data
+                if b"\r\n\r\n" in answer:
+                    break
+        for sock in silent:
+            sock.close()
+    finally:
+        ctrl_c(proc)
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    assert head.startswith(b"http/1.1 503 "), answer[:300]
+    assert b"retry-after: 1" in head and b"application/json" in head, answer[:300]

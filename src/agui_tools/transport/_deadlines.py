@@ -45,7 +45,10 @@ import struct
 from typing import Any, Final
 
 import h11
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ._front import Refusal, refuse
 
 __all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_SEND_TIMEOUT", "deadline_protocol"]
 
@@ -87,6 +90,27 @@ def deadline_protocol(
     class DeadlineH11Protocol(H11Protocol):
         """One watchdog per connection, every ``tick`` seconds: the head's deadline,
         and whether buffered output has moved since the last look."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # uvicorn's connection cap answers a plain-text 503 naming nothing; the cap
+            # is kept, judged as the request starts, and answered as the front answers
+            self._cap: int | None = self.limit_concurrency
+            self.limit_concurrency = None
+            self._app = self.app
+            if self._cap is not None:
+                self.app = self._capped
+
+        async def _capped(self, scope: Scope, receive: Receive, send: Send) -> None:
+            cap = self._cap
+            assert cap is not None
+            # uvicorn's test when a head arrives; by now this request's own task counts
+            if len(self.connections) >= cap or len(self.tasks) > cap:
+                message = f"the server holds limit_concurrency={cap} connections; retry."
+                refusal = Refusal(503, {"path": "", "message": message}, close=True)
+                await refuse(scope, receive, send, refusal)
+                return
+            await self._app(scope, receive, send)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
