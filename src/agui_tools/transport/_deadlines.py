@@ -20,8 +20,11 @@ request body                       ``body_timeout`` (30 s) → 408, and         
                                    ``max_body_bytes`` → 413                    (front)
 response not read by the client    ``send_timeout`` (30 s) without the client  ours
                                    reading anything while output waits → the
-                                   connection is aborted (the run sees a
-                                   disconnect and is cancelled)
+                                   connection is reset (the run sees a
+                                   disconnect and is cancelled); 1 s once the
+                                   server is stopping
+connections open at once           uvicorn's ``limit_concurrency`` → the       ours
+                                   front's ``503`` (``Retry-After: 1``)
 =================================  ==========================================  ========
 
 ``send_timeout`` counts time *without progress*, not the response's length: a
