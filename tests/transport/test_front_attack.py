@@ -298,3 +298,27 @@ def test_idle_connections_at_the_cap_get_the_fronts_503(command: str, tmp_path: 
     head = answer.split(b"\r\n\r\n", 1)[0].lower()
     assert head.startswith(b"http/1.1 503 "), answer[:300]
     assert b"retry-after: 1" in head and b"application/json" in head, answer[:300]
+
+
+def test_a_client_reading_steadily_is_not_cut_at_send_timeout() -> None:
+    """Found: ``send_timeout`` is documented as time *without progress* ("a client
+    that reads, however slowly, resets it"). With ``--send-timeout 2``, a client
+    reading 1 KiB every 50 ms (20 KB/s, a 4 KiB receive buffer) was reset 2.6 s
+    into its stream, three times of three — while one reading a byte a second was
+    still connected after 15 s. The kernel's send buffer (megabytes on loopback)
+    drains at the reader's pace; our buffer does not move until it becomes
+    writable, so the watchdog saw no progress from a reader making it. Now the
+    bytes the kernel still holds for the peer count too (``SIOCOUTQ``)."""
+    with served("tests.transport.test_front_attack:flood", "--send-timeout", "2") as (_, port):
+        with _post(port, rcvbuf=4096) as sock:
+            read, started = 0, time.monotonic()
+            while time.monotonic() - started < 8:  # four send_timeouts of steady reading
+                try:
+                    data = sock.recv(1024)
+                except ConnectionResetError:
+                    break
+                assert data, "closed"
+                read += len(data)
+                time.sleep(0.05)
+            reading = time.monotonic() - started
+    assert reading >= 8, f"reset after {reading:.1f} s of steady reading ({read} bytes read)"

@@ -120,7 +120,7 @@ def deadline_protocol(
             self._head_since: float | None = self.loop.time()
             self._cycle_seen: Any = None
             self._stalled_since: float | None = None
-            self._buffered = 0
+            self._queued = 0
             self._watch: asyncio.TimerHandle | None = (
                 self.loop.call_later(tick, self._check) if bounds else None
             )
@@ -198,11 +198,12 @@ def deadline_protocol(
                 transport.close()
                 self._head_since = None
             buffered = transport.get_write_buffer_size()
+            queued = buffered + _kernel_queued(transport) if buffered else 0
             if not buffered:
                 self._stalled_since = None
-            elif self._stalled_since is None or buffered < self._buffered:
+            elif self._stalled_since is None or queued < self._queued:
                 self._stalled_since = now  # output waits (or moved since the last look)
-            self._buffered = buffered
+            self._queued = queued
             limit = send_timeout
             if self._stopping:
                 limit = min(limit or STOPPING_SEND_TIMEOUT, STOPPING_SEND_TIMEOUT)
@@ -225,6 +226,25 @@ def deadline_protocol(
 
 
 _LINGER_OFF: Final = struct.pack("ii", 1, 0)
+
+
+def _kernel_queued(transport: asyncio.Transport) -> int:
+    """Bytes the kernel holds for the peer, not yet acknowledged (``SIOCOUTQ``).
+
+    Our own buffer moves only when the kernel's (megabytes on loopback) has room
+    again; a client reading steadily drains the kernel's first, and that is its
+    progress. 0 where the platform cannot tell."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        import fcntl  # POSIX only
+        import termios
+
+        answer = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (ImportError, OSError, AttributeError):
+        return 0
+    return int(struct.unpack("i", answer)[0])
 
 
 def _reset(transport: asyncio.Transport) -> None:
