@@ -223,7 +223,8 @@ def disposal(calls: int) -> str:
 def unknowns(members: int) -> str:
     import orjson
 
-    from agui_tools.transport._server import AgentEndpoint, _Rejected
+    from agui_tools.transport._front import Refusal
+    from agui_tools.transport._server import AgentEndpoint
 
     async def agent(run: Any) -> None:  # judged only
         raise AssertionError
@@ -233,7 +234,7 @@ def unknowns(members: int) -> str:
     raw = orjson.dumps(body)
     try:
         AgentEndpoint(agent)._judge(raw)
-    except _Rejected as rejected:
+    except Refusal as rejected:
         return f"{rejected.status} {rejected.error.get('rule')}, one log line at most"
     return "accepted"
 

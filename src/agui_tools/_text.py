@@ -4,9 +4,13 @@ A tool name, an unknown member's name, a run id — a peer chooses them, and a
 peer's ``"x\\nCRITICAL forged line"`` must not become a line of our log, nor a
 ``\\x1b]0;…`` sequence our user's terminal obeys. One escaping, every face:
 
-* :func:`terminal_text` — the one way text reaches a terminal (every command's
-  stdout and stderr, the rich UI, ``check``'s table): line breaks and tabs kept,
-  every other control or format character a visible escape;
+* :func:`one_line` — a line of output that holds a peer's string (an id, a
+  tool's name, an error message, a finding): every control escaped, line breaks
+  and tabs too, so the peer never starts a line of ours (``"x\\n error [FE-8]
+  forged"`` is shown, never obeyed);
+* :func:`terminal_text` — a block of text for a terminal (an assistant's
+  message, a result, ``check``'s table): line breaks and tabs kept, every other
+  control or format character a visible escape;
 * :func:`terminal_json` — a JSON document for stdout (``--json``): orjson
   escapes C0 controls but writes C1 controls (``\\x9b`` is CSI to many
   terminals) and bidi overrides raw; here they are ``\\u`` escapes — the same
@@ -40,6 +44,7 @@ __all__ = [
     "escape_controls",
     "guarded_logger",
     "html_text",
+    "one_line",
     "shown",
     "terminal_json",
     "terminal_text",
@@ -79,6 +84,12 @@ def escape_controls(value: str, *, one_line: bool = False) -> str:
     """``value`` with every control/format character replaced by a visible escape;
     with ``one_line``, line breaks and tabs too (a log record is one line)."""
     return (_UNSAFE_IN_A_LINE if one_line else _UNSAFE).sub(_escape, value)
+
+
+def one_line(value: object) -> str:
+    """``value`` (``str()`` of it) as one line of output: every control or format
+    character a visible escape, line breaks and tabs included."""
+    return escape_controls(value if isinstance(value, str) else str(value), one_line=True)
 
 
 def terminal_text(value: object) -> str:

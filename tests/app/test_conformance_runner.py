@@ -102,3 +102,18 @@ def test_cli_conformance_with_no_fixtures_is_usage_error(
     (tmp_path / "notes.txt").write_text("not a fixture")
     assert main(["conformance", str(tmp_path)]) == 2
     assert f"no fixtures found in {tmp_path}" in capsys.readouterr().err
+
+
+def test_cli_conformance_names_the_fixture_that_is_not_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pointed at a folder holding one file that is not JSON, the one line names that file,
+    not only the folder a newcomer then has to search."""
+    (tmp_path / "triad-assembles-message.json").write_text(
+        json.dumps(load("triad-assembles-message"))
+    )
+    (tmp_path / "notes.json").write_text('{"stream": []}\n{"second": "document"}\n')
+    assert main(["conformance", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "notes.json is not JSON" in err and "line 2" in err, err

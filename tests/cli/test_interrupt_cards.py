@@ -83,7 +83,7 @@ def test_run_shows_the_card_and_an_approval_resumes_the_run(url: str, resumes: A
     with terminal(["run", url, REFUND]) as term:
         text = term.expect(r"\[a\]pprove / \[r\]esolve with JSON / \[c\]ancel\?")
         assert "The agent asks for approval" in text and "May I refund?" in text
-        assert "refund" in text and '"cents":500' in text and "answer schema" in text
+        assert "refund" in text and '"cents": 500' in text and "answer schema" in text
         term.type("a\n")
         assert term.wait() == 0
         clean(term.text)
@@ -210,7 +210,7 @@ def test_a_restarted_chat_resumes_the_interrupt_once(
     assert resumes() == []
     with terminal(args) as term:
         text = term.expect(r"\[a\]pprove")
-        assert "waiting on 1 interrupt(s)" in text and '"cents":500' in text
+        assert "waiting on 1 interrupt(s)" in text and '"cents": 500' in text
         term.type("a\n")
         talk(term, ("you> ", "\x04"))
         assert term.wait() == 0

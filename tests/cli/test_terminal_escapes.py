@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.helpers.scripted_server import serve
+from tests.helpers.scripted_server import serve, thread_and_run
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 EVIL = (
@@ -102,11 +102,7 @@ def hostile_agent() -> Iterator[str]:
     (so a client follows it to its end)."""
 
     async def endpoint(request: Request) -> Response:
-        try:
-            asked = orjson.loads(await request.body())
-            thread, run = str(asked["threadId"]), str(asked["runId"])
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            thread, run = "t", "r"
+        thread, run = await thread_and_run(request)
         return Response(_sse(_stream(thread, run)), media_type="text/event-stream")
 
     with serve(Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])) as base:

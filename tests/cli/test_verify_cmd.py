@@ -213,10 +213,9 @@ def test_a_capture_of_keepalives_only_is_a_readable_empty_stream(
 ) -> None:
     path = tmp_path / "quiet.sse"
     path.write_bytes(b": keep-alive\n\n: keep-alive\n\n")
-    assert main(["verify", str(path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"] == [
-        {"threadId": None, "runId": None, "status": "truncated", "pending": []}
-    ]
+    assert main(["verify", str(path), "--json"]) == 1  # it completed nothing (issue 36)
+    document = json.loads(capsys.readouterr().out)
+    assert (document["outcome"], document["runs"]) == ("empty", [])
 
 
 def test_a_malformed_input_is_judged_first_and_named(

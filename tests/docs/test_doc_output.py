@@ -25,7 +25,6 @@ stated in tests/README.md, "Doc examples print what their page shows"):
 from __future__ import annotations
 
 import ast
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,14 +32,15 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = [*sorted(ROOT.glob("*.md")), *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```([\w+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-MARK = re.compile(r"<!--\s*(output|fragment)\s*(?::\s*(.*?))?\s*-->\s*$")
-MINTED = re.compile(
-    r"\b(msg|call|result|run|thread)-"
-    r"(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
+from tests.helpers.doc_pages import (
+    PAGES,
+    ROOT,
+    SHELL_LANGUAGES,
+    fenced_blocks,
+    normalized,
+    pending_marked,
 )
+
 SENTINEL = "\x1e--- end of doc example ---\x1e"
 PENDING: dict[str, str] = {}
 """Pages known to break the rule, each with why: expected to fail (strict — the day the
@@ -60,11 +60,10 @@ def examples(path: Path) -> list[Example]:
     """The page's Python blocks, each with its marker and the output it shows."""
     text = path.read_text()
     found: list[Example] = []
-    for m in FENCE.finditer(text):
-        lang, body = m.group(1), m.group(2)
-        start = text.count("\n", 0, m.start()) + 1  # the fence's line
-        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        mark = MARK.search(before)
+    after_shell = False  # an output after a shell block is test_shell_examples.py's
+    for lang, body, start, mark in fenced_blocks(text):
+        if lang in SHELL_LANGUAGES or lang == "python":
+            after_shell = lang != "python"
         if lang == "python":
             fragment = None
             if mark and mark.group(1) == "fragment":
@@ -73,7 +72,7 @@ def examples(path: Path) -> list[Example]:
                     f"{path.name}:{start}: a fragment marker says why (<!-- fragment: … -->)"
                 )
             found.append(Example(start + 1, body, fragment))
-        elif mark and mark.group(1) == "output":
+        elif mark and mark.group(1) == "output" and not after_shell:
             assert lang == "text", f"{path.name}:{start}: an output block is a ```text block"
             assert found, f"{path.name}:{start}: an output block with no example before it"
             last = found[-1]
@@ -81,10 +80,6 @@ def examples(path: Path) -> list[Example]:
             assert last.fragment is None, f"{path.name}:{start}: a fragment prints nothing"
             last.shown, last.shown_line = normalized(body), start
     return found
-
-
-def normalized(printed: str) -> list[str]:
-    return [MINTED.sub(r"\1-…", line.rstrip()) for line in printed.splitlines() if line.strip()]
 
 
 def program(path: Path, blocks: list[Example]) -> str:
@@ -108,16 +103,7 @@ def _pages() -> list[Path]:
     return [p for p in PAGES if examples(p)]
 
 
-def _cases() -> list[object]:
-    return [
-        pytest.param(p, marks=pytest.mark.xfail(reason=PENDING[p.name], strict=True))
-        if p.name in PENDING
-        else p
-        for p in _pages()
-    ]
-
-
-@pytest.mark.parametrize("path", _cases(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", pending_marked(_pages(), PENDING), ids=lambda p: p.name)
 def test_the_examples_of_a_page_run_and_print_what_it_shows(path: Path, tmp_path: Path) -> None:
     blocks = examples(path)
     script = tmp_path / f"{path.stem}_examples.py"

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from agui_tools import ProtocolViolation
 from agui_tools.app import Conversation
-from agui_tools.transport._server import AgentEndpoint, _Rejected
+from agui_tools.transport._front import Refusal
+from agui_tools.transport._server import AgentEndpoint
 from agui_tools.wire import ConsumerPipeline, NDJSONReader, SSEReader
 from agui_tools.wire._framing import BrokenFrame
 from tests.fuzz.campaign import (
@@ -208,8 +209,8 @@ def test_fuzz_server_input_judging() -> None:
         if mangle:
             raw = raw[: len(raw) // 2] + junk + raw[len(raw) // 2 :]
         result = bounded(len(raw), "server judging", lambda: lambda: ENDPOINT._judge(raw))
-        assert isinstance(result, (dict, _Rejected)), result  # never a 500
-        if isinstance(result, _Rejected):
+        assert isinstance(result, (dict, Refusal)), result  # never a 500
+        if isinstance(result, Refusal):
             assert 400 <= result.status < 500 and result.error.get("message")
 
     run_for(target)

@@ -23,6 +23,18 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 
+async def thread_and_run(request: Request) -> tuple[str, str]:
+    """The thread and run a POST asks for (``t``/``r`` when it names none), so an agent
+    answers in them and a client follows the run to its end."""
+    import orjson
+
+    try:
+        asked = orjson.loads(await request.body())
+        return str(asked["threadId"]), str(asked["runId"])
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return "t", "r"
+
+
 @dataclass
 class Script:
     """What the next POST gets: a status, a content type, and body chunks."""

@@ -21,7 +21,7 @@ from agui_tools.app import Answer, SQLiteStore, idempotency_key
 from agui_tools.app._journal import JournalKey
 from agui_tools.testing import serving
 from agui_tools.transport import Session, SyncSession, ToolContext, tool_spec_from_function
-from agui_tools.transport._session import wants_context
+from agui_tools.transport._tool_functions import wants_context
 
 
 async def charging_agent(r: Run) -> None:

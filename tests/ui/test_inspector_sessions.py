@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from agui_tools.agent import Run
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import serving
 from agui_tools.transport import agent_app
@@ -458,3 +459,38 @@ def test_the_panels_open_and_close_with_the_keyboard(browser: Any) -> None:
         assert page.evaluate("document.activeElement.id") == "replay-open"  # focus returns
         assert opener.get_attribute("aria-expanded") == "false"
         del served
+
+
+def test_an_answer_form_says_what_each_field_is_for(browser: Any) -> None:
+    """A field's ``description`` in the answer schema is the agent's explanation of what to
+    put there: the form shows it under the field, and it describes the field's control."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "approved": {"type": "boolean", "description": "tick to pay for the tea"},
+            "note": {"type": "string", "description": "why, for the person who reviews it"},
+        },
+        "required": ["approved"],
+    }
+
+    async def asks(run: Run) -> None:
+        if run.resume:
+            await run.text(f"got {json.dumps(run.resume[0].get('payload'))}")
+            return
+        run.interrupt({"id": "tea", "reason": "approval", "responseSchema": schema})
+
+    with (
+        inspector_server(agent_setup(agent_app(asks, path="/agent"))) as served,
+        open_page(browser, served.url) as page,
+    ):
+        send(page, "Buy tea")
+        form = page.locator('section.interrupt[data-interrupt-id="tea"]')
+        form.wait_for()
+        for label, words in (
+            ("approved *", "tick to pay for the tea"),
+            ("note", "why, for the person who reviews it"),
+        ):
+            hint = form.get_by_text(words, exact=True)
+            assert hint.is_visible(), f"{label}: its description is not on screen"
+            control = form.get_by_label(label, exact=True)
+            assert control.get_attribute("aria-describedby") == hint.get_attribute("id")

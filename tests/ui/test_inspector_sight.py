@@ -227,6 +227,40 @@ def test_proxy_inspect_every_tab(browser: Any, width: str) -> None:
         every_tab_looks_right(page, f"{width}, proxy --inspect")
 
 
+# a checkbox and the words that label it, read as one line: the words start to the right of
+# the box and the box sits within the height of the words' first line
+CHECKBOX_BESIDE_ITS_WORDS = """() => [...document.querySelectorAll('label')]
+  .filter((label) => label.querySelector('input[type=checkbox]') && label.offsetParent)
+  .flatMap((label) => {
+    const box = label.querySelector('input[type=checkbox]').getBoundingClientRect();
+    const words = [...label.childNodes].find((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!words) return [];
+    const range = document.createRange();
+    range.selectNodeContents(words);
+    const line = range.getClientRects()[0];
+    const middle = box.top + box.height / 2;
+    const beside = line.left >= box.right - 1 && middle >= line.top && middle <= line.bottom;
+    return beside ? [] : [`'${words.textContent.trim()}': its checkbox at `
+      + `(${Math.round(box.left)}, ${Math.round(box.top)}), its words at `
+      + `(${Math.round(line.left)}, ${Math.round(line.top)})`];
+  })"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_checkbox_sits_beside_its_words(browser: Any, width: str) -> None:
+    """The mock-tool form's "has side effects" box is read with its words on one line, not
+    stranded above them in the middle of the form."""
+    app = agent_app(echo_agent("alpha"), path="/agent")
+    with (
+        inspector_server(agent_setup(app)) as served,
+        sized_page(browser, served.url, width) as page,
+    ):
+        page.get_by_role("tab", name="Tools", exact=True).click()
+        page.get_by_label("has side effects (asks for consent)").wait_for()
+        problems = page.evaluate(CHECKBOX_BESIDE_ITS_WORDS)
+        assert not problems, f"{width}, tab Tools: " + "; ".join(problems)
+
+
 # -- screenshots against the references ------------------------------------------------------
 
 
@@ -284,3 +318,86 @@ def test_the_html_check_report_fits_the_window(browser: Any, check_page: str, wi
         assert_looks_right(page, f"{width}, the check report", ["main > *", "header > *"])
     finally:
         context.close()
+
+
+# a word of the summary table short enough to be given a line of its cell, yet painted on two
+# lines or more ("MU" / "ST", "inpu" / "t.ma" / "lfor"…): squeezed columns break words a person reads
+# (a hyphen ends a word: a line may break after it, as in print)
+WORDS_BROKEN_THAT_FIT = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll('table.summary td')) {
+    // room a word may ask for: a third of the table, whatever width the columns were given
+    const room = cell.closest('table').clientWidth / 3;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.textContent.matchAll(/[^\\s-]+-*/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+        const lines = new Set(rects.map((r) => Math.round(r.top))).size;
+        const width = rects.reduce((sum, r) => sum + r.width, 0);
+        if (lines > 1 && width <= room) broken.push(`'${match[0]}' on ${lines} lines`);
+      }
+    }
+  }
+  // an identifier — a case id, a rule ID — is read (and searched for) whole: not even at
+  // its hyphen
+  for (const id of document.querySelectorAll('table.summary td:first-child a, table.summary .rule-id')) {
+    const lines = new Set([...id.getClientRects()].map((r) => Math.round(r.top))).size;
+    if (lines > 1) broken.push(`'${id.textContent}' on ${lines} lines`);
+  }
+  return broken;
+}"""
+
+
+@pytest.fixture(scope="module")
+def check_page_not_exercised() -> str:
+    """The HTML report of an agent that only echoes: most cases are "not exercised", the
+    widest badge the summary's verdict column holds."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agui_tools.check import acheck_agent
+    from agui_tools.check.reports import html_report
+
+    async def main() -> str:
+        async with serving(agent_app(echo_agent("alpha"), path="/agent")) as base:
+            report = await acheck_agent(f"{base}/agent")
+        return html_report(report)
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        return pool.submit(asyncio.run, main()).result(120)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_html_check_report_keeps_its_words_whole(
+    browser: Any, check_page: str, check_page_not_exercised: str, width: str
+) -> None:
+    w, h = WIDTHS[width]
+    context = browser.new_context(viewport={"width": w, "height": h})
+    try:
+        page = context.new_page()
+        page.set_content(check_page + check_page_not_exercised)
+        broken = page.evaluate(WORDS_BROKEN_THAT_FIT)
+        assert not broken, f"{width}, the check report's summary: " + ", ".join(broken[:12])
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_each_dialog_closes_with_a_button(browser: Any, width: str) -> None:
+    """On a phone there is no Escape key: the Agent and Replay dialogs each close with a
+    Close button inside them, and nothing of them stays painted."""
+    app = agent_app(echo_agent("alpha"), path="/agent")
+    with (
+        inspector_server(agent_setup(app)) as served,
+        sized_page(browser, served.url, width) as page,
+    ):
+        for opener, box in (("Agent…", "#agent-box"), ("Replay…", "#replay-box")):
+            open_dialog(page, opener, box)
+            page.locator(box).get_by_role("button", name="Close", exact=True).click()
+            problem = unpainted(page, box)
+            assert problem is None, f"{width}, {opener}: {problem}"
+            expanded = page.get_by_role("button", name=opener, exact=True)
+            assert expanded.get_attribute("aria-expanded") == "false"

@@ -15,7 +15,9 @@ Sans-I/O, in the order a verified event travels::
                    _store_postgres_connect)
     _calls         one pending call and its one answer (PendingCall, Answer)
     _disposition   the gates a pending call passes, one small function each
+    _answering     every way a call gets its one answer, as store steps
     _conversation  all of it for one thread, carrying out the gates' rulings
+    _store_drive   the one place those steps meet the journal or store
     _downgrade     the next RunAgentInput, shaped for older peers
     _capture       a captured stream through pipeline + reducer (verify_capture)
 """

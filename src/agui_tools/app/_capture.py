@@ -51,12 +51,27 @@ class CaptureVerdict:
     def warnings(self) -> list[ProtocolWarning]:
         return self.result.warnings
 
+    @property
+    def outcome(self) -> str:
+        """``"completed"``, ``"failed"``, ``"truncated"`` — or ``"empty"``: the capture
+        holds no run (keep-alives only), and nothing was completed."""
+        if self.truncated is not None:  # cut mid-run or mid-event: no outcome (TRANS-2)
+            return "truncated"
+        if self.result.error is None and not self.runs:
+            return "empty"
+        return self.result.outcome
+
+    @property
+    def runs(self) -> list[Any]:
+        """The runs the capture holds (the verifier's entry for a stream that started none
+        is no run)."""
+        return [r for r in self.result.runs if r.run_id is not None]
+
     def to_json(self) -> dict[str, Any]:
         """The ``verify --json`` document."""
         error = self.result.error
         return {
-            # a capture cut mid-run or mid-event has no outcome (TRANS-2): never "completed"
-            "outcome": "truncated" if self.truncated is not None else self.result.outcome,
+            "outcome": self.outcome,
             "error": None
             if error is None
             else {
@@ -67,7 +82,7 @@ class CaptureVerdict:
             },
             "warnings": [w.to_json() | {"text": str(w)} for w in self.result.warnings],
             "events": self.events,
-            "runs": [r.to_json() for r in self.result.runs],
+            "runs": [r.to_json() for r in self.runs],
             "messages": self.thread.messages,
             "state": self.thread.state,
             "truncated": self.truncated,
@@ -86,9 +101,8 @@ class CaptureVerdict:
             f"{result.events} event(s) read, {len(self.events)} delivered, "
             f"{len(result.warnings)} warning(s)"
         )
-        for r in result.runs:
-            ident = f"thread {r.thread_id!r} run {r.run_id!r}" if r.run_id else "stream"
-            line = f"  {ident}: {r.status}"
+        for r in self.runs:
+            line = f"  thread {r.thread_id!r} run {r.run_id!r}: {r.status}"
             if r.pending:
                 line += f", pending tool calls: {', '.join(r.pending)}"
             if r.error:
@@ -98,6 +112,9 @@ class CaptureVerdict:
         if cut is not None:
             out.append(f"TRUNCATED [{cut['rule']}] {cut['message']}")
             out.append("outcome: truncated (not a success)")
+            return out
+        if self.outcome == "empty":
+            out.append("outcome: empty (no run in the capture: keep-alives only — not a success)")
             return out
         out.append(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))
         return out
@@ -147,6 +164,10 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
         if not isinstance(events, list):
             raise ProtocolViolation(
                 "TRANS-4", "a JSON capture must be an array of events.", where="capture"
+            )
+        if not events:  # as an empty file: nothing was captured, which is no stream
+            raise ProtocolViolation(
+                "TRANS-4", "an empty JSON array: no event was captured.", where="capture"
             )
         return list(events)
     if kind == "ndjson":

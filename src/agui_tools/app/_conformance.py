@@ -269,10 +269,23 @@ def _first_mismatch(
     return None
 
 
+class FixtureNotJSON(ValueError):
+    """A fixture file that is not one JSON document, named: in a folder of fixtures, the
+    folder alone does not say which file to open."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path.name} is not JSON ({why})")
+        self.path = path
+
+
 def load_fixtures(directory: Path) -> Iterable[tuple[Path, dict[str, Any]]]:
     files = sorted(directory.glob("*.json")) if directory.is_dir() else [directory]
     for path in files:
-        yield path, orjson.loads(path.read_bytes())
+        try:
+            fixture = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise FixtureNotJSON(path, str(exc)) from exc
+        yield path, fixture
 
 
 def run_directory(directory: Path) -> list[FixtureResult]:

@@ -32,42 +32,35 @@ made with the same ``store`` and ``thread_id`` — in this process or any other
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import inspect
 import time
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
-from .. import _telemetry
 from .._errors import (
     ProtocolWarning,
     ResumeOutcomeUnknown,
     StaleThread,
     StoreError,
-    StoreOutcomeUnknown,
     UsageError,
 )
 from ..wire._enforce import shared_enforcer
 from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
 from ..wire._verify import Limits, RunSummary
-from ._arguments import parse_arguments
+from ._answering import Answering, OutcomeUnknown
 from ._call_order import in_call_order, misplaced_tool_messages
-from ._calls import Answer, CallStatus, PendingCall, describe_errors, move, normalize_result
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, fingerprint
-from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
+from ._calls import Answer, CallStatus, PendingCall
+from ._consent import ConsentPolicy, fingerprint
 from ._downgrade import prepare_run_input
-from ._execution import Execution, unawaited
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
-from ._link import Link, Operation
+from ._link import Link
 from ._reducer import NOTHING_ENCODED, Encoded, ThreadState
-from ._resume import RESUME_TOOL, SentResume, check_resume, resume_record_id
+from ._resume import RESUME_TOOL, SentResume, check_resume, resume_record_id, unknown_resume
 from ._runs import RunResult, run_from_json, run_to_json
-from ._steps import Pause, Steps, StoreOp, adrive, ask, drive
+from ._steps import Pause, StoreSteps, ask
 from ._store import (
     AsyncStore,
     Store,
@@ -76,6 +69,7 @@ from ._store import (
     not_storable,
     snapshot_of,
 )
+from ._store_drive import adrive_store, drive_store
 from ._tools import ToolSpec
 from ._updates import CallUpdate, TextDelta, Update, call_update, shown
 
@@ -88,28 +82,19 @@ __all__ = [
     "call_update",
 ]
 
-Handler = Callable[[dict[str, Any]], Any]
-AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
-OutcomeUnknown = Callable[[PendingCall, datetime], Answer | None]
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
 # -- what the core asks of its journal or store ---------------------------------
 #
 # Everything that reads or writes the journal or store — ending a run, restoring
 # a thread, disposing of a call, consent, claiming and answering — is written
-# once, as steps that yield ``StoreOp``s (app/_steps.py); ``_drive`` performs
-# them on a synchronous store, ``_perform`` awaits them on an async one. Every
+# once, as public ``*_steps`` methods that yield ``StoreOp``s (app/_steps.py) and
+# never perform them; app/_store_drive.py performs them (``drive_store`` on a
+# synchronous store, ``adrive_store`` without blocking the event loop). Every
 # operation first asks the conversation's ``Link`` (app/_link.py) whether the
 # copy of the thread is still in step with the store; a failed store call moves
 # the link out of step, and from then on the conversation refuses to go on.
 
-StoreSteps = Steps[StoreOp | Pause, T]
-"""What the conversation asks of its journal or store, and the pauses between."""
 
-
-class Conversation:
+class Conversation(Answering):
     """One thread between an application and an agent.
 
     Args:
@@ -259,19 +244,6 @@ class Conversation:
 
     # -- the next input ---------------------------------------------------------
 
-    @property
-    def pending(self) -> list[PendingCall]:
-        """Calls still waiting for an answer, in the order they were made."""
-        return [c for c in self._calls.values() if not c.status.answered]
-
-    def call(self, call_id: str) -> PendingCall:
-        try:
-            return self._calls[call_id]
-        except KeyError:
-            raise UsageError(
-                f"no call {call_id!r} is awaiting disposition in this conversation"
-            ) from None
-
     def next_input(
         self,
         *,
@@ -375,6 +347,12 @@ class Conversation:
             raise UsageError("no run input is prepared: call next_input() first")
         return self._run_input
 
+    def use_input(self, run_input: Mapping[str, Any]) -> None:
+        """Judge the next stream against ``run_input``, an input another party prepared
+        and sent (a frontend's POST the inspector watches), instead of one
+        :meth:`next_input` built: the stream is then received and ended as any run."""
+        self._run_input = dict(run_input)
+
     @property
     def run_in_progress(self) -> bool:
         """True between :meth:`next_input` and :meth:`end_run`."""
@@ -391,13 +369,13 @@ class Conversation:
         if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
             self._withdraw_run()  # no store to touch: any face, any store
             return None
-        return self._drive("abandon_run", self._end_run_steps())
+        return drive_store(self.journal, self._link, "abandon_run", self.end_run_steps())
 
-    def _abandon_steps(self) -> StoreSteps[RunResult | None]:
+    def abandon_steps(self) -> StoreSteps[RunResult | None]:
         if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
             self._withdraw_run()
             return None
-        return (yield from self._end_run_steps())
+        return (yield from self.end_run_steps())
 
     def _withdraw_run(self) -> None:
         """The run never started (nothing arrived): take back what next_input() added."""
@@ -538,9 +516,9 @@ class Conversation:
         (reload: a new conversation on the same store and thread id; see
         app/_link.py).
         """
-        return self._drive("end_run", self._end_run_steps())
+        return drive_store(self.journal, self._link, "end_run", self.end_run_steps())
 
-    def _end_run_steps(self) -> StoreSteps[RunResult]:
+    def end_run_steps(self) -> StoreSteps[RunResult]:
         pipe = self._ensure_pipeline()
         result: StreamResult = pipe.close()
         self._pipeline = None
@@ -621,7 +599,7 @@ class Conversation:
     # another replica sending it now) is a resume that may have reached the agent:
     # never sent again blindly (docs/transport.md, "A resume is sent once").
 
-    def _sent_resume_steps(self) -> StoreSteps[SentResume | None]:
+    def sent_resume_steps(self) -> StoreSteps[SentResume | None]:
         """The resume of the interrupted last run that a process sent and no saved run
         answers (``None``: none was sent). One another replica is sending right now is
         waited for, up to ``in_flight_wait`` after it was sent; answered meanwhile, the
@@ -660,7 +638,7 @@ class Conversation:
             sent_at=datetime.fromtimestamp(found.started_at or 0.0, UTC),
         )
 
-    def _claim_resume_steps(self) -> StoreSteps[None]:
+    def claim_resume_steps(self) -> StoreSteps[None]:
         """Record the resume the prepared input carries, before it is sent: its entries
         and run id, then the claim. Another process's claim found instead, nothing is
         sent (the prepared input is withdrawn): its run saved, :class:`StaleThread`;
@@ -697,7 +675,7 @@ class Conversation:
         if claim.claim is Claim.ANSWERED:
             raise StaleThread(self.thread_id, self.version, self.version + 1)
         sent = yield from self._recorded_resume_steps(record_id, claim)
-        raise ResumeOutcomeUnknown(_unknown_resume(sent), sent)
+        raise ResumeOutcomeUnknown(unknown_resume(sent), sent)
 
     def resend(self, sent: SentResume) -> dict[str, Any]:
         """The input that sends ``sent`` again — its entries, under its run id — once the
@@ -739,9 +717,9 @@ class Conversation:
         conversation.restore_async()`` before anything else. A store failure
         while restoring is raised and stops the conversation (reload).
         """
-        return self._drive("restore", self._restore_steps())
+        return drive_store(self.journal, self._link, "restore", self.restore_steps())
 
-    def _restore_steps(self) -> StoreSteps[bool]:
+    def restore_steps(self) -> StoreSteps[bool]:
         if not self._unloaded:
             return self.version > 0
         record = yield from ask("load", self.thread_id)
@@ -803,506 +781,16 @@ class Conversation:
 
     async def end_run_async(self) -> RunResult:
         """:meth:`end_run` without blocking the event loop (any store)."""
-        return await self._perform("end_run", self._end_run_steps())
+        return await adrive_store(self.journal, self._link, "end_run", self.end_run_steps())
 
     async def abandon_run_async(self) -> RunResult | None:
         """:meth:`abandon_run` without blocking the event loop (any store)."""
-        return await self._perform("abandon_run", self._abandon_steps())
+        return await adrive_store(self.journal, self._link, "abandon_run", self.abandon_steps())
 
     async def restore_async(self) -> bool:
         """:meth:`restore` without blocking the event loop: how a conversation on an
         :class:`~agui_tools.app._store.AsyncStore` loads its thread."""
-        return await self._perform("restore", self._restore_steps())
-
-    async def approve_async(
-        self,
-        call_id: str,
-        *,
-        by: DecidedBy = "user",
-        arguments: Mapping[str, Any] | None = None,
-        reason: str | None = None,
-    ) -> ConsentDecision:
-        """:meth:`approve` without blocking the event loop (any store)."""
-        return await self._perform(
-            "approve", self._approve_steps(call_id, by=by, arguments=arguments, reason=reason)
-        )
-
-    async def decline_async(
-        self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
-    ) -> Answer:
-        """:meth:`decline` without blocking the event loop (any store)."""
-        return await self._perform("decline", self._decline_steps(call_id, by=by, reason=reason))
-
-    async def fail_async(self, call_id: str, error: str) -> Answer:
-        """:meth:`fail` without blocking the event loop (any store)."""
-        return await self._perform("fail", self._fail_steps(call_id, error))
-
-    # -- the two drivers of the store steps ------------------------------------------
-
-    @property
-    def in_step(self) -> bool:
-        """Whether this conversation's copy of the thread is in step with its store.
-
-        ``False`` after a store operation failed (app/_link.py): every further
-        operation that reads or writes the store raises
-        :class:`~agui_tools._errors.ReloadRequired` (or the
-        :class:`~agui_tools._errors.StaleThread` that stopped it) — reload.
-        """
-        return self._link.in_step
-
-    def _drive(self, operation: Operation | None, steps: StoreSteps[T]) -> T:
-        """Perform ``steps`` on this conversation's synchronous journal or store.
-
-        ``operation`` is checked against the link first (``None``: recording an
-        execution's answer, which is always right to attempt — the side effect
-        happened); a store call that fails moves the link out of step.
-        """
-        journal = self.journal
-        if is_async_store(journal):
-            steps.close()
-            raise UsageError(
-                f"this conversation keeps its thread in an async store "
-                f"({type(journal).__name__}): call it from async code — the *_async methods "
-                "(end_run_async(), restore_async(), approve_async(), decline_async(), "
-                "fail_async(), execute_async()) — or use Session, which does; synchronous code "
-                "(SyncSession) uses PostgresStore or SQLiteStore"
-            )
-        if operation is not None:
-            try:
-                self._link.check(operation)
-            except BaseException:
-                steps.close()
-                raise
-        link = self._link
-
-        def perform(op: StoreOp) -> Any:
-            try:
-                with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
-                    return op.call(journal)
-            except BaseException as exc:
-                link.failed(exc, writes=op.writes)
-                raise
-
-        try:
-            return drive(steps, perform)
-        except StoreError as exc:  # raised by the steps themselves (a thread that is not JSON)
-            link.failed(exc)
-            raise
-
-    async def _perform(self, operation: Operation | None, steps: StoreSteps[T]) -> T:
-        """Perform ``steps`` without blocking the event loop: awaiting an async
-        store's coroutines, or driving a synchronous store in a worker thread when
-        it may wait (inline when it never does)."""
-        journal = self.journal
-        if not is_async_store(journal):
-            if getattr(journal, "blocking", True):
-                return await asyncio.to_thread(self._drive, operation, steps)
-            return self._drive(operation, steps)
-        if operation is not None:
-            try:
-                self._link.check(operation)
-            except BaseException:
-                steps.close()
-                raise
-        link = self._link
-
-        async def perform(op: StoreOp) -> Any:
-            try:
-                with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
-                    return await op.call(journal)
-            except BaseException as exc:  # a cancellation too: the outcome of a write is unknown
-                link.failed(exc, writes=op.writes)
-                raise
-
-        try:
-            return await adrive(steps, perform)
-        except StoreError as exc:
-            link.failed(exc)
-            raise
-
-    # -- disposition -------------------------------------------------------------
-
-    def _pending_call(self, call_id: str, run_id: str | None) -> PendingCall:
-        """The call as the thread holds it, registered for disposition."""
-        name = self.thread.call_name(call_id) or ""
-        text = self.thread.arguments(call_id) or ""
-        call = PendingCall(
-            thread_id=self.thread_id,
-            run_id=run_id,
-            call_id=call_id,
-            name=name,
-            text=text,
-            arguments=parse_arguments(text),
-            tool=self.tools.get(name),
-            subagent_run_id=self.thread.call_owner(call_id),
-        )
-        self._calls[call_id] = call
-        return call
-
-    def _dispose_steps(
-        self, call_id: str, run_id: str | None, *, closed: bool = True
-    ) -> StoreSteps[PendingCall]:
-        """Put a call through the disposition gates (:mod:`._disposition`) and carry
-        out their ruling: durable first, then in memory.
-
-        What the gates need of the journal is read first (the record; the
-        decisions when there is no record), so the gates stay pure functions."""
-        call = self._pending_call(call_id, run_id)
-        record: ClaimResult | None = yield from ask("lookup", self.thread_id, call_id)
-        decisions: list[dict[str, Any]] = (
-            [] if record is not None else (yield from ask("decisions", self.thread_id, call_id))
-        )
-        ruling = rule_on(call, Desk(record, decisions, self.consent, self.unadvertised, closed))
-        if isinstance(ruling, Stand):
-            if ruling.record.claim is Claim.ANSWERED:
-                assert ruling.record.answer is not None
-                self._answer(call, Answer.from_json(ruling.record.answer))
-            else:
-                yield from self._unknown_steps(call, ruling.record)
-        elif isinstance(ruling, Settle):
-            yield from self._settle_steps(
-                call, ruling.answer, decision=ruling.decision, record=ruling.record
-            )
-        elif isinstance(ruling, Approve):
-            if ruling.record:
-                yield from self._record_steps(call, ruling.decision)
-            else:
-                call.decision = ruling.decision
-            move(call, "approve")
-        else:
-            move(call, "ask")
-        return call
-
-    def _undisposable(self, call_id: str, run_id: str | None, exc: Exception) -> PendingCall:
-        """A call :meth:`_dispose_steps` could not finish: answered failed, in memory only.
-
-        Nothing ran, so nothing is lost if the answer is not durable: after a
-        restart the call is disposed of again.
-        """
-        call = self._calls.get(call_id) or self._pending_call(call_id, run_id)
-        if call.answer is None:
-            self._answer(
-                call,
-                Answer.failed(
-                    call_id,
-                    f"not executed: the application could not dispose of the call "
-                    f"({describe_exception(exc)})",
-                ),
-            )
-        return call
-
-    def approve(
-        self,
-        call_id: str,
-        *,
-        by: DecidedBy = "user",
-        arguments: Mapping[str, Any] | None = None,
-        reason: str | None = None,
-    ) -> ConsentDecision:
-        """Approve a call — with edited ``arguments`` if the user changed them.
-
-        Edited arguments are validated against the schema like the proposal
-        was; the approval binds their fingerprint, and voids the original's.
-        """
-        return self._drive(
-            "approve", self._approve_steps(call_id, by=by, arguments=arguments, reason=reason)
-        )
-
-    def _approve_steps(
-        self,
-        call_id: str,
-        *,
-        by: DecidedBy = "user",
-        arguments: Mapping[str, Any] | None = None,
-        reason: str | None = None,
-    ) -> StoreSteps[ConsentDecision]:
-        call = self.call(call_id)
-        if call.status not in (CallStatus.AWAITING_CONSENT, CallStatus.APPROVED):
-            raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be approved now")
-        if arguments is not None:
-            edited = dict(arguments)
-            assert call.tool is not None
-            errors = call.tool.validator.validate(edited)
-            if errors:
-                raise UsageError(
-                    f"the edited arguments for {call_id!r} do not match the tool's schema: "
-                    f"{describe_errors(errors)}",
-                    rule="TOOL-21",
-                )
-            original = call.fingerprint
-            previous = call.edited
-            call.edited = edited
-            try:
-                decision = yield from self._record_steps(
-                    call,
-                    decide(call, approved=True, by=by, reason=reason, supersedes=original),
-                )
-            except BaseException:
-                call.edited = previous  # not recorded: the approval did not happen
-                raise
-        else:
-            decision = yield from self._record_steps(
-                call, decide(call, approved=True, by=by, reason=reason)
-            )
-        move(call, "approve")
-        self._updates.append(call_update(call))
-        return decision
-
-    def decline(self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None) -> Answer:
-        """Decline a call: it is answered, saying so and saying who declined.
-
-        Returns the answer that stands: if the call's execution already started
-        elsewhere (another process, an earlier life of this one), that is not
-        undone by a decline — the call is answered "outcome unknown" instead.
-        """
-        return self._drive("decline", self._decline_steps(call_id, by=by, reason=reason))
-
-    def _decline_steps(
-        self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
-    ) -> StoreSteps[Answer]:
-        call = self.call(call_id)
-        if call.status.answered or call.status is CallStatus.EXECUTING:
-            raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be declined now")
-        return (
-            yield from self._settle_steps(
-                call,
-                Answer.declined(call_id, by, reason),
-                decision=decide(call, approved=False, by=by, reason=reason),
-            )
-        )
-
-    def execute(self, call_id: str, handler: Handler) -> Answer:
-        """Run an approved call's handler exactly once and answer the call.
-
-        The handler gets the effective arguments (a dict) and returns the
-        result: a string, a list of content parts, or JSON-able data. An
-        exception becomes a ``failed`` answer with ``error`` set, never a crash.
-        """
-        if inspect.iscoroutinefunction(handler):
-            raise UsageError(f"the handler for {call_id!r} is async: use execute_async()")
-        with Execution(self, call_id) as run:
-            if run.claimed:
-                result = handler(run.arguments)
-                if inspect.isawaitable(result):
-                    run.returned(unawaited(call_id, result))
-                else:
-                    run.returned(Answer.executed(call_id, normalize_result(result)))
-        return run.answer
-
-    async def execute_async(self, call_id: str, handler: Handler | AsyncHandler) -> Answer:
-        """:meth:`execute` for a handler that may be a coroutine function.
-
-        Cancelled while the handler runs, the call is answered "outcome
-        unknown" (the handler may have acted) before the cancellation goes on.
-        Cancelled while the claim is being recorded (in a worker thread, for a
-        store that may wait), the claim is seen through and, as nothing ran,
-        the call is answered "not executed" — never left executing.
-        """
-        async with Execution(self, call_id) as run:
-            if run.claimed:
-                result = handler(run.arguments)
-                if inspect.isawaitable(result):
-                    result = await result
-                run.returned(Answer.executed(call_id, normalize_result(result)))
-        return run.answer
-
-    def fail(self, call_id: str, error: str) -> Answer:
-        """Answer a call as failed without running it (no handler, say).
-
-        Returns the answer that stands (see :meth:`decline`). A call that is
-        executing is answered by its handler's return, not by this.
-        """
-        return self._drive("fail", self._fail_steps(call_id, error))
-
-    def _fail_steps(self, call_id: str, error: str) -> StoreSteps[Answer]:
-        call = self.call(call_id)
-        if call.status.answered:
-            raise UsageError(f"call {call_id!r} is already answered")
-        if call.status is CallStatus.EXECUTING:
-            raise UsageError(
-                f"call {call_id!r} is executing: its handler's return (or its failure) answers "
-                "it; a call is never answered twice"
-            )
-        return (yield from self._settle_steps(call, Answer.failed(call_id, error)))
-
-    def _claim_steps(self, call_id: str) -> StoreSteps[tuple[PendingCall, JournalKey | None]]:
-        """Take the right to execute; ``(call, None)`` when the call got its answer instead."""
-        call = self.call(call_id)
-        if call.status is not CallStatus.APPROVED:
-            raise UsageError(
-                f"call {call_id!r} is {call.status.value}: only an approved call executes"
-                + (" (ask the user first)" if call.status is CallStatus.AWAITING_CONSENT else ""),
-                rule="TOOL-22",
-            )
-        decision = call.decision
-        if decision is None or not decision.approved or decision.fingerprint != call.fingerprint:
-            raise UsageError(
-                f"the recorded consent for {call_id!r} does not cover the arguments that would run",
-                rule="TOOL-22",
-            )
-        key = JournalKey(self.thread_id, call_id, call.fingerprint)
-        claim: ClaimResult = yield from ask("claim", key, tool=call.name)
-        if claim.claim is Claim.ANSWERED:
-            assert claim.answer is not None
-            self._answer(call, Answer.from_json(claim.answer))
-            return call, None
-        if claim.claim is Claim.UNKNOWN:
-            yield from self._unknown_steps(call, claim)
-            return call, None
-        move(call, "execute")
-        self._updates.append(call_update(call))
-        return call, key
-
-    def _record_steps(
-        self, call: PendingCall, decision: ConsentDecision
-    ) -> StoreSteps[ConsentDecision]:
-        """A decision that answers nothing yet (an approval): recorded, then it holds."""
-        yield from ask("record_decision", decision.to_json())
-        call.decision = decision
-        return decision
-
-    # -- answers: three ways in, one way to the thread ---------------------------------
-
-    def _answer(self, call: PendingCall, answer: Answer) -> Answer:
-        """Give ``call`` its answer in memory and in the thread; an answer is never replaced."""
-        if call.answer is not None:
-            return call.answer
-        move(call, answer.outcome)
-        call.answer = answer
-        self._post(call, answer)
-        self._updates.append(call_update(call, answer))
-        return answer
-
-    def _post(self, call: PendingCall, answer: Answer) -> None:
-        """Put the answer's tool message in the thread, unless one already answers the call."""
-        if self.thread.has_result(call.call_id):
-            return
-        message_id = f"result-{call.call_id}"
-        n = 1
-        while self.thread.has_message(message_id):
-            n += 1
-            message_id = f"result-{call.call_id}-{n}"
-        message = answer.tool_message(message_id)
-        if call.subagent_run_id is not None:
-            message["subagentRunId"] = call.subagent_run_id
-        self.thread.add_tool_message(message)
-
-    def _settle_steps(
-        self,
-        call: PendingCall,
-        answer: Answer,
-        *,
-        decision: ConsentDecision | None = None,
-        record: bool = True,
-    ) -> StoreSteps[Answer]:
-        """An answer that ran nothing: made durable, then given — unless the journal
-        already holds something for the call, which then stands (and is returned)."""
-        found: ClaimResult = yield from ask(
-            "settle",
-            JournalKey(self.thread_id, call.call_id, call.fingerprint),
-            answer.to_json(),
-            decision=decision.to_json() if decision is not None and record else None,
-        )
-        if found.claim is Claim.UNKNOWN:
-            return (yield from self._unknown_steps(call, found))
-        assert found.answer is not None
-        if found.answer == answer.to_json():
-            if decision is not None:
-                call.decision = decision
-            return self._answer(call, answer)
-        return self._answer(call, Answer.from_json(found.answer))
-
-    def _executed_steps(
-        self, call: PendingCall, key: JournalKey, answer: Answer
-    ) -> StoreSteps[Answer]:
-        """An execution's answer, made durable, then given — the answer that stands:
-        ours, or the one recorded first over our intent (a replica that answered the
-        call "outcome unknown" while it ran), so every reader agrees with the journal.
-
-        If it cannot be recorded, ours is given in memory (the side effect happened)
-        and the error raised; the conversation stops (nothing of it is saved), and a
-        reload reads the intent without an answer: "outcome unknown", never a re-run.
-        """
-        try:
-            standing = yield from ask("finish", key, answer.to_json())
-        except BaseException as exc:  # a cancellation too: the side effect happened
-            self._answer(call, answer)
-            if not isinstance(exc, StoreError):
-                raise
-            raise StoreOutcomeUnknown(
-                f"call {call.call_id!r} was executed and is answered, but its answer could not be "
-                f"recorded ({exc}); the journal still holds its intent, so after a restart its "
-                "outcome reads as unknown and it is not run again"
-            ) from exc
-        if isinstance(standing, Mapping) and dict(standing) != answer.to_json():
-            return self._answer(call, Answer.from_json(standing))  # another answered first
-        return self._answer(call, answer)
-
-    def _unknown_steps(self, call: PendingCall, record: ClaimResult) -> StoreSteps[Answer]:
-        """A call whose execution started and recorded no answer: never run again.
-
-        An execution that started less than ``in_flight_wait`` seconds ago may
-        still be running in another process: its answer is waited for (the
-        journal polled, backing off) until that much time has passed since it
-        started; an answer that arrives is this call's answer too.
-        """
-        deadline = (record.started_at or 0.0) + self.in_flight_wait
-        pause = 0.02
-        while (now := time.time()) < deadline:
-            yield Pause(min(pause, deadline - now))
-            pause = min(pause * 2, 0.5)
-            found: ClaimResult | None = yield from ask("lookup", self.thread_id, call.call_id)
-            if found is not None and found.claim is Claim.ANSWERED:
-                assert found.answer is not None
-                return self._answer(call, Answer.from_json(found.answer))
-        started = datetime.fromtimestamp(record.started_at or 0, UTC)
-        known: Answer | None = None
-        note = ""
-        if self.outcome_unknown is not None:
-            try:
-                known = self.outcome_unknown(call, started)
-            except Exception as exc:  # the hook could not tell: the outcome stays unknown
-                note = f"; the application's check of it failed ({describe_exception(exc)})"
-            if known is not None and not isinstance(known, Answer):
-                note = (
-                    f"; the application's outcome_unknown hook returned "
-                    f"{type(known).__name__}, not an Answer or None"
-                )
-                known = None
-        if known is None:
-            unknown = Answer.failed(
-                call.call_id,
-                f"outcome unknown: an execution of this call started at "
-                f"{started.isoformat(timespec='seconds')} and recorded no result (the "
-                "application may have stopped mid-call, or is still running it); it was not "
-                f"run again{note}",
-            )
-            # given, not recorded: the intent stays open — the execution may still be
-            # running in another replica, whose result is then what the journal keeps
-            # (in_flight_wait= waits for it instead), and a later outcome_unknown check
-            # may still establish what happened
-            return self._answer(call, unknown)
-            # recorded over the open intent, first answer wins: if the execution was still
-            # running elsewhere and answers meanwhile, the answer recorded first stands for
-            # both — the thread and the journal never disagree on a call
-            standing = yield from ask(
-                "finish",
-                JournalKey(self.thread_id, call.call_id, record.fingerprint),
-                unknown.to_json(),
-            )
-            if isinstance(standing, Mapping):
-                return self._answer(call, Answer.from_json(standing))
-            return self._answer(call, unknown)
-        # the application established what happened: that is the execution's answer —
-        # unless another answer was recorded first, which stands
-        known = dataclasses.replace(known, call_id=call.call_id)
-        assert record.fingerprint is not None
-        standing = yield from ask(
-            "finish", JournalKey(self.thread_id, call.call_id, record.fingerprint), known.to_json()
-        )
-        if isinstance(standing, Mapping) and dict(standing) != known.to_json():
-            return self._answer(call, Answer.from_json(standing))
-        return self._answer(call, known)
+        return await adrive_store(self.journal, self._link, "restore", self.restore_steps())
 
     def take_updates(self) -> list[Update]:
         """Updates produced since last asked (disposition calls produce them too)."""
@@ -1317,16 +805,6 @@ class Conversation:
     @property
     def state(self) -> Any:
         return self.thread.state
-
-
-def _unknown_resume(sent: SentResume) -> str:
-    return (
-        f"a resume of interrupted run {sent.interrupted_run_id!r} of thread {sent.thread_id!r} "
-        f"was sent at {sent.sent_at.isoformat(timespec='seconds')} as run {sent.run_id!r} and "
-        "no run of it was saved (the process stopped, or another replica is sending it): it "
-        "may have reached the agent, so it is not sent again blindly and nothing was sent "
-        "now; give the session a resume_unknown= check to send it again under the same run id"
-    )
 
 
 def _keeps_threads(store: object) -> bool:

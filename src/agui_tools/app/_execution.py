@@ -5,24 +5,41 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._calls import Answer, PendingCall
 from ._disposition import describe_exception
-from ._journal import JournalKey
-from ._store import is_async_store
+from ._journal import Journal, JournalKey
+from ._link import Link
+from ._steps import StoreSteps
+from ._store import AsyncStore, is_async_store
+from ._store_drive import adrive_store, drive_store
 
-if TYPE_CHECKING:
-    from ._conversation import Conversation
+__all__ = ["Executes", "Execution", "unawaited"]
 
-__all__ = ["Execution", "unawaited"]
+
+class Executes(Protocol):
+    """What an execution needs of its conversation: the claim and the recording of
+    the answer, as store steps, and where and how to perform them."""
+
+    @property
+    def journal(self) -> Journal | AsyncStore: ...
+
+    @property
+    def link(self) -> Link: ...
+
+    def claim_steps(self, call_id: str) -> StoreSteps[tuple[PendingCall, JournalKey | None]]: ...
+
+    def executed_steps(
+        self, call: PendingCall, key: JournalKey, answer: Answer
+    ) -> StoreSteps[Answer]: ...
 
 
 class Execution:
     """One execution of a call, answered however its handler ends — written once
     for :meth:`Conversation.execute` and :meth:`Conversation.execute_async`.
 
-    Entering claims the call through the journal (:meth:`Conversation._claim_steps`);
+    Entering claims the call through the journal (:meth:`Conversation.claim_steps`);
     when the claim finds an answer instead, ``claimed`` is False and ``answer``
     is that answer. The body runs the handler and hands its answer to
     :meth:`returned`. Leaving records the answer — or, when the handler raised,
@@ -31,7 +48,7 @@ class Execution:
     (``KeyboardInterrupt``, ``SystemExit``, cancellation: it may have acted).
     """
 
-    def __init__(self, conversation: Conversation, call_id: str) -> None:
+    def __init__(self, conversation: Executes, call_id: str) -> None:
         self._conversation = conversation
         self._call_id = call_id
         self._result: Answer | None = None
@@ -39,24 +56,29 @@ class Execution:
 
     def __enter__(self) -> Execution:
         conv = self._conversation
-        return self._entered(conv._drive("execute", conv._claim_steps(self._call_id)))
+        return self._entered(
+            drive_store(conv.journal, conv.link, "execute", conv.claim_steps(self._call_id))
+        )
 
     async def __aenter__(self) -> Execution:
-        """The claim, off the event loop (``_perform``).
+        """The claim, off the event loop (:func:`~agui_tools.app._store_drive.adrive_store`).
 
         Cancelled while the claim is being recorded (in its thread, or awaited
         on an async store), the claim is seen through and, as nothing ran, the
         call is answered "not executed" — never left executing.
         """
         conv = self._conversation
-        claiming = asyncio.ensure_future(conv._perform("execute", conv._claim_steps(self._call_id)))
+        claiming = asyncio.ensure_future(
+            adrive_store(conv.journal, conv.link, "execute", conv.claim_steps(self._call_id))
+        )
         try:
             claimed = await asyncio.shield(claiming)
         except asyncio.CancelledError:
             call, key = await claiming  # the claim is finished either way
             if key is not None:
-                await conv._perform(
-                    None, conv._executed_steps(call, key, _cancelled_before(self._call_id))
+                answer = _cancelled_before(self._call_id)
+                await adrive_store(
+                    conv.journal, conv.link, None, conv.executed_steps(call, key, answer)
                 )
             raise
         return self._entered(claimed)
@@ -90,9 +112,8 @@ class Execution:
         if self._key is None:
             return False
         conv = self._conversation
-        self.answer = conv._drive(
-            None, conv._executed_steps(self._call, self._key, self._outcome(exc))
-        )
+        steps = conv.executed_steps(self._call, self._key, self._outcome(exc))
+        self.answer = drive_store(conv.journal, conv.link, None, steps)
         return isinstance(exc, Exception)
 
     async def __aexit__(
@@ -108,8 +129,8 @@ class Execution:
         # the answer is given in memory before the store is awaited: cancelled again
         # while that write is awaited, the journal still holds the intent without an
         # answer, which reads as "outcome unknown" — the same answer, never a re-run
-        steps = conv._executed_steps(self._call, self._key, self._outcome(exc))
-        self.answer = await conv._perform(None, steps)
+        steps = conv.executed_steps(self._call, self._key, self._outcome(exc))
+        self.answer = await adrive_store(conv.journal, conv.link, None, steps)
         return isinstance(exc, Exception)
 
 

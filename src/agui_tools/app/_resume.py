@@ -16,7 +16,14 @@ from typing import Any
 from .._errors import UsageError
 from ._runs import RunResult
 
-__all__ = ["RESUME_TOOL", "SentResume", "check_resume", "expired", "resume_record_id"]
+__all__ = [
+    "RESUME_TOOL",
+    "SentResume",
+    "check_resume",
+    "expired",
+    "resume_record_id",
+    "unknown_resume",
+]
 
 RESUME_TOOL = "agui.resume"
 """The ``tool`` of a resume's journal record: a resume is claimed like a call."""
@@ -97,3 +104,14 @@ def expired(interrupt: Mapping[str, Any], now: datetime) -> bool:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when <= now
+
+
+def unknown_resume(sent: SentResume) -> str:
+    """Why ``sent`` is not sent again on its own: what :class:`~agui_tools._errors.ResumeOutcomeUnknown` says."""
+    return (
+        f"a resume of interrupted run {sent.interrupted_run_id!r} of thread {sent.thread_id!r} "
+        f"was sent at {sent.sent_at.isoformat(timespec='seconds')} as run {sent.run_id!r} and "
+        "no run of it was saved (the process stopped, or another replica is sending it): it "
+        "may have reached the agent, so it is not sent again blindly and nothing was sent "
+        "now; give the session a resume_unknown= check to send it again under the same run id"
+    )

@@ -9,7 +9,7 @@ from typing import Any
 from .._errors import ProtocolViolation, ProtocolWarning
 from ._calls import PendingCall
 
-__all__ = ["RunResult", "run_from_json", "run_to_json"]
+__all__ = ["RunResult", "describe_run", "run_from_json", "run_to_json"]
 
 
 @dataclass
@@ -85,3 +85,22 @@ def run_from_json(data: Mapping[str, Any]) -> RunResult:
         ],
         outcome=data.get("outcome"),
     )
+
+
+def describe_run(result: RunResult) -> str:
+    """How a run that did not succeed ended, in words — the agent's own message included."""
+    status = result.status
+    if status == "error":
+        error = result.error or {}
+        message = error.get("message") or "no message"
+        code = error.get("code")
+        shown = f" (code {code})" if code and str(code) not in message else ""
+        return f"the agent ended the run with an error: {message}{shown}"
+    if status == "rejected" and result.violation is not None:
+        return f"the agent's stream was rejected: {result.violation}"
+    if status == "truncated":
+        return "the stream ended before the run's terminal event: the run is truncated"
+    if status == "interrupt":
+        ids = ", ".join(str(i.get("id")) for i in result.interrupts)
+        return f"the run ended interrupted ({ids}) and its interrupts are unanswered"
+    return f"the run ended {status}"

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-__all__ = ["Pause", "Steps", "StoreMethod", "StoreOp", "adrive", "ask", "drive"]
+__all__ = ["Pause", "Steps", "StoreMethod", "StoreOp", "StoreSteps", "adrive", "ask", "drive"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -80,6 +80,11 @@ class StoreOp:
     def call(self, store: Any) -> Any:
         """Perform it on a synchronous store (or obtain the coroutine of an async one)."""
         return getattr(store, self.method)(*self.args, **self.kwargs)
+
+
+StoreSteps = Generator[StoreOp | Pause, Any, T]
+"""``StoreSteps[Result]``: what a conversation asks of its journal or store (and the
+pauses between), returning ``Result``; app/_store_drive.py performs them."""
 
 
 def ask(method: StoreMethod, *args: Any, **kwargs: Any) -> Generator[StoreOp, Any, Any]:

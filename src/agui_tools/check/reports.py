@@ -255,7 +255,9 @@ main{padding:20px 28px;max-width:1200px}
 .counts .badge{margin-right:6px;font-size:13px}
 table.summary{border-collapse:collapse;width:100%;background:#fff;margin:10px 0 24px}
 table.summary td,table.summary th{border-bottom:1px solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}
-table.summary td,dd{overflow-wrap:anywhere}
+table.summary td{overflow-wrap:break-word}
+table.summary td:last-child,dd{overflow-wrap:anywhere}
+table.summary td:first-child a,.rule-id{white-space:nowrap}
 table.summary th{background:#eef0f3;font-size:12px;text-transform:uppercase;color:#4b5563}
 table.summary tr.section td{background:#f0f2f5;font-weight:600}
 a{color:#1d4ed8;text-decoration:none}
@@ -276,12 +278,21 @@ ol.events li.omitted{list-style:none;color:#94a3b8;font-style:italic}
 .exchange h4{margin:10px 0 2px;font-size:13px}
 @media (max-width:640px){header,main{padding-left:12px;padding-right:12px}
  dl{grid-template-columns:minmax(0,1fr)}dt{margin-top:4px}
- table.summary td,table.summary th{padding:4px}}
+ table.summary,table.summary tbody{display:block}
+ table.summary tr{display:grid;grid-template-columns:auto auto minmax(0,1fr);border-bottom:1px solid #e5e7eb}
+ table.summary tr:has(th){display:none}
+ table.summary td{padding:4px;border:0}
+ table.summary td:first-child,table.summary td:last-child{grid-column:1/-1}}
 """
 
 
 def _e(text: Any) -> str:
     return html_text(text)
+
+
+def _rule_id(rule: str) -> str:
+    """A rule ID kept on one line (``INPUT-15``, not ``INPUT-`` / ``15``): it is searched for."""
+    return f'<span class="rule-id">{_e(rule)}</span>'
 
 
 def _badge(verdict: Verdict) -> str:
@@ -328,7 +339,7 @@ def html_report(report: CheckReport) -> str:
             out.append(
                 f'<tr><td><a href="#{_anchor(case.id)}">{_e(case.id)}</a></td>'
                 f"<td>{_badge(case.verdict)}</td><td>{_e(case.tier.value)}</td>"
-                f"<td>{_e(', '.join(case.rules))}</td>"
+                f"<td>{', '.join(_rule_id(rule) for rule in case.rules)}</td>"
                 f"<td>{_e(_headline(case))}</td></tr>"
             )
     out.append("</table>")

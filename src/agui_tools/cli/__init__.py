@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
+from .._output import channel
 from .._version import PROTOCOL_VERSION, __version__
 from . import (
     chat_cmd,
@@ -88,11 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     rich_handling = Console.on_broken_pipe
     Console.on_broken_pipe = _broken_pipe_raises  # type: ignore[method-assign, assignment]
     try:
-        return _main(argv)
+        with channel(_command_named(argv)):
+            return _main(argv)
     except BrokenPipeError:
         return _reader_gone()
     finally:  # main() called in a process that goes on (a test): rich as it was
         Console.on_broken_pipe = rich_handling  # type: ignore[method-assign]
+
+
+def _command_named(argv: Sequence[str] | None) -> str:
+    """The subcommand ``argv`` names (its first word that is not an option), for the
+    channel's last line."""
+    words = sys.argv[1:] if argv is None else argv
+    return next((w for w in words if not w.startswith("-")), "")
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -67,12 +67,14 @@ def open_journal(args: argparse.Namespace, command: str) -> tuple[bool, Journal 
 
 
 def describe_exception(exc: BaseException) -> str:
-    """One line for an exception raised while importing user code (no traceback).
+    """One line for an exception raised while importing user code (no traceback): its
+    words first, the exception's class after them (a line starts with what happened,
+    not with a Python class name).
 
     A syntax error names its file and line, which is what the user must fix.
     """
     if isinstance(exc, SyntaxError):
-        where = f" ({exc.filename}, line {exc.lineno})" if exc.filename else ""
-        return f"SyntaxError: {exc.msg}{where}"
+        where = f" in {exc.filename}, line {exc.lineno}" if exc.filename else ""
+        return f"{exc.msg} (SyntaxError{where})"
     text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{text} ({type(exc).__name__})" if text else type(exc).__name__

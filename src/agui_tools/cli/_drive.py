@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     import httpx
     from rich.console import Console
 
-    from ..app._conversation import RunResult
     from ..app._journal import Journal
     from ..transport._session import Session
     from ..ui.terminal import TerminalUI
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Driver",
     "add_drive_options",
-    "describe_run",
     "load_tools",
     "prepare",
 ]
@@ -140,14 +138,14 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     """The :class:`Driver` for ``args`` — or an exit code, after saying in one line why not."""
     import httpx
 
-    from .._text import terminal_text
+    from .._text import one_line
     from ..transport._client import AgentClient
     from ..transport._session import Session
     from ..ui.terminal import TerminalUI
     from ._answers import flag_answers
 
     def usage(message: str) -> int:
-        print(terminal_text(f"agui-tools {command}: {message}"), file=sys.stderr)
+        print(one_line(f"agui-tools {command}: {message}"), file=sys.stderr)
         return 2
 
     problem = check_url(args.url)
@@ -216,22 +214,3 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
                 + _module_hint(args.tools)
             )
     return driver
-
-
-def describe_run(result: RunResult) -> str:
-    """How a run that did not succeed ended, in words — the agent's own message included."""
-    status = result.status
-    if status == "error":
-        error = result.error or {}
-        message = error.get("message") or "no message"
-        code = error.get("code")
-        shown = f" (code {code})" if code and str(code) not in message else ""
-        return f"the agent ended the run with an error: {message}{shown}"
-    if status == "rejected" and result.violation is not None:
-        return f"the agent's stream was rejected: {result.violation}"
-    if status == "truncated":
-        return "the stream ended before the run's terminal event: the run is truncated"
-    if status == "interrupt":
-        ids = ", ".join(str(i.get("id")) for i in result.interrupts)
-        return f"the run ended interrupted ({ids}) and its interrupts are unanswered"
-    return f"the run ended {status}"

@@ -283,4 +283,30 @@ def describe_transport_error(exc: TransportError, url: str) -> str:
         return text.rstrip(": ") + hint
     if status in (401, 403):
         return text + " — pass credentials with -H, e.g. -H 'Authorization: Bearer TOKEN'"
-    return text
+    # a web page, not an agent: said in one line as `check` says it, the page not dumped
+    page = _html_page(exc.body)
+    if page is not None:
+        said = f"{cut(url)} answered HTTP {status} with an HTML page"
+        said += f" titled {page!r}" if page else ""
+    elif "Content-Type 'text/html'" in text:
+        said = text
+    else:
+        return text
+    return (
+        f"this is not an AG-UI endpoint: {said} — an agent answers a run input with 200 "
+        "text/event-stream; give the URL of the agent's POST endpoint"
+    )
+
+
+_HTML: Final = re.compile(
+    r"\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.I | re.S
+)
+_TITLE: Final = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
+
+
+def _html_page(body: str) -> str | None:
+    """The title of an HTML page (``""`` when it has none), or ``None``: no HTML page."""
+    if not _HTML.match(body):
+        return None
+    title = _TITLE.search(body)
+    return " ".join(title.group(1).split())[:80] if title else ""

@@ -16,9 +16,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from .._text import terminal_text
+from .._text import one_line
 from ._common import interrupted
-from ._drive import Driver, add_drive_options, describe_run, prepare
+from ._drive import Driver, add_drive_options, prepare
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         driver.ui.finish_run()
         return interrupted("chat", journal=args.journal)
     except ScriptError as exc:
-        print(terminal_text(f"agui-tools chat: --script {args.script}, {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools chat: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
     finally:
         driver.close()
@@ -188,6 +188,7 @@ async def _turn(driver: Driver, text: str | None) -> None:
 
     Without ``text`` the thread is carried on as it stands (a resumed thread's pending calls)."""
     from .._errors import ProtocolViolation, StaleThread, StoreError, UsageError
+    from ..app._runs import describe_run
     from ..transport._client import TransportError
     from ._http import describe_transport_error
 
@@ -256,9 +257,10 @@ def _answer_leftovers(driver: Driver, why: str) -> None:
 
 
 def _say(driver: Driver, text: str, style: str = "dim") -> None:
-    from ..ui.terminal import safe_text
+    """One line of the chat's own (what it carries of the agent's escaped to one line)."""
+    from ..ui.terminal import line_text
 
-    driver.ui.console.print(safe_text(text, style))
+    driver.ui.console.print(line_text(text, style))
 
 
 def _command(driver: Driver, line: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from .._text import terminal_json, terminal_text
+from .._text import one_line, terminal_json
 
 HELP = """\
 Run the conformance cases against the AG-UI agent at URL (its POST endpoint)
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, orjson.JSONDecodeError):
             why = f"not JSON ({exc})"
         print(
-            terminal_text(
+            one_line(
                 f"agui-tools check: cannot read --tools {args.tools}: "
                 f"{why or describe_exception(exc)}"
             ),
@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
     for target in (args.junit, args.html, args.write_baseline):
         problem = _unwritable(target) if target else None
         if problem is not None:  # said before the check runs, not after minutes of it
-            print(terminal_text(f"agui-tools check: cannot write {problem}"), file=sys.stderr)
+            print(one_line(f"agui-tools check: cannot write {problem}"), file=sys.stderr)
             return 2
     baseline = None
     try:
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         if args.baseline:
             baseline = Baseline.load(args.baseline)
     except UsageError as exc:
-        print(terminal_text(f"agui-tools check: {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools check: {exc}"), file=sys.stderr)
         return 2
     interrupted = False
     try:
@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         from ._common import cut
 
         text = str(exc).replace(args.url, cut(args.url))
-        print(terminal_text(f"agui-tools check: {text}"), file=sys.stderr)
+        print(one_line(f"agui-tools check: {text}"), file=sys.stderr)
         return 2
     try:
         if args.junit:
@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             Path(args.html).write_text(html_report(report), encoding="utf-8")
     except OSError as exc:
-        print(terminal_text(f"agui-tools check: cannot write the report: {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools check: cannot write the report: {exc}"), file=sys.stderr)
         return 2
     if args.json:
         sys.stdout.buffer.write(terminal_json(report.dumps()) + b"\n")

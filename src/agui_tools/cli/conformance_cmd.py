@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..app._conformance import run_directory
+    from ..app._conformance import FixtureNotJSON, run_directory
 
     path = Path(args.directory)
     if not path.exists():
@@ -51,12 +51,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    except orjson.JSONDecodeError as exc:  # a fixture is one JSON document
-        print(
-            f"agui-tools conformance: cannot read fixtures in {path}: a fixture is not JSON "
-            f"({exc})",
-            file=sys.stderr,
-        )
+    except FixtureNotJSON as exc:  # a fixture is one JSON document
+        print(f"agui-tools conformance: cannot read fixtures in {path}: {exc}", file=sys.stderr)
         return 2
     if not results:
         # zero fixtures is not "every fixture passed": most likely the wrong directory

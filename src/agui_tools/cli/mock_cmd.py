@@ -123,6 +123,9 @@ def _judged(endpoint: Any) -> list[str]:
     from ..transport._mock import timing_notes
 
     lines = []
+    # the runs one capture file split into are one thread, as verify judges the file: a
+    # run resumed after an interrupt answers a call of the run before it
+    thread_of: tuple[str, list[Any]] | None = None
     for n, recorded in enumerate(endpoint.matcher.runs, 1):
         if recorded.as_recorded:
             kind = recorded.content_type or "no Content-Type"
@@ -133,7 +136,13 @@ def _judged(endpoint: Any) -> list[str]:
             )
             lines.extend(f"    note: {note}" for note in recorded.notes)
             continue
-        verdict = replay(recorded.events, run_input=recorded.input)
+        capture = recorded.source.rsplit(" run ", 1)[0]
+        before = None
+        if recorded.input is None and thread_of is not None and thread_of[0] == capture:
+            before = thread_of[1]
+        run_input = recorded.input if before is None else {"messages": before}
+        verdict = replay(recorded.events, run_input=run_input)
+        thread_of = (capture, verdict.thread.messages) if recorded.input is None else None
         error = verdict.result.error
         statuses = ", ".join(r.status for r in verdict.result.runs) or "no run"
         said = f"rejected: {_ruled(error)}" if error is not None else statuses
@@ -160,11 +169,11 @@ def _ruled(error: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .._errors import UsageError
-    from .._text import terminal_text
+    from .._text import one_line
     from ..transport._mock import mock_app
 
     def said(number: int, status: int, text: str) -> None:
-        print(f"request {number}: {status} {terminal_text(text)}", file=sys.stderr, flush=True)
+        print(one_line(f"request {number}: {status} {text}"), file=sys.stderr, flush=True)
 
     try:
         app = mock_app(
@@ -181,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
             on_request=said,
         )
     except UsageError as exc:
-        print(f"agui-tools mock: {terminal_text(str(exc))}", file=sys.stderr)
+        print(one_line(f"agui-tools mock: {exc}"), file=sys.stderr)
         return 2
     endpoint = app.state.mock
     sock = listening("mock", args.host, args.port)
@@ -195,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     for line in _judged(endpoint):
-        print(terminal_text(line), file=sys.stderr)
+        print(one_line(line), file=sys.stderr)
     ended: list[int] = []
     serve_on(
         app,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
@@ -14,7 +13,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from .._text import terminal_text
+from .._output import QueuedFile
+from .._text import one_line
 from ._common import cut
 
 if TYPE_CHECKING:
@@ -122,23 +122,23 @@ def _upstream(text: str) -> str | None:
 class _Log:
     """Where findings go: one human line on stderr, one JSON line to ``--log``."""
 
-    def __init__(self, sink: IO[bytes] | None, name: str = "") -> None:
+    def __init__(self, sink: IO[bytes] | QueuedFile | None, name: str = "") -> None:
         self.sink = sink
         self.name = name
         self.upstream_errors = 0
 
     def finding(self, finding: WatchFinding) -> None:
-        print(terminal_text(f"agui-tools proxy: {finding.line()}"), file=sys.stderr, flush=True)
+        print(one_line(f"agui-tools proxy: {finding.line()}"), file=sys.stderr, flush=True)
         self._write(finding.to_json())
 
     def upstream_error(self, url: str, message: str) -> None:
         self.upstream_errors += 1
-        print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
+        print(one_line(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
         self._write({"event": "upstream-error", "url": url, "message": message})
 
     def record_error(self, message: str) -> None:
         """The recording stopped (its folder cannot be written): said once."""
-        print(terminal_text(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
+        print(one_line(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
 
     def _write(self, document: dict[str, Any]) -> None:
         if self.sink is None:
@@ -148,15 +148,20 @@ class _Log:
             self.sink.flush()
         except (OSError, ValueError) as exc:  # a full disk, a closed pipe: never the traffic's
             self.sink = None  # said once; the log is given up, the summary still counts
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            print(
-                terminal_text(
-                    f"agui-tools proxy: cannot write the log {self.name}: {why}; "
-                    "findings still go to the summary"
-                ),
-                file=sys.stderr,
-                flush=True,
-            )
+            self.failed(exc)
+
+    def failed(self, exc: OSError | ValueError) -> None:
+        """The log cannot be written any more: said once (a queued log's writer thread
+        calls this the first time its write fails)."""
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(
+            one_line(
+                f"agui-tools proxy: cannot write the log {self.name}: {why}; "
+                "findings still go to the summary"
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def summary(
@@ -192,7 +197,7 @@ def summary(
         lines.append(f"  {side:<8} {severity:<7} {rule:<10} x{n}  first: {where}")
     if not findings:
         lines.append("  no rule broken by either side")
-    return [terminal_text(line) for line in lines]
+    return [one_line(line) for line in lines]
 
 
 _OWN_CUT = "ASGI callable returned without completing response."
@@ -282,16 +287,19 @@ def run(args: argparse.Namespace) -> int:
     problem = _upstream(args.upstream)
     if problem is not None:
         print(
-            terminal_text(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r} {problem}"),
+            one_line(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r} {problem}"),
             file=sys.stderr,
         )
         return 2
-    sink: IO[bytes] | None = None
+    sink: IO[bytes] | QueuedFile | None = None
     if args.log == "-":
-        sink = sys.stdout.buffer
+        sink = sys.stdout.buffer  # stdout: the command's channel already
     elif args.log:
         try:
-            sink = open(args.log, "ab")  # noqa: SIM115 - open for the server's lifetime
+            # through a writer thread of its own: a reader that stops reading (a FIFO)
+            # never stops the proxy
+            opened = open(args.log, "ab")  # noqa: SIM115 - open for the server's lifetime
+            sink = QueuedFile(opened, on_error=lambda exc: log.failed(exc))
         except OSError as exc:
             print(
                 f"agui-tools proxy: cannot open --log {args.log}: {exc.strerror or exc}",
@@ -345,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
         guarded_logger(name)
     logging.getLogger("uvicorn.error").addFilter(_not_our_cut)
     print(
-        terminal_text(
+        one_line(
             f"Proxying AG-UI at http://{shown}:{port}/ to {cut(args.upstream)}"
             + (" (strict)" if args.strict else "")
             + (f", recording in {args.record}" if args.record else "")
@@ -379,7 +387,12 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    if sink is not None and sink is not sys.stdout.buffer:
-        with contextlib.suppress(OSError):  # a log that failed was said when it did
-            sink.close()
+    if isinstance(sink, QueuedFile):
+        lost = sink.close()
+        if lost:
+            print(
+                one_line(f"agui-tools proxy: {lost} line(s) could not be written to {args.log}"),
+                file=sys.stderr,
+                flush=True,
+            )
     return 1 if errors else 0

@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .._text import terminal_json, terminal_text
+from .._text import one_line, terminal_json
 from ._common import interrupted
-from ._drive import Driver, add_drive_options, describe_run, prepare
+from ._drive import Driver, add_drive_options, prepare
 
 if TYPE_CHECKING:
     from ..app._conversation import RunResult
@@ -109,6 +109,7 @@ def _run(driver: Driver) -> int:
     import asyncio
 
     from .._errors import ProtocolViolation, UsageError
+    from ..app._runs import describe_run
     from ..demo.app import ScriptError
     from ..transport._client import TransportError
     from ..transport._session import Resolution
@@ -132,18 +133,18 @@ def _run(driver: Driver) -> int:
             _print_json(driver, INTERRUPTED, status="interrupted")
         return interrupted("run", journal=args.journal)
     except ScriptError as exc:
-        print(terminal_text(f"agui-tools run: --script {args.script}, {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools run: --script {args.script}, {exc}"), file=sys.stderr)
         return 2
     except UsageError as exc:  # an answer refused before it was sent (an interrupt expired)
         ui.finish_run()
-        print(terminal_text(f"agui-tools run: nothing was sent: {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools run: nothing was sent: {exc}"), file=sys.stderr)
         if args.json:
             _print_json(driver, f"nothing was sent: {exc}")
         return 1
     except TransportError as exc:
         ui.finish_run()
         print(
-            terminal_text(f"agui-tools run: {describe_transport_error(exc, args.url)}"),
+            one_line(f"agui-tools run: {describe_transport_error(exc, args.url)}"),
             file=sys.stderr,
         )
         if not exc.truncated:  # never reached, or refused before any stream: exit 2
@@ -152,7 +153,7 @@ def _run(driver: Driver) -> int:
     except ProtocolViolation as exc:
         ui.finish_run()
         print(
-            terminal_text(f"agui-tools run: the agent's stream was rejected: {exc}"),
+            one_line(f"agui-tools run: the agent's stream was rejected: {exc}"),
             file=sys.stderr,
         )
         result, problem = None, f"the agent's stream was rejected: {exc}"
@@ -162,7 +163,7 @@ def _run(driver: Driver) -> int:
         ui.summary(conversation.messages)
     if result is not None and result.status != "success":
         problem = describe_run(result)
-        print(terminal_text(f"agui-tools run: {problem}"), file=sys.stderr)
+        print(one_line(f"agui-tools run: {problem}"), file=sys.stderr)
     if args.json:
         _print_json(driver, problem)
     return 0 if problem is None else 1

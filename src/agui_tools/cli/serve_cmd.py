@@ -322,7 +322,9 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # the module's own code runs here: any failure is bad usage
         hint = _module_hint(args.agent) if args.agent and not isinstance(exc, ValueError) else ""
         print(
-            f"agui-tools serve: cannot load the agent: {describe_exception(exc)}{hint}",
+            # a ValueError is ours (what AGENT should be); the module's own is named
+            f"agui-tools serve: cannot load the agent: "
+            f"{exc if isinstance(exc, ValueError) else describe_exception(exc)}{hint}",
             file=sys.stderr,
         )
         return 2

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from .._errors import AguiError, ProtocolViolation
-from .._text import terminal_json, terminal_text
+from .._text import one_line, terminal_json
 
 if TYPE_CHECKING:
     from ..app._capture import CaptureVerdict
@@ -22,18 +23,24 @@ boundary, enforcement, chunk expansion, verification and the thread reducer.
 SOURCE is a file holding a JSON array of events, NDJSON (one event per line),
 a captured SSE body or a captured binary-binding body (length-prefixed
 protobuf frames, application/vnd.ag-ui.event+proto) — the format is detected
-from the first bytes — or "-" to read standard input.
+from the first bytes — or "-" to read standard input. SOURCE may be a
+`proxy --record` folder: each recorded event stream (NNNN.sse, .pb, .ndjson)
+is judged in turn with its NNNN.input.json, under a "== FILE" line (--json:
+{"exchanges": [{"file", ...verdict}]}); the exit code is the worst of them.
 
 Human output: one line per violation or warning with its rule ID and event
 index, then a summary per run. --json prints one object:
-  {"outcome": "completed"|"failed"|"truncated", "error": {rule, index, message} | null,
+  {"outcome": "completed"|"failed"|"truncated"|"empty",
+   "error": {rule, index, message} | null,
    "warnings": [...], "events": [delivered events, wire JSON, in order],
    "runs": [{"threadId", "runId", "status", "pending": [toolCallIds]}],
    "messages": [final thread messages], "state": <final state>,
    "truncated": {rule, runId, index, offset, unfinishedAt, message} | null}
 "outcome" follows the official fixture convention: "failed" means the stream
 was rejected; a producer's RUN_ERROR is delivered, not a rejection, and shows
-as a run with status "error"; "truncated" means the capture was cut (TRANS-2).
+as a run with status "error"; "truncated" means the capture was cut (TRANS-2);
+"empty" means the capture holds no run (keep-alives only): not a success.
+An empty file or an empty JSON array holds no capture at all (exit 2).
 
 --limit NAME=N raises (or lowers) one of the consumer's resource limits, for
 a stream refused with rule LIMIT that you know to be legitimate; NAME is one
@@ -46,8 +53,8 @@ where the capture stops (the last event read, the byte offset, where an
 unfinished event begins), "truncated" in --json says the same, and the exit
 code is 1.
 
-Exit codes: 0 completed, 1 failed (rejected) or truncated, 2 bad usage or
-unreadable input.
+Exit codes: 0 completed, 1 failed (rejected), truncated or empty, 2 bad usage
+or unreadable input.
 """
 
 
@@ -131,9 +138,7 @@ def _read_input(path: str) -> dict[str, Any] | None:
         data = Path(path).read_bytes()
         obj = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError) as exc:
-        print(
-            terminal_text(f"agui-tools verify: cannot read --input {path}: {exc}"), file=sys.stderr
-        )
+        print(one_line(f"agui-tools verify: cannot read --input {path}: {exc}"), file=sys.stderr)
         return None
     if not isinstance(obj, dict):
         print(
@@ -147,23 +152,28 @@ def _read_input(path: str) -> dict[str, Any] | None:
         decoded = decode_run_input(obj)
     except ProtocolViolation as exc:
         print(
-            terminal_text(f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}"),
+            one_line(f"agui-tools verify: --input {path} is not a valid RunAgentInput: {exc}"),
             file=sys.stderr,
         )
         return None
     for warning in decoded.warnings:
-        print(
-            terminal_text(f"agui-tools verify: --input {path}: warning {warning}"), file=sys.stderr
-        )
+        print(one_line(f"agui-tools verify: --input {path}: warning {warning}"), file=sys.stderr)
     return decoded.wire
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..app._capture import read_frames, replay, truncation
     from ..wire._verify import Limits
 
     limits = Limits(**dict(args.limit))
-
+    if args.source != "-" and Path(args.source).is_dir():
+        if args.input:
+            print(
+                "agui-tools verify: --input is for one capture; a recording folder's "
+                "exchanges are judged each with its own NNNN.input.json",
+                file=sys.stderr,
+            )
+            return 2
+        return _verify_folder(Path(args.source), args, limits)
     try:
         data = _read(args.source)
     except OSError as exc:
@@ -176,29 +186,103 @@ def run(args: argparse.Namespace) -> int:
         run_input = _read_input(args.input)
         if run_input is None:
             return 2
+    name = "standard input" if args.source == "-" else args.source
+    verdict = _judge(data, name, run_input, args, limits)
+    if verdict is None:
+        return 2
+    if args.json:
+        document = orjson.dumps(verdict.to_json(), option=orjson.OPT_INDENT_2)
+        sys.stdout.buffer.write(terminal_json(document) + b"\n")
+    else:
+        _print_human(verdict)
+    return 0 if verdict.outcome == "completed" else 1
+
+
+def _judge(
+    data: bytes, name: str, run_input: dict[str, Any] | None, args: Any, limits: Any
+) -> CaptureVerdict | None:
+    """The verdict on one capture (``None``: it is no readable capture, said why)."""
+    from ..app._capture import read_frames, replay, truncation
+
     try:
         frames = read_frames(data, limits=limits)
     except ProtocolViolation as exc:
-        name = "standard input" if args.source == "-" else args.source
         print(
-            terminal_text(f"agui-tools verify: {name} is not a readable capture: {exc}"),
+            one_line(f"agui-tools verify: {name} is not a readable capture: {exc}"),
             file=sys.stderr,
         )
         if exc.rule == "LIMIT":
             print("agui-tools verify: --limit NAME=N sets a limit (see --help)", file=sys.stderr)
-        return 2
+        return None
     try:
-        outcome = replay(frames, run_input=run_input, strict=args.strict, limits=limits)
+        verdict = replay(frames, run_input=run_input, strict=args.strict, limits=limits)
     except AguiError as exc:  # pragma: no cover - replay reports stream problems itself
-        print(terminal_text(f"agui-tools verify: {exc}"), file=sys.stderr)
+        print(one_line(f"agui-tools verify: {exc}"), file=sys.stderr)
+        return None
+    verdict.truncated = truncation(verdict, data)
+    return verdict
+
+
+_STREAM_BODY: Final = re.compile(r"^(?P<stem>(?:run-)?(?P<number>[0-9]+))\.(?:sse|pb|ndjson)$")
+"""A recorded exchange whose answer is an event stream (``proxy --record DIR``'s
+``NNNN.sse``/``.pb``/``.ndjson``, the inspector's ``run-N.sse``)."""
+_OTHER_BODY: Final = re.compile(r"^(?:run-)?[0-9]+\.(?:json|body)$")
+
+
+def _verify_folder(folder: Path, args: argparse.Namespace, limits: Any) -> int:
+    """Each recorded exchange of a ``proxy --record`` folder judged as ``verify
+    NNNN.sse --input NNNN.input.json`` judges it, in order; the exit code is the
+    worst of theirs. An answer that is no event stream (a refusal) is said, not judged."""
+    try:
+        names = sorted(p.name for p in folder.iterdir())
+    except OSError as exc:
+        print(f"agui-tools verify: cannot read {folder}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    cut = outcome.truncated = truncation(outcome, data)
+    streams = sorted(
+        (m for n in names if (m := _STREAM_BODY.match(n)) is not None),
+        key=lambda m: (m.group("stem").startswith("run-"), int(m.group("number"))),
+    )
+    others = [n for n in names if _OTHER_BODY.match(n)]
+    if not streams:
+        print(
+            one_line(
+                f"agui-tools verify: {folder} holds no recorded event stream (NNNN.sse, .pb "
+                f"or .ndjson{f'; {len(others)} answer(s) that are no stream' if others else ''})"
+            ),
+            file=sys.stderr,
+        )
+        return 2
+    worst, documents = 0, []
+    for found in streams:
+        body = folder / found.group(0)
+        beside = folder / f"{found.group('stem')}.input.json"
+        run_input = _read_input(str(beside)) if beside.exists() else None
+        if beside.exists() and run_input is None:
+            worst = 2
+            continue
+        if not args.json:
+            print(one_line(f"== {body}" + (f" (input {beside.name})" if run_input else "")))
+        try:
+            data = body.read_bytes()
+        except OSError as exc:
+            print(f"agui-tools verify: cannot read {body}: {exc.strerror or exc}", file=sys.stderr)
+            worst = 2
+            continue
+        verdict = _judge(data, str(body), run_input, args, limits)
+        if verdict is None:
+            worst = 2
+            continue
+        worst = max(worst, 0 if verdict.outcome == "completed" else 1)
+        if args.json:
+            documents.append({"file": str(body), **verdict.to_json()})
+        else:
+            _print_human(verdict)
+    if others and not args.json:
+        print(f"{len(others)} recorded answer(s) that are no event stream, not judged")
     if args.json:
-        document = orjson.dumps(outcome.to_json(), option=orjson.OPT_INDENT_2)
+        document = orjson.dumps({"exchanges": documents}, option=orjson.OPT_INDENT_2)
         sys.stdout.buffer.write(terminal_json(document) + b"\n")
-    else:
-        _print_human(outcome)
-    return 0 if outcome.result.completed and cut is None else 1
+    return worst
 
 
 def _print_human(outcome: CaptureVerdict) -> None:
@@ -206,4 +290,4 @@ def _print_human(outcome: CaptureVerdict) -> None:
     for line in outcome.lines():
         if line.startswith("  (a limit:"):
             line = f"  (a limit: --limit NAME=N sets it; NAME one of {', '.join(LIMIT_NAMES)})"
-        print(terminal_text(line))  # ids, pending calls, RUN_ERROR.message: the agent's text
+        print(one_line(line))  # ids, pending calls, RUN_ERROR.message: the agent's text

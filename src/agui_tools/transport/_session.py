@@ -39,9 +39,7 @@ the library, applied to the application's own loop).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
-import functools
 import inspect
 import threading
 import uuid
@@ -49,35 +47,14 @@ import warnings
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from types import UnionType
-from typing import (
-    Annotated,
-    Any,
-    Generic,
-    TypeVar,
-    Union,
-    get_args,
-    get_origin,
-    get_type_hints,
-    overload,
-)
-
-from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
+from typing import Any, Generic, TypeVar, overload
 
 from .. import _telemetry
 from .._errors import ResumeOutcomeUnknown, UsageError
-from ..app._arguments import parse_arguments
+from ..app._answering import OutcomeUnknown
 from ..app._calls import Answer, CallStatus, PendingCall, ToolContext
-from ..app._consent import ConsentPolicy, DecidedBy
-from ..app._conversation import (
-    Conversation,
-    OutcomeUnknown,
-    RunResult,
-    StoreSteps,
-    Update,
-    _unknown_resume,
-    call_update,
-)
+from ..app._consent import ConsentPolicy
+from ..app._conversation import Conversation, RunResult, Update, call_update
 from ..app._interrupts import (
     Interrupt,
     InterruptedCall,
@@ -88,12 +65,15 @@ from ..app._interrupts import (
 )
 from ..app._journal import Journal
 from ..app._link import Operation
-from ..app._resume import SentResume
-from ..app._steps import Pause, adrive, drive
+from ..app._resume import SentResume, unknown_resume
+from ..app._steps import Pause, StoreSteps, adrive, drive
 from ..app._store import AsyncStore, Store
+from ..app._store_drive import adrive_store, drive_store
 from ..app._tools import ToolSpec
-from ..app._validation import ArgumentValidator
+from ._approvals import Approval, approval_request, as_resolution, interrupt_resolution
 from ._client import AgentClient, SyncAgentClient
+from ._handler_threads import complete, deadline_passed, in_daemon_thread
+from ._tool_functions import RegisteredTool, tool_spec_from_function, wants_context
 
 __all__ = [
     "Approval",
@@ -107,33 +87,9 @@ __all__ = [
     "Session",
     "SyncSession",
     "ToolContext",
+    "interrupt_resolution",
     "tool_spec_from_function",
 ]
-
-
-@dataclass(frozen=True)
-class Approval:
-    """The answer to a consent prompt.
-
-    ``approved`` False declines; ``arguments`` approves *edited* arguments
-    (which then run instead of the proposal, and are validated first).
-    ``decided_by`` says who answered: ``"user"`` for a person, ``"system"``
-    when nobody could — the prompt's input ended, a script ran out — so the
-    answer the agent reads never claims a user decided (TOOL-22).
-    """
-
-    approved: bool
-    arguments: Mapping[str, Any] | None = None
-    reason: str | None = None
-    decided_by: DecidedBy = "user"
-
-    @classmethod
-    def approve(cls, arguments: Mapping[str, Any] | None = None) -> Approval:
-        return cls(True, arguments)
-
-    @classmethod
-    def decline(cls, reason: str | None = None, *, by: DecidedBy = "user") -> Approval:
-        return cls(False, None, reason, by)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -147,149 +103,6 @@ OnInterrupt = Callable[[Interrupt], InterruptAnswer | Awaitable[InterruptAnswer]
 (an approval request) an :class:`Approval` or a bool too — see
 :func:`interrupt_resolution`."""
 C = TypeVar("C", AgentClient, SyncAgentClient)
-
-
-@dataclass(frozen=True)
-class RegisteredTool:
-    spec: ToolSpec
-    handler: Callable[[dict[str, Any]], Any]
-    timeout: float | None
-    trace_payloads: bool = False
-    """Record this tool's arguments and results in its ``execute_tool`` spans (off:
-    their sizes only, docs/observability.md)."""
-    context: bool = False
-    """The handler takes the call's :class:`ToolContext` too: ``handler(arguments, context=…)``."""
-
-    def bound(self, call: PendingCall) -> Callable[[dict[str, Any]], Any]:
-        """The handler of one execution of ``call``: given its context when it asks."""
-        if not self.context:
-            return self.handler
-        takes_context: Callable[..., Any] = self.handler
-        return functools.partial(takes_context, context=call.context())
-
-
-def tool_spec_from_function(
-    fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    side_effects: bool = False,
-) -> tuple[ToolSpec, Callable[[dict[str, Any]], Any]]:
-    """A :class:`ToolSpec` and an arguments-dict handler for a typed function.
-
-    Parameters become JSON Schema properties (pydantic generates draft
-    2020-12); a single parameter annotated with a pydantic model makes that
-    model the whole argument object. Unknown arguments are refused by the
-    schema (``additionalProperties: false``), so the model cannot smuggle
-    parameters the function does not declare.
-
-    A parameter annotated :class:`ToolContext` is not an argument: it is left
-    out of the schema, and the handler passes it the call's context —
-    ``handler(arguments, context=ToolContext(…))`` (:func:`wants_context`).
-    """
-    sig = inspect.signature(fn)
-    try:
-        # include_extras: Annotated[int, Field(ge=1, description=…)] keeps its constraints
-        hints = get_type_hints(fn, include_extras=True)
-    except NameError as exc:
-        raise UsageError(
-            f"cannot resolve the type hints of tool {fn.__name__!r} ({exc}); define the types "
-            "it uses at module level"
-        ) from None
-    except TypeError:  # a functools.partial, a callable object: no annotations of its own
-        raise UsageError(
-            f"tool {fn!r} is a {type(fn).__name__}, not a function: the schema is made from a "
-            "function's annotated parameters — wrap it in a `def` that takes the model's "
-            "arguments, annotated, and calls it"
-        ) from None
-    params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    contextual = [p.name for p in params if _is_context(hints.get(p.name))]
-    if len(contextual) > 1:
-        raise UsageError(
-            f"tool {fn.__name__!r} has {len(contextual)} ToolContext parameters "
-            f"({', '.join(contextual)}); a handler is given its call's context once"
-        )
-    context_param = contextual[0] if contextual else None
-    context_optional = (
-        context_param is not None
-        and sig.parameters[context_param].default is not inspect.Parameter.empty
-    )
-    params = [p for p in params if p.name != context_param]
-    desc = description or inspect.getdoc(fn) or ""
-    if not desc:
-        raise UsageError(f"tool {fn.__name__!r} needs a description (a docstring or description=)")
-    model: type[BaseModel]
-    single_model = (
-        len(params) == 1
-        and isinstance(hints.get(params[0].name), type)
-        and issubclass(hints[params[0].name], BaseModel)
-    )
-    if single_model:
-        model = hints[params[0].name]
-    else:
-        fields: dict[str, Any] = {}
-        for p in params:
-            annotation = hints.get(p.name, Any)
-            default = ... if p.default is inspect.Parameter.empty else p.default
-            fields[p.name] = (annotation, default)
-        model = create_model(
-            f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-        )
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    _refuse_unknown_members(schema)
-    adapter = TypeAdapter(model)
-    closed = schema.get("additionalProperties") is False
-    declared = frozenset(schema.get("properties", ()))
-
-    def handler(arguments: dict[str, Any], context: ToolContext | None = None) -> Any:
-        unknown = sorted(set(arguments) - declared) if closed else []
-        if unknown:  # the schema refuses them; a direct call must not slip them past
-            raise ValueError(
-                f"unknown argument(s) {unknown}: {fn.__name__!r} does not declare them"
-            )
-        parsed = adapter.validate_python(arguments)
-        extra: dict[str, Any] = {}
-        if context_param is not None:
-            if context is None and context_optional:
-                pass  # an optional context, and none given: the function's default
-            elif context is None:
-                raise UsageError(
-                    f"tool {fn.__name__!r} takes its call's ToolContext "
-                    f"({context_param!r}): call the handler as handler(arguments, context=…)"
-                )
-            else:
-                extra[context_param] = context
-        if single_model:
-            return fn(parsed, **extra)
-        return fn(**{p.name: getattr(parsed, p.name) for p in params}, **extra)
-
-    spec = ToolSpec(name or fn.__name__, desc, parameters=schema, side_effects=side_effects)
-    return spec, handler
-
-
-def wants_context(fn: Callable[..., Any]) -> bool:
-    """Whether a typed tool function asks for its call's :class:`ToolContext` (a
-    parameter annotated with it)."""
-    try:
-        hints = get_type_hints(fn, include_extras=True)
-    except NameError:
-        return False  # tool_spec_from_function says why
-    return any(_is_context(h) for name, h in hints.items() if name != "return")
-
-
-def _is_context(hint: Any) -> bool:
-    """``ToolContext``, ``Annotated[ToolContext, …]``, or either made optional
-    (``ToolContext | None``, ``Optional[ToolContext]``) — never a model argument."""
-    if get_origin(hint) is Annotated:
-        hint = get_args(hint)[0]
-    if hint is ToolContext:
-        return True
-    if get_origin(hint) in (Union, UnionType):
-        kinds = [a for a in get_args(hint) if a is not type(None)]
-        return len(kinds) < len(get_args(hint)) and all(_is_context(a) for a in kinds)
-    return False
 
 
 # -- the steps the loop needs a face to perform ---------------------------------------
@@ -344,9 +157,8 @@ class _Open(_SessionStep):
 @dataclass(frozen=True, slots=True)
 class _Store(_SessionStep):
     """Perform a conversation operation's store steps; the face replies with what they
-    returned (``Conversation._drive`` in the sync face, ``Conversation._perform`` —
-    awaited on an async store, in a worker thread when a sync store may wait — in the
-    async face)."""
+    returned (``drive_store`` in the sync face, ``adrive_store`` — awaited on an async
+    store, in a worker thread when a sync store may wait — in the async face)."""
 
     conversation: Conversation
     operation: Operation
@@ -561,7 +373,7 @@ class BaseSession(Generic[C]):
             if conv.store is None:
                 # the thread is kept nowhere (no store, or a bare journal): nothing to
                 # reload from — the refusal says what stopped it
-                conv._link.check("restore")
+                conv.link.check("restore")
             self.conversation = None  # reload: the store and the journal decide, not the copy
         return self._conversation()
 
@@ -584,7 +396,7 @@ class BaseSession(Generic[C]):
         ``send`` with the same ``message_id`` on this session is the recovery."""
         conv: Conversation = yield _Open()  # restoring reads the store
         # done by the constructor, unless the store is async
-        yield _Store(conv, "restore", conv._restore_steps())
+        yield _Store(conv, "restore", conv.restore_steps())
         _telemetry.restored(conv)
         return conv
 
@@ -603,7 +415,7 @@ class BaseSession(Generic[C]):
             yield from self._dispose_steps(emit)
         resume: list[dict[str, Any]] | None = None
         if open_interrupts(conv):
-            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            lost = yield _Store(conv, "resume", conv.sent_resume_steps())
             if lost is not None:  # a resume was sent and not saved: never sent again blindly
                 carried: RunResult = yield from self._resend_steps(conv, lost, emit)
                 if text is None or carried.status != "success" or open_interrupts(conv):
@@ -642,7 +454,7 @@ class BaseSession(Generic[C]):
         """Answer the open interrupts with ``answers`` and carry the thread on."""
         conv: Conversation = yield from self._open_steps()
         if open_interrupts(conv):
-            lost = yield _Store(conv, "resume", conv._sent_resume_steps())
+            lost = yield _Store(conv, "resume", conv.sent_resume_steps())
             if lost is not None:  # a resume was sent and not saved: never sent again blindly
                 return (yield from self._resend_steps(conv, lost, emit))
         interrupts = open_interrupts(conv)
@@ -654,7 +466,7 @@ class BaseSession(Generic[C]):
             )
         by_id = {i.id: i for i in interrupts}
         resolutions = {
-            iid: interrupt_resolution(by_id[iid], a) if iid in by_id else _as_resolution(a)
+            iid: interrupt_resolution(by_id[iid], a) if iid in by_id else as_resolution(a)
             for iid, a in answers.items()
         }
         conv.next_input(resume=resume_entries(interrupts, resolutions))  # INT-6/7/8 judged
@@ -666,7 +478,7 @@ class BaseSession(Generic[C]):
         """A resume that was sent and that no saved run answers: sent again — the same
         entries, under the same run id — only when ``resume_unknown`` says so."""
         if self.resume_unknown is None or not self.resume_unknown(lost):
-            raise ResumeOutcomeUnknown(_unknown_resume(lost), lost)
+            raise ResumeOutcomeUnknown(unknown_resume(lost), lost)
         conv.resend(lost)
         return (yield from self._carry_steps(conv, emit))
 
@@ -688,7 +500,7 @@ class BaseSession(Generic[C]):
             if self.on_interrupt is not None:
                 answer = yield _Resolve(interrupt)
             else:
-                answer = yield _Ask(_approval_request(conv, interrupt))
+                answer = yield _Ask(approval_request(conv, interrupt))
             answers[interrupt.id] = interrupt_resolution(interrupt, answer)
         return resume_entries(interrupts, answers)
 
@@ -698,7 +510,7 @@ class BaseSession(Generic[C]):
         for _ in range(self.max_turns):
             if conv.pending_input.get("resume"):
                 # recorded and claimed before it is sent: a resume is sent once
-                yield _Store(conv, "resume", conv._claim_resume_steps())
+                yield _Store(conv, "resume", conv.claim_resume_steps())
             result = yield _Turn()
             assert result is not None
             for update in conv.take_updates():
@@ -743,7 +555,7 @@ class BaseSession(Generic[C]):
                 yield _Store(
                     conv,
                     "decline",
-                    conv._decline_steps(
+                    conv.decline_steps(
                         call.call_id,
                         by="policy",
                         reason="no one was available to ask for consent",
@@ -759,7 +571,7 @@ class BaseSession(Generic[C]):
                     yield _Store(
                         conv,
                         "approve",
-                        conv._approve_steps(
+                        conv.approve_steps(
                             call.call_id,
                             by=approval.decided_by,
                             arguments=approval.arguments,
@@ -771,7 +583,7 @@ class BaseSession(Generic[C]):
                     yield _Store(
                         conv,
                         "decline",
-                        conv._decline_steps(
+                        conv.decline_steps(
                             call.call_id, by=approval.decided_by, reason=approval.reason
                         ),
                         span,
@@ -782,7 +594,7 @@ class BaseSession(Generic[C]):
                 yield _Store(
                     conv,
                     "fail",
-                    conv._fail_steps(call.call_id, f"no handler is registered for {call.name!r}"),
+                    conv.fail_steps(call.call_id, f"no handler is registered for {call.name!r}"),
                     span,
                 )
             else:
@@ -794,76 +606,8 @@ class BaseSession(Generic[C]):
             emit(update)
 
 
-def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
-    """What a handler's answer means for ``interrupt``.
-
-    A :class:`Resolution` is itself. An :class:`Approval` (or a bool) answers an
-    approval request — an interrupt naming a call — the way ``ask`` answers a
-    side-effecting frontend call: approved resolves it with ``{"approved": true}``
-    (and ``"arguments"``, when the user edited them — validated against the
-    advertised tool's schema when there is one); declined cancels it, with the
-    reason. A decline is never sent as an approval.
-    """
-    if isinstance(answer, Resolution):
-        return answer
-    if isinstance(answer, bool):
-        answer = Approval(answer)
-    if not isinstance(answer, Approval):
-        raise UsageError(
-            f"an interrupt handler answers with a Resolution (or, for an approval request, "
-            f"an Approval or a bool), not {type(answer).__name__}"
-        )
-    if not answer.approved:
-        return Resolution.cancel(answer.reason or "declined")
-    if interrupt.call is None and answer.arguments is not None:
-        raise UsageError(
-            f"interrupt {interrupt.id!r} names no call: there are no arguments to edit"
-        )
-    payload: dict[str, Any] = {"approved": True}
-    if answer.arguments is not None:
-        assert interrupt.call is not None
-        if interrupt.call.parameters is not None:
-            errors = ArgumentValidator(interrupt.call.parameters).validate(answer.arguments)
-            if errors:
-                raise UsageError(
-                    f"the edited arguments of {interrupt.call.name!r} do not satisfy its schema: "
-                    + "; ".join(str(e) for e in errors),
-                    rule="TOOL-21",
-                )
-        payload["arguments"] = dict(answer.arguments)
-    return Resolution.resolve(payload)
-
-
-def _approval_request(conv: Conversation, interrupt: Interrupt) -> PendingCall:
-    """The call an approval request names, as ``ask`` sees a call awaiting consent."""
-    call = interrupt.call
-    assert call is not None
-    last = conv.runs[-1] if conv.runs else None
-    return PendingCall(
-        conv.thread_id,
-        last.run_id if last is not None else None,
-        call.call_id,
-        call.name,
-        call.text,
-        parse_arguments(call.text),
-        conv.tools.get(call.name),
-        status=CallStatus.AWAITING_CONSENT,
-    )
-
-
-def _as_resolution(answer: Any) -> Resolution:
-    if isinstance(answer, Resolution):
-        return answer
-    approved = answer.approved if isinstance(answer, Approval) else bool(answer)
-    return Resolution.resolve({"approved": True}) if approved else Resolution.cancel()
-
-
 def _ignore(update: Update) -> None:
     return None
-
-
-def _deadline(timeout: float) -> TimeoutError:
-    return TimeoutError(f"the handler did not finish within {timeout:g} s; its outcome is unknown")
 
 
 class Session(BaseSession[AgentClient]):
@@ -948,7 +692,8 @@ class Session(BaseSession[AgentClient]):
                 return self._reopened()
             if isinstance(step, _Store):
                 with _telemetry.within(step.trace):
-                    return await step.conversation._perform(step.operation, step.steps)
+                    conv = step.conversation
+                    return await adrive_store(conv.journal, conv.link, step.operation, step.steps)
             assert isinstance(step, _Execute)
             return await self._execute(step)
 
@@ -964,7 +709,7 @@ class Session(BaseSession[AgentClient]):
                 if inspect.iscoroutinefunction(handler):
                     coro = handler(arguments)
                 else:
-                    result = await _in_daemon_thread(handler, arguments)
+                    result = await in_daemon_thread(handler, arguments)
                     if not inspect.isawaitable(result):
                         return result
                     coro = result
@@ -985,7 +730,7 @@ class Session(BaseSession[AgentClient]):
             except TimeoutError:
                 if not deadline.expired():
                     raise
-                raise _deadline(timeout) from None
+                raise deadline_passed(timeout) from None
 
         with _telemetry.execute_tool(step.call, step.trace, step.trace_payloads) as span:
             answer = await conv.execute_async(step.call.call_id, bounded)
@@ -1072,7 +817,8 @@ class SyncSession(BaseSession[SyncAgentClient]):
                 return self._reopened()
             if isinstance(step, _Store):
                 with _telemetry.within(step.trace):
-                    return step.conversation._drive(step.operation, step.steps)
+                    conv = step.conversation
+                    return drive_store(conv.journal, conv.link, step.operation, step.steps)
             assert isinstance(step, _Execute)
             return self._execute(step)
 
@@ -1092,12 +838,12 @@ class SyncSession(BaseSession[SyncAgentClient]):
         def bounded_run(arguments: dict[str, Any]) -> Any:
             step.announce(conv)
             if timeout is None:
-                return _complete(handler, arguments)
+                return complete(handler, arguments)
             outcome: Future[Any] = Future()
 
             def work() -> None:
                 try:
-                    outcome.set_result(_complete(handler, arguments))
+                    outcome.set_result(complete(handler, arguments))
                 except BaseException as exc:  # handed to the waiting thread, raised there
                     outcome.set_exception(exc)
 
@@ -1114,73 +860,9 @@ class SyncSession(BaseSession[SyncAgentClient]):
                 # raised itself (a socket timeout, say) is its failure, told as such
                 if outcome.done():
                     raise
-                raise _deadline(timeout) from None
+                raise deadline_passed(timeout) from None
 
         with _telemetry.execute_tool(step.call, step.trace, step.trace_payloads) as span:
             answer = conv.execute(step.call.call_id, bounded)
             _telemetry.executed(span, answer, step.trace_payloads)
             return answer
-
-
-def _complete(handler: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
-    """Call a handler; an awaitable it returns (an ``async def`` tool) is run to its end."""
-    result = handler(arguments)
-    if inspect.isawaitable(result):
-        return asyncio.run(_awaited(result))
-    return result
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-def _refuse_unknown_members(schema: dict[str, Any]) -> None:
-    """``additionalProperties: false`` on the argument object and every model it uses.
-
-    pydantic ignores unknown members by default and its schema says nothing
-    about them, so a model-typed tool would run with arguments it never
-    declared. A model that states its own policy (``extra="allow"`` writes
-    ``additionalProperties: true``) keeps it.
-    """
-    objects = [schema, *schema.get("$defs", {}).values()]
-    for node in objects:
-        if isinstance(node, dict) and node.get("type") == "object" and "properties" in node:
-            node.setdefault("additionalProperties", False)
-
-
-async def _in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
-    """Run a blocking handler in a daemon thread of its own and await its result.
-
-    Not the loop's default executor: a handler that outlives its timeout (or a
-    Ctrl-C) keeps running there, and ``asyncio.run`` — then the interpreter at
-    exit — would wait for it, holding the terminal long after the conversation
-    ended. A daemon thread is abandoned at exit instead; the call is already
-    answered "outcome unknown" and the journal holds its intent.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(error: BaseException | None, value: Any) -> None:
-        if future.done():  # timed out or cancelled meanwhile: nobody waits for it
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def work() -> None:
-        try:
-            value = fn(arguments)
-        except BaseException as exc:  # handed to the awaiting task, which judges it
-            outcome: tuple[BaseException | None, Any] = (exc, None)
-        else:
-            outcome = (None, value)
-        with contextlib.suppress(RuntimeError):  # the loop closed while the handler ran
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    name = getattr(getattr(fn, "func", fn), "__name__", "handler")  # a partial: its function
-    # in a copy of the awaiting task's context: the handler's spans nest under its
-    # execute_tool span, its contextvars read as the task's
-    runner = contextvars.copy_context().run
-    threading.Thread(target=runner, args=(work,), name=f"agui-tool-{name}", daemon=True).start()
-    return await future

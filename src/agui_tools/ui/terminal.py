@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._errors import ProtocolWarning, UsageError
-from .._text import terminal_text
+from .._text import one_line, terminal_text
 from ..app._calls import CallStatus, PendingCall, describe_errors
 from ..app._conversation import CallUpdate, TextDelta, Update
 from ..transport._session import Approval, Interrupt, Resolution, interrupt_resolution
@@ -92,6 +92,13 @@ def safe_text(value: Any, style: str = "") -> Text:
         except TypeError:
             value = repr(value)
     return Text(safe(value), style=style)
+
+
+def line_text(value: object, style: str = "") -> Text:
+    """A ``rich`` Text of a peer's string that names or says something in one line (a
+    tool's name, an id, an error message): line breaks escaped too, so the peer never
+    starts a line of ours (:func:`~agui_tools._text.one_line`)."""
+    return Text(one_line(value), style=style)
 
 
 _STATUS_STYLE: Final = {
@@ -173,8 +180,8 @@ class _Card:
             if not (error and _restates(str(content), error)):
                 body.add_row("result", safe_text(content))
             if error:
-                body.add_row("error", safe_text(error, "red"))
-        title = Text.assemble(("🔧 ", ""), safe_text(self.name, "bold"), (f"  [{label}]", colour))
+                body.add_row("error", line_text(error, "red"))
+        title = Text.assemble(("🔧 ", ""), line_text(self.name, "bold"), (f"  [{label}]", colour))
         return Panel(body, title=title, title_align="left", border_style=colour, expand=False)
 
 
@@ -260,7 +267,7 @@ class TerminalUI:
                 self._refresh()
         elif isinstance(update, ProtocolWarning):
             self._flush()
-            self.console.print(safe_text(f"warning {update}", "yellow"))
+            self.console.print(line_text(f"warning {update}", "yellow"))
 
     def finish_run(self) -> None:
         self._flush()
@@ -401,26 +408,27 @@ class TerminalUI:
         body = Table.grid(padding=(0, 1))
         body.add_column(style="dim")
         body.add_column()
-        body.add_row("interrupt", safe_text(interrupt.id))
-        body.add_row("reason", safe_text(interrupt.reason or "(none given)", "bold"))
+        body.add_row("interrupt", line_text(interrupt.id))
+        body.add_row("reason", line_text(interrupt.reason or "(none given)", "bold"))
         if interrupt.message:
             body.add_row("message", safe_text(interrupt.message))
         call = interrupt.call
         if call is not None:
-            body.add_row("tool", safe_text(call.name, "bold"))
+            body.add_row("tool", line_text(call.name, "bold"))
             if call.description:
                 body.add_row("does", safe_text(call.description))
             shown = call.arguments if call.arguments is not None else call.text
-            body.add_row("arguments", safe_text(_compact(shown)))
+            body.add_row("arguments", safe_text(shown))
         elif interrupt.tool_call_id is not None:
-            body.add_row("call", safe_text(f"{interrupt.tool_call_id} (not in this thread)"))
+            body.add_row("call", line_text(f"{interrupt.tool_call_id} (not in this thread)"))
         if interrupt.response_schema is not None:
-            body.add_row("answer schema", safe_text(_compact(interrupt.response_schema)))
+            # indented, wrapped in the card: one line of JSON is cut at the card's edge
+            body.add_row("answer schema", safe_text(interrupt.response_schema))
         if interrupt.metadata:
-            body.add_row("metadata", safe_text(_compact(interrupt.metadata)))
+            body.add_row("metadata", safe_text(interrupt.metadata))
         if interrupt.expires_at is not None:
             late = " — expired: it can only be cancelled" if interrupt.expired else ""
-            body.add_row("expires", safe_text(interrupt.expires_at + late))
+            body.add_row("expires", line_text(interrupt.expires_at + late))
         title = "The agent asks for approval" if call is not None else "The agent is waiting"
         self.console.print(Panel(body, title=title, border_style="cyan", expand=False))
 

@@ -66,6 +66,7 @@ from ..._errors import AguiError, ProtocolViolation, ProtocolWarning, UsageError
 from ...app._calls import CallStatus, PendingCall
 from ...app._conversation import CallUpdate, Conversation, RunResult, TextDelta, Update
 from ...app._interrupts import Interrupt, Resolution
+from ...app._runs import describe_run
 from ...app._store import Store
 from ...app._tools import ToolSpec
 from ...app._updates import shown as shown_arguments
@@ -549,7 +550,8 @@ class Inspector(Cards, Mocks):
             failed = {"message": f"internal error: {type(exc).__name__}: {exc}", "rule": None}
         else:
             if result.status != "success":
-                failed = {"message": f"the run ended {result.status}", "rule": None}
+                # the agent's own RUN_ERROR message, as run and chat say it
+                failed = {"message": describe_run(result), "rule": None}
         finally:
             self._stopping = False
             self._push_thread()

@@ -461,5 +461,5 @@ def _conversation_for(
         return None
     # the input is the one the frontend sent (not one this conversation built): the
     # stream it answers is judged against it, as the consumer's pipeline judges any run
-    conv._run_input = dict(run_input)
+    conv.use_input(run_input)
     return conv

@@ -280,9 +280,21 @@ function consentDone(msg) {
 
 // -- mock tools: a form generated from a JSON Schema -------------------------------------
 
+let hints = 0;
+
+// a field's schema `description` is the agent's word on what goes there: shown under the
+// field and tied to its control (aria-describedby), so a screen reader says it too
+function withHint(schema, field, control) {
+  const text = schema && typeof schema.description === "string" ? schema.description.trim() : "";
+  if (!text) return field;
+  const id = `field-hint-${++hints}`;
+  control.setAttribute("aria-describedby", id);
+  return el("div", { class: "described" }, field, el("p", { class: "field-hint muted", id, text }));
+}
+
 export function schemaForm(schema, label) {
   const type = schema && schema.type;
-  const described = (node) => el("label", { class: "field" }, el("span", { text: label }), node);
+  const described = (node) => withHint(schema, el("label", { class: "field" }, el("span", { text: label }), node), node);
   if (schema && Array.isArray(schema.enum)) {
     const select = el("select", {}, el("option", { value: "", text: "(none)" }));
     schema.enum.forEach((option, i) => select.append(el("option", { value: String(i), text: typeof option === "string" ? option : json(option) })));
@@ -298,7 +310,7 @@ export function schemaForm(schema, label) {
   }
   if (type === "boolean") {
     const input = el("input", { type: "checkbox" });
-    return { node: el("label", { class: "field inline" }, input, el("span", { text: label })), read: () => input.checked };
+    return { node: withHint(schema, el("label", { class: "field inline" }, input, el("span", { text: label })), input), read: () => input.checked };
   }
   if (type === "object" && schema.properties && Object.keys(schema.properties).length) {
     const fields = Object.entries(schema.properties).map(([name, sub]) => [name, schemaForm(sub, name + ((schema.required || []).includes(name) ? " *" : ""))]);

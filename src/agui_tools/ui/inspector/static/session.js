@@ -127,8 +127,10 @@ function agentBox() {
     } });
   const clear = el("button", { type: "button", class: "ghost", text: "Remove the bearer token",
     onclick: () => api("agent", { bearer: "" }).catch((err) => problems.replaceChildren(el("p", { class: "error", text: err.message }))) });
+  // a button to close it, as Replay has: a phone has no Escape key
+  const close = el("button", { type: "button", class: "ghost", text: "Close", onclick: () => toggle($("agent-box"), $("agent-settings")) });
   return el("section", { id: "agent-box", class: "overlay agent-box", hidden: true, "aria-label": "Agent settings" },
-    el("h2", { text: "Agent" }),
+    el("header", {}, el("h2", { text: "Agent" }), close),
     el("label", { class: "field" }, el("span", { text: "URL" }), url),
     el("label", { class: "field" }, el("span", { text: "Bearer token (sent as Authorization; never shown again)" }), bearer),
     el("label", { class: "field" }, el("span", { text: "Headers" }), headers),

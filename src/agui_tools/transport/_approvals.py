@@ -1,0 +1,107 @@
+"""The answers a person (or a script) gives a session: an :class:`Approval` of a
+pending call, and what an interrupt handler's answer means for an interrupt."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import UsageError
+from ..app._arguments import parse_arguments
+from ..app._calls import CallStatus, PendingCall
+from ..app._consent import DecidedBy
+from ..app._conversation import Conversation
+from ..app._interrupts import Interrupt, Resolution
+from ..app._validation import ArgumentValidator
+
+__all__ = ["Approval", "approval_request", "as_resolution", "interrupt_resolution"]
+
+
+@dataclass(frozen=True)
+class Approval:
+    """The answer to a consent prompt.
+
+    ``approved`` False declines; ``arguments`` approves *edited* arguments
+    (which then run instead of the proposal, and are validated first).
+    ``decided_by`` says who answered: ``"user"`` for a person, ``"system"``
+    when nobody could — the prompt's input ended, a script ran out — so the
+    answer the agent reads never claims a user decided (TOOL-22).
+    """
+
+    approved: bool
+    arguments: Mapping[str, Any] | None = None
+    reason: str | None = None
+    decided_by: DecidedBy = "user"
+
+    @classmethod
+    def approve(cls, arguments: Mapping[str, Any] | None = None) -> Approval:
+        return cls(True, arguments)
+
+    @classmethod
+    def decline(cls, reason: str | None = None, *, by: DecidedBy = "user") -> Approval:
+        return cls(False, None, reason, by)
+
+
+def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
+    """What a handler's answer means for ``interrupt``.
+
+    A :class:`Resolution` is itself. An :class:`Approval` (or a bool) answers an
+    approval request — an interrupt naming a call — the way ``ask`` answers a
+    side-effecting frontend call: approved resolves it with ``{"approved": true}``
+    (and ``"arguments"``, when the user edited them — validated against the
+    advertised tool's schema when there is one); declined cancels it, with the
+    reason. A decline is never sent as an approval.
+    """
+    if isinstance(answer, Resolution):
+        return answer
+    if isinstance(answer, bool):
+        answer = Approval(answer)
+    if not isinstance(answer, Approval):
+        raise UsageError(
+            f"an interrupt handler answers with a Resolution (or, for an approval request, "
+            f"an Approval or a bool), not {type(answer).__name__}"
+        )
+    if not answer.approved:
+        return Resolution.cancel(answer.reason or "declined")
+    if interrupt.call is None and answer.arguments is not None:
+        raise UsageError(
+            f"interrupt {interrupt.id!r} names no call: there are no arguments to edit"
+        )
+    payload: dict[str, Any] = {"approved": True}
+    if answer.arguments is not None:
+        assert interrupt.call is not None
+        if interrupt.call.parameters is not None:
+            errors = ArgumentValidator(interrupt.call.parameters).validate(answer.arguments)
+            if errors:
+                raise UsageError(
+                    f"the edited arguments of {interrupt.call.name!r} do not satisfy its schema: "
+                    + "; ".join(str(e) for e in errors),
+                    rule="TOOL-21",
+                )
+        payload["arguments"] = dict(answer.arguments)
+    return Resolution.resolve(payload)
+
+
+def approval_request(conv: Conversation, interrupt: Interrupt) -> PendingCall:
+    """The call an approval request names, as ``ask`` sees a call awaiting consent."""
+    call = interrupt.call
+    assert call is not None
+    last = conv.runs[-1] if conv.runs else None
+    return PendingCall(
+        conv.thread_id,
+        last.run_id if last is not None else None,
+        call.call_id,
+        call.name,
+        call.text,
+        parse_arguments(call.text),
+        conv.tools.get(call.name),
+        status=CallStatus.AWAITING_CONSENT,
+    )
+
+
+def as_resolution(answer: Any) -> Resolution:
+    if isinstance(answer, Resolution):
+        return answer
+    approved = answer.approved if isinstance(answer, Approval) else bool(answer)
+    return Resolution.resolve({"approved": True}) if approved else Resolution.cancel()
