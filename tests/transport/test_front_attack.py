@@ -187,11 +187,6 @@ def _face_args(command: str, folder: Path) -> list[str]:
     return []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="asyncio logs each failed accept() with its traceback; LogGuard leaves "
-    "exc_info to the handler, so the lines are neither one line nor ours",
-)
 @pytest.mark.parametrize("command", ["serve", "proxy", "mock"])
 def test_a_connection_flood_past_the_descriptor_limit_writes_no_traceback(
     command: str, tmp_path: Path
