@@ -1,8 +1,9 @@
 """Recorded runs: what a mock agent replays, and which one answers a request.
 
-Sans-I/O (the files are read by :mod:`agui_tools.transport._mock`): a captured
+Sans-I/O (the files are read by :mod:`agui_tools.transport._captures`): a captured
 body — a JSON array, NDJSON, SSE or binary-binding body, sniffed as
-:func:`~agui_tools.app._capture.read_frames` sniffs it — becomes
+:func:`~agui_tools.app._capture.read_frames` sniffs it, and fed in chunks to
+:class:`RecordedEvents`, which keeps each event as it completes — becomes
 :class:`RecordedRun` values, each the events one response carried and, when the
 capture kept it, the run input that asked for them. A capture with no input (a
 ``run --save`` file) is split at its top-level ``RUN_STARTED`` events: one
@@ -27,12 +28,13 @@ import orjson
 from .._errors import ProtocolViolation, UsageError
 from ..wire._codec import parse_json
 from ..wire._framing import BrokenFrame, FrameNote
-from ._capture import read_frames, unfinished_at
+from ._capture import FrameStream
 
 __all__ = [
     "MATCH_MODES",
     "Matcher",
     "Miss",
+    "RecordedEvents",
     "RecordedRun",
     "last_user_turn",
     "recorded_runs",
@@ -121,19 +123,54 @@ def _first_id(events: Sequence[Mapping[str, Any]], key: str) -> str | None:
     return None
 
 
-def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
-    """Every event of a captured body, as wire dicts; a frame that is no event is an error."""
-    try:
-        frames = read_frames(data)
-    except ProtocolViolation as exc:
-        raise UsageError(f"{source}: {exc.explanation}", rule=exc.rule) from None
-    events: list[dict[str, Any]] = []
-    for position in range(len(frames)):
-        # each frame's text is let go once it is an event: a large capture is not
-        # held twice (its texts and its events) at the peak
-        frame, frames[position] = frames[position], None
+class RecordedEvents:
+    """Sans-I/O: the events of one captured body, kept as its chunks are read.
+
+    Each frame becomes its event as it completes (:class:`~._capture.FrameStream`), so
+    what a loader holds is the events, never the capture's text as well. The first
+    event that cannot be read ends the keeping; :meth:`close` raises it then — after
+    the whole body was checked to be UTF-8, which a body that is not fails first.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.events: list[dict[str, Any]] = []
+        self.frames = FrameStream()
+        self._failure: UsageError | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        try:
+            frames = self.frames.feed(chunk)
+        except ProtocolViolation as exc:
+            raise UsageError(f"{self.source}: {exc.explanation}", rule=exc.rule) from None
+        self._take(frames)
+
+    def close(self) -> list[dict[str, Any]]:
+        """Every event of the body; :class:`UsageError` naming the source when it is no
+        stream, or an event cannot be read."""
+        try:
+            frames = self.frames.close()
+        except ProtocolViolation as exc:
+            raise UsageError(f"{self.source}: {exc.explanation}", rule=exc.rule) from None
+        self._take(frames)
+        if self._failure is not None:
+            raise self._failure
+        return self.events
+
+    def _take(self, frames: list[Any]) -> None:
+        if self._failure is not None:
+            return
+        try:
+            for frame in frames:
+                self._event(frame)
+        except UsageError as exc:
+            self._failure = exc
+            self.events = []  # nothing of a refused capture is replayed
+
+    def _event(self, frame: Any) -> None:
+        source, events = self.source, self.events
         if isinstance(frame, FrameNote):
-            continue  # a dropped frame (an unknown binary arm): nothing to replay
+            return  # a dropped frame (an unknown binary arm): nothing to replay
         if isinstance(frame, BrokenFrame):
             raise UsageError(
                 f"{source}: event {len(events)} cannot be read ({frame.violation.explanation}); "
@@ -158,11 +195,10 @@ def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
             if isinstance(value, str) and len(value) <= _INTERNED_CHARS:
                 frame[key] = sys.intern(value)
         events.append(frame)
-    return events
 
 
 def recorded_runs(
-    data: bytes,
+    data: bytes | RecordedEvents,
     *,
     source: str,
     run_input: Mapping[str, Any] | None = None,
@@ -173,17 +209,24 @@ def recorded_runs(
     With ``run_input`` the body is one response (a proxy exchange, an inspector
     run): one recorded run. Without, it is split at its top-level ``RUN_STARTED``
     events (``split`` overrides): ``run --save`` joins every run of a command.
-    Raises :class:`~agui_tools.UsageError` naming ``source`` when the body is
-    no stream or holds no event.
+    ``data`` is the body, or a :class:`RecordedEvents` its chunks were fed to (a file
+    read in chunks). Raises :class:`~agui_tools.UsageError` naming ``source`` when
+    the body is no stream or holds no event.
     """
-    events = _events_of(data, source)
+    if isinstance(data, bytes):
+        reader = RecordedEvents(source)
+        reader.feed(data)
+    else:
+        reader = data
+    events = reader.close()
+    cut = reader.frames.unfinished_at, reader.frames.size
     if not events:
         raise UsageError(f"{source}: the capture holds no event: nothing to replay")
     if split is None:
         split = run_input is None
     if not split:
         one = RecordedRun(source, events, dict(run_input) if run_input is not None else None)
-        _note_cut(one, data)
+        _note_cut(one, *cut)
         return [one]
     runs: list[list[dict[str, Any]]] = []
     open_runs: list[Any] = []
@@ -207,17 +250,16 @@ def recorded_runs(
     recorded = [
         RecordedRun(f"{source} run {n}" if many else source, part) for n, part in enumerate(runs, 1)
     ]
-    _note_cut(recorded[-1], data)
+    _note_cut(recorded[-1], *cut)
     return recorded
 
 
-def _note_cut(run: RecordedRun, data: bytes) -> None:
+def _note_cut(run: RecordedRun, start: int | None, size: int) -> None:
     """A capture that stops inside an event: that unfinished event is not replayed — said
     in ``notes`` (the mock prints them at start-up), never dropped in silence (TRANS-2)."""
-    start = unfinished_at(data)
     if start is not None:
         run.notes.append(
-            f"the capture stops inside an event at byte {start} of {len(data)} (TRANS-2): "
+            f"the capture stops inside an event at byte {start} of {size} (TRANS-2): "
             "that unfinished event is not replayed"
         )
 

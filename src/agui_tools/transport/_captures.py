@@ -14,15 +14,15 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import orjson
 
 from .._errors import UsageError
 from .._text import cut, escape_controls, guarded_logger, shown
-from ..app._recorded import RecordedRun, recorded_runs, runs_from_thread_export
+from ..app._recorded import RecordedEvents, RecordedRun, recorded_runs, runs_from_thread_export
 from ..app._watch import binding_of
 
 __all__ = ["MAX_CAPTURE_BYTES", "MAX_META_BYTES", "NO_BODY", "load_captures"]
@@ -35,6 +35,9 @@ _INPUT: Final = re.compile(r"^(?P<stem>(?:run-)?[0-9]+)\.input\.json$")
 MAX_CAPTURE_BYTES: Final = 256 * 1024 * 1024
 """The largest capture body (``NNNN.sse``, ``run --save`` file …) or run input the mock
 loads: a larger one is left out and said (docs/cli.md, ``mock``)."""
+READ_CHUNK: Final = 1024 * 1024
+"""How much of a capture body the mock reads at a time: its frames are decoded as they
+come, and what it keeps is their events, never the body's text as well."""
 MAX_META_BYTES: Final = 64 * 1024
 """The largest ``NNNN.meta.json`` (a status, a content type, a location)."""
 MAX_HEADER_CHARS: Final = 8 * 1024
@@ -107,13 +110,12 @@ class _LeftOut(Exception):
     """A file of a recording that the mock does not trust: why (one line)."""
 
 
-def _read(path: Path, *, follow: bool = False, limit: int | None = None) -> bytes:
-    """The file's bytes, read only if it is a regular file of at most ``limit`` bytes
-    (:data:`MAX_CAPTURE_BYTES`), opened without following a link unless ``follow`` (a
-    path the user named) and without blocking (a FIFO is no capture: never waited on);
-    never read past the cap, whatever the size said. :class:`_LeftOut` when it is none
-    of that, :class:`UsageError` when it cannot be read."""
-    cap = MAX_CAPTURE_BYTES if limit is None else limit
+def _open(path: Path, *, follow: bool = False, cap: int | None = None) -> BinaryIO:
+    """The file, open, if it is a regular file of at most ``cap`` bytes — opened without
+    following a link unless ``follow`` (a path the user named) and without blocking (a
+    FIFO is no capture: never waited on). :class:`_LeftOut` when it is none of that,
+    :class:`UsageError` when it cannot be opened."""
+    cap = MAX_CAPTURE_BYTES if cap is None else cap
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -124,23 +126,55 @@ def _read(path: Path, *, follow: bool = False, limit: int | None = None) -> byte
                 "regular files, links never followed)"
             ) from None
         raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
-    with open(fd, "rb", buffering=0) as file:
-        kind = os.fstat(fd).st_mode
-        if not stat.S_ISREG(kind):
-            what = "a FIFO" if stat.S_ISFIFO(kind) else "a directory" if stat.S_ISDIR(kind) else ""
-            raise _LeftOut(
-                f"{path}: not replayed: not a regular file{f' ({what})' if what else ''}"
-            )
-        too_big = _LeftOut(f"{path}: not replayed: larger than {cap:,} bytes (the mock's cap)")
-        if os.fstat(fd).st_size > cap:
-            raise too_big  # not read at all
+    file = open(fd, "rb", buffering=0)  # noqa: SIM115 - the caller closes it
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        file.close()
+        what = "a FIFO" if stat.S_ISFIFO(kind) else "a directory" if stat.S_ISDIR(kind) else ""
+        raise _LeftOut(f"{path}: not replayed: not a regular file{f' ({what})' if what else ''}")
+    if os.fstat(fd).st_size > cap:
+        file.close()
+        raise _too_big(path, cap)  # not read at all
+    return file
+
+
+def _too_big(path: Path, cap: int) -> _LeftOut:
+    return _LeftOut(f"{path}: not replayed: larger than {cap:,} bytes (the mock's cap)")
+
+
+def _read(path: Path, *, follow: bool = False, limit: int) -> bytes:
+    """The bytes of a file :func:`_open` accepts (a meta, a run input, a recorded answer)."""
+    with _open(path, follow=follow, cap=limit) as file:
+        return _read_all(file, path, limit)
+
+
+def _read_all(file: BinaryIO, path: Path, cap: int) -> bytes:
+    """Every byte, in one buffer, never read past ``cap`` whatever the size said (a
+    growing file)."""
+    try:
+        data: bytes = file.read(cap + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
+    if len(data) > cap:
+        raise _too_big(path, cap)
+    return data
+
+
+def read_chunks(file: BinaryIO, path: Path, cap: int) -> Iterator[bytes]:
+    """The file's bytes, :data:`READ_CHUNK` at a time, never past ``cap`` (a growing file:
+    :class:`_LeftOut`) — a capture is decoded as it is read, never held whole."""
+    total = 0
+    while True:
         try:
-            data: bytes = file.read(cap + 1)  # one buffer, never past the cap (a growing file)
+            chunk = file.read(READ_CHUNK)
         except OSError as exc:
             raise UsageError(f"cannot read capture {path}: {exc.strerror or exc}") from None
-        if len(data) > cap:
-            raise too_big
-    return data
+        if not chunk:
+            return
+        total += len(chunk)
+        if total > cap:
+            raise _too_big(path, cap)
+        yield chunk
 
 
 def _load_dir(folder: Path, skipped: list[str]) -> list[RecordedRun]:
@@ -180,47 +214,92 @@ def _load_file(
 ) -> list[RecordedRun]:
     """The runs of one capture file; in a directory (``exchange``), one that cannot be
     replayed is said in ``skipped`` and left out (a file named alone is refused)."""
+    try:
+        found = _runs_of(path, exchange)
+    except _LeftOut as exc:
+        found = str(exc)
+    if isinstance(found, str):
+        if skipped is None:
+            raise UsageError(found)
+        skipped.append(found)
+        return []
+    return found
+
+
+def _runs_of(path: Path, exchange: bool) -> list[RecordedRun] | str:
+    """The runs of one capture file, or why it cannot be replayed (a line naming it)."""
     stem = path.name.rsplit(".", 1)[0]
     source = str(path)
-    answer: RecordedRun | str | None = None
+    # the meta first: it is small, and it may leave the exchange out unread
+    meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
+    run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
+    with _open(path, follow=not exchange) as file:
+        if meta is not None:
+            streamed = path.suffix in (".sse", ".pb", ".ndjson")
+            answer = _recorded_answer(
+                source,
+                lambda: _read_all(file, path, MAX_CAPTURE_BYTES),
+                run_input,
+                meta,
+                f"{stem}.meta.json",
+                streamed,
+            )
+            if isinstance(answer, str):
+                return f"{source}: {answer}"
+            if answer is not None:
+                return [answer]
+        elif exchange and path.suffix == ".body":
+            return (
+                f"{source}: not replayed: no {stem}.meta.json beside it records the answer's "
+                "status and content type (a proxy recording writes one per exchange)"
+            )
+        chunks = read_chunks(file, path, MAX_CAPTURE_BYTES)
+        first = next(chunks, b"")
+        if (
+            run_input is None
+            and not exchange
+            and first.lstrip()[:1] == b"{"
+            and not _opens_ndjson(first)
+        ):
+            return _document_or_stream(first, chunks, source)
+        reader = RecordedEvents(source)
+        reader.feed(first)
+        for chunk in chunks:
+            reader.feed(chunk)
+    return recorded_runs(reader, source=source, run_input=run_input, split=run_input is None)
+
+
+def _opens_ndjson(first: bytes) -> bool:
+    """The capture's first line is a whole event: an NDJSON stream, no thread export
+    (one JSON document, whose first line is never an event)."""
+    end = first.find(b"\n")
     try:
-        # the meta first: it is small, and it may leave the exchange out unread
-        meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
-        run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
-        data = _read(path, follow=not exchange)
-    except _LeftOut as exc:
-        answer, source = str(exc), ""
-        meta = run_input = None
-        data = b""
-    if meta is not None:
-        streamed = path.suffix in (".sse", ".pb", ".ndjson")
-        answer = _recorded_answer(source, data, run_input, meta, f"{stem}.meta.json", streamed)
-    elif exchange and path.suffix == ".body" and answer is None:
-        answer = (
-            f"not replayed: no {stem}.meta.json beside it records the answer's status and "
-            "content type (a proxy recording writes one per exchange)"
-        )
-    if isinstance(answer, str):
-        said = f"{source}: {answer}" if source else answer
-        if skipped is None:
-            raise UsageError(said)
-        skipped.append(said)
-        return []
-    if answer is not None:
-        return [answer]
-    if run_input is None and not exchange and data.lstrip()[:1] == b"{":
-        try:
-            document = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            document = None  # NDJSON, or a broken file: read as a stream, which says which
-        if isinstance(document, dict) and "runs" in document and "type" not in document:
-            return runs_from_thread_export(document, source=source)
-    return recorded_runs(data, source=source, run_input=run_input, split=run_input is None)
+        line = orjson.loads(first[:end]) if end >= 0 else None
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(line, dict) and "type" in line
+
+
+def _document_or_stream(first: bytes, rest: Iterator[bytes], source: str) -> list[RecordedRun]:
+    """A file starting with ``{`` that may be one JSON document: read whole, then an
+    inspector ``thread.json`` or a stream as :func:`recorded_runs` reads one."""
+    whole = bytearray(first)
+    for chunk in rest:
+        whole += chunk
+    data = bytes(whole)
+    del whole
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        document = None  # NDJSON, or a broken file: read as a stream, which says which
+    if isinstance(document, dict) and "runs" in document and "type" not in document:
+        return runs_from_thread_export(document, source=source)
+    return recorded_runs(data, source=source, split=True)
 
 
 def _recorded_answer(
     source: str,
-    data: bytes,
+    body: Callable[[], bytes],
     run_input: dict[str, Any] | None,
     meta: Mapping[str, Any],
     meta_name: str,
@@ -246,6 +325,7 @@ def _recorded_answer(
         return None
     location = meta.get("location")
     notes = []
+    data = body()
     if status in NO_BODY and data:
         notes.append(f"the recorded body ({len(data)} bytes) is not sent: a {status} has none")
         data = b""
