@@ -154,3 +154,26 @@ def test_the_mock_reads_a_capture_in_chunks_and_decodes_as_it_reads(
     # each chunk's events are kept as it is read, not once the whole body is in
     assert len(kept) == len(reads) - 1 and kept == sorted(kept)
     assert 0 < kept[len(kept) // 2] < 404 and kept[-1] == 404
+
+
+@pytest.mark.parametrize("name", ["sse", "ndjson"])
+def test_a_text_capture_keeps_each_event_as_its_text_not_as_an_object(name: str) -> None:
+    events = fed(BODIES[name], 7).close()
+    first = events[0]
+    assert first == EVENTS[0] and first is not events[0]  # parsed afresh on each read
+    first["type"] = "CHANGED"  # what a reader does to its copy is not kept
+    assert list(events) == EVENTS and events[1:3] == EVENTS[1:3] and len(events) == 5
+    assert "5 events" in repr(events)
+
+
+def test_a_binary_capture_keeps_its_events_as_decoded() -> None:
+    events = fed(BODIES["proto"], 7).close()
+    assert events == EVENTS and events[0] is events[0]  # no JSON text to keep
+
+
+def test_a_capture_with_no_input_is_split_at_its_runs_as_it_is_read() -> None:
+    second = [dict(e, runId="r2") if "runId" in e else e for e in EVENTS]
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in [*EVENTS, *second])
+    runs = recorded_runs(fed(body, 5), source="two.sse")
+    assert [r.source for r in runs] == ["two.sse run 1", "two.sse run 2"]
+    assert [list(r.events) for r in runs] == [EVENTS, second]

@@ -19,9 +19,10 @@ request's ``threadId``/``runId`` into the events.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from itertools import pairwise
+from typing import Any, Final, Literal, overload
 
 import orjson
 
@@ -32,6 +33,7 @@ from ._capture import FrameStream
 
 __all__ = [
     "MATCH_MODES",
+    "EncodedEvents",
     "Matcher",
     "Miss",
     "RecordedEvents",
@@ -62,7 +64,8 @@ class RecordedRun:
     """
 
     source: str
-    events: list[dict[str, Any]]
+    events: Sequence[dict[str, Any]]
+    """In order; a list, or as a capture keeps them (:class:`EncodedEvents`)."""
     input: dict[str, Any] | None = None
     status: int = 200
     body: bytes = b""
@@ -123,6 +126,65 @@ def _first_id(events: Sequence[Mapping[str, Any]], key: str) -> str | None:
     return None
 
 
+class EncodedEvents(Sequence[dict[str, Any]]):
+    """A run's recorded events, each kept as the JSON text it was read from and parsed
+    again when read: a third of the memory the parsed objects take, and a mock reads a
+    run's events only to serve it. An event that came parsed (a binary frame, an element
+    of a JSON array) is kept as it came."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[str | bytes | dict[str, Any]] = ()) -> None:
+        self._items = list(items)
+
+    def append(self, event: dict[str, Any], text: str | bytes | None = None) -> None:
+        """Keep ``event``: as ``text``, the JSON text it was read from, when there is one."""
+        if text is not None:
+            self._items.append(text)
+            return
+        for key in _REPEATED:  # one string for a value every event of a run repeats
+            value = event.get(key)
+            if isinstance(value, str) and len(value) <= _INTERNED_CHARS:
+                event[key] = sys.intern(value)
+        self._items.append(event)
+
+    def part(self, start: int, stop: int) -> EncodedEvents:
+        """The events ``start:stop``, as kept (nothing parsed)."""
+        return EncodedEvents(self._items[start:stop])
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [_parsed(item) for item in self._items[index]]
+        return _parsed(self._items[index])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(_parsed, self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EncodedEvents({len(self._items)} events)"
+
+
+def _parsed(item: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(item, (str, bytes)):
+        event: dict[str, Any] = orjson.loads(item)
+        return event
+    return item
+
+
 class RecordedEvents:
     """Sans-I/O: the events of one captured body, kept as its chunks are read.
 
@@ -134,8 +196,12 @@ class RecordedEvents:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.events: list[dict[str, Any]] = []
+        self.events = EncodedEvents()
+        self.starts: list[int] = []
+        """Where each run begins: a capture with no input is split at its top-level
+        ``RUN_STARTED`` events (``run --save`` joins every run of a command)."""
         self.frames = FrameStream()
+        self._open_runs: list[Any] = []
         self._failure: UsageError | None = None
 
     def feed(self, chunk: bytes) -> None:
@@ -145,7 +211,7 @@ class RecordedEvents:
             raise UsageError(f"{self.source}: {exc.explanation}", rule=exc.rule) from None
         self._take(frames)
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> EncodedEvents:
         """Every event of the body; :class:`UsageError` naming the source when it is no
         stream, or an event cannot be read."""
         try:
@@ -165,7 +231,7 @@ class RecordedEvents:
                 self._event(frame)
         except UsageError as exc:
             self._failure = exc
-            self.events = []  # nothing of a refused capture is replayed
+            self.events, self.starts = EncodedEvents(), []  # nothing of it is replayed
 
     def _event(self, frame: Any) -> None:
         source, events = self.source, self.events
@@ -177,7 +243,8 @@ class RecordedEvents:
                 "a mock replays events, and this capture breaks off there",
                 rule=frame.violation.rule,
             )
-        if isinstance(frame, (str, bytes)):
+        text = frame if isinstance(frame, (str, bytes)) else None
+        if text is not None:
             try:
                 frame = parse_json(frame, len(events))
             except ProtocolViolation as exc:
@@ -190,11 +257,22 @@ class RecordedEvents:
                 f"(a JSON {type(frame).__name__})",
                 rule="PROC-2",
             )
-        for key in _REPEATED:  # one string for a value every event of a run repeats
-            value = frame.get(key)
-            if isinstance(value, str) and len(value) <= _INTERNED_CHARS:
-                frame[key] = sys.intern(value)
-        events.append(frame)
+        self._split_at(frame["type"], frame.get("runId"), len(events))
+        events.append(frame, text)
+
+    def _split_at(self, kind: str, run_id: Any, index: int) -> None:
+        open_runs = self._open_runs
+        if (kind == "RUN_STARTED" and not open_runs) or not self.starts:
+            self.starts.append(index)
+        if kind == "RUN_STARTED":
+            open_runs.append(run_id)
+        elif kind in _TERMINAL and open_runs:
+            if kind == "RUN_ERROR":
+                open_runs.clear()  # RUN_ERROR ends the stream's run, nested ones with it
+            elif run_id in open_runs:
+                del open_runs[open_runs.index(run_id) :]
+            else:
+                open_runs.pop()
 
 
 def recorded_runs(
@@ -228,24 +306,8 @@ def recorded_runs(
         one = RecordedRun(source, events, dict(run_input) if run_input is not None else None)
         _note_cut(one, *cut)
         return [one]
-    runs: list[list[dict[str, Any]]] = []
-    open_runs: list[Any] = []
-    for event in events:
-        kind = event["type"]
-        if kind == "RUN_STARTED" and not open_runs:
-            runs.append([])
-        if not runs:
-            runs.append([])
-        runs[-1].append(event)
-        if kind == "RUN_STARTED":
-            open_runs.append(event.get("runId"))
-        elif kind in _TERMINAL and open_runs:
-            if kind == "RUN_ERROR":
-                open_runs.clear()  # RUN_ERROR ends the stream's run, nested ones with it
-            elif event.get("runId") in open_runs:
-                del open_runs[open_runs.index(event.get("runId")) :]
-            else:
-                open_runs.pop()
+    bounds = [*reader.starts, len(events)]
+    runs = [events.part(start, stop) for start, stop in pairwise(bounds)]
     many = len(runs) > 1
     recorded = [
         RecordedRun(f"{source} run {n}" if many else source, part) for n, part in enumerate(runs, 1)
