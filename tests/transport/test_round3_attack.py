@@ -95,10 +95,6 @@ def test_one_unreadable_exchange_leaves_itself_out_not_the_whole_folder(
     assert [status for status, _ in served(folder, 1)] == [200]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cap is per file: a folder of many capped files is loaded whole (no total)",
-)
 def test_a_folder_s_total_is_capped_not_only_each_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
