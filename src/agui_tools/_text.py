@@ -148,7 +148,10 @@ class LogGuard(logging.Filter):
     many were suppressed. The rendered message is escaped whole
     (:func:`escape_controls` with ``one_line``) — arguments are peer text more
     often than not — and the arguments are dropped, so handlers format nothing
-    again. Tracebacks (``exc_info``) are left to the handler.
+    again. A traceback (``exc_info``) is left to the handler — it is a bug's —
+    unless its exception is an :class:`OSError`: the machine's condition (out of
+    descriptors, a reset peer), said on the record's line as type and message,
+    since a flood of them must not write a traceback a retry.
     """
 
     def __init__(
@@ -181,6 +184,11 @@ class LogGuard(logging.Filter):
             message = record.getMessage()
         except Exception:  # a bad format string of ours: show it, do not crash the log
             message = f"{record.msg!r} % {record.args!r}"
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, OSError):
+            message += f" ({type(error).__name__}: {error})"
+            record.exc_info = None
+            record.exc_text = None
         if suppressed:
             message += f" [{suppressed} similar line(s) suppressed in the last {self.period:g} s]"
         record.msg = escape_controls(message, one_line=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -224,3 +225,27 @@ def test_the_log_guard_rate_limits_per_template_and_says_how_many_it_dropped() -
     assert nxt.getMessage() == (
         "accept failed: late\\r\\nX [97 similar line(s) suppressed in the last 10 s]"
     )
+
+
+def test_the_log_guard_says_an_os_error_on_its_line_and_keeps_a_bug_s_traceback() -> None:
+    """The machine's condition (an OSError: out of descriptors) is one line, type and
+    message; any other exception is a bug's, and its traceback stays for the handler."""
+    guard = LogGuard()
+    logger = logging.getLogger("test.hostile.guard.exc")
+
+    def record(error: BaseException) -> logging.LogRecord:
+        try:
+            raise error
+        except BaseException:
+            info = sys.exc_info()
+        return logger.makeRecord(
+            logger.name, logging.ERROR, __file__, 1, "accept\nfailed", (), info
+        )
+
+    said = record(OSError(24, "Too many open files"))
+    assert guard.filter(said) and said.exc_info is None
+    assert said.getMessage() == "accept\\nfailed (OSError: [Errno 24] Too many open files)"
+    assert "Traceback" not in logging.Formatter().format(said)
+    bug = record(ValueError("ours"))
+    assert guard.filter(bug) and bug.exc_info is not None
+    assert "Traceback" in logging.Formatter().format(bug)

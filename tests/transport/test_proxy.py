@@ -598,10 +598,10 @@ def test_findings_are_told_in_the_order_of_the_exchanges(monkeypatch: pytest.Mon
     # exchange 1 (t1): the agent fabricates a frontend result (FE-2), its verdict held up
     # by a stopped judging process; exchange 2 (t2): a dangling history (FE-8). The t2
     # input is served at once, but its finding is told after exchange 1's, not before.
-    from agui_tools.transport import _proxy
+    from agui_tools.transport import _proxy_verdicts
 
     # (an overdue verdict is judged by the proxy itself after VERDICT_OVERDUE: not here)
-    monkeypatch.setattr(_proxy, "VERDICT_OVERDUE", 60.0)
+    monkeypatch.setattr(_proxy_verdicts, "VERDICT_OVERDUE", 60.0)
     script = Script(chunks=sse(FABRICATED))
     dangling_t2 = {**DANGLING, "threadId": "t2"}
     with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:

@@ -8,6 +8,7 @@ goes through exactly the stages a live stream does.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 import orjson
 
-from .._errors import ProtocolViolation, ProtocolWarning
+from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
 from ..wire._codec import parse_json
 from ..wire._framing import BrokenFrame, NDJSONReader, SSEReader, sniff_format
 from ..wire._kinds import WireEvent
@@ -25,6 +26,7 @@ from ._reducer import ThreadState
 
 __all__ = [
     "CaptureVerdict",
+    "FrameStream",
     "ndjson_unfinished_at",
     "read_frames",
     "replay",
@@ -132,69 +134,188 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
     event, an SSE field or an SSE comment — an empty or binary file is not an
     empty stream, and judging it "completed" would say something untrue.
     """
-    limits = limits or Limits()
-    if sniff_format(data[:64]) == "proto":
-        from ..wire._proto_framing import ProtoReader
+    stream = FrameStream(limits=limits)
+    return stream.feed(data) + stream.close()
 
-        # events, notes of dropped frames, and a BrokenFrame where a frame did not decode:
-        # the pipeline judges each at its position; a body cut mid-frame is a truncated run
-        binary = ProtoReader(
-            max_event_bytes=limits.max_event_bytes, max_depth=limits.max_depth
-        ).feed_frames(data)
-        if not binary:
-            announced = int.from_bytes(data[:4].ljust(4, b"\x00"), "big")
+
+_SNIFF_BYTES: Final = 64
+_BOM: Final = b"\xef\xbb\xbf"
+_SSE_ENDS: Final = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
+class FrameStream:
+    """:func:`read_frames` for a capture read in chunks: sans-I/O, fed its bytes as they are
+    read, handing on each frame as it completes — so a loader keeps what it makes of the
+    frames, never the capture's text as well (``agui-tools mock``).
+
+    Only a JSON array is held whole until :meth:`close` (one JSON text: the parser reads it
+    at once). Raises what :func:`read_frames` raises, as soon as it is known (not UTF-8:
+    at the bad byte), and :meth:`close` says where the last, unfinished event starts
+    (:attr:`unfinished_at`, as :func:`unfinished_at` would of the whole capture).
+    """
+
+    def __init__(self, *, limits: Limits | None = None) -> None:
+        self._limits = limits or Limits()
+        self._head = bytearray()  # the first bytes, until they say the format
+        self.kind: str | None = None
+        self.size = 0
+        """Bytes fed so far."""
+        self.unfinished_at: int | None = None
+        """After :meth:`close`: where the capture's unfinished last event starts."""
+        self._announced = 0  # a binary body: the length its first header announces
+        self._framed = False  # a frame (or a dropped frame's note) came out
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._proto: Any = None
+        self._sse: SSEReader | None = None
+        self._ndjson: NDJSONReader | None = None
+        self._whole = bytearray()  # a JSON array's text
+        self._tail = bytearray()  # SSE: the bytes since the last event's end …
+        self._tail_at = 0  # … and the capture offset they start at
+        self._sse_seen = False  # an SSE field or comment line was read
+
+    def feed(self, chunk: bytes) -> list[bytes | str | Any]:
+        """The frames ``chunk`` completed."""
+        if self.kind is None:
+            self._head += chunk
+            if len(self._head) < _SNIFF_BYTES:
+                return []
+            chunk, self._head = bytes(self._head), bytearray()
+            self._start(chunk)
+        return self._feed(chunk)
+
+    def close(self) -> list[bytes | str | Any]:
+        """The frames the end of the capture completes; raises when it was no stream."""
+        out: list[bytes | str | Any] = []
+        if self.kind is None:
+            head, self._head = bytes(self._head), bytearray()
+            self._start(head)
+            out = self._feed(head)
+        if self.kind == "proto":
+            if not self._framed:
+                raise ProtocolViolation(
+                    "TRANS-7",
+                    f"no complete binary frame: the first announces {self._announced} bytes "
+                    f"and {max(self.size - 4, 0)} follow — not a binary-binding body, or a cut "
+                    "one.",
+                    where="capture",
+                )
+            pending = self._proto.pending_frame()
+            self.unfinished_at = pending.offset if pending is not None else None
+            return out
+        self._utf8_check(b"", final=True)
+        if self.kind == "json":
+            whole, self._whole = self._whole, bytearray()
+            events = parse_json(whole, where="capture")
+            if not isinstance(events, list):
+                raise ProtocolViolation(
+                    "TRANS-4", "a JSON capture must be an array of events.", where="capture"
+                )
+            if not events:  # as an empty file: nothing was captured, which is no stream
+                raise ProtocolViolation(
+                    "TRANS-4", "an empty JSON array: no event was captured.", where="capture"
+                )
+            return out + events
+        if self._ndjson is not None:
+            return out + self._ndjson_end()
+        rest = self._tail.removeprefix(_BOM) if self._tail_at == 0 else self._tail
+        if not self._framed and not self._sse_seen and _SSE_LINE.search(rest) is None:
             raise ProtocolViolation(
-                "TRANS-7",
-                f"no complete binary frame: the first announces {announced} bytes and "
-                f"{max(len(data) - 4, 0)} follow — not a binary-binding body, or a cut one.",
+                "TRANS-4",
+                "no event found: not a JSON array, NDJSON, or an SSE body (no data, event, "
+                "id or retry field and no comment line).",
                 where="capture",
             )
-        return binary
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProtocolViolation(
-            "TRANS-4",
-            f"not UTF-8 text (byte {exc.start}); a JSON array, NDJSON or an SSE body always is.",
-            where="capture",
-        ) from None
-    kind = sniff_format(data[:64])
-    if kind == "json":
-        events = parse_json(data, where="capture")
-        if not isinstance(events, list):
-            raise ProtocolViolation(
-                "TRANS-4", "a JSON capture must be an array of events.", where="capture"
+        found = sse_unfinished_at(bytes(self._tail))
+        self.unfinished_at = None if found is None else self._tail_at + found
+        return out
+
+    def _start(self, head: bytes) -> None:
+        self.kind = sniff_format(head[:_SNIFF_BYTES])
+        limits = self._limits
+        if self.kind == "proto":
+            from ..wire._proto_framing import ProtoReader
+
+            self._announced = int.from_bytes(head[:4].ljust(4, b"\x00"), "big")
+            self._proto = ProtoReader(
+                max_event_bytes=limits.max_event_bytes, max_depth=limits.max_depth
             )
-        if not events:  # as an empty file: nothing was captured, which is no stream
+        elif self.kind == "sse":
+            self._sse = SSEReader(max_event_bytes=limits.max_event_bytes)
+        elif self.kind == "ndjson":
+            # a line is refused for its size only when it is the last (as read_frames does)
+            self._ndjson = NDJSONReader(max_event_bytes=1 << 62)
+
+    def _feed(self, chunk: bytes) -> list[bytes | str | Any]:
+        self.size += len(chunk)
+        if self.kind == "proto":
+            frames: list[bytes | str | Any] = self._proto.feed_frames(chunk)
+            self._framed = self._framed or bool(frames)
+            return frames
+        self._utf8_check(chunk)
+        if self.kind == "json":
+            self._whole += chunk
+            return []
+        if self._ndjson is not None:
+            return list(self._ndjson.feed(chunk))
+        assert self._sse is not None
+        self._sse_tail(chunk)
+        frames = self._sse.feed_frames(chunk)
+        self._framed = self._framed or bool(frames)
+        return frames
+
+    def _utf8_check(self, chunk: bytes, *, final: bool = False) -> None:
+        pending = len(self._utf8.getstate()[0])
+        try:
+            self._utf8.decode(chunk, final)
+        except UnicodeDecodeError as exc:
+            at = self.size - len(chunk) - pending + exc.start
             raise ProtocolViolation(
-                "TRANS-4", "an empty JSON array: no event was captured.", where="capture"
-            )
-        return list(events)
-    if kind == "ndjson":
-        cut = ndjson_unfinished_at(data)
-        if cut is not None:  # a capture cut inside its last line: that event is unfinished
-            data = data[:cut]
-        reader = NDJSONReader(max_event_bytes=limits.max_event_bytes)
-        lines: list[bytes | str | Any] = []
-        for line in data.splitlines(keepends=True):
-            try:
-                lines.extend(reader.feed(line))
-            except ProtocolViolation as exc:
-                # a line over a limit is judged at its position (LIMIT, exit 1), as a live
-                # stream's is — the capture is readable, the stream is refused
-                lines.append(BrokenFrame(exc))
-                return lines
-        return [*lines, *reader.close()]
-    sse = SSEReader(max_event_bytes=limits.max_event_bytes)
-    frames: list[bytes | str | Any] = list(sse.feed_frames(data))
-    if not frames and _SSE_LINE.search(data.removeprefix(b"\xef\xbb\xbf")) is None:
-        raise ProtocolViolation(
-            "TRANS-4",
-            "no event found: not a JSON array, NDJSON, or an SSE body (no data, event, id or "
-            "retry field and no comment line).",
-            where="capture",
-        )
-    return frames
+                "TRANS-4",
+                f"not UTF-8 text (byte {at}); a JSON array, NDJSON or an SSE body always is.",
+                where="capture",
+            ) from None
+
+    def _sse_tail(self, chunk: bytes) -> None:
+        """Keep the bytes since the last event's end (where an unfinished event starts)."""
+        tail = self._tail
+        tail += chunk
+        lines_end = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
+        if not self._sse_seen and not self._framed and lines_end:
+            whole_lines = bytes(tail[:lines_end])
+            if self._tail_at == 0:
+                whole_lines = whole_lines.removeprefix(_BOM)
+            self._sse_seen = _SSE_LINE.search(whole_lines) is not None
+        found = [tail.rfind(sep) + len(sep) for sep in _SSE_ENDS if sep in tail]
+        # as sse_unfinished_at counts an event's end: one past the capture's 4th byte
+        end = max([e for e in found if self._tail_at + e >= 4] or [0])
+        if end:
+            del tail[:end]
+            self._tail_at += end
+
+    def _ndjson_end(self) -> list[bytes | str | Any]:
+        assert self._ndjson is not None
+        last = self._ndjson.close()
+        if not last:
+            return []
+        line = last[0]
+        start = self.size - len(line)
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError:
+            self.unfinished_at = start  # the capture stops inside its last line
+            return []
+        if len(line) > self._limits.max_event_bytes:
+            return [
+                BrokenFrame(
+                    LimitExceeded(
+                        "LIMIT",
+                        f"an NDJSON line exceeded max_event_bytes={self._limits.max_event_bytes}; "
+                        "raise the limit if such events are expected.",
+                        where="stream framing",  # as NDJSONReader says it
+                    )
+                )
+            ]
+        return [line]
 
 
 def replay(

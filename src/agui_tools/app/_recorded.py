@@ -1,8 +1,9 @@
 """Recorded runs: what a mock agent replays, and which one answers a request.
 
-Sans-I/O (the files are read by :mod:`agui_tools.transport._mock`): a captured
+Sans-I/O (the files are read by :mod:`agui_tools.transport._captures`): a captured
 body — a JSON array, NDJSON, SSE or binary-binding body, sniffed as
-:func:`~agui_tools.app._capture.read_frames` sniffs it — becomes
+:func:`~agui_tools.app._capture.read_frames` sniffs it, and fed in chunks to
+:class:`RecordedEvents`, which keeps each event as it completes — becomes
 :class:`RecordedRun` values, each the events one response carried and, when the
 capture kept it, the run input that asked for them. A capture with no input (a
 ``run --save`` file) is split at its top-level ``RUN_STARTED`` events: one
@@ -18,21 +19,24 @@ request's ``threadId``/``runId`` into the events.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from itertools import pairwise
+from typing import Any, Final, Literal, overload
 
 import orjson
 
 from .._errors import ProtocolViolation, UsageError
 from ..wire._codec import parse_json
 from ..wire._framing import BrokenFrame, FrameNote
-from ._capture import read_frames, unfinished_at
+from ._capture import FrameStream
 
 __all__ = [
     "MATCH_MODES",
+    "EncodedEvents",
     "Matcher",
     "Miss",
+    "RecordedEvents",
     "RecordedRun",
     "last_user_turn",
     "recorded_runs",
@@ -60,7 +64,8 @@ class RecordedRun:
     """
 
     source: str
-    events: list[dict[str, Any]]
+    events: Sequence[dict[str, Any]]
+    """In order; a list, or as a capture keeps them (:class:`EncodedEvents`)."""
     input: dict[str, Any] | None = None
     status: int = 200
     body: bytes = b""
@@ -121,26 +126,125 @@ def _first_id(events: Sequence[Mapping[str, Any]], key: str) -> str | None:
     return None
 
 
-def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
-    """Every event of a captured body, as wire dicts; a frame that is no event is an error."""
-    try:
-        frames = read_frames(data)
-    except ProtocolViolation as exc:
-        raise UsageError(f"{source}: {exc.explanation}", rule=exc.rule) from None
-    events: list[dict[str, Any]] = []
-    for position in range(len(frames)):
-        # each frame's text is let go once it is an event: a large capture is not
-        # held twice (its texts and its events) at the peak
-        frame, frames[position] = frames[position], None
+class EncodedEvents(Sequence[dict[str, Any]]):
+    """A run's recorded events, each kept as the JSON text it was read from and parsed
+    again when read: a third of the memory the parsed objects take, and a mock reads a
+    run's events only to serve it. An event that came parsed (a binary frame, an element
+    of a JSON array) is kept as it came."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[str | bytes | dict[str, Any]] = ()) -> None:
+        self._items = list(items)
+
+    def append(self, event: dict[str, Any], text: str | bytes | None = None) -> None:
+        """Keep ``event``: as ``text``, the JSON text it was read from, when there is one."""
+        if text is not None:
+            self._items.append(text)
+            return
+        for key in _REPEATED:  # one string for a value every event of a run repeats
+            value = event.get(key)
+            if isinstance(value, str) and len(value) <= _INTERNED_CHARS:
+                event[key] = sys.intern(value)
+        self._items.append(event)
+
+    def part(self, start: int, stop: int) -> EncodedEvents:
+        """The events ``start:stop``, as kept (nothing parsed)."""
+        return EncodedEvents(self._items[start:stop])
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [_parsed(item) for item in self._items[index]]
+        return _parsed(self._items[index])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(_parsed, self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EncodedEvents({len(self._items)} events)"
+
+
+def _parsed(item: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(item, (str, bytes)):
+        event: dict[str, Any] = orjson.loads(item)
+        return event
+    return item
+
+
+class RecordedEvents:
+    """Sans-I/O: the events of one captured body, kept as its chunks are read.
+
+    Each frame becomes its event as it completes (:class:`~._capture.FrameStream`), so
+    what a loader holds is the events, never the capture's text as well. The first
+    event that cannot be read ends the keeping; :meth:`close` raises it then — after
+    the whole body was checked to be UTF-8, which a body that is not fails first.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.events = EncodedEvents()
+        self.starts: list[int] = []
+        """Where each run begins: a capture with no input is split at its top-level
+        ``RUN_STARTED`` events (``run --save`` joins every run of a command)."""
+        self.frames = FrameStream()
+        self._open_runs: list[Any] = []
+        self._failure: UsageError | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        try:
+            frames = self.frames.feed(chunk)
+        except ProtocolViolation as exc:
+            raise UsageError(f"{self.source}: {exc.explanation}", rule=exc.rule) from None
+        self._take(frames)
+
+    def close(self) -> EncodedEvents:
+        """Every event of the body; :class:`UsageError` naming the source when it is no
+        stream, or an event cannot be read."""
+        try:
+            frames = self.frames.close()
+        except ProtocolViolation as exc:
+            raise UsageError(f"{self.source}: {exc.explanation}", rule=exc.rule) from None
+        self._take(frames)
+        if self._failure is not None:
+            raise self._failure
+        return self.events
+
+    def _take(self, frames: list[Any]) -> None:
+        if self._failure is not None:
+            return
+        try:
+            for frame in frames:
+                self._event(frame)
+        except UsageError as exc:
+            self._failure = exc
+            self.events, self.starts = EncodedEvents(), []  # nothing of it is replayed
+
+    def _event(self, frame: Any) -> None:
+        source, events = self.source, self.events
         if isinstance(frame, FrameNote):
-            continue  # a dropped frame (an unknown binary arm): nothing to replay
+            return  # a dropped frame (an unknown binary arm): nothing to replay
         if isinstance(frame, BrokenFrame):
             raise UsageError(
                 f"{source}: event {len(events)} cannot be read ({frame.violation.explanation}); "
                 "a mock replays events, and this capture breaks off there",
                 rule=frame.violation.rule,
             )
-        if isinstance(frame, (str, bytes)):
+        text = frame if isinstance(frame, (str, bytes)) else None
+        if text is not None:
             try:
                 frame = parse_json(frame, len(events))
             except ProtocolViolation as exc:
@@ -153,16 +257,26 @@ def _events_of(data: bytes, source: str) -> list[dict[str, Any]]:
                 f"(a JSON {type(frame).__name__})",
                 rule="PROC-2",
             )
-        for key in _REPEATED:  # one string for a value every event of a run repeats
-            value = frame.get(key)
-            if isinstance(value, str) and len(value) <= _INTERNED_CHARS:
-                frame[key] = sys.intern(value)
-        events.append(frame)
-    return events
+        self._split_at(frame["type"], frame.get("runId"), len(events))
+        events.append(frame, text)
+
+    def _split_at(self, kind: str, run_id: Any, index: int) -> None:
+        open_runs = self._open_runs
+        if (kind == "RUN_STARTED" and not open_runs) or not self.starts:
+            self.starts.append(index)
+        if kind == "RUN_STARTED":
+            open_runs.append(run_id)
+        elif kind in _TERMINAL and open_runs:
+            if kind == "RUN_ERROR":
+                open_runs.clear()  # RUN_ERROR ends the stream's run, nested ones with it
+            elif run_id in open_runs:
+                del open_runs[open_runs.index(run_id) :]
+            else:
+                open_runs.pop()
 
 
 def recorded_runs(
-    data: bytes,
+    data: bytes | RecordedEvents,
     *,
     source: str,
     run_input: Mapping[str, Any] | None = None,
@@ -173,51 +287,41 @@ def recorded_runs(
     With ``run_input`` the body is one response (a proxy exchange, an inspector
     run): one recorded run. Without, it is split at its top-level ``RUN_STARTED``
     events (``split`` overrides): ``run --save`` joins every run of a command.
-    Raises :class:`~agui_tools.UsageError` naming ``source`` when the body is
-    no stream or holds no event.
+    ``data`` is the body, or a :class:`RecordedEvents` its chunks were fed to (a file
+    read in chunks). Raises :class:`~agui_tools.UsageError` naming ``source`` when
+    the body is no stream or holds no event.
     """
-    events = _events_of(data, source)
+    if isinstance(data, bytes):
+        reader = RecordedEvents(source)
+        reader.feed(data)
+    else:
+        reader = data
+    events = reader.close()
+    cut = reader.frames.unfinished_at, reader.frames.size
     if not events:
         raise UsageError(f"{source}: the capture holds no event: nothing to replay")
     if split is None:
         split = run_input is None
     if not split:
         one = RecordedRun(source, events, dict(run_input) if run_input is not None else None)
-        _note_cut(one, data)
+        _note_cut(one, *cut)
         return [one]
-    runs: list[list[dict[str, Any]]] = []
-    open_runs: list[Any] = []
-    for event in events:
-        kind = event["type"]
-        if kind == "RUN_STARTED" and not open_runs:
-            runs.append([])
-        if not runs:
-            runs.append([])
-        runs[-1].append(event)
-        if kind == "RUN_STARTED":
-            open_runs.append(event.get("runId"))
-        elif kind in _TERMINAL and open_runs:
-            if kind == "RUN_ERROR":
-                open_runs.clear()  # RUN_ERROR ends the stream's run, nested ones with it
-            elif event.get("runId") in open_runs:
-                del open_runs[open_runs.index(event.get("runId")) :]
-            else:
-                open_runs.pop()
+    bounds = [*reader.starts, len(events)]
+    runs = [events.part(start, stop) for start, stop in pairwise(bounds)]
     many = len(runs) > 1
     recorded = [
         RecordedRun(f"{source} run {n}" if many else source, part) for n, part in enumerate(runs, 1)
     ]
-    _note_cut(recorded[-1], data)
+    _note_cut(recorded[-1], *cut)
     return recorded
 
 
-def _note_cut(run: RecordedRun, data: bytes) -> None:
+def _note_cut(run: RecordedRun, start: int | None, size: int) -> None:
     """A capture that stops inside an event: that unfinished event is not replayed — said
     in ``notes`` (the mock prints them at start-up), never dropped in silence (TRANS-2)."""
-    start = unfinished_at(data)
     if start is not None:
         run.notes.append(
-            f"the capture stops inside an event at byte {start} of {len(data)} (TRANS-2): "
+            f"the capture stops inside an event at byte {start} of {size} (TRANS-2): "
             "that unfinished event is not replayed"
         )
 

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import orjson
 
+from .. import _telemetry
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, BrokenFrame, FrameNote, SSEReader
 from ..wire._proto_framing import PendingFrame, ProtoReader
 from ._report import Exchange
@@ -195,30 +196,38 @@ class Probe:
         reader = SSEReader()
         clock = _Clock()
         stalled = False
-        try:
-            async with asyncio.timeout(self.timeout):
-                await self._stream(content, headers, exchange, sent, reader, clock, stop_after)
-        except (TimeoutError, httpx.TimeoutException):
-            if _still_streaming(exchange, clock, self.timeout):
-                sent.slow = True
-                exchange.error = (
-                    f"still streaming when the checker's time bound of {self.timeout:g} s "
-                    f"passed ({len(exchange.frames):,} event(s) in {clock.elapsed():.1f} s, "
-                    f"the last {clock.since_event():.1f} s before); the checker stopped "
-                    "reading (--timeout)"
-                )
-            else:
-                stalled = True
-                exchange.error = (
-                    f"did not finish within {self.timeout:g} s ({_progress(exchange, clock)})"
-                )
-            if not sent.binary:
-                exchange.comments = _comments(sent.raw)
-        except httpx.HTTPError as exc:
-            exchange.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        finally:
-            exchange.seconds = clock.elapsed()
-            await self.fresh_after(exchange.status, exchange.error)
+        # each run the checker sends is a client run span, as a session's is (its
+        # context propagated), so a check shows up in the agent's traces
+        with _telemetry.run_span(exchange.request or {}, "check") as span:
+            headers = dict(_telemetry.inject(headers))
+            try:
+                async with asyncio.timeout(self.timeout):
+                    await self._stream(content, headers, exchange, sent, reader, clock, stop_after)
+            except (TimeoutError, httpx.TimeoutException):
+                if _still_streaming(exchange, clock, self.timeout):
+                    sent.slow = True
+                    exchange.error = (
+                        f"still streaming when the checker's time bound of {self.timeout:g} s "
+                        f"passed ({len(exchange.frames):,} event(s) in {clock.elapsed():.1f} s, "
+                        f"the last {clock.since_event():.1f} s before); the checker stopped "
+                        "reading (--timeout)"
+                    )
+                else:
+                    stalled = True
+                    exchange.error = (
+                        f"did not finish within {self.timeout:g} s ({_progress(exchange, clock)})"
+                    )
+                if not sent.binary:
+                    exchange.comments = _comments(sent.raw)
+            except httpx.HTTPError as exc:
+                exchange.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            finally:
+                exchange.seconds = clock.elapsed()
+                if span is not None:
+                    span.set_attribute("agui.run.events", len(exchange.frames))
+                    if exchange.status is not None:
+                        span.set_attribute("http.response.status_code", exchange.status)
+                await self.fresh_after(exchange.status, exchange.error)
         if stalled:
             raise Stalled(exchange)
         return exchange

@@ -20,8 +20,11 @@ request body                       ``body_timeout`` (30 s) → 408, and         
                                    ``max_body_bytes`` → 413                    (front)
 response not read by the client    ``send_timeout`` (30 s) without the client  ours
                                    reading anything while output waits → the
-                                   connection is aborted (the run sees a
-                                   disconnect and is cancelled)
+                                   connection is reset (the run sees a
+                                   disconnect and is cancelled); 1 s once the
+                                   server is stopping
+connections open at once           uvicorn's ``limit_concurrency`` → the       ours
+                                   front's ``503`` (``Retry-After: 1``)
 =================================  ==========================================  ========
 
 ``send_timeout`` counts time *without progress*, not the response's length: a
@@ -38,11 +41,17 @@ this (h11's protocol with a watchdog per connection); ``agui-tools serve``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import struct
 from typing import Any, Final
 
 import h11
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ._front import Refusal, refuse
 
 __all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_SEND_TIMEOUT", "deadline_protocol"]
 
@@ -55,6 +64,10 @@ held forever, and with them uvicorn's ``limit_concurrency`` slots."""
 DEFAULT_SEND_TIMEOUT: Final = 30.0
 """Seconds output may wait for a client that reads nothing before the connection
 is aborted."""
+STOPPING_SEND_TIMEOUT: Final = 1.0
+"""Seconds output may wait for a client that reads nothing once the server is
+stopping: its runs were given their grace and ended; a client that reads gets the
+end, one that does not must not hold the process."""
 _TIMEOUT_RESPONSE: Final = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
@@ -81,16 +94,38 @@ def deadline_protocol(
         """One watchdog per connection, every ``tick`` seconds: the head's deadline,
         and whether buffered output has moved since the last look."""
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # uvicorn's connection cap answers a plain-text 503 naming nothing; the cap
+            # is kept, judged as the request starts, and answered as the front answers
+            self._cap: int | None = self.limit_concurrency
+            self.limit_concurrency = None
+            self._app = self.app
+            if self._cap is not None:
+                self.app = self._capped
+
+        async def _capped(self, scope: Scope, receive: Receive, send: Send) -> None:
+            cap = self._cap
+            assert cap is not None
+            # uvicorn's test when a head arrives; by now this request's own task counts
+            if len(self.connections) >= cap or len(self.tasks) > cap:
+                message = f"the server holds limit_concurrency={cap} connections; retry."
+                refusal = Refusal(503, {"path": "", "message": message}, close=True)
+                await refuse(scope, receive, send, refusal)
+                return
+            await self._app(scope, receive, send)
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._head_since: float | None = self.loop.time()
             self._cycle_seen: Any = None
             self._stalled_since: float | None = None
-            self._buffered = 0
+            self._queued = 0
             self._watch: asyncio.TimerHandle | None = (
                 self.loop.call_later(tick, self._check) if bounds else None
             )
             self._refused_status = 400
+            self._stopping = False
             next_event = self.conn.next_event
 
             def judged() -> Any:  # h11's hint on what a broken head deserves
@@ -134,6 +169,14 @@ def deadline_protocol(
             self._head_since = self.loop.time()  # the next head's clock (pipelined: stopped
             super().on_response_complete()  # again at once, by handle_events)
 
+        def shutdown(self) -> None:
+            """The server stops (its runs already ended): from now a client that reads
+            nothing is reset after :data:`STOPPING_SEND_TIMEOUT`, not ``send_timeout`` —
+            its task, blocked on a full buffer, would hold the process until uvicorn's
+            graceful timeout cancels it."""
+            self._stopping = True
+            super().shutdown()
+
         def resume_writing(self) -> None:
             self._stalled_since = None  # the client read: progress
             super().resume_writing()
@@ -155,24 +198,64 @@ def deadline_protocol(
                 transport.close()
                 self._head_since = None
             buffered = transport.get_write_buffer_size()
+            queued = buffered + _kernel_queued(transport) if buffered else 0
             if not buffered:
                 self._stalled_since = None
-            elif self._stalled_since is None or buffered < self._buffered:
+            elif self._stalled_since is None or queued < self._queued:
                 self._stalled_since = now  # output waits (or moved since the last look)
-            self._buffered = buffered
+            self._queued = queued
+            limit = send_timeout
+            if self._stopping:
+                limit = min(limit or STOPPING_SEND_TIMEOUT, STOPPING_SEND_TIMEOUT)
             if (
-                send_timeout is not None
+                limit is not None
                 and self._stalled_since is not None
-                and now - self._stalled_since > send_timeout
+                and now - self._stalled_since > limit
             ):
                 log.info(
                     "a client read nothing for %g s (send_timeout) with %d bytes waiting; "
                     "connection aborted",
-                    send_timeout,
+                    limit,
                     buffered,
                 )
-                transport.abort()  # close() would wait for the buffer to drain: forever
+                _reset(transport)
                 return
             self._watch = self.loop.call_later(tick, self._check)
 
     return DeadlineH11Protocol
+
+
+_LINGER_OFF: Final = struct.pack("ii", 1, 0)
+
+
+def _kernel_queued(transport: asyncio.Transport) -> int:
+    """Bytes the kernel holds for the peer, not yet acknowledged (``SIOCOUTQ``).
+
+    Our own buffer moves only when the kernel's (megabytes on loopback) has room
+    again; a client reading steadily drains the kernel's first, and that is its
+    progress. 0 where the platform cannot tell."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        import fcntl  # POSIX only
+        import termios
+
+        answer = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (ImportError, OSError, AttributeError):
+        return 0
+    return int(struct.unpack("i", answer)[0])
+
+
+def _reset(transport: asyncio.Transport) -> None:
+    """Drop the connection and everything queued for it: a reset, not a close.
+
+    ``transport.abort()`` only closes the socket; the kernel then keeps what it
+    had queued (megabytes) and goes on offering it to a peer that reads nothing,
+    which is never told. With ``SO_LINGER`` 0 the close is a reset: the queue is
+    freed at once and the peer learns the connection is gone."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already gone: abort() is all there is to do
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_OFF)
+    transport.abort()

@@ -1,0 +1,462 @@
+"""The proxy's forwarding: the request sent upstream, its answer streamed back.
+
+Apart from the checks and the verdicts because it is the one part that moves bytes:
+the headers each way (hop-by-hop dropped, this proxy's ``Via`` added), the answer
+chunk by chunk as it arrives (judged after it is forwarded, or before it in strict
+mode), a compressed answer decoded for the judge (:class:`_Decoded`), the frames told
+to the observer (:class:`_Timeline`), the ``502`` of an upstream that cannot be
+reached. A mixin of :class:`~._proxy.ProxyApp`, built on its verdict bookkeeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.cookiejar
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import httpx
+import orjson
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from ..app._watch import InputJudged, StreamWatch, WatchFinding, binding_of
+from ..wire._framing import BrokenFrame
+from ._client import _DECODABLE, _DECODED, _coding, _Decoding
+from ._judge_pool import JudgePool, _RemoteWatch
+from ._proxy_verdicts import ProxyObserver, VerdictBook, log
+from ._recording import RecordedExchange
+
+__all__ = ["HOP_BY_HOP", "STOP_END_TIMEOUT", "Forwarding"]
+
+HOP_BY_HOP: Final = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers that describe one connection, not the message (RFC 9110 §7.6.1)."""
+_NOT_FORWARDED: Final = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
+
+
+def _end_to_end(headers: Sequence[tuple[bytes, bytes]], drop: frozenset[str]) -> list[Any]:
+    named = set(drop)
+    for name, value in headers:
+        if name.lower() == b"connection":
+            named |= {t.strip().lower() for t in value.decode("latin-1").split(",")}
+    return [(k, v) for k, v in headers if k.decode("latin-1").lower() not in named]
+
+
+class _Timeline:
+    """One answer's frames, as the agent sent them, told to the observer."""
+
+    def __init__(self, observer: ProxyObserver, number: int, binding: str) -> None:
+        from ..wire._framing import FrameNote, NDJSONReader, SSEReader
+        from ..wire._proto_framing import ProtoReader
+
+        self.observer, self.number, self.index = observer, number, -1
+        self._note = FrameNote
+        self._reader: Any = (
+            ProtoReader()
+            if binding == "proto"
+            else NDJSONReader()
+            if binding == "ndjson"
+            else SSEReader()
+        )
+
+    def feed(self, chunk: bytes) -> None:
+        if self._reader is None:
+            return
+        feed = getattr(self._reader, "feed_frames", None)
+        try:
+            frames = feed(chunk) if feed is not None else self._reader.feed(chunk)
+        except Exception:  # NDJSON's reader raises: the judge says why, the timeline stops
+            self._reader = None
+            return
+        for frame in frames:
+            if not isinstance(frame, self._note):
+                self.index += 1
+                self.observer.exchange_event(self.number, self.index, frame)
+
+
+class Forwarding(VerdictBook):
+    """The exchanges of :class:`~._proxy.ProxyApp` sent upstream and answered."""
+
+    via: str
+    strict: bool
+    abandoned: int
+    on_upstream_error: Callable[[str, str], None] | None
+    _timeout: httpx.Timeout
+    _client: httpx.AsyncClient | None
+    _pool: JudgePool | None
+    _stop: asyncio.Future[None] | None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The one client every frontend's requests go through (its connection pool,
+        its timeouts). It keeps no cookie: an agent's ``Set-Cookie`` is the frontend's
+        (forwarded to it), never replayed for the next request — another frontend's."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout, follow_redirects=False, cookies=_no_cookies()
+            )
+        return self._client
+
+    async def _forward(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        url: str,
+        body: bytes,
+        judged: InputJudged | None,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        on_finding: Callable[[WatchFinding], None],
+        number: int = 0,
+    ) -> asyncio.Future[None] | None:
+        """Forward the request and stream the answer back; the verdict of a stream
+        judged in the judging process, when it is still to come (``None``: it is in)."""
+        # built as is, not by the client (``build_request`` adds its default headers —
+        # Accept, Accept-Encoding, User-Agent — and its cookies): the agent gets the
+        # frontend's end-to-end headers, Host and Content-Length, and this proxy's Via
+        # (RFC 9110 §7.6.3) after the frontend's own — a request that comes back with
+        # it has gone round a loop (:meth:`_loop_problem`)
+        via = f"{scope.get('http_version', '1.1')} {self.via}".encode("latin-1")
+        request = httpx.Request(
+            scope["method"],
+            url,
+            headers=[*_end_to_end(scope["headers"], _NOT_FORWARDED), (b"via", via)],
+            content=body,
+        )
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+        sending = asyncio.ensure_future(self.client.send(request, stream=True))
+        waiting: set[asyncio.Future[Any]] = {sending, self._stop}
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not sending.done():  # the proxy stops (or this exchange is cancelled)
+                sending.cancel()
+                await asyncio.wait({sending})
+        if sending.cancelled():  # the proxy stopped before the upstream answered
+            message = f"agui-tools proxy: stopped before the upstream {url} answered"
+            meta |= {"status": 503, "contentType": "application/json", "proxyStopped": True}
+            self.abandoned += 1
+            problem = {"path": "", "message": message, "upstream": url}
+            if exchange is not None:
+                exchange.open("application/json")
+                exchange.write(orjson.dumps({"error": problem}))
+            await JSONResponse(
+                {"error": problem}, status_code=503, headers={"connection": "close"}
+            )(scope, receive, send)
+            return None
+        try:
+            response = sending.result()
+        except httpx.HTTPError as exc:
+            message = f"the upstream {url} cannot be reached: {_describe(exc)}"
+            await self._bad_gateway(scope, receive, send, url, exchange, meta, message)
+            return None
+        if not 200 <= response.status_code <= 599:
+            # HTTP allows any 3 digits (LinkedIn's 999), the ASGI servers answer 100-599:
+            # a 502 naming what the agent said, never an answer cut before it starts
+            await response.aclose()
+            await self._bad_gateway(
+                scope,
+                receive,
+                send,
+                url,
+                exchange,
+                meta,
+                f"the upstream {url} answered status {response.status_code} "
+                f"({response.reason_phrase or 'no reason phrase'}), which the proxy cannot "
+                "forward: an HTTP status it forwards is 200-599",
+                upstreamStatus=response.status_code,
+            )
+            return None
+        content_type = response.headers.get("content-type")
+        meta |= {"status": response.status_code, "contentType": content_type}
+        if "location" in response.headers:  # a redirect: the mock replays it with its target
+            meta["location"] = response.headers["location"]
+        binding = binding_of(content_type)
+        watch: StreamWatch | None = None  # judged here (strict: before forwarding)
+        remote: _RemoteWatch | None = None  # judged in the judging process
+        # (a body our server refuses for the thread's sake, 409, still reached the agent:
+        # its answer is judged against the body it was sent, and remembered as its run)
+        run_input = judged.stream_input if judged is not None else None
+        judged_stream = judged is not None and binding is not None and response.status_code == 200
+        coding = _coding(response)
+        decoded: _Decoded | None = None
+        if coding not in ("", "identity"):
+            meta["contentEncoding"] = coding
+            if coding in _DECODABLE:  # judged and recorded decoded; forwarded as it came
+                decoded = _Decoded(coding, on_finding if judged_stream else None, judged)
+            elif judged_stream:
+                judged_stream = False
+                assert judged is not None
+                on_finding(
+                    WatchFinding(
+                        "TRANS-4",
+                        "warning",
+                        "agent",
+                        f"not judged: the answer's Content-Encoding {coding!r} is not one "
+                        f"the proxy decodes ({', '.join(_DECODED)}); the stream is forwarded "
+                        "as it came, unjudged, and recorded as it came",
+                        thread_id=judged.thread_id,
+                        run_id=judged.run_id,
+                    )
+                )
+        if judged_stream and binding is not None:
+            if self.strict or self._pool is None or self._pool.broken or self._pool.behind:
+                watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
+            else:
+                remote = self._pool.open(binding, run_input, on_finding)
+        if exchange is not None:
+            exchange.open(content_type)
+        timeline = (
+            _Timeline(self.observer, number, binding)
+            if self.observer is not None and binding is not None and number
+            else None
+        )
+        pump = asyncio.create_task(
+            self._pump(send, response, watch, remote, exchange, meta, timeline, decoded)
+        )
+        gone = asyncio.create_task(_disconnected(receive))
+        assert self._stop is not None  # (made when the request was sent upstream)
+        ended = stopped = False
+        try:
+            streaming: set[asyncio.Future[Any]] = {pump, gone, self._stop}
+            await asyncio.wait(streaming, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done() and gone.done():  # the frontend left: so does the proxy
+                pump.cancel()
+                meta["clientGone"] = True
+            elif not pump.done():  # the proxy stops (stop_streams): the stream ends here
+                await asyncio.sleep(0)  # (the pump has sent the answer's start by now)
+                pump.cancel()
+                stopped = True
+                meta["proxyStopped"] = True
+        finally:
+            gone.cancel()
+            await asyncio.wait({pump, gone})
+            await response.aclose()
+            # the upstream cut the body: the frontend's answer is cut too (byte for byte:
+            # no end is sent, the server closes the connection) — never repaired; a stream
+            # the proxy stopped is ended cleanly: the frontend holding its end (curl, a raw
+            # socket) gets the body's end, the server no unfinished answer
+            ended = stopped or (not pump.cancelled() and pump.exception() is None and pump.result())
+            # cut short by the frontend leaving, or by the proxy stopping: the agent's run
+            # did not end because of the agent — no truncation is said of it (TRANS-2)
+            cut_short = pump.cancelled()
+            if cut_short:
+                self.abandoned += 1
+            if decoded is not None and decoded.failure is not None:
+                meta["decodeError"] = decoded.failure.message
+            if decoded is not None and decoded.failure is not None and not pump.cancelled():
+                # the stream stopped being judged where it stopped decoding: that
+                # finding (told as it happened), no truncation said after it
+                cut_short = True
+            if not pump.cancelled() and pump.exception() is not None:
+                log.error("proxying %s failed", url, exc_info=pump.exception())
+            # the verdict is in — and the thread's last run remembered — before the body
+            # ends: the frontend's next input on the thread is judged against it
+            settle: asyncio.Future[None] | None = None
+            if remote is not None:
+                settle = self._settle(remote, cut_short, run_input, number)
+            else:
+                outcome = None
+                if watch is not None:
+                    watch.cut = watch.cut or cut_short
+                    outcome = watch.outcome(run_input or {})
+                self._remember(run_input, outcome, number)
+        if ended:
+            end = send({"type": "http.response.body", "body": b"", "more_body": False})
+            if not stopped:
+                await end
+            else:
+                # the proxy stops: a frontend holding the stream unread (a busy tab, a
+                # paused debugger) never takes the body's end — it is given a moment,
+                # then its answer is left cut (the server closes the connection), not
+                # waited for until the server gives up on the exchange and says so
+                try:
+                    await asyncio.wait_for(end, STOP_END_TIMEOUT)
+                except TimeoutError:
+                    meta["endUnsent"] = True
+        return settle
+
+    async def _bad_gateway(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        url: str,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        message: str,
+        **more: Any,
+    ) -> None:
+        """Answer ``502`` with a JSON problem naming the upstream and what went wrong."""
+        meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
+        meta |= more
+        if self.on_upstream_error is not None:
+            self.on_upstream_error(url, message)
+        problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
+        if exchange is not None:
+            exchange.open("application/json")
+            exchange.write(orjson.dumps({"error": problem}))
+        await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
+
+    async def _pump(
+        self,
+        send: Send,
+        response: httpx.Response,
+        watch: StreamWatch | None,
+        remote: _RemoteWatch | None,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        timeline: _Timeline | None = None,
+        decoded: _Decoded | None = None,
+    ) -> bool:
+        """The answer, chunk by chunk, until its end; ``True`` when the body came whole
+        (the caller sends the body's end), ``False`` when the upstream cut it (the
+        caller cuts the frontend's answer too: no end is sent)."""
+        strict = self.strict and watch is not None
+        drop = HOP_BY_HOP
+        if strict or "transfer-encoding" in response.headers:
+            # strict: the body sent may differ from the agent's (a RUN_ERROR ends it);
+            # Transfer-Encoding beside Content-Length: the length is not the body's
+            # (RFC 9112 §6.3, an intermediary removes it) — sent chunked instead
+            drop = HOP_BY_HOP | {"content-length"}
+        if strict and decoded is not None:
+            # strict judges the decoded events and forwards what it judged: decoded
+            drop |= {"content-encoding"}
+        # the agent's end-to-end headers, and this proxy's Via after the agent's own
+        # (RFC 9110 §7.6.3: a proxy sends one in each message it forwards, answers too)
+        version = response.http_version.removeprefix("HTTP/")
+        via = (b"via", f"{version} {self.via}".encode("latin-1"))
+        headers = [*_end_to_end(response.headers.raw, drop), via]
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": headers}
+        )
+        try:
+            async for chunk in response.aiter_raw():
+                # the loop runs between two chunks: a frontend that left (a reset
+                # connection) is seen (uvicorn's connection_lost, then ``send`` writes
+                # nothing) before the next write — a pump with the agent's bytes
+                # already read never yields by itself, and asyncio logs "socket.send()
+                # raised exception." for each write to the lost connection past the 4th
+                await asyncio.sleep(0)
+                # what the agent wrote: its Content-Encoding undone (judged, recorded)
+                data = chunk if decoded is None else decoded.feed(chunk)
+                if exchange is not None:
+                    exchange.write(data)
+                if not strict:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if not data:
+                        continue
+                    if timeline is not None:  # after the bytes left: the page never delays them
+                        timeline.feed(data)
+                    if watch is not None:
+                        watch.feed(data)
+                    elif remote is not None:
+                        await remote.feed(data)
+                    continue
+                assert watch is not None
+                fatal: WatchFinding | None
+                out, fatal = watch.admit(data) if data else (b"", None)
+                over = False
+                if fatal is None and decoded is not None and decoded.failure is not None:
+                    fatal = decoded.failure  # the rest does not decode: ended there
+                    watch.cut = True  # by the proxy: no truncation said
+                    # the run had ended when it stopped decoding (a bad CRC trailer): it
+                    # went whole, and a RUN_ERROR after its end would break the protocol
+                    run = watch.pipe.verifier.current_run
+                    over = run is not None and run.status != "running"
+                if fatal is not None:
+                    out += b"" if over else watch.run_error(fatal)
+                    meta["cut"] = {"rule": fatal.rule, "index": fatal.index}
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+                if timeline is not None and data:  # what the agent sent, the broken rest too
+                    timeline.feed(data)
+                if fatal is not None:
+                    break
+        except httpx.HTTPError as exc:
+            message = f"the upstream {response.request.url} cut the body: {_describe(exc)}"
+            meta["upstreamError"] = message
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(str(response.request.url), message)
+            return False
+        return True
+
+
+class _Decoded:
+    """An answer's body with its ``Content-Encoding`` (gzip, deflate) undone, as it
+    arrives — what is judged and recorded (the frontend gets the bytes as they came).
+
+    The client's bounded decoder (:class:`~._client._Decoding`: a gzip bomb is refused,
+    LIMIT; every gzip member). A body that does not decode stops there — what decoded
+    before that point, in the same chunk too, is returned first: :attr:`failure` is the
+    finding (TRANS-4 naming the byte, or LIMIT), told to ``on_finding`` when the stream
+    is judged."""
+
+    def __init__(
+        self,
+        coding: str,
+        on_finding: Callable[[WatchFinding], None] | None,
+        judged: InputJudged | None,
+    ) -> None:
+        self.coding = coding
+        self._decoding = _Decoding(coding)
+        self._on_finding = on_finding
+        self._judged = judged
+        self.failure: WatchFinding | None = None
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.failure is not None:
+            return b""
+        out = bytearray()
+        for piece in self._decoding.feed(chunk):
+            if isinstance(piece, BrokenFrame):
+                error = piece.violation
+                self.failure = WatchFinding(
+                    error.rule,
+                    "error",
+                    "agent",
+                    f"the answer's Content-Encoding {self.coding!r} does not decode after "
+                    f"{self._decoding.decoded} byte(s): {error.explanation} Nothing after "
+                    "it is judged or recorded.",
+                    thread_id=self._judged.thread_id if self._judged else None,
+                    run_id=self._judged.run_id if self._judged else None,
+                )
+                if self._on_finding is not None:
+                    self._on_finding(self.failure)
+                break
+            out += piece
+        return bytes(out)
+
+
+STOP_END_TIMEOUT: Final = 0.5
+"""Seconds a frontend not reading is given to take a stopped stream's body's end
+(``stop_streams``): past it, its answer is left cut (``endUnsent`` in the meta)."""
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that keeps nothing (no domain is allowed to set a cookie in it)."""
+    return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text

@@ -1,0 +1,149 @@
+"""The proxy's checks of a request's target: where it goes upstream, and why it cannot.
+
+Apart from the forwarding so that every refusal of a target — a path leaving
+``upstream``'s, a query naming ``upstream``'s own parameters, a request come round a
+loop — is read in one place, against the one URL it would be sent to
+(:meth:`TargetChecks._target`). A mixin of :class:`~._proxy.ProxyApp`.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
+
+from starlette.datastructures import Headers
+from starlette.types import Scope
+
+from .._text import shown
+from ._front import Refusal
+
+__all__ = ["TargetChecks"]
+
+
+class TargetChecks:
+    """A request's target judged against ``upstream`` (:class:`~._proxy.ProxyApp`'s)."""
+
+    upstream: str
+    via: str
+
+    def _check_path(self, scope: Scope, headers: Headers) -> None:
+        """What the front asks of a head before the body is read: a target that stays
+        under ``upstream``, naming no parameter of its query again."""
+        wrong = self._path_problem(scope) or self._query_problem(scope)
+        if wrong is not None:
+            raise Refusal(400, {"path": "", "message": wrong}, close=True)
+
+    def _loop_problem(self, headers: Headers) -> str | None:
+        """Why the request has come round a loop — its ``Via`` names this proxy, so the
+        proxy forwarded it to itself, directly or through other proxies (``None``: it
+        has not)."""
+        for value in headers.getlist("via"):
+            for entry in value.split(","):
+                received = entry.split()
+                if len(received) >= 2 and received[1] == self.via:
+                    return (
+                        f"a request came back to this proxy (Via: {shown(value)}): UPSTREAM "
+                        f"{shown(self.upstream)} leads back to the proxy itself — a loop; "
+                        "answered 508 Loop Detected, not forwarded again."
+                    )
+        return None
+
+    def _path_problem(self, scope: Scope) -> str | None:
+        """Why the request's path cannot go upstream (``None``: it can). Only paths
+        below ``upstream``'s go there: a ``.`` or ``..`` segment (``/../admin``, its
+        percent-encoded spellings too, ``%2e%2e``, ``..%2F``) would leave it once
+        the URL is resolved — refused, never normalised, and so is one that is ``.`` or
+        ``..`` once its ``;`` parameters are removed (``..;``, which a servlet container
+        resolves as ``..``); so is a target that is not a path (``http://other/``,
+        ``*``), and one holding a ``#`` (a request-target has no fragment)."""
+        path: str = scope.get("path", "/")
+        prefix = shown(urlsplit(self.upstream).path or "/")
+        if path and not path.startswith("/"):
+            return (
+                f"agui-tools proxy: the request target {shown(path)} is not a path "
+                f"(origin-form, starting with '/'): only paths below UPSTREAM's {prefix} "
+                "are forwarded."
+            )
+        raw: bytes = scope.get("raw_path") or b""
+        if b"#" in raw or b"#" in scope.get("query_string", b""):
+            # RFC 9112 §3.2: a request-target has no fragment — forwarding it would cut
+            # the query at the '#' (the URL's fragment), silently
+            return (
+                f"agui-tools proxy: the request target {shown(_with_query(raw, scope))} holds "
+                "a '#': a request-target carries no fragment (RFC 9112 §3.2), and what "
+                "follows it would not reach UPSTREAM — refused, not cut (send it "
+                "percent-encoded, %23)."
+            )
+        segments = path.replace("\\", "/").split("/")
+        # a ';' starts a segment's parameters, which servlet containers (Tomcat, Jetty)
+        # strip before resolving: '..;x' is a '..' there
+        dots = next((seg for seg in segments if seg.split(";", 1)[0] in (".", "..")), None)
+        if dots is None:
+            return None
+        return (
+            f"agui-tools proxy: the request path {shown(path)} has a {dots!r} segment: it "
+            f"would leave UPSTREAM's path {prefix}, and only paths below it are forwarded "
+            "— refused, not normalised (send the path without '.' or '..' segments)."
+        )
+
+    def _query_problem(self, scope: Scope) -> str | None:
+        """Why the request's query cannot go upstream (``None``: it can): it names a
+        parameter of ``upstream``'s own query (``?code=KEY``). Forwarded, it would
+        be a duplicate a last-wins parser reads as the frontend's value — refused,
+        not dropped. Names are compared as the most lenient parser reads them
+        (:func:`_query_names`)."""
+        own = _query_names(urlsplit(self.upstream).query)
+        if not own:
+            return None
+        asked = _query_names(scope.get("query_string", b"").decode("latin-1"))
+        clash = sorted(own.keys() & asked.keys())
+        if not clash:
+            return None
+        names = ", ".join(shown(asked[c]) for c in clash)
+        return (
+            f"agui-tools proxy: the request's query sets {names}, a parameter of UPSTREAM's "
+            f"own query ({', '.join(shown(own[c]) for c in clash)}): a frontend cannot "
+            "override or duplicate it — refused, not forwarded (drop it from the request)."
+        )
+
+    def _target(self, scope: Scope) -> str:
+        """The upstream URL of a request: ``upstream``'s path, then the request's path
+        below the proxy's root as the frontend sent it (``/`` is ``upstream`` itself);
+        ``upstream``'s query, then the request's (``?code=KEY`` + ``?x=1`` is
+        ``?code=KEY&x=1``) — a request naming one of ``upstream``'s parameters never
+        gets here (:meth:`_query_problem`)."""
+        base = urlsplit(self.upstream)
+        raw: bytes = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
+        sub = raw.decode("latin-1")
+        path = base.path if sub in ("", "/") else base.path.rstrip("/") + sub
+        query = "&".join(
+            q for q in (base.query, scope.get("query_string", b"").decode("latin-1")) if q
+        )
+        return urlunsplit((base.scheme, base.netloc, path, query, ""))
+
+
+def _query_names(query: str) -> dict[str, str]:
+    """A query's parameter names, each as the most lenient parsers read it → as written:
+    split at ``&`` and ``;``, percent- and ``+``-decoded, cut at a NUL (PHP's names are
+    C strings), stripped, case-folded (ASP.NET), cut at a ``[`` (PHP's and Rails'
+    ``code[]`` is ``code``) — or, a ``[`` with no ``]`` after it, read as ``_`` as PHP
+    does (``api[key`` is ``api_key``); brackets around it dropped as Rack 2 does
+    (``[code]``, ``code]`` are ``code``) — ``.`` and spaces read as ``_`` (PHP's
+    ``api.key`` is ``api_key``). A name may have several readings: all are kept."""
+    names: dict[str, str] = {}
+    for pair in re.split("[&;]", query):
+        name = pair.split("=", 1)[0]
+        if pair:
+            read = unquote_plus(name, encoding="latin-1").split("\0", 1)[0].strip().casefold()
+            rack = re.match(r"[\[\]]*([^\[\]]*)", read)
+            readings = {read.split("[", 1)[0], rack.group(1) if rack else read}
+            if "[" in read and "]" not in read.split("[", 1)[1]:
+                readings.add(read.replace("[", "_", 1))
+            for reading in readings:
+                names.setdefault(re.sub(r"[. ]", "_", reading), name)
+    return names
+
+
+def _with_query(raw_path: bytes, scope: Scope) -> str:
+    query: bytes = scope.get("query_string", b"")
+    return (raw_path + (b"?" + query if query else b"")).decode("latin-1")
