@@ -5,37 +5,16 @@ no user content in any span."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
-from typing import Any
 
 import pytest
 
 from agui_tools.cli import build_parser
 from agui_tools.cli._otel import OTEL_COMMANDS
-from tests.helpers.terminal import AGUI, ENV, ROOT
-
-AGENT = "tests.helpers.cli_agents:scripted"
-PLANTED = "PLANTED-c0ffee"
-CLEAN_ENV = {k: v for k, v in ENV.items() if not k.startswith("OTEL_")}
-
-
-def spans_in(text: str) -> list[dict[str, Any]]:
-    """The JSON documents the console exporter wrote, one per span, in order."""
-    decoder, found, at = json.JSONDecoder(), [], 0
-    while (start := text.find("{", at)) != -1:
-        document, at = decoder.raw_decode(text, start)
-        found.append(document)
-    return found
-
-
-def agui(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*AGUI, *args], capture_output=True, text=True, timeout=120,
-        env=env or CLEAN_ENV, cwd=ROOT, input="",
-    )  # fmt: skip
+from tests.helpers.otel_cli import AGENT, CLEAN_ENV, PLANTED, agui, spans_in
+from tests.helpers.terminal import AGUI, ROOT
 
 
 def test_run_and_serve_with_otel_print_one_trace_and_no_user_content() -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.hostile_folder import exchange, good, loaded, served
 from tests.helpers.proxy import post, proxied
+from tests.helpers.proxy_query import INPUT, upstream
 from tests.helpers.scripted_server import serve
-from tests.transport.test_mock_hostile_dir import exchange, good, loaded, served
-from tests.transport.test_proxy_query import INPUT, upstream
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_check_with_otel_records_the_client_s_spans_of_its_runs() -> None:
     import re
     import subprocess
 
-    from tests.cli.test_otel_flag import AGENT, CLEAN_ENV, agui, spans_in
+    from tests.helpers.otel_cli import AGENT, CLEAN_ENV, agui, spans_in
     from tests.helpers.terminal import AGUI, ROOT
 
     server = subprocess.Popen(

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import agui_tools
+import agui_tools.app
 from agui_tools import AgentClient, Run, Session, agent_app
 from agui_tools._errors import (
     JournalError,
@@ -202,16 +203,17 @@ def _place_order(qty: int) -> str:
 # -- finding 4: one error tree ----------------------------------------------------------------
 
 
-def test_every_storage_failure_is_a_store_error_importable_from_the_top() -> None:
+def test_every_storage_failure_is_a_store_error_on_the_app_surface() -> None:
+    """``StoreError`` is caught from the top; its kinds are ``agui_tools.app``'s."""
+    assert agui_tools.StoreError is StoreError
     for name in (
-        "StoreError",
         "StoreReadFailed",
         "StoreWriteFailed",
         "StoreOutcomeUnknown",
         "StaleThread",
         "ReloadRequired",
     ):
-        kind = getattr(agui_tools, name)
+        kind = getattr(agui_tools.app, name)
         assert issubclass(kind, StoreError), name
     assert JournalError is StoreError  # the old name catches the same tree
     assert StoreReadFailed("x").written == "no" and StoreWriteFailed("x").written == "no"
