@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agui_tools._errors import UsageError
+from agui_tools.app import Driver
 from agui_tools.app._calls import CallStatus
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._validation import ArgumentValidator
@@ -90,7 +91,7 @@ def _pending_call(session: BaseSession[Any], name: str, args: str) -> Conversati
             {"type": "RUN_FINISHED", "threadId": conv.thread_id, "runId": "r1"},
         ]
     )
-    conv.end_run()
+    Driver(conv).end_run()
     return conv
 
 

@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from agui_tools.agent import Run
-from agui_tools.app import Conversation
+from agui_tools.app import Conversation, Driver
 from agui_tools.app._tools import ToolSpec
 from agui_tools.demo.agent import demo_agent
 from agui_tools.transport import agent_app
@@ -105,11 +105,13 @@ class Frontend:
                 if fold:
                     self.conv.receive_many(frames)
         if fold:
-            self.conv.end_run()
+            Driver(self.conv).end_run()
 
     def answer_pending(self) -> None:
         for call in self.conv.pending:
-            self.conv.execute(call.call_id, lambda _args, name=call.name: ANSWERS.get(name, "ok"))
+            Driver(self.conv).execute(
+                call.call_id, lambda _args, name=call.name: ANSWERS.get(name, "ok")
+            )
 
 
 def card(page: Any, call_id: str, thread: str = "t1") -> Any:
