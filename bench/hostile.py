@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agui_tools.app import Driver
+
 TIMEOUT = 60.0
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "security.md"
 
@@ -121,7 +123,7 @@ def bomb(groups: int) -> str:
         )
     except LimitExceeded as exc:
         return f"`{exc.rule}` violation"
-    return f"run {conv.end_run().status}"
+    return f"run {Driver(conv).end_run().status}"
 
 
 def state(deltas: int) -> str:
@@ -213,9 +215,9 @@ def disposal(calls: int) -> str:
         ]
     events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
     conv.receive_many(events)
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     for call in result.pending:
-        conv.execute(call.call_id, lambda args: "ok")
+        Driver(conv).execute(call.call_id, lambda args: "ok")
     conv.next_input()
     return f"{len(result.pending):,} calls answered"
 

@@ -14,8 +14,8 @@
 The async row is :class:`~agui_tools.app._store_postgres.AsyncPostgresStore` on
 the same server: claims and round trips by 1, 4 and 16 concurrent asyncio tasks
 of one event loop sharing one store (pool ``max_size=16``; round trips through
-the conversation's ``*_async`` methods and ``execute_async``), and restore as the whole
-``await conv.restore_async()`` and as ``await store.load`` alone — beside
+an :class:`~agui_tools.app._driver.AsyncDriver`), and restore as the whole
+``await AsyncDriver(conv).restore()`` and as ``await store.load`` alone — beside
 the sync store's ``store.load`` timed the same way, for the async ÷ sync ratio.
 
 SQLite commits with ``synchronous=FULL``; the PostgreSQL server (a throw-away
@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from agui_tools.app import AsyncDriver, Driver
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import JournalKey
@@ -140,11 +141,11 @@ async def async_round_trips_per_second(store: Any, tasks: int) -> float:
         for i in range(per):
             thread = f"art-{tag}-{w}-{i}"
             conv = Conversation(thread_id=thread, tools=[LOOKUP], store=store, consent=policy)
-            await conv.restore_async()
+            await AsyncDriver(conv).restore()
             conv.next_input(user="price?", run_id=f"{thread}-r1")
             conv.receive_many(_events(thread, f"{thread}-r1", "c1"))
-            await conv.end_run_async()
-            await conv.execute_async("c1", lambda _a: "4.50")
+            await AsyncDriver(conv).end_run()
+            await AsyncDriver(conv).execute("c1", lambda _a: "4.50")
 
     t0 = time.perf_counter()
     await asyncio.gather(*(task(w) for w in range(tasks)))
@@ -173,7 +174,7 @@ async def async_figures(
     conninfo: str, threads: list[Conversation]
 ) -> tuple[list[float], list[float], list[tuple[str, float]], list[float]]:
     """Claims/s and round trips/s by tasks; each thread's ``await store.load`` time
-    (with its id) and its whole restore (``await conv.restore_async()``)."""
+    (with its id) and its whole restore (``await AsyncDriver(conv).restore()``)."""
     from agui_tools.app._store_postgres import AsyncPostgresStore
 
     async with AsyncPostgresStore(conninfo, min_size=4, max_size=16) as store:
@@ -199,7 +200,7 @@ async def async_figures(
                     store=store,
                     consent=ConsentPolicy.auto_approve(),
                 )
-                await again.restore_async()
+                await AsyncDriver(again).restore()
                 best = min(best, time.perf_counter() - t0)
                 assert len(again.pending) == 1
             restores.append(best)
@@ -215,8 +216,8 @@ def round_trips_per_second(store: Store, workers: int) -> float:
         conv = Conversation(thread_id=thread, tools=[LOOKUP], store=store, consent=policy)
         conv.next_input(user="price?", run_id=f"{thread}-r1")
         conv.receive_many(_events(thread, f"{thread}-r1", "c1"))
-        conv.end_run()
-        conv.execute("c1", lambda _a: "4.50")
+        Driver(conv).end_run()
+        Driver(conv).execute("c1", lambda _a: "4.50")
 
     per = ROUND_TRIPS // workers
     return per * workers / _parallel(workers, ROUND_TRIPS, job)
@@ -230,9 +231,9 @@ def folded_thread(runs: int) -> Conversation:
     for n in range(runs):
         conv.next_input(user=f"question {n}", run_id=f"r{n}")
         conv.receive_many(_events(thread, f"r{n}", f"c{n}"))
-        conv.end_run()
+        Driver(conv).end_run()
         if n < runs - 1:
-            conv.execute(f"c{n}", lambda _a: "4.50")
+            Driver(conv).execute(f"c{n}", lambda _a: "4.50")
     return conv
 
 
@@ -254,9 +255,9 @@ def message_bytes_written(runs: int) -> tuple[int, int]:
     for n in range(runs):
         conv.next_input(user=f"question {n}", run_id=f"r{n}")
         conv.receive_many(_events(thread, f"r{n}", f"c{n}"))
-        conv.end_run()
+        Driver(conv).end_run()
         whole += len(orjson.dumps(conv.messages))
-        conv.execute(f"c{n}", lambda _a: "4.50")
+        Driver(conv).execute(f"c{n}", lambda _a: "4.50")
     return written, whole
 
 
@@ -275,8 +276,8 @@ def save_cpu(runs: int) -> tuple[float, float]:
     for n in range(runs):
         conv.next_input(user=f"question {n}", run_id=f"r{n}")
         conv.receive_many(_events(thread, f"r{n}", f"c{n}"))
-        conv.end_run()
-        conv.execute(f"c{n}", lambda _a: "4.50")
+        Driver(conv).end_run()
+        Driver(conv).execute(f"c{n}", lambda _a: "4.50")
     saved = conv._saved
     now = before = float("inf")
     for _ in range(5):
@@ -441,7 +442,7 @@ def report() -> str:
             sync_pg = stores[-1][1]
             sync_loads = [_best_of_5(lambda t=t: sync_pg.load(t)) for t, _ in async_loads]
             lines += [
-                _restore_row(f"{ASYNC}: `await conv.restore_async()`", async_restores),
+                _restore_row(f"{ASYNC}: `await AsyncDriver(conv).restore()`", async_restores),
                 _restore_row(f"{ASYNC}: `await store.load` only", [t for _, t in async_loads]),
                 _restore_row("PostgreSQL 15 (sync): `store.load` only, for the ratio", sync_loads),
                 "",

@@ -155,7 +155,7 @@ def test_the_patterns_catch_what_they_are_for(text: str, pattern: re.Pattern[str
 def test_a_name_or_path_that_is_not_there_is_found() -> None:
     assert not _resolves("agui_tools.app.Conversation.no_such_method")
     assert not _resolves("agui_tools.app._no_such_module.Thing")
-    assert _resolves("agui_tools.app.Conversation.restore")
+    assert _resolves("agui_tools.app.Conversation.restore_steps")
     named = PATH.search("see tests/app/test_store_contract.py for the suite")
     assert named is not None and not (ROOT / named.group(1)).exists()
 

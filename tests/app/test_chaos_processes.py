@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from agui_tools import AgentClient, Session, agent_app
-from agui_tools.app import StaleThread
+from agui_tools.app import AsyncDriver, StaleThread
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._conversation import CallUpdate, Conversation
 from agui_tools.app._store_postgres import AsyncPostgresStore
@@ -174,7 +174,7 @@ def test_the_docs_hook_never_answers_not_charged_for_a_call_that_is_charged(
             with contextlib.suppress(StaleThread):  # B saved first
                 await a_send
             check = Conversation(thread_id=thread, store=store)
-            await check.restore_async()
+            await AsyncDriver(check).restore()
             [call] = [tc["id"] for m in check.messages for tc in m.get("toolCalls") or []]
             return check.messages, await store.answer_for(thread, call)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agui_tools import ProtocolViolation, UsageError
+from agui_tools.app import AsyncDriver, Driver
 from agui_tools.app._calls import CallStatus
 from agui_tools.app._consent import ConsentPolicy, PolicyVerdict, fingerprint
 from agui_tools.app._conversation import CallUpdate, Conversation, TextDelta
@@ -34,7 +35,7 @@ def test_parallel_frontend_calls_answered_together_and_next_input_carries_them()
         *call("c1", "lookup", '{"q":"widget"}', parent="m1"),
         *call("c2", "confirm_order", '{"orderId":"A7","qty":2}', parent="m1"),
     )
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "success"
     assert [(p.call_id, p.status) for p in result.pending] == [
         ("c1", CallStatus.APPROVED),  # read-only: approved by policy
@@ -44,9 +45,12 @@ def test_parallel_frontend_calls_answered_together_and_next_input_carries_them()
         conv.next_input()
     assert info.value.rule == "FE-8" and "'c1'" in str(info.value) and "'c2'" in str(info.value)
 
-    assert conv.execute("c1", lambda a: {"hits": [a["q"]]}).content == '{"hits":["widget"]}'
-    conv.approve("c2")
-    assert conv.execute("c2", lambda a: f"ordered {a['qty']}x {a['orderId']}").outcome == "executed"
+    assert Driver(conv).execute("c1", lambda a: {"hits": [a["q"]]}).content == '{"hits":["widget"]}'
+    Driver(conv).approve("c2")
+    assert (
+        Driver(conv).execute("c2", lambda a: f"ordered {a['qty']}x {a['orderId']}").outcome
+        == "executed"
+    )
     nxt = conv.next_input()
     tool_msgs = [m for m in nxt["messages"] if m["role"] == "tool"]
     assert [(m["toolCallId"], m["content"]) for m in tool_msgs] == [
@@ -63,9 +67,9 @@ def test_calls_without_a_parent_get_their_own_assistant_message() -> None:
     conv = conversation(consent=ConsentPolicy.auto_approve())
     conv.next_input(user="go")
     run(conv, *call("c1", "lookup", "{}"), *call("c2", "lookup", "{}"))
-    conv.end_run()
-    conv.execute("c1", lambda a: "one")
-    conv.execute("c2", lambda a: "two")
+    Driver(conv).end_run()
+    Driver(conv).execute("c1", lambda a: "one")
+    Driver(conv).execute("c2", lambda a: "two")
     msgs = conv.next_input()["messages"]
     assert [(m["role"], m["id"]) for m in msgs[1:]] == [
         ("assistant", "c1"),
@@ -91,7 +95,7 @@ def test_mix_of_agent_side_results_and_frontend_calls() -> None:
     )
     agent_side = [u for u in updates if isinstance(u, CallUpdate) and u.agent_side]
     assert [(u.call_id, u.status) for u in agent_side] == [("s1", CallStatus.DONE)]
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert [p.call_id for p in result.pending] == ["c1"]  # the answered server call is not pending
 
 
@@ -99,19 +103,19 @@ def test_pending_is_derived_from_the_stream_not_from_absent_pending_ids() -> Non
     conv = conversation()
     conv.next_input(user="go")
     run(conv, *call("c1", "lookup", "{}"), finish={"outcome": {"type": "success"}})
-    assert [p.call_id for p in conv.end_run().pending] == ["c1"]
+    assert [p.call_id for p in Driver(conv).end_run().pending] == ["c1"]
 
 
 def test_decline_says_so_and_says_it_was_the_user() -> None:
     conv = conversation()
     conv.next_input(user="buy")
     run(conv, *call("c1", "confirm_order", '{"orderId":"A","qty":1}'))
-    conv.end_run()
-    answer = conv.decline("c1", reason="too expensive")
+    Driver(conv).end_run()
+    answer = Driver(conv).decline("c1", reason="too expensive")
     assert answer.outcome == "declined" and answer.decided_by == "user"
     assert "user declined" in str(answer.content) and "too expensive" in str(answer.content)
     with pytest.raises(UsageError):
-        conv.execute("c1", lambda a: "should never run")
+        Driver(conv).execute("c1", lambda a: "should never run")
     msg = next(m for m in conv.next_input()["messages"] if m["role"] == "tool")
     assert "declined" in msg["content"]
 
@@ -120,7 +124,7 @@ def test_policy_decisions_never_claim_the_user() -> None:
     conv = conversation(consent=ConsentPolicy(overrides={"confirm_order": PolicyVerdict.DENY}))
     conv.next_input(user="buy")
     run(conv, *call("c1", "confirm_order", '{"orderId":"A","qty":1}'), *call("c2", "lookup", "{}"))
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     denied = result.pending[0]
     assert denied.status is CallStatus.DECLINED and denied.answer is not None
     text = str(denied.answer.content).lower()
@@ -128,7 +132,7 @@ def test_policy_decisions_never_claim_the_user() -> None:
     assert denied.answer.decided_by == "policy" and denied.decision is not None
     assert denied.decision.decided_by == "policy"
     # an auto-approved read-only call's answer carries the result only — no approval claim
-    answer = conv.execute("c2", lambda a: "ok")
+    answer = Driver(conv).execute("c2", lambda a: "ok")
     assert answer.content == "ok" and "approv" not in str(answer.content)
     assert conv.call("c2").decision.decided_by == "policy"  # type: ignore[union-attr]
 
@@ -138,8 +142,8 @@ def test_decisions_are_recorded_with_fingerprint_who_and_when() -> None:
     conv = conversation(store=journal)
     conv.next_input(user="buy")
     run(conv, *call("c1", "confirm_order", '{"orderId":"A","qty":1}'))
-    conv.end_run()
-    conv.approve("c1")
+    Driver(conv).end_run()
+    Driver(conv).approve("c1")
     [decision] = journal.decisions("t1", "c1")
     assert decision["tool"] == "confirm_order" and decision["approved"] is True
     assert decision["decidedBy"] == "user"
@@ -152,16 +156,16 @@ def test_edited_arguments_invalidate_the_old_fingerprint_and_are_what_runs() -> 
     conv = conversation(store=journal)
     conv.next_input(user="buy")
     run(conv, *call("c1", "confirm_order", '{"orderId":"A","qty":5}'))
-    conv.end_run()
+    Driver(conv).end_run()
     old = conv.call("c1").fingerprint
     with pytest.raises(UsageError) as info:
-        conv.approve("c1", arguments={"orderId": "A", "qty": 0})  # edited, but invalid
+        Driver(conv).approve("c1", arguments={"orderId": "A", "qty": 0})  # edited, but invalid
     assert info.value.rule == "TOOL-21"
-    decision = conv.approve("c1", arguments={"orderId": "A", "qty": 2})
+    decision = Driver(conv).approve("c1", arguments={"orderId": "A", "qty": 2})
     assert decision.supersedes == old and decision.fingerprint != old
     assert decision.edited_arguments == {"orderId": "A", "qty": 2}
     seen: list[dict[str, Any]] = []
-    conv.execute("c1", lambda a: seen.append(a) or "done")
+    Driver(conv).execute("c1", lambda a: seen.append(a) or "done")
     assert seen == [{"orderId": "A", "qty": 2}]
     recorded = journal.decisions("t1", "c1")[-1]
     assert recorded["supersedes"] == old and recorded["editedArguments"] == {
@@ -174,12 +178,12 @@ def test_handler_failure_becomes_an_error_tool_message() -> None:
     conv = conversation()
     conv.next_input(user="go")
     run(conv, *call("c1", "lookup", '{"q":"x"}'))
-    conv.end_run()
+    Driver(conv).end_run()
 
     def boom(args: dict[str, Any]) -> str:
         raise TimeoutError("backend did not answer")
 
-    answer = conv.execute("c1", boom)
+    answer = Driver(conv).execute("c1", boom)
     assert answer.outcome == "failed" and answer.error == "TimeoutError: backend did not answer"
     msg = next(m for m in conv.next_input()["messages"] if m["role"] == "tool")
     assert msg["error"] == "TimeoutError: backend did not answer" and msg["content"]
@@ -189,7 +193,7 @@ def test_invalid_json_at_end_is_answered_with_an_error_not_a_violation() -> None
     conv = conversation()
     conv.next_input(user="go")
     run(conv, *call("c1", "lookup", '{"q": "unterminated'))
-    [pending] = conv.end_run().pending
+    [pending] = Driver(conv).end_run().pending
     assert pending.status is CallStatus.FAILED and pending.answer is not None
     assert "not valid JSON" in (pending.answer.error or "")
     assert conv.next_input()  # answered: the thread continues
@@ -199,7 +203,7 @@ def test_schema_violation_names_the_path_and_the_rule() -> None:
     conv = conversation(consent=ConsentPolicy.auto_approve())
     conv.next_input(user="go")
     run(conv, *call("c1", "confirm_order", '{"orderId":7,"qty":0,"extra":true}'))
-    [pending] = conv.end_run().pending
+    [pending] = Driver(conv).end_run().pending
     assert pending.status is CallStatus.FAILED
     assert {(e.path, e.keyword) for e in pending.errors} == {
         ("/orderId", "type"),
@@ -214,11 +218,11 @@ def test_unadvertised_tool_is_never_executed_by_default() -> None:
     conv = conversation(consent=ConsentPolicy.auto_approve())
     conv.next_input(user="go")
     run(conv, *call("c1", "delete_everything", "{}"))
-    [pending] = conv.end_run().pending
+    [pending] = Driver(conv).end_run().pending
     assert pending.tool is None and pending.status is CallStatus.FAILED
     assert "not a tool this application advertised" in (pending.answer.error or "")  # type: ignore[union-attr]
     with pytest.raises(UsageError):
-        conv.execute("c1", lambda a: "never")
+        Driver(conv).execute("c1", lambda a: "never")
 
 
 def test_unadvertised_tool_routed_gets_the_same_scrutiny() -> None:
@@ -231,7 +235,7 @@ def test_unadvertised_tool_routed_gets_the_same_scrutiny() -> None:
     conv = conversation(unadvertised=lambda name, args: extra if name == "delete_file" else None)
     conv.next_input(user="go")
     run(conv, *call("c1", "delete_file", "{}"), *call("c2", "delete_file", '{"path":"/tmp/x"}'))
-    first, second = conv.end_run().pending
+    first, second = Driver(conv).end_run().pending
     assert first.status is CallStatus.FAILED and first.errors[0].keyword == "required"
     assert second.status is CallStatus.AWAITING_CONSENT  # side effects: the user decides
 
@@ -249,7 +253,7 @@ def test_a_call_that_never_closed_is_not_executed() -> None:
             {"type": "RUN_ERROR", "message": "model crashed"},
         ]
     )
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "error" and result.error == {"message": "model crashed"}
     [pending] = result.pending
     assert pending.status is CallStatus.FAILED and "never closed" in (pending.answer.error or "")  # type: ignore[union-attr]
@@ -284,7 +288,7 @@ def test_results_are_data_not_instructions() -> None:
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": "after"},
         {"type": "TEXT_MESSAGE_END", "messageId": "m2"},
     )
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "success"  # the text inside the result closed nothing
     stored = next(m for m in conv.messages if m["role"] == "tool")
     assert stored["content"] == hostile  # stored exactly as given
@@ -302,7 +306,7 @@ def test_next_input_strips_activity_messages() -> None:
             "content": {"n": 1},
         },
     )
-    conv.end_run()
+    Driver(conv).end_run()
     assert any(m["role"] == "activity" for m in conv.messages)
     assert all(m["role"] != "activity" for m in conv.next_input(user="more")["messages"])
 
@@ -328,7 +332,7 @@ def test_interrupt_resume_coverage() -> None:
             }
         },
     )
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "interrupt" and result.pending == []  # c9 is the interrupt's to answer
     with pytest.raises(UsageError) as info:
         conv.next_input(now=now)
@@ -386,7 +390,7 @@ def test_rejected_stream_still_ends_the_run_and_keeps_what_arrived() -> None:
                 {"type": "TEXT_MESSAGE_CONTENT", "messageId": "other", "delta": "x"},
             ]
         )
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "rejected" and result.violation is not None
     assert any(m.get("content") == "kept" for m in conv.messages)
 
@@ -395,13 +399,13 @@ def test_async_handlers() -> None:
     conv = conversation()
     conv.next_input(user="go")
     run(conv, *call("c1", "lookup", '{"q":"x"}'))
-    conv.end_run()
+    Driver(conv).end_run()
 
     async def handler(args: dict[str, Any]) -> list[dict[str, Any]]:
         await asyncio.sleep(0)
         return [{"type": "text", "text": args["q"]}]
 
-    answer = asyncio.run(conv.execute_async("c1", handler))
+    answer = asyncio.run(AsyncDriver(conv).execute("c1", handler))
     assert answer.content == [{"type": "text", "text": "x"}]
 
 

@@ -29,6 +29,7 @@ from agui_tools import (
     agent_app,
 )
 from agui_tools._errors import JournalError, ReloadRequired, StoreWriteFailed
+from agui_tools.app import AsyncDriver, Driver
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy, PolicyVerdict
 from agui_tools.app._conversation import Conversation
@@ -72,7 +73,7 @@ def received(
     conv.next_input(user="go", run_id="r1")
     events = [ev for cid, name, args in calls for ev in call(cid, name, args, parent="m1")]
     run(conv, *events)
-    conv.end_run()
+    Driver(conv).end_run()
     return conv
 
 
@@ -86,8 +87,8 @@ READ = ("c1", "lookup", '{"q":"widget"}')
 @pytest.mark.parametrize(
     ("calls", "dispose", "outcome"),
     [
-        ([READ], lambda c: c.fail("c1", "no handler here"), "failed"),
-        ([ORDER], lambda c: c.decline("c1", reason="not now"), "declined"),
+        ([READ], lambda c: Driver(c).fail("c1", "no handler here"), "failed"),
+        ([ORDER], lambda c: Driver(c).decline("c1", reason="not now"), "declined"),
         ([("c1", "unadvertised", "{}")], lambda c: None, "failed"),
         ([("c1", "confirm_order", '{"orderId":"A7","qty":0}')], lambda c: None, "failed"),
     ],
@@ -109,7 +110,7 @@ def test_an_answer_that_ran_nothing_survives_a_restart_and_nothing_runs(
     assert again.call("c1").answer == given  # the same answer, from the journal
     assert again.call("c1").status.answered
     with pytest.raises(UsageError):
-        again.execute("c1", lambda _a: pytest.fail("a settled call ran"))
+        Driver(again).execute("c1", lambda _a: pytest.fail("a settled call ran"))
 
 
 def test_a_policy_denial_is_durable_with_its_decision(
@@ -134,8 +135,8 @@ def test_a_decline_after_an_edited_approval_stands_after_a_restart(
     journal_factory: Callable[[], Journal],
 ) -> None:
     first = received(journal_factory(), ORDER)
-    first.approve("c1", arguments={"orderId": "A7", "qty": 1})
-    first.decline("c1", reason="changed my mind")
+    Driver(first).approve("c1", arguments={"orderId": "A7", "qty": 1})
+    Driver(first).decline("c1", reason="changed my mind")
 
     again = received(journal_factory(), ORDER)
     assert again.call("c1").status is CallStatus.DECLINED
@@ -146,14 +147,14 @@ def test_a_reapproval_of_edited_arguments_runs_the_edit_after_a_restart(
     journal_factory: Callable[[], Journal],
 ) -> None:
     first = received(journal_factory(), ORDER)
-    first.approve("c1", arguments={"orderId": "A7", "qty": 1})
-    first.approve("c1")  # confirmed again, e.g. on a second screen
+    Driver(first).approve("c1", arguments={"orderId": "A7", "qty": 1})
+    Driver(first).approve("c1")  # confirmed again, e.g. on a second screen
 
     again = received(journal_factory(), ORDER)
     assert again.call("c1").status is CallStatus.APPROVED
     assert again.call("c1").effective_arguments == {"orderId": "A7", "qty": 1}
     ran: list[dict[str, Any]] = []
-    again.execute("c1", lambda a: ran.append(a) or "ok")
+    Driver(again).execute("c1", lambda a: ran.append(a) or "ok")
     assert ran == [{"orderId": "A7", "qty": 1}]
 
 
@@ -161,7 +162,7 @@ def test_a_recorded_approval_stands_after_a_restart_and_is_not_recorded_twice(
     journal_factory: Callable[[], Journal],
 ) -> None:
     first = received(journal_factory(), ORDER)
-    first.approve("c1", reason="looks right")
+    Driver(first).approve("c1", reason="looks right")
     [recorded] = journal_factory().decisions(THREAD, "c1")
 
     again = received(journal_factory(), ORDER)  # the disposition gate reads it back
@@ -178,7 +179,7 @@ def test_after_a_crash_mid_handler_the_call_is_answered_unknown_at_once(
     journal_factory: Callable[[], Journal],
 ) -> None:
     first = received(journal_factory(), ORDER)
-    first.approve("c1")
+    Driver(first).approve("c1")
     key = JournalKey(THREAD, "c1", first.call("c1").fingerprint)
     assert journal_factory().claim(key, tool="confirm_order").claim is Claim.RUN  # …and it died
 
@@ -187,9 +188,9 @@ def test_after_a_crash_mid_handler_the_call_is_answered_unknown_at_once(
     assert answer is not None and answer.outcome == "failed" and "outcome unknown" in answer.content
     # neither a decline (it may have happened) nor edited arguments (a second run) get through
     with pytest.raises(UsageError):
-        again.decline("c1")
+        Driver(again).decline("c1")
     with pytest.raises(UsageError):
-        again.approve("c1", arguments={"orderId": "A7", "qty": 1})
+        Driver(again).approve("c1", arguments={"orderId": "A7", "qty": 1})
     # the unknown answer is not written over the intent: the journal still says "started"
     state = journal_factory().lookup(THREAD, "c1")
     assert state is not None and state.claim is Claim.UNKNOWN
@@ -200,11 +201,13 @@ def test_edited_arguments_cannot_start_a_call_whose_execution_started_elsewhere(
 ) -> None:
     a = received(journal_factory(), ORDER)
     b = received(journal_factory(), ORDER)  # a second process, disposed before A claimed
-    a.approve("c1")
+    Driver(a).approve("c1")
     a_key = JournalKey(THREAD, "c1", a.call("c1").fingerprint)
     assert journal_factory().claim(a_key, tool="confirm_order").claim is Claim.RUN  # A executing
-    b.approve("c1", arguments={"orderId": "A7", "qty": 1})
-    answer = b.execute("c1", lambda _a: pytest.fail("ran a second time, with other arguments"))
+    Driver(b).approve("c1", arguments={"orderId": "A7", "qty": 1})
+    answer = Driver(b).execute(
+        "c1", lambda _a: pytest.fail("ran a second time, with other arguments")
+    )
     assert answer.outcome == "failed" and "outcome unknown" in answer.content
     # and a decline in a third process does not claim the call was not executed
     c = received(journal_factory(), ORDER)
@@ -216,7 +219,7 @@ def test_the_application_can_establish_an_unknown_outcome(
     journal_factory: Callable[[], Journal],
 ) -> None:
     first = received(journal_factory(), ORDER)
-    first.approve("c1")
+    Driver(first).approve("c1")
     key = JournalKey(THREAD, "c1", first.call("c1").fingerprint)
     journal_factory().claim(key, tool="confirm_order")
     seen: list[tuple[str, object]] = []
@@ -243,14 +246,14 @@ def test_two_processes_the_executors_result_is_what_the_journal_keeps(tmp_path: 
     def process_a() -> None:
         with SQLiteJournal(path) as journal:
             conv = received(journal, ORDER)
-            conv.approve("c1")
+            Driver(conv).approve("c1")
 
             def charge(_a: dict[str, Any]) -> str:
                 in_handler.set()
                 release.wait(10)
                 return "placed, receipt R-1"
 
-            results["a"] = conv.execute("c1", charge)
+            results["a"] = Driver(conv).execute("c1", charge)
 
     a = threading.Thread(target=process_a)
     a.start()
@@ -282,11 +285,11 @@ def test_fail_is_refused_while_the_call_is_executing(
             await gate.wait()
             return "the real result"
 
-        task = asyncio.create_task(conv.execute_async("c1", slow))
+        task = asyncio.create_task(AsyncDriver(conv).execute("c1", slow))
         await started.wait()  # the claim may be recorded in a worker thread first
         assert conv.call("c1").status is CallStatus.EXECUTING
         with pytest.raises(UsageError, match="executing"):
-            conv.fail("c1", "timed out")
+            Driver(conv).fail("c1", "timed out")
         gate.set()
         return await task
 
@@ -311,7 +314,7 @@ def test_a_cancelled_execution_is_answered_unknown_and_the_thread_continues(
             await asyncio.sleep(30)
             return "never"
 
-        task = asyncio.create_task(conv.execute_async("c1", charge))
+        task = asyncio.create_task(AsyncDriver(conv).execute("c1", charge))
         await started.wait()  # cancelled mid-handler
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -334,11 +337,13 @@ def test_an_async_handler_given_to_execute_is_refused_before_anything_is_recorde
     async def handler(_a: dict[str, Any]) -> str:
         return "async result"
 
-    with pytest.raises(UsageError, match="execute_async"):
-        conv.execute("c1", handler)
+    with pytest.raises(UsageError, match=r"AsyncDriver\(\.\.\.\)\.execute\(\)"):
+        Driver(conv).execute("c1", handler)
     assert conv.call("c1").status is CallStatus.APPROVED
     assert journal_factory().lookup(THREAD, "c1") is None
-    assert asyncio.run(conv.execute_async("c1", handler)) == Answer.executed("c1", "async result")
+    assert asyncio.run(AsyncDriver(conv).execute("c1", handler)) == Answer.executed(
+        "c1", "async result"
+    )
 
 
 def test_a_handler_raising_usage_error_is_a_failed_answer_like_any_exception(
@@ -349,7 +354,7 @@ def test_a_handler_raising_usage_error_is_a_failed_answer_like_any_exception(
     def handler(_a: dict[str, Any]) -> str:
         raise UsageError("the handler's own misuse")
 
-    answer = conv.execute("c1", handler)
+    answer = Driver(conv).execute("c1", handler)
     assert answer.outcome == "failed" and "the handler's own misuse" in answer.content
     assert journal_factory().answer_for(THREAD, "c1") == answer.to_json()
 
@@ -358,7 +363,7 @@ def test_content_parts_that_are_not_json_fail_the_call_not_the_application(
     journal_factory: Callable[[], Journal],
 ) -> None:
     conv = received(journal_factory(), READ)
-    answer = conv.execute("c1", lambda _a: [{"type": "text", "text": "x", "tags": {"a"}}])
+    answer = Driver(conv).execute("c1", lambda _a: [{"type": "text", "text": "x", "tags": {"a"}}])
     assert answer.outcome == "failed" and "not JSON" in answer.content
     assert journal_factory().answer_for(THREAD, "c1") == answer.to_json()
 
@@ -375,7 +380,7 @@ def test_an_answer_the_journal_cannot_record_is_kept_in_memory_and_the_error_say
             return "charged"
 
         with pytest.raises(JournalError, match="was executed and is answered"):
-            conv.execute("c1", charge)
+            Driver(conv).execute("c1", charge)
         blocker.execute("ROLLBACK")
         blocker.close()
         assert conv.call("c1").answer == Answer.executed("c1", "charged")
@@ -419,7 +424,7 @@ def test_a_journal_failure_while_disposing_stops_the_conversation_and_guesses_no
         blocker = sqlite3.connect(tmp_path / "app.sqlite", isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")
         with pytest.raises(StoreWriteFailed) as failed:
-            conv.end_run()
+            Driver(conv).end_run()
         blocker.execute("ROLLBACK")
         blocker.close()
         assert failed.value.written == "no"
@@ -444,10 +449,10 @@ def test_a_call_cancelled_through_its_interrupt_is_never_executed_later() -> Non
         *call("c1", "confirm_order", '{"orderId":"A7","qty":2}', parent="m1"),
         finish={"outcome": {"type": "interrupt", "interrupts": [interrupt]}},
     )
-    assert conv.end_run().pending == []
+    assert Driver(conv).end_run().pending == []
     conv.next_input(resume=[{"interruptId": "i1", "status": "cancelled"}])
     run(conv, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "Cancelled."})
-    assert conv.end_run().pending == []
+    assert Driver(conv).end_run().pending == []
     with pytest.raises(UsageError):
         conv.call("c1")
     conv.next_input()  # and it does not count as dangling
@@ -457,12 +462,12 @@ def test_an_answer_a_snapshot_dropped_is_restored() -> None:
     conv = Conversation(thread_id=THREAD, tools=[LOOKUP], store=MemoryJournal())
     conv.next_input(user="look")
     run(conv, *call("c1", "lookup", '{"q":"x"}', parent="m1"))
-    conv.end_run()
-    conv.execute("c1", lambda _a: "found")
+    Driver(conv).end_run()
+    Driver(conv).execute("c1", lambda _a: "found")
     conv.next_input()
     snapshot = [m for m in conv.messages if m["role"] != "tool"]  # the agent forgot our answer
     run(conv, {"type": "MESSAGES_SNAPSHOT", "messages": snapshot})
-    assert conv.end_run().pending == []
+    assert Driver(conv).end_run().pending == []
     assert [m["content"] for m in conv.messages if m["role"] == "tool"] == ["found"]
     conv.next_input()
 
@@ -470,7 +475,7 @@ def test_an_answer_a_snapshot_dropped_is_restored() -> None:
 def test_a_run_that_never_started_takes_back_its_user_message() -> None:
     conv = Conversation(thread_id=THREAD, store=MemoryJournal())
     conv.next_input(user="Order two widgets")
-    assert conv.abandon_run() is None  # the POST failed: nothing of the stream arrived
+    assert Driver(conv).abandon_run() is None  # the POST failed: nothing of the stream arrived
     sent = conv.next_input(user="Order two widgets")  # the retry
     assert [m["content"] for m in sent["messages"]] == ["Order two widgets"]
 
@@ -554,7 +559,7 @@ def test_the_sessions_deadline_is_reported_as_such() -> None:
 
 def test_a_decline_by_the_system_is_worded_and_attributed_as_the_applications() -> None:
     conv = received(MemoryJournal(), ORDER)
-    answer = conv.decline("c1", by="system", reason="shutting down")
+    answer = Driver(conv).decline("c1", by="system", reason="shutting down")
     assert answer.decided_by == "system"
     assert "the application declined" in answer.content and "user" not in answer.error  # type: ignore[operator]
     [decision] = conv.journal.decisions(THREAD, "c1")
@@ -565,7 +570,7 @@ def test_an_outcome_check_that_fails_leaves_the_outcome_unknown_and_says_why(
     journal_factory: Callable[[], Journal],
 ) -> None:
     first = received(journal_factory(), ORDER)
-    first.approve("c1")
+    Driver(first).approve("c1")
     journal_factory().claim(JournalKey(THREAD, "c1", first.call("c1").fingerprint), tool="x")
 
     def reconcile(_call: Any, _started: object) -> Answer | None:
@@ -587,7 +592,7 @@ def test_an_outcome_check_that_returns_no_answer_leaves_the_outcome_unknown_and_
     the answer says what the hook returned — it used to be a TypeError that kept
     every replica with that hook from loading the thread."""
     first = received(journal_factory(), ORDER)
-    first.approve("c1")
+    Driver(first).approve("c1")
     journal_factory().claim(JournalKey(THREAD, "c1", first.call("c1").fingerprint), tool="x")
     again = received(journal_factory(), ORDER, outcome_unknown=lambda *_: "charged")
     answer = again.call("c1").answer
@@ -605,7 +610,7 @@ def test_a_hooks_answer_recorded_first_is_the_one_the_executor_gives_too(
     result arrives second, the executor's conversation gives the answer that stands —
     the thread and the journal never disagree on the call."""
     a = received(journal_factory(), ORDER)
-    a.approve("c1")
+    Driver(a).approve("c1")
 
     def charge(_args: dict[str, Any]) -> str:
         b = received(
@@ -616,7 +621,7 @@ def test_a_hooks_answer_recorded_first_is_the_one_the_executor_gives_too(
         assert b.call("c1").answer == Answer.failed("c1", "not charged: no payment found")
         return "charged"
 
-    answer = a.execute("c1", charge)
+    answer = Driver(a).execute("c1", charge)
     assert answer == Answer.failed("c1", "not charged: no payment found")
     assert journal_factory().answer_for(THREAD, "c1") == answer.to_json()
     tool = [m for m in a.messages if m["role"] == "tool"]

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agui_tools import LimitExceeded
-from agui_tools.app import Conversation, ThreadState
+from agui_tools.app import Conversation, Driver, ThreadState
 from agui_tools.app._patch import Document, PatchFailed, PatchTooLarge
 from agui_tools.wire import Limits, SSEReader
 from tests.helpers.attacks import patch_bomb
@@ -48,7 +48,7 @@ def test_the_patch_bomb_is_a_limit_violation_and_the_state_is_kept(groups: int) 
     assert violation.rule == "LIMIT" and violation.index == 2
     assert violation.event_type == "STATE_DELTA" and "max_state_bytes" in str(violation)
     assert conv.state == {"a": [0] * 64}, "all or nothing: the prior state stands"
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "rejected" and result.violation is violation
 
 
@@ -57,7 +57,7 @@ def test_a_snapshot_past_the_state_limit_is_refused_by_name() -> None:
     with pytest.raises(LimitExceeded, match=r"1028 bytes of JSON, past max_state_bytes=1000"):
         conv.receive_many([RUN, {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 1020}}])
     assert conv.state == {}
-    assert conv.end_run().status == "rejected"
+    assert Driver(conv).end_run().status == "rejected"
 
 
 def test_activity_content_has_the_same_limit() -> None:
@@ -198,7 +198,7 @@ def test_a_message_has_a_size_limit() -> None:
         conv.receive_many(events)
     assert caught.value.index == 5 and caught.value.ids == {"messageId": "m"}
     assert (conv.thread.message("m") or {})["content"] == "x" * 90, "what arrived before stays"
-    assert conv.end_run().status == "rejected"
+    assert Driver(conv).end_run().status == "rejected"
 
 
 def test_argument_text_keeps_its_limit() -> None:
@@ -301,6 +301,6 @@ def test_a_state_limit_and_run_finished_in_one_chunk_fail_the_run_at_the_limit()
     with pytest.raises(LimitExceeded) as caught:
         conv.receive_many(chunk)
     assert caught.value.index == 4 and caught.value.event_type == "STATE_SNAPSHOT"
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "rejected" and result.violation is caught.value
     assert TextDelta("m", "assistant", "hello") in conv.take_updates()

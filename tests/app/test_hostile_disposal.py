@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agui_tools.app import Conversation, MemoryJournal, ToolSpec
+from agui_tools.app import Conversation, Driver, MemoryJournal, ToolSpec
 from tests.helpers.cost import lines_executed
 
 
@@ -32,9 +32,9 @@ def dispose(n: int) -> int:
     conv, _ = run_with_calls(n)
 
     def work() -> None:
-        result = conv.end_run()
+        result = Driver(conv).end_run()
         for call in result.pending:
-            conv.execute(call.call_id, lambda args: "ok")
+            Driver(conv).execute(call.call_id, lambda args: "ok")
         conv.next_input()  # the thread is read whole: every answer in place
 
     return lines_executed(work)
@@ -47,9 +47,9 @@ def test_disposal_is_linear_in_the_calls() -> None:
 
 def test_each_answer_lands_right_after_its_call() -> None:
     conv, _ = run_with_calls(3)
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     for call in reversed(result.pending):
-        conv.execute(call.call_id, lambda args: "ok")
+        Driver(conv).execute(call.call_id, lambda args: "ok")
     roles = [(m["role"], m.get("toolCallId") or m["id"]) for m in conv.messages]
     assert roles == [
         ("assistant", "c0"),

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from agui_tools import ProtocolViolation, ProtocolWarning
-from agui_tools.app import CallStatus, CallUpdate, Conversation, ToolSpec
+from agui_tools.app import CallStatus, CallUpdate, Conversation, Driver, ToolSpec
 from agui_tools.app._call_order import in_call_order, misplaced_tool_messages
 from agui_tools.ui.terminal import TerminalUI
 from tests.helpers.conversation import run
@@ -126,9 +126,9 @@ def test_the_final_card_shows_the_arguments_that_ran_not_the_streamed_preview() 
     conv.next_input(user="order two blue widgets")
     for update in langgraph_run(conv):
         ui.on_update(update)
-    conv.end_run()
+    Driver(conv).end_run()
     ran: list[dict[str, Any]] = []
-    conv.execute("c-conf", lambda args: ran.append(args) or "confirmed")
+    Driver(conv).execute("c-conf", lambda args: ran.append(args) or "confirmed")
     for update in conv.take_updates():
         ui.on_update(update)
     ui.finish_run()
@@ -150,8 +150,8 @@ def test_a_snapshot_that_restates_a_call_refreshes_its_card() -> None:
     assert not any(
         u.has_arguments for u in updates if isinstance(u, CallUpdate) and u.call_id == "c-look"
     )
-    conv.end_run()
-    conv.approve("c-conf", arguments={"item": "red widget", "quantity": 1})
+    Driver(conv).end_run()
+    Driver(conv).approve("c-conf", arguments={"item": "red widget", "quantity": 1})
     approved = [u for u in conv.take_updates() if isinstance(u, CallUpdate)]
     assert approved[-1].arguments == {"item": "red widget", "quantity": 1}  # the user's edit runs
 
@@ -170,7 +170,7 @@ def test_the_dropped_first_chunk_and_the_renamed_result_are_named_by_default() -
     assert args1.ids == {"toolCallId": "c-conf"}
     assert '\\"quantity\\": 2}' in args1.message and "blue widget" in args1.message
     assert args1.event_type == "MESSAGES_SNAPSHOT" and args1.index is not None
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "success"
     assert [c.call_id for c in result.pending] == ["c-conf"]
 
@@ -211,7 +211,7 @@ def test_each_slip_is_fatal_in_strict_mode(streamed: str, rule: str) -> None:
             },
         )
     assert caught.value.rule == rule
-    assert conv.end_run().status == "rejected"
+    assert Driver(conv).end_run().status == "rejected"
 
 
 def test_the_renamed_result_is_fatal_in_strict_mode() -> None:
@@ -258,8 +258,8 @@ def test_a_history_out_of_call_order_is_reported_and_sent_as_folded_by_default()
     conv = Conversation(thread_id="t1", tools=[CONFIRM])
     conv.next_input(user="order")
     langgraph_run(conv)
-    conv.end_run()
-    conv.execute("c-conf", lambda args: "confirmed")
+    Driver(conv).end_run()
+    Driver(conv).execute("c-conf", lambda args: "confirmed")
     sent = conv.next_input(user="thanks")
     roles = [(m["role"], m["id"]) for m in sent["messages"]]
     # reconciled by id, the restated tool message landed after the next assistant message
@@ -276,8 +276,8 @@ def test_call_order_sends_each_tool_message_after_its_call_and_keeps_every_messa
     conv = Conversation(thread_id="t1", tools=[CONFIRM], tool_message_order="call-order")
     conv.next_input(user="order")
     langgraph_run(conv)
-    conv.end_run()
-    conv.execute("c-conf", lambda args: "confirmed")
+    Driver(conv).end_run()
+    Driver(conv).execute("c-conf", lambda args: "confirmed")
     sent = conv.next_input(user="thanks")
     ids = [m["id"] for m in sent["messages"]]
     assert ids.index("3f1c-uuid") == ids.index("m1") + 1

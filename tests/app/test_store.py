@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from agui_tools._errors import JournalError, StaleThread, StoreError, StoreWriteFailed, UsageError
+from agui_tools.app import AsyncDriver, Driver
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
@@ -222,7 +223,7 @@ def first_process(store: Any, consent: ConsentPolicy | None = None) -> Conversat
         *call("c2", "lookup", '{"q":"widget"}', parent="m1"),
         {"type": "STATE_SNAPSHOT", "snapshot": {"cart": ["A7"]}},
     )
-    conv.end_run()
+    Driver(conv).end_run()
     return conv
 
 
@@ -232,7 +233,7 @@ def restored(store: Any, **kw: Any) -> Conversation:
 
 def test_a_thread_is_picked_up_where_another_process_left_it(open_store: StoreFactory) -> None:
     first = first_process(open_store())
-    first.approve("c1")  # the user approved; then the process died before executing
+    Driver(first).approve("c1")  # the user approved; then the process died before executing
     again = restored(open_store())
     assert again.version == 1
     assert again.messages == first.messages
@@ -243,8 +244,8 @@ def test_a_thread_is_picked_up_where_another_process_left_it(open_store: StoreFa
         ("c2", CallStatus.APPROVED),  # read-only: the policy approves again
     ]
     ran: list[str] = []
-    again.execute("c1", lambda a: ran.append("c1") or "placed")
-    again.execute("c2", lambda a: ran.append("c2") or "found")
+    Driver(again).execute("c1", lambda a: ran.append("c1") or "placed")
+    Driver(again).execute("c2", lambda a: ran.append("c2") or "found")
     assert ran == ["c1", "c2"]
     sent = again.next_input()
     assert [m["content"] for m in sent["messages"] if m["role"] == "tool"] == ["placed", "found"]
@@ -255,7 +256,7 @@ def test_a_restored_thread_never_reruns_a_call_another_process_claimed(
     open_store: StoreFactory,
 ) -> None:
     first = first_process(open_store(), consent=ConsentPolicy.auto_approve())
-    first.execute("c2", lambda _a: "found")  # answered: the restore reuses the answer
+    Driver(first).execute("c2", lambda _a: "found")  # answered: the restore reuses the answer
     key = JournalKey(THREAD, "c1", first.call("c1").fingerprint)
     assert open_store().claim(key, tool="confirm_order").claim is Claim.RUN  # and it died
     again = restored(open_store(), consent=ConsentPolicy.auto_approve())
@@ -263,7 +264,7 @@ def test_a_restored_thread_never_reruns_a_call_another_process_claimed(
     assert c2.answer == Answer.executed("c2", "found")
     assert c1.answer is not None and "outcome unknown" in str(c1.answer.content)
     with pytest.raises(UsageError):
-        again.execute("c1", lambda _a: pytest.fail("ran a call another process claimed"))
+        Driver(again).execute("c1", lambda _a: pytest.fail("ran a call another process claimed"))
     again.next_input()  # nothing dangles
 
 
@@ -273,12 +274,12 @@ def test_a_stale_conversation_raises_and_writes_nothing(open_store: StoreFactory
     b = restored(open_store(), consent=ConsentPolicy.auto_approve())
     for conv, text in ((a, "from a"), (b, "from b")):
         for cid in ("c1", "c2"):
-            conv.execute(cid, lambda _a: "ok")
+            Driver(conv).execute(cid, lambda _a: "ok")
         conv.next_input(user=text, run_id=f"run-{text[-1]}")
         run(conv, {"type": "TEXT_MESSAGE_CHUNK", "messageId": f"m-{text}", "delta": "fine"})
-    a.end_run()
+    Driver(a).end_run()
     with pytest.raises(StaleThread) as info:
-        b.end_run()
+        Driver(b).end_run()
     assert (info.value.expected, info.value.actual) == (1, 2)
     with pytest.raises(StaleThread):  # the stale copy is not used again by mistake
         b.next_input(user="again")
@@ -289,7 +290,7 @@ def test_a_stale_conversation_raises_and_writes_nothing(open_store: StoreFactory
     retry = restored(open_store())
     retry.next_input(user="from b", run_id="run-b2")
     run(retry, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m-b2", "delta": "fine"})
-    retry.end_run()
+    Driver(retry).end_run()
     assert retry.version == 3
 
 
@@ -302,7 +303,7 @@ def test_an_interrupted_run_is_restored_with_its_interrupts(open_store: StoreFac
         *call("c1", "confirm_order", '{"orderId":"A7","qty":2}', parent="m1"),
         finish={"outcome": {"type": "interrupt", "interrupts": [interrupt]}},
     )
-    conv.end_run()
+    Driver(conv).end_run()
     again = Conversation(thread_id=THREAD, tools=[CONFIRM], store=open_store())
     assert again.pending == []  # the interrupt's resume entry answers c1, not a tool message
     assert again.runs[-1].status == "interrupt" and again.runs[-1].interrupts == [interrupt]
@@ -310,7 +311,7 @@ def test_an_interrupted_run_is_restored_with_its_interrupts(open_store: StoreFac
         again.next_input()
     again.next_input(resume=[{"interruptId": "i1", "status": "cancelled"}])
     run(again, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "Cancelled."})
-    again.end_run()
+    Driver(again).end_run()
     third = Conversation(thread_id=THREAD, tools=[CONFIRM], store=open_store())
     assert third.pending == [] and third.version == 2
     third.next_input(user="thanks")  # c1 stays covered by its resume entry
@@ -330,7 +331,7 @@ def test_a_call_whose_arguments_never_closed_is_not_run_after_a_restore(
             {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"q": "wid'},
         ]
     )
-    conv.end_run()  # the stream broke mid-arguments
+    Driver(conv).end_run()  # the stream broke mid-arguments
     again = Conversation(thread_id=THREAD, tools=[LOOKUP], store=open_store())
     answer = again.call("c1").answer
     assert answer is not None and "never closed" in str(answer.content)
@@ -359,7 +360,7 @@ def test_a_restore_knows_which_calls_never_closed_from_the_saved_run() -> None:
         ]
     )
     with pytest.raises(StoreError, match="stopped here"):
-        conv.end_run()
+        Driver(conv).end_run()
     assert store.lookup(THREAD, "c1") is None  # saved, but nothing answered it durably
     store.dead = False
     again = Conversation(thread_id=THREAD, tools=[LOOKUP], store=store)
@@ -389,7 +390,7 @@ def test_execute_async_waits_for_a_locked_store_without_blocking_the_loop(
             released.set()
 
         releaser = asyncio.create_task(release_soon())
-        answer = await conv.execute_async("c2", lambda _a: "found")
+        answer = await AsyncDriver(conv).execute("c2", lambda _a: "found")
         await releaser
         assert released.is_set()
         return answer
@@ -441,7 +442,7 @@ def test_a_cancel_while_the_claim_is_recorded_answers_not_executed(
     lock = _hold_write_lock(open_store, conv.call("c2").fingerprint)
 
     async def scenario() -> None:
-        task = asyncio.create_task(conv.execute_async("c2", lambda _a: pytest.fail("ran")))
+        task = asyncio.create_task(AsyncDriver(conv).execute("c2", lambda _a: pytest.fail("ran")))
         await asyncio.sleep(0.1)  # the claim waits for the lock in its thread
         task.cancel()
         await asyncio.sleep(0.05)
@@ -454,7 +455,7 @@ def test_a_cancel_while_the_claim_is_recorded_answers_not_executed(
     assert answer is not None and "not executed: cancelled" in str(answer.content)
     assert open_store().answer_for(THREAD, "c2") == answer.to_json()  # durable, as the truth
     conv.call("c1")  # and the thread goes on once c1 is answered
-    conv.decline("c1")
+    Driver(conv).decline("c1")
     conv.next_input()
 
 
@@ -483,7 +484,7 @@ def _chat(conv: Conversation, turns: range) -> None:
             run_id=f"r{n}",
         )
         run(conv, {"type": "TEXT_MESSAGE_CHUNK", "messageId": f"a{n}", "delta": f"answer {n}"})
-        conv.end_run()
+        Driver(conv).end_run()
 
 
 def test_a_long_thread_writes_what_each_run_changed_not_its_whole_history(
@@ -512,7 +513,7 @@ def test_a_run_that_restates_the_history_rewrites_from_its_first_change(
     conv.next_input(messages=[{"id": "u3", "role": "user", "content": "question 3"}], run_id="r3")
     sent = conv.pending_input["messages"]
     run(conv, {"type": "MESSAGES_SNAPSHOT", "messages": [*restated[:6], sent[-1]]})
-    conv.end_run()
+    Driver(conv).end_run()
     assert store.saves[-1] == (2, 5)  # kept the two before the change, wrote the rest
     again = Conversation(thread_id=THREAD, store=open_store())
     assert again.messages == conv.messages
@@ -529,7 +530,7 @@ def _executing_elsewhere(open_store: StoreFactory) -> tuple[threading.Event, thr
     a = restored(open_store(), consent=ConsentPolicy.auto_approve())
 
     def run_a() -> None:
-        a.execute("c2", lambda _a: "found by A" if release.wait(30) else "timed out")
+        Driver(a).execute("c2", lambda _a: "found by A" if release.wait(30) else "timed out")
 
     worker = threading.Thread(target=run_a)
     worker.start()
@@ -552,7 +553,7 @@ def test_a_call_another_replica_is_executing_is_answered_by_it_when_waited_for(
     worker.join(30)
     assert b.call("c2").answer == Answer.executed("c2", "found by A")  # not "outcome unknown"
     assert 0.3 < waited < 15
-    b.execute("c1", lambda _a: "placed")
+    Driver(b).execute("c1", lambda _a: "placed")
     tools = [m["content"] for m in b.next_input()["messages"] if m["role"] == "tool"]
     assert sorted(tools) == ["found by A", "placed"]
 
@@ -566,7 +567,7 @@ def test_a_call_still_executing_after_the_wait_reads_outcome_unknown(
         answer = b.call("c2").answer
         assert answer is not None and "outcome unknown" in str(answer.content)
         with pytest.raises(UsageError):
-            b.execute("c2", lambda _a: pytest.fail("ran a call another replica is running"))
+            Driver(b).execute("c2", lambda _a: pytest.fail("ran a call another replica is running"))
     finally:
         release.set()
         worker.join(30)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agui_tools._errors import JournalError, ReloadRequired, StaleThread, StoreError, UsageError
+from agui_tools.app import AsyncDriver, Driver
 from agui_tools.app._calls import Answer, CallStatus
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
@@ -51,25 +52,25 @@ async def _ended(store: AsyncMemoryStore, *, end: bool = True) -> Conversation:
     """A conversation on ``store`` whose first run arrived (and ended, unless not
     ``end``), both calls approved by policy."""
     conv = _conv(store, consent=ConsentPolicy.auto_approve())
-    await conv.restore_async()
+    await AsyncDriver(conv).restore()
     _first_run(conv)
     if end:
-        await conv.end_run_async()
+        await AsyncDriver(conv).end_run()
     return conv
 
 
 async def _a_whole_thread(store: AsyncMemoryStore) -> Conversation:
     conv = _conv(store)
-    assert await conv.restore_async() is False  # a new thread: nothing stored
+    assert await AsyncDriver(conv).restore() is False  # a new thread: nothing stored
     _first_run(conv)
-    result = await conv.end_run_async()
+    result = await AsyncDriver(conv).end_run()
     assert [(c.call_id, c.status) for c in result.pending] == [
         ("c1", CallStatus.AWAITING_CONSENT),
         ("c2", CallStatus.APPROVED),
     ]
-    await conv.approve_async("c1", arguments={"orderId": "A7", "qty": 3})
-    placed = await conv.execute_async("c1", lambda a: f"placed {a['qty']}")
-    found = await conv.execute_async("c2", lambda a: "found")
+    await AsyncDriver(conv).approve("c1", arguments={"orderId": "A7", "qty": 3})
+    placed = await AsyncDriver(conv).execute("c1", lambda a: f"placed {a['qty']}")
+    found = await AsyncDriver(conv).execute("c2", lambda a: "found")
     assert (placed, found) == (Answer.executed("c1", "placed 3"), Answer.executed("c2", "found"))
     return conv
 
@@ -109,10 +110,10 @@ def test_another_process_restores_the_thread_from_the_async_store() -> None:
         first = await _a_whole_thread(store)
         first.next_input(user="thanks", run_id="r2")
         run(first, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "Done."})
-        await first.end_run_async()
+        await AsyncDriver(first).end_run()
         again = _conv(AsyncMemoryStore(store.inner))  # another process, the same store
-        assert await again.restore_async() is True
-        assert await again.restore_async() is True  # once is enough; no second load
+        assert await AsyncDriver(again).restore() is True
+        assert await AsyncDriver(again).restore() is True  # once is enough; no second load
         assert again.messages == first.messages
         return again
 
@@ -145,16 +146,16 @@ def test_the_async_face_asks_the_store_exactly_what_the_sync_face_asks() -> None
 
     sync_conv = _conv(Recorded(), consent=ConsentPolicy.auto_approve())
     _first_run(sync_conv)
-    sync_conv.end_run()
-    sync_conv.execute("c1", lambda a: "placed")
-    sync_conv.fail("c2", "not needed")
+    Driver(sync_conv).end_run()
+    Driver(sync_conv).execute("c1", lambda a: "placed")
+    Driver(sync_conv).fail("c2", "not needed")
 
     store = AsyncMemoryStore()
 
     async def scenario() -> Conversation:
         conv = await _ended(store)
-        await conv.execute_async("c1", lambda a: "placed")
-        await conv.fail_async("c2", "not needed")
+        await AsyncDriver(conv).execute("c1", lambda a: "placed")
+        await AsyncDriver(conv).fail("c2", "not needed")
         return conv
 
     async_conv = asyncio.run(scenario())
@@ -192,12 +193,12 @@ def _no_time(value: Any) -> Any:
 @pytest.mark.parametrize(
     "use",
     [
-        lambda c: c.end_run(),
-        lambda c: c.approve("c1"),
-        lambda c: c.decline("c1"),
-        lambda c: c.fail("c1", "no"),
-        lambda c: c.execute("c1", lambda a: "ran"),
-        lambda c: c.restore(),
+        lambda c: Driver(c).end_run(),
+        lambda c: Driver(c).approve("c1"),
+        lambda c: Driver(c).decline("c1"),
+        lambda c: Driver(c).fail("c1", "no"),
+        lambda c: Driver(c).execute("c1", lambda a: "ran"),
+        lambda c: Driver(c).restore(),
     ],
     ids=["end_run", "approve", "decline", "fail", "execute", "restore"],
 )
@@ -208,22 +209,22 @@ def test_a_sync_method_on_an_async_store_is_a_clear_error_and_writes_nothing(
 
     async def opened() -> Conversation:
         conv = _conv(store)
-        await conv.restore_async()
+        await AsyncDriver(conv).restore()
         _first_run(conv)
-        await conv.end_run_async()
-        await conv.approve_async("c1")  # every method below may now act on c1
+        await AsyncDriver(conv).end_run()
+        await AsyncDriver(conv).approve("c1")  # every method below may now act on c1
         return conv
 
     conv = asyncio.run(opened())
     before = list(store.calls)
-    with pytest.raises(UsageError, match=r"async store \(AsyncMemoryStore\).*_async methods"):
+    with pytest.raises(UsageError, match=r"async store \(AsyncMemoryStore\).*AsyncDriver"):
         use(conv)
     assert store.calls == before
 
 
 def test_the_thread_must_be_loaded_before_it_goes_on() -> None:
     conv = _conv(AsyncMemoryStore())
-    with pytest.raises(UsageError, match=r"restore_async\(\)"):
+    with pytest.raises(UsageError, match=r"AsyncDriver\(conversation\)\.restore\(\)"):
         conv.next_input(user="hi")
     assert conv.messages == []
 
@@ -246,7 +247,7 @@ def test_a_store_that_waits_does_not_stall_other_tasks() -> None:
                 await asyncio.sleep(0.01)
 
         ticking = asyncio.create_task(ticker())
-        ending = asyncio.create_task(conv.end_run_async())
+        ending = asyncio.create_task(AsyncDriver(conv).end_run())
         await asyncio.sleep(0.3)
         assert not ending.done()  # the store holds it …
         waited = ticks
@@ -268,9 +269,9 @@ def test_a_failed_save_is_raised_and_no_call_of_the_unsaved_run_is_disposed() ->
     async def scenario() -> Conversation:
         conv = await _ended(store, end=False)
         with pytest.raises(StoreError, match="could not save a run"):
-            await conv.end_run_async()
+            await AsyncDriver(conv).end_run()
         with pytest.raises(ReloadRequired, match="could not save a run"):
-            await conv.approve_async("c1")  # it goes no further: reload
+            await AsyncDriver(conv).approve("c1")  # it goes no further: reload
         return conv
 
     conv = asyncio.run(scenario())
@@ -286,16 +287,16 @@ def test_a_stale_writer_on_an_async_store_writes_nothing() -> None:
         a = _conv(store, consent=ConsentPolicy.auto_approve())
         b = _conv(AsyncMemoryStore(store.inner), consent=ConsentPolicy.auto_approve())
         for conv in (a, b):
-            await conv.restore_async()
+            await AsyncDriver(conv).restore()
             _first_run(conv)
-        await a.end_run_async()
+        await AsyncDriver(a).end_run()
         with pytest.raises(StaleThread, match="t-async"):
-            await b.end_run_async()
+            await AsyncDriver(b).end_run()
         assert b.pending == []  # nothing of the stale run is disposed …
         with pytest.raises(StaleThread):
             b.next_input(user="go on")  # … and it cannot go on: reload and retry
         with pytest.raises(StaleThread):
-            await b.restore_async()  # not by restoring this object: a new one reloads
+            await AsyncDriver(b).restore()  # not by restoring this object: a new one reloads
 
     asyncio.run(scenario())
     record = store.inner.load(THREAD)
@@ -311,7 +312,7 @@ def test_an_answer_the_store_could_not_record_is_given_and_the_error_says_so() -
         with pytest.raises(
             JournalError, match=r"executed and is answered.*could not record an answer"
         ):
-            await conv.execute_async("c2", lambda _a: "found")
+            await AsyncDriver(conv).execute("c2", lambda _a: "found")
         return conv
 
     conv = asyncio.run(scenario())
@@ -326,7 +327,7 @@ def test_a_cancel_while_an_async_store_records_the_claim_answers_not_executed() 
     async def scenario() -> Conversation:
         conv = await _ended(store)
         store.gate = asyncio.Event()
-        task = asyncio.create_task(conv.execute_async("c2", lambda _a: pytest.fail("ran")))
+        task = asyncio.create_task(AsyncDriver(conv).execute("c2", lambda _a: pytest.fail("ran")))
         await asyncio.sleep(0.05)  # the claim waits at the store
         task.cancel()
         await asyncio.sleep(0.05)
@@ -353,7 +354,7 @@ def test_a_cancel_while_the_handler_runs_is_recorded_as_outcome_unknown() -> Non
             await asyncio.sleep(30)
             return "never"
 
-        task = asyncio.create_task(conv.execute_async("c2", slow))
+        task = asyncio.create_task(AsyncDriver(conv).execute("c2", slow))
         await started.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

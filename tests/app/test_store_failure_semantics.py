@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from agui_tools._errors import ReloadRequired, StoreWriteFailed, UsageError
+from agui_tools.app import Driver
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import MemoryJournal, SQLiteJournal
 from agui_tools.app._store import MemoryStore
@@ -19,8 +20,8 @@ def test_a_bare_journal_given_as_store_records_calls_and_keeps_no_thread(tmp_pat
         assert conv.store is None and conv.journal is journal
         conv.next_input(user="price?", run_id="r1")
         run(conv, *call("c1", "lookup", '{"q":"widget"}', parent="m1"))
-        conv.end_run()  # nothing to save: the thread is kept nowhere
-        conv.execute("c1", lambda _a: "4.50")
+        Driver(conv).end_run()  # nothing to save: the thread is kept nowhere
+        Driver(conv).execute("c1", lambda _a: "4.50")
         assert journal.answer_for("t", "c1") is not None
 
 

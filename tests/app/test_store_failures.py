@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from agui_tools._errors import ReloadRequired, StoreError, StoreOutcomeUnknown
+from agui_tools.app import Driver
 from agui_tools.app._calls import Answer
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import Claim, JournalKey
@@ -39,7 +40,7 @@ def looked_up(store: Any) -> Conversation:
     conv = Conversation(thread_id=THREAD, tools=[LOOKUP], store=store)
     conv.next_input(user="look", run_id="r1")
     run(conv, *call("c1", "lookup", '{"q":"widget"}', parent="m1"))
-    conv.end_run()
+    Driver(conv).end_run()
     return conv
 
 
@@ -66,7 +67,7 @@ def test_a_connection_killed_mid_claim_is_a_clear_error_and_the_call_runs_once(
 
     def execute() -> None:
         try:
-            outcome["answer"] = conv.execute("c1", lambda _a: ran.append("ran") or "found")
+            outcome["answer"] = Driver(conv).execute("c1", lambda _a: ran.append("ran") or "found")
         except Exception as exc:
             outcome["error"] = exc
 
@@ -100,14 +101,14 @@ def test_a_connection_killed_mid_claim_is_a_clear_error_and_the_call_runs_once(
     assert ran == []  # nothing ran on a claim that did not commit
     # the conversation stopped there: it refuses to go on, and says reload
     with pytest.raises(ReloadRequired, match="reload the thread") as refused:
-        conv.execute("c1", lambda _a: ran.append("ran") or "found")
+        Driver(conv).execute("c1", lambda _a: ran.append("ran") or "found")
     assert refused.value.cause is error and ran == []
     # recovered as documented: reloaded, the pool hands out a fresh connection and the
     # call — whose claim did not commit — runs, once
     reloaded = Conversation(thread_id=THREAD, tools=[LOOKUP], store=store)
-    assert reloaded.execute("c1", lambda _a: ran.append("ran") or "found") == Answer.executed(
-        "c1", "found"
-    )
+    assert Driver(reloaded).execute(
+        "c1", lambda _a: ran.append("ran") or "found"
+    ) == Answer.executed("c1", "found")
     again = Conversation(thread_id=THREAD, tools=[LOOKUP], store=store)
     assert again.call("c1").answer == Answer.executed("c1", "found")
     assert ran == ["ran"]
@@ -127,7 +128,7 @@ def test_a_lock_waited_on_too_long_says_so_and_writes_nothing(postgres_dsn: str)
     )
     try:
         with pytest.raises(StoreError, match="waited longer than the server allows") as caught:
-            conv.execute("c1", lambda _a: pytest.fail("ran without a claim"))
+            Driver(conv).execute("c1", lambda _a: pytest.fail("ran without a claim"))
     finally:
         blocker.rollback()
         blocker.close()
@@ -188,7 +189,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
 def test_a_full_disk_is_a_clear_error_and_nothing_half_written(tmpfs: Path) -> None:
     store = SQLiteStore(tmpfs / "app.sqlite", timeout=1)
     conv = looked_up(store)
-    conv.execute("c1", lambda _a: "found")
+    Driver(conv).execute("c1", lambda _a: "found")
     version = 1
     with pytest.raises(StoreError) as info:
         for _ in range(100):  # each run's snapshot holds the growing state: the disk fills
@@ -219,7 +220,7 @@ def test_a_read_only_disk_is_a_clear_error_and_the_record_survives(tmp_path: Pat
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], check=True)
     try:
         store = SQLiteStore(folder / "app.sqlite")
-        looked_up(store).execute("c1", lambda _a: "found")
+        Driver(looked_up(store)).execute("c1", lambda _a: "found")
         store.close()
         if ROOT:
             subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from agui_tools._errors import LimitExceeded, StoreReadFailed, StoreWriteFailed
+from agui_tools.app import Driver
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import JournalKey
 from agui_tools.app._store import Snapshot
@@ -36,14 +37,14 @@ def test_an_agent_chosen_call_id_no_store_can_hold_is_refused_before_anything_is
         run(conv, *call(bad, "lookup", '{"q":"widget"}'))
     assert caught.value.rule == "LIMIT" and caught.value.index == 1
     assert "/toolCallId" in str(caught.value) and f"{MAX_ID_BYTES}" in str(caught.value)
-    result = conv.end_run()
+    result = Driver(conv).end_run()
     assert result.status == "rejected"
     # the thread is not bricked: another process loads it, and the next run works
     again = Conversation(thread_id="t-ids", tools=[CONFIRM, LOOKUP], store=open_store())
     again.next_input(user="try again", run_id="r2")
     run(again, *call("c2", "lookup", '{"q":"widget"}'))
-    assert [c.call_id for c in again.end_run().pending] == ["c2"]
-    assert again.execute("c2", lambda _a: "found").content == "found"
+    assert [c.call_id for c in Driver(again).end_run().pending] == ["c2"]
+    assert Driver(again).execute("c2", lambda _a: "found").content == "found"
 
 
 @pytest.mark.parametrize("bad", [NUL_ID, LONG_ID], ids=["NUL", "1 MB"])

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agui_tools import Conversation, SQLiteStore, ToolSpec
+from agui_tools.app import Driver
 
 SPEC = ToolSpec(
     "place_order",
@@ -41,9 +42,9 @@ def _one_run(conv: Conversation, cid: str) -> None:
             {"type": "RUN_FINISHED", **ids},
         ]
     )
-    conv.end_run()
-    conv.approve(cid)
-    conv.execute(cid, lambda _a: "ordered")
+    Driver(conv).end_run()
+    Driver(conv).approve(cid)
+    Driver(conv).execute(cid, lambda _a: "ordered")
 
 
 def _interrupted_at(store: SQLiteStore, k: int, phase: str) -> bool:

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agui_tools import ProtocolViolation
-from agui_tools.app import Conversation
+from agui_tools.app import Conversation, Driver
 from agui_tools.transport._front import Refusal
 from agui_tools.transport._server import AgentEndpoint
 from agui_tools.wire import ConsumerPipeline, NDJSONReader, SSEReader
@@ -157,7 +157,7 @@ def test_fuzz_conversation_pipeline_and_reducer() -> None:
             def run() -> str:
                 with contextlib.suppress(ProtocolViolation):
                     conv.receive_many(texts)
-                return conv.end_run().status
+                return Driver(conv).end_run().status
 
             return run
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import orjson
 
-from agui_tools.app import Conversation
+from agui_tools.app import Conversation, Driver
 from agui_tools.app._tools import ToolSpec
 from agui_tools.wire._framing import SSEReader
 from tests.helpers.terminal import AGUI, ENV, ROOT
@@ -91,8 +91,10 @@ class Frontend:
                 if fold:
                     self.conv.receive_many(frames)
         if fold:
-            self.conv.end_run()
+            Driver(self.conv).end_run()
 
     def answer_pending(self) -> None:
         for call in self.conv.pending:
-            self.conv.execute(call.call_id, lambda _args, name=call.name: ANSWERS.get(name, "ok"))
+            Driver(self.conv).execute(
+                call.call_id, lambda _args, name=call.name: ANSWERS.get(name, "ok")
+            )

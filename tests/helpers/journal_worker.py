@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from agui_tools.app import Driver
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from agui_tools.app._calls import CallStatus
@@ -59,7 +61,7 @@ def main() -> None:
     conv.next_input(user="pay", run_id="run-1")
     # the same stream every time: a replay after a restart, or a retried request
     conv.receive_many(stream("thread-crash", "run-1"))
-    conv.end_run()
+    Driver(conv).end_run()
 
     def charge(args: dict[str, object]) -> str:
         with effects.open("a") as f:
@@ -73,10 +75,10 @@ def main() -> None:
     answers = {}
     for call in conv.pending:
         if call.status is CallStatus.AWAITING_CONSENT:
-            conv.approve(call.call_id)  # the user approves (recorded before anything runs)
+            Driver(conv).approve(call.call_id)  # the user approves (recorded before anything runs)
         if mode == "hang" and call.call_id != "c1":
             continue
-        answers[call.call_id] = conv.execute(call.call_id, charge).to_json()
+        answers[call.call_id] = Driver(conv).execute(call.call_id, charge).to_json()
     for call in conv._calls.values():
         if call.answer is not None:
             answers[call.call_id] = call.answer.to_json()

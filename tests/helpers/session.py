@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agui_tools.app import Driver
 from agui_tools.app._conversation import Conversation
 from agui_tools.transport._session import (
     BaseSession,
@@ -22,5 +23,5 @@ def pending_call(session: BaseSession[Any], name: str, args: str) -> Conversatio
             {"type": "RUN_FINISHED", "threadId": conv.thread_id, "runId": "r1"},
         ]
     )
-    conv.end_run()
+    Driver(conv).end_run()
     return conv

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agui_tools.app import AsyncDriver, Driver
 from agui_tools.app._calls import Answer, CallStatus, PendingCall
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
@@ -97,7 +98,7 @@ def seed(store: Store, threads: Iterable[str]) -> None:
         )
         conv.next_input(user="pay", run_id=f"{thread}-r1")
         conv.receive_many(stream(thread, f"{thread}-r1"))
-        conv.end_run()
+        Driver(conv).end_run()
 
 
 def charged(cents: object) -> str:
@@ -133,7 +134,7 @@ def dispose_all(
                 pause()  # a crash here leaves the effect done and the answer unrecorded
                 return charged(args["cents"])
 
-            conv.execute(call.call_id, handler)
+            Driver(conv).execute(call.call_id, handler)
     return ran
 
 
@@ -155,7 +156,7 @@ async def dispose_all_async(
         conv = Conversation(
             thread_id=thread, tools=[CHARGE], store=store, consent=ConsentPolicy.auto_approve()
         )
-        await conv.restore_async()
+        await AsyncDriver(conv).restore()
         for call in list(conv.pending):
             if call.status is not CallStatus.APPROVED:
                 continue
@@ -167,7 +168,7 @@ async def dispose_all_async(
                 pause()  # a crash here leaves the effect done and the answer unrecorded
                 return charged(args["cents"])
 
-            await conv.execute_async(call.call_id, handler)
+            await AsyncDriver(conv).execute(call.call_id, handler)
 
     async def lane() -> None:
         while todo:

@@ -28,6 +28,7 @@ import pytest
 from ag_ui_validate import Diagnostic, ValidatorOptions
 from ag_ui_validate.transport import TransportOptions, validate_body
 
+from agui_tools.app import Driver
 from agui_tools.app._capture import read_frames
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
@@ -118,7 +119,9 @@ async def _converse(url: str, scenario: str, recorder: Recorder) -> list[Exchang
             if not conv.pending:
                 break
             for call in conv.pending:
-                conv.execute(call.call_id, lambda args, name=call.name: f"{name} done with {args}")
+                Driver(conv).execute(
+                    call.call_id, lambda args, name=call.name: f"{name} done with {args}"
+                )
             conv.next_input()
     assert conv.pending == []
     return recorder.for_thread(conv.thread_id)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agui_tools.app import Driver
 from agui_tools.app._calls import CallStatus
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
@@ -45,7 +46,7 @@ def drive(url: str, scenario: str) -> tuple[Conversation, list[Any]]:
                     break
                 for call in conv.pending:
                     assert call.status is CallStatus.APPROVED
-                    conv.execute(
+                    Driver(conv).execute(
                         call.call_id, lambda args, name=call.name: f"{name} done with {args}"
                     )
                 conv.next_input()

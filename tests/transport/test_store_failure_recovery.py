@@ -26,6 +26,7 @@ from agui_tools._errors import (
     StoreReadFailed,
     StoreWriteFailed,
 )
+from agui_tools.app import AsyncDriver, Driver
 from agui_tools.app._calls import Answer
 from agui_tools.app._consent import ConsentPolicy
 from agui_tools.app._conversation import Conversation
@@ -127,14 +128,14 @@ def test_a_conversation_whose_save_failed_refuses_to_go_on_until_reloaded(
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     with pytest.raises(StoreWriteFailed):
-        conv.end_run()
+        Driver(conv).end_run()
     blocker.execute("ROLLBACK")
     blocker.close()
     assert conv.pending == [] and not conv.in_step  # nothing disposed of
     for attempt in (
         lambda: conv.next_input(user="again"),
-        lambda: conv.execute("c1", lambda _a: pytest.fail("ran a call of an unsaved run")),
-        lambda: conv.restore(),
+        lambda: Driver(conv).execute("c1", lambda _a: pytest.fail("ran a call of an unsaved run")),
+        lambda: Driver(conv).restore(),
     ):
         with pytest.raises(ReloadRequired, match="reload the thread") as refused:
             attempt()
@@ -170,8 +171,8 @@ def test_a_restore_whose_read_failed_never_saves_not_executed_for_a_call_that_ra
     )
     first.next_input(user="order", run_id="r1")
     run(first, *call("c1", "place_order", '{"qty": 2}', parent="m1"))
-    first.end_run()  # saved: c1 pending
-    first.execute("c1", lambda args: orders.append("first") or f"ordered {args['qty']}")
+    Driver(first).end_run()  # saved: c1 pending
+    Driver(first).execute("c1", lambda args: orders.append("first") or f"ordered {args['qty']}")
     del first  # … and the process died before its next save
 
     async def scenario() -> list[dict[str, Any]]:
@@ -233,12 +234,12 @@ def test_an_answer_that_could_not_be_recorded_is_a_store_error_saying_the_outcom
         conv = Conversation(
             thread_id="t4", tools=[spec], store=store, consent=ConsentPolicy.auto_approve()
         )
-        await conv.restore_async()
+        await AsyncDriver(conv).restore()
         conv.next_input(user="order", run_id="r1")
         run(conv, *call("c1", "place", '{"qty": 2}', parent="m1"))
-        await conv.end_run_async()
+        await AsyncDriver(conv).end_run()
         try:
-            await conv.execute_async("c1", lambda args: ran.append(args["qty"]) or "placed")
+            await AsyncDriver(conv).execute("c1", lambda args: ran.append(args["qty"]) or "placed")
         except StoreError as exc:  # the documented catch catches it
             assert isinstance(exc, StoreOutcomeUnknown) and exc.written == "unknown"
             assert "was executed and is answered" in str(exc)

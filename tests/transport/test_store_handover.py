@@ -28,6 +28,7 @@ import pytest
 
 from agui_tools import AgentClient, Run, Session, SyncAgentClient, SyncSession, agent_app
 from agui_tools._errors import StaleThread, UsageError
+from agui_tools.app import AsyncDriver
 from agui_tools.app._calls import Answer
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._journal import JournalKey
@@ -311,7 +312,7 @@ def test_a_session_resumes_a_thread_on_an_async_store(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
     """The hand-over above with an async store: the replica cancelled while asking,
-    the next session restores the thread through ``restore_async()`` and
+    the next session restores the thread through ``AsyncDriver.restore()`` and
     finishes it — on ``AsyncPostgresStore`` through psycopg's async API."""
     charges: list[int] = []
     dsn = request.getfixturevalue("postgres_dsn") if kind == "postgres-async" else None
@@ -436,7 +437,7 @@ def test_a_run_cancelled_mid_stream_is_saved_truncated_in_an_async_store() -> No
 
         async with serving(agent_app(slow, path="/agent")) as base:
             conv = Conversation(thread_id="cut", store=store)
-            await conv.restore_async()
+            await AsyncDriver(conv).restore()
             conv.next_input(user="go")
             task = asyncio.create_task(AgentClient(f"{base}/agent").run(conv))
             await streaming.wait()
@@ -515,7 +516,7 @@ def test_a_send_retried_after_stale_thread_with_its_message_id_adds_nothing_twic
             # the documented retry: reload (a new session), the same message id
             await session(url, "A-retry", lambda _c: True).send("Order two", message_id=mid)
             check = Conversation(thread_id="stale", store=store)
-            await check.restore_async()
+            await AsyncDriver(check).restore()
             messages = check.messages
         await store.aclose() if dsn is not None else store.close()
         return messages

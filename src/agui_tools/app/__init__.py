@@ -18,6 +18,7 @@ Sans-I/O, in the order a verified event travels::
     _answering     every way a call gets its one answer, as store steps
     _conversation  all of it for one thread, carrying out the gates' rulings
     _store_drive   the one place those steps meet the journal or store
+    _driver        Driver / AsyncDriver: those steps and the handlers, performed
     _downgrade     the next RunAgentInput, shaped for older peers
     _capture       a captured stream through pipeline + reducer (verify_capture)
 """
@@ -35,6 +36,7 @@ from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_ke
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
 from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
+from ._driver import AsyncDriver, Driver
 from ._journal import Journal, MemoryJournal, SQLiteJournal
 from ._reducer import ThreadState
 from ._resume import SentResume
@@ -45,6 +47,7 @@ from ._tools import ToolSpec
 
 __all__ = [
     "Answer",
+    "AsyncDriver",
     "AsyncPostgresStore",
     "CallStatus",
     "CallUpdate",
@@ -52,6 +55,7 @@ __all__ = [
     "ConsentDecision",
     "ConsentPolicy",
     "Conversation",
+    "Driver",
     "Journal",
     "MemoryJournal",
     "MemoryStore",

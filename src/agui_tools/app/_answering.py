@@ -4,37 +4,32 @@ then in memory, then in the thread.
 
 :class:`Answering` is the part of :class:`~agui_tools.app._conversation.Conversation`
 that answers calls; it performs no I/O either: each operation that reads or writes
-the journal is a ``*_steps`` method, performed by app/_store_drive.py.
+the journal is a ``*_steps`` method, performed by a driver (app/_driver.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from .._errors import StoreError, StoreOutcomeUnknown, UsageError
 from ._arguments import parse_arguments
-from ._calls import Answer, CallStatus, PendingCall, describe_errors, move, normalize_result
+from ._calls import Answer, CallStatus, PendingCall, describe_errors, move
 from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
 from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
-from ._execution import Execution, unawaited
 from ._journal import Claim, ClaimResult, Journal, JournalKey
 from ._link import Link
 from ._reducer import ThreadState
 from ._steps import Pause, StoreSteps, ask
 from ._store import AsyncStore
-from ._store_drive import adrive_store, drive_store
 from ._tools import ToolSpec
 from ._updates import Update, call_update
 
-__all__ = ["Answering", "AsyncHandler", "Handler", "OutcomeUnknown"]
+__all__ = ["Answering", "OutcomeUnknown"]
 
-Handler = Callable[[dict[str, Any]], Any]
-AsyncHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 OutcomeUnknown = Callable[[PendingCall, datetime], Answer | None]
 
 
@@ -86,34 +81,6 @@ class Answering:
             raise UsageError(
                 f"no call {call_id!r} is awaiting disposition in this conversation"
             ) from None
-
-    async def approve_async(
-        self,
-        call_id: str,
-        *,
-        by: DecidedBy = "user",
-        arguments: Mapping[str, Any] | None = None,
-        reason: str | None = None,
-    ) -> ConsentDecision:
-        """:meth:`approve` without blocking the event loop (any store)."""
-        return await adrive_store(
-            self.journal,
-            self._link,
-            "approve",
-            self.approve_steps(call_id, by=by, arguments=arguments, reason=reason),
-        )
-
-    async def decline_async(
-        self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
-    ) -> Answer:
-        """:meth:`decline` without blocking the event loop (any store)."""
-        return await adrive_store(
-            self.journal, self._link, "decline", self.decline_steps(call_id, by=by, reason=reason)
-        )
-
-    async def fail_async(self, call_id: str, error: str) -> Answer:
-        """:meth:`fail` without blocking the event loop (any store)."""
-        return await adrive_store(self.journal, self._link, "fail", self.fail_steps(call_id, error))
 
     # -- disposition -------------------------------------------------------------
 
@@ -186,26 +153,6 @@ class Answering:
             )
         return call
 
-    def approve(
-        self,
-        call_id: str,
-        *,
-        by: DecidedBy = "user",
-        arguments: Mapping[str, Any] | None = None,
-        reason: str | None = None,
-    ) -> ConsentDecision:
-        """Approve a call — with edited ``arguments`` if the user changed them.
-
-        Edited arguments are validated against the schema like the proposal
-        was; the approval binds their fingerprint, and voids the original's.
-        """
-        return drive_store(
-            self.journal,
-            self._link,
-            "approve",
-            self.approve_steps(call_id, by=by, arguments=arguments, reason=reason),
-        )
-
     def approve_steps(
         self,
         call_id: str,
@@ -214,6 +161,8 @@ class Answering:
         arguments: Mapping[str, Any] | None = None,
         reason: str | None = None,
     ) -> StoreSteps[ConsentDecision]:
+        """Approve a call (``Driver.approve``), with edited ``arguments`` validated
+        like the proposal was; the approval binds their fingerprint."""
         call = self.call(call_id)
         if call.status not in (CallStatus.AWAITING_CONSENT, CallStatus.APPROVED):
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be approved now")
@@ -246,20 +195,11 @@ class Answering:
         self._updates.append(call_update(call))
         return decision
 
-    def decline(self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None) -> Answer:
-        """Decline a call: it is answered, saying so and saying who declined.
-
-        Returns the answer that stands: if the call's execution already started
-        elsewhere (another process, an earlier life of this one), that is not
-        undone by a decline — the call is answered "outcome unknown" instead.
-        """
-        return drive_store(
-            self.journal, self._link, "decline", self.decline_steps(call_id, by=by, reason=reason)
-        )
-
     def decline_steps(
         self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
     ) -> StoreSteps[Answer]:
+        """Decline a call (``Driver.decline``): answered, saying who declined — or
+        "outcome unknown" when its execution already started elsewhere."""
         call = self.call(call_id)
         if call.status.answered or call.status is CallStatus.EXECUTING:
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be declined now")
@@ -271,50 +211,8 @@ class Answering:
             )
         )
 
-    def execute(self, call_id: str, handler: Handler) -> Answer:
-        """Run an approved call's handler exactly once and answer the call.
-
-        The handler gets the effective arguments (a dict) and returns the
-        result: a string, a list of content parts, or JSON-able data. An
-        exception becomes a ``failed`` answer with ``error`` set, never a crash.
-        """
-        if inspect.iscoroutinefunction(handler):
-            raise UsageError(f"the handler for {call_id!r} is async: use execute_async()")
-        with Execution(self, call_id) as run:
-            if run.claimed:
-                result = handler(run.arguments)
-                if inspect.isawaitable(result):
-                    run.returned(unawaited(call_id, result))
-                else:
-                    run.returned(Answer.executed(call_id, normalize_result(result)))
-        return run.answer
-
-    async def execute_async(self, call_id: str, handler: Handler | AsyncHandler) -> Answer:
-        """:meth:`execute` for a handler that may be a coroutine function.
-
-        Cancelled while the handler runs, the call is answered "outcome
-        unknown" (the handler may have acted) before the cancellation goes on.
-        Cancelled while the claim is being recorded (in a worker thread, for a
-        store that may wait), the claim is seen through and, as nothing ran,
-        the call is answered "not executed" — never left executing.
-        """
-        async with Execution(self, call_id) as run:
-            if run.claimed:
-                result = handler(run.arguments)
-                if inspect.isawaitable(result):
-                    result = await result
-                run.returned(Answer.executed(call_id, normalize_result(result)))
-        return run.answer
-
-    def fail(self, call_id: str, error: str) -> Answer:
-        """Answer a call as failed without running it (no handler, say).
-
-        Returns the answer that stands (see :meth:`decline`). A call that is
-        executing is answered by its handler's return, not by this.
-        """
-        return drive_store(self.journal, self._link, "fail", self.fail_steps(call_id, error))
-
     def fail_steps(self, call_id: str, error: str) -> StoreSteps[Answer]:
+        """Answer a call as failed without running it (``Driver.fail``)."""
         call = self.call(call_id)
         if call.status.answered:
             raise UsageError(f"call {call_id!r} is already answered")

@@ -3,10 +3,12 @@
 Sans-I/O: a :class:`Conversation` does not open sockets or run an event loop.
 It hands out the ``RunAgentInput`` to send (:meth:`next_input`), takes the
 stream's frames in (:meth:`receive`), reports what the run amounted to
-(:meth:`end_run`), and then lets the application dispose of every call the run
-left pending — consent (:meth:`approve`, :meth:`decline`), execution exactly
-once through the journal (:meth:`execute`, :meth:`execute_async`) — before the
-next input can be built. Any transport, UI or test drives the same object.
+(:meth:`end_run_steps`), and then lets the application dispose of every call the
+run left pending — consent (:meth:`approve_steps`, :meth:`decline_steps`),
+execution exactly once through the journal (:meth:`claim_steps`) — before the next
+input can be built. Those operations are steps a driver performs against the store
+and the handlers (app/_driver.py: ``Driver``, ``AsyncDriver``). Any transport, UI
+or test drives the same object.
 
 The rules it holds the application to:
 
@@ -27,7 +29,7 @@ With a ``store`` (:mod:`agui_tools.app._store`) the thread itself survives:
 each run is saved as it ends ("this run folded, these calls pending", one
 transaction, checked against the thread's version), and a ``Conversation``
 made with the same ``store`` and ``thread_id`` — in this process or any other
-— picks the thread up where it was left (see :meth:`Conversation.restore`).
+— picks the thread up where it was left (see :meth:`Conversation.restore_steps`).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ from ._store import (
     not_storable,
     snapshot_of,
 )
-from ._store_drive import adrive_store, drive_store
+from ._store_drive import drive_store
 from ._tools import ToolSpec
 from ._updates import CallUpdate, TextDelta, Update, call_update, shown
 
@@ -114,9 +116,10 @@ class Conversation(Answering):
             advertises this application's ``tools``. An
             :class:`~agui_tools.app._store.AsyncStore` (``AsyncPostgresStore``)
             is driven from async code only: the constructor cannot await, so
-            ``await conversation.restore_async()`` loads the
-            thread, and every method that touches the store is called as its
-            ``*_async`` twin (``Session`` and ``AgentClient`` do both).
+            ``await AsyncDriver(conversation).restore()`` loads the
+            thread, and every operation that touches the store is performed by an
+            :class:`~agui_tools.app._driver.AsyncDriver` (``Session`` and
+            ``AgentClient`` do both).
         messages, state: history and state to start from.
         context, forwarded_props: carried on every input.
         unadvertised: called with ``(name, arguments)`` for a call naming a tool
@@ -240,7 +243,7 @@ class Conversation(Answering):
         self._unloaded = self.store is not None and thread_id is not None
         """The thread may be in the store and was not looked for yet (an async store)."""
         if self._unloaded and not is_async_store(store):
-            self.restore()
+            drive_store(self.journal, self._link, "restore", self.restore_steps())
 
     # -- the next input ---------------------------------------------------------
 
@@ -355,27 +358,19 @@ class Conversation(Answering):
 
     @property
     def run_in_progress(self) -> bool:
-        """True between :meth:`next_input` and :meth:`end_run`."""
+        """True between :meth:`next_input` and :meth:`end_run_steps`."""
         return self._run_input is not None
 
-    def abandon_run(self) -> RunResult | None:
-        """Give up the current run (the transport failed, the user cancelled).
-
-        If nothing of the stream arrived, the run never started: nothing is
-        recorded (``None``) and the messages :meth:`next_input` added are taken
-        back, so a retry sends them once. Otherwise it ends as :meth:`end_run`
-        ends it — a truncated run, never a finished one (RUN-9).
-        """
-        if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
-            self._withdraw_run()  # no store to touch: any face, any store
-            return None
-        return drive_store(self.journal, self._link, "abandon_run", self.end_run_steps())
-
-    def abandon_steps(self) -> StoreSteps[RunResult | None]:
+    def withdraw_unstarted(self) -> bool:
+        """If nothing of the current run's stream arrived, the run never started: take
+        back the messages :meth:`next_input` added (a retry sends them once) and say
+        ``True``; a driver's ``abandon_run`` then touches no store. ``False``: the run
+        started, and abandoning it ends it as :meth:`end_run_steps` does — truncated,
+        never finished (RUN-9)."""
         if self._run_input is None or self._pipeline is None or self._pipeline.index < 0:
             self._withdraw_run()
-            return None
-        return (yield from self.end_run_steps())
+            return True
+        return False
 
     def _withdraw_run(self) -> None:
         """The run never started (nothing arrived): take back what next_input() added."""
@@ -395,7 +390,7 @@ class Conversation(Answering):
         if self._unloaded:
             raise UsageError(
                 f"thread {self.thread_id!r} may be kept in the store and was not loaded yet: "
-                "an async store is read with `await conversation.restore_async()` "
+                "an async store is read with `await AsyncDriver(conversation).restore()` "
                 "first (Session does it for you)"
             )
 
@@ -416,7 +411,7 @@ class Conversation(Answering):
         """Take one frame of the current run's stream; return UI updates.
 
         Raises :class:`ProtocolViolation` when the stream breaks a fatal rule;
-        the run then ends as ``rejected`` at :meth:`end_run`.
+        the run then ends as ``rejected`` at :meth:`end_run_steps`.
         """
         self._link.check("receive")
         return self.receive_many((frame,))
@@ -505,7 +500,7 @@ class Conversation(Answering):
                 )
             )
 
-    def end_run(self) -> RunResult:
+    def end_run_steps(self) -> StoreSteps[RunResult]:
         """The run's stream ended (or was abandoned): judge it and open its disposition.
 
         Every call the run left unanswered gets a :class:`PendingCall`. The run
@@ -516,9 +511,6 @@ class Conversation(Answering):
         (reload: a new conversation on the same store and thread id; see
         app/_link.py).
         """
-        return drive_store(self.journal, self._link, "end_run", self.end_run_steps())
-
-    def end_run_steps(self) -> StoreSteps[RunResult]:
         pipe = self._ensure_pipeline()
         result: StreamResult = pipe.close()
         self._pipeline = None
@@ -708,18 +700,15 @@ class Conversation(Answering):
         self.version = yield from ask("save_run", self.thread_id, self.version, snapshot)
         self._saved = encoded
 
-    def restore(self) -> bool:
+    def restore_steps(self) -> StoreSteps[bool]:
         """Load the thread from the store, if that was not done: ``True`` when the
         store held it (and the thread is now where the last saved run left it).
 
         The constructor does it for a synchronous store; for an
-        :class:`~agui_tools.app._store.AsyncStore` call ``await
-        conversation.restore_async()`` before anything else. A store failure
+        :class:`~agui_tools.app._store.AsyncStore` ``await
+        AsyncDriver(conversation).restore()`` before anything else. A store failure
         while restoring is raised and stops the conversation (reload).
         """
-        return drive_store(self.journal, self._link, "restore", self.restore_steps())
-
-    def restore_steps(self) -> StoreSteps[bool]:
         if not self._unloaded:
             return self.version > 0
         record = yield from ask("load", self.thread_id)
@@ -776,21 +765,6 @@ class Conversation(Answering):
         self._updates.clear()  # what restoring did is the state, not news for a UI
         if failure is not None:
             raise failure
-
-    # -- the explicit async face: the same steps, awaited ---------------------------
-
-    async def end_run_async(self) -> RunResult:
-        """:meth:`end_run` without blocking the event loop (any store)."""
-        return await adrive_store(self.journal, self._link, "end_run", self.end_run_steps())
-
-    async def abandon_run_async(self) -> RunResult | None:
-        """:meth:`abandon_run` without blocking the event loop (any store)."""
-        return await adrive_store(self.journal, self._link, "abandon_run", self.abandon_steps())
-
-    async def restore_async(self) -> bool:
-        """:meth:`restore` without blocking the event loop: how a conversation on an
-        :class:`~agui_tools.app._store.AsyncStore` loads its thread."""
-        return await adrive_store(self.journal, self._link, "restore", self.restore_steps())
 
     def take_updates(self) -> list[Update]:
         """Updates produced since last asked (disposition calls produce them too)."""

@@ -37,7 +37,7 @@ class Executes(Protocol):
 
 class Execution:
     """One execution of a call, answered however its handler ends — written once
-    for :meth:`Conversation.execute` and :meth:`Conversation.execute_async`.
+    for :meth:`Driver.execute` and :meth:`AsyncDriver.execute` (app/_driver.py).
 
     Entering claims the call through the journal (:meth:`Conversation.claim_steps`);
     when the claim finds an answer instead, ``claimed`` is False and ``answer``
@@ -141,13 +141,13 @@ def unawaited(call_id: str, result: Any) -> Answer:
         result.close()
         return Answer.failed(
             call_id,
-            "not executed: the handler returned a coroutine, which execute() cannot await; "
-            "use execute_async()",
+            "not executed: the handler returned a coroutine, which Driver.execute() cannot "
+            "await; use AsyncDriver.execute()",
         )
     return Answer.failed(
         call_id,
-        "outcome unknown: the handler returned an awaitable, which execute() cannot wait for; "
-        "use execute_async()",
+        "outcome unknown: the handler returned an awaitable, which Driver.execute() cannot "
+        "wait for; use AsyncDriver.execute()",
     )
 
 

@@ -110,9 +110,9 @@ class AsyncStore(Protocol):
     event loop (PostgreSQL through psycopg's async API), for the async faces.
 
     Same semantics, method for method, as :class:`Store` — the one contract suite
-    runs on both. A conversation drives it through ``await
-    conversation.end_run_async()`` and its other ``*_async`` methods (``Session``, ``AgentClient`` and
-    ``execute_async`` do), never from a synchronous method.
+    runs on both. A conversation on it is driven by an
+    :class:`~agui_tools.app._driver.AsyncDriver` (``Session`` and ``AgentClient``
+    use one), never by the synchronous ``Driver``.
     """
 
     is_async: ClassVar[bool]

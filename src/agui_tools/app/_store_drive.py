@@ -47,10 +47,10 @@ def drive_store(
         steps.close()
         raise UsageError(
             f"this conversation keeps its thread in an async store "
-            f"({type(journal).__name__}): call it from async code — the *_async methods "
-            "(end_run_async(), restore_async(), approve_async(), decline_async(), "
-            "fail_async(), execute_async()) — or use Session, which does; synchronous code "
-            "(SyncSession) uses PostgresStore or SQLiteStore"
+            f"({type(journal).__name__}): drive it from async code with AsyncDriver "
+            "(await AsyncDriver(conversation).end_run(), .restore(), .approve(), "
+            ".decline(), .fail(), .execute()) — or use Session, which does; synchronous "
+            "code (Driver, SyncSession) uses PostgresStore or SQLiteStore"
         )
     _checked(link, operation, steps)
 

@@ -249,8 +249,12 @@ def _answer_leftovers(driver: Driver, why: str) -> None:
     conversation = driver.session.conversation
     if conversation is None:
         return
+    from ..app._driver import Driver as ConversationDriver  # the cli imports nothing heavy
+
     for call in conversation.pending:
-        conversation.fail(call.call_id, f"not executed: the run that made this call failed ({why})")
+        ConversationDriver(conversation).fail(
+            call.call_id, f"not executed: the run that made this call failed ({why})"
+        )
     for update in conversation.take_updates():
         driver.ui.on_update(update)
     driver.ui.finish_run()

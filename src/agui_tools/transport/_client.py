@@ -45,6 +45,7 @@ from .. import _telemetry
 from .._errors import LimitExceeded, ProtocolViolation, TransportError, UsageError
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
+from ..app._driver import AsyncDriver, Driver
 from ..wire._codec import refuse_non_finite
 from ..wire._enforce import DEFAULT_MAX_DEPTH, checked_max_depth, shared_enforcer
 from ..wire._framing import (
@@ -505,7 +506,7 @@ def _ending(
     try:
         yield
     except BaseException:
-        ended = conversation.abandon_run()
+        ended = Driver(conversation).abandon_run()
         if ended is not None:
             _telemetry.run_ended(span, ended, events[0] if events else 0)
         raise
@@ -580,7 +581,7 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
                 # a transport failure or cancellation mid-stream still ends the run (as
                 # truncated, never as finished) before the exception goes on; ending saves
                 # the run and disposes of its calls: store I/O, off the event loop
-                ending = asyncio.ensure_future(conversation.abandon_run_async())
+                ending = asyncio.ensure_future(AsyncDriver(conversation).abandon_run())
                 try:
                     ended = await asyncio.shield(ending)
                 except asyncio.CancelledError:
@@ -589,7 +590,7 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
                 if ended is not None:
                     _telemetry.run_ended(span, ended, events)
                 raise
-            result = await conversation.end_run_async()
+            result = await AsyncDriver(conversation).end_run()
             _telemetry.run_ended(span, result, events)
             return result
 
@@ -645,6 +646,6 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
                 for frames in self.frames(run_input):
                     events[0] += len(frames)  # received, whether or not they are accepted
                     _deliver(conversation, frames, on_update)
-            result = conversation.end_run()
+            result = Driver(conversation).end_run()
             _telemetry.run_ended(span, result, events[0])
             return result

@@ -55,6 +55,7 @@ from ..app._answering import OutcomeUnknown
 from ..app._calls import Answer, CallStatus, PendingCall, ToolContext
 from ..app._consent import ConsentPolicy
 from ..app._conversation import Conversation, RunResult, Update, call_update
+from ..app._driver import AsyncDriver, Driver
 from ..app._interrupts import (
     Interrupt,
     InterruptedCall,
@@ -68,7 +69,6 @@ from ..app._link import Operation
 from ..app._resume import SentResume, unknown_resume
 from ..app._steps import Pause, StoreSteps, adrive, drive
 from ..app._store import AsyncStore, Store
-from ..app._store_drive import adrive_store, drive_store
 from ..app._tools import ToolSpec
 from ._approvals import Approval, approval_request, as_resolution, interrupt_resolution
 from ._client import AgentClient, SyncAgentClient
@@ -157,8 +157,9 @@ class _Open(_SessionStep):
 @dataclass(frozen=True, slots=True)
 class _Store(_SessionStep):
     """Perform a conversation operation's store steps; the face replies with what they
-    returned (``drive_store`` in the sync face, ``adrive_store`` — awaited on an async
-    store, in a worker thread when a sync store may wait — in the async face)."""
+    returned (``Driver.perform`` in the sync face, ``AsyncDriver.perform`` — awaited
+    on an async store, in a worker thread when a sync store may wait — in the async
+    face)."""
 
     conversation: Conversation
     operation: Operation
@@ -693,7 +694,7 @@ class Session(BaseSession[AgentClient]):
             if isinstance(step, _Store):
                 with _telemetry.within(step.trace):
                     conv = step.conversation
-                    return await adrive_store(conv.journal, conv.link, step.operation, step.steps)
+                    return await AsyncDriver(conv).perform(step.operation, step.steps)
             assert isinstance(step, _Execute)
             return await self._execute(step)
 
@@ -733,7 +734,7 @@ class Session(BaseSession[AgentClient]):
                 raise deadline_passed(timeout) from None
 
         with _telemetry.execute_tool(step.call, step.trace, step.trace_payloads) as span:
-            answer = await conv.execute_async(step.call.call_id, bounded)
+            answer = await AsyncDriver(conv).execute(step.call.call_id, bounded)
             _telemetry.executed(span, answer, step.trace_payloads)
             return answer
 
@@ -818,7 +819,7 @@ class SyncSession(BaseSession[SyncAgentClient]):
             if isinstance(step, _Store):
                 with _telemetry.within(step.trace):
                     conv = step.conversation
-                    return drive_store(conv.journal, conv.link, step.operation, step.steps)
+                    return Driver(conv).perform(step.operation, step.steps)
             assert isinstance(step, _Execute)
             return self._execute(step)
 
@@ -863,6 +864,6 @@ class SyncSession(BaseSession[SyncAgentClient]):
                 raise deadline_passed(timeout) from None
 
         with _telemetry.execute_tool(step.call, step.trace, step.trace_payloads) as span:
-            answer = conv.execute(step.call.call_id, bounded)
+            answer = Driver(conv).execute(step.call.call_id, bounded)
             _telemetry.executed(span, answer, step.trace_payloads)
             return answer

@@ -727,7 +727,7 @@ class Inspector(Cards, Mocks):
             built = conv.next_input(user=prompt) if prompt else conv.next_input()
         except AguiError as exc:
             return {"note": str(exc)}
-        conv.abandon_run()
+        conv.withdraw_unstarted()
         return {"input": built}
 
     def thread_export(self) -> dict[str, Any]:

@@ -46,6 +46,7 @@ import orjson
 
 from ..._errors import AguiError
 from ...app._conversation import CallUpdate, Conversation, TextDelta
+from ...app._driver import Driver
 from ...app._tools import ToolSpec
 from ._backend import Inspector, log
 from ._hub import VALUE_LIMIT, Hub, Refused, bounded, now_ms
@@ -375,7 +376,7 @@ class LiveInspector(Inspector):
         self._live, self._live_thread = conv, exchange.thread_id
         try:
             try:
-                run = conv.end_run()
+                run = Driver(conv).end_run()
                 exchange.error = run.error
                 rejected = rejected or run.violation is not None
             except AguiError:
