@@ -95,7 +95,7 @@ def add_listen_options(p: argparse.ArgumentParser, *, port: int) -> None:
     )
     p.add_argument(
         "--limit-concurrency",
-        type=int,
+        type=_at_least_one,
         default=1000,
         metavar="N",
         help="connections and requests served at once; more get 503 (default 1000, under the "
@@ -103,14 +103,14 @@ def add_listen_options(p: argparse.ArgumentParser, *, port: int) -> None:
     )
     p.add_argument(
         "--body-timeout",
-        type=float,
+        type=_seconds,
         default=30.0,
         metavar="SECONDS",
         help="time a client has to send its whole request body; then 408 (default 30)",
     )
     p.add_argument(
         "--header-timeout",
-        type=float,
+        type=_seconds,
         default=10.0,
         metavar="SECONDS",
         help="time a connection has to send a complete request head; then 408 and closed "
@@ -118,7 +118,7 @@ def add_listen_options(p: argparse.ArgumentParser, *, port: int) -> None:
     )
     p.add_argument(
         "--send-timeout",
-        type=float,
+        type=_seconds,
         default=30.0,
         metavar="SECONDS",
         help="time a client may read nothing while the response waits; then the connection is "
@@ -135,6 +135,28 @@ def _path(text: str) -> str:
             f"{text!r} is not a path: no spaces, '?' or '#' (it is matched literally)"
         )
     return text
+
+
+def _at_least_one(text: str) -> int:
+    """A count of at least 1 (a cap of 0 would refuse everyone): judged while parsing."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{count} is not a limit: use 1 or more")
+    return count
+
+
+def _seconds(text: str) -> float:
+    """A time limit in seconds, finite and above 0: judged while parsing."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a time limit: use seconds above 0")
+    return seconds
 
 
 def _port(text: str) -> int:
