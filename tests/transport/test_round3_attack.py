@@ -110,6 +110,22 @@ def test_a_folder_s_total_is_capped_not_only_each_file(
     assert runs <= 3 and skipped, (runs, skipped)
 
 
+def test_an_exchange_left_out_costs_nothing_of_the_folder_s_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is left out is not kept: it must not use up the cap the exchanges after it
+    are loaded under (a refused status, a meta-less body)."""
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    good(folder, 2)
+    each = (folder / "0002.sse").stat().st_size + (folder / "0002.input.json").stat().st_size
+    exchange(folder, 1, {"status": 99}, b"x" * each, "body")  # no replayable status
+    good(folder, 3)
+    monkeypatch.setattr("agui_tools.transport._captures.MAX_CAPTURE_BYTES", each * 2 + 10)
+    runs, skipped = loaded(folder)
+    assert runs == 2 and len(skipped) == 1 and "0001" in skipped[0], skipped
+
+
 def test_a_run_input_past_the_request_body_limit_is_left_out_unread(tmp_path: Path) -> None:
     """A run input is parsed whole and kept: `{}` by the million cost many times its
     size in memory, so 256 MiB of it was gigabytes — for an input no face would have

@@ -253,22 +253,35 @@ def _load_file(
 def _runs_of(path: Path, exchange: bool, budget: list[int]) -> list[RecordedRun] | str:
     """The runs of one capture file, or why it cannot be replayed (a line naming it);
     its bytes and its input's are taken from ``budget`` (what is left of
-    :data:`MAX_CAPTURE_BYTES`) before anything is read."""
+    :data:`MAX_CAPTURE_BYTES`) before anything is read, and given back when it is left
+    out. The body is read no further than the size it was charged for."""
+    body = _size(path, not exchange)
+    size = body + _size(path.with_name(path.name.rsplit(".", 1)[0] + ".input.json"), not exchange)
+    if size > budget[0]:
+        return str(_too_big(path, budget[0]))
+    budget[0] -= size
+    found: list[RecordedRun] | str | None = None
+    try:
+        found = _runs_within(path, exchange, min(body, MAX_CAPTURE_BYTES))
+    finally:
+        if not isinstance(found, list):  # left out, or refused: it is not kept
+            budget[0] += size
+    return found
+
+
+def _runs_within(path: Path, exchange: bool, cap: int) -> list[RecordedRun] | str:
+    """:func:`_runs_of` once charged: the body read up to ``cap`` bytes."""
     stem = path.name.rsplit(".", 1)[0]
     source = str(path)
     # the meta first: it is small, and it may leave the exchange out unread
     meta = _sibling_json(path.with_name(stem + ".meta.json"), "exchange metadata")
     run_input = _sibling_json(path.with_name(stem + ".input.json"), "run input")
-    size = sum(_size(p, not exchange) for p in (path, path.with_name(stem + ".input.json")))
-    if size > budget[0]:
-        return str(_too_big(path, budget[0]))
-    budget[0] -= size
     with _open(path, follow=not exchange) as file:
         if meta is not None:
             streamed = path.suffix in (".sse", ".pb", ".ndjson")
             answer = _recorded_answer(
                 source,
-                lambda: _read_all(file, path, MAX_CAPTURE_BYTES),
+                lambda: _read_all(file, path, cap),
                 run_input,
                 meta,
                 f"{stem}.meta.json",
@@ -283,7 +296,7 @@ def _runs_of(path: Path, exchange: bool, budget: list[int]) -> list[RecordedRun]
                 f"{source}: not replayed: no {stem}.meta.json beside it records the answer's "
                 "status and content type (a proxy recording writes one per exchange)"
             )
-        chunks = read_chunks(file, path, MAX_CAPTURE_BYTES)
+        chunks = read_chunks(file, path, cap)
         first = next(chunks, b"")
         if (
             run_input is None
