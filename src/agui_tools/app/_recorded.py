@@ -75,6 +75,9 @@ class RecordedRun:
     verbatim: bool = False
     location: str | None = None
     """A recorded redirect's ``Location`` header (proxy recordings keep it in meta.json)."""
+    capture: str | None = None
+    """The capture a run split out of one (``run --save``, a stream with no input) came
+    from: its runs are one thread (``None``: a run on its own)."""
 
     @property
     def as_recorded(self) -> bool:
@@ -310,7 +313,8 @@ def recorded_runs(
     runs = [events.part(start, stop) for start, stop in pairwise(bounds)]
     many = len(runs) > 1
     recorded = [
-        RecordedRun(f"{source} run {n}" if many else source, part) for n, part in enumerate(runs, 1)
+        RecordedRun(f"{source} run {n}" if many else source, part, capture=source)
+        for n, part in enumerate(runs, 1)
     ]
     _note_cut(recorded[-1], *cut)
     return recorded

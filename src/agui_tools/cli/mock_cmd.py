@@ -136,13 +136,13 @@ def _judged(endpoint: Any) -> list[str]:
             )
             lines.extend(f"    note: {note}" for note in recorded.notes)
             continue
-        capture = recorded.source.rsplit(" run ", 1)[0]
+        capture = recorded.capture
         before = None
-        if recorded.input is None and thread_of is not None and thread_of[0] == capture:
+        if capture is not None and thread_of is not None and thread_of[0] == capture:
             before = thread_of[1]
         run_input = recorded.input if before is None else {"messages": before}
         verdict = replay(recorded.events, run_input=run_input)
-        thread_of = (capture, verdict.thread.messages) if recorded.input is None else None
+        thread_of = (capture, verdict.thread.messages) if capture is not None else None
         error = verdict.result.error
         statuses = ", ".join(r.status for r in verdict.result.runs) or "no run"
         said = f"rejected: {_ruled(error)}" if error is not None else statuses
