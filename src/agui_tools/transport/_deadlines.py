@@ -213,9 +213,9 @@ def deadline_protocol(
                 and now - self._stalled_since > limit
             ):
                 log.info(
-                    "a client read nothing for %g s (send_timeout) with %d bytes waiting; "
-                    "connection aborted",
+                    "a client read nothing for %g s (%s) with %d bytes waiting; connection aborted",
                     limit,
+                    "the server is stopping" if self._stopping else "send_timeout",
                     buffered,
                 )
                 _reset(transport)
