@@ -51,6 +51,10 @@ QUEUE_BYTES: Final = 4 * 1024 * 1024
 STALL_SECONDS: Final = 2.0
 """How long the end of a command waits for a reader that reads nothing."""
 
+CLOSE_JOIN_SECONDS: Final = 1.0
+"""How long a closed queue waits for its writer thread to end (one still blocked in a
+write to a reader that reads nothing is left to the interpreter's exit)."""
+
 
 def _in_event_loop() -> bool:
     return asyncio._get_running_loop() is not None
@@ -78,11 +82,20 @@ class OutputQueue:
         self._thread: threading.Thread | None = None
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        """The command has ended: writes go straight to their sink. Read without the lock,
+        as every late writer must (at interpreter exit a daemon thread may have died
+        holding it)."""
+        return self._closed
+
     def put(self, sink: Callable[[bytes], None], data: bytes, *, wait: bool) -> None:
         """Queue ``data`` for ``sink``; past the limit, wait for room (``wait``) or drop it."""
         if not data:
             return
-        if not self._queued_for(sink, data, wait):  # the command has ended: written directly
+        if self._closed or not self._queued_for(
+            sink, data, wait
+        ):  # the command has ended: written directly
             with contextlib.suppress(OSError):
                 sink(data)
 
@@ -161,6 +174,10 @@ class OutputQueue:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        # the writer ends now, not at interpreter exit: a daemon thread that takes the lock
+        # as the interpreter finalizes dies holding it, and a late flush would wait for ever
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(CLOSE_JOIN_SECONDS)
 
     def _run(self) -> None:
         while True:
@@ -325,7 +342,7 @@ class QueuedStream(io.TextIOBase):
     def flush(self) -> None:
         """Outside an event loop: wait until what was written is out (a prompt before the
         answer is read), and raise what the stream met. In a loop: nothing to wait for."""
-        if _in_event_loop():
+        if _in_event_loop() or self._queue.closed:
             return
         self._queue.drain()
         self._queue.raise_error(self.sink)

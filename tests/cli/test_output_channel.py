@@ -246,3 +246,46 @@ def test_the_channel_leaves_no_thread_behind_and_a_late_write_is_made(
         time.sleep(0.01)
     print("said by a logger that kept the stream", file=held)
     assert out.getvalue() == "said in the command\nsaid by a logger that kept the stream\n"
+
+
+def test_the_writer_thread_has_ended_when_the_channel_has() -> None:
+    """A writer still alive as the interpreter finalizes can die holding the queue's lock
+    (a daemon thread that takes a lock then the GIL, past finalization, exits): a late
+    flush then waited for ever (``verify --json`` hung once at exit)."""
+    with channel("verify") as queue:
+        sys.stdout.write("x\n")
+    thread = queue._thread
+    assert thread is not None and not thread.is_alive()
+
+
+def test_a_stream_used_after_its_channel_never_waits_for_the_queue_s_lock() -> None:
+    """Held: the lock is held by a thread that never lets go (as one that died holding it
+    does); a flush and a write through the closed channel's stream return at once."""
+    sink = io.BytesIO()
+    queue = OutputQueue()
+    stream = QueuedStream(io.TextIOWrapper(sink, write_through=True), queue)
+    queue.close()
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with queue._cond:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert held.wait(5)
+    done = threading.Event()
+
+    def late() -> None:
+        stream.write("late\n")
+        stream.flush()
+        done.set()
+
+    threading.Thread(target=late, daemon=True).start()
+    try:
+        assert done.wait(5), "a late write or flush waited for the queue's lock"
+    finally:
+        release.set()
+    assert sink.getvalue() == b"late\n"
