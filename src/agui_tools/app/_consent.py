@@ -30,6 +30,7 @@ __all__ = [
     "ConsentPolicy",
     "DecidedBy",
     "PolicyVerdict",
+    "Principal",
     "fingerprint",
 ]
 
@@ -91,6 +92,45 @@ class ConsentPolicy:
     def auto_approve(cls) -> ConsentPolicy:
         """Approve everything without asking — for tests and trusted automation."""
         return cls(read_only=PolicyVerdict.APPROVE, side_effects=PolicyVerdict.APPROVE)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who decided: an identity the application vouches for, not a role word.
+
+    ``authenticated_by`` says how the application knows it (``"oidc"``,
+    ``"session"``, ``"api-key"`` …); ``None`` records the decision as made by
+    an unauthenticated person, which stays possible but is never dressed up as
+    more.
+    """
+
+    id: str
+    display_name: str | None = None
+    authenticated_by: str | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.authenticated_by is not None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Principal:
+        return cls(
+            id=data["id"],
+            display_name=data.get("displayName"),
+            authenticated_by=data.get("authenticatedBy"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.display_name is not None:
+            out["displayName"] = self.display_name
+        if self.authenticated_by is not None:
+            out["authenticatedBy"] = self.authenticated_by
+        return out
+
+
+UNAUTHENTICATED_USER = Principal(id="user")
+"""The principal of a decision an application made without naming anyone."""
 
 
 @dataclass(frozen=True)

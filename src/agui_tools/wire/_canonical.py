@@ -1,0 +1,124 @@
+"""RFC 8785 JSON canonicalisation (JCS): one byte string per JSON value.
+
+Hashes and signatures over arguments must not depend on who serialised them:
+a browser, our agent and an auditor's script must all reach the same bytes.
+JCS fixes the three freedoms JSON leaves open — member order (sorted by UTF-16
+code units), whitespace (none) and number spelling (ECMAScript's shortest
+round-trip form) — and string escaping (only what JSON requires).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["CanonicalError", "canonical_hash", "canonical_json"]
+
+
+class CanonicalError(ValueError):
+    """A value JCS cannot represent: NaN, an infinity, a non-string key, a foreign type."""
+
+
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def _string(text: str) -> str:
+    out = ['"']
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char < " ":
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def _number(value: float) -> str:
+    """ECMAScript's Number.prototype.toString for a finite double (RFC 8785 §3.2.2.3)."""
+    if not math.isfinite(value):
+        raise CanonicalError(f"JSON has no spelling for {value!r} (RFC 8785 §3.2.2.3)")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    # repr gives the shortest round-trip digits; re-lay them out the ECMAScript way.
+    parts = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, parts.digits))
+    exponent = len(digits) + int(parts.exponent)  # ECMA-262's n: value = 0.d1d2… × 10^n
+    k = len(digits)
+    if k <= exponent <= 21:
+        return sign + digits + "0" * (exponent - k)
+    if 0 < exponent <= 21:
+        return sign + digits[:exponent] + "." + digits[exponent:]
+    if -6 < exponent <= 0:
+        return sign + "0." + "0" * (-exponent) + digits
+    e = exponent - 1
+    e_text = f"e+{e}" if e >= 0 else f"e-{-e}"
+    if k == 1:
+        return sign + digits + e_text
+    return sign + digits[0] + "." + digits[1:] + e_text
+
+
+def _utf16_key(key: str) -> list[int]:
+    data = key.encode("utf-16-be")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def _write(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_string(value))
+    elif isinstance(value, int):
+        # An integer is a double in I-JSON; beyond 2^53 its spelling is the double's.
+        out.append(str(value) if abs(value) <= 2**53 else _number(float(value)))
+    elif isinstance(value, float):
+        out.append(_number(value))
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            _write(item, out)
+        out.append("]")
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise CanonicalError(f"object key {key!r} is not a string (RFC 8785 §3.2.3)")
+        out.append("{")
+        for index, key in enumerate(sorted(value, key=_utf16_key)):
+            if index:
+                out.append(",")
+            out.append(_string(key))
+            out.append(":")
+            _write(value[key], out)
+        out.append("}")
+    else:
+        raise CanonicalError(f"{type(value).__name__} is not a JSON value")
+
+
+def canonical_json(value: Any) -> bytes:
+    """The RFC 8785 canonical UTF-8 bytes of a JSON value (dict, list, str, number, bool, None)."""
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out).encode("utf-8", "surrogatepass")
+
+
+def canonical_hash(value: Any) -> str:
+    """``sha256:<hex>`` of :func:`canonical_json` — the hash a ledger entry or receipt names."""
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
