@@ -14,6 +14,7 @@ the store, the network — each a branch of one tree::
     ├── ResumeOutcomeUnknown       a resume was sent before and may have reached the agent
     ├── ProviderStreamError        a model provider's stream cannot be translated
     ├── Refused                    the inspector turns a request down (HTTP status, why)
+    ├── ReceiptRejected            a signed approval receipt does not vouch for the call
     └── StoreError                 the journal or the thread store failed (``written``)
         ├── StoreReadFailed        a read failed; nothing was written
         ├── StoreWriteFailed       a write failed or was rolled back; nothing was written
@@ -322,6 +323,26 @@ class Refused(AguiError):
         self.status = status
         self.message = message
         self.extra = extra
+
+
+class ReceiptRejected(AguiError):
+    """A receipt does not vouch for what the agent is about to do (docs/receipts.md).
+
+    ``rule`` is the receipt rule it fails (``"RCPT-1"`` … ``"RCPT-7"``: malformed,
+    unknown key, bad signature, another call's, other arguments, expired, not an
+    approval); ``statement`` the statement as read, when it could be read.
+    Nothing the receipt vouches for may be executed.
+    """
+
+    def __init__(
+        self, rule: str, explanation: str, *, statement: Any = None, about: str | None = None
+    ) -> None:
+        self.rule = rule
+        self.explanation = explanation
+        self.statement = statement
+        self.about = about
+        where = f"the receipt for {about}" if about else "the receipt"
+        super().__init__(f"[{rule}] {where} is refused: {explanation}")
 
 
 class RunStop(BaseException):

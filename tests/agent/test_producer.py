@@ -1199,6 +1199,7 @@ def test_the_producer_side_is_one_import_with_each_name_in_the_module_of_its_job
     from agui_tools.agent import _channel as channel
     from agui_tools.agent import _emitter as emitter
     from agui_tools.agent import _history as continuation
+    from agui_tools.agent import _receipts as receipts
     from agui_tools.agent import _run as run
     from agui_tools.agent import _runner as drive_module
 
@@ -1207,6 +1208,7 @@ def test_the_producer_side_is_one_import_with_each_name_in_the_module_of_its_job
         continuation: ["ContinuationRejected", "check_continuation"],
         drive_module: ["Agent", "collect", "drive"],
         emitter: ["Emitter"],
+        receipts: ["Keyring", "ReceiptRejected", "verify_receipt"],
         run: [
             "MessageHandle",
             "ReasoningHandle",

@@ -18,6 +18,8 @@ module            job
                   (:class:`Emitter`)
 ``_channel``      verified order to the transport, with backpressure
                   (:class:`EventChannel`)
+``_receipts``     a signed approval receipt checked before the agent acts on
+                  it (:func:`verify_receipt`, :class:`Keyring`; docs/receipts.md)
 ================  ==============================================================
 
 HTTP + SSE around all of it is :func:`agui_tools.transport.agent_app`.
@@ -25,9 +27,12 @@ HTTP + SSE around all of it is :func:`agui_tools.transport.agent_app`.
 
 from __future__ import annotations
 
+from .._errors import ReceiptRejected
+from ..app._receipts import Keyring
 from ._channel import EventChannel
 from ._emitter import Emitter
 from ._history import ContinuationRejected, check_continuation
+from ._receipts import verify_receipt
 from ._run import (
     MessageHandle,
     ReasoningHandle,
@@ -45,8 +50,10 @@ __all__ = [
     "ContinuationRejected",
     "Emitter",
     "EventChannel",
+    "Keyring",
     "MessageHandle",
     "ReasoningHandle",
+    "ReceiptRejected",
     "Run",
     "RunCancelled",
     "RunInterrupted",
@@ -56,4 +63,5 @@ __all__ = [
     "collect",
     "drive",
     "new_id",
+    "verify_receipt",
 ]

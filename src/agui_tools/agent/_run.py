@@ -25,12 +25,15 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from datetime import datetime
 from typing import Any, NoReturn
 
 from .._errors import RunCancelled, RunInterrupted, RunStop, UsageError
+from ..app._receipts import Keyring, Statement
 from ..wire._kinds import WireEvent
 from ._channel import EventChannel
 from ._emitter import Emitter, Owner
+from ._receipts import receipt_in_input, verify_receipt
 
 __all__ = [
     "MessageHandle",
@@ -381,6 +384,36 @@ class Run:
 
     async def messages_snapshot(self, messages: Sequence[Mapping[str, Any]]) -> None:
         await self._emit(self.emitter.messages_snapshot(messages))
+
+    # -- decisions ---------------------------------------------------------------
+
+    def verify_receipt(
+        self,
+        keys: Keyring,
+        *,
+        call_id: str | None = None,
+        interrupt_id: str | None = None,
+        arguments: Any = None,
+        now: datetime | None = None,
+    ) -> Statement:
+        """Check the input's receipt for an interrupt (its resume entry's) or a call
+        (its tool message's) before acting on it: :func:`verify_receipt` against this
+        run's thread, the entry's payload, and ``arguments`` — the ones about to run
+        (default: ``call_id``'s own, from the history; give both ids for an interrupt
+        about a call). Raises :class:`ReceiptRejected`."""
+        receipt, found, payload = receipt_in_input(
+            self.input, call_id=call_id, interrupt_id=interrupt_id
+        )
+        return verify_receipt(
+            receipt,
+            keys=keys,
+            thread_id=self.thread_id,
+            call_id=call_id,
+            interrupt_id=interrupt_id,
+            arguments=found if arguments is None else arguments,
+            payload=payload,
+            now=now,
+        )
 
     # -- ending ------------------------------------------------------------------
 

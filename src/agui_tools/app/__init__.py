@@ -7,6 +7,7 @@ Sans-I/O, in the order a verified event travels::
     _validation    the advertised JSON Schema (jsonschema-rs), errors at their path
     _tools         what the application advertised (ToolSpec)
     _consent       who decided, over which exact arguments (ConsentPolicy)
+    _receipts      a decision signed, for the agent to check (Signer, Keyring)
     _journal       intent before, answer after: a side effect runs at most once
     _store         the whole thread, kept between processes (MemoryStore; SQLiteStore
                    in _store_sqlite, PostgresStore and
@@ -34,10 +35,11 @@ from .._errors import (
 )
 from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_key
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
-from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict
+from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict, Principal
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._driver import AsyncDriver, Driver
 from ._journal import Journal, MemoryJournal, SQLiteJournal
+from ._receipts import RECEIPT_KEY, Keyring, Signer, Statement
 from ._reducer import ThreadState
 from ._resume import SentResume
 from ._store import MemoryStore, Store, ThreadRecord
@@ -46,6 +48,7 @@ from ._store_sqlite import SQLiteStore
 from ._tools import ToolSpec
 
 __all__ = [
+    "RECEIPT_KEY",
     "Answer",
     "AsyncDriver",
     "AsyncPostgresStore",
@@ -57,17 +60,21 @@ __all__ = [
     "Conversation",
     "Driver",
     "Journal",
+    "Keyring",
     "MemoryJournal",
     "MemoryStore",
     "PendingCall",
     "PolicyVerdict",
     "PostgresStore",
+    "Principal",
     "ReloadRequired",
     "RunResult",
     "SQLiteJournal",
     "SQLiteStore",
     "SentResume",
+    "Signer",
     "StaleThread",
+    "Statement",
     "Store",
     "StoreOutcomeUnknown",
     "StoreReadFailed",

@@ -22,6 +22,7 @@ from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
 from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
 from ._journal import Claim, ClaimResult, Journal, JournalKey
 from ._link import Link
+from ._receipts import RECEIPT_KEY, Signer, call_receipt
 from ._reducer import ThreadState
 from ._steps import Pause, StoreSteps, ask
 from ._store import AsyncStore
@@ -45,6 +46,7 @@ class Answering:
     unadvertised: Callable[[str, Mapping[str, Any] | None], ToolSpec | None] | None
     outcome_unknown: OutcomeUnknown | None
     in_flight_wait: float
+    signer: Signer | None
     _link: Link
     _calls: dict[str, PendingCall]
     _updates: list[Update]
@@ -281,6 +283,8 @@ class Answering:
             n += 1
             message_id = f"result-{call.call_id}-{n}"
         message = answer.tool_message(message_id)
+        if self.signer is not None and (receipt := call_receipt(self.signer, call)) is not None:
+            message["metadata"] = {RECEIPT_KEY: receipt}
         if call.subagent_run_id is not None:
             message["subagentRunId"] = call.subagent_run_id
         self.thread.add_tool_message(message)

@@ -59,6 +59,7 @@ from ._consent import ConsentPolicy, fingerprint
 from ._downgrade import prepare_run_input
 from ._journal import Claim, ClaimResult, Journal, JournalKey, MemoryJournal
 from ._link import Link
+from ._receipts import Signer, sign_resume
 from ._reducer import NOTHING_ENCODED, Encoded, ThreadState
 from ._resume import RESUME_TOOL, SentResume, check_resume, resume_record_id, unknown_resume
 from ._runs import RunResult, run_from_json, run_to_json
@@ -149,6 +150,9 @@ class Conversation(Answering):
             Either way a history out of call order is reported (AGT-HIST-1) —
             a chat-completions model refuses it; the history is never
             reordered unless asked.
+        signer: a :class:`~agui_tools.app._receipts.Signer`: each decided call's
+            tool message, and each resolved resume entry, then carries a signed
+            receipt the agent can check (docs/receipts.md). Default: none.
     """
 
     def __init__(
@@ -171,6 +175,7 @@ class Conversation(Answering):
         tool_message_order: Literal["as-folded", "call-order"] = "as-folded",
         store: Store | AsyncStore | Journal | None = None,
         in_flight_wait: float = 0.0,
+        signer: Signer | None = None,
     ) -> None:
         if tool_message_order not in ("as-folded", "call-order"):
             raise UsageError(
@@ -216,6 +221,7 @@ class Conversation(Answering):
             raise UsageError(f"in_flight_wait must be 0 or more seconds, not {in_flight_wait!r}")
         self.in_flight_wait = in_flight_wait
         self.tool_message_order = tool_message_order
+        self.signer = signer
         self._reported_order: set[str] = set()  # tool messages AGT-HIST-1 already named
         self.runs: list[RunResult] = []
         self.warnings: list[ProtocolWarning] = []
@@ -298,6 +304,17 @@ class Conversation(Answering):
             raw["forwardedProps"] = self.forwarded_props
         if resume:
             raw["resume"] = [dict(r) for r in resume]
+            if self.signer is not None and self.runs:
+                last = self.runs[-1]
+                sign_resume(
+                    self.signer,
+                    raw["resume"],
+                    last.interrupts,
+                    self.thread,
+                    thread_id=self.thread_id,
+                    run_id=last.run_id,
+                    now=now,
+                )
         try:
             prepared, warnings = prepare_run_input(  # at the limit its state was accepted at
                 raw,

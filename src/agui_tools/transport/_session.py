@@ -66,6 +66,7 @@ from ..app._interrupts import (
 )
 from ..app._journal import Journal
 from ..app._link import Operation
+from ..app._receipts import Signer
 from ..app._resume import SentResume, unknown_resume
 from ..app._steps import Pause, StoreSteps, adrive, drive
 from ..app._store import AsyncStore, Store
@@ -214,6 +215,8 @@ class BaseSession(Generic[C]):
             (and without the check) nothing is sent and
             :class:`~agui_tools._errors.ResumeOutcomeUnknown` is raised: a resume
             that was sent is never sent again blindly.
+        signer: as for :class:`Conversation`: decisions travel with signed
+            receipts (docs/receipts.md).
     """
 
     def __init__(
@@ -233,8 +236,10 @@ class BaseSession(Generic[C]):
         outcome_unknown: OutcomeUnknown | None = None,
         on_interrupt: OnInterrupt | None = None,
         resume_unknown: ResumeUnknown | None = None,
+        signer: Signer | None = None,
     ) -> None:
         self.client: C = client
+        self.signer = signer
         self.on_interrupt = on_interrupt
         self.resume_unknown = resume_unknown
         self._in_flight_wait = in_flight_wait
@@ -348,6 +353,7 @@ class BaseSession(Generic[C]):
                 store=self._store,
                 in_flight_wait=self._effective_in_flight_wait(),
                 outcome_unknown=self._outcome_unknown,
+                signer=self.signer,
             )
             self._thread_id = self.conversation.thread_id  # a reload picks up the same thread
         return self.conversation

@@ -1,0 +1,217 @@
+"""The agent's check of a receipt before it acts on a decision (docs/receipts.md).
+
+A resume entry saying ``resolved`` or a tool message answering a call is the
+application's word; a receipt is its signed word, bound to one call or
+interrupt of one thread and to the exact arguments decided on. The agent
+checks it against what it is about to execute, step by step, each refusal
+citing its rule: RCPT-1 malformed, RCPT-2 a key it does not trust, RCPT-3 a
+signature that does not verify, RCPT-4 another thread's, call's or
+interrupt's, RCPT-5 other arguments or another payload, RCPT-6 expired (or
+issued in the future), RCPT-7 a decision that permits nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .._errors import ReceiptRejected, UsageError
+from ..app._receipts import (
+    RECEIPT_KEY,
+    Keyring,
+    Statement,
+    arguments_value,
+    parse_stamp,
+    stamp,
+    unb64url,
+)
+from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
+
+__all__ = ["receipt_in_input", "verify_receipt"]
+
+_UNSET: Any = object()
+_PERMITS = ("approved", "resolved")
+
+
+def verify_receipt(
+    receipt: Any,
+    *,
+    keys: Keyring,
+    thread_id: str,
+    call_id: str | None = None,
+    interrupt_id: str | None = None,
+    arguments: Any = _UNSET,
+    payload: Any = _UNSET,
+    now: datetime | None = None,
+    leeway: timedelta = timedelta(seconds=60),
+    permits: bool = True,
+) -> Statement:
+    """Check ``receipt`` vouches for acting on a call or an interrupt; the statement.
+
+    Give the thread and the call (``call_id``) or the interrupt
+    (``interrupt_id``) it must be about; ``arguments`` — the arguments about to
+    run, parsed — must hash to the receipt's ``argumentsHash``, and ``payload``
+    (a resume entry's, ``None`` when it has none) to its ``payloadHash``.
+    ``leeway`` forgives the signer's clock running that far ahead; ``permits``
+    (default) refuses a receipt of a decline. Raises :class:`ReceiptRejected`
+    naming the first rule the receipt fails, in the order of docs/receipts.md.
+    """
+    if call_id is None and interrupt_id is None:
+        raise UsageError("verify_receipt needs the call_id or the interrupt_id it must be about")
+    about = (
+        f"call {call_id!r}" if call_id is not None else f"interrupt {interrupt_id!r}"
+    ) + f" of thread {thread_id!r}"
+    try:
+        return _verify(
+            receipt,
+            keys,
+            thread_id,
+            call_id,
+            interrupt_id,
+            arguments,
+            payload,
+            now,
+            leeway,
+            permits,
+        )
+    except ReceiptRejected as exc:
+        raise ReceiptRejected(
+            exc.rule, exc.explanation, statement=exc.statement, about=about
+        ) from None
+
+
+def _verify(
+    receipt: Any,
+    keys: Keyring,
+    thread_id: str,
+    call_id: str | None,
+    interrupt_id: str | None,
+    arguments: Any,
+    payload: Any,
+    now: datetime | None,
+    leeway: timedelta,
+    permits: bool,
+) -> Statement:
+    if not isinstance(receipt, Mapping):
+        raise ReceiptRejected(
+            "RCPT-1", "there is none (an object with 'statement' and 'signature')"
+        )
+    body = receipt.get("statement")
+    statement = Statement.from_json(body)  # RCPT-1
+    assert isinstance(body, Mapping)
+    key = keys.key_for(statement)  # RCPT-2
+    try:
+        signature = unb64url(receipt.get("signature"))  # type: ignore[arg-type]
+        signed = canonical_json(dict(body))
+    except (ValueError, CanonicalError) as exc:
+        raise ReceiptRejected("RCPT-1", f"the receipt cannot be read: {exc}") from None
+    from cryptography.exceptions import InvalidSignature
+
+    try:
+        key.verify(signature, signed)
+    except InvalidSignature:
+        raise ReceiptRejected(
+            "RCPT-3",
+            f"the signature does not verify under key {statement.key_id!r}: the statement was "
+            "altered after signing, or signed by another key",
+            statement=statement,
+        ) from None
+    _check_subject(statement, thread_id, call_id, interrupt_id)  # RCPT-4
+    _check_hash(statement, "argumentsHash", statement.arguments_hash, arguments)  # RCPT-5
+    _check_hash(statement, "payloadHash", statement.payload_hash, payload)
+    _check_time(statement, now or datetime.now(UTC), leeway)  # RCPT-6
+    if permits and statement.decision not in _PERMITS:
+        raise ReceiptRejected(
+            "RCPT-7",
+            f"the receipt records a {statement.decision!r} decision by "
+            f"{statement.principal.id!r}: it permits nothing to run",
+            statement=statement,
+        )
+    return statement
+
+
+def _check_subject(
+    statement: Statement, thread_id: str, call_id: str | None, interrupt_id: str | None
+) -> None:
+    for field, expected, found in (
+        ("threadId", thread_id, statement.thread_id),
+        ("toolCallId", call_id, statement.tool_call_id),
+        ("interruptId", interrupt_id, statement.interrupt_id),
+    ):
+        if expected is not None and found != expected:
+            raise ReceiptRejected(
+                "RCPT-4",
+                f"the receipt is about {field} {found!r}, not {expected!r}: it vouches for "
+                "another decision",
+                statement=statement,
+            )
+
+
+def _check_hash(statement: Statement, field: str, signed: str | None, value: Any) -> None:
+    if value is _UNSET:
+        return
+    try:
+        actual = canonical_hash(value)
+    except CanonicalError as exc:
+        raise UsageError(f"the {field} to check cannot be canonicalised: {exc}") from None
+    if signed is None:
+        raise ReceiptRejected(
+            "RCPT-5",
+            f"the receipt binds no {field}: it vouches for no exact value",
+            statement=statement,
+        )
+    if signed != actual:
+        raise ReceiptRejected(
+            "RCPT-5",
+            f"the receipt's {field} is {signed}, but what would run hashes to {actual}: the "
+            "value was changed after the decision",
+            statement=statement,
+        )
+
+
+def _check_time(statement: Statement, now: datetime, leeway: timedelta) -> None:
+    if now >= parse_stamp(statement.expires_at):
+        raise ReceiptRejected(
+            "RCPT-6",
+            f"the receipt expired at {statement.expires_at} (now {stamp(now)})",
+            statement=statement,
+        )
+    if parse_stamp(statement.issued_at) > now + leeway:
+        raise ReceiptRejected(
+            "RCPT-6",
+            f"the receipt is issued at {statement.issued_at}, later than now ({stamp(now)}) "
+            f"by more than the {leeway.total_seconds():g}s leeway",
+            statement=statement,
+        )
+
+
+def receipt_in_input(
+    run_input: Mapping[str, Any], *, call_id: str | None, interrupt_id: str | None
+) -> tuple[Any, Any, Any]:
+    """Where a run's input carries the receipt about an interrupt or a call:
+    ``(receipt, arguments, payload)``. An interrupt's receipt and payload are its
+    resume entry's; a call's receipt is its tool message's. The arguments are the
+    ones the history gives the call (for an interrupt, the call it concerns, when
+    ``call_id`` names it). What is missing is ``None``, or not to be checked."""
+    receipt: Any = None
+    arguments: Any = _UNSET
+    payload: Any = _UNSET
+    if interrupt_id is not None:
+        for entry in run_input.get("resume") or ():
+            if entry.get("interruptId") == interrupt_id:
+                receipt, payload = _metadata_receipt(entry), entry.get("payload")
+    for message in run_input.get("messages") or ():
+        tool_message = message.get("role") == "tool" and message.get("toolCallId") == call_id
+        if interrupt_id is None and tool_message:
+            receipt = _metadata_receipt(message)
+        for call in message.get("toolCalls") or ():
+            if call_id is not None and call.get("id") == call_id:
+                text = (call.get("function") or {}).get("arguments")
+                arguments = arguments_value(text if isinstance(text, str) else "")
+    return receipt, arguments, payload
+
+
+def _metadata_receipt(item: Mapping[str, Any]) -> Any:
+    metadata = item.get("metadata")
+    return metadata.get(RECEIPT_KEY) if isinstance(metadata, Mapping) else None
