@@ -16,15 +16,18 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from agui_tools._errors import ReceiptRejected
-from agui_tools.agent import Keyring, Run
+from agui_tools.agent import Keyring, Run, verify_receipt
 from agui_tools.app import RECEIPT_KEY, Signer, Statement
 from agui_tools.app._consent import Principal
+from agui_tools.app._conversation import Conversation
+from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.app._tools import ToolSpec
 from agui_tools.transport import AgentClient, Approval, Session, agent_app
 from tests.helpers.scripted_server import serve
@@ -258,4 +261,32 @@ def test_a_frontend_calls_tool_message_receipt_reaches_the_agent(url: str) -> No
     assert BOOK.refused == []
     (statement,) = BOOK.verified
     assert statement.tool_call_id == "note-1" and statement.decision == "approved"
+    assert statement.principal.id == "u-7"
+
+
+def test_a_receipt_is_kept_with_the_thread_in_its_store(url: str, tmp_path: Path) -> None:
+    db = tmp_path / "threads.db"
+
+    async def main() -> None:
+        async with AgentClient(url) as client:
+            session = Session(
+                client,
+                thread_id="t-kept",
+                store=SQLiteStore(db),
+                signer=SIGNER,
+                ask=lambda call: Approval.approve(),
+            )
+            session.add_tool(NOTE, lambda args: "posted")
+            assert (await session.send("note please")).status == "success"
+
+    asyncio.run(main())
+    reloaded = Conversation(thread_id="t-kept", tools=[NOTE], store=SQLiteStore(db))
+    (message,) = [m for m in reloaded.messages if m.get("role") == "tool"]
+    statement = verify_receipt(
+        message["metadata"][RECEIPT_KEY],
+        keys=KEYS,
+        thread_id="t-kept",
+        call_id="note-1",
+        arguments={"text": "hello"},
+    )
     assert statement.principal.id == "u-7"
