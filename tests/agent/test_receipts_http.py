@@ -29,7 +29,14 @@ from agui_tools.app._consent import Principal
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.app._tools import ToolSpec
-from agui_tools.transport import AgentClient, Approval, Session, agent_app
+from agui_tools.transport import (
+    AgentClient,
+    Approval,
+    Session,
+    SyncAgentClient,
+    SyncSession,
+    agent_app,
+)
 from tests.helpers.scripted_server import serve
 
 SIGNER = Signer.generate(key_id="app-1", principal=Principal("u-7", "Grace", "oidc"))
@@ -290,3 +297,12 @@ def test_a_receipt_is_kept_with_the_thread_in_its_store(url: str, tmp_path: Path
         arguments={"text": "hello"},
     )
     assert statement.principal.id == "u-7"
+
+
+def test_the_blocking_face_signs_alike(url: str) -> None:
+    with SyncAgentClient(url) as client:
+        session = SyncSession(
+            client, thread_id="t-sync", signer=SIGNER, on_interrupt=lambda i: Approval.approve()
+        )
+        assert session.send("send bob 5 EUR").status == "success"
+    assert BOOK.refused == [] and BOOK.executed == [("tx-t-sync", TRANSFER)]

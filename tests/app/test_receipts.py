@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agui_tools._errors import ReceiptRejected, UsageError
 from agui_tools.agent import verify_receipt
@@ -464,3 +466,36 @@ def test_resolved_resume_entries_carry_receipts_cancelled_ones_none() -> None:
             payload={"approved": True, "arguments": {"cents": 50_000}},
         )
     assert info.value.rule == "RCPT-5"
+
+
+FIELDS = sorted(receipt()["statement"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    field=st.sampled_from([*FIELDS, "principal.id", "principal.displayName"]),
+    value=st.one_of(st.text(max_size=40), st.integers(), st.none(), st.booleans()),
+)
+def test_any_one_field_changed_after_signing_is_refused(field: str, value: Any) -> None:
+    r = receipt()
+    target = r["statement"]
+    if field.startswith("principal."):
+        target, field = target["principal"], field.split(".", 1)[1]
+    if target.get(field) == value:
+        return  # not a change
+    target[field] = value
+    with pytest.raises(ReceiptRejected) as info:
+        check(r)
+    assert info.value.rule in ("RCPT-1", "RCPT-2", "RCPT-3")  # before any subject is read
+
+
+@settings(max_examples=200, deadline=None)
+@given(index=st.integers(0, 63), bit=st.integers(0, 7))
+def test_any_one_signature_bit_flipped_is_refused(index: int, bit: int) -> None:
+    r = receipt()
+    raw = bytearray(unb64url(r["signature"]))
+    raw[index] ^= 1 << bit
+    r["signature"] = b64url(bytes(raw))
+    with pytest.raises(ReceiptRejected) as info:
+        check(r)
+    assert info.value.rule == "RCPT-3"
