@@ -102,8 +102,11 @@ class RunLog(Protocol):
         """Record a stop for a running run (the running worker observes it)."""
         ...
 
-    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
-        """Extend the lease of ``owner``'s running runs; the ones a stop was asked of."""
+    def renew(
+        self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
+    ) -> list[tuple[str, str]]:
+        """Extend the lease of ``runs`` — those ``owner`` is still writing (a run whose
+        writer failed is left to lapse) — and say which of them a stop was asked of."""
         ...
 
     def reap(self, now: float) -> list[tuple[str, str]]:
@@ -280,11 +283,14 @@ class MemoryRunLog:
             if logged is not None and not logged.state.finished:
                 logged.state = replace(logged.state, stop_requested=True)
 
-    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
+    def renew(
+        self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
+    ) -> list[tuple[str, str]]:
         stops = []
         with self._lock:
-            for key, logged in self._runs.items():
-                if logged.state.owner == owner and not logged.state.finished:
+            for key in runs:
+                logged = self._runs.get(key)
+                if logged is not None and logged.state.owner == owner and not logged.state.finished:
                     logged.state = replace(logged.state, lease_until=lease_until)
                     if logged.state.stop_requested:
                         stops.append(key)

@@ -157,15 +157,21 @@ class _SQLRunLog:
                 (thread_id, run_id),
             )
 
-    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
+    def renew(
+        self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
+    ) -> list[tuple[str, str]]:
+        stops = []
         with self._transaction() as cur:
-            rows = self._exec(
-                cur,
-                "UPDATE agui_run_log_runs SET lease_until = ? "
-                "WHERE owner = ? AND finished_at IS NULL RETURNING thread_id, run_id, stop_requested",
-                (lease_until, owner),
-            ).fetchall()
-        return [(t, r) for t, r, stop in rows if stop]
+            for thread_id, run_id in runs:
+                row = self._exec(
+                    cur,
+                    "UPDATE agui_run_log_runs SET lease_until = ? WHERE thread_id = ? AND "
+                    "run_id = ? AND owner = ? AND finished_at IS NULL RETURNING stop_requested",
+                    (lease_until, thread_id, run_id, owner),
+                ).fetchone()
+                if row is not None and row[0]:
+                    stops.append((thread_id, run_id))
+        return stops
 
     def reap(self, now: float) -> list[tuple[str, str]]:
         with self._transaction() as cur:

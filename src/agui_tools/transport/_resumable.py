@@ -60,6 +60,7 @@ _HEADERS: Final = [
 ]
 _BATCH: Final = 256
 """Events read from the log per query while a reader catches up."""
+_UNAVAILABLE: Final = LogRefusal(503, "RESUME-7", "the run log is unavailable; retry")
 _NOTIFIED_POLL: Final = 1.0
 """Seconds between a reader's looks at a log that notifies appends: a safety net for
 a notification lost while its listener reconnected."""
@@ -217,7 +218,9 @@ class ResumableRuns:
     async def tend(self) -> None:
         """One round of the keeper's duties."""
         now = time.time()
-        for key in await self._call(self.log.renew, self.owner, now + self.config.lease):
+        writing = list(self._stops)  # the runs this worker is writing now
+        renewed = await self._call(self.log.renew, self.owner, writing, now + self.config.lease)
+        for key in renewed:
             stop = self._stops.get(key)
             if stop is not None:
                 stop.set()
@@ -240,7 +243,15 @@ class ResumableRuns:
         ends), and follow it from its first event."""
         thread_id, run_id = run_input["threadId"], run_input["runId"]
         self.ensure_keeper()
-        if not await self._call(self.log.begin, thread_id, run_id, self.owner, self._lease_until()):
+        try:
+            begun = await self._call(
+                self.log.begin, thread_id, run_id, self.owner, self._lease_until()
+            )
+        except Exception:
+            log.exception("the run log failed beginning run %s", run_id)
+            await self._refuse(scope, receive, send, _UNAVAILABLE, thread_id, run_id)
+            return
+        if not begun:
             refusal = LogRefusal(
                 409,
                 "RESUME-4",
@@ -323,8 +334,14 @@ class ResumableRuns:
             for task in (reader, watcher):
                 task.cancel()
             await asyncio.gather(reader, watcher, return_exceptions=True)
-        if reader.done() and not reader.cancelled() and reader.exception() is None:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not reader.done() or reader.cancelled():
+            return  # the client left
+        problem = reader.exception()
+        if problem is not None:  # the client left mid-send, or the log failed: a cut
+            if not isinstance(problem, OSError):
+                log.error("following run %s failed", run_id, exc_info=problem)
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _read(self, thread_id: str, run_id: str, after: int, send: Send) -> None:
         key = (thread_id, run_id)
@@ -397,7 +414,11 @@ class ResumableRuns:
         thread_id, run_id, action = ids
         self.ensure_keeper()
         answer = self._stop if action == "stop" else self._rejoin
-        refusal = await answer(scope, receive, send, thread_id, run_id)
+        try:
+            refusal = await answer(scope, receive, send, thread_id, run_id)
+        except Exception:  # before any answer: the log failed, never the client
+            log.exception("the run log failed serving a %s of run %s", action, run_id)
+            refusal = _UNAVAILABLE
         if refusal is not None:
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
 
