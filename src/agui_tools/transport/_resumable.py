@@ -28,6 +28,8 @@ from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, unquote
 
 from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._errors import RunCancelled
@@ -46,7 +48,7 @@ from ..app._run_log import (
 from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
 from ._front import Refusal, refuse
 
-__all__ = ["OPT_IN", "Resumable", "ResumableRuns", "extension_route", "opted_in"]
+__all__ = ["OPT_IN", "Resumable", "ResumableRuns", "extension_routes", "is_extension", "opted_in"]
 
 log = guarded_logger("agui_tools.transport")
 
@@ -58,6 +60,8 @@ _HEADERS: Final = [
     (b"x-accel-buffering", b"no"),
     (OPT_IN.encode(), b"1"),
 ]
+CAPABILITIES: Final = {"transport": {"streaming": True, "httpBinary": True, "resumable": True}}
+"""What ``GET <path>/capabilities`` declares (RESUME-9), in the schema's shape."""
 _BATCH: Final = 256
 """Events read from the log per query while a reader catches up."""
 _UNAVAILABLE: Final = LogRefusal(503, "RESUME-7", "the run log is unavailable; retry")
@@ -103,9 +107,19 @@ def opted_in(headers: Headers, run_id: object) -> bool:
     )
 
 
-def extension_route(path: str) -> str:
-    """Where the rejoin and stop requests of the agent served at ``path`` are routed."""
-    return path.rstrip("/") + "/threads/{ids:path}"
+def extension_routes(path: str, app: Any) -> list[Route]:
+    """The binding's own routes beside the agent's ``POST path``, to the same ``app``
+    (so the same front and authorization): rejoin and stop, and the capabilities."""
+    base = path.rstrip("/")
+    return [
+        Route(base + "/threads/{ids:path}", app, methods=["GET", "POST"]),
+        Route(base + "/capabilities", app, methods=["GET"]),
+    ]
+
+
+def is_extension(scope: Scope) -> bool:
+    """A request on :func:`extension_routes` (the agent's own route is POST only)."""
+    return scope["method"] != "POST" or "ids" in scope.get("path_params", {})
 
 
 def _ids(scope: Scope) -> tuple[str, str, str] | None:
@@ -399,7 +413,10 @@ class ResumableRuns:
     # -- rejoin and stop ------------------------------------------------------------------
 
     async def serve_extension(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A rejoin (GET …/events) or a stop (POST …/stop), or 404 for another path."""
+        """A rejoin (GET …/events), a stop (POST …/stop), the capabilities, or 404."""
+        if scope["method"] == "GET" and "ids" not in scope.get("path_params", {}):
+            await JSONResponse(CAPABILITIES)(scope, receive, send)
+            return
         ids = _ids(scope)
         method = scope.get("method", "GET")
         if ids is None or (ids[2] == "events") != (method == "GET"):
@@ -495,6 +512,4 @@ async def _until_disconnect(receive: Receive) -> None:
 
 
 async def _json(scope: Scope, receive: Receive, send: Send, status: int, body: Any) -> None:
-    from starlette.responses import JSONResponse
-
     await JSONResponse(body, status_code=status)(scope, receive, send)
