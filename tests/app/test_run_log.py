@@ -112,12 +112,18 @@ def test_finished_logs_expire_to_a_tombstone(run_log: RunLog) -> None:
     run_log.append("t", "new", 1, events(2), finished_at=30.0)
     run_log.begin("t", "running", "w", 100.0)
     run_log.append("t", "running", 1, events(1))
-    assert run_log.expire(20.0) == 1
-    assert run_log.expire(20.0) == 0
+    assert run_log.expire(20.0, 0.0) == 1
+    assert run_log.expire(20.0, 0.0) == 0
     old = run_log.state("t", "old")
     assert old is not None and old.expired
     assert run_log.read("t", "old", 0, 10) == []
     assert run_log.read("t", "new", 0, 10) == events(2)
+    assert run_log.read("t", "running", 0, 10) == events(1)
+    # the tombstone is forgotten in its turn; what still runs never is
+    assert run_log.expire(40.0, 20.0) == 1
+    assert run_log.state("t", "old") is None
+    assert run_log.expire(1e9, 1e9) == 0
+    assert run_log.state("t", "new") is None
     assert run_log.read("t", "running", 0, 10) == events(1)
 
 

@@ -114,9 +114,10 @@ class RunLog(Protocol):
         :data:`WORKER_DIED`, once; the runs closed."""
         ...
 
-    def expire(self, finished_before: float) -> int:
-        """Drop the events of runs finished before ``finished_before`` (keeping a
-        tombstone); how many runs."""
+    def expire(self, finished_before: float, forget_before: float) -> int:
+        """Drop the events of runs finished before ``finished_before``, keeping a
+        tombstone (a rejoin is 410, not 404) until ``forget_before``; how many runs
+        expired now."""
         ...
 
 
@@ -308,12 +309,14 @@ class MemoryRunLog:
                     closed.append(key)
         return closed
 
-    def expire(self, finished_before: float) -> int:
+    def expire(self, finished_before: float, forget_before: float) -> int:
         count = 0
         with self._lock:
-            for logged in self._runs.values():
+            for key, logged in list(self._runs.items()):
                 at = logged.state.finished_at
-                if at is not None and at < finished_before and not logged.state.expired:
+                if at is not None and at < forget_before:
+                    del self._runs[key]
+                elif at is not None and at < finished_before and not logged.state.expired:
                     logged.events = []
                     logged.state = replace(logged.state, expired=True)
                     count += 1

@@ -65,6 +65,9 @@ CAPABILITIES: Final = {"transport": {"streaming": True, "httpBinary": True, "res
 _BATCH: Final = 256
 """Events read from the log per query while a reader catches up."""
 _UNAVAILABLE: Final = LogRefusal(503, "RESUME-7", "the run log is unavailable; retry")
+TOMBSTONE: Final = 86_400.0
+"""Seconds an expired run is remembered past its retention (410), before it is
+forgotten (404)."""
 _NOTIFIED_POLL: Final = 1.0
 """Seconds between a reader's looks at a log that notifies appends: a safety net for
 a notification lost while its listener reconnected."""
@@ -241,7 +244,8 @@ class ResumableRuns:
         for key in await self._call(self.log.reap, now):
             log.warning("run %s of thread %s: its worker died; closed WORKER_DIED", key[1], key[0])
             self._wakes.notify(key)
-        await self._call(self.log.expire, now - self.config.retention)
+        expired = now - self.config.retention
+        await self._call(self.log.expire, expired, expired - TOMBSTONE)
 
     # -- a run request that opted in --------------------------------------------------
 
