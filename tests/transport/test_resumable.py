@@ -369,3 +369,26 @@ def test_a_quiet_follower_gets_keep_alives() -> None:
             assert ids_and_events(got)[-1][0] == "run:1:6"
 
     run_async(main)
+
+
+def test_detached_runs_count_against_max_concurrency() -> None:
+    """A client cannot pile up detached runs by starting them and leaving: each holds
+    a place of the front's max_concurrency until it ends."""
+
+    async def main() -> None:
+        gate = Gate()
+        async with served(gate, resumable=Resumable(), max_concurrency=1) as (_, client):
+            await cut_after_first_events(client, gate)
+            refused = await client.post("/", json={**INPUT, "runId": "r2"}, headers=OPT_IN)
+            assert refused.status_code == 503
+            gate.go.set()
+            await asyncio.wait_for(gate.finished.wait(), 30)
+            for _ in range(100):  # the writer gives its place back as it ends
+                answer = await client.get(events_url(), headers=SSE)
+                if answer.status_code == 200:
+                    break
+                await asyncio.sleep(0.02)
+            assert answer.status_code == 200
+            assert ids_and_events(answer.content)[-1][1]["type"] == "RUN_FINISHED"
+
+    run_async(main)

@@ -23,6 +23,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, unquote
@@ -256,9 +257,12 @@ class ResumableRuns:
         receive: Receive,
         send: Send,
         runs: set[asyncio.Task[None]],
+        slot: Callable[[], AbstractContextManager[None]],
     ) -> None:
         """Log the run, start it detached (its task in ``runs``, which a shutdown
-        ends), and follow it from its first event."""
+        ends, holding a ``slot`` of the front's ``max_concurrency`` while it runs:
+        detached runs are bounded as streams are), and follow it from its first
+        event."""
         thread_id, run_id = run_input["threadId"], run_input["runId"]
         self.ensure_keeper()
         try:
@@ -278,10 +282,16 @@ class ResumableRuns:
             )
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
             return
-        writer = asyncio.create_task(self._write(run_input), name=f"agui-run-{run_id}")
+        writer = asyncio.create_task(self._held(slot, run_input), name=f"agui-run-{run_id}")
         runs.add(writer)
         writer.add_done_callback(runs.discard)
         await self._follow(thread_id, run_id, 0, receive, send)
+
+    async def _held(
+        self, slot: Callable[[], AbstractContextManager[None]], run_input: dict[str, Any]
+    ) -> None:
+        with slot():
+            await self._write(run_input)
 
     async def _write(self, run_input: dict[str, Any]) -> None:
         """Drive the agent; append its events to the log as they come, to its end."""

@@ -330,7 +330,9 @@ class AgentEndpoint:
                 and not binary
                 and opted_in(headers, run_input.get("runId"))
             ):
-                await self.resumable.start(run_input, scope, receive, send, self._runs)
+                await self.resumable.start(
+                    run_input, scope, receive, send, self._runs, self.front.slot
+                )
                 return
             await self._stream(run_input, receive, send, binary=binary)
 
