@@ -392,3 +392,35 @@ def test_detached_runs_count_against_max_concurrency() -> None:
             assert ids_and_events(answer.content)[-1][1]["type"] == "RUN_FINISHED"
 
     run_async(main)
+
+
+class AppendFails(MemoryRunLog):
+    """A log that takes a run's first events, then fails every append."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+
+    def append(self, *args: Any, **kwargs: Any) -> bool:
+        if self.failing:
+            raise RuntimeError("the database went away")
+        return super().append(*args, **kwargs)
+
+
+@pytest.mark.run_error("the database went away")
+def test_a_log_failing_mid_run_ends_in_worker_died_not_a_hang() -> None:
+    """The writer stops renewing a run it cannot write: its lease lapses and the
+    reader sees the log closed, never a stream that waits for ever."""
+
+    async def main() -> None:
+        gate, log = Gate(), AppendFails()
+        async with served(gate, resumable=Resumable(log=log, lease=0.2)) as (_, client):
+            async with client.stream("POST", "/", json=INPUT, headers=OPT_IN) as stream:
+                await gate.streaming.wait()
+                log.failing = True
+                gate.go.set()
+                raw = b"".join([chunk async for chunk in stream.aiter_bytes()])
+            last = ids_and_events(raw)[-1][1]
+            assert last["type"] == "RUN_ERROR" and last["code"] == "WORKER_DIED"
+
+    run_async(main)

@@ -334,7 +334,10 @@ class ResumableRuns:
         except Exception:  # a bug of ours, or the log failing: never a log left open
             log.exception("run %s: writing its log failed", key[1])
             if not finished:
-                await self._append(key, seq + 1, [self._internal_error], True)
+                try:
+                    await self._append(key, seq + 1, [self._internal_error], True)
+                except Exception:  # the log is down: the run's lease lapses (WORKER_DIED)
+                    log.exception("run %s: its log cannot be closed", key[1])
         finally:
             self._stops.pop(key, None)
             driver.cancel()
