@@ -424,3 +424,27 @@ def test_a_log_failing_mid_run_ends_in_worker_died_not_a_hang() -> None:
             assert last["type"] == "RUN_ERROR" and last["code"] == "WORKER_DIED"
 
     run_async(main)
+
+
+def test_ids_with_slashes_rejoin_through_a_mounted_app() -> None:
+    """Ids are percent-encoded path segments (an encoded '/' included), and the routes
+    follow the agent when FastAPI mounts it under a prefix."""
+    from fastapi import FastAPI
+
+    odd = {**INPUT, "threadId": "th/1 é", "runId": "run/1:x"}
+
+    async def main() -> None:
+        api = FastAPI()
+        api.mount("/agent", agent_app(weather, resumable=Resumable()))
+        async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+            done = await client.post("/agent/", json=odd, headers=OPT_IN)
+            assert done.status_code == 200
+            numbered = ids_and_events(done.content)
+            assert numbered[0][0] == "run/1:x:1"
+            path = "/agent/threads/th%2F1%20%C3%A9/runs/run%2F1%3Ax/events"
+            rejoin = await client.get(path, headers={**SSE, "last-event-id": "run/1:x:3"})
+            assert rejoin.status_code == 200, rejoin.text
+            assert ids_and_events(rejoin.content) == numbered[3:]
+            assert (await client.get("/agent/capabilities")).status_code == 200
+
+    run_async(main)
