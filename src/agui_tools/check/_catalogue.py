@@ -1,11 +1,8 @@
 """The case catalogue's frame: what a case is, the registry, the judgements sections share.
 
-Each :class:`Case` names the rules it checks (``spec/RULES.md`` IDs), the spec
-page they come from, and what a conforming producer does; its function makes
-the requests it needs (or reads the shared ones from the :class:`Context`) and
-records :class:`~agui_tools.check._report.Finding` objects. The verdict is the
-worst finding; no finding at all is a pass. The sections register their cases
-here in the order they run (``_cases`` imports them in that order).
+A :class:`Case` names its rules, their page, and what a conforming producer does; its
+function makes its requests (or reads shared ones from the :class:`Context`) and records
+:class:`~agui_tools.check._report.Finding` objects. The worst finding is the verdict; none is a pass.
 """
 
 from __future__ import annotations
