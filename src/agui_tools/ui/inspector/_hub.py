@@ -74,19 +74,13 @@ def now_ms() -> float:
 
 
 class Hub:
-    """An ordered, replayable log of messages for the page.
+    """An ordered, replayable log of messages for the page (``Last-Event-ID`` resumes, a new
+    tab catches up).
 
-    A page that reconnects (``Last-Event-ID``) resumes where it was; a second
-    tab catches up with the whole session. A message pushed with a
-    ``supersedes`` key replaces the previous message with that key: the old
-    one leaves the log (its sequence number is never reused), so what is kept
-    and replayed for a streamed argument is its latest preview, not each one.
-
-    ``budget``: the most bytes of JSON the log keeps (``None``: no bound — an
-    inspector's session is what a person drove). Past it the oldest messages
-    leave the log (down to nine tenths of the budget, so trimming is rare):
-    what a proxy that runs for days shows, and holds, is its recent traffic
-    (``dropped`` counts what left). Nothing else is dropped.
+    A message with a ``supersedes`` key replaces the previous one with that key (its sequence
+    number never reused). ``budget`` bounds the log's JSON bytes (``None``: none); past it the
+    oldest leave, down to nine tenths, counted in ``dropped`` — a days-long proxy shows recent
+    traffic.
     """
 
     def __init__(self, *, budget: int | None = None) -> None:
