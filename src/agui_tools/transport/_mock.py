@@ -240,12 +240,9 @@ _cut_filter = _CutFilter()
 
 
 class MockEndpoint(AgentEndpoint):
-    """The ASGI application replaying recorded runs (what :func:`mock_app` routes to).
-
-    The request is judged by :class:`AgentEndpoint` (its options apply: limits,
-    ``strict_input``, origins, hosts); :meth:`_serve` then answers with the run
-    the matcher chooses. ``requests`` counts every request; ``matcher.served``
-    those answered with a recorded run.
+    """The ASGI application replaying recorded runs (what :func:`mock_app` routes to): judged
+    by :class:`AgentEndpoint`, answered by :meth:`_serve` with the matcher's run. ``requests``
+    counts all; ``matcher.served`` those answered with a run.
     """
 
     def __init__(
@@ -656,21 +653,14 @@ def mock_app(
 ) -> Starlette:
     """A Starlette application replaying ``captures`` as an agent at ``POST path``.
 
-    ``captures``: paths (files or ``proxy --record`` directories, see
-    :func:`load_captures`) or :class:`~agui_tools.app._recorded.RecordedRun`
-    values. ``match``: ``"order"`` (the n-th request gets the n-th recorded run;
-    past the last, 404) or ``"last-user-message"`` (the recorded run whose
-    input's last user message equals the request's; none: 404, a request with
-    no user message: 422). ``timing``: ``"recorded"`` (the events' ``timestamp``
-    gaps; none recorded: no waits), ``"fast"``, ``"xN"``. ``max_gap``: the
-    longest wait before an event, in seconds (default :data:`DEFAULT_MAX_GAP`; a
-    timestamp earlier than the one before waits nothing). ``faults``: specs
-    (:func:`parse_fault`) or :class:`Fault` values.
-    ``on_request(number, status, text)`` is told of each request as it is
-    answered. Other options are :class:`AgentEndpoint`'s (``strict_input``,
-    ``max_body_bytes``, ``allowed_origins`` …). Raises :class:`~agui_tools.UsageError` for a
-    capture that is no stream, a bad fault or timing, an unknown match mode.
-    The endpoint is ``app.state.mock`` (its ``requests``, ``matcher``).
+    ``captures``: paths (:func:`load_captures`) or
+    :class:`~agui_tools.app._recorded.RecordedRun` values. ``match``: ``"order"`` or
+    ``"last-user-message"`` (:class:`~agui_tools.app._recorded.Matcher`). ``timing``:
+    ``"recorded"``, ``"fast"``, ``"xN"``; ``max_gap`` caps a wait (:data:`DEFAULT_MAX_GAP`).
+    ``faults``: specs (:func:`parse_fault`) or :class:`Fault` values. ``on_request(number,
+    status, text)`` hears each answer. Other options are :class:`AgentEndpoint`'s. Raises
+    :class:`~agui_tools.UsageError` for a bad capture, fault, timing or match. The endpoint is
+    ``app.state.mock``.
     """
     if isinstance(captures, (str, os.PathLike, RecordedRun)):
         captures = [captures]
