@@ -256,12 +256,10 @@ class InvalidPayload(UsageError):
 
 
 class ResumeOutcomeUnknown(AguiError):
-    """A resume of the thread's interrupted run was sent — by an earlier life of this
-    process, or another replica — and no run of it was saved: it may have reached the
-    agent. It is not sent again blindly (a resume sent is never sent twice): nothing
-    was sent now. ``sent`` is the recorded resume (:class:`~agui_tools.app.SentResume`:
-    its run id, its entries, when it was sent); a session's ``resume_unknown=`` check
-    decides whether to send it again (docs/transport.md, "A resume is sent once").
+    """A resume of the interrupted run was sent before (an earlier life, another replica)
+    and no run of it was saved: it may have reached the agent, so nothing is sent now.
+    ``sent`` is the recorded :class:`~agui_tools.app.SentResume`; a session's
+    ``resume_unknown=`` decides whether to send it again (docs/transport.md).
     """
 
     rule = "INT-7"
@@ -280,14 +278,12 @@ class LimitExceeded(ProtocolViolation):
 
 
 class TransportError(AguiError):
-    """The agent could not be reached, answered with something other than an
-    event stream, or the connection failed mid-stream.
+    """The agent could not be reached, answered with something other than an event stream,
+    or the connection failed mid-stream.
 
-    ``status`` is the HTTP status (``None`` when the connection itself failed,
-    the httpx exception then being ``__cause__``); ``body`` the start of the
-    response body, decoded — an AG-UI server puts the rejected field and rule
-    there. ``truncated`` is true for a failure mid-stream: the run has already
-    ended as truncated, keeping what arrived.
+    ``status`` (``None``: no connection; the httpx exception is ``__cause__``); ``body``, the
+    start of the answer (where a server names the rejected field); ``truncated``: failed
+    mid-stream, the run already ended truncated with what arrived.
     """
 
     def __init__(
@@ -469,12 +465,8 @@ class StoreWriteFailed(StoreError):
 
 
 class StoreOutcomeUnknown(StoreError):
-    """A write was sent and its outcome is unknown: it may have committed.
-
-    A claim whose outcome is unknown reads, if it committed, as "outcome
-    unknown" to every later reader and is never run twice; an execution's
-    answer that could not be recorded leaves the intent in the store, so the
-    call reads as "outcome unknown" after a restart — never as "not run".
+    """A write was sent and its outcome is unknown: it may have committed. Either way the
+    call reads "outcome unknown" afterwards, never "not run", and is never run twice.
     """
 
     written: Written = "unknown"
@@ -508,13 +500,10 @@ class StaleThread(StoreError):
 
 
 class ReloadRequired(StoreError):
-    """This conversation stopped at an earlier store failure and refuses to go on.
-
-    Its copy of the thread may be ahead of the store (a run that was not saved)
-    or behind it (another writer's run), so nothing more is decided from it:
-    ``cause`` is the failure that stopped it. Nothing was written by the refused
-    call. Reload (a new ``Conversation``/``Session`` on the same store and
-    ``thread_id``) and retry; a ``Session`` does it itself on its next ``send``.
+    """This conversation stopped at an earlier store failure (``cause``) and refuses to go on:
+    its copy may be ahead of or behind the store. Nothing was written; reload (a new
+    ``Conversation``/``Session`` on the same store and ``thread_id``) and retry — a ``Session``
+    reloads itself on its next ``send``.
     """
 
     written: Written = "no"
