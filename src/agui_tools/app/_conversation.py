@@ -72,14 +72,9 @@ __all__ = [
 
 # -- what the core asks of its journal or store ---------------------------------
 #
-# Everything that reads or writes the journal or store — ending a run, restoring
-# a thread, disposing of a call, consent, claiming and answering — is written
-# once, as public ``*_steps`` methods that yield ``StoreOp``s (app/_steps.py) and
-# never perform them; app/_store_drive.py performs them (``drive_store`` on a
-# synchronous store, ``adrive_store`` without blocking the event loop). Every
-# operation first asks the conversation's ``Link`` (app/_link.py) whether the
-# copy of the thread is still in step with the store; a failed store call moves
-# the link out of step, and from then on the conversation refuses to go on.
+# Every store operation is a public ``*_steps`` method yielding ``StoreOp``s
+# (app/_steps.py), performed by app/_store_drive.py; each first asks the ``Link``
+# (app/_link.py) whether this copy is still in step with the store.
 
 
 class Conversation(Answering):
