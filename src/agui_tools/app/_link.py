@@ -26,7 +26,7 @@ copy (``messages``, ``state``, ``pending``, ``take_updates``) stay allowed.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Literal, get_args
 
 from .._errors import (
     ReloadRequired,
@@ -63,20 +63,7 @@ Operation = Literal[
 """What a conversation does that reads or writes the store, or sends what the store
 must agree with."""
 
-_EVERY: frozenset[Operation] = frozenset(
-    {
-        "next_input",
-        "receive",
-        "end_run",
-        "abandon_run",
-        "restore",
-        "approve",
-        "decline",
-        "execute",
-        "fail",
-        "resume",
-    }
-)
+_EVERY: frozenset[Operation] = frozenset(get_args(Operation))
 
 ALLOWED: dict[LinkState, frozenset[Operation]] = {
     LinkState.IN_STEP: _EVERY,
