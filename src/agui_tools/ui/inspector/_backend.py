@@ -582,16 +582,7 @@ class Inspector(Cards, Mocks):
             event: Any = orjson.loads(frame)
         except orjson.JSONDecodeError:
             event = None
-        kind = event.get("type") if isinstance(event, dict) else None
-        self.hub.push(
-            "event",
-            run=run,
-            index=index,
-            type=kind if isinstance(kind, str) else "(not an event)",
-            event=event,
-            raw=str(frame),
-            t=now_ms(),
-        )
+        kind = self.hub.push_event(run, index, event, str(frame))
         if kind == "TOOL_CALL_END" and self.loop is not None:
             call_id = event.get("toolCallId")
             if isinstance(call_id, str):

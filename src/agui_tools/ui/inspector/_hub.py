@@ -118,6 +118,20 @@ class Hub:
         self.closed = True
         self._changed.set()
 
+    def push_event(self, run: int, index: int, event: Any, raw: str) -> str | None:
+        """An ``event`` message for a frame as received; its ``type`` when it has one."""
+        kind = event.get("type") if isinstance(event, dict) else None
+        self.push(
+            "event",
+            run=run,
+            index=index,
+            type=kind if isinstance(kind, str) else "(not an event)",
+            event=event,
+            raw=raw,
+            t=now_ms(),
+        )
+        return kind if isinstance(kind, str) else None
+
     def push(self, kind: str, *, supersedes: str | None = None, **fields: Any) -> dict[str, Any]:
         seq = self.next_seq
         data = orjson.dumps(

@@ -265,16 +265,7 @@ class LiveInspector(Inspector):
         else:  # the protobuf binding: the decoded event
             event = frame
             raw = orjson.dumps(frame, default=repr).decode()
-        kind = event.get("type") if isinstance(event, dict) else None
-        self.hub.push(
-            "event",
-            run=number,
-            index=index,
-            type=kind if isinstance(kind, str) else "(not an event)",
-            event=event,
-            raw=raw,
-            t=now_ms(),
-        )
+        kind = self.hub.push_event(number, index, event, raw)
         exchange = self._exchanges.get(number)
         if exchange is None or exchange.conversation is None or not exchange.folding:
             return
