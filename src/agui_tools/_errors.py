@@ -89,18 +89,14 @@ class ProtocolViolation(AguiError):
 
     Attributes:
         rule: the rule ID (``"PROC-2"``, ``"TOOL-20"``…) from ``spec/RULES.md``.
-        index: position of the offending event in the stream (0-based), or
-            ``None`` when the violation concerns run input rather than a stream.
-        path: JSON Pointer to the offending value inside the event or input
-            (``""`` for the whole event).
-        value: the offending value, already truncated for display, or ``None``.
+        index: the offending event's stream position (0-based); ``None`` for run input.
+        path: JSON Pointer to the offending value (``""``: the whole event).
+        value: the offending value, truncated for display, or ``None``.
         explanation: one sentence saying what was expected.
         event_type: the event's ``type`` when known.
         ids: identifiers involved (``{"toolCallId": "c1"}``), for grepping logs.
-        where: what the violation concerns when it has no stream position
-            (``"stream framing"``, ``"capture"``, ``"run input"``). Without it, an
-            :class:`InputRejected` reads "run input" and anything else "stream":
-            a framing error is not about the input, and saying so misleads.
+        where: what it concerns without a stream position (``"stream framing"``, ``"capture"``,
+            ``"run input"``); by default "run input" for :class:`InputRejected`, else "stream".
     """
 
     def __init__(
@@ -401,33 +397,16 @@ Written = Literal["no", "unknown", "yes"]
 
 
 class StoreError(AguiError):
-    """The journal or the thread store could not record or read something.
+    """The journal or the thread store could not record or read something — the one root of
+    every storage failure, sync or async (the tree above: each subclass says what happened).
 
-    The one root of every storage failure — a journal's or a store's, SQLite's
-    or PostgreSQL's, sync or async. Catch it to catch them all; catch a
-    subclass to act on what happened::
-
-        StoreError                 written: what was left in the store
-        ├── StoreReadFailed        a read failed; nothing was written     → retry / reload
-        ├── StoreWriteFailed       a write failed before it reached the
-        │                          store (rolled back, never sent)        → reload, retry
-        ├── StoreOutcomeUnknown    a write was sent and its outcome is
-        │                          unknown (the connection died)          → reload, retry
-        ├── StaleThread            another writer saved a run first;
-        │                          nothing of this run was written        → reload, retry
-        └── ReloadRequired         this object refused to go on after an
-                                   earlier failure; nothing was written   → reload, retry
-
-    "Reload" is one recipe for every class (docs/deployment.md, "When the store
-    fails"): a new ``Session``/``Conversation`` on the same store and
-    ``thread_id`` (a ``Session`` reloads itself on its next ``send``), then the
-    same ``send(text, message_id=…)`` again. It is always safe: the journal,
-    not the object, decides what ran, so a retry never runs a call twice and a
-    ``message_id`` the store holds is not added twice.
+    The recovery is always "reload" (docs/deployment.md, "When the store fails"): a new
+    ``Session``/``Conversation`` on the same store and ``thread_id`` (a ``Session`` does it on
+    its next ``send``), then the same ``send(text, message_id=…)``. It is safe: the journal
+    decides what ran, so nothing runs or is added twice.
 
     Attributes:
-        written: ``"no"``, ``"unknown"`` or ``"yes"`` — what the failed operation
-            left in the store (``"unknown"`` when it cannot be told).
+        written: ``"no"``, ``"unknown"`` or ``"yes"`` — what the failed operation left stored.
         operation: what was being done, in words ("save run 3 of thread 't1'").
         advice: what the application should do next, in one sentence.
     """
@@ -473,11 +452,8 @@ class StoreOutcomeUnknown(StoreError):
 
 
 class StaleThread(StoreError):
-    """A writer's copy of a thread is out of date: another writer saved a run first.
-
-    Nothing of the refused run was written. The application reloads the
-    thread (a new ``Conversation``/``Session`` with the same ``store`` and
-    ``thread_id``) and retries from there.
+    """A writer's copy of a thread is out of date: another writer saved a run first. Nothing
+    of the refused run was written; reload and retry.
     """
 
     written: Written = "no"
