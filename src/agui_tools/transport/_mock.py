@@ -1,35 +1,18 @@
 """A mock agent: recorded runs served over HTTP, with faults injected on purpose.
 
-What a frontend developer points their UI at instead of an agent with a live
-model (``agui-tools mock``, :func:`mock_app`). Each request is judged exactly
-as :class:`~agui_tools.transport._server.AgentEndpoint` judges it — 413, 400,
-422, a dangling history 409 (FE-8) — then answered by the recorded run it
-matches (:class:`~agui_tools.app._recorded.Matcher`), with the request's
-``threadId``/``runId`` in the events, in the binding its ``Accept`` asks for
-(SSE, or the binary binding's length-prefixed protobuf frames, TRANS-7).
+What a frontend points at instead of a live model (``agui-tools mock``, :func:`mock_app`).
+Each request is judged as :class:`~agui_tools.transport._server.AgentEndpoint` judges it,
+then answered by the recorded run it matches (:class:`~agui_tools.app._recorded.Matcher`)
+with the request's ids, in the binding its ``Accept`` asks for (SSE, or TRANS-7 frames).
+Recorded events are sent as recorded (a broken agent's capture replays its breakage), and
+faults break them more on purpose: ``cut``, ``stall``, ``malformed``, ``status``, ``drip``,
+``duplicate`` (:func:`parse_fault`; the table is ``agui-tools mock --help``), events
+counted from 0 as a consumer's errors count them.
 
-The recorded events are sent as recorded: the mock does not re-judge them (a
-capture of a broken agent replays its breakage), and a fault breaks them more
-on purpose. Fault specs (``--fault``, repeatable; ``@R`` limits one to the
-R-th request, counting from 1, every request counted)::
-
-    cut:N            the connection is cut after event N, which is sent (no terminal
-                     event, no end of body)
-    stall:N:S        S seconds of silence before event N (no keep-alive either)
-    malformed:N      event N's frame does not decode (SSE: its JSON cut in half;
-                     binary: a frame whose bytes are no protobuf message)
-    status:CODE[:BODY]  the request is answered CODE (400-599) with BODY (default: a
-                     JSON problem naming the fault), before its input is judged
-    drip:S           S seconds before every event
-    duplicate:N      event N is sent twice
-
-Event numbers count from 0, as a consumer's errors count them.
-
-At start every event is checked in both bindings: one JSON cannot write (nested
-past :data:`JSON_WRITE_DEPTH`) refuses the capture; one the binary binding cannot
-carry (a timestamp that is no 64-bit integer, a value nested past ``max_depth``)
-makes its run SSE-only, a protobuf request for it a 406 (TRANS-7). Waits
-are capped at ``max_gap`` (:data:`DEFAULT_MAX_GAP`).
+At start every event is checked in both bindings: one JSON cannot write (past
+:data:`JSON_WRITE_DEPTH`) refuses the capture; one the binary binding cannot carry makes its
+run SSE-only (a protobuf request for it: 406, TRANS-7). Waits are capped at ``max_gap``
+(:data:`DEFAULT_MAX_GAP`).
 """
 
 from __future__ import annotations
@@ -121,8 +104,8 @@ class Fault:
 
 
 def parse_fault(spec: str | Fault) -> Fault:
-    """A ``--fault`` spec read (the syntax: this module's docstring); :class:`UsageError`
-    saying what is wrong and the whole syntax when it is not one."""
+    """A ``--fault`` spec read (the syntax: ``agui-tools mock --help``); :class:`UsageError`
+    saying what is wrong and the whole syntax (:data:`_FAULT_SYNTAX`) when it is not one."""
     if isinstance(spec, Fault):
         return spec
 
