@@ -9,15 +9,10 @@ Three jobs, one import each::
     # verify a captured stream
     from agui_tools import verify_capture
 
-The package is laid out the way the data flows (``docs/architecture.md``):
-``wire`` (the sans-I/O protocol core both sides share) → ``app`` (the
-sans-I/O application core) and ``agent`` (the producer side), with
-``transport``, ``cli`` and ``ui`` as thin I/O faces. Everything below is
-imported on first use, so ``import agui_tools`` loads neither pydantic nor
-httpx. The top holds the thirty names a user starts from (docs/api.md); the
-rest — update types, pipeline stages, every store failure's subclass — is
-importable from its subpackage's surface (``agui_tools.app``, ``.wire``,
-``.agent``, ``.transport``).
+Laid out as the data flows (``docs/architecture.md``): ``wire`` → ``app`` and ``agent``, with
+``transport``, ``cli`` and ``ui`` as thin I/O faces. Names are imported on first use, so
+``import agui_tools`` loads neither pydantic nor httpx; the rest is on each subpackage's
+surface (docs/api.md).
 """
 
 from __future__ import annotations

@@ -90,18 +90,14 @@ class ProtocolViolation(AguiError):
 
     Attributes:
         rule: the rule ID (``"PROC-2"``, ``"TOOL-20"``…) from ``spec/RULES.md``.
-        index: position of the offending event in the stream (0-based), or
-            ``None`` when the violation concerns run input rather than a stream.
-        path: JSON Pointer to the offending value inside the event or input
-            (``""`` for the whole event).
-        value: the offending value, already truncated for display, or ``None``.
+        index: the offending event's stream position (0-based); ``None`` for run input.
+        path: JSON Pointer to the offending value (``""``: the whole event).
+        value: the offending value, truncated for display, or ``None``.
         explanation: one sentence saying what was expected.
         event_type: the event's ``type`` when known.
         ids: identifiers involved (``{"toolCallId": "c1"}``), for grepping logs.
-        where: what the violation concerns when it has no stream position
-            (``"stream framing"``, ``"capture"``, ``"run input"``). Without it, an
-            :class:`InputRejected` reads "run input" and anything else "stream":
-            a framing error is not about the input, and saying so misleads.
+        where: what it concerns without a stream position (``"stream framing"``, ``"capture"``,
+            ``"run input"``); by default "run input" for :class:`InputRejected`, else "stream".
     """
 
     def __init__(
@@ -257,12 +253,10 @@ class InvalidPayload(UsageError):
 
 
 class ResumeOutcomeUnknown(AguiError):
-    """A resume of the thread's interrupted run was sent — by an earlier life of this
-    process, or another replica — and no run of it was saved: it may have reached the
-    agent. It is not sent again blindly (a resume sent is never sent twice): nothing
-    was sent now. ``sent`` is the recorded resume (:class:`~agui_tools.app.SentResume`:
-    its run id, its entries, when it was sent); a session's ``resume_unknown=`` check
-    decides whether to send it again (docs/transport.md, "A resume is sent once").
+    """A resume of the interrupted run was sent before (an earlier life, another replica)
+    and no run of it was saved: it may have reached the agent, so nothing is sent now.
+    ``sent`` is the recorded :class:`~agui_tools.app.SentResume`; a session's
+    ``resume_unknown=`` decides whether to send it again (docs/transport.md).
     """
 
     rule = "INT-7"
@@ -281,14 +275,12 @@ class LimitExceeded(ProtocolViolation):
 
 
 class TransportError(AguiError):
-    """The agent could not be reached, answered with something other than an
-    event stream, or the connection failed mid-stream.
+    """The agent could not be reached, answered with something other than an event stream,
+    or the connection failed mid-stream.
 
-    ``status`` is the HTTP status (``None`` when the connection itself failed,
-    the httpx exception then being ``__cause__``); ``body`` the start of the
-    response body, decoded — an AG-UI server puts the rejected field and rule
-    there. ``truncated`` is true for a failure mid-stream: the run has already
-    ended as truncated, keeping what arrived.
+    ``status`` (``None``: no connection; the httpx exception is ``__cause__``); ``body``, the
+    start of the answer (where a server names the rejected field); ``truncated``: failed
+    mid-stream, the run already ended truncated with what arrived.
     """
 
     def __init__(
@@ -426,33 +418,16 @@ Written = Literal["no", "unknown", "yes"]
 
 
 class StoreError(AguiError):
-    """The journal or the thread store could not record or read something.
+    """The journal or the thread store could not record or read something — the one root of
+    every storage failure, sync or async (the tree above: each subclass says what happened).
 
-    The one root of every storage failure — a journal's or a store's, SQLite's
-    or PostgreSQL's, sync or async. Catch it to catch them all; catch a
-    subclass to act on what happened::
-
-        StoreError                 written: what was left in the store
-        ├── StoreReadFailed        a read failed; nothing was written     → retry / reload
-        ├── StoreWriteFailed       a write failed before it reached the
-        │                          store (rolled back, never sent)        → reload, retry
-        ├── StoreOutcomeUnknown    a write was sent and its outcome is
-        │                          unknown (the connection died)          → reload, retry
-        ├── StaleThread            another writer saved a run first;
-        │                          nothing of this run was written        → reload, retry
-        └── ReloadRequired         this object refused to go on after an
-                                   earlier failure; nothing was written   → reload, retry
-
-    "Reload" is one recipe for every class (docs/deployment.md, "When the store
-    fails"): a new ``Session``/``Conversation`` on the same store and
-    ``thread_id`` (a ``Session`` reloads itself on its next ``send``), then the
-    same ``send(text, message_id=…)`` again. It is always safe: the journal,
-    not the object, decides what ran, so a retry never runs a call twice and a
-    ``message_id`` the store holds is not added twice.
+    The recovery is always "reload" (docs/deployment.md, "When the store fails"): a new
+    ``Session``/``Conversation`` on the same store and ``thread_id`` (a ``Session`` does it on
+    its next ``send``), then the same ``send(text, message_id=…)``. It is safe: the journal
+    decides what ran, so nothing runs or is added twice.
 
     Attributes:
-        written: ``"no"``, ``"unknown"`` or ``"yes"`` — what the failed operation
-            left in the store (``"unknown"`` when it cannot be told).
+        written: ``"no"``, ``"unknown"`` or ``"yes"`` — what the failed operation left stored.
         operation: what was being done, in words ("save run 3 of thread 't1'").
         advice: what the application should do next, in one sentence.
     """
@@ -490,23 +465,16 @@ class StoreWriteFailed(StoreError):
 
 
 class StoreOutcomeUnknown(StoreError):
-    """A write was sent and its outcome is unknown: it may have committed.
-
-    A claim whose outcome is unknown reads, if it committed, as "outcome
-    unknown" to every later reader and is never run twice; an execution's
-    answer that could not be recorded leaves the intent in the store, so the
-    call reads as "outcome unknown" after a restart — never as "not run".
+    """A write was sent and its outcome is unknown: it may have committed. Either way the
+    call reads "outcome unknown" afterwards, never "not run", and is never run twice.
     """
 
     written: Written = "unknown"
 
 
 class StaleThread(StoreError):
-    """A writer's copy of a thread is out of date: another writer saved a run first.
-
-    Nothing of the refused run was written. The application reloads the
-    thread (a new ``Conversation``/``Session`` with the same ``store`` and
-    ``thread_id``) and retries from there.
+    """A writer's copy of a thread is out of date: another writer saved a run first. Nothing
+    of the refused run was written; reload and retry.
     """
 
     written: Written = "no"
@@ -529,13 +497,10 @@ class StaleThread(StoreError):
 
 
 class ReloadRequired(StoreError):
-    """This conversation stopped at an earlier store failure and refuses to go on.
-
-    Its copy of the thread may be ahead of the store (a run that was not saved)
-    or behind it (another writer's run), so nothing more is decided from it:
-    ``cause`` is the failure that stopped it. Nothing was written by the refused
-    call. Reload (a new ``Conversation``/``Session`` on the same store and
-    ``thread_id``) and retry; a ``Session`` does it itself on its next ``send``.
+    """This conversation stopped at an earlier store failure (``cause``) and refuses to go on:
+    its copy may be ahead of or behind the store. Nothing was written; reload (a new
+    ``Conversation``/``Session`` on the same store and ``thread_id``) and retry — a ``Session``
+    reloads itself on its next ``send``.
     """
 
     written: Written = "no"

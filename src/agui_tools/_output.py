@@ -1,25 +1,12 @@
 """The one output channel of every command: stdout and stderr through a writer thread.
 
-A command that prints from an event loop (the proxy's findings, the server's
-log, the mock's request lines, ``check``'s progress, ``run``'s cards) must not
-stop when its reader does: a stderr nobody drains, a terminal paused with
-Ctrl-S, a ``--log`` pipe whose reader is stopped would block a ``write()`` — and
-the whole loop, every other run with it. :func:`channel` puts a
-:class:`QueuedStream` in place of ``sys.stdout`` and ``sys.stderr`` for the
-command's lifetime (so ``print``, ``logging`` and ``rich`` all go through it):
-
-* every write is queued, in order, and one thread writes the queue out;
-* written from a running event loop, a write never waits: past
-  :data:`QUEUE_BYTES` queued, the write is dropped and its lines counted;
-* written from anywhere else (a command's last words, ``verify``'s report), a
-  write waits for room, as a write to a slow reader always has;
-* at the end the queue is written out while the reader keeps reading; a reader
-  that has read nothing for :data:`STALL_SECONDS` is given up — and how many
-  lines could not be written is said, in one line, on stderr.
-
-A write error of a stream (a reader gone: ``BrokenPipeError``, a full disk) is
-raised to the next write or flush made outside an event loop, where the command
-line answers it as it answers a failed ``print``.
+A command printing from an event loop must not stop when its reader does (an undrained
+stderr, Ctrl-S, a stopped ``--log`` pipe would block the loop and every run). :func:`channel`
+puts a :class:`QueuedStream` in place of ``sys.stdout``/``sys.stderr`` for the command:
+writes are queued in order and one thread writes them; from a running loop a write never
+waits (past :data:`QUEUE_BYTES` it is dropped and counted), elsewhere it waits for room. At
+the end a reader idle for :data:`STALL_SECONDS` is given up, and the lost lines are said in
+one line. A stream's write error is raised to the next write or flush outside a loop.
 """
 
 from __future__ import annotations

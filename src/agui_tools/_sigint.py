@@ -1,11 +1,8 @@
 """Ctrl-C while the command is still being imported: held until it can be answered.
 
-``python -m agui_tools`` imports the whole CLI before ``main`` runs (about a tenth
-of a second); a SIGINT in that window would kill the process by the signal, with
-a ``KeyboardInterrupt`` traceback, before any command could say "interrupted" or
-print its ``--json`` document. :func:`hold` defers it; :func:`release` restores
-Python's handler and raises the held interrupt where the command handles it.
-Standard library only: it is imported before anything else of the CLI.
+A SIGINT before ``main`` runs would die in a traceback before any command could say
+"interrupted"; :func:`hold` defers it and :func:`release` raises it where the command handles
+it. Standard library only: imported before anything else of the CLI.
 """
 
 from __future__ import annotations

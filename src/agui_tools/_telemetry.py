@@ -1,16 +1,10 @@
 """OpenTelemetry traces, through ``opentelemetry-api`` only (the ``otel`` extra).
 
-The faces (the HTTP client, the session, the server and the run driver) call
-the few functions here; nothing else of the library imports OpenTelemetry.
-The API is imported on the first span, never at ``import agui_tools``; without
-it every function is a no-op, and with it but no SDK configured (the global
-provider is still the API's proxy) too — no span is started, no header
-injected; a span that does not record (sampled out) is yielded as ``None``, so
-its attributes are never computed.
-
-No secrets: argument values, results and message text are never recorded —
-their sizes are — unless a tool opts in (``Session.tool(trace_payloads=True)``).
-Attribute names: docs/observability.md.
+The faces call the few functions here; nothing else imports OpenTelemetry, and only on the
+first span. Without the API, or with no SDK configured, all are no-ops; a span that does
+not record is ``None``, so its attributes are never computed. Argument values, results and
+text are never recorded — their sizes are — unless a tool opts in
+(``Session.tool(trace_payloads=True)``). Attribute names: docs/observability.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,18 @@
 """Peer-controlled text made safe to show: on a terminal, in a log, in HTML.
 
-A tool name, an unknown member's name, a run id — a peer chooses them, and a
-peer's ``"x\\nCRITICAL forged line"`` must not become a line of our log, nor a
-``\\x1b]0;…`` sequence our user's terminal obeys. One escaping, every face:
+A peer's ``"x\\nCRITICAL forged line"`` must not become a line of ours, nor a ``\\x1b]0;…``
+our user's terminal obeys. One escaping, every face:
 
-* :func:`one_line` — a line of output that holds a peer's string (an id, a
-  tool's name, an error message, a finding): every control escaped, line breaks
-  and tabs too, so the peer never starts a line of ours (``"x\\n error [FE-8]
-  forged"`` is shown, never obeyed);
-* :func:`terminal_text` — a block of text for a terminal (an assistant's
-  message, a result, ``check``'s table): line breaks and tabs kept, every other
-  control or format character a visible escape;
-* :func:`terminal_json` — a JSON document for stdout (``--json``): orjson
-  escapes C0 controls but writes C1 controls (``\\x9b`` is CSI to many
-  terminals) and bidi overrides raw; here they are ``\\u`` escapes — the same
-  document, inert on a terminal;
-* :func:`html_text` — text or an attribute value in HTML (``check --html``, the
-  inspector's page), controls shown as on a terminal (a report is ``cat``-ed too);
-* a log line keeps neither line breaks nor tabs (a log record is one line).
+* :func:`one_line` — a line holding a peer's string: every control escaped, line breaks
+  and tabs too;
+* :func:`terminal_text` — a block for a terminal: line breaks and tabs kept;
+* :func:`terminal_json` — ``--json`` output with C1 controls and bidi overrides ``\\u``-escaped
+  (orjson writes them raw);
+* :func:`html_text` — HTML text or attribute values, controls shown as on a terminal.
 
-A user's own argument (a URL, a path) echoed in an error line is :func:`shown`:
-quoted, and :func:`cut` in the middle past :data:`SHOWN_CHARS` characters.
-
-Logs also get a budget (:class:`LogGuard`): a peer that can make us log a line
-per request, per member or per failed ``accept()`` can make us write gigabytes
-at full CPU (66,842 "Too many open files" lines in one measured minute).
+A user's own argument echoed in an error is :func:`shown` (quoted, :func:`cut` past
+:data:`SHOWN_CHARS`). Logs get a budget too (:class:`LogGuard`): a peer able to make us log
+per request or per failed ``accept()`` could make us write without end.
 """
 
 from __future__ import annotations
@@ -143,15 +131,9 @@ def shown(value: str, limit: int = SHOWN_CHARS) -> str:
 class LogGuard(logging.Filter):
     """Escapes each record to one line, and rate-limits records per message template.
 
-    At most ``burst`` records of one template pass per ``period`` seconds; the
-    rest are counted, and the next record of that template that passes says how
-    many were suppressed. The rendered message is escaped whole
-    (:func:`escape_controls` with ``one_line``) — arguments are peer text more
-    often than not — and the arguments are dropped, so handlers format nothing
-    again. A traceback (``exc_info``) is left to the handler — it is a bug's —
-    unless its exception is an :class:`OSError`: the machine's condition (out of
-    descriptors, a reset peer), said on the record's line as type and message,
-    since a flood of them must not write a traceback a retry.
+    At most ``burst`` per ``period`` seconds pass; the next that passes says how many were
+    suppressed. The message is escaped whole and its arguments dropped. A traceback is left to
+    the handler unless it is an :class:`OSError` (the machine's condition), said on the line.
     """
 
     def __init__(

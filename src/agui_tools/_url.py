@@ -1,10 +1,6 @@
-"""An agent's URL judged before anything is sent: the one check every face makes.
-
-httpx only parses a URL when the request is sent, and its ``InvalidURL`` is not
-a transport error — so each command (``run``, ``chat``, ``check``, ``inspect``,
-``proxy``) and the inspector's page (an agent's URL changed in the browser) ask
-:func:`check_url` first, and say its answer in one line. Here, below every face,
-so that none of them imports another to ask (httpx is imported only when asked).
+"""An agent's URL judged before anything is sent (:func:`check_url`), one line when bad:
+httpx parses it only at sending, with an ``InvalidURL`` that is no transport error. Here,
+below every face, so none imports another to ask.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Versions: of this package, and of the protocol it speaks.
 
-``PROTOCOL_VERSION`` is read from the bundled schema's ``$id``
-(``https://ag-ui.com/spec/1.1/schema.json`` → ``"1.1"``), so the version we
-declare is the version whose schema we enforce. It is what a client puts on
-``RunAgentInput.protocolVersion`` and a producer on ``RUN_STARTED`` (INPUT-4,
-RUN-2, VER-5).
+``PROTOCOL_VERSION`` is read from the bundled schema's ``$id``, so the version declared
+(INPUT-4, RUN-2, VER-5) is the one whose schema is enforced.
 """
 
 from __future__ import annotations
@@ -41,14 +38,8 @@ _VERSION: Final = re.compile(r"([0-9]{1,9})\.([0-9]{1,9})")
 def parse_version(value: str) -> tuple[int, int] | None:
     """``"1.10"`` → ``(1, 10)``; ``None`` for anything that is not MAJOR.MINOR.
 
-    Versions compare numerically component by component (VER-5), and a
-    declaration that cannot be interpreted is treated like a newer one.
-
-    Components are ASCII digits, at most nine each: a peer controls this
-    string, and ``int()`` of thousands of digits raises (Python's
-    integer-string limit) or of Unicode digits (``"١.٠"``) accepts what no
-    version is. Anything longer or stranger is uninterpretable — which VER-5
-    answers with "proceed and warn", never with an error.
+    Components are at most nine ASCII digits: a peer controls the string, and ``int()`` of
+    thousands of (or Unicode) digits misbehaves. Uninterpretable is "proceed and warn" (VER-5).
     """
     match = _VERSION.fullmatch(value)
     if not match:

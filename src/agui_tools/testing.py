@@ -1,15 +1,10 @@
 """Running an agent in-process for tests, demos and examples.
 
-``serving(app)`` starts a real uvicorn server for an ASGI app on a free
-loopback port inside the current event loop and yields its base URL — real
-HTTP, real SSE, no subprocess — and stops it on exit.
-
-As a pytest plugin (``pytest_plugins = ["agui_tools.testing"]``) it gives the
-``agui_mock`` fixture: ``agui_mock(captures, **options)`` serves
-:func:`~agui_tools.transport.mock_app` on a free loopback port in a background
-thread for the test and returns a :class:`MockServer` (its ``url``, and the
-endpoint: requests seen, runs left) — a frontend under test talks to recorded
-runs, faults included, with no model behind them.
+``serving(app)`` runs a real uvicorn server for an ASGI app on a free loopback port in the
+current loop and yields its URL. As a pytest plugin (``pytest_plugins =
+["agui_tools.testing"]``) it gives ``agui_mock(captures, **options)``:
+:func:`~agui_tools.transport.mock_app` served in a background thread, as a
+:class:`MockServer` (``url``, the endpoint's requests and runs left).
 """
 
 from __future__ import annotations

@@ -86,9 +86,23 @@ FAULTS = (
     "missing-thread-id",  # RUN_STARTED without threadId (malformed known event)
     "500-on-malformed",  # INPUT-15: a server error for a body that is not JSON
     "dangling-answered",  # FE-2: a history's unanswered frontend call answered by the agent
+    "refuses-newer-minor",  # VER-5: a 400 for an input declaring a newer minor version
+    "refuses-unknown-members",  # INPUT-16: a 422 for an input with an unrecognised member
 )
 
 MAX_BODY = 1024 * 1024
+_INPUT_MEMBERS = {
+    "threadId",
+    "runId",
+    "parentRunId",
+    "state",
+    "messages",
+    "tools",
+    "context",
+    "forwardedProps",
+    "resume",
+    "protocolVersion",
+}
 
 
 def _sse(event: dict[str, Any]) -> str:
@@ -170,6 +184,10 @@ def raw_agent(
             or not isinstance(data.get("messages"), list)
         ):
             return JSONResponse({"error": "not a RunAgentInput"}, status_code=422)
+        if fault == "refuses-newer-minor" and data.get("protocolVersion") == "1.9":
+            return JSONResponse({"error": "unsupported protocolVersion"}, status_code=400)
+        if fault == "refuses-unknown-members" and set(data) - _INPUT_MEMBERS:
+            return JSONResponse({"error": "unknown member"}, status_code=422)
         messages = data["messages"]
         if fault != "dangling-answered" and not data.get("resume") and _dangling(messages):
             return JSONResponse(

@@ -61,7 +61,11 @@ EXPECTED: dict[str, tuple[str, str, set[str]]] = {
     "500-on-malformed": ("input.malformed-json", "INPUT-15", {"input.malformed-json"}),
     # running on the dangling history is allowed (FE-8 binds the application); answering it is not
     "dangling-answered": ("history.dangling", "FE-2", {"history.dangling"}),
+    "refuses-newer-minor": ("input.newer-version", "VER-5", {"input.newer-version"}),
+    "refuses-unknown-members": ("input.unknown-members", "INPUT-16", {"input.unknown-members"}),
 }
+# the status of a fault answered without a stream, which the HTML report shows
+REFUSED_WITH = {"500-on-malformed": 500, "refuses-newer-minor": 400, "refuses-unknown-members": 422}
 
 
 def test_every_fault_class_has_a_broken_agent() -> None:
@@ -87,8 +91,9 @@ def test_each_fault_fails_its_case_with_its_rule(fault: str) -> None:
         frame = case.exchanges[finding.exchange].frames[finding.event]
         assert f'class="offending">{html.escape(frame)}</li>' in page
     else:
-        assert case.exchanges[finding.exchange or 0].status == 500
-        assert "HTTP 500" in page
+        status = REFUSED_WITH[fault]
+        assert case.exchanges[finding.exchange or 0].status == status
+        assert f"HTTP {status}" in page
 
 
 def test_the_conforming_raw_agent_gets_no_failure_and_no_warning() -> None:

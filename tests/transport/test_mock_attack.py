@@ -25,18 +25,9 @@ from agui_tools.app._recorded import recorded_runs
 from agui_tools.testing import serving
 from agui_tools.transport import mock_app
 from agui_tools.transport._mock import timing_notes
+from tests.helpers.hostile_folder import INPUT
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-INPUT = {
-    "threadId": "T1",
-    "runId": "R1",
-    "messages": [{"id": "u1", "role": "user", "content": "hi"}],
-    "tools": [],
-    "context": [],
-    "state": {},
-    "forwardedProps": {},
-}
 
 
 def _sse(events: list[dict]) -> str:

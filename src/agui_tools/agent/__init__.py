@@ -1,28 +1,19 @@
 """The agent side (producer): make a well-formed run the easy thing to emit.
 
-Each name lives in the private module of its job, in the order an agent's
-events flow (h11's layering — the rules in a synchronous object with no I/O,
-the async face and the transport around it):
+Each name lives in the module of its job, in the order events flow (h11's layering):
 
 ================  ==============================================================
 module            job
 ================  ==============================================================
-``_history``      the run input's history, judged before anything runs
-                  (:func:`check_continuation`: FE-8, EVT-9)
-``_runner``       runs an agent to exactly one terminal event (:func:`drive`,
-                  :func:`collect`) and decides which
-``_run``          what agent code holds: :class:`Run`, its handles and scopes,
-                  and the stops :class:`RunCancelled` / :class:`RunInterrupted`
-``_emitter``      sans-I/O: builds every event and judges it before it is sent,
-                  with the consumer's enforcement, expander and verifier
-                  (:class:`Emitter`)
-``_channel``      verified order to the transport, with backpressure
-                  (:class:`EventChannel`)
-``_receipts``     a signed approval receipt checked before the agent acts on
-                  it (:func:`verify_receipt`, :class:`Keyring`; docs/receipts.md)
+``_history``      the run input's history judged first (:func:`check_continuation`)
+``_runner``       an agent run to exactly one terminal event (:func:`drive`, :func:`collect`)
+``_run``          what agent code holds: :class:`Run`, its handles, scopes and stops
+``_emitter``      sans-I/O: every event built and judged before it is sent (:class:`Emitter`)
+``_channel``      verified order to the transport, with backpressure (:class:`EventChannel`)
+``_receipts``     a signed approval receipt checked before acting (:func:`verify_receipt`)
 ================  ==============================================================
 
-HTTP + SSE around all of it is :func:`agui_tools.transport.agent_app`.
+HTTP + SSE around it is :func:`agui_tools.transport.agent_app`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The emitter's books: what a run opened, the calls it knows, and how it refuses.
-
-Kept apart from :class:`~agui_tools.agent._emitter.Emitter` by job: the records
-(an open item, span, step or invocation; a known call), the nouns and rules the
-kinds table gives them, and the wording of a refusal — of a misuse, a
-non-finite number, or an event that would close a chunk stream still being
-written (CHUNK-11, in the words of ``expand.py``'s closing rules).
+"""The emitter's books: the records of what a run opened and the calls it knows, their
+nouns and rules, and the wording of a refusal (a misuse, a non-finite number, an event that
+would close a chunk stream being written, CHUNK-11).
 """
 
 from __future__ import annotations
@@ -91,12 +87,8 @@ def as_list(value: Any) -> Any:
 
 
 def json_numbers(ev: WireEvent) -> None:
-    """Refuse NaN and ±Infinity in an event's payload, verified or not (TRANS-4).
-
-    orjson writes them as ``null`` without a word, so the consumer would get
-    another value than the agent sent. Only events that carry agent-supplied
-    JSON (state, payloads, results, usage) are walked — never a text or
-    argument delta, whose values are strings.
+    """Refuse NaN and ±Infinity in an event's payload (TRANS-4): orjson writes them as
+    ``null`` silently. Only agent-supplied JSON (state, payloads, results, usage) is walked.
     """
     refuse_non_finite(ev, f"refusing to emit {ev['type']}")
 

@@ -1,10 +1,4 @@
-"""The hand-off between an agent's task and the transport that writes its events.
-
-The emitter decides *what* is sent and in which order; the transport
-(``server.py``, or :func:`~agui_tools.agent._runner.collect` in tests) decides *when*
-bytes move. :class:`EventChannel` sits between them: it keeps the verified
-order, encodes each event as it is pushed, and applies backpressure.
-"""
+"""The hand-off between an agent's task and the transport that writes its events."""
 
 from __future__ import annotations
 
@@ -21,16 +15,9 @@ __all__ = ["EventChannel"]
 class EventChannel:
     """Hands verified events from the agent's task to the transport, in order.
 
-    ``push`` is synchronous on purpose: an agent may emit from several tasks
-    (parallel subagents), and the order the emitter verified must be the order
-    on the wire — an ``await`` between judging an event and queueing it would
-    let another task's events overtake it. Events are encoded as they are
-    pushed, so an agent that mutates a dict it emitted (a state object, a
-    list of parts) cannot change what was verified. Backpressure is separate
-    (:meth:`flow`): a writer waits there once ``high_water`` events are queued.
-
-    ``encode`` turns one event into its payload: compact JSON by default, one
-    binary frame for the protobuf binding.
+    ``push`` is synchronous: an ``await`` between judging and queueing would let another task's
+    events overtake; events are encoded as pushed, so mutating an emitted dict changes nothing.
+    Backpressure is :meth:`flow` (past ``high_water``). ``encode``: JSON, or a binary frame.
     """
 
     def __init__(

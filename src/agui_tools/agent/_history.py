@@ -1,14 +1,8 @@
 """The run input judged before anything runs: does it continue its thread soundly?
 
-A server receives a ``RunAgentInput`` whose ``messages`` are the thread so far.
-Before an agent runs on it, the conflicts of the history with the protocol's
-identity and continuation rules are refused (:func:`check_continuation`): a
-message id used twice, a tool call id naming two calls, a tool message that
-answers no call — or a call the history makes only later — a call answered
-twice, and a call that no tool message answers. None of these is malformed
-JSON — enforcement (``codec.decode_run_input``) has already accepted the
-input — so the refusal is its own exception, :class:`ContinuationRejected`,
-which a server answers with 409 naming the ids. Nothing is ever repaired.
+Conflicts of the history with the identity and continuation rules are refused
+(:func:`check_continuation`) with :class:`ContinuationRejected` — 409 naming the ids, not a
+malformed-input error, since enforcement already accepted it. Nothing is repaired.
 """
 
 from __future__ import annotations
@@ -28,24 +22,11 @@ def _listed(ids: Sequence[str]) -> str:
 def check_continuation(run_input: Mapping[str, Any]) -> None:
     """Refuse a history whose ids or answers conflict; raise :class:`ContinuationRejected`.
 
-    Checks on an *enforced* run input (``decode_run_input(...).wire``), in order:
-
-    * a message id used by two messages (EVT-8: a ``messageId`` MUST be unique
-      within its thread — a later snapshot restates a message by it);
-    * a tool call id naming two calls (EVT-9: the id identifies *one* call and
-      ties its answer to it — with two, no answer can say which it answers);
-    * a tool message whose ``toolCallId`` names no call of the history (EVT-9);
-    * a tool message placed before the call it answers (INPUT-5: the history
-      is the conversation *in order*; an answer cannot precede its question);
-    * a call answered by two tool messages (FE-8: a tool message *per call* —
-      an agent handed two answers would act on one of them, unknowably);
-    * an assistant tool call that no tool message answers (FE-8: a thread that
-      continues MUST answer every call first). Skipped when the input carries
-      ``resume`` entries: an interrupt may stand for the call (an approval
-      gate), and which interrupts cover which calls is the agent's knowledge,
-      not the transport's.
-
-    Never repaired: no tool message is invented, none is dropped or reordered.
+    On an *enforced* run input, in order: a message id used twice (EVT-8); a call id naming two
+    calls (EVT-9); a tool message answering no call (EVT-9) or placed before its call
+    (INPUT-5); a call answered twice (FE-8); a call no tool message answers (FE-8) — skipped
+    with ``resume`` entries, where an interrupt may stand for it. Nothing is invented, dropped
+    or reordered.
     """
     messages = run_input.get("messages") or ()
     first_use: dict[str, int] = {}

@@ -55,14 +55,10 @@ async def drive(
 ) -> None:
     """Run ``agent`` for ``run_input`` and push its events, ending with one terminal event.
 
-    The ending is decided here: the agent returning is success; ``RunCancelled``
-    (or a task the agent awaited being cancelled) is cancelled; ``RunInterrupted``
-    the interrupt outcome; any other exception ``RUN_ERROR``, with ``code`` the
-    exception's class name and a message that does not repeat the exception's
-    text unless ``expose_errors`` (it may hold what a client must not see).
-    When *this* task is cancelled — the client went away — nothing more is
-    pushed and the cancellation propagates. A bug of our own still ends the
-    stream with ``RUN_ERROR``; the channel is always closed.
+    Returning is success; ``RunCancelled`` (or a cancelled awaited task) cancelled;
+    ``RunInterrupted`` interrupt; any other exception ``RUN_ERROR`` with the class name as
+    ``code`` and its text only with ``expose_errors``. If *this* task is cancelled (the client
+    left), nothing more is pushed. The channel is always closed.
     """
     with _telemetry.agent_run(run_input) as span:
         try:

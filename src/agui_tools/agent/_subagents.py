@@ -1,10 +1,7 @@
-"""Subagent invocations on the producer side: announced, finished, failed.
-
-The part of :class:`~agui_tools.agent._emitter.Emitter` that opens and ends
-invocations (SUB-*): what an invocation holds open ends with it — live items
-are the agent's bug, abandoned ones are closed, nested invocations fail with
-a failing parent — and its terminal event closes its lane (CHUNK-14).
-:class:`SubagentScopes` is a mixin: the emitter owns the books it reads.
+"""Subagent invocations on the producer side (SUB-*), a mixin of
+:class:`~agui_tools.agent._emitter.Emitter`: an invocation's end ends what it holds open
+(live items are a bug, abandoned ones closed, nested ones failed with it) and its lane
+(CHUNK-14).
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """Tool-call argument text: a live preview while it streams, a verdict when it closes.
 
-The specification carries arguments as *text* (TOOL-4) and forbids acting on
-them before ``TOOL_CALL_END`` (TOOL-5): until then the text is a prefix of
-whatever the producer is sending. So there are two readings, kept apart by
-type:
-
-* :meth:`ArgumentBuffer.preview` — a :class:`Preview` for a UI card whose
-  fields fill in. Always a prefix (``complete`` is ``False`` and
-  ``is_prefix`` is ``True`` by construction), and no API turns it into
-  arguments: the validator refuses it, and nothing converts it.
-* :meth:`ArgumentBuffer.final` / :func:`parse_arguments` — at
-  ``TOOL_CALL_END``, a strict parse returning :class:`ParsedArguments` or
-  :class:`UnparseableArguments`. Text that does not parse is not a protocol
-  violation ("closing establishes completeness, not validity"); it is the
-  application's to dispose of, so it is returned as a value, never raised.
-
-Empty text means "no arguments": ``""`` (and whitespace only) parses to
-``{}``. Providers send exactly that for parameterless calls — many emit no
-``TOOL_CALL_ARGS`` at all — and nothing is lost by accepting it, because the
-tool's schema still runs on the ``{}``: a tool with required parameters
-rejects it there, with a reason that names the missing fields, which is a
-better answer to the model than "unexpected end of input".
-``ParsedArguments.from_empty_text`` records that it happened.
+Arguments are text (TOOL-4), not to be acted on before ``TOOL_CALL_END`` (TOOL-5), so
+there are two readings, kept apart by type: :meth:`ArgumentBuffer.preview` (a
+:class:`Preview` for a UI, always a prefix, which nothing turns into arguments) and
+:meth:`ArgumentBuffer.final` / :func:`parse_arguments` (a strict parse at the end, returning
+:class:`ParsedArguments` or :class:`UnparseableArguments` — a value for the application,
+not a violation). Blank text parses to ``{}``, as providers send for parameterless calls:
+the tool's schema still judges it, naming any missing field.
 """
 
 from __future__ import annotations
@@ -51,42 +36,22 @@ PartialMode: TypeAlias = Literal["on", "trailing-strings"]
 class PreviewPolicy:
     """When :meth:`ArgumentBuffer.preview` re-parses, and how.
 
-    Re-parsing the whole prefix after every delta is quadratic: a megabyte
-    argument in 10-byte deltas would parse tens of gigabytes. The policy re-parses
-    (``n`` = current size in characters, ``p`` = size at the last parse):
-
-    * never when ``n == p`` (an empty delta changes nothing);
-    * always while ``n <= live_limit`` — short arguments, the common case,
-      update on every delta;
-    * beyond that, only once ``n - p >= max(min_step, growth * p)``;
-      otherwise the cached preview is returned.
-
-    Bound. Past ``live_limit`` each parse happens at a size at least
-    ``(1 + growth)`` times the previous one, so those sizes form a geometric
-    series capped by the final size ``N``: they sum to at most
-    ``N * (1 + growth) / growth``. Below it there is at most one parse per
-    distinct size, each of at most ``live_limit`` characters. Total characters
-    parsed, however the text is cut into deltas and however often
-    :meth:`~ArgumentBuffer.preview` is called::
+    Re-parsing the whole prefix per delta is quadratic. With ``n`` the size now and ``p`` at
+    the last parse, it re-parses never when ``n == p``, always while ``n <= live_limit``, and
+    beyond only once ``n - p >= max(min_step, growth * p)``. Past ``live_limit`` the parse sizes
+    grow geometrically, so the characters parsed are bounded, however the text is cut::
 
         parsed <= N * (1 + growth) / growth  +  live_limit * min(live_limit, D)
 
-    where ``D`` is the number of non-empty deltas that arrived while the text
-    was at most ``live_limit`` long. With the defaults that is
-    ``5 N + 4096 * min(4096, D)`` — linear in ``N``; the second term is a
-    constant (under a megabyte for 10-byte deltas). The price is staleness: a preview
-    of a large argument lags the text by at most ``max(min_step, growth * n)``
-    characters; :attr:`Preview.chars` says exactly how much it reflects.
+    (``N`` the final size, ``D`` the non-empty deltas below ``live_limit``): linear in ``N``.
+    The price is staleness, at most ``max(min_step, growth * n)``; :attr:`Preview.chars` says it.
 
     Attributes:
         live_limit: re-parse on every delta up to this many characters.
-        growth: past ``live_limit``, the relative growth that triggers a
-            re-parse (must be > 0; it is the ``1/growth`` in the bound).
-        min_step: and the absolute growth that must also have happened, so
-            mid-sized texts do not re-parse every few hundred characters.
-        partial: ``pydantic_core`` partial mode. ``"trailing-strings"`` shows
-            a string field while it streams (a card's text fills in);
-            ``"on"`` shows a string only once its closing quote arrived.
+        growth: past ``live_limit``, the relative growth that triggers a re-parse (> 0).
+        min_step: the absolute growth also required, so mid-sized texts do not re-parse often.
+        partial: ``pydantic_core`` partial mode: ``"trailing-strings"`` shows a string as it
+            streams, ``"on"`` only once its closing quote arrived.
     """
 
     live_limit: int = 4096
@@ -122,25 +87,16 @@ class PreviewPolicy:
 class Preview:
     """A PREFIX of the argument text, parsed leniently for display. Never act on it.
 
-    The call is still streaming (TOOL-5): fields may be missing, a string may
-    be cut mid-word, a number may be missing digits (``3`` of ``31``). It is
-    for a UI card and nothing else; :class:`~agui_tools.app._validation.ArgumentValidator`
-    refuses it, and there is deliberately no way to turn it into
-    :class:`ParsedArguments` — wait for ``TOOL_CALL_END`` and call
+    The call is still streaming (TOOL-5): fields may be missing or cut short. The validator
+    refuses it and nothing turns it into :class:`ParsedArguments`: wait for
     :meth:`ArgumentBuffer.final`.
 
     Attributes:
-        value: the partial JSON value parsed from the first ``chars``
-            characters, or ``None`` when that prefix does not parse even
-            partially (nothing yet, or the text is already malformed).
-        chars: how many characters of the text this preview reflects; it can
-            trail :attr:`ArgumentBuffer.size` (see :class:`PreviewPolicy`).
-        error: why ``value`` is ``None`` when the prefix is non-blank and does
-            not parse; ``None`` otherwise.
-        complete: always ``False``. Not a constructor argument.
-        is_prefix: always ``True``. Not a constructor argument.
-
-    ``value`` is shared with the buffer's cache: read it, do not mutate it.
+        value: the partial value of the first ``chars`` characters, ``None`` when they do not
+            parse even partially; shared with the buffer's cache (do not mutate it).
+        chars: how many characters it reflects (may trail :attr:`ArgumentBuffer.size`).
+        error: why ``value`` is ``None`` for a non-blank prefix.
+        complete, is_prefix: always ``False`` and ``True``; not constructor arguments.
     """
 
     value: Any
@@ -155,14 +111,8 @@ class Preview:
 
 @dataclass(frozen=True, slots=True)
 class ParsedArguments:
-    """The closed call's argument text, parsed strictly: a JSON object.
-
-    Still untrusted model output (TOOL-21): validate it against the tool's
-    schema before executing anything.
-
-    Attributes:
-        value: the arguments.
-        from_empty_text: the text was empty or blank and was read as ``{}``.
+    """The closed call's argument text, parsed strictly: a JSON object — still untrusted
+    (TOOL-21). ``from_empty_text``: the text was blank and read as ``{}``.
     """
 
     value: dict[str, Any]
@@ -174,19 +124,13 @@ UnparseableKind: TypeAlias = Literal["syntax", "not_an_object", "encoding"]
 
 @dataclass(frozen=True, slots=True)
 class UnparseableArguments:
-    """The closed call's argument text is not usable as a function call's arguments.
-
-    Not a protocol violation: the application decides (typically: answer the
-    call with an error tool message carrying :attr:`reason`, so the model can
-    retry).
+    """The closed call's argument text is not usable as arguments — the application's to
+    answer (typically with :attr:`reason`, so the model can retry), not a violation.
 
     Attributes:
         reason: one sentence for a person or a model, with line and column.
-        position: character offset into the text where the problem is (for
-            ``not_an_object``, where the top-level value starts).
-        kind: ``"syntax"`` (not JSON), ``"not_an_object"`` (JSON, but a
-            function call's arguments must be an object) or ``"encoding"``
-            (the text holds a lone surrogate and is not valid Unicode).
+        position: character offset of the problem.
+        kind: ``"syntax"``, ``"not_an_object"`` or ``"encoding"`` (a lone surrogate).
     """
 
     reason: str
@@ -203,13 +147,8 @@ FinalArguments: TypeAlias = ParsedArguments | UnparseableArguments
 class ArgumentBuffer:
     """The argument text of one tool call, accumulated from ``TOOL_CALL_ARGS`` deltas.
 
-    Appending is O(1) (a list of parts, joined on demand and the join kept),
-    so a long argument does not copy its prefix once per delta. Reading
-    :attr:`text` after every delta would copy it again each time — use
-    :meth:`preview` for that, whose cost is bounded by :class:`PreviewPolicy`.
-
-    A reopened call (TOOL-7) keeps appending to the same buffer; :meth:`final`
-    reads whatever has arrived when it is called.
+    Appending is O(1) (parts joined on demand); reading :attr:`text` per delta would copy the
+    prefix each time — use :meth:`preview`. A reopened call (TOOL-7) keeps appending.
     """
 
     __slots__ = ("_final", "_parts", "_policy", "_preview", "_size")
@@ -299,10 +238,7 @@ _WHERE: Final = re.compile(r" at line (\d+) column (\d+)$")
 def parse_arguments(text: str) -> FinalArguments:
     """Parse a closed call's argument text strictly (RFC 8259; no NaN, no trailing data).
 
-    ``pydantic_core`` rather than ``orjson`` for the strict parse: orjson
-    turns an integer beyond 64 bits into a float (an order number of 26
-    digits would silently lose its last digits), pydantic_core keeps it
-    exact. Also usable on ``ToolCall.function.arguments`` from history.
+    ``pydantic_core``, not orjson: orjson turns an integer beyond 64 bits into a float.
     """
     if _BLANK.match(text):
         return ParsedArguments({}, from_empty_text=True)

@@ -1,13 +1,9 @@
 """Tool messages out of their calls' order, found before the next input is sent.
 
-A chat-completions model refuses a history in which a tool message does not
-follow the assistant message that made its call (only other tool messages may
-stand between): "assistant message with tool_calls must be followed by tool
-messages". A producer slip makes such a history — an adapter restates a tool
-result under a fresh id in its ``MESSAGES_SNAPSHOT`` (upstream ag-ui #1745), and
-reconciling by id (STATE-1) moves it to the end of the thread. The history is
-the thread's as the spec folds it; we say so (AGT-HIST-1) and reorder only when
-the application asked to, never silently.
+A chat-completions model refuses a tool message that does not follow its call's assistant
+message, and a producer slip makes one (an adapter restating a result under a fresh id,
+upstream ag-ui #1745, reconciled by id, STATE-1). We say so (AGT-HIST-1) and reorder only
+when asked.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
-"""Disposition: every call a run left unanswered ends in exactly one answer.
+"""Disposition: every call a run left unanswered ends in exactly one answer (FE-8).
 
-"The agent proposes, the application disposes" (FE-8): after a run finishes,
-each unanswered call is *executed* (its result), *fails* (a tool message with
-``error`` set), or is *declined* (saying so, and saying who declined). This
-module holds the per-call state machine and the wording of answers; the
-:class:`~agui_tools.app._conversation.Conversation` drives it.
-
-A call's life, as a UI card shows it::
+Each is executed, fails, or is declined (saying who declined); this is the per-call state
+machine and the wording of answers::
 
     streaming → awaiting_consent → approved → executing → done | failed
                       └──────────────→ declined
 
-Arguments are model output and treated as untrusted (TOOL-21): parsed
-strictly, validated against the advertised schema, never acted on before the
-call closed (TOOL-5). The answer never claims an approval that did not happen
-(TOOL-22): a policy decision is worded as the policy's, a user's as the user's.
-Results are data (TOOL-23): whatever a handler returns is carried as content,
-never interpreted.
+Arguments are untrusted (TOOL-21, TOOL-5); an answer never claims an approval that did not
+happen (TOOL-22); results are data, never interpreted (TOOL-23).
 """
 
 from __future__ import annotations
@@ -213,12 +204,8 @@ def normalize_result(value: Any) -> str | list[dict[str, Any]]:
 
 @dataclass
 class PendingCall:
-    """One call a run left unanswered, under disposition.
-
-    ``arguments`` is the strict parse of the closed call's text;
-    ``errors`` the schema violations (empty when valid); ``tool`` the
-    advertised spec, or ``None`` when the agent called a tool the input did not
-    advertise (TOOL-24, FE-11).
+    """One call a run left unanswered, under disposition: ``arguments`` strictly parsed,
+    ``errors`` its schema violations, ``tool`` ``None`` when not advertised (TOOL-24, FE-11).
     """
 
     thread_id: str
@@ -283,16 +270,11 @@ class PendingCall:
 
 
 def idempotency_key(thread_id: str, call_id: str) -> str:
-    """The idempotency key of call ``call_id`` of thread ``thread_id``.
+    """The idempotency key of call ``call_id`` of thread ``thread_id``: ``"agui-"`` and 32 hex
+    digits of a SHA-256 over the length-prefixed ids.
 
-    A pure function of the two ids — ``"agui-"`` and the first 32 hex digits of the
-    SHA-256 of each id's UTF-8 bytes, each preceded by its length as 8 big-endian
-    bytes (length-prefixed, so no two different pairs of ids hash the same bytes — a
-    NUL inside an id cannot shift the boundary) — so every execution of the call
-    gets the same key: a retry after a store failure, a restarted process, another
-    replica on the same store. 37 ASCII characters, within the limits payment APIs
-    set (Stripe: 255). Ids are the agent's: the key of a call is only as unique as
-    the agent keeps its call ids within a thread (EVT-9)."""
+    A pure function, so a retry, a restart or another replica gets the same key; 37 ASCII
+    characters suit payment APIs. Only as unique as the agent keeps its call ids (EVT-9)."""
     parts = [part.encode("utf-8", "surrogatepass") for part in (thread_id, call_id)]
     digest = hashlib.sha256(b"".join(len(p).to_bytes(8, "big") + p for p in parts)).hexdigest()
     return f"agui-{digest[:32]}"
@@ -300,14 +282,11 @@ def idempotency_key(thread_id: str, call_id: str) -> str:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool handler may know about its call (opt-in: annotate a parameter of
-    the handler ``ToolContext``; docs/application.md, "A handler that knows its call").
+    """What a tool handler may know about its call (annotate a parameter ``ToolContext``;
+    docs/application.md, "A handler that knows its call").
 
-    ``idempotency_key`` is stable across retries and replicas (:func:`idempotency_key`):
-    pass it to a payment API, and the side effect is idempotent downstream too — a
-    call whose first execution may have reached the API before a crash is answered
-    "outcome unknown" here, and ``outcome_unknown=`` can ask the API by the same key
-    (``call.idempotency_key``) what became of it.
+    ``idempotency_key`` is stable across retries and replicas: pass it to a payment API, and
+    ``outcome_unknown=`` can ask that API by the same key what became of a call.
     """
 
     thread_id: str

@@ -1,8 +1,6 @@
 """Replaying a captured stream through the whole consumer: pipeline + reducer.
 
-Used by ``agui-tools verify``, the conformance runner and tests. A captured
-stream is a JSON array of events, NDJSON, an SSE body or a binary-binding body
-(length-prefixed protobuf frames, TRANS-7) — sniffed from its first bytes — and
+A capture (JSON array, NDJSON, SSE or binary frames, TRANS-7, sniffed from its first bytes)
 goes through exactly the stages a live stream does.
 """
 
@@ -128,11 +126,8 @@ _SSE_LINE: Final = re.compile(rb"^(?::|(?:data|event|id|retry)(?::|$))", re.MULT
 def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | str | Any]:
     """Split a captured stream into frames (JSON texts or parsed events).
 
-    Raises :class:`ProtocolViolation` (rule TRANS-4) when the capture cannot
-    be read as any of the three formats: it is not UTF-8 text (every format
-    is), it is not valid JSON where JSON is expected, or nothing in it is an
-    event, an SSE field or an SSE comment — an empty or binary file is not an
-    empty stream, and judging it "completed" would say something untrue.
+    Raises :class:`ProtocolViolation` (TRANS-4) when it is no format: not UTF-8, bad JSON, or
+    nothing in it an event or SSE line — an empty file is not an empty, "completed" stream.
     """
     stream = FrameStream(limits=limits)
     return stream.feed(data) + stream.close()
@@ -144,14 +139,11 @@ _SSE_ENDS: Final = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 class FrameStream:
-    """:func:`read_frames` for a capture read in chunks: sans-I/O, fed its bytes as they are
-    read, handing on each frame as it completes — so a loader keeps what it makes of the
-    frames, never the capture's text as well (``agui-tools mock``).
+    """:func:`read_frames` fed in chunks, handing on each frame as it completes, so a loader
+    never holds the capture's text too (``agui-tools mock``).
 
-    Only a JSON array is held whole until :meth:`close` (one JSON text: the parser reads it
-    at once). Raises what :func:`read_frames` raises, as soon as it is known (not UTF-8:
-    at the bad byte), and :meth:`close` says where the last, unfinished event starts
-    (:attr:`unfinished_at`, as :func:`unfinished_at` would of the whole capture).
+    Only a JSON array is held whole until :meth:`close`, which also says where an unfinished
+    last event starts (:attr:`unfinished_at`).
     """
 
     def __init__(self, *, limits: Limits | None = None) -> None:
@@ -355,13 +347,11 @@ def fold_frame(
     frame: bytes | str | Mapping[str, Any],
     delivered: list[WireEvent] | None = None,
 ) -> bool:
-    """One frame through the pipeline, then its events into the thread: the step every
-    judge of a stream takes (:func:`replay`, the proxy's :class:`~._watch.StreamWatch`).
+    """One frame through the pipeline, then its events into the thread — every judge's step
+    (:func:`replay`, :class:`~._watch.StreamWatch`).
 
-    ``True`` when the stream broke here — the pipeline's violation, or a limit the
-    reducer keeps (state, message size), which the pipeline then holds as its error
-    (``pipe.error``). The events the thread took, those before a break included, are
-    appended to ``delivered``.
+    ``True`` when the stream broke here (a violation, or a reducer limit then held as
+    ``pipe.error``); the events taken, those before a break included, go to ``delivered``.
     """
     failed = False
     try:
@@ -388,12 +378,9 @@ def verify_capture(
 ) -> CaptureVerdict:
     """Judge a captured stream as a conforming consumer would — ``agui-tools verify`` as a call.
 
-    ``data`` is a JSON array of events, NDJSON, an SSE body or a binary-binding
-    body (sniffed from its first bytes). The verdict's :meth:`CaptureVerdict.to_json` is the document
-    ``agui-tools verify --json`` prints; ``truncated`` says where a capture cut
-    mid-run stops (TRANS-2). A stream that breaks a rule is a
-    verdict (``result.outcome == "failed"``), not an exception; only a capture
-    that is no stream at all raises :class:`ProtocolViolation` (TRANS-4).
+    :meth:`CaptureVerdict.to_json` is ``verify --json``'s document; ``truncated`` says where a
+    cut capture stops (TRANS-2). A broken stream is a ``"failed"`` verdict; only a capture
+    that is no stream raises :class:`ProtocolViolation` (TRANS-4).
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
     verdict = replay(
@@ -406,11 +393,8 @@ def verify_capture(
 def truncation(outcome: CaptureVerdict, data: bytes) -> dict[str, Any] | None:
     """Where the capture ends mid-run (``None``: every run it started ended).
 
-    A truncated run has no outcome and is never a success (TRANS-2; RUN-9): the
-    verdict names the run, the last event read, and the byte the capture stops
-    at — and where an unfinished event (an SSE event without its blank line, a
-    binary frame without all its bytes) begins. A capture holding no event at
-    all (keep-alives only) started no run, and is not cut.
+    A truncated run is never a success (TRANS-2; RUN-9): the verdict names the run, the last
+    event, the byte it stops at and where an unfinished event begins. Keep-alives only is no run.
     """
     return truncation_at(outcome.result, len(data), lambda: unfinished_at(data))
 

@@ -1,30 +1,13 @@
-"""Running fixtures in the official AG-UI conformance format.
+"""Running fixtures in the official AG-UI conformance format
+(``tests/conformance/OFFICIAL-README.md``): each stream replayed through pipeline and
+reducer, each expectation checked, the first failing one named.
 
-A fixture is one event stream plus the outcome the specification requires of a
-consumer (``tests/conformance/OFFICIAL-README.md``). Each stream is replayed
-through our whole consumer (pipeline + reducer), and each expectation key is
-checked; the report names the first expectation that does not hold.
-
-Keys that describe the *official clients' own wording* are judged by our
-equivalent, because we do not copy their messages:
-
-* ``errorContains`` — satisfied when the string occurs in our violation's text
-  (which names ids, paths and the rule), or when the string matches one of the
-  official client's error templates (``ERROR_TEMPLATES``) and our violation
-  carries a rule ID that template stands for, or when the string names the
-  field or identifier our violation points at.
-* ``warnings`` — each string must occur in one of our warnings' rendering
-  (rule, event type, JSON path and message), which is written to name the same
-  paths, types and versions the official ones do.
-* ``expectOverrides`` — ignored (they describe the official .NET client).
-
-``client.maxProtocolVersion`` pins the peer era: the outgoing request is built
-by :func:`~agui_tools.app._downgrade.prepare_run_input` for that peer, and a peer
-≤ 0.0.57 gets the subagent downgrade on the way back.
-
-Fixtures that pin an official client's *admitted gap* — behaviour the spec
-text contradicts — are listed in ``ADMITTED_GAPS`` with the rule we follow
-instead; the runner reports them as ``deviation`` rather than ``fail``.
+Keys about the official clients' wording are judged by our equivalent: ``errorContains``
+matches our violation's text, an official template (``ERROR_TEMPLATES``) with its rule ID,
+or the field it points at; ``warnings`` must occur in our warnings' rendering;
+``expectOverrides`` is ignored (.NET). ``client.maxProtocolVersion`` sets the peer era
+(:func:`~agui_tools.app._downgrade.prepare_run_input`). Official *admitted gaps* are in
+``ADMITTED_GAPS`` and reported as ``deviation``.
 """
 
 from __future__ import annotations

@@ -1,35 +1,21 @@
 """The application core: one thread, its runs, and the disposal of tool calls.
 
-Sans-I/O: a :class:`Conversation` does not open sockets or run an event loop.
-It hands out the ``RunAgentInput`` to send (:meth:`next_input`), takes the
-stream's frames in (:meth:`receive`), reports what the run amounted to
-(:meth:`end_run_steps`), and then lets the application dispose of every call the
-run left pending — consent (:meth:`approve_steps`, :meth:`decline_steps`),
-execution exactly once through the journal (:meth:`claim_steps`) — before the next
-input can be built. Those operations are steps a driver performs against the store
-and the handlers (app/_driver.py: ``Driver``, ``AsyncDriver``). Any transport, UI
-or test drives the same object.
+Sans-I/O: a :class:`Conversation` hands out the input to send (:meth:`next_input`), takes
+frames in (:meth:`receive`), judges the run (:meth:`end_run_steps`), and disposes of every
+call it left pending — consent, execution once through the journal — as steps a driver
+performs (app/_driver.py). The rules it holds the application to:
 
-The rules it holds the application to:
+* the next input answers every unanswered call, one tool message each (FE-8);
+* a resume covers every interrupt, names no other, cancels only expired ones (INT-6..8);
+* arguments are not acted on before the call closed (TOOL-5) nor without strict parsing
+  and validation (TOOL-21); unadvertised tools are not executed by default (TOOL-24);
+* consent is recorded (id, tool, fingerprint, who, when), never claimed falsely (TOOL-22);
+* a side effect runs at most once (intent before, answer after, unknown never re-run);
+* an answer, once given, is never replaced nor lost.
 
-* the next input answers every call the thread left unanswered, one tool
-  message per call, and is refused while any is missing (FE-8);
-* a resuming input covers every interrupt of the interrupted run, names no
-  other, and only cancels an expired one (INT-6, INT-7, INT-8);
-* arguments are never acted on before the call closed (TOOL-5), never without
-  strict parsing and schema validation (TOOL-21), a call to a tool the input
-  did not advertise is not executed by default (TOOL-24);
-* consent is recorded with call id, tool, argument fingerprint, who and when,
-  and an answer never claims an approval that did not happen (TOOL-22);
-* a side effect runs at most once: the journal records intent before and the
-  answer after, and a call whose outcome is unknown is never re-run silently;
-* an answer, once given, is never replaced, and never lost from the thread.
-
-With a ``store`` (:mod:`agui_tools.app._store`) the thread itself survives:
-each run is saved as it ends ("this run folded, these calls pending", one
-transaction, checked against the thread's version), and a ``Conversation``
-made with the same ``store`` and ``thread_id`` — in this process or any other
-— picks the thread up where it was left (see :meth:`Conversation.restore_steps`).
+With a ``store`` each run is saved as it ends (one transaction, checked against the
+thread's version), and a ``Conversation`` on the same store and ``thread_id`` picks the
+thread up there (:meth:`Conversation.restore_steps`).
 """
 
 from __future__ import annotations
@@ -87,14 +73,9 @@ __all__ = [
 
 # -- what the core asks of its journal or store ---------------------------------
 #
-# Everything that reads or writes the journal or store — ending a run, restoring
-# a thread, disposing of a call, consent, claiming and answering — is written
-# once, as public ``*_steps`` methods that yield ``StoreOp``s (app/_steps.py) and
-# never perform them; app/_store_drive.py performs them (``drive_store`` on a
-# synchronous store, ``adrive_store`` without blocking the event loop). Every
-# operation first asks the conversation's ``Link`` (app/_link.py) whether the
-# copy of the thread is still in step with the store; a failed store call moves
-# the link out of step, and from then on the conversation refuses to go on.
+# Every store operation is a public ``*_steps`` method yielding ``StoreOp``s
+# (app/_steps.py), performed by app/_store_drive.py; each first asks the ``Link``
+# (app/_link.py) whether this copy is still in step with the store.
 
 
 class Conversation(Answering):
@@ -103,56 +84,31 @@ class Conversation(Answering):
     Args:
         thread_id: the thread's id (minted when omitted).
         tools: the frontend tools this application advertises and executes.
-        consent: the consent policy (default: read-only tools run, side-effectful
-            tools ask the user).
-        store: the one storage knob. A :class:`~agui_tools.app._store.Store`
-            (``SQLiteStore``, ``PostgresStore``, ``AsyncPostgresStore``,
-            ``MemoryStore``) keeps the whole thread and is the journal of every
-            call (intents, answers, consent decisions); a bare journal
-            (``MemoryJournal``, ``SQLiteJournal``) keeps the calls only. Default:
-            a ``MemoryJournal`` — exactly once within this process. With a
-            ``thread_id`` the store already holds, the thread is restored from
-            it (``messages`` and ``state`` must then be left out); each run is
-            saved as it ends. Tools are never read from the store: the thread
-            advertises this application's ``tools``. An
-            :class:`~agui_tools.app._store.AsyncStore` (``AsyncPostgresStore``)
-            is driven from async code only: the constructor cannot await, so
-            ``await AsyncDriver(conversation).restore()`` loads the
-            thread, and every operation that touches the store is performed by an
-            :class:`~agui_tools.app._driver.AsyncDriver` (``Session`` and
-            ``AgentClient`` do both).
+        consent: the consent policy (default: read-only tools run, others ask the user).
+        store: the one storage knob. A :class:`~agui_tools.app._store.Store` keeps the whole
+            thread and journals every call; a bare journal (``MemoryJournal``,
+            ``SQLiteJournal``) keeps the calls only; default a ``MemoryJournal``. A
+            ``thread_id`` the store holds is restored (leave ``messages`` and ``state`` out);
+            each run is saved as it ends; tools are never read from it. An
+            :class:`~agui_tools.app._store.AsyncStore` is driven from async code only:
+            ``await AsyncDriver(conversation).restore()``, then an
+            :class:`~agui_tools.app._driver.AsyncDriver` for every store operation.
         messages, state: history and state to start from.
         context, forwarded_props: carried on every input.
-        unadvertised: called with ``(name, arguments)`` for a call naming a tool
-            the input did not advertise; return a :class:`ToolSpec` to treat the
-            call like a new tool — validated and put through consent — or
-            ``None`` to refuse it (the default, TOOL-24).
-        outcome_unknown: called with ``(call, started_at)`` for a call whose
-            execution started — in a process that stopped mid-handler, or in
-            another process still running it — and recorded no answer. Return
-            an :class:`Answer` once the application has established what
-            happened (checked the payment system, say): it is recorded as the
-            execution's answer. Return ``None`` (the default) to answer the call
-            as failed with an "outcome unknown" error; the call is never run
-            again either way.
-        in_flight_wait: seconds. An execution that started less than this long
-            ago may still be running in another replica (two replicas carrying
-            one thread at once): its answer is waited for — until this long
-            after it started — before the call is answered "outcome unknown".
-            ``0`` (the default) never waits; the price of waiting is that a
-            replica resuming right after a crash waits that long for the dead
-            process's call.
+        unadvertised: ``(name, arguments)`` of a call to a tool not advertised → a
+            :class:`ToolSpec` to adopt it (validated, through consent) or ``None`` (TOOL-24).
+        outcome_unknown: ``(call, started_at)`` of a call whose execution started and left
+            no answer → the :class:`Answer` the application established, or ``None`` to
+            answer it failed ("outcome unknown"); it is never run again either way.
+        in_flight_wait: seconds to wait for an execution that started this recently (it may
+            still run in another replica) before answering "outcome unknown"; ``0`` never waits.
         strict, limits, middleware: passed to each run's pipeline.
         peer_version: the agent's protocol version when known (downgrades).
-        tool_message_order: ``"as-folded"`` (default) sends the history as the
-            thread holds it; ``"call-order"`` moves each tool message right
-            after the assistant message that made its call, in call order.
-            Either way a history out of call order is reported (AGT-HIST-1) —
-            a chat-completions model refuses it; the history is never
-            reordered unless asked.
-        signer: a :class:`~agui_tools.app._receipts.Signer`: each decided call's
-            tool message, and each resolved resume entry, then carries a signed
-            receipt the agent can check (docs/receipts.md). Default: none.
+        tool_message_order: ``"as-folded"`` (default) or ``"call-order"`` (each tool message
+            right after its call's message). A history out of call order is reported either
+            way (AGT-HIST-1), and only reordered when asked.
+        signer: a :class:`~agui_tools.app._receipts.Signer`; each decided call's tool message and
+            resolved resume entry then carries a signed receipt (docs/receipts.md).
     """
 
     def __init__(
@@ -262,12 +218,9 @@ class Conversation(Answering):
         run_id: str | None = None,
         now: datetime | None = None,
     ) -> dict[str, Any]:
-        """The ``RunAgentInput`` for the next run, exactly as it will be sent.
-
-        Appends ``messages`` (and a user message with text ``user``) to the
-        thread first. Raises :class:`UsageError` — and sends nothing — while a
-        call of the thread is unanswered (FE-8) or the resume list does not
-        cover the interrupted run (INT-6/7/8).
+        """The ``RunAgentInput`` for the next run, exactly as it will be sent, after appending
+        ``messages`` (and a user message ``user``). Raises :class:`UsageError`, sending nothing,
+        while a call is unanswered (FE-8) or the resume list falls short (INT-6/7/8).
         """
         if self._pipeline is not None:
             raise UsageError("the current run has not ended: call end_run() first")
@@ -436,12 +389,8 @@ class Conversation(Answering):
     def receive_many(self, frames: Iterable[bytes | str | Mapping[str, Any]]) -> list[Update]:
         """Take several frames (all a network chunk completed); return UI updates.
 
-        Each event is folded into the thread as the pipeline delivers it, before
-        the next frame is judged: a limit the reducer keeps (state, message size)
-        fails the stream *at* its event — in one batch, a state ``LIMIT`` then
-        ``RUN_FINISHED`` in the same chunk named the later event and left the run a
-        success. On a violation, the updates of the events before it
-        stay queued for :meth:`take_updates`.
+        Each event is folded as it is delivered, so a reducer limit fails the stream *at* its
+        event; on a violation the earlier events' updates stay for :meth:`take_updates`.
         """
         self._ensure_pipeline().feed_many(frames, self._fold)
         return self.take_updates()
@@ -520,13 +469,9 @@ class Conversation(Answering):
     def end_run_steps(self) -> StoreSteps[RunResult]:
         """The run's stream ended (or was abandoned): judge it and open its disposition.
 
-        Every call the run left unanswered gets a :class:`PendingCall`. The run
-        is saved (with a store) before any of them is disposed of. A store
-        failure — of the save, or of a disposition's read or write — is raised
-        and leaves the conversation out of step with its store: from then on it
-        refuses further work with :class:`~agui_tools._errors.ReloadRequired`
-        (reload: a new conversation on the same store and thread id; see
-        app/_link.py).
+        Every unanswered call gets a :class:`PendingCall`; the run is saved before any is
+        disposed of. A store failure is raised and leaves the conversation refusing work with
+        :class:`~agui_tools._errors.ReloadRequired` (app/_link.py).
         """
         pipe = self._ensure_pipeline()
         result: StreamResult = pipe.close()
@@ -718,13 +663,10 @@ class Conversation(Answering):
         self._saved = encoded
 
     def restore_steps(self) -> StoreSteps[bool]:
-        """Load the thread from the store, if that was not done: ``True`` when the
-        store held it (and the thread is now where the last saved run left it).
+        """Load the thread from the store if not done yet: ``True`` when the store held it.
 
-        The constructor does it for a synchronous store; for an
-        :class:`~agui_tools.app._store.AsyncStore` ``await
-        AsyncDriver(conversation).restore()`` before anything else. A store failure
-        while restoring is raised and stops the conversation (reload).
+        The constructor does it for a synchronous store; an async one needs ``await
+        AsyncDriver(conversation).restore()`` first. A failure stops the conversation (reload).
         """
         if not self._unloaded:
             return self.version > 0
@@ -741,13 +683,9 @@ class Conversation(Answering):
         return True
 
     def _restored_steps(self, record: ThreadRecord) -> StoreSteps[None]:
-        """Pick the thread up where the last saved run left it.
-
-        The snapshot gives messages, state and runs; every call still
-        unanswered in it is disposed of as a restarted process disposes of a
-        replayed run — the journal's answer reused, an execution that started
-        anywhere never run again (outcome unknown), a recorded decision kept —
-        except calls an interrupt of the last run gates (answered by resume).
+        """Pick the thread up where the last saved run left it: its unanswered calls are
+        disposed of as after a restart (journal answers reused, started executions never re-run,
+        decisions kept), except those an interrupt of the last run gates.
         """
         self.thread = ThreadState(
             record.messages,

@@ -1,34 +1,18 @@
 """Disposition: the gates a call the run left unanswered passes before anything runs.
 
-A run ended and left a call without an answer. Before the application may
-execute it, the call passes these gates in order; the first that rules on it
-decides, and the gates after it are not asked:
+In order; the first that rules decides:
 
-1. :func:`journal_holds` — what the journal already holds for the call (a
-   replay, a restart, another process) stands: an answer is reused, an
-   execution that started is never run again;
-2. :func:`never_closed` — arguments are never acted on before
-   ``TOOL_CALL_END`` (TOOL-5): a call the run left open is refused;
-3. :func:`not_advertised` — a call to a tool the input did not advertise is
-   refused unless the application's ``unadvertised`` hook adopts it (TOOL-24);
-4. :func:`invalid_arguments` — strict parsing and schema validation
-   (TOOL-21): a call that does not match its tool is refused, saying why;
-5. :func:`decision_recorded` — consent is never lost: the last decision the
-   journal holds for the call stands if it covers the arguments that would
-   run, edited ones included (TOOL-22);
-6. :func:`consent_policy` — the application's policy approves, denies, or
-   asks the user (its failure refuses the call).
+1. :func:`journal_holds` — what the journal holds stands (an answer reused, a started
+   execution never re-run);
+2. :func:`never_closed` — not acted on before ``TOOL_CALL_END`` (TOOL-5);
+3. :func:`not_advertised` — refused unless ``unadvertised`` adopts it (TOOL-24);
+4. :func:`invalid_arguments` — strict parsing and schema validation (TOOL-21);
+5. :func:`decision_recorded` — a recorded decision covering these arguments stands (TOOL-22);
+6. :func:`consent_policy` — the policy approves, denies or asks.
 
-Each gate is a small pure function of the call and the :class:`Desk` (what
-the conversation lends them: what its journal holds for the call, read
-before the gates are asked — so the same gates serve a synchronous and an
-async store —, its consent policy, its ``unadvertised`` hook). A gate never
-reads or writes the journal or the thread: it
-fills in what it learned about the call (its tool, schema errors, edited
-arguments, verdict) and returns a :data:`Ruling`, or ``None`` to pass the
-call on. :class:`~agui_tools.app._conversation.Conversation` carries a ruling
-out in one place — durable first, then in memory — so the order "journal,
-then thread" is written once, not once per gate.
+Each gate is a pure function of the call and the :class:`Desk` (the journal's record, read
+before, so sync and async stores share the gates): it returns a :data:`Ruling` or ``None``.
+The conversation carries a ruling out in one place — journal first, then memory.
 """
 
 from __future__ import annotations

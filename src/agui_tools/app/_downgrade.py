@@ -1,25 +1,12 @@
 """Talking to an older peer: outgoing run input, and version-gated downgrades.
 
-``prepare_run_input`` is the client's last word before sending
-(``basic/processing`` "Outgoing material"; INPUT-4, INPUT-7):
-
-* declare ``protocolVersion`` — unless the peer is known to predate the field;
-* strip activity messages, which never travel back to the producer;
-* upgrade a legacy ``binary`` part to its media part (lossless, silent);
-* strip unrecognised material with a warning and reject a malformed known
-  field with :class:`InputRejected` — before anything is sent.
-
-A party that *knows* its peer is older MAY downgrade (``basic/versioning``);
-where it does not know, it behaves as though the peer were current. The gates
-mirror the official client's era shims, each a pure transformation that warns
-when it loses content (VER-3, VER-6):
-
-* peer ≤ 0.0.39: message content flattened to text; dropped parts are named
-  in a warning ("DROPS non-text parts"); ``parentRunId`` removed;
-* peer ≤ 0.0.57: ``subagentRunId`` stripped from the input (lossless) and, on
-  the way back, ``SUBAGENT_*`` events dropped with a warning and attribution
-  stripped (:func:`subagent_downgrade`);
-* peer < 1.0: no ``protocolVersion`` declaration.
+``prepare_run_input`` is the client's last word before sending (INPUT-4, INPUT-7): declare
+``protocolVersion``, strip activity messages, upgrade legacy ``binary`` parts, strip the
+unrecognised with a warning and refuse the malformed (:class:`InputRejected`). A party that
+knows its peer is older MAY downgrade, warning when content is lost (VER-3, VER-6): ≤ 0.0.39
+flattens content to text and drops ``parentRunId``; ≤ 0.0.57 strips ``subagentRunId`` and
+drops ``SUBAGENT_*`` events on the way back (:func:`subagent_downgrade`); < 1.0 declares no
+version.
 """
 
 from __future__ import annotations

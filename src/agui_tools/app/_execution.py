@@ -36,16 +36,12 @@ class Executes(Protocol):
 
 
 class Execution:
-    """One execution of a call, answered however its handler ends — written once
-    for :meth:`Driver.execute` and :meth:`AsyncDriver.execute` (app/_driver.py).
+    """One execution of a call, answered however its handler ends — for both drivers.
 
-    Entering claims the call through the journal (:meth:`Conversation.claim_steps`);
-    when the claim finds an answer instead, ``claimed`` is False and ``answer``
-    is that answer. The body runs the handler and hands its answer to
-    :meth:`returned`. Leaving records the answer — or, when the handler raised,
-    a ``failed`` answer (an ``Exception``: a handler failure is an answer, not
-    a crash) or an "outcome unknown" one before the interruption goes on
-    (``KeyboardInterrupt``, ``SystemExit``, cancellation: it may have acted).
+    Entering claims the call (:meth:`Conversation.claim_steps`; ``claimed`` False with the
+    standing ``answer`` otherwise); :meth:`returned` takes the handler's answer. Leaving records
+    it — or ``failed`` for an ``Exception``, or "outcome unknown" for an interruption that may
+    have acted (``KeyboardInterrupt``, ``SystemExit``, cancellation).
     """
 
     def __init__(self, conversation: Executes, call_id: str) -> None:

@@ -1,46 +1,19 @@
 """The journal: exactly-once execution of tool calls, durable across crashes.
 
-A side effect that happened must never happen twice, and an answer that was
-produced must never be lost — not by a crash, a retried request or a replayed
-stream. The journal makes that checkable: before a handler runs it records the
-*intent*, after it returns it records the *answer*, each in its own committed
-transaction, keyed by ``(threadId, toolCallId, argument fingerprint)``.
+A side effect must never happen twice and an answer never be lost. One record per
+``(threadId, toolCallId)``, written two ways, each atomic:
 
-A call id executes at most once in a thread, whatever its arguments: the
-journal holds **one record per (threadId, toolCallId)**. Two operations write
-it, each decided atomically:
+* ``claim(key)`` before a handler runs: nothing recorded → the intent (with the argument
+  fingerprint) is written and the caller runs (``Claim.RUN``), then ``finish``; an answer
+  → returned, never re-run (``Claim.ANSWERED``); an intent alone → outcome unknown, never
+  re-run silently, edited arguments or not (``Claim.UNKNOWN``);
+* ``settle(key, answer)`` for an answer that ran nothing, with its consent decision, only
+  when nothing is recorded; otherwise the standing record wins.
 
-* ``claim(key)`` — before a handler runs:
-
-  * nothing recorded for the call → the intent is written (with the
-    fingerprint of the exact arguments) and the caller may execute
-    (``Claim.RUN``), then records the result with ``finish(key, answer)``;
-  * an answer is recorded → return it; the handler is never run again
-    (``Claim.ANSWERED``);
-  * an intent without an answer → the earlier execution's outcome is unknown
-    (the process died mid-handler, or another process is running it now). It
-    is never re-run silently (``Claim.UNKNOWN``) — not with the same
-    arguments, and not with edited ones.
-
-* ``settle(key, answer)`` — an answer that ran nothing (declined, failed
-  before running, refused): written only when nothing is recorded for the
-  call, together with the consent decision behind it in the same
-  transaction. Otherwise the standing record wins and is returned: a call
-  another process answered keeps that answer, and a call whose execution
-  started somewhere is not declined after the fact.
-
-An "outcome unknown" answer is never written over an open intent: the
-execution it stands in for may still finish, and its result — the truth — is
-what the journal keeps.
-
-Consent decisions are recorded here too, append-only, so who approved what —
-and with which exact arguments — survives the process.
-
-Storage: SQLite from the standard library, one file per application, WAL mode
-with ``synchronous=FULL`` so a committed record survives power loss, and
-``BEGIN IMMEDIATE`` so two processes sharing the file cannot both claim a call.
-:class:`MemoryJournal` has the same semantics without persistence (tests, and
-applications that accept losing the record on exit).
+"Outcome unknown" is never written over an open intent: the execution may still finish.
+Consent decisions are kept here, append-only. SQLite: WAL with ``synchronous=FULL`` (a
+commit survives power loss), ``BEGIN IMMEDIATE`` (two processes cannot both claim);
+:class:`MemoryJournal` has the same semantics without persistence.
 """
 
 from __future__ import annotations
@@ -75,15 +48,10 @@ __all__ = [
 
 
 def refuse_bad_ids(*, reading: bool = False, **ids: str) -> None:
-    """Refuse an id no store can hold — the same refusal in every store.
-
-    A NUL, or more than :data:`~agui_tools.wire._enforce.MAX_ID_BYTES` bytes: PostgreSQL
-    cannot store either (a NUL call id would brick its thread; a very long thread id
-    cannot be saved) while SQLite and memory could, so the same input would have three
-    outcomes. It is :class:`~agui_tools.app.StoreWriteFailed` (``StoreReadFailed`` for a read),
-    nothing written, naming the rule (``LIMIT``) and the limit, on every store. (The
-    pipeline refuses such ids in events and run inputs first: this is for ids an
-    application chose.)
+    """Refuse an id no store can hold (a NUL, or over
+    :data:`~agui_tools.wire._enforce.MAX_ID_BYTES` bytes), the same in every store: a
+    :class:`~agui_tools.app.StoreWriteFailed` (``StoreReadFailed`` for a read) under ``LIMIT``,
+    nothing written. For ids an application chose; the pipeline refuses them in events first.
     """
     for kind, value in ids.items():
         problem = id_problem(value) if isinstance(value, str) else None
@@ -435,20 +403,12 @@ def _wal(db: sqlite3.Connection, timeout: float) -> None:
 
 
 def create_aside(path: Path, scripts: tuple[str, ...]) -> bool:
-    """Put a new journal file at ``path`` — unless a file is there (``True``: this call
-    put it there; ``False``: another process created it first).
+    """Put a new journal file at ``path`` unless one is there (``True``: this call did).
 
-    The file is built beside ``path`` under a temporary name (its tables, WAL mode,
-    committed and fsynced), then hard-linked to ``path``, which fails if ``path``
-    exists: a crash at any moment leaves ``path`` absent or whole, and of several
-    processes creating one file at once, one links its file and the others open it.
-
-    The new file has no identity row: its first open writes it, in the ``-wal``
-    like every record after it — so a copy of the file made without its ``-wal``
-    still has no identity and is refused. Until that first open, the temporary
-    name stays linked to the file: the proof that a file without an identity is a
-    new one, not such a copy. A crash before the link may leave the temporary file
-    (``.NAME.HEX.creating``, beside ``path``): it holds no record and may be deleted.
+    Built under a temporary name, fsynced, then hard-linked to ``path``: a crash leaves ``path``
+    absent or whole, and of concurrent creators one wins. Its identity row is written by its
+    first open, in the ``-wal``, so a copy without its ``-wal`` is refused; until then the
+    temporary name (``.NAME.HEX.creating``) proves it new — left by a crash, it may be deleted.
     """
     tmp = _temporary(path)
     what = f"cannot create the journal at {path}"
@@ -494,12 +454,9 @@ def create_aside(path: Path, scripts: tuple[str, ...]) -> bool:
 
 
 class SQLiteJournal(AnswerFromLookup):
-    """The durable journal: one SQLite file per application.
-
-    Safe to share between threads of one process (a lock serialises them) and
-    between processes (``BEGIN IMMEDIATE`` takes the write lock before reading
-    the record). Every method commits before it returns; a failure of the
-    database is raised as :class:`JournalError` saying what was being recorded.
+    """The durable journal: one SQLite file per application, shared by threads (a lock) and
+    processes (``BEGIN IMMEDIATE``). Every method commits before returning; failures are
+    :class:`JournalError`.
     """
 
     blocking: ClassVar[bool] = True
@@ -513,15 +470,10 @@ class SQLiteJournal(AnswerFromLookup):
     ) -> None:
         """Open the journal at ``path``.
 
-        ``create``: ``None`` (the default) creates a journal only where no file
-        exists; ``True`` also in a file that holds nothing (0 bytes, or a database
-        without a record), in place; ``False`` never creates. A new file is created
-        whole (:func:`create_aside`): a crash leaves none, or one that opens. A
-        file that exists but holds no journal is refused (:class:`JournalError`):
-        it is what a journal becomes when its contents are lost — replaced by an
-        empty file, or copied without its ``-wal`` — and opening it as a fresh
-        journal would run every call again. ``create=True`` never replaces a
-        record.
+        ``create``: ``None`` creates only where no file exists, ``True`` also over an empty file or
+        database, ``False`` never. A file that exists without a journal is refused
+        (:class:`JournalError`): it is a journal whose contents were lost, and opening it fresh
+        would run every call again.
         """
         self.path = Path(path)
         self._lock = threading.Lock()

@@ -1,58 +1,32 @@
 """A conversation's relation to its store: one small state machine, one table.
 
-Theory of operation (the h11 habit: everything that decides what a
-conversation may do after a store failure lives in this module).
-
-A :class:`~agui_tools.app._conversation.Conversation` holds a copy of a thread
-whose truth is in the store (the saved runs) and the journal (each call's
-intent, answer and consent). While every store operation succeeds the copy
-and the store agree at each step, and the conversation is **in step**. A
-failed operation leaves one of four things behind — what the store may now
-hold, and how the copy relates to it:
+A :class:`~agui_tools.app._conversation.Conversation` holds a copy of a thread whose truth
+is in the store and the journal; while every store call succeeds it is **in step**. A
+failure leaves it in one of:
 
 ========================  =================================  ==================
 state                     what the store holds               entered on
 ========================  =================================  ==================
 ``in-step``               what the copy says it holds        (start)
-``read-failed``           as before the read; the copy may   ``StoreReadFailed``
-                          be half-disposed (a call whose
-                          record was not read)
-``write-failed``          as before the write; the copy is   ``StoreWriteFailed``
-                          ahead (a run, an answer, a
-                          decision that is not stored)
-``outcome-unknown``       the write, or not: nobody can      ``StoreOutcomeUnknown``,
-                          tell from here                     any other failure
-``stale``                 another writer's run; the copy     ``StaleThread``
-                          is behind
+``read-failed``           as before; the copy may be half-   ``StoreReadFailed``
+                          disposed
+``write-failed``          as before; the copy is ahead       ``StoreWriteFailed``
+``outcome-unknown``       the write, or not                  ``StoreOutcomeUnknown``,
+                                                             any other failure
+``stale``                 another writer's run               ``StaleThread``
 ========================  =================================  ==================
 
-The rules this table serves:
-
-1. **No call of a run is ever executed unless that run's save is durable.** A
-   run whose save failed (``write-failed``) or may have failed
-   (``outcome-unknown``) is never disposed of from this copy.
-2. **No answer is ever saved that contradicts the journal.** A copy that could
-   not read a call's record (``read-failed``) never answers the call from what
-   it guesses.
-3. **One recovery for every failure: reload.** Every state but ``in-step``
-   refuses every operation that reads or writes the store or sends input, with
-   :class:`~agui_tools._errors.ReloadRequired` naming the failure; a new
-   conversation on the same store and thread id starts from what the store and
-   the journal hold — whatever the failure left there — and the journal, not
-   the copy, decides what ran. Reconciling in place (re-reading and merging)
-   would have to get right, per state, what reloading gets right by
-   construction; a ``Session`` reloads itself on its next ``send``, so for its
-   user the recovery is "send again with the same ``message_id``".
-
-Reads of the copy itself (``messages``, ``state``, ``pending``,
-``take_updates``) stay allowed in every state: a UI can still show what the
-thread looked like when it stopped.
+So no call of a run executes unless its save is durable, and no answer contradicts the
+journal. One recovery for every failure: reload (:class:`~agui_tools._errors.ReloadRequired`
+refuses store work and sends; a new conversation starts from the store, and the journal
+decides what ran) — reconciling in place would have to get each state right. Reads of the
+copy (``messages``, ``state``, ``pending``, ``take_updates``) stay allowed.
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Literal, get_args
 
 from .._errors import (
     ReloadRequired,
@@ -89,20 +63,7 @@ Operation = Literal[
 """What a conversation does that reads or writes the store, or sends what the store
 must agree with."""
 
-_EVERY: frozenset[Operation] = frozenset(
-    {
-        "next_input",
-        "receive",
-        "end_run",
-        "abandon_run",
-        "restore",
-        "approve",
-        "decline",
-        "execute",
-        "fail",
-        "resume",
-    }
-)
+_EVERY: frozenset[Operation] = frozenset(get_args(Operation))
 
 ALLOWED: dict[LinkState, frozenset[Operation]] = {
     LinkState.IN_STEP: _EVERY,
@@ -141,12 +102,8 @@ class Link:
         raise ReloadRequired(self.thread_id, self.cause)
 
     def failed(self, exc: BaseException, *, writes: bool = True) -> None:
-        """A store operation raised ``exc``: leave ``in-step`` for the state it implies.
-
-        The first failure is kept as the cause. A failure that is not a
-        ``StoreError`` (a cancellation while a write was awaited, a driver's own
-        exception) is an unknown outcome when the operation writes, a failed read
-        when it does not.
+        """A store operation raised ``exc``: leave ``in-step`` for the state it implies (the first
+        failure kept as cause; a non-``StoreError`` is an unknown outcome for a write, else a failed read).
         """
         if self.state is not LinkState.IN_STEP:
             return

@@ -1,48 +1,23 @@
 """JSON Patch (RFC 6902) applied in place, all or nothing, at a cost bounded by bytes.
 
-Why not the ``jsonpatch`` library: it copies the whole document for every
-patch (``in_place=False`` is the only way to get RFC 6902's atomicity from
-it), so one small ``replace`` costs as much as the whole state; and its
-``copy`` deep-copies without any bound, so groups of ``add``/``copy``/``copy``/
-``move`` double a value per few bytes of patch — a delta of a few kilobytes runs
-for most of a minute (docs/security.md, "The cost of a stream is bounded by its
-bytes", has the figures). Here:
+Not the ``jsonpatch`` library: it copies the whole document per patch for atomicity, and
+its unbounded ``copy`` lets a few kilobytes of patch double a value again and again
+(docs/security.md, "The cost of a stream is bounded by its bytes"). Here:
 
-* **In place, with an undo log.** Each operation records how to undo itself;
-  a patch that fails part-way is rolled back, so the document is either the
-  fully patched one or the one before (RFC 6902 §5). An operation costs
-  O(depth of its path) plus what it moves in and out (below), never the size
-  of the document.
-* **Size is known at all times.** :class:`Document` carries the length of the
-  document's compact JSON encoding (exactly: a member's key, colon and comma
-  are counted as it enters or leaves). A value entering the document is
-  measured — encoded once with orjson, in C — and the document's size is
-  checked *while* the patch applies: the operation that would take it past
+* **In place, with an undo log**: a patch failing part-way is rolled back (RFC 6902 §5);
+  an operation costs its path's depth plus what it moves, never the document's size.
+* **Size is known at all times**: :class:`Document` tracks its compact JSON length exactly;
+  an entering value is measured (orjson, in C) and the operation that would pass
   ``max_bytes`` raises :class:`PatchTooLarge` before the value is built.
-* **Work is budgeted.** Measuring or copying a value already in the document
-  (the source of a ``copy``, what a ``remove``/``replace`` discards, a value
-  ``move``d deeper) is charged against ``max_work`` bytes per patch; beyond
-  it, :class:`PatchTooLarge`. So the work one patch does is at most its own
-  length (values it carries are encoded once) plus ``max_work`` bytes of
-  encoding and decoding in C — whatever the operations are.
-* **And so is the work of a stream of patches.** The per-patch budget alone let
-  each small ``copy`` of a large value onto itself cost twice that value in
-  encoding, so a stream of such deltas ran for minutes. So work also draws on a
-  *credit* that lives as long as the document: it starts at ``max_work``, each
-  patch adds :data:`CREDIT_PER_OP` bytes per operation and the size of every
-  value it brings in (what its own bytes paid for), capped at ``max_work``
-  between patches. Past it, :class:`PatchTooLarge`: the work of every patch a
-  document ever takes is at most ``max_work`` plus a constant multiple of
-  those patches' own lengths.
-* **Depth is checked per operation.** A container must not sit deeper than
-  ``max_depth`` levels (the document itself is level 1). Measuring a value
-  also bounds its nesting: orjson refuses to write past 254 levels, so a value
-  wrapped in ``254 - room`` lists encodes only when it nests at most ``room``
-  levels — the check rides on the encoding, in C, instead of a Python walk.
+* **Work is budgeted**: measuring or copying values already in the document draws on
+  ``max_work`` bytes per patch, and on a credit living as long as the document (refilled by
+  :data:`CREDIT_PER_OP` per operation and what each patch brings in, capped at
+  ``max_work``), so a stream of patches does work linear in its own length.
+* **Depth is checked per operation** (``max_depth``, the document level 1), riding on the
+  encoding: orjson writes at most 254 levels, so a value wrapped in ``254 - room`` lists
+  encodes only when it nests at most ``room``.
 
-Values that enter come from the patch's event, which the application may keep
-(a replay's delivered events, a UI's log): they are decoded from their
-encoding — fresh objects — never aliased into the document.
+Entering values are decoded from their encoding, never aliased from the patch's event.
 """
 
 from __future__ import annotations
@@ -157,9 +132,9 @@ class Document:
     """A JSON value under patching, with its encoded size.
 
     Args:
-        value: the document; owned by this object from now on (pass a copy).
-        size: its encoded size when already known (measured otherwise).
-        max_bytes: the largest the document may grow to (:class:`PatchTooLarge`).
+        value: the document, owned from now on (pass a copy).
+        size: its encoded size when known.
+        max_bytes: the largest it may grow (:class:`PatchTooLarge`).
         max_depth: how many levels of containers it may hold (itself is one).
         max_work: bytes of existing values one patch may measure or copy.
     """
@@ -178,12 +153,8 @@ class Document:
         self._credit = max_work
 
     def apply(self, ops: Any) -> None:
-        """Apply ``ops`` in place, all or nothing.
-
-        Raises :class:`PatchFailed` (the document is unchanged) when the patch
-        does not apply, and :class:`PatchTooLarge` (unchanged too) when it
-        would grow the document past ``max_bytes`` or do more than
-        ``max_work`` bytes of copying.
+        """Apply ``ops`` in place, all or nothing: :class:`PatchFailed` or :class:`PatchTooLarge`
+        leave the document unchanged.
         """
         if ops.__class__ is not list:
             raise PatchFailed("a patch must be an array of operations")

@@ -1,19 +1,11 @@
 """Recorded runs: what a mock agent replays, and which one answers a request.
 
-Sans-I/O (the files are read by :mod:`agui_tools.transport._captures`): a captured
-body — a JSON array, NDJSON, SSE or binary-binding body, sniffed as
-:func:`~agui_tools.app._capture.read_frames` sniffs it, and fed in chunks to
-:class:`RecordedEvents`, which keeps each event as it completes — becomes
-:class:`RecordedRun` values, each the events one response carried and, when the
-capture kept it, the run input that asked for them. A capture with no input (a
-``run --save`` file) is split at its top-level ``RUN_STARTED`` events: one
-recorded run per run. The inspector's ``thread.json`` keeps inputs and the
-thread's messages but no events: :func:`runs_from_thread_export` rebuilds each
-run's stream from what the run added to the thread.
-
-:class:`Matcher` picks the recorded run that answers a request — in recorded
-order, or by the request's last user message — and :func:`retarget` puts the
-request's ``threadId``/``runId`` into the events.
+Sans-I/O (files are read by :mod:`agui_tools.transport._captures`): a captured body, sniffed
+and fed in chunks to :class:`RecordedEvents`, becomes :class:`RecordedRun` values — one per
+response, or, with no input (``run --save``), one per top-level ``RUN_STARTED``;
+:func:`runs_from_thread_export` rebuilds runs from an inspector ``thread.json``.
+:class:`Matcher` picks the run answering a request and :func:`retarget` puts the request's
+ids into it.
 """
 
 from __future__ import annotations
@@ -54,13 +46,10 @@ _INTERNED_CHARS: Final = 128
 
 @dataclass
 class RecordedRun:
-    """One recorded response: its events in order, and the input that asked for them.
+    """One recorded response: its events, and the input that asked for them.
 
-    ``status`` other than 200 is a recorded refusal (a proxy recording keeps
-    the upstream's 409 or 500): replayed as that status with ``body``. So is any
-    answer with ``verbatim`` (a proxy recording's 200 JSON answer, a 204, a
-    redirect with its ``location``): status, ``content_type`` (``None``: no
-    ``Content-Type``) and body as recorded, no events.
+    A ``status`` other than 200, or ``verbatim``, is replayed as recorded (status,
+    ``content_type``, ``body``; a proxy recording's 409, 204 or redirect), with no events.
     """
 
     source: str
@@ -189,12 +178,8 @@ def _parsed(item: str | bytes | dict[str, Any]) -> dict[str, Any]:
 
 
 class RecordedEvents:
-    """Sans-I/O: the events of one captured body, kept as its chunks are read.
-
-    Each frame becomes its event as it completes (:class:`~._capture.FrameStream`), so
-    what a loader holds is the events, never the capture's text as well. The first
-    event that cannot be read ends the keeping; :meth:`close` raises it then — after
-    the whole body was checked to be UTF-8, which a body that is not fails first.
+    """Sans-I/O: the events of one captured body, kept as its chunks are read (never its text).
+    The first unreadable event ends the keeping; :meth:`close` raises it, after the UTF-8 check.
     """
 
     def __init__(self, source: str) -> None:
@@ -285,14 +270,10 @@ def recorded_runs(
     run_input: Mapping[str, Any] | None = None,
     split: bool | None = None,
 ) -> list[RecordedRun]:
-    """The recorded runs of one captured body.
+    """The recorded runs of one captured body (``data``, or a :class:`RecordedEvents` fed).
 
-    With ``run_input`` the body is one response (a proxy exchange, an inspector
-    run): one recorded run. Without, it is split at its top-level ``RUN_STARTED``
-    events (``split`` overrides): ``run --save`` joins every run of a command.
-    ``data`` is the body, or a :class:`RecordedEvents` its chunks were fed to (a file
-    read in chunks). Raises :class:`~agui_tools.UsageError` naming ``source`` when
-    the body is no stream or holds no event.
+    With ``run_input`` it is one response; without, it is split at top-level ``RUN_STARTED``
+    (``split`` overrides). :class:`~agui_tools.UsageError` naming ``source`` when no stream or no event.
     """
     if isinstance(data, bytes):
         reader = RecordedEvents(source)
@@ -337,13 +318,9 @@ def retarget(
     thread_id: str | None,
     run_id: str | None,
 ) -> list[dict[str, Any]]:
-    """The recorded events with the request's ``threadId`` and ``runId`` in them.
-
-    Every ``threadId`` equal to the recorded thread's, every ``runId`` and
-    ``parentRunId`` equal to the recorded run's, becomes the request's (a
-    subagent's own run id stays its own); ``RUN_STARTED.input`` becomes the
-    request's input. Nothing else is touched: message and call ids are the
-    recorded ones, which a history the recording built also names.
+    """The recorded events with the request's ``threadId``, ``runId`` and
+    ``RUN_STARTED.input`` in place of the recorded ones (a subagent's run id stays its own);
+    message and call ids stay as recorded.
     """
     new_thread, new_run = run_input.get("threadId"), run_input.get("runId")
     out = []
@@ -386,12 +363,9 @@ class Miss:
 class Matcher:
     """Which recorded run answers the next request.
 
-    ``order``: the first request gets the first recorded run, the next the
-    second…; past the last, every request is a :class:`Miss` (404).
-    ``last-user-message``: the recorded run whose input ends its last user
-    message the same way — equal content, as many messages after it; among
-    several, each in turn, the last one again once all were served. A request
-    with no user message is a 422 miss, one matching none a 404.
+    ``order``: in turn, then :class:`Miss` (404). ``last-user-message``: the run whose input's
+    last user message (and what follows it) is the same; several in turn. No user message is a
+    422 miss, no match a 404.
     """
 
     def __init__(self, runs: Sequence[RecordedRun], mode: MatchMode = "order") -> None:
@@ -484,19 +458,10 @@ def _listed(names: Sequence[str]) -> str:
 def runs_from_thread_export(document: Mapping[str, Any], *, source: str) -> list[RecordedRun]:
     """The runs of an inspector ``thread.json``, their streams rebuilt from the thread.
 
-    The export keeps each run's input and the thread's messages, not the
-    events: run *k* added to the thread what the next input (the final
-    messages, for the last run) holds beyond its own input, less what the
-    frontend added — user messages and its answers to the run's calls. Those
-    messages are emitted whole (one content delta, one argument delta, no
-    timestamps), and the run ends as it ended (``RUN_FINISHED`` with its
-    outcome, or ``RUN_ERROR``). A tool message is the agent's (a
-    ``TOOL_CALL_RESULT``) when it answers a call of this run to a tool the
-    input did not advertise and an assistant message of the run follows it:
-    the frontend answers after the stream, so a backend result after the run's
-    last assistant message is taken for the frontend's (export ``run-N.sse``
-    for the exact stream). A refused run (no input, or a non-200 status) is
-    left out.
+    Run *k* added what the next input (or the final messages) holds beyond its own input, less
+    the frontend's user messages and answers; those are emitted whole, ending as the run ended.
+    A tool message after the run's last assistant message is taken for the frontend's (export
+    ``run-N.sse`` for the exact stream). Refused runs are left out.
     """
     runs = document.get("runs")
     if not isinstance(runs, list):

@@ -1,41 +1,20 @@
 """The thread reducer: verified events folded into messages and state.
 
-Input is the pipeline's output — expanded, verified wire events — so the
-reducer trusts the sequence and only assembles. Cost per event does not grow
-with the thread: text and argument deltas append to part lists (joined when
-read), items are found through id indexes, and nothing is cloned per event
-(the official reducer clones the whole thread on every event).
+It trusts the pipeline's sequence and only assembles; cost per event does not grow with the
+thread (deltas append to part lists, ids are indexed, nothing is cloned per event). Where
+things land (``basic/metadata``, ``events/*``):
 
-What lands where (``basic/metadata``, ``events/*``):
+* text messages, reopen appending without changing role or name (TEXT-2, TEXT-3);
+* tool calls on their assistant message, raw ``arguments`` (TOOL-26); results as tool
+  messages right after their call's message (TOOL-12), data never obeyed (TOOL-23);
+* reasoning and activity messages; ``MESSAGES_SNAPSHOT`` reconciled by id, keeping
+  client-only roles (STATE-1);
+* ``STATE_SNAPSHOT`` replaces, ``STATE_DELTA`` applies atomically or warns (STATE-2);
+* ``encryptedValue`` kept unmodified (REAS-1), an unknown entity warns (REAS-2);
+* metadata merged per key, last write wins, never recursing (META-4, META-5).
 
-* text messages, with reopen appends (TEXT-2); a reopening start never changes
-  the established role or name (TEXT-3);
-* tool calls on their assistant message, ``arguments`` kept as the raw text
-  (TOOL-26); a call whose parent message does not exist gets one (below);
-* tool messages minted by ``TOOL_CALL_RESULT``, string or content parts as
-  given (TOOL-12) — results are data: nothing in them is parsed or obeyed
-  (TOOL-23); the tool message goes right after the assistant message that made
-  the call, after results already recorded for it, so the history keeps the
-  provider contract "a tool call is immediately followed by its result";
-* reasoning messages; activity messages (snapshot, ``replace: false``, delta);
-* ``MESSAGES_SNAPSHOT`` reconciled by id, in place, keeping client-only
-  activity and reasoning messages unless the snapshot carries that role
-  (STATE-1);
-* ``STATE_SNAPSHOT`` replaces; ``STATE_DELTA`` applies atomically with a
-  maintained JSON Patch library, and a patch that does not apply leaves the
-  prior state and warns (STATE-2);
-* ``encryptedValue`` (and ``encryptedValueType``) stored on the message or
-  call it names, returned unmodified later (REAS-1); an unknown entity warns
-  (REAS-2);
-* metadata merged per item, key by key, last write winning, never recursing
-  (META-4, META-5): tool-call events into the call, a result into its tool
-  message.
-
-A call's parent message: the assistant message named by ``parentMessageId``
-when it exists; otherwise a new assistant message with that id; with no
-``parentMessageId`` (or one naming a non-assistant message) a new assistant
-message keyed by the call's own id — the official client's resolution, so
-both produce the same history.
+A call's parent is the assistant message ``parentMessageId`` names, else a new one with that
+id, else (none, or not an assistant) a new one keyed by the call id — as the official client.
 """
 
 from __future__ import annotations
@@ -218,24 +197,15 @@ class ThreadState:
 
     Args:
         messages: the history the run input carried (wire dicts).
-        state: the state the run starts from; absent means ``{}`` (INPUT-13).
-        on_warning: called with each warning (patch failures, unknown
-            encrypted-value entities, deltas for missing activities).
-        limits: the pipeline's :class:`~agui_tools.wire.Limits`; the reducer
-            keeps three of them. ``max_depth``: how deeply state and activity
-            content may nest — a patch that would nest deeper does not apply
-            (STATE-2). ``max_state_bytes``: how large the state, and each
-            activity's content, may grow — a snapshot or patch past it is a
-            :class:`LimitExceeded` violation, checked while the patch applies.
-            ``max_message_bytes``: how much text one message may stream.
-            Initial state beyond either limit is refused (:class:`UsageError`):
-            it could never be sent again.
-        max_depth: overrides ``limits.max_depth`` (kept for callers that only
-            bound nesting).
+        state: the starting state; absent means ``{}`` (INPUT-13).
+        on_warning: called with each warning.
+        limits: the reducer keeps ``max_depth`` (a deeper patch does not apply, STATE-2),
+            ``max_state_bytes`` (state and each activity's content; past it,
+            :class:`LimitExceeded`) and ``max_message_bytes``; initial state past them is a
+            :class:`UsageError`: it could never be sent again.
+        max_depth: overrides ``limits.max_depth``.
 
-    The state is patched in place (all or nothing, see
-    :mod:`agui_tools.app._patch`): :attr:`state` is a live view — copy it to keep a
-    version.
+    :attr:`state` is patched in place (:mod:`agui_tools.app._patch`): copy it to keep a version.
     """
 
     def __init__(
@@ -385,16 +355,12 @@ class ThreadState:
                 touched.add(call.message.id)
 
     def encoded(self, previous: Encoded) -> tuple[int, Encoded]:
-        """Every message as JSON bytes, and how many leading ones are as ``previous``
-        (what the last call returned) had them: what a save writes is what changed.
+        """Every message as JSON bytes, and how many leading ones are as ``previous`` had them:
+        what a save writes is what changed.
 
-        The messages before the first one that moved or that an event, answer or
-        edit touched since are not looked at one by one: the prefix is found by
-        comparing record identities a slice at a time (in C), then lowered to the
-        first touched message. From there each message is encoded again unless its
-        record is untouched and in place, and compared byte for byte, so a snapshot
-        restating the thread as it was still keeps it. The Python work is the
-        change, not the thread. Raises ``TypeError`` for a value JSON cannot carry.
+        The unchanged prefix is found by record identity a slice at a time (in C); after it each
+        message is re-encoded unless untouched and in place, and compared byte for byte. Raises
+        ``TypeError`` for a value JSON cannot carry.
         """
         touched, self._touched = self._touched, set()
         order = self._order

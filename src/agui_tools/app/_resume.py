@@ -1,9 +1,6 @@
-"""Interrupts and their resume (INT-6, INT-7, INT-8): what a resume list must cover.
-
-``pages/basic/patterns/interrupt-resume.mdx``: a run that ends with
-``outcome: {type: "interrupt"}`` is continued by an input whose ``resume``
-list has one entry per interrupt — no unknown id, none left out, an expired
-one only ``cancelled``.
+"""Interrupts and their resume (INT-6, INT-7, INT-8): a run ending ``interrupt`` is
+continued by a ``resume`` list with one entry per interrupt — none unknown, none left out,
+an expired one only ``cancelled``.
 """
 
 from __future__ import annotations

@@ -14,11 +14,8 @@ __all__ = ["RunResult", "describe_run", "run_from_json", "run_to_json"]
 
 @dataclass
 class RunResult:
-    """What one run amounted to, for the application.
-
-    ``status`` is ``success``, ``interrupt``, ``cancelled``, ``error``,
-    ``truncated`` or ``rejected`` (the stream broke a rule); ``pending`` the
-    calls the run left for the application, derived from the stream whenever
+    """What one run amounted to: ``status`` (``success``, ``interrupt``, ``cancelled``,
+    ``error``, ``truncated``, ``rejected``) and ``pending``, derived from the stream when
     ``pendingToolCallIds`` is absent or empty (FE-6, FE-7).
     """
 

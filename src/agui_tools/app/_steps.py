@@ -1,23 +1,9 @@
 """The one step language of agui-tools, and its one pair of drivers.
 
-Everything that waits on something outside the state machines — a journal or
-store call, a SQL query, a connection attempt, a pause, a user's answer — is
-written once, as a generator that *yields* what it needs and is *sent* each
-result (or has its exception thrown in where it asked). Nothing in such a
-generator does I/O; a driver does, and there are exactly two:
-
-* :func:`drive` performs each step with a plain call (``time.sleep`` for a
-  :class:`Pause`): the synchronous faces;
-* :func:`adrive` awaits each step (``asyncio.sleep`` for a :class:`Pause`):
-  the async faces.
-
-So a sync face and an async face cannot differ in what they decide and
-record, only in how they wait — the sans-I/O habit of the wire core (h11's
-``Connection``) applied to storage. What a step *is* depends on who reads the
-steps: :class:`StoreOp` for the conversation's journal/store, a SQL query for
-the PostgreSQL plans, a connection attempt for opening a pool, a turn or a
-question for a session. Each reader gives the driver one ``perform``
-function; the loop, the pauses and the throwing-in are written here only.
+What waits on the outside (a store call, a query, a pause, a user's answer) is a generator
+that yields each step and is sent its result; it does no I/O. :func:`drive` performs steps
+with plain calls, :func:`adrive` awaits them — so a sync and an async face differ only in
+how they wait (h11's habit, applied to storage). Each reader gives the driver one ``perform``.
 """
 
 from __future__ import annotations

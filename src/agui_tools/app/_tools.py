@@ -1,10 +1,5 @@
-"""Frontend tools: what the application advertises and how each is treated.
-
-A :class:`ToolSpec` is the application's description of one tool it executes
-itself (a *frontend tool*, FE-1/FE-15): the wire ``Tool`` it advertises in run
-input (name, description, ``parameters`` JSON Schema) plus what the wire does
-not carry — whether calling it has side effects, which decides the default
-consent (read-only tools run without asking; side-effectful ones ask the user).
+"""Frontend tools (FE-1, FE-15): the wire ``Tool`` the application advertises, plus whether
+calling it has side effects, which decides the default consent.
 """
 
 from __future__ import annotations

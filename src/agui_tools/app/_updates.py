@@ -1,10 +1,6 @@
-"""What a UI is told as a run streams and its calls are disposed of.
-
-:class:`TextDelta` and :class:`CallUpdate` (and the protocol's own
-:class:`~agui_tools._errors.ProtocolWarning`) are the ``Update`` values a
-:class:`~agui_tools.app._conversation.Conversation` hands out through
-``receive`` and ``take_updates``: plain values, so a terminal, a page or a test
-renders them without knowing the core.
+"""What a UI is told as a run streams and its calls are disposed of: :class:`TextDelta`,
+:class:`CallUpdate` and :class:`~agui_tools._errors.ProtocolWarning`, plain values from
+``receive`` and ``take_updates``.
 """
 
 from __future__ import annotations
@@ -35,12 +31,8 @@ _NOT_SET: Any = object()
 class CallUpdate:
     """A tool-call card changed: name, argument preview (a *prefix*), status, answer.
 
-    ``arguments`` is set once the arguments are no longer a preview: a
-    ``MESSAGES_SNAPSHOT`` restated the call differently from what streamed, or
-    the call reached disposition (the user's edit included) or its answer. It
-    is what runs — or ran — (the parsed JSON value; the raw text when it does
-    not parse); a UI shows it in place of the streamed preview, so what a user
-    is shown after the fact is what executed.
+    ``arguments`` replaces the preview once it is what runs or ran (a differing snapshot, the
+    disposition, an edit), so what a user sees after the fact is what executed.
     """
 
     call_id: str

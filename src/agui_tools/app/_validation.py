@@ -1,31 +1,11 @@
-"""Validate a closed call's arguments against the tool's advertised ``parameters`` schema.
+"""Validate a closed call's arguments against the tool's ``parameters`` schema (TOOL-21).
 
-Arguments are model output and MUST be validated against the declared schema
-where one was advertised (TOOL-21). The schema itself is carried opaquely by
-the protocol (INPUT-17), so it can be anything — including broken, which is
-the tool's misconfiguration and gets its own exception,
-:class:`InvalidToolSchema`, raised when the validator is built.
-
-Engine: ``jsonschema-rs`` (Rust). Against the pure-Python ``jsonschema`` it
-is much faster on valid tool arguments and when collecting every error
-(``bench/arguments.py`` measures it), and it has what this needs: drafts 4
-to 2020-12, instance paths, and the failing keyword.
-
-Dialect. The one the schema declares in ``$schema`` wins; absent, 2020-12
-(what current tool schemas are written in, and ``jsonschema-rs``'s default).
-A ``$schema`` naming anything else — a custom or vendor meta-schema — is
-refused rather than guessed at: validating under the wrong dialect silently
-accepts what the author meant to reject (draft-07 ``items: [...]`` is a
-tuple check; under 2020-12 it is not even a valid schema). Pass ``dialect=``
-to choose explicitly.
-
-Nothing is fetched. A ``$ref`` to a remote document fails compilation
-(``InvalidToolSchema``): a tool schema from run input is the peer's data, and
-a validator that dereferences it would issue requests on the peer's behalf.
-
-``format`` follows jsonschema-rs's per-dialect default — asserted in drafts
-4–7, an annotation only in 2019-09 and 2020-12, as those drafts specify —
-unless ``validate_formats`` says otherwise.
+The schema is opaque to the protocol (INPUT-17), so a broken one is the tool's
+misconfiguration: :class:`InvalidToolSchema`. Engine: ``jsonschema-rs`` (drafts 4 to
+2020-12, instance paths, failing keywords; faster, see ``bench/arguments.py``). Dialect: the
+``$schema``'s, else 2020-12; an unknown one is refused, not guessed (``dialect=`` chooses).
+Nothing is fetched: a remote ``$ref`` fails compilation. ``format`` follows the dialect's
+default unless ``validate_formats`` says otherwise.
 """
 
 from __future__ import annotations
@@ -135,11 +115,8 @@ class ArgumentError:
 
 
 class InvalidToolSchema(AguiError):
-    """A tool's ``parameters`` is not a usable JSON Schema: the tool is misconfigured.
-
-    Not a protocol violation (the protocol carries schemas opaquely, INPUT-17)
-    and not the model's fault: calls to this tool cannot be checked, so they
-    should be declined (answered with an error) rather than executed.
+    """A tool's ``parameters`` is not a usable JSON Schema: the tool is misconfigured, and its
+    calls should be declined, not executed (not a violation, INPUT-17).
 
     Attributes:
         reason: what is wrong.
@@ -156,13 +133,8 @@ class InvalidToolSchema(AguiError):
 class ArgumentValidator:
     """Checks closed-call arguments against one tool's ``parameters`` schema.
 
-    Build once per tool; compilation is also cached process-wide by the
-    schema's JSON text, so building one per call is cheap too. Raises
-    :class:`InvalidToolSchema` at construction when the schema is unusable.
-
-    An absent schema (``None``) and an empty one (``{}``) impose no
-    constraints (INPUT-17) — except that a function call's arguments are
-    always a JSON object, which is checked whatever the schema says.
+    Compilation is cached process-wide by the schema's text; :class:`InvalidToolSchema` at
+    construction. No schema or ``{}`` constrains nothing (INPUT-17) but an object.
     """
 
     __slots__ = ("_compiled", "_dialect")
@@ -206,16 +178,9 @@ class ArgumentValidator:
     ) -> list[ArgumentError]:
         """Every way ``arguments`` fails the schema; empty means valid.
 
-        Takes the :class:`~agui_tools.app._arguments.ParsedArguments` from
-        ``ArgumentBuffer.final()`` (or an already-parsed mapping, e.g. from
-        history). Refuses a :class:`~agui_tools.app._arguments.Preview` — a prefix
-        is never checked as if it were the call (TOOL-5) — and
-        :class:`~agui_tools.app._arguments.UnparseableArguments`, which has no
-        value to check: answer the call with its ``reason`` instead.
-
-        ``max_errors`` stops collecting after that many (the cost of
-        collecting is already linear in the arguments' size; this bounds the
-        size of the answer sent back to a model).
+        Takes :class:`~agui_tools.app._arguments.ParsedArguments` or a mapping; refuses a
+        :class:`~agui_tools.app._arguments.Preview` (TOOL-5) and
+        :class:`~agui_tools.app._arguments.UnparseableArguments`. ``max_errors`` bounds the answer.
         """
         if max_errors is not None and max_errors < 1:
             raise UsageError(f"max_errors must be at least 1, not {max_errors}")
@@ -391,18 +356,10 @@ def _token(part: str) -> str:
 def _ref_cycle(schema: Any, *, draft4: bool = False) -> str | None:
     """The schema path of a reference that loops back to the same instance, or None.
 
-    Every subschema of the document is a node — the cycle may sit anywhere, under
-    ``properties`` as well as at the root — and its edges are the in-place
-    applicators and the references, resolved as a validator resolves them, within
-    the document (nothing is fetched; a remote ``$ref`` already fails
-    compilation): against the base URI each ``$id`` sets (``id`` in draft 4),
-    to a JSON pointer (percent-decoded), an ``$anchor``, a ``$dynamicAnchor``
-    or a draft-6/7 ``"$id": "#name"``. A ``$dynamicRef`` may land on any
-    ``$dynamicAnchor`` of its name, a ``$recursiveRef`` on any
-    ``"$recursiveAnchor": true``: each is an edge to all of them (through one
-    shared node per name, so the graph stays linear in the schema's size).
-    Recursion through ``properties``, ``items`` and the like is fine: each step
-    consumes a level of the instance.
+    Nodes are every subschema; edges the in-place applicators and references, resolved within
+    the document as a validator does (``$id``, pointers, anchors; a ``$dynamicRef`` or
+    ``$recursiveRef`` to every matching anchor through one shared node per name). Recursion
+    through ``properties``, ``items`` and the like consumes a level, so it is fine.
     """
     id_key = "id" if draft4 else "$id"
     nodes: dict[str, tuple[Any, str]] = {}  # path -> (subschema, its base URI)
@@ -562,13 +519,8 @@ _NAME_MAPS: Final = frozenset(
 
 
 def _keyword(error: jsonschema_rs.ValidationError) -> str:
-    """The schema keyword that failed.
-
-    The last segment of the schema path is the keyword that produced the
-    error; ``kind.name`` is jsonschema-rs's error category, which can differ
-    (``dependentRequired`` reports as ``required``, ``minContains`` as
-    ``contains``). The kind is the fallback when the path ends at a subschema
-    rather than a keyword — a ``false`` schema under ``properties`` or ``$defs``.
+    """The schema keyword that failed: the schema path's last segment, else jsonschema-rs's
+    ``kind.name`` (a path ending at a subschema, e.g. a ``false`` schema).
     """
     path = error.schema_path
     if path and isinstance(path[-1], str) and not (len(path) > 1 and path[-2] in _NAME_MAPS):

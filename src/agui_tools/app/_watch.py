@@ -1,29 +1,17 @@
 """Live traffic between a frontend and an agent, judged on both sides (``agui-tools proxy``).
 
-Sans-I/O, like the rest of app/: the proxy's I/O (:mod:`agui_tools.transport._proxy`)
-hands bytes in and takes findings out — and, in strict mode, the bytes it may
-forward. Two judges, each built from the ones the rest of the library uses, never
-a second copy of a rule:
+Sans-I/O: the proxy hands bytes in and takes findings (and, strict, the bytes to forward)
+out. Two judges, built from the library's own:
 
-* :class:`StreamWatch` — the **agent** as a producer. Each chunk of the response
-  body goes through its binding's stream reader, the consumer pipeline and the
-  thread reducer exactly as ``agui-tools verify`` replays a capture (the loop of
-  :func:`~agui_tools.app._capture.replay`), so what the proxy says of a stream is
-  what ``verify`` says of its recording. The pipeline's warnings on producer MUSTs
-  (:data:`~agui_tools.wire._verify.PRODUCER_MUSTS`: a fabricated result for a
-  frontend call, FE-2 …) are errors, as ``check`` counts them. Incremental: it
-  holds the reader's unfinished event and the folded thread, never the stream.
-* :class:`ThreadLedger` — the **frontend** as an application. Each run input is
-  judged as our server judges it (:meth:`AgentEndpoint.judge_body
-  <agui_tools.transport._server.AgentEndpoint.judge_body>`: 400/413/422, and 409
-  for a history that leaves a call unanswered — FE-8 — or repeats an id), then
-  against what the proxy saw of the same thread's previous run: its pending calls
-  answered (FE-8, FE-7: an interrupted run's pending calls too), its interrupts
-  covered by the resume list (INT-6/7/8, :func:`~agui_tools.app._resume.check_resume`),
-  the messages it ended with still in the history (INPUT-5, a warning).
+* :class:`StreamWatch` judges the agent as ``verify`` does (the loop of
+  :func:`~agui_tools.app._capture.replay`); producer MUSTs
+  (:data:`~agui_tools.wire._verify.PRODUCER_MUSTS`) are errors, as ``check`` counts them.
+* :class:`ThreadLedger` judges each run input as our server does (:meth:`AgentEndpoint.judge_body
+  <agui_tools.transport._server.AgentEndpoint.judge_body>`), then against the thread's
+  previous run: pending calls answered (FE-8, FE-7), interrupts covered (INT-6/7/8), its
+  messages still there (INPUT-5).
 
-A :class:`WatchFinding` is one observation: rule ID, severity, side, ids, event
-index, message — one JSON line in the proxy's log.
+A :class:`WatchFinding` is one JSON line of the proxy's log.
 """
 
 from __future__ import annotations

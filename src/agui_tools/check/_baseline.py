@@ -1,15 +1,9 @@
 """A baseline: the faults an agent is known to have, so a check fails on new ones only.
 
-``agui-tools check URL --write-baseline FILE`` records every finding that makes
-the report fail — each ``fail`` (and each ``warn`` the ``--level`` counts:
-under ``--strict``, every one) as its case id, rule and verdict, with the
-message, the case's tier and the capability it needs for the reader; ``--baseline FILE``
-then judges a later report against it: a finding whose (case, rule, verdict)
-the baseline holds is *known*, one it does not is *new* (and fails the check),
-and a baseline entry the report no longer shows at all — at any level: a
-``warn`` recorded at ``--level should`` and still found by a ``must`` run is not
-fixed — is *fixed* (reported, so the baseline can be rewritten). Messages are not compared: they carry the run's
-minted ids.
+``--write-baseline FILE`` records each finding that fails the report (case id, rule,
+verdict; message, tier and capability for the reader); ``--baseline FILE`` then calls a
+finding *known* or *new* (new fails), and an entry the report no longer shows at any level
+*fixed*. Messages are not compared: they carry minted ids.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The case catalogue: what ``agui-tools check`` asks an agent, and how it judges the answer.
+"""The case catalogue, in run order: ``input``, ``lifecycle``, ``frontend``, ``history``,
+``interrupts``, ``transport``; ``late`` cases run last, judging every stream received.
 
-Sections, in the order they run: ``input`` (how the agent meets good, bad and
-unusual run input), ``lifecycle`` (the shape of its runs), ``frontend`` (the
-frontend-tool round trip), ``history`` (a continuation that leaves a call
-unanswered), ``interrupts`` (when the agent interrupts), ``transport`` (the
-HTTP + SSE binding, and the binary binding when the agent offers it). Cases
-marked ``late`` run after all others, because they judge every stream the
-others received. Each section is a module registering its cases in
-:data:`~agui_tools.check._catalogue.CASES`; importing them here, in this order,
-is the catalogue's order.
+Each section module registers its cases in :data:`~agui_tools.check._catalogue.CASES`;
+importing them here, in this order, is the catalogue's order.
 """
 
 from __future__ import annotations

@@ -8,7 +8,15 @@ from typing import Any, Final
 import orjson
 
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE
-from ._catalogue import _error_status, _must_run, _ran_into_error, as_the_plain_run, case, describe
+from ._catalogue import (
+    _error_status,
+    _must_run,
+    _ran_into_error,
+    as_the_plain_run,
+    case,
+    describe,
+    served,
+)
 from ._context import Context, Stream, add, findings_of, new_input, use
 from ._report import CaseResult, Finding, Verdict
 
@@ -168,19 +176,9 @@ async def _newer_version(ctx: Context, res: CaseResult) -> None:
     body = _basic_input()
     body["protocolVersion"] = "1.9"
     stream = await ctx.send(res, 'input declaring protocolVersion "1.9"', body)
-    if as_the_plain_run(ctx, res, stream):
+    must = "a producer meeting a newer minor of its line MUST serve the run (and SHOULD warn)."
+    if not served(ctx, res, stream, "VER-5", "", must) or stream.judged is None:
         return
-    if stream.judged is None:
-        add(
-            res,
-            Verdict.FAIL,
-            "VER-5",
-            f"the agent answered {describe(stream)}; a producer meeting a newer minor of its "
-            "line MUST serve the run (and SHOULD warn).",
-            stream,
-        )
-        return
-    findings_of(res, stream)
     for i, ev in stream.judged.of_type("RUN_STARTED"):
         if ev.get("protocolVersion") == "1.9":
             add(

@@ -1,11 +1,8 @@
 """The case catalogue's frame: what a case is, the registry, the judgements sections share.
 
-Each :class:`Case` names the rules it checks (``spec/RULES.md`` IDs), the spec
-page they come from, and what a conforming producer does; its function makes
-the requests it needs (or reads the shared ones from the :class:`Context`) and
-records :class:`~agui_tools.check._report.Finding` objects. The verdict is the
-worst finding; no finding at all is a pass. The sections register their cases
-here in the order they run (``_cases`` imports them in that order).
+A :class:`Case` names its rules, their page, and what a conforming producer does; its
+function makes its requests (or reads shared ones from the :class:`Context`) and records
+:class:`~agui_tools.check._report.Finding` objects. The worst finding is the verdict; none is a pass.
 """
 
 from __future__ import annotations
@@ -255,23 +252,25 @@ def _error_status(ctx: Context, res: CaseResult, stream: Stream, rule: str, what
         )
 
 
+def served(ctx: Context, res: CaseResult, stream: Stream, rule: str, lead: str, must: str) -> bool:
+    """True, with the stream's findings taken, when the agent ran an input it must serve;
+    otherwise the ``rule`` failure (``lead`` + what it answered + ``must``), or nothing
+    when it answered as it answered the plain run."""
+    if as_the_plain_run(ctx, res, stream):
+        return False
+    if stream.judged is None:
+        add(res, Verdict.FAIL, rule, f"{lead}the agent answered {describe(stream)}; {must}", stream)
+        return False
+    findings_of(res, stream)
+    return True
+
+
 def _must_run(ctx: Context, res: CaseResult, stream: Stream, rule: str, what: str) -> None:
     """An input the agent must serve: a 200 event stream, judged whole."""
-    if as_the_plain_run(ctx, res, stream):
-        return
-    if stream.judged is None:
-        add(
-            res,
-            Verdict.FAIL,
-            rule,
-            f"{what}, but the agent answered {describe(stream)}; it must strip what it does not "
-            "recognise and run.",
-            stream,
-        )
-        return
-    findings_of(res, stream)
-    _ran_into_error(res, stream, rule)
-    res.observed = describe(stream)
+    must = "it must strip what it does not recognise and run."
+    if served(ctx, res, stream, rule, f"{what}, but ", must):
+        _ran_into_error(res, stream, rule)
+        res.observed = describe(stream)
 
 
 def _ran_into_error(res: CaseResult, stream: Stream, rule: str) -> None:

@@ -1,10 +1,8 @@
 """What cases share while one check runs: the probe, the settings, the streams seen.
 
-Several cases judge one exchange from different rules' point of view (the
-frontend round trip is one request; five cases read it), so the exchanges a
-case needs are made once, on first use, and cached here. Every stream any case
-received is remembered, so the cases that judge "whenever the agent did X"
-(an errored run, an interrupt, a keep-alive) see all of them.
+Several cases read one exchange (the frontend round trip feeds five), so exchanges are
+made once and cached; every stream received is remembered for the cases judging
+"whenever the agent did X".
 """
 
 from __future__ import annotations

@@ -1,27 +1,16 @@
 """Judging one stream the agent sent: the full consumer pipeline, then the producer's duties.
 
-Every stream a case receives goes through the same
-:class:`~agui_tools.wire.ConsumerPipeline` and
-:class:`~agui_tools.app.ThreadState` a conforming client uses (compatibility
-boundary, enforcement, chunk expansion, verification, the reducer), seeded with
-the run input the stream answers. On top, what only a checker can judge
-because it knows what it asked:
+Every stream goes through the :class:`~agui_tools.wire.ConsumerPipeline` and
+:class:`~agui_tools.app.ThreadState` a client uses, seeded with its run input. On top, what
+only a checker knowing its request can judge:
 
-* a fatal violation is a ``fail`` naming its rule and event;
-* the pipeline's "beyond the official client" findings are producer MUSTs
-  (:data:`PRODUCER_MUSTS`: FE-2, FE-3, FE-5, TOOL-10 …): ``fail``; every other
-  warning (stripped material, an uninterpretable version, the producer slips
-  of ``docs/conformance.md``) is a ``warn``;
-* a body that ends without a terminal event is a truncated run (TRANS-1);
-* a binary-binding body (TRANS-7) is replayed as the client replays it — the
-  decoded events, the reader's notes and a frame that does not decode, in
-  place — and must end on a frame boundary: a header announcing more bytes
-  than the body holds, or bytes trailing the last frame, fail TRANS-7 naming
-  the frame's index and byte offset;
-* the requested run echoes the input's ``runId`` (INPUT-3);
-* history the input already carried is restated as snapshots, never re-streamed
-  as START/CONTENT/END (RUN-14) — a re-sent tool call appends its arguments
-  to the call's own (TOOL-7), doubling them.
+* a fatal violation is a ``fail``; producer MUSTs among the warnings
+  (:data:`PRODUCER_MUSTS`: FE-2, FE-3, FE-5, TOOL-10 …) ``fail``, other warnings ``warn``;
+* a body without a terminal event is a truncated run (TRANS-1);
+* a binary body is replayed as the client does and must end on a frame boundary (TRANS-7,
+  naming the frame's index and offset);
+* the run echoes the input's ``runId`` (INPUT-3);
+* history already carried is restated as snapshots, never re-streamed (RUN-14, TOOL-7).
 """
 
 from __future__ import annotations
@@ -96,13 +85,10 @@ def judge_stream(
 ) -> Judged:
     """Judge ``exchange`` (the ``at``-th of its case) as the answer to ``run_input``.
 
-    ``abandoned``: the checker dropped the connection on purpose, so a missing
-    terminal event is not the agent's fault. ``capped``: the checker stopped
-    reading a stream that would not end (``_probe.STREAM_CAP``): a warning, and
-    what arrived is judged. ``binary``: the answer was the binary binding — its
-    frames as the reader handed them on, and where the body ended. ``slow``: the
-    checker stopped reading a stream still streaming when its time bound (these
-    seconds) passed — what arrived is judged, and the finding says to give more time.
+    ``abandoned``: the checker dropped it on purpose (a missing end is not the agent's).
+    ``capped``: reading stopped at ``_probe.STREAM_CAP`` (a warning). ``binary``: the frames as
+    the reader handed them on, and where the body ended. ``slow``: the time bound (seconds)
+    passed mid-stream; the finding says to give more time.
     """
     out = Judged()
     frames: list[Any] = binary.items if binary is not None else list(exchange.frames)
@@ -282,13 +268,9 @@ def _tool_messages(ev: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def _check_snapshot_answers(out: Judged, at: int, run_input: Mapping[str, Any]) -> None:
     """A tool message a ``MESSAGES_SNAPSHOT`` brings for a call nothing had answered.
 
-    The answer of a call the input left open, or the stream made, arrives as a
-    ``TOOL_CALL_RESULT`` when the agent ran the tool (FE-12) and not at all when the
-    application does (FE-2). A snapshot restating it is the only trace of it otherwise:
-    to an advertised tool that is the "fabricated tool message" FE-2 forbids (``fail``);
-    to the agent's own, a result a consumer deriving the pending calls from the stream
-    (FE-5, FE-6: "every tool call the run started that received no result") never
-    sees — FE-12's "answer in-stream via ``TOOL_CALL_RESULT``" not followed (``warn``).
+    To an advertised tool it is the fabricated result FE-2 forbids (``fail``); to the agent's
+    own, a result a consumer deriving pending calls from the stream never sees (FE-5, FE-6) —
+    FE-12's in-stream ``TOOL_CALL_RESULT`` not used (``warn``).
     """
     advertised = {t.get("name") for t in run_input.get("tools") or () if isinstance(t, Mapping)}
     names: dict[str, str] = {}
@@ -361,12 +343,8 @@ def _restated_result(
     out: Judged, run_input: Mapping[str, Any], index: int | None, ids: Mapping[str, str]
 ) -> tuple[Verdict, str]:
     """AGT-SNAP-2 as this stream shows it: where the earlier id came from, and whether the
-    restated result really moved away from its call in the thread the consumer now holds.
-
-    A snapshot that re-mints every id in order (LlamaIndex) replaces each message with
-    its restatement, and the thread keeps its shape: worth knowing (``info``), not the
-    ag-ui #1745 slip the rule names (a result appended after the messages the thread
-    kept — ``warn``).
+    restated result moved away from its call in the consumer's thread (``warn``) or every id
+    was re-minted in order, keeping the thread's shape (``info``).
     """
     call_id, restated = ids.get("toolCallId", "?"), ids.get("messageId", "?")
     earlier = ids.get("resultMessageId", "?")

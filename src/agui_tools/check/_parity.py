@@ -1,28 +1,11 @@
 """Do two streams answering the same input carry the same events? (binding parity)
 
-The binary binding "differs only in the response" from SSE
-(``basic/transports/http-protobuf``): the same input answered over both
-bindings should deliver the same events. What "the same" means here, and why:
-
-* the events compared are those the consumer pipeline **delivered** — after
-  enforcement and chunk expansion — not the raw frames: an unknown member or
-  event is stripped with a warning on SSE and skipped by protobuf decoding
-  itself (the binary wire is narrower by design, TRANS-7), and what reaches an
-  application is the same either way;
-* a **timestamp** is the producer's clock, different on every run (and never
-  an order, EVT-3): ignored;
-* **identifiers** — every ``id`` and ``…Id`` member, every ``…Ids`` list — are
-  minted per run (the checker sends the same messages on a fresh ``threadId``
-  and ``runId``; an agent mints fresh message and call ids): each stream's are
-  renamed by order of first appearance, so two streams are the same when their
-  identifiers correspond one to one, in the same places;
-* a JSON Patch operation is compared by ``op``, ``path``, ``value`` and
-  ``from``: its extension members do not survive the binary wire (TRANS-7);
-* everything else — the order of events, their types, every delta as split,
-  every value — must be equal.
-
-A model answers differently from run to run; the case that uses this asks
-for a second SSE run of the same input before blaming the binding.
+The binary binding "differs only in the response" (``basic/transports/http-protobuf``).
+Compared: the events the pipeline **delivered** (unknown material is stripped on SSE and
+skipped by protobuf, TRANS-7), ignoring timestamps (EVT-3), with identifiers renamed by
+order of first appearance (they are minted per run), JSON Patch operations by ``op``,
+``path``, ``value`` and ``from``; all else — order, types, deltas as split — must be equal.
+A model varies, so the case asks for a second SSE run before blaming the binding.
 """
 
 from __future__ import annotations

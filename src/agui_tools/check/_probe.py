@@ -1,18 +1,10 @@
 """The checker's HTTP side: send exactly the bytes a case chooses, keep everything.
 
-Not :class:`~agui_tools.transport.AgentClient`: that client prepares and
-judges the run input before sending (it refuses malformed input, which is the
-point of a client), and a checker must be able to send malformed input on
-purpose. Everything that comes back is kept for the transcript — status,
-content type, every SSE ``data`` payload in order, comment lines, and the raw
-line endings the framing case judges.
-
-A binary-binding answer (``Content-Type: application/vnd.ag-ui.event+proto``,
-TRANS-7) is cut by the client's own frame reader
-(:class:`~agui_tools.wire._proto_framing.ProtoReader`): the decoded events (and
-the reader's notes and broken frames) are kept as the judge replays them
-(:attr:`Sent.items`), each event as JSON text in the transcript, and — when
-the body ends — the frame it stopped in, if any (:attr:`Sent.tail`).
+Not :class:`~agui_tools.transport.AgentClient`, which refuses malformed input — a checker
+sends it on purpose. Status, content type, every ``data`` payload, comments and raw line
+endings are kept for the transcript; a binary answer (TRANS-7) is cut by
+:class:`~agui_tools.wire._proto_framing.ProtoReader`, kept as the judge replays it
+(:attr:`Sent.items`), with the frame it stopped in (:attr:`Sent.tail`).
 """
 
 from __future__ import annotations
@@ -37,13 +29,9 @@ BODY_CAP = 64 * 1024
 RAW_CAP = 4 * 1024 * 1024
 """Raw stream bytes kept for the framing checks (events are kept whole regardless)."""
 STREAM_CAP = 2 * 1024 * 1024
-"""A stream is read up to this many bytes by default (``max_stream_bytes``,
-``--max-stream-bytes``): an agent that never stops cannot fill memory within a case's
-time bound. What one exchange costs the checker is a few times its bytes (the frames,
-the parsed events, what the pipeline delivered, the folded thread), and a check
-makes up to ~30 exchanges: 2 MiB keeps a check against an endless stream to a
-bounded, modest memory (docs/security.md, "The cost of a stream is bounded by its
-bytes", has the figures)."""
+"""A stream is read up to this many bytes by default (``--max-stream-bytes``), so an
+agent that never stops cannot fill memory: an exchange costs a few times its bytes and a
+check makes some thirty (docs/security.md, "The cost of a stream is bounded by its bytes")."""
 _SHOWN_REQUEST = 2000
 
 
@@ -136,25 +124,19 @@ class Probe:
         await self.http.aclose()
 
     async def fresh_after(self, status: int | None, error: str = "") -> None:
-        """After an error status or a broken exchange, the next request opens a new connection.
-
-        A server may drop a keep-alive connection after an error without saying
-        ``Connection: close`` (uvicorn after a 500); a pooled connection reused
-        then fails the *next* request, and the case after an error would be judged
-        on the error before it. A new pool keeps every case's outcome its own.
+        """After an error status or a broken exchange, the next request opens a new connection:
+        a server may drop keep-alive after an error silently (uvicorn after a 500), and the next
+        case would be judged on that.
         """
         if error or status is None or status >= 400:
             old, self.http = self.http, self._client()
             await old.aclose()
 
     async def get(self) -> int:
-        """One GET of the endpoint (is anything there?), on a connection of its own after.
+        """One GET of the endpoint, on a connection of its own: its status.
 
-        Returns the status. At most :data:`BODY_CAP` bytes of the answer are read:
-        an endpoint that answers a GET with an endless stream would fill memory
-        here, before any case ran — ``httpx``'s ``get`` reads a body whole.
-        The whole GET is under the time bound (``TimeoutError``): ``httpx``'s timeouts
-        bound each read, and an answer dripped a byte at a time never trips them.
+        At most :data:`BODY_CAP` bytes are read (httpx's ``get`` reads whole), and the whole GET is
+        under the time bound: a byte-at-a-time answer never trips httpx's per-read timeouts.
         """
         try:
             async with asyncio.timeout(self.timeout):
@@ -176,12 +158,9 @@ class Probe:
         accept: str = "text/event-stream",
         stop_after: int | None = None,
     ) -> Exchange:
-        """POST ``body``; return the :class:`Exchange`, already appended to ``into``.
-
-        Appended *before* the request is sent, and filled as bytes arrive, so a
-        case cancelled by its timeout still shows what had arrived.
-        ``stop_after``: drop the connection once that many events arrived (a
-        client that abandons the stream).
+        """POST ``body``; return the :class:`Exchange`, appended to ``into`` *before* sending and
+        filled as bytes arrive, so a timed-out case still shows what came. ``stop_after``: drop the
+        connection after that many events.
         """
         if isinstance(body, bytes):
             content = body
@@ -291,13 +270,8 @@ class Probe:
                 exchange.comments = _comments(sent.raw)
 
     async def post_large(self, label: str, body: bytes, into: list[Exchange]) -> Exchange:
-        """POST a large body while listening for an early answer.
-
-        A server that refuses a body by its ``Content-Length`` answers 413 and
-        closes the connection without reading the rest — correct HTTP, which
-        an ordinary client reports as a broken upload without ever seeing the
-        413. Here the answer is read whenever it comes, before the upload ends
-        or after it fails.
+        """POST a large body while listening for an early answer: a 413 sent before the upload
+        ends (and the connection closed) is read, where an ordinary client sees a broken upload.
         """
         exchange = Exchange(
             label,

@@ -1,9 +1,5 @@
-"""What ``agui-tools check`` says while it runs: one line per case as it finishes.
-
-A check against a slow agent takes minutes; without a word until the report, a person
-cannot tell a slow agent from a stuck checker. Each case, as it finishes, is one line
-on stderr (stdout stays the report, or the JSON document alone); in a terminal, a live
-bar under the lines counts the cases and the time.
+"""What ``agui-tools check`` says while it runs: one stderr line per case as it finishes,
+and in a terminal a live bar — so a slow agent is told from a stuck checker.
 """
 
 from __future__ import annotations

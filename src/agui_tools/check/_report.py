@@ -1,9 +1,7 @@
 """What a check found: verdicts, findings, the wire transcript, the report.
 
-Autobahn|Testsuite's vocabulary, adapted to a specification whose rules say
-MUST and SHOULD: every case ends in one :class:`Verdict`, decided by the worst
-:class:`Finding` it recorded, and every finding names the rule (``spec/RULES.md``
-ID) that decided it and, where there is one, the exchange and the event.
+Every case ends in one :class:`Verdict`, its worst :class:`Finding`; every finding names its
+rule and, where there is one, the exchange and event.
 """
 
 from __future__ import annotations
@@ -75,12 +73,9 @@ LEVELS: Final = ("must", "should", "may")
 
 
 def counts_at(level: str, verdict: Verdict, tier: Tier) -> bool:
-    """Whether a case of ``tier`` ending ``verdict`` fails the check at ``level``.
-
-    ``must`` (the default): a ``fail`` only — a MUST was broken. ``should``: also
-    a ``warn`` of a MUST or SHOULD case. ``may`` (what ``--strict`` means): also a
-    ``warn`` of a MAY case. An informational case, ``info``, ``pass`` and ``not
-    exercised`` never fail the check.
+    """Whether a case of ``tier`` ending ``verdict`` fails the check at ``level``: ``must`` a
+    ``fail`` only; ``should`` also a MUST or SHOULD case's ``warn``; ``may`` (``--strict``)
+    every ``warn``. Informational cases, ``info``, ``pass`` and ``not exercised`` never fail.
     """
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; the levels are {', '.join(LEVELS)}")
@@ -155,12 +150,9 @@ class Exchange:
     seconds: float = 0.0
 
     def shown(self, pinned: Iterable[int] = ()) -> list[tuple[int, str]]:
-        """The events a report shows, as ``(index, text)``: all of them when there are at
-        most :data:`SHOWN_HEAD` + :data:`SHOWN_TAIL`, else the first and last ones and
-        those a finding points at (``pinned``) — each cut at :data:`SHOWN_FRAME` characters.
-
-        A report summarises a long stream rather than copying it: an agent that
-        streams without end would make ``check --html`` write without bound.
+        """The events a report shows, as ``(index, text)``: all, or the first :data:`SHOWN_HEAD`,
+        last :data:`SHOWN_TAIL` and those a finding points at (``pinned``), each cut at
+        :data:`SHOWN_FRAME` characters — an endless stream must not make ``--html`` endless.
         """
         n = len(self.frames)
         if n <= SHOWN_HEAD + SHOWN_TAIL:

@@ -221,15 +221,9 @@ async def acheck_agent(url: str, **options: Any) -> CheckReport:
 
 
 class _AgentLog(logging.Handler):
-    """While a check runs: what ``agui_tools`` loggers say below ERROR is kept, not shown.
-
-    An agent served in this process (``serving``, the pytest fixture) warns about
-    every odd input the checker sends on purpose — unknown members stripped
-    (PROC-3), a newer version served (VER-5) — and with no logging configured
-    those warnings reached the user's stderr by logging's last resort. They are
-    the agent doing what the cases ask of it: kept on the report
-    (:attr:`CheckReport.agent_log`). An ERROR — an agent body raising, a bug —
-    goes on to the root logger's handlers as before.
+    """While a check runs, ``agui_tools`` log records below ERROR are kept on the report
+    (:attr:`CheckReport.agent_log`), not shown: an in-process agent warns about every odd
+    input the checker sends on purpose. ERROR goes on to the root handlers.
     """
 
     def __init__(self) -> None:
@@ -271,25 +265,18 @@ def _agent_log() -> Iterator[_AgentLog]:
 
 
 def check_agent(url: str, **options: Any) -> CheckReport:
-    """Check the AG-UI agent at ``url`` and return the :class:`CheckReport`.
+    """Check the AG-UI agent at ``url`` and return the :class:`CheckReport` (blocking; in an
+    event loop use :func:`acheck_agent`).
 
-    Options: ``cases`` (ids or globs), ``sections``, ``timeout`` (seconds each
-    request may take, from connecting to its last byte; a stream still streaming then is
-    judged on what arrived), ``level`` (``"must"``, the default: only a ``fail`` fails the
-    check; ``"should"``: also a ``warn`` of a MUST or SHOULD case; ``"may"``:
-    every ``warn``), ``strict`` (the same as ``level="may"``), ``headers``,
-    ``tools`` (the frontend tools to advertise, wire ``Tool`` dicts), ``prompt``
-    (the message inviting a call), ``interrupt_prompt`` (the message inviting an
-    interrupt, sent when no other run interrupted), ``max_stream_bytes`` (what is
-    read of one answer before the checker stops: a ``LIMIT`` warning; 2 MiB),
-    ``deadline`` (seconds for the whole check; by default sixty times ``timeout``: the cases
-    left when it passes are ``not exercised``, "not run", and ``report.stopped`` says
-    why), ``on_case`` (told of each case as it finishes: :data:`OnCase`).
-    Blocking; inside a running event loop use :func:`acheck_agent`.
+    Options: ``cases`` (ids or globs), ``sections``, ``timeout`` (seconds per request; a stream
+    still going is judged on what arrived), ``level`` (``"must"``, ``"should"``, ``"may"``; see
+    ``counts_at``), ``strict`` (``level="may"``), ``headers``, ``tools`` (wire ``Tool`` dicts),
+    ``prompt``, ``interrupt_prompt``, ``max_stream_bytes`` (2 MiB), ``deadline`` (the whole
+    check, default sixty times ``timeout``; cases left are ``not exercised``), ``on_case``
+    (:data:`OnCase`).
 
-    Raises :class:`~agui_tools.TransportError` when the agent cannot be reached
-    at all and :class:`~agui_tools.UsageError` for bad options; everything the
-    agent does wrong is in the report, never an exception.
+    Raises :class:`~agui_tools.TransportError` when the agent cannot be reached and
+    :class:`~agui_tools.UsageError` for bad options; the agent's faults are in the report.
     """
     try:
         asyncio.get_running_loop()

@@ -1,24 +1,14 @@
 """Verdict tiers and capabilities: how much a case's verdict matters, and what it needs.
 
-**Tiers.** Every case states how strong the requirement it judges is — ``MUST``,
-``SHOULD``, ``MAY`` or ``informational`` — derived from the RFC 2119 keywords of
-the rules it cites (``spec/RULES.md``, :data:`~agui_tools.check._rules.RULES`):
-the strongest keyword any of them carries (``MUST``/``MUST NOT``/``REQUIRED``,
-or the "is fatal" / "is a violation" / "is rejected" wording RULES.md counts as one,
-over ``SHOULD``/``RECOMMENDED`` over ``MAY``/``OPTIONAL``; none: informational).
-A case whose cited rules say more than the case judges names its tier itself,
-with the reason (:data:`TIER_OVERRIDES`). ``--level`` (:func:`counts_at`)
-chooses which tiers' warnings fail the check; a ``fail`` always does — it is a
-MUST broken, whichever case met it.
+**Tiers**: the strongest RFC 2119 keyword of the case's rules
+(:data:`~agui_tools.check._rules.RULES`; "is fatal" counts as MUST), unless
+:data:`TIER_OVERRIDES` names it with a reason. ``--level`` (:func:`counts_at`) picks which
+tiers' warnings fail; a ``fail`` always does.
 
-**Capabilities.** AG-UI has no exchange that carries an agent's capability
-declaration (``basic/capabilities``: "No transport binding in this version
-carries a capabilities exchange"), and an undeclared capability is not an
-unsupported one (CAP-1). So a capability counts as *declared or exercised*
-when the agent showed it on the wire during the check: it called an advertised
-tool, it answered a tool of its own, it interrupted, it answered protobuf.
-A case needing a capability the agent never showed is ``not exercised`` —
-never ``fail``: the runner (:func:`gate`) makes sure of it.
+**Capabilities**: no binding carries a capability declaration, and undeclared is not
+unsupported (CAP-1), so a capability counts once the agent showed it on the wire (called a
+tool, answered its own, interrupted, answered protobuf). A case needing one never shown is
+``not exercised``, never ``fail`` (:func:`gate`).
 """
 
 from __future__ import annotations

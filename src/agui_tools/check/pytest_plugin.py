@@ -1,17 +1,13 @@
-"""A pytest fixture that puts ``agui-tools check`` in an agent's own test suite.
-
-Three lines (``docs/check.md`` has the runnable version)::
+"""A pytest fixture that puts ``agui-tools check`` in an agent's own test suite::
 
     pytest_plugins = ["agui_tools.check.pytest_plugin"]
 
     def test_my_agent_conforms(agui_check):
         agui_check(agent_app(my_agent))  # or a URL: agui_check("http://127.0.0.1:8000/agent")
 
-``agui_check(target, **options)`` serves ``target`` (an ASGI application) on a
-free loopback port in a background thread — or uses it as the URL when it is a
-string — runs :func:`~agui_tools.check.check_agent` with ``options``, fails the
-test with one line per failing case (rule, message) when the report is not OK,
-and returns the :class:`~agui_tools.check.CheckReport` otherwise.
+``agui_check(target, **options)`` serves an ASGI ``target`` on a loopback port (or uses a
+URL), runs :func:`~agui_tools.check.check_agent`, fails the test with one line per failing
+case, and returns the :class:`~agui_tools.check.CheckReport` otherwise (``docs/check.md``).
 """
 
 from __future__ import annotations

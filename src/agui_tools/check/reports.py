@@ -1,16 +1,11 @@
-"""Reports of a :class:`~agui_tools.check.CheckReport`: terminal, JUnit XML, HTML.
+"""Reports of a :class:`~agui_tools.check.CheckReport` (JSON: :meth:`CheckReport.to_json`).
 
-(The JSON document is :meth:`CheckReport.to_json`.)
-
-* :func:`print_report` — a rich table per section, for people at a terminal;
-* :func:`junit_xml` — the JUnit XML CI systems read (Jenkins, GitLab, GitHub
-  actions): one ``testsuite`` per section, one ``testcase`` per case; ``fail``
-  is a ``failure`` (``warn`` too under ``strict``), ``not exercised`` is
-  ``skipped``, and the observation is the case's ``system-out``;
-* :func:`html_report` — one self-contained page (no script, no external asset,
-  readable offline): the summary, and per case its verdict, the rule text,
-  expected vs observed, and the wire transcript — request, status, every event —
-  with the offending event highlighted. Everything the agent sent is escaped.
+* :func:`print_report` — a rich table per section, for a terminal;
+* :func:`junit_xml` — for CI: a ``testsuite`` per section, a ``testcase`` per case, ``fail``
+  a ``failure`` (``warn`` too under ``strict``), ``not exercised`` ``skipped``;
+* :func:`html_report` — one self-contained page (no script, no external asset): verdicts,
+  rule text, expected vs observed, the transcript with the offending event highlighted,
+  everything the agent sent escaped.
 """
 
 from __future__ import annotations

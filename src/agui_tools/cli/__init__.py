@@ -1,17 +1,8 @@
 """The ``agui-tools`` command line: one entry point, a subcommand per job.
 
-Exit codes (every command):
-
-* ``0`` — success: the stream was consumed / every fixture passed;
-* ``1`` — the stream was rejected / a fixture failed;
-* ``2`` — bad usage or unreadable input (a missing file, invalid JSON input);
-* ``130`` — interrupted (Ctrl-C), said in one line, never a traceback;
-* ``141`` — the reader of stdout went away (``| head -1``): the command stops
-  quietly, as a Unix command does on SIGPIPE (128 + 13).
-
-A closed standard stream (``<&-``, ``>&-``) is the null device here: a closed
-stdin is at its end at once (a consent prompt declines as nobody's decision,
-a chat ends), a closed stdout or stderr swallows what is written to it.
+Exit codes: ``0`` success; ``1`` a stream rejected or a fixture failed; ``2`` bad usage or
+unreadable input; ``130`` Ctrl-C (one line, no traceback); ``141`` stdout's reader left
+(SIGPIPE). A closed standard stream is the null device: stdin at its end, writes swallowed.
 """
 
 from __future__ import annotations
@@ -171,13 +162,8 @@ def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse
 
 
 def _reopen_closed_streams() -> None:
-    """A standard stream the shell closed (``<&-``) becomes the null device, on its own fd.
-
-    Python leaves ``sys.stdin`` ``None`` then, and every read of it is an
-    ``AttributeError`` or ``RuntimeError: lost sys.stdin``; the null device
-    reads as an input at its end — what a closed stdin means to a user — and
-    swallows writes. Its descriptor is the closed one, so a child process (a
-    served agent, a browser) inherits a valid stream too.
+    """A standard stream the shell closed (``<&-``) becomes the null device, on its own fd:
+    Python leaves ``sys.stdin`` ``None``, and a child process inherits a valid stream too.
     """
     for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
         if getattr(sys, name) is not None:

@@ -1,10 +1,6 @@
-"""The set-up ``run`` and ``chat`` share: judge the arguments, build the session.
-
-Everything a user can get wrong — the URL, the consent flags, the tools
-module, the journal file, the capture file — is judged before anything is
-sent, and reported as one line and exit 2. What is left (:class:`Driver`) is
-a session with its terminal UI, consent, tools, journal and stream recorder,
-and the words for how a run ended.
+"""The set-up ``run`` and ``chat`` share: every argument judged before anything is sent
+(one line, exit 2), then :class:`Driver`: the session with its UI, consent, tools, journal
+and recorder, and the words for how a run ended.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""What every command that talks to an agent shares: headers, timeouts, the raw stream.
-
-``-H 'Name: value'`` (repeatable) sends a request header — authentication,
-typically; ``--connect-timeout`` and ``--read-timeout`` bound the waits for
-the agent; :class:`Recorder` keeps the raw bytes of every event stream read
-(``run --save``, ``chat``'s ``/save``). A command adds the options with
-:func:`add_http_options`, so they are spelled, judged and documented the
-same way everywhere.
+"""What every command that talks to an agent shares: ``-H`` headers, ``--connect-timeout``,
+``--read-timeout`` (:func:`add_http_options`), and the raw stream (:class:`Recorder`).
 """
 
 from __future__ import annotations
@@ -127,18 +121,12 @@ _RECORDED: Final = frozenset({"text/event-stream", PROTO_MEDIA_TYPE})
 
 
 class Recorder:
-    """The raw bytes of every event stream a client reads, in order.
+    """The raw bytes of every event stream a client reads, in order, joined into one capture
+    ``verify`` judges (``sink``: written and flushed as they arrive).
 
-    Given a ``sink``, each chunk is also written and flushed as it arrives, so
-    an interrupted command keeps what came. The bodies join into one capture
-    — ``agui-tools verify`` judges it run after run. SSE bodies get a blank
-    line after one that broke off mid-event, so the break shows as the broken
-    event it is instead of fusing with the next run's first event. Binary
-    bodies (length-prefixed frames, TRANS-7) are joined frame after frame; a
-    body cut mid-frame keeps its fragment only at the capture's end — the next
-    body's frames would otherwise be read as the fragment's rest — so the run
-    shows truncated either way. Error answers (non-2xx, not an event stream)
-    are not recorded.
+    An SSE body broken mid-event gets a blank line, so it does not fuse with the next run's
+    first event; a binary body cut mid-frame keeps its fragment only at the end. Error
+    answers are not recorded.
     """
 
     def __init__(self, sink: IO[bytes] | None = None) -> None:

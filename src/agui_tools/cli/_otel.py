@@ -1,14 +1,10 @@
 """``--otel``: the command's traces out, through the OpenTelemetry SDK.
 
-With ``--otel``, or with ``OTEL_TRACES_EXPORTER`` set (the SDK's standard variable),
-a command sets the global tracer provider before it starts: the spans of the library
-(docs/observability.md) — redacted as always, no user content — go to the exporter
-``OTEL_TRACES_EXPORTER`` names: ``console`` (the default with ``--otel``: one JSON
-document per span on stderr, stdout staying the command's) or ``otlp`` (when an OTLP
-exporter package is installed; it reads the ``OTEL_EXPORTER_OTLP_*`` variables).
-``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` name the resource;
-``OTEL_SDK_DISABLED=true`` turns it all off. The SDK is not a dependency of
-agui-tools: without it, ``--otel`` is refused in one line.
+With ``--otel`` or ``OTEL_TRACES_EXPORTER``, the global provider is set first and the
+library's redacted spans go to ``console`` (stderr; the default with ``--otel``) or
+``otlp`` (reads ``OTEL_EXPORTER_OTLP_*``); ``OTEL_SERVICE_NAME``,
+``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SDK_DISABLED`` apply. Without the SDK, ``--otel``
+is refused in one line.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """``agui-tools chat URL`` — a conversation with any AG-UI agent, turn after turn.
 
-The interactive face of :class:`~agui_tools.transport.Session`: each line you
-type is a user message on the same thread; the reply streams, tool calls show
-as cards, side-effectful ones ask for consent, exactly as in ``run`` and the
-demo. Lines starting with ``/`` are commands (:data:`COMMANDS`).
-
-The thread lives in this process (and its decisions and answers in
-``--journal``). A thread store resuming it elsewhere hooks in at
-:func:`_open_session`: the session is built there, once, before the first turn.
+The interactive face of :class:`~agui_tools.transport.Session`: each line a user message on
+one thread, cards and consent as in ``run``; lines starting with ``/`` are
+:data:`COMMANDS`. The session is built once in :func:`_open_session`.
 """
 
 from __future__ import annotations

@@ -98,12 +98,9 @@ def load_script(lines: Iterable[str]) -> list[str]:
 def scripted(
     answers: Iterator[str], *, exhausted: str = "the script had no answer for this call"
 ) -> Decider:
-    """Consent decisions from a script: ``approve``, ``decline [reason]``, ``edit {json}``.
-
-    Lines are read as prompts come (a pipe on stdin may never end): a line that
-    is not an answer raises :class:`ScriptError` naming it when its prompt comes.
-    Validate a file up front with :func:`load_script`. When the lines run out,
-    a call is declined for the reason ``exhausted``, as nobody's decision.
+    """Consent decisions from a script: ``approve``, ``decline [reason]``, ``edit {json}``,
+    read as prompts come (a pipe may never end); a bad line raises :class:`ScriptError` then
+    (:func:`load_script` checks a file up front). Run out, a call is declined ``exhausted``.
     """
     used = 0
 
@@ -137,12 +134,9 @@ async def run_demo(
 ) -> tuple[Conversation, RunResult]:
     """Run the whole demo once; ``decide`` answers consent (else the terminal asks).
 
-    The thread is kept in a SQLite store — the embedded default an application
-    gets without any set-up: ``store`` names the file (the thread is then left
-    in it, under a new ``demo-…`` id), else a temporary one is used. With
-    ``journal`` instead, only intents, answers and decisions are recorded there.
-    ``transport="proto"`` runs it over the binary binding (TRANS-7). ``refund=False``
-    leaves out the refund the agent asks approval for through an interrupt (step 5).
+    The thread is kept in a SQLite store (``store`` names the file, else a temporary one); with
+    ``journal``, only the calls are. ``transport="proto"``: the binary binding (TRANS-7).
+    ``refund=False`` leaves out step 5's interrupt.
     """
     if journal is not None and store is not None:
         raise UsageError("give the demo a store or a journal, not both")

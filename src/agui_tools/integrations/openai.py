@@ -1,12 +1,8 @@
 """An OpenAI Chat Completions stream, emitted as AG-UI events through a :class:`Run`.
 
-So a real model can drive an agent: pass the streamed ``chat.completion.chunk``
-objects (as dicts — ``chunk.model_dump()`` from the official SDK, or parsed
-JSON from raw HTTP) and the adapter emits a text message for ``delta.content``
-and one tool call per ``delta.tool_calls[index]``, arguments in the fragments
-the model produced, parallel calls interleaved as they arrive. It returns what
-the model said and called, so the agent can execute its own tools and leave
-the application's frontend tools pending::
+Pass the ``chat.completion.chunk`` objects as dicts: a text message for ``delta.content``,
+one tool call per ``delta.tool_calls[index]`` in the model's fragments, returned so the
+agent can run its own tools and leave the frontend's pending::
 
     async def agent(run: Run) -> None:
         stream = await client.chat.completions.create(..., stream=True,
@@ -17,12 +13,9 @@ the application's frontend tools pending::
                 await run.result(call.id, my_tools[call.name](call.arguments))
         # frontend calls stay unanswered: the run finishes with pendingToolCallIds
 
-Every call of one completion hangs off one assistant message (a message id is
-minted up front), so parallel calls stay together in the application's
-history, text or no text. Token usage (``stream_options.include_usage``) is
-translated into the protocol's accounting (RUN-11): ``inputTokens`` counts
-cached tokens, ``outputTokens`` counts reasoning tokens, and the parts are
-reported as parts, never added twice.
+All calls of a completion hang off one assistant message. Usage becomes the protocol's
+accounting (RUN-11): cached tokens inside ``inputTokens``, reasoning inside
+``outputTokens``, never added twice.
 """
 
 from __future__ import annotations

@@ -20,13 +20,9 @@ __all__ = ["Approval", "approval_request", "as_resolution", "interrupt_resolutio
 
 @dataclass(frozen=True)
 class Approval:
-    """The answer to a consent prompt.
-
-    ``approved`` False declines; ``arguments`` approves *edited* arguments
-    (which then run instead of the proposal, and are validated first).
-    ``decided_by`` says who answered: ``"user"`` for a person, ``"system"``
-    when nobody could — the prompt's input ended, a script ran out — so the
-    answer the agent reads never claims a user decided (TOOL-22).
+    """The answer to a consent prompt: ``approved`` False declines; ``arguments`` approves
+    *edited* arguments (validated, then run instead). ``decided_by`` is ``"user"`` or
+    ``"system"`` (nobody could answer), so no answer claims a user decided (TOOL-22).
     """
 
     approved: bool
@@ -44,14 +40,9 @@ class Approval:
 
 
 def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
-    """What a handler's answer means for ``interrupt``.
-
-    A :class:`Resolution` is itself. An :class:`Approval` (or a bool) answers an
-    approval request — an interrupt naming a call — the way ``ask`` answers a
-    side-effecting frontend call: approved resolves it with ``{"approved": true}``
-    (and ``"arguments"``, when the user edited them — validated against the
-    advertised tool's schema when there is one); declined cancels it, with the
-    reason. A decline is never sent as an approval.
+    """What a handler's answer means for ``interrupt``: a :class:`Resolution` is itself; an
+    :class:`Approval` (or bool) for an approval request resolves it ``{"approved": true}`` (with
+    validated edited ``"arguments"``) or cancels it with the reason — never the other way.
     """
     if isinstance(answer, Resolution):
         return answer

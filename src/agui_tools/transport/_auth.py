@@ -1,24 +1,13 @@
 """Who may talk to a server: the ``Host`` names it answers, and an authorization hook.
 
-**Host names (DNS rebinding).** A web page at ``http://evil.test:PORT`` whose name
-its owner re-points at ``127.0.0.1`` reaches a server on the user's loopback as
-*same-origin*: the browser sends ``Host`` and ``Origin`` both ``evil.test:PORT``, so
-comparing one with the other proves nothing. What the page cannot choose is the
-name the browser puts in ``Host`` — its own. :class:`HostPolicy` answers only the
-names a server is really reached by: ``localhost`` (and ``*.localhost``, which
-browsers resolve to loopback themselves), any IP address literal (a request
-addressed to an address named nothing that could be rebound), the name the server
-was bound to, and the names its operator lists; ``"*"`` lists every name.
+**Host names.** A rebound DNS name makes a hostile page same-origin to a loopback server,
+but it cannot choose the ``Host`` the browser sends. :class:`HostPolicy` answers only
+``localhost`` (and ``*.localhost``), IP literals, the bound name and the operator's names
+(``"*"``: any).
 
-**The hook** (``agent_app(…, authorize=…)``).
-
-The hook sees the request — method, URL, headers, client address — before
-its body is read, so an unauthorised client costs no parsing and never
-reaches the agent. It answers ``None`` to let the request through, or a
-Starlette ``Response`` to refuse with (a 401 with ``WWW-Authenticate``, say);
-raising ``starlette.exceptions.HTTPException`` refuses too, with its status,
-detail and headers as a JSON error body like the server's own. A hook that
-fails in any other way refuses with 500: a bug never lets a request through.
+**The hook** (``agent_app(…, authorize=…)``) sees the request before its body is read and
+answers ``None`` to pass or a ``Response`` to refuse; an ``HTTPException`` refuses with its
+status; any other failure is a 500 — a bug never lets a request through.
 """
 
 from __future__ import annotations
@@ -71,13 +60,11 @@ def _is_address(name: str) -> bool:
 
 
 class HostPolicy:
-    """The ``Host`` names a server answers; see the module's docstring.
+    """The ``Host`` names a server answers.
 
     Args:
-        allowed: names besides the defaults: ``"agent.example"`` (that name),
-            ``".corp.example"`` (it and every name under it), ``"*"`` (any name).
-        bound: the address the server listens on; a name (not a wildcard, not an
-            address) is allowed too.
+        allowed: extra names: ``"agent.example"``, ``".corp.example"`` (and below), ``"*"``.
+        bound: the listening address; a name (not a wildcard or address) is allowed too.
     """
 
     def __init__(self, allowed: Iterable[str] = (), *, bound: str | None = None) -> None:

@@ -1,11 +1,9 @@
 """The recordings a mock replays, read as untrusted input (``agui-tools mock``).
 
-A ``proxy --record`` folder may have been written by anyone: each file is opened
-without following a link and read only if it is a regular file under its cap
-(:data:`MAX_CAPTURE_BYTES`, :data:`MAX_META_BYTES`), and every meta field the mock
-replays is checked as what it becomes (a status, a header value) before the mock
-starts. An exchange that fails any of it is left out and said in one escaped line;
-a file the user named alone that fails is refused (:class:`UsageError`).
+Each file is opened without following links, read only if regular and under its cap
+(:data:`MAX_CAPTURE_BYTES`, :data:`MAX_META_BYTES`), each meta field checked as what it
+becomes. A failing exchange is left out in one escaped line; a named file that fails is a
+:class:`UsageError`.
 """
 
 from __future__ import annotations
@@ -60,18 +58,10 @@ def load_captures(
     """Every recorded run of ``paths``, in order; :class:`UsageError` naming the file when
     one cannot be read as a capture.
 
-    A path is a directory (a ``proxy --record`` DIR: ``NNNN.input.json`` +
-    ``NNNN.sse``/``.pb``/``.ndjson``/``.json``/``.body`` + ``NNNN.meta.json``; or the
-    inspector's ``run-N.input.json`` + ``run-N.sse`` exports) or a file: an
-    inspector ``thread.json``, or a stream (JSON array, NDJSON, SSE, binary;
-    ``run --save``) — with the input beside it when there is one
-    (``X.input.json`` for ``X.sse``). A recorded exchange whose ``meta.json``
-    says it is no event stream (a refusal, a 200 JSON answer, a 204, a
-    redirect) is one recorded answer, replayed as recorded. A directory's
-    exchange that cannot be replayed (no response body, a ``.body`` with no
-    ``meta.json``, no answer status, a file that cannot be read as a capture) is
-    left out and said — one line each,
-    naming the file and why, appended to ``skipped`` (and logged).
+    A path is a ``proxy --record`` directory (``NNNN.input.json``, the body, ``NNNN.meta.json``),
+    an inspector export, a ``thread.json``, or a stream file with ``X.input.json`` beside it. A
+    meta saying no event stream (a refusal, JSON, 204, redirect) is one answer replayed as
+    recorded. A directory's exchange that cannot be replayed is left out, said in ``skipped``.
     """
     runs: list[RecordedRun] = []
     left_out: list[str] = []

@@ -32,13 +32,9 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
 
 
 async def in_daemon_thread(fn: Callable[[dict[str, Any]], Any], arguments: dict[str, Any]) -> Any:
-    """Run a blocking handler in a daemon thread of its own and await its result.
-
-    Not the loop's default executor: a handler that outlives its timeout (or a
-    Ctrl-C) keeps running there, and ``asyncio.run`` — then the interpreter at
-    exit — would wait for it, holding the terminal long after the conversation
-    ended. A daemon thread is abandoned at exit instead; the call is already
-    answered "outcome unknown" and the journal holds its intent.
+    """Run a blocking handler in a daemon thread of its own and await its result: in the
+    loop's executor a handler outliving its timeout would hold the interpreter's exit. The call
+    is already answered "outcome unknown", its intent journaled.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()

@@ -1,35 +1,18 @@
 """A mock agent: recorded runs served over HTTP, with faults injected on purpose.
 
-What a frontend developer points their UI at instead of an agent with a live
-model (``agui-tools mock``, :func:`mock_app`). Each request is judged exactly
-as :class:`~agui_tools.transport._server.AgentEndpoint` judges it — 413, 400,
-422, a dangling history 409 (FE-8) — then answered by the recorded run it
-matches (:class:`~agui_tools.app._recorded.Matcher`), with the request's
-``threadId``/``runId`` in the events, in the binding its ``Accept`` asks for
-(SSE, or the binary binding's length-prefixed protobuf frames, TRANS-7).
+What a frontend points at instead of a live model (``agui-tools mock``, :func:`mock_app`).
+Each request is judged as :class:`~agui_tools.transport._server.AgentEndpoint` judges it,
+then answered by the recorded run it matches (:class:`~agui_tools.app._recorded.Matcher`)
+with the request's ids, in the binding its ``Accept`` asks for (SSE, or TRANS-7 frames).
+Recorded events are sent as recorded (a broken agent's capture replays its breakage), and
+faults break them more on purpose: ``cut``, ``stall``, ``malformed``, ``status``, ``drip``,
+``duplicate`` (:func:`parse_fault`; the table is ``agui-tools mock --help``), events
+counted from 0 as a consumer's errors count them.
 
-The recorded events are sent as recorded: the mock does not re-judge them (a
-capture of a broken agent replays its breakage), and a fault breaks them more
-on purpose. Fault specs (``--fault``, repeatable; ``@R`` limits one to the
-R-th request, counting from 1, every request counted)::
-
-    cut:N            the connection is cut after event N, which is sent (no terminal
-                     event, no end of body)
-    stall:N:S        S seconds of silence before event N (no keep-alive either)
-    malformed:N      event N's frame does not decode (SSE: its JSON cut in half;
-                     binary: a frame whose bytes are no protobuf message)
-    status:CODE[:BODY]  the request is answered CODE (400-599) with BODY (default: a
-                     JSON problem naming the fault), before its input is judged
-    drip:S           S seconds before every event
-    duplicate:N      event N is sent twice
-
-Event numbers count from 0, as a consumer's errors count them.
-
-At start every event is checked in both bindings: one JSON cannot write (nested
-past :data:`JSON_WRITE_DEPTH`) refuses the capture; one the binary binding cannot
-carry (a timestamp that is no 64-bit integer, a value nested past ``max_depth``)
-makes its run SSE-only, a protobuf request for it a 406 (TRANS-7). Waits
-are capped at ``max_gap`` (:data:`DEFAULT_MAX_GAP`).
+At start every event is checked in both bindings: one JSON cannot write (past
+:data:`JSON_WRITE_DEPTH`) refuses the capture; one the binary binding cannot carry makes its
+run SSE-only (a protobuf request for it: 406, TRANS-7). Waits are capped at ``max_gap``
+(:data:`DEFAULT_MAX_GAP`).
 """
 
 from __future__ import annotations
@@ -121,8 +104,8 @@ class Fault:
 
 
 def parse_fault(spec: str | Fault) -> Fault:
-    """A ``--fault`` spec read (the syntax: this module's docstring); :class:`UsageError`
-    saying what is wrong and the whole syntax when it is not one."""
+    """A ``--fault`` spec read (the syntax: ``agui-tools mock --help``); :class:`UsageError`
+    saying what is wrong and the whole syntax (:data:`_FAULT_SYNTAX`) when it is not one."""
     if isinstance(spec, Fault):
         return spec
 
@@ -240,12 +223,9 @@ _cut_filter = _CutFilter()
 
 
 class MockEndpoint(AgentEndpoint):
-    """The ASGI application replaying recorded runs (what :func:`mock_app` routes to).
-
-    The request is judged by :class:`AgentEndpoint` (its options apply: limits,
-    ``strict_input``, origins, hosts); :meth:`_serve` then answers with the run
-    the matcher chooses. ``requests`` counts every request; ``matcher.served``
-    those answered with a recorded run.
+    """The ASGI application replaying recorded runs (what :func:`mock_app` routes to): judged
+    by :class:`AgentEndpoint`, answered by :meth:`_serve` with the matcher's run. ``requests``
+    counts all; ``matcher.served`` those answered with a run.
     """
 
     def __init__(
@@ -656,21 +636,14 @@ def mock_app(
 ) -> Starlette:
     """A Starlette application replaying ``captures`` as an agent at ``POST path``.
 
-    ``captures``: paths (files or ``proxy --record`` directories, see
-    :func:`load_captures`) or :class:`~agui_tools.app._recorded.RecordedRun`
-    values. ``match``: ``"order"`` (the n-th request gets the n-th recorded run;
-    past the last, 404) or ``"last-user-message"`` (the recorded run whose
-    input's last user message equals the request's; none: 404, a request with
-    no user message: 422). ``timing``: ``"recorded"`` (the events' ``timestamp``
-    gaps; none recorded: no waits), ``"fast"``, ``"xN"``. ``max_gap``: the
-    longest wait before an event, in seconds (default :data:`DEFAULT_MAX_GAP`; a
-    timestamp earlier than the one before waits nothing). ``faults``: specs
-    (:func:`parse_fault`) or :class:`Fault` values.
-    ``on_request(number, status, text)`` is told of each request as it is
-    answered. Other options are :class:`AgentEndpoint`'s (``strict_input``,
-    ``max_body_bytes``, ``allowed_origins`` …). Raises :class:`~agui_tools.UsageError` for a
-    capture that is no stream, a bad fault or timing, an unknown match mode.
-    The endpoint is ``app.state.mock`` (its ``requests``, ``matcher``).
+    ``captures``: paths (:func:`load_captures`) or
+    :class:`~agui_tools.app._recorded.RecordedRun` values. ``match``: ``"order"`` or
+    ``"last-user-message"`` (:class:`~agui_tools.app._recorded.Matcher`). ``timing``:
+    ``"recorded"``, ``"fast"``, ``"xN"``; ``max_gap`` caps a wait (:data:`DEFAULT_MAX_GAP`).
+    ``faults``: specs (:func:`parse_fault`) or :class:`Fault` values. ``on_request(number,
+    status, text)`` hears each answer. Other options are :class:`AgentEndpoint`'s. Raises
+    :class:`~agui_tools.UsageError` for a bad capture, fault, timing or match. The endpoint is
+    ``app.state.mock``.
     """
     if isinstance(captures, (str, os.PathLike, RecordedRun)):
         captures = [captures]

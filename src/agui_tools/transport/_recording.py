@@ -1,10 +1,7 @@
-"""``agui-tools proxy --record DIR``: each POST exchange as numbered files.
-
-The contract (docs/proxy.md, "Recording"): ``NNNN.input.json`` (the request body as
-the frontend sent it), ``NNNN.sse`` / ``.pb`` / ``.ndjson`` / ``.json`` / ``.body``
-(the answer's body as the agent sent it, written unbuffered as it arrives, before it
-is forwarded), ``NNNN.meta.json``. What ``agui-tools mock`` and ``verify`` read. A
-file that cannot be written stops the recording, never the exchange.
+"""``agui-tools proxy --record DIR``: each POST exchange as numbered files
+(docs/proxy.md, "Recording"): ``NNNN.input.json``, the body as the agent sent it (written
+as it arrives, before forwarding), ``NNNN.meta.json``. A write failure stops the recording,
+never the exchange.
 """
 
 from __future__ import annotations

@@ -48,15 +48,9 @@ def tool_spec_from_function(
 ) -> tuple[ToolSpec, Callable[[dict[str, Any]], Any]]:
     """A :class:`ToolSpec` and an arguments-dict handler for a typed function.
 
-    Parameters become JSON Schema properties (pydantic generates draft
-    2020-12); a single parameter annotated with a pydantic model makes that
-    model the whole argument object. Unknown arguments are refused by the
-    schema (``additionalProperties: false``), so the model cannot smuggle
-    parameters the function does not declare.
-
-    A parameter annotated :class:`ToolContext` is not an argument: it is left
-    out of the schema, and the handler passes it the call's context —
-    ``handler(arguments, context=ToolContext(…))`` (:func:`wants_context`).
+    Parameters become a draft 2020-12 schema (one pydantic-model parameter is the whole
+    object), with unknown members refused. A :class:`ToolContext` parameter is no argument: the
+    handler passes the call's context (:func:`wants_context`).
     """
     sig = inspect.signature(fn)
     try:
@@ -164,12 +158,8 @@ def _is_context(hint: Any) -> bool:
 
 
 def _refuse_unknown_members(schema: dict[str, Any]) -> None:
-    """``additionalProperties: false`` on the argument object and every model it uses.
-
-    pydantic ignores unknown members by default and its schema says nothing
-    about them, so a model-typed tool would run with arguments it never
-    declared. A model that states its own policy (``extra="allow"`` writes
-    ``additionalProperties: true``) keeps it.
+    """``additionalProperties: false`` on the argument object and every model it uses
+    (pydantic ignores unknown members by default), unless a model states its own policy.
     """
     objects = [schema, *schema.get("$defs", {}).values()]
     for node in objects:

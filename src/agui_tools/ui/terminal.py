@@ -1,15 +1,9 @@
 """The terminal UI: streamed text, tool-call cards, consent prompts — as data.
 
-Everything a model or a tool produced — tool names, arguments, text, results —
-is untrusted (TOOL-21, TOOL-23, SEC-2). On a terminal that means two attacks:
-rich markup (``[bold red]…[/]``, ``[link=…]``) that a careless renderer would
-interpret, and control sequences (ANSI CSI colours and cursor moves, OSC
-hyperlinks and title changes, a bare carriage return that overwrites the line
-before it, bidi overrides that reorder what is shown). :func:`safe_text` turns
-any such string into a ``rich.text.Text`` that is *shown* literally: markup is
-never parsed (``Text`` objects are not markup), and every control character is
-replaced by a visible escape (``\\x1b``, ``\\r``, ``\\u202e``) — neutralised,
-never interpreted, never silently dropped.
+Whatever a model or tool produced is untrusted (TOOL-21, TOOL-23, SEC-2): rich markup and
+control sequences (ANSI, OSC, a bare CR, bidi overrides) must not act. :func:`safe_text`
+makes a ``rich.text.Text`` shown literally — markup never parsed, every control character a
+visible escape (``\\x1b``, ``\\r``, ``\\u202e``), never dropped.
 """
 
 from __future__ import annotations
@@ -44,11 +38,9 @@ T = TypeVar("T")
 def interruptible(read: Callable[[], T]) -> T:
     """Call a blocking ``read`` (a prompt) so that Ctrl-C interrupts it at once.
 
-    ``asyncio.run`` answers the first Ctrl-C by cancelling its task and only
-    the second by raising ``KeyboardInterrupt``: a prompt that blocks the loop
-    thread would swallow the first and die of the second in a heap of chained
-    tracebacks. While ``read`` blocks, Ctrl-C raises ``KeyboardInterrupt`` at
-    once — which ends the command, one line said by the caller.
+    ``asyncio.run`` turns a first Ctrl-C into cancelling its task: a prompt blocking the loop
+    would swallow it and die of the second in chained tracebacks. Here it raises
+    ``KeyboardInterrupt`` at once; the caller says one line.
     """
     if threading.current_thread() is not threading.main_thread():
         return read()
@@ -60,12 +52,8 @@ def interruptible(read: Callable[[], T]) -> T:
 
 
 def _wait_readable(stream: Any) -> None:
-    """Wait until ``stream`` has a line (or its end) in short, interruptible waits.
-
-    The kernel may deliver Ctrl-C's SIGINT to any thread of the process — an
-    idle worker of the event loop's executor, say — and then a main thread
-    blocked in ``read()`` is never interrupted: Python only runs its handler
-    when the main thread next executes bytecode. Waking often, in short waits, lets it.
+    """Wait until ``stream`` has a line (or its end) in short, interruptible waits: SIGINT may
+    land on another thread, and a main thread blocked in ``read()`` would never run its handler.
     """
     try:
         fd = stream.fileno()
@@ -435,13 +423,12 @@ class TerminalUI:
     def interrupt_handler(
         self, decide: Callable[[Any], Approval] | None = None
     ) -> Callable[[Interrupt], Resolution]:
-        """The ``on_interrupt`` for a session: the card, the answer — asked here, or given
-        by ``decide`` (``--yes``, ``--decline``, ``--script``) — and "→ resolved / cancelled".
+        """The ``on_interrupt`` for a session: the card, the answer (asked, or by ``decide``:
+        ``--yes``, ``--decline``, ``--script``), then "→ resolved / cancelled".
 
-        A flag's answer reads: approve — an approval request approved (any other
-        interrupt has no payload to give: cancelled, as nobody's answer); decline
-        [reason] — cancelled; edit {json} — approved with those arguments, or, for
-        an interrupt naming no call, resolved with that payload (validated first)."""
+        A flag's answer: approve (an approval request; any other interrupt is cancelled), decline
+        [reason] (cancelled), edit {json} (approved with those arguments, or resolved with that
+        validated payload when no call is named)."""
 
         def handle(interrupt: Interrupt) -> Resolution:
             self.show_interrupt(interrupt)

@@ -61,13 +61,10 @@ if TYPE_CHECKING:  # the official models are slow to import: built on demand onl
 
 
 class Decoded:
-    """One decoded event: its enforced wire form, the typed model, and warnings.
+    """One decoded event: its enforced wire form (``None`` when dropped), the typed model, and warnings.
 
-    ``wire`` is ``None`` when the event was dropped (an unknown type, or an
-    unrecognised member in a required position); ``warnings`` then says why.
-    ``event`` builds the official ``ag_ui.core`` model on first access: the
-    typed model costs more than decoding and enforcing together, so it is paid
-    only by code that asks for it.
+    ``event`` builds the official model on first access: it costs more than decoding and
+    enforcing together, so only code that asks for it pays.
     """
 
     __slots__ = ("_event", "warnings", "wire")
@@ -151,12 +148,8 @@ def parse_json(
 ) -> Any:
     """Parse one JSON text, turning a syntax error into a violation (TRANS-4).
 
-    ``where`` says what the text is when it has no stream position (``"run
-    input"``, ``"capture"``). A text nested beyond what the parser reads is
-    valid JSON, so it is a :class:`LimitExceeded`, not a syntax error; given the
-    event ``enforcer``, that verdict is enforcement's own for the event read with
-    its containers past ``max_depth + 1`` levels left empty (:func:`cut_json`) —
-    the path and words the binary binding gives the same event.
+    A text nested beyond what the parser reads is valid JSON: a :class:`LimitExceeded`, worded
+    by the event ``enforcer`` when given (:func:`cut_json`), as the binary binding words it.
     """
     try:
         return orjson.loads(data)
@@ -204,12 +197,8 @@ def _cut_verdict(
 class Decoder:
     """Per-stream decoder: JSON text → compatibility boundary → enforcement.
 
-    The two stages stay in the spec's order; when no middleware sits between
-    them, :meth:`decode` takes a shortcut that is safe by construction: an
-    event the enforcer's fast check accepts carries no ``null``, no nested
-    structure and no retired type, so the boundary would have returned it
-    untouched. ``RUN_STARTED`` always visits the boundary, which tracks the
-    run id for the ids it mints.
+    Without middleware, an event the enforcer's fast check accepts skips the boundary: it has
+    no ``null``, no nesting and no retired type. ``RUN_STARTED`` always visits it (run ids).
     """
 
     __slots__ = ("_slow", "boundary", "enforcer", "fast_checks")
@@ -263,11 +252,8 @@ def decode_event(
 ) -> Decoded:
     """Decode one event through the compatibility boundary and enforcement.
 
-    ``data`` is a JSON text (bytes or str) or an already-parsed object. Raises
-    :class:`ProtocolViolation` for invalid JSON or a malformed known value.
-    Pass a ``decoder`` to keep translation state across the events of one
-    stream (the ids minted for retired ``THINKING_*`` events); a fresh one is
-    used otherwise.
+    A ``decoder`` keeps translation state across one stream's events (ids minted for retired
+    ``THINKING_*`` events). Raises :class:`ProtocolViolation` for invalid JSON or a malformed value.
     """
     decoder = decoder or Decoder()
     if isinstance(data, (bytes, str)):
@@ -285,13 +271,9 @@ def decode_run_input(
 ) -> DecodedInput:
     """Judge a ``RunAgentInput``: retired shapes upgraded, unknown material stripped.
 
-    ``data`` is a JSON text (bytes or str) or an already-parsed object — never
-    a parsed JSON *string*, which would be read as JSON text a second time.
-    Raises :class:`~agui_tools._errors.InputRejected` when a known field is
-    malformed, before anything runs (INPUT-15) — the same asymmetry as events
-    (INPUT-16) — and :class:`~agui_tools._errors.LimitExceeded` when an open
-    value nests deeper than ``max_depth`` or it holds more than ``max_unknown``
-    unrecognised members.
+    ``data`` is JSON text or a parsed object (never a parsed JSON *string*). Raises
+    :class:`~agui_tools._errors.InputRejected` for a malformed known field (INPUT-15, INPUT-16)
+    and :class:`~agui_tools._errors.LimitExceeded` past ``max_depth`` or ``max_unknown``.
     """
     obj = parse_json(data, where="run input") if isinstance(data, (bytes, str)) else data
     upgraded, notes = upgrade_run_input(obj)
@@ -390,19 +372,11 @@ def _first_loss(value: Any, path: str) -> tuple[str, str, Any] | None:
 def check_exact_json(data: bytes, parsed: Any, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
     """Refuse a run input whose parse (``parsed = orjson.loads(data)``) lost something.
 
-    orjson, like most parsers, keeps the *last* of two members with one name
-    and reads an integer beyond 64 bits as a float: a proxy that keeps the
-    first value, or an agent handed ``forwardedProps`` rounded, sees another
-    input than the one sent (INPUT-14 forbids altering ``forwardedProps``).
-    Raises :class:`InputRejected` naming the member's JSON Pointer, and
-    :class:`LimitExceeded` when any part of the document — members that would
-    be stripped included — nests deeper than ``max_depth``.
-
-    Cost: one walk of ``parsed`` and one count over ``data``; the text is read
-    again (by the standard library, which reports every member) only when the
-    count cannot rule a repeated name out — a ``":`` inside a string, a space
-    after a quote — or a float might be a widened integer. Not used on event
-    streams: see docs/security.md for why and what that leaves open.
+    orjson keeps the *last* of two same-named members and reads a big integer as a float, so
+    a proxy or agent could see another input than the one sent (INPUT-14). Raises
+    :class:`InputRejected` naming the member, :class:`LimitExceeded` past ``max_depth``. The
+    text is re-read only when a cheap count cannot rule a repeat out. Not used on event
+    streams (docs/security.md).
     """
     members, suspect = _survey(parsed, max_depth)
     # every member name is a string followed by a colon, possibly after whitespace:

@@ -74,16 +74,11 @@ __all__ = [
 DEFAULT_MAX_DEPTH: Final = 128
 
 MAX_ID_BYTES: Final = 1024
-"""The longest identifier (``threadId``, ``runId``, ``toolCallId``, ``messageId``, any
-``id`` / ``…Id`` field), in UTF-8 bytes, this implementation accepts — and no NUL.
+"""The longest identifier (any ``id`` / ``…Id`` field), in UTF-8 bytes, accepted — and no NUL.
 
-Ids are opaque (EVT-10), and the spec sets no length; this is the implementation's
-limit (rule ``LIMIT``), the same for every store: PostgreSQL's ``text`` cannot hold
-a NUL (a call id with one would brick its thread) and its B-tree keys are limited
-to a few kilobytes (a longer thread id could not be saved), while SQLite and memory
-take both. Refused where ids enter — enforcement, for events and run inputs — and again
-at every store's boundary (:func:`id_problem`), so an id is refused identically
-everywhere instead of failing in one store only."""
+Ids are opaque (EVT-10) with no spec'd length; this limit (rule ``LIMIT``) is what every
+store can hold (PostgreSQL refuses NUL and bounds B-tree keys), checked where ids enter
+and at each store (:func:`id_problem`), so an id is refused the same everywhere."""
 
 
 def id_problem(value: str) -> str | None:
@@ -107,18 +102,11 @@ def _is_id_field(name: str) -> bool:
     return name == "id" or name.endswith("Id")
 
 
-"""How deeply one JSON document (an event, a run input) may nest, counting the
-document itself as level 1.
+"""How deeply one JSON document (an event, a run input) may nest, itself level 1.
 
-Why a limit: open values (``state``, ``CUSTOM.value``, metadata…) are whatever
-a peer sends, and every stage after enforcement is recursive — the reducer's
-``copy.deepcopy`` exhausts Python's stack near 500 levels, and orjson refuses
-to *write* past 254, which is where a client re-sends the state it was given
-in its next run input. Why 128: everything a consumer accepts stays writable
-after it is re-nested a few levels deeper (a snapshot's state lands at level 2
-of the next run input, a result's part metadata at level 6), and a
-``deepcopy`` of it stays far from the recursion limit; no state, schema or
-payload we have met nests more than a few dozen levels."""
+Open values are whatever a peer sends and later stages recurse (``deepcopy``; orjson writes
+at most 254 levels); 128 keeps an accepted value writable after it is re-nested into the
+next run input."""
 
 _CONTAINERS: Final = (dict, list, tuple)
 
@@ -200,15 +188,11 @@ _WRAP_ROOM: Final = 2
 record, a report holding a verdict) without its author counting levels."""
 
 MAX_DEPTH_CEILING: Final = ORJSON_WRITE_DEPTH - RENEST_LEVELS - _WRAP_ROOM
-"""The highest ``max_depth`` (``Limits``, ``ProtoReader``, ``decode_proto_event``,
-``AgentClient``, ``--limit max_depth=``) this library accepts: 250 with orjson's
-254. Every value a consumer accepts must stay *writable* where it is sent or shown
-again — orjson writes at most :data:`ORJSON_WRITE_DEPTH` levels, and a state,
-activity or event is re-nested up to :data:`RENEST_LEVELS` deeper — so a higher
-limit would let a value through that the reducer, the next run input or
-``verify --json`` cannot write (``TypeError: Recursion limit reached``). It also
-keeps every walk far from Python's recursion limit (~1,000) and a deep frame's
-cost linear. Refused above, with :class:`UsageError`, at construction."""
+"""The highest ``max_depth`` accepted (``Limits``, ``ProtoReader``, ``--limit``…).
+
+An accepted value must stay writable where it is sent or shown again: orjson writes
+:data:`ORJSON_WRITE_DEPTH` levels and a value is re-nested up to :data:`RENEST_LEVELS`
+deeper. Higher is a :class:`UsageError` at construction."""
 
 
 def checked_max_depth(max_depth: int, where: str = "max_depth") -> int:
@@ -239,11 +223,8 @@ def checked_max_depth(max_depth: int, where: str = "max_depth") -> int:
 def nests_within(value: Any, levels: int) -> bool:
     """Whether ``value`` nests at most ``levels`` levels of containers (itself is one).
 
-    Measured by orjson, in C (:data:`ORJSON_WRITE_DEPTH`), inside a chain of
-    lists built once per ``levels`` (building it per call cost more than the
-    encoding of a small event); a value orjson cannot write for another reason
-    (a key that is not a string, an integer past 64 bits) or a limit past what
-    orjson writes is measured by a bounded walk.
+    Measured by orjson in C inside a chain of lists built once per ``levels``; what orjson
+    cannot write, or a limit past what it writes, is measured by a bounded walk.
     """
     if not isinstance(value, _CONTAINERS):
         return True
@@ -610,10 +591,8 @@ _MISSING: Final = object()
 def _test_for(node: Node, key: str) -> str:
     """A one-line Python expression true when ``v`` is *not* surely clean.
 
-    An open value (any JSON, an open map) is clean when it is a scalar, or a
-    container within ``BUDGET`` levels (the event is level 1, so a top-level
-    field's value may nest ``max_depth - 1``); a deeper one goes to the walker,
-    which names it. Events without open values pay nothing for this.
+    An open value is clean as a scalar or a container within ``BUDGET`` levels; a deeper one
+    goes to the walker, which names it.
     """
     if isinstance(node, StringNode) and node.pattern is None:
         if _is_id_field(key):  # a long id, or one with a NUL, goes to the walker
@@ -640,19 +619,9 @@ def _test_for(node: Node, key: str) -> str:
 def _fast_check_source(name: str, variant: ObjectNode) -> str:
     """Python source of a function that returns True when an event is surely clean.
 
-    The function never raises and never decides anything on its own: a False
-    sends the event to the walker. Only positions with a one-line check are
-    handled; a present complex field (an outcome, a message list) answers
-    False so the walker judges it.
-
-    Two shapes, both cheaper than set arithmetic on the keys:
-
-    * an event carrying exactly its required fields is recognised by its
-      length — with every required key present and no other, nothing unknown
-      can be there;
-    * otherwise the *present* keys are walked once against an if-chain of the
-      known ones (most events carry a few of many optional fields, a chunk
-      continuation just ``delta``), counting the required ones seen.
+    It never raises or decides: False sends the event to the walker. An event with exactly its
+    required fields is recognised by its length; otherwise its present keys are walked once
+    against an if-chain of the known ones — both cheaper than set arithmetic on the keys.
     """
     props = variant.props
     required = [k for k in props if k in variant.required and k != "type"]
@@ -722,15 +691,10 @@ def _compile_fast_checks(
 
 
 class Enforcer:
-    """Judges single events and run inputs against the compiled schema.
+    """Judges single events and run inputs against the compiled schema; stateless, shared.
 
-    Stateless apart from the compiled tables: one instance serves any number
-    of streams. ``event()`` is the hot path of every consumer.
-
-    ``max_depth`` bounds the nesting of every open value it lets through
-    (:data:`DEFAULT_MAX_DEPTH`): enforcement is the one place where open JSON
-    enters — from a stream, a run input or an agent's emit call — so the bound
-    is kept here, and a deeper value is a :class:`LimitExceeded` naming its path.
+    Enforcement is where open JSON enters (stream, run input, emit), so ``max_depth``
+    (:data:`DEFAULT_MAX_DEPTH`) is kept here: deeper is a :class:`LimitExceeded` naming its path.
     """
 
     def __init__(
@@ -746,12 +710,10 @@ class Enforcer:
     def event(
         self, obj: Any, index: int | None = None
     ) -> tuple[dict[str, Any] | None, list[ProtocolWarning]]:
-        """Enforce one event given as a parsed JSON value.
+        """Enforce one parsed event: ``(clean, warnings)``, ``clean`` ``None`` when dropped.
 
-        Returns ``(clean, warnings)``: ``clean`` is the event with unrecognised
-        material removed (the same object when nothing was removed), or
-        ``None`` when the whole event was dropped. Raises
-        :class:`ProtocolViolation` when a known value is malformed.
+        ``clean`` is the same object when nothing was removed. Raises :class:`ProtocolViolation`
+        when a known value is malformed.
         """
         if type(obj) is dict:
             tag = obj.get("type")
@@ -791,12 +753,10 @@ class Enforcer:
     def run_input(
         self, obj: Any, *, max_unknown: int | None = None
     ) -> tuple[dict[str, Any], list[ProtocolWarning]]:
-        """Enforce a ``RunAgentInput`` (incoming for a producer, outgoing for a client).
+        """Enforce a ``RunAgentInput``; :class:`InputRejected` when malformed.
 
-        Raises :class:`InputRejected` when it is malformed; a run input cannot
-        be dropped, so an unrecognised required member is malformed here too.
-        With ``max_unknown``, more unrecognised members than that is a
-        :class:`LimitExceeded` (a server judging a peer's input bounds its work).
+        An input cannot be dropped, so an unrecognised required member is malformed here; past
+        ``max_unknown`` unrecognised members is a :class:`LimitExceeded`.
         """
         walker = _Walker(
             None, None, input_mode=True, max_depth=self.max_depth, max_warnings=max_unknown

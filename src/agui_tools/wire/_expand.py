@@ -1,45 +1,19 @@
 """Chunk expansion: the compact ``*_CHUNK`` spelling becomes start/content/end.
 
-A consumer MUST expand chunks before verification and before application code
-(CHUNK-1), so every triad rule applies to the expanded events. This module is
-the only place chunks exist; everything downstream sees triads.
+A consumer expands chunks before verification and application code (CHUNK-1); this is
+the only place chunks exist. Each owner — the parent (``None``) or a subagent invocation —
+has one lane holding at most one open chunk stream, closed (its ``*_END`` synthesized) by
+the rules of CHUNK-11: a chunk for another item in the lane; a message, tool-call, step,
+state, custom or reasoning event in the lane (not ``RAW``, ``ACTIVITY_*``,
+``REASONING_ENCRYPTED_VALUE``; ``SUBAGENT_STARTED`` opens a lane); an explicit event naming
+the stream's id (CHUNK-3); a run-level event (every lane); its subagent's end (CHUNK-14).
 
-Lanes. Each owner — the parent agent (``None``) or a subagent invocation
-(``subagentRunId``) — has one lane, and a lane holds at most one open chunk
-stream. The stream closes (its ``*_END`` is synthesized, never sent) when
-(``basic/patterns/streaming`` "Closing a chunk stream", CHUNK-11):
-
-* a chunk opens a different item in the same lane;
-* a message, tool-call, step, state, custom or reasoning event arrives in the
-  lane — except ``RAW``, ``ACTIVITY_SNAPSHOT``, ``ACTIVITY_DELTA`` and
-  ``REASONING_ENCRYPTED_VALUE``, which stand aside, and ``SUBAGENT_STARTED``,
-  which opens a new lane;
-* an explicit event of the stream's family (text, tool call, reasoning
-  message) names the identifier the stream is assembling (mixing the
-  spellings ends the shorthand; what follows is judged by the triad rules,
-  CHUNK-3) — a reasoning *span*'s id is another namespace;
-* a run-level event arrives (``RUN_STARTED``, ``RUN_FINISHED``, ``RUN_ERROR``,
-  ``MESSAGES_SNAPSHOT``): every lane closes;
-* the subagent owning the lane terminates (CHUNK-14).
-
-An event arrives in the lane of its owner: its ``subagentRunId`` tag; or,
-untagged, the owner of the item it continues (an untagged continuation
-continues whatever its opener owns, SUB-10) or of the message a tool call
-belongs to (SUB-12); otherwise the parent's. A chunk carrying neither an identifier nor a tag is resolved:
-the parent's open stream of its kind, else the sole open stream of its kind;
-several candidates and none the parent's is ambiguous and fatal (CHUNK-12).
-
-What synthesized events carry (``basic/processing``; CHUNK-15, CHUNK-16):
-deltas, opener fields, ``metadata``, ``rawEvent`` and attribution — never the
-chunk's ``timestamp``. A continuation chunk with metadata and no delta still
-reaches its item, as a content event with an empty delta (the schema allows
-empty deltas, TEXT-9, TOOL-4).
-
-The closing rules above are one method, :meth:`Expander.closures`: which lanes
-an event would close, asked without closing them. :meth:`Expander.feed` closes
-exactly those, and a producer asks the same question before it emits (the
-emitter refuses an event that would close a chunk stream its agent is still
-writing), so both sides judge lanes by one set of rules.
+An event's lane is its ``subagentRunId``, else its opener's (SUB-10, SUB-12), else the
+parent's; a chunk with neither id nor tag takes the parent's open stream of its kind, else
+the sole one — several is fatal (CHUNK-12). Synthesized events carry deltas, opener fields,
+``metadata``, ``rawEvent`` and attribution, never the chunk's ``timestamp`` (CHUNK-15,
+CHUNK-16). The closing rules are one method, :meth:`Expander.closures`, which the emitter
+asks too, so both sides judge lanes alike.
 """
 
 from __future__ import annotations
@@ -102,15 +76,10 @@ class _Stream:
 class Expander:
     """Turns a stream of enforced events into one without chunks.
 
-    ``feed(event, index)`` returns the events to deliver, in order: any
-    synthesized ends first, then the event itself or its expansion. Raises
-    :class:`ProtocolViolation` on a malformed chunk sequence.
-
-    ``closures(event)`` asks, without changing anything, which lanes ``feed``
-    would close for ``event``; ``stream_in(lane)`` names the stream a lane
-    holds. ``owner_of(kind, id)`` — the verifier's — places untagged
-    continuations in their opener's lane (SUB-10, SUB-12); without it they
-    are the parent agent's.
+    ``feed(event, index)`` returns synthesized ends first, then the event or its expansion
+    (:class:`ProtocolViolation` on a malformed chunk sequence); ``closures(event)`` asks which
+    lanes it would close without closing them. ``owner_of(kind, id)`` — the verifier's —
+    places untagged continuations in their opener's lane (SUB-10, SUB-12).
     """
 
     def __init__(
@@ -140,13 +109,9 @@ class Expander:
         return None if stream is None else (stream.kind, stream.item_id)
 
     def closures(self, event: WireEvent) -> list[str | None]:
-        """The lanes whose open chunk stream ``event`` would close, in the order
-        :meth:`feed` closes them — asked without closing anything.
+        """The lanes ``event`` would close, in :meth:`feed`'s order, without closing anything.
 
-        For a chunk: the lane it would close by opening a different item there
-        (a continuation closes nothing). Never raises on an event of the
-        schema's shape: a chunk :meth:`feed` would refuse (SUB-11, CHUNK-4..6,
-        CHUNK-12) closes nothing, and refusing it is ``feed``'s job.
+        Never raises on a schema-shaped event: a chunk :meth:`feed` would refuse closes nothing.
         """
         if not self._lanes:
             return []
@@ -208,13 +173,8 @@ class Expander:
         return [lane] if lane in self._lanes else []
 
     def _lane_of(self, event: WireEvent, kind: str, family: str | None) -> str | None:
-        """The owner whose lane an explicit event arrives in.
-
-        Its tag when it carries one; an untagged continuation continues
-        whatever its opener owns (SUB-10), and an untagged tool-call start
-        inherits its parent message's owner (SUB-12) — so those ask the
-        verifier, which knows who opened what. Anything else untagged is the
-        parent agent's.
+        """The owner whose lane an explicit event arrives in: its tag, else (untagged
+        continuations, SUB-10; tool-call starts, SUB-12) its opener's per the verifier, else the parent.
         """
         tag = event.get("subagentRunId")
         if tag is not None or family is None or self._owner_of is None:

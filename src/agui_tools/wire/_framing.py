@@ -1,21 +1,10 @@
 """Framing: the bytes on the wire to JSON texts and back (SSE and NDJSON).
 
-Sans-I/O, like everything below the transports: feed bytes in as they arrive
-(any split, down to one byte at a time), take complete payloads out. Nothing
-here parses JSON — a frame is a ``str`` holding one event — so the decoder is
-the only stage that judges content.
-
-The SSE reader implements the full grammar of the WHATWG event-stream format,
-which a consumer MAY accept (TRANS-5): LF, CR and CRLF line endings (a CR at
-the end of one chunk and an LF at the start of the next are one line break),
-a leading byte-order mark, comment lines, multi-line ``data`` joined with LF,
-one optional space after the colon, and fields other than ``data`` ignored
-(the binding has no ``Last-Event-ID`` resumption, TRANS-6). The writer emits
-only LF, as a producer MUST (TRANS-5).
-
-An event that has not been terminated by a blank line when the stream ends is
-not dispatched (the SSE rule): the run it belonged to is truncated, which the
-pipeline reports, never repairs.
+Sans-I/O: feed bytes in any split, take payloads out; nothing here parses JSON. The SSE
+reader takes the full WHATWG grammar a consumer MAY accept (TRANS-5: any line ending, a
+BOM, comments, multi-line ``data``; other fields ignored, TRANS-6); the writer emits LF
+only. An event unterminated at the end of the stream is not dispatched: its run is
+truncated, reported, never repaired.
 """
 
 from __future__ import annotations
@@ -67,14 +56,10 @@ _FRAMING: Final = "stream framing"
 
 
 class BrokenFrame(str):
-    """Stands in the frame sequence where the framing layer met a frame it could not
-    produce (not UTF-8, over the size limit), carrying the violation.
+    """Stands in the frame sequence where a frame could not be produced (not UTF-8, too big).
 
-    A ``str``, so it travels wherever frames travel; the consumer pipeline
-    recognises it and rejects the stream at that position with ``violation``.
-    The frames before it are delivered and the run ends ``rejected``, exactly
-    as for a violation the decoder finds — rather than an exception escaping
-    the transport before the conversation has seen the stream.
+    A ``str``, so it travels where frames travel; the pipeline rejects the stream at its
+    position with ``violation`` — the earlier frames delivered, as for a decoder violation.
     """
 
     violation: ProtocolViolation
@@ -89,15 +74,10 @@ class BrokenFrame(str):
 
 
 class FrameNote(str):
-    """Stands in the frame sequence where the framing layer dropped something and
-    said so: a whole frame (``dropped``: the binary binding's event from a later
-    protocol, which has no type string to hand onward — TRANS-7), or a part of the
-    event that follows (a content part naming no arm this build knows).
+    """Stands in the frame sequence where framing dropped something and said so: a whole
+    frame (an unknown binary-binding event, TRANS-7) or a part of the next event.
 
-    A ``str`` like :class:`BrokenFrame`, so it travels wherever frames travel. The
-    pipeline records ``warning`` — at the dropped frame's own stream position, or
-    at the next event's — and delivers nothing for it: the answer enforcement
-    gives an unknown event on SSE, spelled at the transport.
+    The pipeline records ``warning`` at that position and delivers nothing for it.
     """
 
     warning: ProtocolWarning
@@ -138,13 +118,8 @@ class _StreamReader:
         raise NotImplementedError
 
     def feed_frames(self, chunk: bytes) -> list[Any]:
-        """Like ``feed``, but never raises: a violation takes its place in the
-        frames, as a :class:`BrokenFrame` after the frames completed before it.
-
-        For a reader feeding the consumer pipeline (the client): the pipeline
-        rejects the stream at that position, so the run ends ``rejected`` with
-        the violation like any other. The reader is finished after a broken
-        frame; later chunks give nothing.
+        """Like ``feed``, but a violation becomes a :class:`BrokenFrame` in the frames instead
+        of raising, so the pipeline rejects the run at that position; the reader is then finished.
         """
         if self._broken:
             return []
@@ -190,10 +165,8 @@ class SSEReader(_StreamReader):
     def feed(self, chunk: bytes) -> list[str]:
         """Consume ``chunk``; return the ``data`` of every event it completed.
 
-        Raises :class:`ProtocolViolation` for a payload that is not UTF-8 and
-        :class:`LimitExceeded` for an event over ``max_event_bytes``; the events
-        this chunk completed before it are lost with the exception — a consumer
-        that must keep them uses :meth:`feed_frames`.
+        Raises :class:`ProtocolViolation` (not UTF-8) or :class:`LimitExceeded` (over
+        ``max_event_bytes``), losing this chunk's earlier events — :meth:`feed_frames` keeps them.
         """
         out: list[str] = []
         self._feed(chunk, out)
@@ -341,13 +314,10 @@ class NDJSONReader:
 
 
 def sniff_format(head: bytes) -> str:
-    """Guess how a captured stream is framed: ``"json"``, ``"ndjson"``, ``"proto"``
-    or ``"sse"``.
+    """Guess how a captured stream is framed: ``"json"``, ``"ndjson"``, ``"proto"`` or ``"sse"``.
 
-    A binary-binding body starts with a frame's 4-byte big-endian length, whose
-    first byte is zero for any frame under 16 MiB — a byte no text format starts
-    with. A JSON array starts with ``[``; NDJSON with ``{``; anything else
-    (``data:``, ``:`` comments, ``event:``) is taken for SSE.
+    A binary frame's length starts with a zero byte (under 16 MiB), which no text format does;
+    ``[`` is JSON, ``{`` NDJSON, anything else SSE.
     """
     if head[:1] == b"\x00":
         return "proto"

@@ -1,31 +1,14 @@
 """The wire's vocabulary: what an event is, which types exist, and the item kinds.
 
-Theory of operation (h11's habit: what differs between cases is a table, read
-by the code that needs it, not an ``if`` repeated where it is needed).
+What differs between cases is a table read by the code that needs it (h11's habit):
 
-* **An event** on the wire, decoded and enforced, is a plain dict:
-  :data:`WireEvent`. (The official pydantic union is built only on demand,
-  by :mod:`~agui_tools.wire._codec`.)
-* **The event types** are the schema's (:func:`event_types`): nothing here
-  restates the list ``schema.json`` already holds.
-* **One handler name per event type.** A state machine that folds or judges
-  events (the verifier, the reducer) names its handler for ``TOOL_CALL_ARGS``
-  ``_on_tool_call_args`` — :func:`handlers` builds its dispatch table from
-  those names, so every consumer of events spells the same event's handler
-  the same way, and a misspelt one is an error at construction.
-* **The item kinds.** Text messages, tool calls and reasoning messages share
-  one streaming discipline (STREAM-1..4): opened by a ``*_START``, continued
-  by content events, closed by a ``*_END``, tied together by one id member,
-  with a compact ``*_CHUNK`` spelling beside it (CHUNK-1). Activities are
-  items too — a snapshot creates or replaces one, deltas continue it — with
-  neither a triad nor chunks. Everything that differs between kinds (its
-  events, its id member, what a person calls it, which rule a broken
-  discipline breaks) is one row of :data:`KINDS`; the emitter, chunk
-  expansion and the verifier read the rows and spell no kind's events
-  themselves.
-* **The scopes.** Reasoning spans, steps and subagent invocations are opened
-  and closed by a pair of events and hold no content; each is a row of
-  :data:`SCOPES` (events, id member, noun, the rules of its discipline).
+* an event is a plain dict, :data:`WireEvent`; the types are the schema's (:func:`event_types`);
+* a handler for ``TOOL_CALL_ARGS`` is named ``_on_tool_call_args``: :func:`handlers` builds
+  dispatch tables from those names, so a misspelt one fails at construction;
+* text messages, tool calls and reasoning messages share one discipline (STREAM-1..4,
+  CHUNK-1), activities a looser one: each kind is a row of :data:`KINDS` (events, id member,
+  noun, rules), which the emitter, expansion and verifier read;
+* reasoning spans, steps and subagent invocations are rows of :data:`SCOPES`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """The run lifecycle, one table: which run-level move is legal in which phase.
 
-Theory of operation (h11's ``_state.py``: the states and the events that move
-them are data, read by every side, not ``if`` chains each side writes again).
-
-A stream is a sequence of runs. Between them, and before the first, no run is
-active; ``RUN_STARTED`` opens one, ``RUN_FINISHED`` or ``RUN_ERROR`` closes it
-(``events/lifecycle``). :data:`RUN_MOVES` says, for every phase and every
-run-level event, either the phase it leads to or the rule the move breaks.
-Every other event type is one column, :data:`ANY_EVENT`: it belongs to the
-active run and is illegal outside one. Two moves exist only on the consumer's
-side: the byte stream ended (:data:`STREAM_ENDED`, TRANS-2) and the consumer
-rejected the stream (:data:`REJECTED`, RUN-16); neither is ever illegal.
-
-The verifier (:mod:`~agui_tools.wire._verify`) judges a stream by it and the
-emitter (:mod:`~agui_tools.agent._emitter`) refuses by it, so the producer
-cannot emit a run-level move the consumer would reject. The emitter serves
-one run, so it is stricter in one place: it never starts a second.
-What a closed run amounted to (success, interrupt, cancelled, error,
-truncated, rejected) is its :class:`RunSummary`, not a phase: every outcome of
-``RUN_FINISHED`` leads to the same phase.
+As h11's ``_state.py``: :data:`RUN_MOVES` gives, for each phase and run-level event, the
+next phase or the rule broken (``events/lifecycle``); any other event is :data:`ANY_EVENT`,
+legal only in an active run. Consumer-only moves, never illegal: :data:`STREAM_ENDED`
+(TRANS-2) and :data:`REJECTED` (RUN-16). The verifier judges by it and the emitter refuses
+by it (stricter: it never starts a second run). An outcome is a :class:`RunSummary`, not a phase.
 """
 
 from __future__ import annotations
@@ -148,10 +134,8 @@ RunStatus = Literal[
 class RunSummary:
     """What one run on the stream amounted to.
 
-    ``pending`` lists the tool calls the run started and did not answer with
-    ``TOOL_CALL_RESULT``, in the order they were made — derived from the
-    stream, never read from an absent ``pendingToolCallIds`` as "nothing"
-    (FE-6, FE-7).
+    ``pending`` lists the calls the run left unanswered, in call order — derived from the
+    stream, never from an absent ``pendingToolCallIds`` (FE-6, FE-7).
     """
 
     thread_id: str | None

@@ -44,13 +44,9 @@ class Limits:
     max_tracked_ids: int = 1_000_000
     """Message and tool-call ids remembered for one thread."""
     max_depth: int = DEFAULT_MAX_DEPTH
-    """How deeply one event may nest (the event itself is level 1). Enforced where
-    open values enter, by enforcement; 128 by default, below the 254 levels orjson
-    can write — a client re-sends the state it receives — and far from the depth
-    at which the reducer's ``deepcopy`` exhausts Python's stack (see
-    :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`). At most
-    :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING` (250): a higher one is a
-    :class:`UsageError` here, at construction."""
+    """How deeply one event may nest (itself level 1), enforced where open values enter;
+    128 by default (see :data:`~agui_tools.wire._enforce.DEFAULT_MAX_DEPTH`), above
+    :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING` a :class:`UsageError`."""
 
     def __post_init__(self) -> None:
         if self.max_depth != DEFAULT_MAX_DEPTH:

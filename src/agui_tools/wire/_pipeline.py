@@ -41,14 +41,11 @@ __all__ = ["ConsumerPipeline", "Middleware", "StreamResult"]
 
 
 class Middleware(Protocol):
-    """Anything installed to translate, observe or rewrite the stream.
+    """Anything installed to translate, observe or rewrite the stream (PROC-7).
 
-    Called once per event *after* the compatibility boundary and *before*
-    enforcement (so it still sees unrecognised material), with the raw event;
-    returns the events to pass on — none to drop it, several to split it. It
-    may also return :class:`ProtocolWarning` objects among them, which are
-    recorded as warnings (a lossy translation MUST warn, VER-3). A middleware
-    MUST be prepared for chunks and triads alike (PROC-7).
+    Called per raw event after the compatibility boundary and before enforcement; returns the
+    events to pass on (none drops, several split) and may include :class:`ProtocolWarning` objects
+    (a lossy translation MUST warn, VER-3). It must handle chunks and triads alike.
     """
 
     def __call__(self, event: WireEvent) -> Iterable[WireEvent | ProtocolWarning]: ...
@@ -127,13 +124,10 @@ class ConsumerPipeline:
     # -- feeding -----------------------------------------------------------------
 
     def feed(self, frame: bytes | str | Mapping[str, Any]) -> list[WireEvent]:
-        """Consume one event (a JSON text or a parsed object); return what to deliver.
+        """Consume one event (JSON text or parsed object); return what to deliver.
 
-        A :class:`~agui_tools.wire._framing.BrokenFrame` (a frame the framing layer
-        could not produce) rejects the stream at its position with its violation.
-        Raises :class:`ProtocolViolation` when the stream breaks a fatal rule;
-        the pipeline is then failed and every later call raises it again.
-        Events delivered before the failure stay delivered (RUN-16).
+        A :class:`~agui_tools.wire._framing.BrokenFrame` rejects the stream at its position. A
+        :class:`ProtocolViolation` fails the pipeline for good; what was delivered stays (RUN-16).
         """
         if self.error is not None:
             raise self.error
@@ -178,24 +172,12 @@ class ConsumerPipeline:
         frames: Iterable[bytes | str | Mapping[str, Any]],
         fold: Callable[[WireEvent, int], None] | None = None,
     ) -> list[WireEvent]:
-        """Consume several events; return everything to deliver, in order.
+        """Consume several events; return everything to deliver, in order (as :meth:`feed` each).
 
-        Same semantics as calling :meth:`feed` per frame, in one loop: the SSE
-        reader hands over every frame a network chunk completed, and a replay
-        hands over a whole capture. On a violation, the events this call
-        delivered before it are in :attr:`partial`.
-
-        The loop inlines the common case — a clean event (the enforcer's fast
-        check), no chunk stream open, not a chunk — and hands anything else to
-        the same stage methods :meth:`feed` uses.
-
-        ``fold(event, index)``, when given, takes each event as it is delivered —
-        before the next frame is read — and may raise :class:`ProtocolViolation`
-        (a limit the reducer keeps): the stream then fails *at that event*, as if
-        the pipeline had found it, and no later frame is judged. Folded after the
-        whole batch instead, a state ``LIMIT`` followed by ``RUN_FINISHED`` in one
-        network chunk would name the later event and leave the run a success.
-        An event ``fold`` refused is not in the result nor in :attr:`partial`.
+        The common case (clean event, no chunk stream) is inlined. On a violation, what this call
+        delivered is in :attr:`partial`. ``fold(event, index)`` takes each event before the next is
+        read; its :class:`ProtocolViolation` fails the stream *at that event* — folded after the
+        batch, a state ``LIMIT`` then ``RUN_FINISHED`` would name the wrong event.
         """
         if self.error is not None:
             raise self.error

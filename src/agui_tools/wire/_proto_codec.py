@@ -1,41 +1,20 @@
-"""The binary binding's event codec: one event (wire dict) ⇄ one protobuf message.
+"""The binary binding's event codec: one event (wire dict) ⇄ one protobuf message (TRANS-7).
 
-``pages/basic/transports/http-protobuf.mdx`` (TRANS-7). The message definitions
-are ``_proto_events.proto`` (numbers from ``spec/proto-freeze.txt``); the bytes
-are written and read by the ``protobuf`` library's upb backend through the
-generated ``_proto_events_pb2``. This module is only the mapping between the
-JSON-shaped event every pipeline stage works on and that message, and it is the
-official ``@ag-ui/proto`` 1.0.0 mapping, rule for rule, because the corpus pins
-the encoded bytes (an encoder MUST reproduce it byte for byte):
+Messages are ``_proto_events.proto`` (numbers from ``spec/proto-freeze.txt``), written and
+read by upb. This is only the mapping, and it is the official ``@ag-ui/proto`` 1.0.0 one
+rule for rule, because the corpus pins the encoded bytes:
 
-* the fields every event carries ride in ``base_event`` (type, timestamp,
-  ``rawEvent``, metadata — metadata only when it is an object);
-* an open JSON object is written in JavaScript property order — keys that are
-  array indices first, ascending, then the rest as they came — since that is
-  the order the official encoder meets them in;
-* ``RUN_FINISHED.outcome`` / ``SUBAGENT_FINISHED.outcome`` travel as the
-  outcome's type string with its payload beside it (an unrecognised type rides
-  as its string and is rebuilt on decode, for enforcement to strip — never
-  rejected here);
-* a message's ``content`` is a string, a parts array (``content_parts``) or,
-  for ``activity``, an object (``activity_content``);
-* a JSON Patch ``op`` is an enum: an operation's extension members have no
-  field and do not survive (the binding is narrower there, by the spec).
+* common fields ride in ``base_event`` (metadata only when an object);
+* an open object is written in JavaScript property order;
+* an outcome travels as its type string with its payload beside it (an unknown one is
+  rebuilt on decode for enforcement to strip);
+* ``content`` is a string, ``content_parts`` or ``activity_content``;
+* a JSON Patch ``op`` is an enum: an operation's extension members do not survive.
 
-Decoding is the official decoder's shape, too — so that an event read from
-either decoder is the same dict: fields without presence come back with their
-default (``""``), a known event's structural contradictions (two content forms,
-a base type that disagrees with the envelope arm) are fatal, and nothing is
-validated beyond that: the pipeline judges what arrives, identically for both
-transports (PROC-6).
-
-The converters between messages and dicts are compiled once, at first use,
-from the generated descriptors — the ``.proto`` stays the only place a field is
-named — into plain functions (attribute reads and writes, no per-field
-reflection at run time). Beside this module: open JSON values
-(:mod:`~agui_tools.wire._proto_json`), the members whose shapes differ
-(:mod:`~agui_tools.wire._proto_shapes`) and the deep reader for values nested
-past upb's limit (:mod:`~agui_tools.wire._proto_deep`).
+Decoding gives the official decoder's dict, unvalidated: the pipeline judges both
+transports alike (PROC-6). Converters are compiled once from the descriptors, so the
+``.proto`` is the one place a field is named. Beside it: :mod:`~agui_tools.wire._proto_json`,
+:mod:`~agui_tools.wire._proto_shapes`, :mod:`~agui_tools.wire._proto_deep`.
 """
 
 from __future__ import annotations
@@ -150,16 +129,11 @@ def _compile() -> tuple[
     dict[str, Callable[[Any], Event]],
     dict[str, Callable[[Any], Event]],
 ]:
-    """Writers (dict → message) and readers (message → dict) for every event
-    message, generated from the descriptors.
+    """Writers (dict → message) and readers (message → dict) for every event message.
 
-    A reader mirrors the official (ts-proto) decoder: a field without presence
-    is always there with its default, an ``optional`` one only when set, a
-    repeated one always a list (the mapping below removes the empty ones the
-    official decoder removes). An envelope arm's writer and reader handle its
-    ``base_event`` inline — the event's own ``type``, ``timestamp``,
-    ``rawEvent`` and ``metadata`` — so an event needs no reshaping to be written
-    and comes back flat; the reader refuses a base whose type is not the arm's.
+    A reader mirrors the official decoder (fields without presence carry their default);
+    an envelope arm handles its ``base_event`` inline, so events go in and come back flat,
+    and a base whose type is not the arm's is refused.
     """
     sources: list[str] = []
     deep_sources: list[str] = []
@@ -415,19 +389,10 @@ def encode_proto_event(
 ) -> bytes:
     """One event (a wire dict) as the bytes of one binary frame's message.
 
-    Byte for byte what ``@ag-ui/proto`` 1.0.0's ``encode`` writes for the same
-    event; the 1.1 members it predates (``encryptedValueType``) are written on
-    their frozen numbers, which its decoder skips. Members the wire schema does
-    not model are not written. A content part with no wire form is dropped and
-    said in ``warnings`` (the official encoder warns the same way).
-
-    Raises ``ValueError`` for an event no frame can carry (no type, an unknown
-    type, a JSON Patch op that is not one, a value of the wrong type or not JSON),
-    and :class:`~agui_tools.UsageError` (rule ``LIMIT``) for one nesting deeper
-    than ``max_depth`` levels, the event itself counting as one — the limit
-    enforcement applies on either binding, so no frame is written that a
-    consumer with the same limit refuses (:func:`decode_proto_event` reads
-    every depth within it).
+    Byte for byte what ``@ag-ui/proto`` 1.0.0 writes (1.1 members on their frozen numbers);
+    unmodelled members are not written; a part with no wire form is dropped into ``warnings``.
+    Raises ``ValueError`` for an event no frame can carry and :class:`~agui_tools.UsageError`
+    (``LIMIT``) past ``max_depth``, so no frame is written that the same limit refuses.
     """
     if _nests(event) and not nests_within(event, max_depth):
         where = depth_excess(event, max_depth)
@@ -548,23 +513,12 @@ def decode_proto_event(
     warnings: list[ProtocolWarning] | None = None,
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> Event:
-    """One binary frame's message back to the event it carries (a wire dict).
+    """One binary frame's message back to the event it carries (a wire dict), unvalidated.
 
-    The same dict ``@ag-ui/proto`` 1.0.0's ``decode`` gives, unvalidated: the
-    pipeline's enforcement judges it as it judges a JSON event. Raises
-    :class:`UnknownEventArm` for a frame naming only arms this build predates
-    (drop it, with its warning) and :class:`ProtocolViolation` (TRANS-7) for
-    bytes that are not one known event. A content part naming no known arm is
-    dropped and said in ``warnings``.
-
-    Every open value may nest ``max_depth`` levels (itself one) — at least what
-    enforcement with the same ``max_depth`` lets through at any position, so a
-    value the JSON binding carries decodes here too, however many protobuf
-    levels it costs (upb alone reads 100: 32 object levels); a deeper one is
-    the :class:`LimitExceeded` (rule ``LIMIT``) enforcement gives the same event
-    on SSE, word for word, found without reading past ``max_depth`` levels.
-    A ``max_depth`` above :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING` is
-    a :class:`UsageError`.
+    Raises :class:`UnknownEventArm` for a frame naming only arms this build predates,
+    :class:`ProtocolViolation` (TRANS-7) for bytes that are not one known event, and the same
+    :class:`LimitExceeded` (``LIMIT``) enforcement gives on SSE for a value past ``max_depth``
+    (above :data:`~agui_tools.wire._enforce.MAX_DEPTH_CEILING`: :class:`UsageError`).
     """
     if max_depth > MAX_DEPTH_CEILING or max_depth < 2:
         checked_max_depth(max_depth)
@@ -611,19 +565,11 @@ def _verdict(
     broken: str,
     warnings: list[ProtocolWarning] | None,
 ) -> ProtocolViolation | Event:
-    """The refusal of a frame with a value nested past the deep reader's bound:
-    the verdict the JSON binding gives the same event, word for word.
+    """The refusal of a frame nested past the deep reader's bound, worded as on SSE.
 
-    The frame is read again with each value kept to ``max_depth`` levels and the
-    containers past them left empty — still deeper than any position allows —
-    and enforcement (with the same ``max_depth``) names the first value past the
-    limit exactly as it does on SSE. Enforcement measures every member of an
-    event, so when it accepts the cut event no cut container is in it: the too
-    deep value was one protobuf itself discards — a map key written twice, the
-    first value replaced by the last (``{"a": <deep>, "a": 2}`` is ``{"a": 2}``,
-    as orjson and upb read it) — and the cut event *is* the frame's event,
-    returned as such. Should the cut reading fail (a frame broken further on),
-    the decoder's own ``LIMIT`` stands.
+    The frame is re-read with values cut at ``max_depth`` and enforcement names the first value
+    past it. If enforcement accepts the cut event, the deep value was one protobuf discards (a
+    repeated map key) and the cut event is the frame's event.
     """
     kind = _TYPE_OF_ARM[envelope.WhichOneof("event")]
     own = LimitExceeded(

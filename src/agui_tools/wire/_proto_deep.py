@@ -1,21 +1,10 @@
 """The binary binding's deep reader: open JSON nested past upb's limit, without recursion.
 
-upb refuses a message nested more than 100 protobuf levels, and a JSON level
-costs two (a list: value, list) or three (an object: value, object, entry):
-alone it would carry 32 object levels of a state the JSON binding takes 127
-of. Raising its limit (``SetAllowOversizeProtos``) is process-wide and lets a
-hostile 30,000-level frame overflow the C stack (a segfault, measured). So a
-frame upb refuses is read again by the deep reader: the envelope through
-shallow messages in which every open-JSON field is its bytes
-(:func:`shallow_envelope`), each open value then peeled a level at a time
-here — without recursion, each level's fields read as protobuf reads them —
-handing every subtree back to upb whole at intervals (:data:`_RETRY`), which
-reads all of it when it is shallow enough. Every value may nest ``max_depth``
-levels (itself one): more than any position of the JSON binding allows, so
-what the JSON binding accepts decodes here, and enforcement then judges the
-exact position the same way for both; deeper is enforcement's ``LIMIT``
-violation too (the codec's ``_verdict``), found after at most ``max_depth``
-levels of work.
+upb refuses more than 100 protobuf levels (about 32 JSON object levels), and raising it is
+process-wide and lets a hostile frame overflow the C stack. So a refused frame is read again:
+the envelope shallowly (:func:`shallow_envelope`), each open value peeled a level at a time,
+subtrees handed back to upb whole at intervals (:data:`_RETRY`). Values may nest
+``max_depth`` levels, so what JSON accepts decodes here; deeper is enforcement's ``LIMIT``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Framing for the binary binding: length-prefixed protobuf frames out of bytes, and back.
 
-Sans-I/O, beside the SSE reader (``_framing``) and shaped like it: feed bytes as
-they arrive, in any split, and take out what the frames carried — here already
-decoded (``_proto_codec``), since a binary frame has no text form to hand on.
-
-``pages/basic/transports/http-protobuf.mdx`` (TRANS-7):
-
-* a frame is a 4-byte unsigned big-endian length, then exactly that many bytes
-  of one encoded event; frames abut; a frame may be split across chunks and a
-  chunk may hold many frames;
-* a length over ``max_event_bytes`` is refused as soon as its header is read,
-  before the bytes it announces arrive (or are buffered);
-* a frame whose bytes do not decode is fatal to the stream (TRANS-7); so is one
-  carrying a value nested past ``max_depth`` levels (``LIMIT``, the nesting
-  limit the JSON binding's enforcement applies — see ``_proto_codec``); a frame
-  naming only an envelope arm this build predates is dropped with a warning;
-* a body that ends mid-frame is a *truncated run*, not an error: the reader
-  keeps the partial frame (:attr:`ProtoReader.has_partial_event`) and the
-  pipeline's end of stream reports the run truncated (TRANS-2).
+Sans-I/O like ``_framing`` (TRANS-7): a 4-byte big-endian length, then one encoded event.
+A length over ``max_event_bytes`` is refused at its header; an undecodable frame is fatal, as
+is one nested past ``max_depth`` (``LIMIT``); a frame naming only an unknown arm is dropped
+with a warning; a body ending mid-frame is a truncated run (TRANS-2), not an error.
 """
 
 from __future__ import annotations
@@ -100,12 +86,8 @@ class ProtoReader(_StreamReader):
         return bool(self._buf)
 
     def pending_frame(self) -> PendingFrame | None:
-        """The frame not yet complete, or ``None`` when the bytes so far end on a boundary.
-
-        At the end of a body this is where it stopped mid-frame (a truncated run,
-        or bytes trailing the last frame); after a ``LIMIT`` refusal it is the
-        refused frame, whose header is kept. A checker judging a producer's
-        framing names it by index and byte offset.
+        """The incomplete frame (``None`` on a boundary): where a body stopped mid-frame, or the
+        frame a ``LIMIT`` refused — for a checker to name by index and byte offset.
         """
         if not self._buf:
             return None
@@ -116,13 +98,8 @@ class ProtoReader(_StreamReader):
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """Consume ``chunk``; return the events of every frame it completed.
 
-        Raises :class:`ProtocolViolation` (TRANS-7) for a frame that does not
-        decode and :class:`LimitExceeded` for a length header over
-        ``max_event_bytes`` or a value nested past ``max_depth``; the events this chunk completed before it are lost
-        with the exception — the client uses :meth:`feed_frames`, which hands
-        on events (dicts), a :class:`~agui_tools.wire._framing.FrameNote` where a
-        frame (or a part of one) was dropped, and a ``BrokenFrame`` where the
-        stream broke. Here a dropped frame is recorded in :attr:`warnings`.
+        Raises :class:`ProtocolViolation` (TRANS-7) or :class:`LimitExceeded`, losing this chunk's
+        earlier events — the client uses :meth:`feed_frames`. A dropped frame goes to :attr:`warnings`.
         """
         out: list[Any] = []
         self._feed(chunk, out)

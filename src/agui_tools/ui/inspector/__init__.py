@@ -39,13 +39,9 @@ WILDCARD = WILDCARD_ADDRESSES
 
 
 def host_policy(host: str, allowed: Iterable[str] = ()) -> HostPolicy:
-    """The ``Host`` names a page of an inspector bound to ``host`` may send.
-
-    At any bind — a wildcard (``0.0.0.0``, ``::``) too — ``localhost``, IP
-    addresses, the bound name and the ``allowed`` names (``--allow-host``), never
-    any name: the page carries the session token, and a DNS-rebinding page
-    arrives with its own name (at a wildcard bind it would otherwise be served,
-    token and all).
+    """The ``Host`` names a page of an inspector bound to ``host`` may send, at any bind:
+    ``localhost``, IP addresses, the bound name and ``allowed`` (``--allow-host``) — never any
+    name, since the page carries the token and a DNS-rebinding page brings its own name.
     """
     return HostPolicy(allowed, bound=host)
 

@@ -1,32 +1,17 @@
 """The inspector's web app: the page, its message stream, and the few things it may post.
 
-Why Server-Sent Events for the page's updates (and plain ``POST`` for what the
-page sends): the traffic is a one-way, ordered log from the back end, which is
-exactly what SSE is — with resumption built in (``Last-Event-ID`` sends what
-a reconnecting page missed, as one ``batch`` message — a new page gets the whole
-session that way — so a dropped connection loses nothing), no extra
-server dependency, and the same wire the agent side speaks. What the page
-sends is rare and request-shaped (a prompt, a decision), and as ``POST`` with a
-JSON body and a token header it gets the browser's own cross-origin defences
-for free: a foreign page cannot send such a request without a CORS preflight,
-which this app never answers.
+Updates are Server-Sent Events: a one-way ordered log, resumed by ``Last-Event-ID`` (what a
+page missed arrives as one ``batch``), on the wire the agent side speaks. What the page
+sends is rare: a ``POST`` with a JSON body and a token header, which a foreign page cannot
+send without a CORS preflight this app never answers. Security against other origins:
 
-Security (a page on another origin must not be able to drive the inspector):
-
-* it listens on loopback unless told otherwise;
-* every request's ``Host`` must be a name this server answers (``localhost``,
-  an IP address, the bound name, ``--allow-host`` names — at a wildcard bind
-  too) — a DNS-rebinding page arrives with its own host name;
-* every ``POST`` must come from this origin (``Origin`` equal to ours) and
-  carry the session's secret token (``X-Inspector-Token``), which only the
-  page this server rendered knows; the event stream and the exports want the
-  token too — the page sends it as a same-site, HttpOnly cookie it was served
-  with, never in a URL, where it would land in the history, a proxy's log or a
-  ``Referer`` (a script may send the header, or ``?token=`` as before);
-* ``Sec-Fetch-Site: cross-site`` is refused outright;
-* the page is served with a Content-Security-Policy that allows only its own
-  script and style: even a rendering bug could not run injected markup.
-  Model output travels as JSON data and the page shows it with ``textContent``.
+* loopback unless told otherwise; every ``Host`` must be one this server answers
+  (DNS rebinding);
+* every ``POST`` same-origin with the session token (``X-Inspector-Token``); the stream and
+  exports take it as a same-site HttpOnly cookie, never in a URL (or a header, or ``?token=``);
+* ``Sec-Fetch-Site: cross-site`` is refused;
+* a Content-Security-Policy allows only the page's own script and style; model output is
+  JSON data shown with ``textContent``.
 """
 
 from __future__ import annotations

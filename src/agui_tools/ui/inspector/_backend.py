@@ -1,50 +1,23 @@
 """The inspector's back end: one :class:`Session`, driven for a page, told as messages.
 
-The page never talks to the agent. It posts a prompt, a consent decision or a
-mock tool's answer; this object drives the thread with our ``Session`` (the
-same consent, validation and exactly-once execution as every other face) and
-appends what happens to a :class:`Hub` — an ordered, replayable log of plain
-JSON messages the page reads over Server-Sent Events. Every value in a message
-is data: the page shows it with ``textContent``, never as markup.
+The page never talks to the agent: it posts prompts, decisions and mock answers, and this
+object drives the thread with our ``Session`` (the same consent, validation and
+exactly-once execution as every face), appending what happens to a :class:`Hub` the page
+reads over SSE. Every value is data, shown with ``textContent``. Messages by ``kind``:
 
-Messages (``kind`` and its fields):
+* ``user``; ``text`` (``messageId``, ``role``, ``delta``);
+* ``call`` — a card: ``callId``, ``name``, ``status``, ``preview``, ``arguments``/``errors``
+  (with JSON Pointer ``path``), ``answer``;
+* ``consent`` / ``consent-done``; ``answer-form`` / ``answer-done`` (mock tools);
+* ``run-start`` (``input`` as sent), ``event`` (``index``, ``type``, ``event``, ``raw``),
+  ``warning`` / ``violation`` (``rule``, ``index``, ``message``), ``run-end`` (``status``,
+  ``pending``, ``error``) — the three with ``t``, milliseconds since the epoch;
+* ``thread``; ``busy``; ``failed``; ``tools``; ``interrupt`` / ``interrupt-done``;
+* ``agents``; ``new-thread``; ``stopped``; ``restored``; ``verdict`` (``lines`` as ``verify``).
 
-* ``user`` — the prompt sent; ``text`` — a text delta (``messageId``, ``role``,
-  ``delta``);
-* ``call`` — a tool-call card changed: ``callId``, ``name``, ``status``,
-  ``preview`` (a parsed prefix while streaming), ``arguments``/``errors``
-  (the closed call, validated: errors carry their JSON Pointer ``path``),
-  ``answer``;
-* ``consent`` / ``consent-done`` — a call awaits the user's decision;
-  ``answer-form`` / ``answer-done`` — a mock tool awaits the user's answer;
-* ``run-start`` (``input``: the RunAgentInput exactly as sent), ``event``
-  (``index``, ``type``, ``event``: each frame as received), ``warning`` /
-  ``violation`` (``rule``, ``index``, ``message``), ``run-end`` (``status``,
-  ``pending``, ``error``);
-* ``thread`` — messages and state after a run; ``busy``; ``failed``; ``tools``;
-* ``interrupt`` (``id``, ``reason``, ``message``, ``metadata``, ``expiresAt``,
-  ``expired``, ``responseSchema``, ``toolCallId``, ``call``) / ``interrupt-done``
-  (``action``: resolve, cancel or stopped) — an open interrupt of the last run;
-* ``agents`` (the configured agents, header *names* only, the current one, the
-  thread id, with a store the threads kept); ``new-thread`` (a page reloads: a new
-  connection starts at the last one); ``stopped``; ``restored`` (a thread read
-  back from the store); ``verdict`` (a composed run judged, ``lines`` as
-  ``verify`` prints them).
-
-Card statuses beyond the session's own: ``called`` (the arguments complete, the
-run going on), ``agent`` (answered by the agent), ``awaiting_approval`` (an
-interrupt names the call), ``rejected`` (the run was), ``stopped``.
-
-``event``, ``run-start`` and ``run-end`` carry ``t``, the time the back end
-received them (milliseconds since the epoch); ``event`` carries ``raw``, the
-frame's data exactly as received.
-
-Bounded: a card's argument preview is sent only when it
-changed (the preview re-parses geometrically, see
-:class:`~agui_tools.app._arguments.PreviewPolicy`), at most
-:data:`PREVIEW_LIMIT` characters of it (``previewText``, a head, past that), and
-each new preview of a call *supersedes* the previous one in the log: a page
-that catches up gets the latest, not every intermediate preview.
+Card statuses beyond the session's: ``called``, ``agent``, ``awaiting_approval``,
+``rejected``, ``stopped``. Bounded: a preview is sent only when it changed, at most
+:data:`PREVIEW_LIMIT` characters, and each *supersedes* the last in the log.
 """
 
 from __future__ import annotations
@@ -198,20 +171,14 @@ class Inspector(Cards, Mocks):
     """Drives a thread with one of its configured agents on behalf of a page.
 
     Args:
-        url: the agent's endpoint (the first agent, named ``agent``; ``None``
-            when ``agents`` names them all).
+        url: the agent's endpoint (the agent named ``agent``; ``None`` when ``agents`` has all).
         headers: extra request headers (``-H``) for every agent.
-        agents: more agents by name (``--agent NAME=URL``), each a URL or an
-            :class:`Agent`; the page switches between them.
-        register: called with each new session to register real frontend tools
-            (``--tools MODULE``, the demo's tools).
-        prompt: a prompt to suggest in the page.
-        title: what the page calls this session.
+        agents: more agents by name (``--agent NAME=URL``), each a URL or an :class:`Agent`.
+        register: called with each new session to register real tools (``--tools MODULE``).
+        prompt: a prompt to suggest; title: what the page calls the session.
         timeout: the handler timeout for real tools.
-        store: where each thread is kept (``--store``): a restarted inspector
-            on the same store and ``index`` resumes the thread it had open.
-        index: the file listing this inspector's threads in ``store`` (a store
-            is keyed by thread id and lists none).
+        store: where threads are kept (``--store``); a restarted inspector on the same store
+            and ``index`` (the file listing its threads) resumes the thread it had open.
     """
 
     session: _InspectorSession
@@ -615,16 +582,7 @@ class Inspector(Cards, Mocks):
             event: Any = orjson.loads(frame)
         except orjson.JSONDecodeError:
             event = None
-        kind = event.get("type") if isinstance(event, dict) else None
-        self.hub.push(
-            "event",
-            run=run,
-            index=index,
-            type=kind if isinstance(kind, str) else "(not an event)",
-            event=event,
-            raw=str(frame),
-            t=now_ms(),
-        )
+        kind = self.hub.push_event(run, index, event, str(frame))
         if kind == "TOOL_CALL_END" and self.loop is not None:
             call_id = event.get("toolCallId")
             if isinstance(call_id, str):

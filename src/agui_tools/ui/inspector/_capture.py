@@ -1,10 +1,6 @@
-"""What the inspector captures of each run: the input as sent, the body as received.
-
-The raw bytes are taken below the client, in the httpx transport, so an export
-is exactly what crossed the wire — a capture ``agui-tools verify`` judges the
-same way the live pipeline did, framing faults included. The client itself is
-our :class:`~agui_tools.transport.AgentClient` unchanged: every frame it reads
-still goes through the conversation's pipeline and nothing else.
+"""What the inspector captures of each run: the input as sent, the body as received —
+taken below the unchanged :class:`~agui_tools.transport.AgentClient`, in the httpx
+transport, so an export is exactly what crossed the wire, framing faults included.
 """
 
 from __future__ import annotations

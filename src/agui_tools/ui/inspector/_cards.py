@@ -1,9 +1,6 @@
-"""The inspector's cards: each tool call, consent question and interrupt as the page shows it.
-
-:class:`Cards` is a part of :class:`~agui_tools.ui.inspector._backend.Inspector`
-(a mixin, its state the inspector's): a session's update or an interrupt becomes
-a ``call`` / ``consent`` / ``interrupt`` message on the hub, coalesced and bounded,
-and the page's answers (:meth:`Cards.decide`, :meth:`Cards.resolve_interrupt`)
+"""The inspector's cards (a mixin of :class:`~agui_tools.ui.inspector._backend.Inspector`):
+updates and interrupts become coalesced, bounded ``call`` / ``consent`` / ``interrupt``
+messages, and the page's answers (:meth:`Cards.decide`, :meth:`Cards.resolve_interrupt`)
 go back to the waiting session.
 """
 

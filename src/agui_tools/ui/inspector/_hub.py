@@ -74,19 +74,13 @@ def now_ms() -> float:
 
 
 class Hub:
-    """An ordered, replayable log of messages for the page.
+    """An ordered, replayable log of messages for the page (``Last-Event-ID`` resumes, a new
+    tab catches up).
 
-    A page that reconnects (``Last-Event-ID``) resumes where it was; a second
-    tab catches up with the whole session. A message pushed with a
-    ``supersedes`` key replaces the previous message with that key: the old
-    one leaves the log (its sequence number is never reused), so what is kept
-    and replayed for a streamed argument is its latest preview, not each one.
-
-    ``budget``: the most bytes of JSON the log keeps (``None``: no bound — an
-    inspector's session is what a person drove). Past it the oldest messages
-    leave the log (down to nine tenths of the budget, so trimming is rare):
-    what a proxy that runs for days shows, and holds, is its recent traffic
-    (``dropped`` counts what left). Nothing else is dropped.
+    A message with a ``supersedes`` key replaces the previous one with that key (its sequence
+    number never reused). ``budget`` bounds the log's JSON bytes (``None``: none); past it the
+    oldest leave, down to nine tenths, counted in ``dropped`` — a days-long proxy shows recent
+    traffic.
     """
 
     def __init__(self, *, budget: int | None = None) -> None:
@@ -123,6 +117,20 @@ class Hub:
         """End every follower (the server is stopping)."""
         self.closed = True
         self._changed.set()
+
+    def push_event(self, run: int, index: int, event: Any, raw: str) -> str | None:
+        """An ``event`` message for a frame as received; its ``type`` when it has one."""
+        kind = event.get("type") if isinstance(event, dict) else None
+        self.push(
+            "event",
+            run=run,
+            index=index,
+            type=kind if isinstance(kind, str) else "(not an event)",
+            event=event,
+            raw=raw,
+            t=now_ms(),
+        )
+        return kind if isinstance(kind, str) else None
 
     def push(self, kind: str, *, supersedes: str | None = None, **fields: Any) -> dict[str, Any]:
         seq = self.next_seq

@@ -1,39 +1,14 @@
 """``agui-tools proxy --inspect``: the inspector's page, showing traffic it does not drive.
 
-A :class:`LiveInspector` is an :class:`~agui_tools.ui.inspector.Inspector` whose
-:class:`~agui_tools.ui.inspector.Hub` the proxy fills (it is the proxy's
-:class:`~agui_tools.transport._proxy.ProxyObserver`), told in the messages the
-page already reads:
-
-* ``run-start`` — the input exactly as the frontend sent it (with its
-  ``threadId``); the user messages it adds to its thread as ``user`` bubbles,
-  the tool messages answering a call the page showed as that card's answer
-  (*answered by the frontend*); ``live-thread`` when the traffic moves to
-  another thread (a frontend may keep several);
-* ``event`` — each frame as the agent sent it; and, folded by a
-  :class:`~agui_tools.app.Conversation` of the exchange (started from the
-  input's messages, state and tools, as a conforming frontend would fold the
-  stream), ``text`` deltas and ``call`` cards building up — previews while the
-  arguments stream, the arguments validated against the schema the frontend
-  advertised once they close, the agent's own results, and at the run's end
-  the calls *left to the frontend*;
-* ``violation`` (an error) / ``warning`` — each finding of the proxy's judges,
-  with its rule and its ``side``: ``agent`` (judged as a producer) or
-  ``frontend`` (its input judged as an application's);
-* ``run-end`` — the run's status as the proxy's judge saw it, and ``thread``: the
-  thread's messages and state after the run (with its ``threadId`` and ``run``; told
-  before the thread's next ``run-start`` — the State tab keeps a history per thread).
-
-Read-only: the page says so in a banner and shows no control that drives the
-thread (``config.readOnly``); every action is refused with 403 all the same —
-the frontend drives the thread, and consent stays the frontend's. The page, its
-token, its ``Host``/``Origin`` checks and its CSP are the inspector's own
-(:func:`~agui_tools.ui.inspector.inspector_app`).
-
-Bounded: the hub keeps at most :data:`BUDGET` bytes of messages (the oldest
-leave first), an exchange's conversation lives as long as its stream, and what
-is remembered per thread (the ids of its last input's messages) and per call
-(its card's status) is capped (:data:`THREADS_KEPT`, :data:`CALLS_KEPT`).
+A :class:`LiveInspector` is an :class:`~agui_tools.ui.inspector.Inspector` whose hub the
+proxy fills (its :class:`~agui_tools.transport._proxy.ProxyObserver`), in the page's messages:
+``run-start`` (the input as sent; its user messages and the frontend's answers to shown
+cards; ``live-thread`` on a change of thread), ``event`` plus the ``text`` and ``call``
+cards a :class:`~agui_tools.app.Conversation` of the exchange folds (the calls *left to the
+frontend* at the end), ``violation`` / ``warning`` with their ``side``, and ``run-end`` with
+``thread``. Read-only: a banner, no controls (``config.readOnly``), every action 403; the
+page's token, checks and CSP are the inspector's. Bounded by :data:`BUDGET`,
+:data:`THREADS_KEPT` and :data:`CALLS_KEPT`.
 """
 
 from __future__ import annotations
@@ -290,16 +265,7 @@ class LiveInspector(Inspector):
         else:  # the protobuf binding: the decoded event
             event = frame
             raw = orjson.dumps(frame, default=repr).decode()
-        kind = event.get("type") if isinstance(event, dict) else None
-        self.hub.push(
-            "event",
-            run=number,
-            index=index,
-            type=kind if isinstance(kind, str) else "(not an event)",
-            event=event,
-            raw=raw,
-            t=now_ms(),
-        )
+        kind = self.hub.push_event(number, index, event, raw)
         exchange = self._exchanges.get(number)
         if exchange is None or exchange.conversation is None or not exchange.folding:
             return

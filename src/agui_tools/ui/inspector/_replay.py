@@ -1,10 +1,6 @@
-"""Replay and compose: an imported capture judged as ``agui-tools verify`` judges it, and a
-hand-edited ``RunAgentInput`` checked against the schema before it is sent.
-
-Both reuse the one verifier (:func:`~agui_tools.app._capture.verify_capture`) and the one
-input enforcer (the wire's ``RunAgentInput`` schema): the page never gets a verdict of its
-own making, and an input the client would refuse is refused here, with its JSON path,
-before anything leaves.
+"""Replay and compose: an imported capture judged by
+:func:`~agui_tools.app._capture.verify_capture`, and a hand-edited ``RunAgentInput``
+enforced as the client would before anything is sent — no verdict of the page's own making.
 """
 
 from __future__ import annotations
