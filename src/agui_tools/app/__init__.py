@@ -6,7 +6,9 @@ Sans-I/O, in the order a verified event travels::
     _arguments     the argument preview while a call streams, strict parse at END
     _validation    the advertised JSON Schema (jsonschema-rs), errors at their path
     _tools         what the application advertised (ToolSpec)
-    _consent       who decided, over which exact arguments (ConsentPolicy)
+    _consent       who decided, over which exact arguments (ConsentPolicy, Principal,
+                   Quorum)
+    _ledger        every decision, hash-chained, in the store's transaction (verify)
     _journal       intent before, answer after: a side effect runs at most once
     _store         the whole thread, kept between processes (MemoryStore; SQLiteStore
                    in _store_sqlite, PostgresStore and
@@ -26,6 +28,7 @@ Sans-I/O, in the order a verified event travels::
 from __future__ import annotations
 
 from .._errors import (
+    ApprovalRefused,
     ReloadRequired,
     StaleThread,
     StoreOutcomeUnknown,
@@ -34,10 +37,11 @@ from .._errors import (
 )
 from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_key
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
-from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict
+from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict, Principal, Quorum
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._driver import AsyncDriver, Driver
 from ._journal import Journal, MemoryJournal, SQLiteJournal
+from ._ledger import LedgerReport, verify_ledger
 from ._reducer import ThreadState
 from ._resume import SentResume
 from ._store import MemoryStore, Store, ThreadRecord
@@ -47,6 +51,7 @@ from ._tools import ToolSpec
 
 __all__ = [
     "Answer",
+    "ApprovalRefused",
     "AsyncDriver",
     "AsyncPostgresStore",
     "CallStatus",
@@ -57,11 +62,14 @@ __all__ = [
     "Conversation",
     "Driver",
     "Journal",
+    "LedgerReport",
     "MemoryJournal",
     "MemoryStore",
     "PendingCall",
     "PolicyVerdict",
     "PostgresStore",
+    "Principal",
+    "Quorum",
     "ReloadRequired",
     "RunResult",
     "SQLiteJournal",
@@ -81,4 +89,5 @@ __all__ = [
     "read_frames",
     "replay",
     "verify_capture",
+    "verify_ledger",
 ]

@@ -577,6 +577,7 @@ class BaseSession(Generic[C]):
                             by=approval.decided_by,
                             arguments=approval.arguments,
                             reason=approval.reason,
+                            principal=approval.principal,
                         ),
                         span,
                     )
@@ -585,7 +586,10 @@ class BaseSession(Generic[C]):
                         conv,
                         "decline",
                         conv.decline_steps(
-                            call.call_id, by=approval.decided_by, reason=approval.reason
+                            call.call_id,
+                            by=approval.decided_by,
+                            reason=approval.reason,
+                            principal=approval.principal,
                         ),
                         span,
                     )
