@@ -59,12 +59,17 @@ def _entries(store: Any) -> list[dict[str, Any]]:
     return [orjson.loads(raw) for _, raw in store.ledger()]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield MemoryStore()
         return
-    s = SQLiteStore(tmp_path / "app.sqlite")
+    if request.param == "postgres":
+        from agui_tools.app._store_postgres import PostgresStore
+
+        s: Any = PostgresStore(request.getfixturevalue("postgres_dsn"), max_size=2)
+    else:
+        s = SQLiteStore(tmp_path / "app.sqlite")
     yield s
     s.close()
 

@@ -112,13 +112,17 @@ def sqlite_append(db: sqlite3.Connection, decision: Mapping[str, Any]) -> None:
     """Append the entry of ``decision`` inside the open write transaction (``BEGIN
     IMMEDIATE`` holds the file's write lock: no other writer reads the same head)."""
     last = db.execute("SELECT seq, entry FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
+    if last is not None and isinstance(last[1], str):
+        last = (last[0], last[1].encode("utf-8", "surrogateescape"))
     seq, prev = head_of(last)
     entry, _ = chained(decision, seq, prev)
     db.execute("INSERT INTO ledger (seq, entry) VALUES (?, ?)", (seq, entry))
 
 
 def sqlite_entries(db: sqlite3.Connection) -> Iterator[tuple[int, bytes]]:
-    yield from db.execute("SELECT seq, entry FROM ledger ORDER BY seq")
+    for seq, entry in db.execute("SELECT seq, entry FROM ledger ORDER BY seq"):
+        # a hand-edited entry may come back as TEXT: its bytes are judged all the same
+        yield seq, entry.encode("utf-8", "surrogateescape") if isinstance(entry, str) else entry
 
 
 # -- verifying ---------------------------------------------------------------------------
