@@ -15,7 +15,7 @@ Audit the approval ledger a thread store keeps: one entry per consent decision
 and approved, the rule that applied, the expiry), each naming the previous
 entry's hash (docs/approvals.md).
 
-STORE is a SQLite store file, or a PostgreSQL connection string
+STORE is a SQLite store (or --journal) file, or a PostgreSQL connection string
 (postgresql://… or "host=… dbname=…"). Nothing is written to it.
 
   verify   recompute the chain; print how many entries hold and the head hash
@@ -57,9 +57,9 @@ def _entries(store: str) -> list[tuple[int, bytes]]:
             return pg.ledger()
         finally:
             pg.close()
-    from ..app._store_sqlite import SQLiteStore
+    from ..app._journal import SQLiteJournal
 
-    lite = SQLiteStore(store, create=False)
+    lite = SQLiteJournal(store, create=False)  # a store's file, or a bare journal's
     try:
         return lite.ledger()
     finally:
