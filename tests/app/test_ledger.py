@@ -306,6 +306,28 @@ def test_a_journal_file_from_before_the_ledger_gains_one(tmp_path: Path) -> None
     store.close()
 
 
+def test_a_postgres_store_from_before_the_ledger_is_upgraded_and_keeps_its_decisions(
+    postgres_dsn: str,
+) -> None:
+    import psycopg
+
+    from agui_tools.app._store_postgres import PostgresStore
+
+    store = PostgresStore(postgres_dsn, max_size=1)
+    _pending(store)
+    store.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # as schema version 1 left it
+        conn.execute("DROP TABLE agui_ledger")
+        conn.execute("UPDATE agui_schema SET version = 1")
+    store = PostgresStore(postgres_dsn, max_size=1)
+    assert store.ledger() == []
+    restored = _restored(store, None)
+    assert restored.call("c1").status is CallStatus.AWAITING_CONSENT
+    Driver(restored).approve("c1", principal=ALICE)
+    assert [e["seq"] for e in _entries(store)] == [1]
+    store.close()
+
+
 def _advance(monkeypatch: pytest.MonkeyPatch, *, seconds: float) -> None:
     """Set the clock the approvals and their binding read to ``seconds`` past now."""
     from datetime import UTC, datetime
