@@ -9,7 +9,8 @@ the store, the network — each a branch of one tree::
     │   │   └── ContinuationRejected  it contradicts the thread's history  → HTTP 409
     │   └── LimitExceeded          a configured resource limit was passed (rule LIMIT)
     ├── UsageError                 our caller misused the library; nothing was sent
-    │   └── InvalidPayload         an interrupt's payload fails its responseSchema
+    │   ├── InvalidPayload         an interrupt's payload fails its responseSchema
+    │   └── ApprovalRefused        an approval does not let a call run now (APPROVE-n)
     ├── TransportError             the agent could not be reached or the stream broke
     ├── ResumeOutcomeUnknown       a resume was sent before and may have reached the agent
     ├── ProviderStreamError        a model provider's stream cannot be translated
@@ -249,6 +250,23 @@ class InvalidPayload(UsageError):
         super().__init__(
             f"the payload for interrupt {interrupt.id!r} does not satisfy its responseSchema: "
             f"{listed}"
+        )
+
+
+class ApprovalRefused(UsageError):
+    """A call's approval does not let it run now: the arguments that would run are not
+    those approved (APPROVE-1), the approval expired (APPROVE-2), or its tool's quorum
+    does not hold (APPROVE-3) — docs/approvals.md. Nothing ran; the call is back to
+    awaiting consent. ``call_id`` and ``tool`` name the call.
+    """
+
+    def __init__(self, call: Any, rule: str, why: str) -> None:
+        self.call_id: str = call.call_id
+        self.tool: str = call.name
+        super().__init__(
+            f"call {call.call_id!r} of {call.name!r} is not executed: {why}; it awaits consent "
+            "again",
+            rule=rule,
         )
 
 

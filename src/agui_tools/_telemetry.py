@@ -542,6 +542,40 @@ def refused(error: Any) -> None:
     s.set_attribute("agui.agent.refusals", count + 1)
 
 
+_DECISION_FIELDS = (
+    ("threadId", "agui.thread.id"),
+    ("runId", "agui.run.id"),
+    ("toolCallId", "gen_ai.tool.call.id"),
+    ("interruptId", "agui.interrupt.id"),
+    ("tool", "gen_ai.tool.name"),
+    ("decidedBy", "agui.consent.decided_by"),
+    ("argumentsShown", "agui.consent.arguments_shown"),
+    ("argumentsApproved", "agui.consent.arguments_approved"),
+    ("expiresAt", "agui.consent.expires_at"),
+)
+
+
+def decided(decision: Mapping[str, Any]) -> None:
+    """A consent decision the store just recorded (with its ledger entry): an
+    ``agui.decision`` event on the current span (the store operation's) — its ids,
+    who decided, the arguments' hashes; never the arguments, a reason or a name."""
+    api = _load()
+    if api is None:
+        return
+    s = api[0].get_current_span()
+    if not s.is_recording():
+        return
+    attributes: dict[str, Any] = {
+        name: value for key, name in _DECISION_FIELDS if isinstance(value := decision.get(key), str)
+    }
+    attributes["agui.consent.decision"] = "approved" if decision.get("approved") else "declined"
+    principal = decision.get("principal")
+    if isinstance(principal, Mapping) and isinstance(principal.get("id"), str):
+        attributes["agui.consent.principal"] = principal["id"]
+        attributes["agui.consent.authenticated"] = "authenticatedBy" in principal
+    s.add_event("agui.decision", attributes)
+
+
 def _json(value: Any) -> str:
     import orjson
 

@@ -24,6 +24,7 @@ EXPECTED = {
     (CallStatus.AWAITING_CONSENT, "approve"): CallStatus.APPROVED,
     (CallStatus.APPROVED, "approve"): CallStatus.APPROVED,
     (CallStatus.APPROVED, "execute"): CallStatus.EXECUTING,
+    (CallStatus.APPROVED, "ask"): CallStatus.AWAITING_CONSENT,  # an approval expired
 }
 ANSWERS = {
     "executed": CallStatus.DONE,

@@ -52,6 +52,26 @@ def test_json_prints_one_document_on_stdout_and_the_ui_on_stderr(url: str) -> No
     assert "→ approved" in proc.stderr and "The thread" in proc.stderr
 
 
+def test_principal_names_the_answers_in_the_approval_ledger(url: str, tmp_path: Path) -> None:
+    journal = tmp_path / "journal.sqlite"
+    named = ["--journal", str(journal), "--principal", "alice@example.com"]
+    proc = agui("run", url, 'call act {"what": "c"}', *TOOLS, "--yes", *named)
+    assert proc.returncode == 0, proc.stderr
+    proc = agui(
+        "run", url, 'call act {"what": "d"}', *TOOLS, "--decline", "--journal", str(journal)
+    )
+    assert proc.returncode == 0, proc.stderr
+    exported = agui("ledger", "export", str(journal))
+    assert exported.returncode == 0, exported.stderr
+    entries = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [(e["approved"], e["principal"]) for e in entries] == [
+        (True, {"id": "alice@example.com"}),  # named, never dressed up as authenticated
+        (False, {"id": "user"}),
+    ]
+    verified = agui("ledger", "verify", str(journal))
+    assert verified.returncode == 0 and "2 entries, every link holds" in verified.stdout
+
+
 def test_json_reports_a_failed_run_with_its_error(url: str) -> None:
     proc = agui("run", url, "boom", "--json")
     assert proc.returncode == 1

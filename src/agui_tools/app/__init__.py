@@ -6,7 +6,9 @@ Sans-I/O, in the order a verified event travels::
     _arguments     the argument preview while a call streams, strict parse at END
     _validation    the advertised JSON Schema (jsonschema-rs), errors at their path
     _tools         what the application advertised (ToolSpec)
-    _consent       who decided, over which exact arguments (ConsentPolicy)
+    _consent       who decided, over which exact arguments (ConsentPolicy, Principal,
+                   Quorum)
+    _ledger        every decision, hash-chained, in the store's transaction (verify)
     _receipts      a decision signed, for the agent to check (Signer, Keyring)
     _journal       intent before, answer after: a side effect runs at most once
     _store         the whole thread, kept between processes (MemoryStore; SQLiteStore
@@ -29,6 +31,7 @@ Sans-I/O, in the order a verified event travels::
 from __future__ import annotations
 
 from .._errors import (
+    ApprovalRefused,
     ReloadRequired,
     StaleThread,
     StoreOutcomeUnknown,
@@ -37,10 +40,11 @@ from .._errors import (
 )
 from ._calls import Answer, CallStatus, PendingCall, ToolContext, idempotency_key
 from ._capture import CaptureVerdict, read_frames, replay, verify_capture
-from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict, Principal
+from ._consent import ConsentDecision, ConsentPolicy, PolicyVerdict, Principal, Quorum
 from ._conversation import CallUpdate, Conversation, RunResult, TextDelta
 from ._driver import AsyncDriver, Driver
 from ._journal import Journal, MemoryJournal, SQLiteJournal
+from ._ledger import LedgerReport, verify_ledger
 from ._receipts import RECEIPT_KEY, Keyring, Signer, Statement
 from ._reducer import ThreadState
 from ._resume import SentResume
@@ -54,6 +58,7 @@ from ._tools import ToolSpec
 __all__ = [
     "RECEIPT_KEY",
     "Answer",
+    "ApprovalRefused",
     "AsyncDriver",
     "AsyncPostgresStore",
     "CallStatus",
@@ -65,6 +70,7 @@ __all__ = [
     "Driver",
     "Journal",
     "Keyring",
+    "LedgerReport",
     "MemoryJournal",
     "MemoryRunLog",
     "MemoryStore",
@@ -73,6 +79,7 @@ __all__ = [
     "PostgresRunLog",
     "PostgresStore",
     "Principal",
+    "Quorum",
     "ReloadRequired",
     "RunLog",
     "RunResult",
@@ -96,4 +103,5 @@ __all__ = [
     "read_frames",
     "replay",
     "verify_capture",
+    "verify_ledger",
 ]

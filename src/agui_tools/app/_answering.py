@@ -15,11 +15,20 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .._errors import StoreError, StoreOutcomeUnknown, UsageError
+from .._errors import ApprovalRefused, StoreError, StoreOutcomeUnknown, UsageError
 from ._arguments import parse_arguments
 from ._calls import Answer, CallStatus, PendingCall, describe_errors, move
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy
-from ._disposition import Approve, Desk, Settle, Stand, decide, describe_exception, rule_on
+from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Principal, tally
+from ._disposition import (
+    Approve,
+    Desk,
+    Settle,
+    Stand,
+    arguments_hash,
+    decide,
+    describe_exception,
+    rule_on,
+)
 from ._journal import Claim, ClaimResult, Journal, JournalKey
 from ._link import Link
 from ._receipts import RECEIPT_KEY, Signer, call_receipt
@@ -162,12 +171,22 @@ class Answering:
         by: DecidedBy = "user",
         arguments: Mapping[str, Any] | None = None,
         reason: str | None = None,
+        principal: Principal | None = None,
+        receipt: Mapping[str, Any] | None = None,
     ) -> StoreSteps[ConsentDecision]:
         """Approve a call (``Driver.approve``), with edited ``arguments`` validated
-        like the proposal was; the approval binds their fingerprint."""
+        like the proposal was; the approval binds their fingerprint.
+
+        When the call's tool needs a quorum (``ConsentPolicy.quorums``), the call
+        is approved once that many distinct principals' unexpired approvals of
+        the same arguments are in the store — this one and those any process
+        recorded; until then it stays awaiting consent (``call.tally`` counts)."""
         call = self.call(call_id)
         if call.status not in (CallStatus.AWAITING_CONSENT, CallStatus.APPROVED):
             raise UsageError(f"call {call_id!r} is {call.status.value}; it cannot be approved now")
+        quorum = self.consent.quorum(call.name) if by == "user" else None
+        previous = call.edited
+        supersedes = None
         if arguments is not None:
             edited = dict(arguments)
             assert call.tool is not None
@@ -178,27 +197,45 @@ class Answering:
                     f"{describe_errors(errors)}",
                     rule="TOOL-21",
                 )
-            original = call.fingerprint
-            previous = call.edited
+            supersedes = call.fingerprint
             call.edited = edited
-            try:
-                decision = yield from self._record_steps(
-                    call,
-                    decide(call, approved=True, by=by, reason=reason, supersedes=original),
-                )
-            except BaseException:
-                call.edited = previous  # not recorded: the approval did not happen
-                raise
-        else:
-            decision = yield from self._record_steps(
-                call, decide(call, approved=True, by=by, reason=reason)
+        try:
+            decision = decide(
+                call,
+                approved=True,
+                by=by,
+                reason=reason,
+                supersedes=supersedes,
+                principal=principal,
+                quorum=quorum,
+                receipt=receipt,
             )
+            yield from ask("record_decision", decision.to_json())
+        except BaseException:
+            call.edited = previous  # not recorded: the approval did not happen
+            raise
+        if quorum is not None and quorum.requires > 1:
+            recorded = yield from ask("decisions", self.thread_id, call_id)
+            call.tally = tally(recorded, call.fingerprint, quorum, datetime.now(UTC))
+            if not call.tally.holds:
+                call.decision = None
+                if call.status is CallStatus.APPROVED:
+                    move(call, "ask")  # edited: the approvals of the old arguments are void
+                self._updates.append(call_update(call))
+                return decision
+        call.decision = decision
         move(call, "approve")
         self._updates.append(call_update(call))
         return decision
 
     def decline_steps(
-        self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
+        self,
+        call_id: str,
+        *,
+        by: DecidedBy = "user",
+        reason: str | None = None,
+        principal: Principal | None = None,
+        receipt: Mapping[str, Any] | None = None,
     ) -> StoreSteps[Answer]:
         """Decline a call (``Driver.decline``): answered, saying who declined — or
         "outcome unknown" when its execution already started elsewhere."""
@@ -209,7 +246,14 @@ class Answering:
             yield from self._settle_steps(
                 call,
                 Answer.declined(call_id, by, reason),
-                decision=decide(call, approved=False, by=by, reason=reason),
+                decision=decide(
+                    call,
+                    approved=False,
+                    by=by,
+                    reason=reason,
+                    principal=principal,
+                    receipt=receipt,
+                ),
             )
         )
 
@@ -240,6 +284,7 @@ class Answering:
                 f"the recorded consent for {call_id!r} does not cover the arguments that would run",
                 rule="TOOL-22",
             )
+        yield from self._binding_steps(call, decision)
         key = JournalKey(self.thread_id, call_id, call.fingerprint)
         claim: ClaimResult = yield from ask("claim", key, tool=call.name)
         if claim.claim is Claim.ANSWERED:
@@ -252,6 +297,44 @@ class Answering:
         move(call, "execute")
         self._updates.append(call_update(call))
         return call, key
+
+    def _binding_steps(self, call: PendingCall, decision: ConsentDecision) -> StoreSteps[None]:
+        """The approval binding, judged as the call is about to execute: the approved
+        hash is the hash of what would run (APPROVE-1), the approval has not expired
+        (APPROVE-2), and a quorum still holds in the store (APPROVE-3). A refusal
+        puts the call back to awaiting consent: nothing ran, and approving again
+        (or declining) is up to the application."""
+        now = datetime.now(UTC)
+        refusal: ApprovalRefused | None = None
+        would_run = arguments_hash(call.executable)
+        if decision.arguments_approved is not None and decision.arguments_approved != would_run:
+            refusal = ApprovalRefused(
+                call,
+                "APPROVE-1",
+                f"the arguments that would run (hash {would_run}) are not those approved "
+                f"({decision.arguments_approved})",
+            )
+        elif decision.decided_by == "user":
+            quorum = self.consent.quorum(call.name)
+            if quorum.requires > 1:
+                recorded = yield from ask("decisions", self.thread_id, call.call_id)
+                call.tally = tally(recorded, call.fingerprint, quorum, now)
+                if not call.tally.holds:
+                    refusal = ApprovalRefused(
+                        call,
+                        "APPROVE-2" if call.tally.expired else "APPROVE-3",
+                        f"{len(call.tally.principals)} of the {quorum.requires} approvals "
+                        f"its tool requires hold now ({call.tally.expired} expired)",
+                    )
+            elif decision.expired(now):
+                refusal = ApprovalRefused(
+                    call, "APPROVE-2", f"its approval expired at {decision.expires_at}"
+                )
+        if refusal is not None:
+            call.decision = None
+            move(call, "ask")
+            self._updates.append(call_update(call))
+            raise refusal
 
     def _record_steps(
         self, call: PendingCall, decision: ConsentDecision

@@ -22,7 +22,7 @@ import orjson
 
 from .._errors import UsageError
 from ._arguments import FinalArguments, ParsedArguments, UnparseableArguments
-from ._consent import ConsentDecision, DecidedBy, PolicyVerdict, fingerprint
+from ._consent import ConsentDecision, DecidedBy, PolicyVerdict, Tally, fingerprint
 from ._tools import ToolSpec
 from ._validation import ArgumentError
 
@@ -76,6 +76,7 @@ MOVES: dict[tuple[CallStatus, CallAction], CallStatus] = {
     (CallStatus.STREAMING, "approve"): CallStatus.APPROVED,  # the policy approved it
     (CallStatus.AWAITING_CONSENT, "approve"): CallStatus.APPROVED,
     (CallStatus.APPROVED, "approve"): CallStatus.APPROVED,  # approved again, edited
+    (CallStatus.APPROVED, "ask"): CallStatus.AWAITING_CONSENT,  # its approval expired
     (CallStatus.APPROVED, "execute"): CallStatus.EXECUTING,
     # an answer may come to any call not answered yet: the journal's (another process
     # executed it), a decline, a failure, or its own execution's
@@ -222,6 +223,9 @@ class PendingCall:
     answer: Answer | None = None
     edited: dict[str, Any] | None = None
     subagent_run_id: str | None = None
+    tally: Tally | None = None
+    """The approvals counted toward its tool's quorum, when it needs more than one
+    or they expire (what a UI shows as "1 of 2 approvals")."""
 
     @property
     def proposed(self) -> dict[str, Any] | None:
@@ -234,10 +238,15 @@ class PendingCall:
         return self.edited if self.edited is not None else self.proposed
 
     @property
+    def executable(self) -> dict[str, Any] | str:
+        """The exact arguments that would execute: parsed, or the text that did not parse."""
+        effective = self.effective_arguments
+        return effective if effective is not None else self.text
+
+    @property
     def fingerprint(self) -> str:
         """Fingerprint of the exact arguments that would execute."""
-        effective = self.effective_arguments
-        return fingerprint(effective if effective is not None else self.text)
+        return fingerprint(self.executable)
 
     @property
     def advertised(self) -> bool:

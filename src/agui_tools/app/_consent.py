@@ -15,9 +15,9 @@ the edited arguments, and the approval of the original text is void.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -26,12 +26,16 @@ import orjson
 from ._tools import ToolSpec
 
 __all__ = [
+    "UNAUTHENTICATED_USER",
     "ConsentDecision",
     "ConsentPolicy",
     "DecidedBy",
     "PolicyVerdict",
     "Principal",
+    "Quorum",
+    "Tally",
     "fingerprint",
+    "tally",
 ]
 
 DecidedBy = Literal["user", "policy", "system"]
@@ -62,18 +66,65 @@ class PolicyVerdict(StrEnum):
 
 
 @dataclass(frozen=True)
+class Quorum:
+    """How many people must approve one call of a tool, and for how long an approval holds.
+
+    ``requires`` approvals from distinct principals, on the same arguments
+    (APPROVE-3); an approval older than ``expires`` (a ``timedelta`` or
+    seconds) no longer counts (APPROVE-2). The call waits, pending, until the
+    quorum holds — the approvals may come from any process sharing the store.
+    """
+
+    requires: int = 1
+    expires: timedelta | float | None = None
+
+    def __post_init__(self) -> None:
+        if self.requires < 1:
+            raise ValueError(f"a quorum requires at least 1 approval, not {self.requires}")
+        if self.lifetime is not None and self.lifetime <= timedelta(0):
+            raise ValueError(f"an approval must hold for some time, not {self.expires!r}")
+
+    @property
+    def lifetime(self) -> timedelta | None:
+        if self.expires is None or isinstance(self.expires, timedelta):
+            return self.expires
+        return timedelta(seconds=self.expires)
+
+    @property
+    def plain(self) -> bool:
+        """One approval that never expires: what every tool needs unless told otherwise."""
+        return self.requires == 1 and self.expires is None
+
+    def rule(self) -> str:
+        """The rule a decision under this quorum records (the ledger's ``rule``)."""
+        lifetime = self.lifetime
+        return f"quorum {self.requires}" + (
+            f", expires {lifetime.total_seconds():g}s" if lifetime is not None else ""
+        )
+
+
+_ONE = Quorum()
+
+
+@dataclass(frozen=True)
 class ConsentPolicy:
     """Decides per call: approve, ask the user, or deny.
 
     The default: read-only tools are approved, side-effectful tools ask the
     user. ``overrides`` maps a tool name to a fixed verdict; ``decide`` (if
     given) is consulted first and may return ``None`` to fall through.
+    ``quorums`` maps a tool name to the :class:`Quorum` a user's approval of
+    its calls needs (one approval, never expiring, otherwise).
     """
 
     read_only: PolicyVerdict = PolicyVerdict.APPROVE
     side_effects: PolicyVerdict = PolicyVerdict.ASK
     overrides: Mapping[str, PolicyVerdict] = field(default_factory=dict)
     decide: Callable[[ToolSpec, Mapping[str, Any]], PolicyVerdict | None] | None = None
+    quorums: Mapping[str, Quorum] = field(default_factory=dict)
+
+    def quorum(self, tool: str) -> Quorum:
+        return self.quorums.get(tool, _ONE)
 
     def verdict(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> PolicyVerdict:
         if self.decide is not None:
@@ -149,10 +200,28 @@ class ConsentDecision:
     """Set when the user approved different arguments than the agent proposed."""
     supersedes: str | None = None
     """The fingerprint this decision voids (the original arguments, when edited)."""
+    principal: Principal | None = None
+    """Who decided (a person's decision always names one: :data:`UNAUTHENTICATED_USER`
+    when the application named nobody); ``None`` for the policy's and the system's."""
+    run_id: str | None = None
+    interrupt_id: str | None = None
+    arguments_shown: str | None = None
+    """:func:`~agui_tools.wire._canonical.canonical_hash` of the arguments the agent proposed."""
+    arguments_approved: str | None = None
+    """The canonical hash of the arguments an approval lets run (edited ones, if edited)."""
+    rule: str | None = None
+    """The policy or rule that applied (``"consent policy"``, ``"quorum 2, expires 600s"``)."""
+    expires_at: str | None = None
+    """When an approval stops counting (APPROVE-2); ``None``: it does not expire."""
+    receipt: Mapping[str, Any] | None = None
+    """A signed receipt of the decision, when the application signs them."""
 
     @staticmethod
     def now() -> str:
-        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return stamp(datetime.now(UTC))
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and parse_stamp(self.expires_at) <= now
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ConsentDecision:
@@ -168,6 +237,14 @@ class ConsentDecision:
             reason=data.get("reason"),
             edited_arguments=data.get("editedArguments"),
             supersedes=data.get("supersedes"),
+            principal=Principal.from_json(data["principal"]) if "principal" in data else None,
+            run_id=data.get("runId"),
+            interrupt_id=data.get("interruptId"),
+            arguments_shown=data.get("argumentsShown"),
+            arguments_approved=data.get("argumentsApproved"),
+            rule=data.get("rule"),
+            expires_at=data.get("expiresAt"),
+            receipt=data.get("receipt"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -186,4 +263,70 @@ class ConsentDecision:
             out["editedArguments"] = dict(self.edited_arguments)
         if self.supersedes is not None:
             out["supersedes"] = self.supersedes
+        if self.principal is not None:
+            out["principal"] = self.principal.to_json()
+        for key, value in (
+            ("runId", self.run_id),
+            ("interruptId", self.interrupt_id),
+            ("argumentsShown", self.arguments_shown),
+            ("argumentsApproved", self.arguments_approved),
+            ("rule", self.rule),
+            ("expiresAt", self.expires_at),
+        ):
+            if value is not None:
+                out[key] = value
+        if self.receipt is not None:
+            out["receipt"] = dict(self.receipt)
         return out
+
+
+def stamp(moment: datetime) -> str:
+    """A decision's time as the ledger writes it: UTC, milliseconds, ``Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The approvals that count for one call's arguments now (APPROVE-1/2/3)."""
+
+    principals: tuple[str, ...]
+    """The distinct principals whose unexpired approval covers the arguments."""
+    expired: int
+    """Approvals of these arguments that expired."""
+    requires: int
+
+    @property
+    def holds(self) -> bool:
+        return len(self.principals) >= self.requires
+
+
+def tally(
+    decisions: Sequence[Mapping[str, Any]], fingerprint: str, quorum: Quorum, now: datetime
+) -> Tally:
+    """Count the approvals among ``decisions`` (the store's, oldest first) that let
+    the arguments fingerprinted ``fingerprint`` run now.
+
+    An approval counts when it binds these exact arguments (APPROVE-1), has not
+    expired (APPROVE-2), and its principal has not been counted yet (APPROVE-3:
+    one person approving twice is one approval). A decline voids what came before.
+    """
+    counted: dict[str, None] = {}
+    expired = 0
+    for raw in decisions:
+        if not raw.get("approved"):
+            counted.clear()
+            expired = 0
+            continue
+        if raw.get("fingerprint") != fingerprint:
+            continue
+        decision = ConsentDecision.from_json(raw)
+        if decision.expired(now):
+            expired += 1
+            continue
+        who = decision.principal.id if decision.principal is not None else decision.decided_by
+        counted.setdefault(who, None)
+    return Tally(tuple(counted), expired, quorum.requires)

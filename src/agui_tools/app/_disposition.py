@@ -19,11 +19,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
+from ..wire._canonical import CanonicalError, canonical_hash
 from ._arguments import ParsedArguments
 from ._calls import Answer, PendingCall
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, PolicyVerdict
+from ._consent import (
+    UNAUTHENTICATED_USER,
+    ConsentDecision,
+    ConsentPolicy,
+    DecidedBy,
+    PolicyVerdict,
+    Principal,
+    Quorum,
+    stamp,
+    tally,
+)
 from ._journal import ClaimResult
 from ._tools import ToolSpec
 from ._validation import InvalidToolSchema
@@ -165,6 +177,12 @@ def decision_recorded(call: PendingCall, desk: Desk) -> Ruling | None:
         return None
     recorded = ConsentDecision.from_json(last)
     if recorded.approved:
+        quorum = desk.consent.quorum(call.name)
+        if recorded.decided_by == "user" and not quorum.plain:
+            # approvals gathered anywhere count; short of the quorum the call waits
+            call.tally = tally(decisions, call.fingerprint, quorum, datetime.now(UTC))
+            if not call.tally.holds:
+                return Ask()
         return Approve(recorded, record=False)
     return Settle(
         Answer.declined(call.call_id, recorded.decided_by, recorded.reason),
@@ -225,12 +243,25 @@ def decide(
     by: DecidedBy,
     reason: str | None = None,
     supersedes: str | None = None,
+    principal: Principal | None = None,
+    quorum: Quorum | None = None,
+    receipt: Mapping[str, Any] | None = None,
 ) -> ConsentDecision:
     """A decision about ``call`` as it stands now (its arguments' fingerprint, now).
 
     Edited arguments travel with every decision about them, so a restart can
-    rebuild what a later decline or re-approval was about.
+    rebuild what a later decline or re-approval was about. A person's decision
+    names its principal — the unauthenticated ``user`` when none was given
+    (APPROVE-4); ``quorum`` (a person's decision) sets the rule and the expiry.
     """
+    now = datetime.now(UTC)
+    if by == "user" and principal is None:
+        principal = UNAUTHENTICATED_USER
+    lifetime = quorum.lifetime if quorum is not None else None
+    rule: str | None = quorum.rule() if quorum is not None else None
+    if by == "policy":
+        rule = "consent policy"
+    shown = call.proposed
     return ConsentDecision(
         thread_id=call.thread_id,
         call_id=call.call_id,
@@ -238,11 +269,27 @@ def decide(
         fingerprint=call.fingerprint,
         approved=approved,
         decided_by=by,
-        decided_at=ConsentDecision.now(),
+        decided_at=stamp(now),
         reason=reason,
         edited_arguments=call.edited,
         supersedes=supersedes,
+        principal=principal,
+        run_id=call.run_id,
+        arguments_shown=arguments_hash(shown if shown is not None else call.text),
+        arguments_approved=arguments_hash(call.executable) if approved else None,
+        rule=rule,
+        expires_at=stamp(now + lifetime) if approved and lifetime is not None else None,
+        receipt=receipt,
     )
+
+
+def arguments_hash(arguments: Any) -> str | None:
+    """The RFC 8785 hash the ledger names arguments by (``None``: JSON has no
+    canonical form for them — a number beyond a double, say)."""
+    try:
+        return canonical_hash(arguments)
+    except CanonicalError:
+        return None
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import UsageError
 from ._calls import Answer, normalize_result
-from ._consent import ConsentDecision, DecidedBy
+from ._consent import ConsentDecision, DecidedBy, Principal
 from ._execution import Execution, unawaited
 from ._journal import Journal
 from ._link import Operation
@@ -63,8 +63,16 @@ class BaseDriver:
         by: DecidedBy,
         arguments: Mapping[str, Any] | None,
         reason: str | None,
+        principal: Principal | None,
     ) -> StoreSteps[ConsentDecision]:
-        return self.conversation.approve_steps(call_id, by=by, arguments=arguments, reason=reason)
+        return self.conversation.approve_steps(
+            call_id, by=by, arguments=arguments, reason=reason, principal=principal
+        )
+
+    def _declining(
+        self, call_id: str, by: DecidedBy, reason: str | None, principal: Principal | None
+    ) -> StoreSteps[Answer]:
+        return self.conversation.decline_steps(call_id, by=by, reason=reason, principal=principal)
 
 
 class Driver(BaseDriver):
@@ -111,24 +119,33 @@ class Driver(BaseDriver):
         by: DecidedBy = "user",
         arguments: Mapping[str, Any] | None = None,
         reason: str | None = None,
+        principal: Principal | None = None,
     ) -> ConsentDecision:
         """Approve a call — with edited ``arguments`` if the user changed them.
 
         Edited arguments are validated against the schema like the proposal
         was; the approval binds their fingerprint, and voids the original's.
+        ``principal`` names who approved (unnamed: the unauthenticated
+        ``user``); a tool that needs a quorum stays awaiting consent until
+        enough distinct principals approved (docs/approvals.md).
         """
-        return self.perform("approve", self._approving(call_id, by, arguments, reason))
+        return self.perform("approve", self._approving(call_id, by, arguments, reason, principal))
 
-    def decline(self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None) -> Answer:
+    def decline(
+        self,
+        call_id: str,
+        *,
+        by: DecidedBy = "user",
+        reason: str | None = None,
+        principal: Principal | None = None,
+    ) -> Answer:
         """Decline a call: it is answered, saying so and saying who declined.
 
         Returns the answer that stands: if the call's execution already started
         elsewhere, that is not undone by a decline — it is answered "outcome
         unknown" instead.
         """
-        return self.perform(
-            "decline", self.conversation.decline_steps(call_id, by=by, reason=reason)
-        )
+        return self.perform("decline", self._declining(call_id, by, reason, principal))
 
     def fail(self, call_id: str, error: str) -> Answer:
         """Answer a call as failed without running it (no handler, say); returns the
@@ -188,17 +205,23 @@ class AsyncDriver(BaseDriver):
         by: DecidedBy = "user",
         arguments: Mapping[str, Any] | None = None,
         reason: str | None = None,
+        principal: Principal | None = None,
     ) -> ConsentDecision:
         """:meth:`Driver.approve`, awaited."""
-        return await self.perform("approve", self._approving(call_id, by, arguments, reason))
+        return await self.perform(
+            "approve", self._approving(call_id, by, arguments, reason, principal)
+        )
 
     async def decline(
-        self, call_id: str, *, by: DecidedBy = "user", reason: str | None = None
+        self,
+        call_id: str,
+        *,
+        by: DecidedBy = "user",
+        reason: str | None = None,
+        principal: Principal | None = None,
     ) -> Answer:
         """:meth:`Driver.decline`, awaited."""
-        return await self.perform(
-            "decline", self.conversation.decline_steps(call_id, by=by, reason=reason)
-        )
+        return await self.perform("decline", self._declining(call_id, by, reason, principal))
 
     async def fail(self, call_id: str, error: str) -> Answer:
         """:meth:`Driver.fail`, awaited."""

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._errors import InvalidPayload
+from ._consent import Principal
 from ._conversation import Conversation
 from ._resume import expired
 from ._validation import ArgumentError, ArgumentValidator, InvalidToolSchema
@@ -92,19 +93,22 @@ class Resolution:
     ``Resolution.resolve(payload)`` answers it; ``Resolution.cancel(reason)``
     abandons it (the reason travels in the entry's ``metadata``). A ``None``
     payload is left out of the entry (the wire's payload is never ``null``).
+    ``principal`` names who answered; it travels in the entry's ``metadata``
+    and the approval ledger records it (docs/approvals.md).
     """
 
     resolved: bool
     payload: Any = None
     reason: str | None = None
+    principal: Principal | None = None
 
     @classmethod
-    def resolve(cls, payload: Any = None) -> Resolution:
-        return cls(True, payload)
+    def resolve(cls, payload: Any = None, *, principal: Principal | None = None) -> Resolution:
+        return cls(True, payload, principal=principal)
 
     @classmethod
-    def cancel(cls, reason: str | None = None) -> Resolution:
-        return cls(False, None, reason)
+    def cancel(cls, reason: str | None = None, *, principal: Principal | None = None) -> Resolution:
+        return cls(False, None, reason, principal)
 
     def entry(self, interrupt_id: str) -> dict[str, Any]:
         """The wire ``ResumeEntry`` this answer is for the interrupt ``interrupt_id``."""
@@ -114,8 +118,13 @@ class Resolution:
         }
         if self.resolved and self.payload is not None:
             out["payload"] = self.payload
+        metadata: dict[str, Any] = {}
         if not self.resolved and self.reason:
-            out["metadata"] = {"reason": self.reason}
+            metadata["reason"] = self.reason
+        if self.principal is not None:
+            metadata["principal"] = self.principal.to_json()
+        if metadata:
+            out["metadata"] = metadata
         return out
 
 

@@ -35,6 +35,7 @@ import orjson
 
 from .._errors import JournalError, StoreError, StoreReadFailed, StoreWriteFailed
 from ..wire._enforce import MAX_ID_BYTES, id_problem
+from ._ledger import LEDGER_SQLITE, chained, head_of, sqlite_append, sqlite_entries
 
 __all__ = [
     "Claim",
@@ -198,6 +199,7 @@ class MemoryJournal(AnswerFromLookup):
         self._calls: dict[tuple[str, str], _Record] = {}
         # by (thread, call): a lookup per disposed call scanned every decision
         self._decisions: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._ledger: list[tuple[int, bytes]] = []
 
     def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
         with self._lock:
@@ -244,7 +246,10 @@ class MemoryJournal(AnswerFromLookup):
 
     def _keep(self, decision: Mapping[str, Any]) -> None:
         key = (decision.get("threadId", ""), decision.get("toolCallId", ""))
+        seq, prev = head_of(self._ledger[-1] if self._ledger else None)
+        entry = chained(decision, seq, prev)[0]  # before anything is kept: all or nothing
         self._decisions.setdefault(key, []).append(dict(decision))
+        self._ledger.append((seq, entry))
 
     def record_decision(self, decision: Mapping[str, Any]) -> None:
         with self._lock:
@@ -255,12 +260,18 @@ class MemoryJournal(AnswerFromLookup):
         with self._lock:
             return [dict(d) for d in self._decisions.get((thread_id, call_id), ())]
 
+    def ledger(self) -> list[tuple[int, bytes]]:
+        """The approval ledger's entries, oldest first (app/_ledger.py)."""
+        with self._lock:
+            return list(self._ledger)
+
 
 _FORMAT = "agui-tools-journal/1"
 # what a damaged file raises besides sqlite3.Error: text that is not UTF-8, a
 # record that is not JSON (orjson's error is a ValueError)
 _UNREADABLE = (sqlite3.Error, UnicodeDecodeError, ValueError)
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS journal_identity (
     id          TEXT NOT NULL,
     created_at  REAL NOT NULL,
@@ -284,6 +295,8 @@ CREATE TABLE IF NOT EXISTS decisions (
 );
 CREATE INDEX IF NOT EXISTS decisions_by_call ON decisions (thread_id, call_id);
 """
+    + LEDGER_SQLITE
+)
 
 
 _BIRTH = ".creating"
@@ -532,6 +545,8 @@ class SQLiteJournal(AnswerFromLookup):
             if "journal_identity" in tables:
                 row = db.execute("SELECT id FROM journal_identity").fetchone()
                 if row is not None and isinstance(row[0], str):
+                    if "ledger" not in tables:  # a journal from before the ledger
+                        db.execute(LEDGER_SQLITE)
                     db.execute("COMMIT")
                     return row[0]
                 if row is not None:
@@ -722,6 +737,7 @@ class SQLiteJournal(AnswerFromLookup):
             "INSERT INTO decisions (thread_id, call_id, decision) VALUES (?, ?, ?)",
             decision_row(decision),
         )
+        sqlite_append(db, decision)
 
     def record_decision(self, decision: Mapping[str, Any]) -> None:
         with self._write(f"record a consent decision for {decision.get('toolCallId')!r}") as db:
@@ -735,3 +751,8 @@ class SQLiteJournal(AnswerFromLookup):
                 (thread_id, call_id),
             ).fetchall()
             return [orjson.loads(r[0]) for r in rows]
+
+    def ledger(self) -> list[tuple[int, bytes]]:
+        """The approval ledger's entries, oldest first (app/_ledger.py)."""
+        with self._read("read the approval ledger") as db:
+            return list(sqlite_entries(db))

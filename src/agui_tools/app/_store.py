@@ -19,7 +19,8 @@ What one transaction records:
   the history (``MESSAGES_SNAPSHOT``) rewrites from the first message it changed.
 * ``claim`` / ``finish`` / ``settle`` / ``record_decision`` — as the journal:
   an intent before a handler runs, its answer after, an answer that ran
-  nothing together with the decision behind it.
+  nothing together with the decision behind it; each decision with its entry
+  in the approval ledger (app/_ledger.py, read back by ``ledger()``).
 
 The snapshot a run saves does not hold the answers given after it: those are
 in the journal, which is the truth for answers. Restoring

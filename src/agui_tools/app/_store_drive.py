@@ -27,6 +27,19 @@ __all__ = ["adrive_store", "drive_store"]
 T = TypeVar("T")
 
 
+def _decided(op: StoreOp, result: Any) -> None:
+    """A decision recorded (its ledger entry with it): a span event (app/_ledger.py).
+    A settle that found the call answered already recorded nothing."""
+    if op.method == "record_decision":
+        _telemetry.decided(op.args[0])
+    elif (
+        op.method == "settle"
+        and op.kwargs.get("decision") is not None
+        and getattr(result, "answer", None) == dict(op.args[1])
+    ):
+        _telemetry.decided(op.kwargs["decision"])
+
+
 def _checked(link: Link, operation: Operation | None, steps: StoreSteps[Any]) -> None:
     """``operation`` checked against the link (``None``: recording an execution's
     answer, which is always right to attempt — the side effect happened)."""
@@ -57,7 +70,9 @@ def drive_store(
     def perform(op: StoreOp) -> Any:
         try:
             with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
-                return op.call(journal)
+                result = op.call(journal)
+                _decided(op, result)
+                return result
         except BaseException as exc:
             link.failed(exc, writes=op.writes)
             raise
@@ -84,7 +99,9 @@ async def adrive_store(
     async def perform(op: StoreOp) -> Any:
         try:
             with _telemetry.store_op(op.method, op.writes):  # a span; no I/O here
-                return await op.call(journal)
+                result = await op.call(journal)
+                _decided(op, result)
+                return result
         except BaseException as exc:  # a cancellation too: the outcome of a write is unknown
             link.failed(exc, writes=op.writes)
             raise

@@ -72,6 +72,7 @@ from ._store_postgres_plans import (
     claim_plan,
     decisions_plan,
     finish_plan,
+    ledger_plan,
     load_plan,
     lookup_plan,
     migrate_plan,
@@ -193,6 +194,10 @@ class PostgresStore(AnswerFromLookup):
 
     def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
         return self._run(decisions_plan(thread_id, call_id))
+
+    def ledger(self) -> list[tuple[int, bytes]]:
+        """The approval ledger's entries, oldest first (app/_ledger.py)."""
+        return self._run(ledger_plan())
 
     # -- threads ------------------------------------------------------------------------
 
@@ -380,6 +385,10 @@ class AsyncPostgresStore:
 
     async def decisions(self, thread_id: str, call_id: str) -> list[dict[str, Any]]:
         return await self._run(decisions_plan(thread_id, call_id))
+
+    async def ledger(self) -> list[tuple[int, bytes]]:
+        """:meth:`PostgresStore.ledger`, awaited."""
+        return await self._run(ledger_plan())
 
     # -- threads ------------------------------------------------------------------------
 

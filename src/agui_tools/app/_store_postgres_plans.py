@@ -27,6 +27,7 @@ from ._journal import (
     refuse_bad_ids,
     stored_result,
 )
+from ._ledger import chained, head_of
 from ._steps import Steps
 from ._store import Snapshot, ThreadRecord, decode_record
 
@@ -66,9 +67,17 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX agui_decisions_by_call ON agui_decisions (thread_id, call_id, seq);
     """,
+    # 2: the approval ledger (app/_ledger.py)
+    """
+    CREATE TABLE agui_ledger (
+        seq   BIGINT PRIMARY KEY,
+        entry BYTEA NOT NULL
+    );
+    """,
 ]
 
 _LOCK_KEY = 0x4147_5549  # "AGUI": the advisory lock migrations take
+_LEDGER_KEY = 0x4147_554C  # "AGUL": the advisory lock a ledger append takes
 
 T = TypeVar("T")
 
@@ -111,11 +120,18 @@ def _call_row(thread_id: str, call_id: str) -> QuerySteps[ClaimResult | None]:
     return stored_result(row) if row is not None else None
 
 
-def _insert_decision(decision: Mapping[str, Any]) -> Query:
-    return Query(
+def _insert_decision(decision: Mapping[str, Any]) -> QuerySteps[None]:
+    """The decision and its ledger entry, in the plan's transaction: the ledger's
+    head is read under a transaction-scoped lock, so appends are one chain."""
+    yield Query(
         "INSERT INTO agui_decisions (thread_id, call_id, decision) VALUES (%s, %s, %s)",
         decision_row(decision),
     )
+    yield Query("SELECT pg_advisory_xact_lock(%s)", (_LEDGER_KEY,))
+    last = yield Query("SELECT seq, entry FROM agui_ledger ORDER BY seq DESC LIMIT 1", fetch="one")
+    seq, prev = head_of((last[0], bytes(last[1])) if last is not None else None)
+    entry, _ = chained(decision, seq, prev)
+    yield Query("INSERT INTO agui_ledger (seq, entry) VALUES (%s, %s)", (seq, entry))
 
 
 def migrate_plan() -> Plan[int]:
@@ -209,7 +225,7 @@ def settle_plan(
             assert found is not None
             return found
         if decision is not None:
-            yield _insert_decision(decision)
+            yield from _insert_decision(decision)
         return ClaimResult(Claim.ANSWERED, dict(answer), now, key.fingerprint)
 
     return Plan(f"record the answer of call {key.call_id!r}", steps(), tx=True, writes=True)
@@ -221,12 +237,20 @@ def lookup_plan(thread_id: str, call_id: str) -> Plan[ClaimResult | None]:
 
 
 def record_decision_plan(decision: Mapping[str, Any]) -> Plan[None]:
-    def steps() -> QuerySteps[None]:
-        yield _insert_decision(decision)
-
     return Plan(
-        f"record a consent decision for {decision.get('toolCallId')!r}", steps(), writes=True
+        f"record a consent decision for {decision.get('toolCallId')!r}",
+        _insert_decision(decision),
+        tx=True,
+        writes=True,
     )
+
+
+def ledger_plan() -> Plan[list[tuple[int, bytes]]]:
+    def steps() -> QuerySteps[list[tuple[int, bytes]]]:
+        rows = yield Query("SELECT seq, entry FROM agui_ledger ORDER BY seq", fetch="all")
+        return [(seq, bytes(entry)) for seq, entry in rows]
+
+    return Plan("read the approval ledger", steps())
 
 
 def decisions_plan(thread_id: str, call_id: str) -> Plan[list[dict[str, Any]]]:

@@ -22,6 +22,7 @@ from . import (
     conformance_cmd,
     demo_cmd,
     inspect_cmd,
+    ledger_cmd,
     mock_cmd,
     proxy_cmd,
     run_cmd,
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     conformance_cmd.register(sub)
     check_cmd.register(sub)
     mock_cmd.register(sub)
+    ledger_cmd.register(sub)
     from ._otel import OTEL_COMMANDS, add_otel
 
     for name in OTEL_COMMANDS:

@@ -6,8 +6,10 @@ and recorder, and the words for how a run ended.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -39,6 +41,12 @@ def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> Non
         "--tools", metavar="MODULE", help="offer the frontend tools this module defines"
     )
     add_answer_flags(parser)
+    parser.add_argument(
+        "--principal",
+        metavar="ID",
+        help="record the consent answers given here as ID's (unauthenticated: the command "
+        "cannot vouch for who types) in the store's approval ledger",
+    )
     parser.add_argument(
         "--timeout",
         metavar="S",
@@ -130,6 +138,29 @@ class Driver:
             ) from None
 
 
+def named(answer: Callable[[Any], Any], principal_id: str | None) -> Callable[[Any], Any]:
+    """``answer`` (the consent or interrupt answer), each person's answer it gives named
+    ``--principal`` ID — unauthenticated: whoever types at this terminal says who they are.
+    An answer nobody gave (``by="system"``) stays nobody's."""
+    if principal_id is None:
+        return answer
+    from ..app._consent import Principal
+    from ..app._interrupts import Resolution
+    from ..transport._approvals import Approval
+
+    principal = Principal(principal_id)
+
+    def given(subject: Any) -> Any:
+        reply = answer(subject)
+        if isinstance(reply, Approval) and reply.decided_by == "user" and reply.principal is None:
+            return dataclasses.replace(reply, principal=principal)
+        if isinstance(reply, Resolution) and reply.resolved and reply.principal is None:
+            return dataclasses.replace(reply, principal=principal)
+        return reply
+
+    return given
+
+
 def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver | int:
     """The :class:`Driver` for ``args`` — or an exit code, after saying in one line why not."""
     import httpx
@@ -193,8 +224,8 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     )
     session = Session(
         client,
-        ask=ui.consent(decide),
-        on_interrupt=ui.interrupt_handler(decide),
+        ask=named(ui.consent(decide), args.principal),
+        on_interrupt=named(ui.interrupt_handler(decide), args.principal),
         timeout=args.timeout,
         store=store if store is not None else journal,
         thread_id=thread_id,

@@ -11,7 +11,10 @@ import tomllib
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..app._consent import Principal
 
 HELP = """\
 Start a local web inspector for the AG-UI agent at URL and open it in the
@@ -81,6 +84,12 @@ def register(sub: Any) -> None:
         help="keep each thread in this SQLite store; started again on it, inspect resumes",
     )
     p.add_argument("--tools", metavar="MODULE", help="offer the frontend tools this module defines")
+    p.add_argument(
+        "--principal",
+        metavar="ID",
+        help="record the page's decisions as ID's in the approval ledger (authenticated by "
+        "the inspector's token)",
+    )
     add_web_flags(p)
     p.add_argument(
         "-H",
@@ -285,6 +294,7 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             store=store,
             index=Path(f"{args.store}.inspector.json") if args.store is not None else None,
+            principal=_principal(args.principal),
         )
     except UsageError as exc:
         print(f"agui-tools inspect: {exc}", file=sys.stderr)
@@ -293,3 +303,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"agui-tools inspect: {failure[0]}", file=sys.stderr)
         return 2
     return serve(lambda: inspector, args, "inspect")
+
+
+def _principal(principal_id: str | None) -> Principal | None:
+    """``--principal``: the page's decisions are ID's, known by the request's token (only
+    whoever holds the inspector's token can decide on its page)."""
+    from ..app._consent import Principal
+
+    return (
+        None
+        if principal_id is None
+        else Principal(principal_id, authenticated_by="inspector-token")
+    )

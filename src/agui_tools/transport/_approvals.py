@@ -10,7 +10,7 @@ from typing import Any
 from .._errors import UsageError
 from ..app._arguments import parse_arguments
 from ..app._calls import CallStatus, PendingCall
-from ..app._consent import DecidedBy
+from ..app._consent import DecidedBy, Principal
 from ..app._conversation import Conversation
 from ..app._interrupts import Interrupt, Resolution
 from ..app._validation import ArgumentValidator
@@ -23,20 +23,30 @@ class Approval:
     """The answer to a consent prompt: ``approved`` False declines; ``arguments`` approves
     *edited* arguments (validated, then run instead). ``decided_by`` is ``"user"`` or
     ``"system"`` (nobody could answer), so no answer claims a user decided (TOOL-22).
+    ``principal`` names the person (docs/approvals.md); unnamed is the unauthenticated ``user``.
     """
 
     approved: bool
     arguments: Mapping[str, Any] | None = None
     reason: str | None = None
     decided_by: DecidedBy = "user"
+    principal: Principal | None = None
 
     @classmethod
-    def approve(cls, arguments: Mapping[str, Any] | None = None) -> Approval:
-        return cls(True, arguments)
+    def approve(
+        cls, arguments: Mapping[str, Any] | None = None, *, principal: Principal | None = None
+    ) -> Approval:
+        return cls(True, arguments, principal=principal)
 
     @classmethod
-    def decline(cls, reason: str | None = None, *, by: DecidedBy = "user") -> Approval:
-        return cls(False, None, reason, by)
+    def decline(
+        cls,
+        reason: str | None = None,
+        *,
+        by: DecidedBy = "user",
+        principal: Principal | None = None,
+    ) -> Approval:
+        return cls(False, None, reason, by, principal)
 
 
 def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
@@ -54,7 +64,7 @@ def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
             f"an Approval or a bool), not {type(answer).__name__}"
         )
     if not answer.approved:
-        return Resolution.cancel(answer.reason or "declined")
+        return Resolution.cancel(answer.reason or "declined", principal=answer.principal)
     if interrupt.call is None and answer.arguments is not None:
         raise UsageError(
             f"interrupt {interrupt.id!r} names no call: there are no arguments to edit"
@@ -71,7 +81,7 @@ def interrupt_resolution(interrupt: Interrupt, answer: Any) -> Resolution:
                     rule="TOOL-21",
                 )
         payload["arguments"] = dict(answer.arguments)
-    return Resolution.resolve(payload)
+    return Resolution.resolve(payload, principal=answer.principal)
 
 
 def approval_request(conv: Conversation, interrupt: Interrupt) -> PendingCall:

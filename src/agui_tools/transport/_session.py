@@ -583,6 +583,7 @@ class BaseSession(Generic[C]):
                             by=approval.decided_by,
                             arguments=approval.arguments,
                             reason=approval.reason,
+                            principal=approval.principal,
                         ),
                         span,
                     )
@@ -591,7 +592,10 @@ class BaseSession(Generic[C]):
                         conv,
                         "decline",
                         conv.decline_steps(
-                            call.call_id, by=approval.decided_by, reason=approval.reason
+                            call.call_id,
+                            by=approval.decided_by,
+                            reason=approval.reason,
+                            principal=approval.principal,
                         ),
                         span,
                     )

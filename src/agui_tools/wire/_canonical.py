@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -32,7 +33,13 @@ _ESCAPES = {
 }
 
 
+_PLAIN = re.compile(r'[^\x00-\x1f"\\]*')
+"""A string with nothing to escape: written as it is (most ids, hashes and words)."""
+
+
 def _string(text: str) -> str:
+    if _PLAIN.fullmatch(text):
+        return f'"{text}"'
     out = ['"']
     for char in text:
         if char in _ESCAPES:
@@ -101,7 +108,9 @@ def _write(value: Any, out: list[str]) -> None:
             if not isinstance(key, str):
                 raise CanonicalError(f"object key {key!r} is not a string (RFC 8785 §3.2.3)")
         out.append("{")
-        for index, key in enumerate(sorted(value, key=_utf16_key)):
+        # ASCII keys sort the same by code point as by UTF-16 code unit: no key function
+        ascii_keys = all(key.isascii() for key in value)
+        for index, key in enumerate(sorted(value) if ascii_keys else sorted(value, key=_utf16_key)):
             if index:
                 out.append(",")
             out.append(_string(key))

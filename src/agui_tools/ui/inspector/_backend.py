@@ -37,6 +37,7 @@ import orjson
 
 from ..._errors import AguiError, ProtocolViolation, ProtocolWarning, UsageError
 from ...app._calls import CallStatus, PendingCall
+from ...app._consent import Principal
 from ...app._conversation import CallUpdate, Conversation, RunResult, TextDelta, Update
 from ...app._interrupts import Interrupt, Resolution
 from ...app._runs import describe_run
@@ -179,6 +180,8 @@ class Inspector(Cards, Mocks):
         timeout: the handler timeout for real tools.
         store: where threads are kept (``--store``); a restarted inspector on the same store
             and ``index`` (the file listing its threads) resumes the thread it had open.
+        principal: who the page's decisions are recorded as in the approval ledger
+            (``inspect --principal``); ``None``: the unauthenticated user.
     """
 
     session: _InspectorSession
@@ -200,7 +203,9 @@ class Inspector(Cards, Mocks):
         transport: httpx.AsyncBaseTransport | None = None,
         store: Store | None = None,
         index: Path | None = None,
+        principal: Principal | None = None,
     ) -> None:
+        self.principal = principal
         self.agents: dict[str, Agent] = {}
         if url is not None:
             self.agents["agent"] = Agent("agent", url, dict(headers or {}))

@@ -13,6 +13,7 @@ import orjson
 
 from ..._errors import UsageError
 from ...app._calls import CallStatus, PendingCall
+from ...app._consent import Principal
 from ...app._conversation import CallUpdate, Conversation
 from ...app._interrupts import Interrupt, Resolution
 from ...app._updates import shown as shown_arguments
@@ -37,6 +38,7 @@ class Cards:
     _previews: dict[str, object]
     _consents: dict[str, tuple[PendingCall, asyncio.Future[Approval]]]
     _interrupts: dict[str, tuple[Interrupt, asyncio.Future[Resolution]]]
+    principal: Principal | None
 
     def _push_card(self, update: CallUpdate) -> None:
         """A card update, coalesced: a preview-only update is sent when the preview
@@ -219,9 +221,9 @@ class Cards:
                     "the payload does not satisfy the interrupt's responseSchema",
                     errors=schema_errors(errors),
                 )
-            resolution = Resolution.resolve(payload)
+            resolution = Resolution.resolve(payload, principal=self.principal)
         elif action == "cancel":
-            resolution = Resolution.cancel(text)
+            resolution = Resolution.cancel(text, principal=self.principal)
         else:
             raise Refused(422, f"unknown answer {action!r}: resolve or cancel")
         if not future.done():
@@ -274,9 +276,9 @@ class Cards:
         call, future = waiting
         reason = reason.strip() if isinstance(reason, str) and reason.strip() else None
         if action == "approve":
-            approval = Approval.approve()
+            approval = Approval.approve(principal=self.principal)
         elif action == "decline":
-            approval = Approval.decline(reason)
+            approval = Approval.decline(reason, principal=self.principal)
         elif action == "edit":
             if not isinstance(arguments, dict):
                 raise Refused(
@@ -292,7 +294,7 @@ class Cards:
                     "the edited arguments do not match the tool's schema (TOOL-21)",
                     errors=schema_errors(errors),
                 )
-            approval = Approval(True, arguments, reason)
+            approval = Approval(True, arguments, reason, principal=self.principal)
         else:
             raise Refused(422, f"unknown decision {action!r}: approve, decline or edit")
         if not future.done():

@@ -1,0 +1,96 @@
+"""``agui-tools ledger verify|export STORE`` — audit the approval ledger of a thread store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .._text import one_line
+from ._common import describe_exception
+
+HELP = """\
+Audit the approval ledger a thread store keeps: one entry per consent decision
+(who decided, when, on which call, the RFC 8785 hashes of the arguments shown
+and approved, the rule that applied, the expiry), each naming the previous
+entry's hash (docs/approvals.md).
+
+STORE is a SQLite store (or --journal) file, or a PostgreSQL connection string
+(postgresql://… or "host=… dbname=…"). Nothing is written to it.
+
+  verify   recompute the chain; print how many entries hold and the head hash
+           (keep it elsewhere: a later verify that reports a different head
+           over fewer entries shows a cut), or the first broken link — its
+           entry number, its ids, the rule (LEDGER-n), expected vs found.
+  export   write every entry as JSON Lines to standard output, byte for byte
+           as stored (each line the entry's canonical JSON, its hash included),
+           so an auditor can recompute the chain without agui-tools.
+
+Exit codes: 0 the chain holds (export: written), 1 a link is broken, 2 bad
+usage or a store that cannot be read.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ledger",
+        help="verify or export the approval ledger of a thread store",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", choices=("verify", "export"), help="what to do with the ledger")
+    p.add_argument("store", metavar="STORE", help="a SQLite store file or a PostgreSQL DSN")
+    p.set_defaults(func=run)
+
+
+def _is_postgres(store: str) -> bool:
+    return store.startswith(("postgres://", "postgresql://")) or "dbname=" in store
+
+
+def _entries(store: str) -> list[tuple[int, bytes]]:
+    """The ledger's entries, read without creating or migrating anything."""
+    if _is_postgres(store):
+        from ..app._store_postgres import PostgresStore
+
+        pg = PostgresStore(store, min_size=1, max_size=1, migrate=False)
+        try:
+            return pg.ledger()
+        finally:
+            pg.close()
+    from ..app._journal import SQLiteJournal
+
+    lite = SQLiteJournal(store, create=False)  # a store's file, or a bare journal's
+    try:
+        return lite.ledger()
+    finally:
+        lite.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._errors import AguiError
+
+    try:
+        entries = _entries(args.store)
+    except (AguiError, OSError) as exc:
+        print(
+            f"agui-tools ledger: cannot read the ledger of {one_line(args.store)}: "
+            f"{one_line(describe_exception(exc))}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.action == "export":
+        for _, entry in entries:
+            print(entry.decode("utf-8", "surrogateescape"))
+        return 0
+    from ..app._ledger import verify_ledger
+
+    report = verify_ledger(entries)
+    if report.broken is not None:
+        print(f"ledger: {one_line(report.broken.describe())}")
+        print(
+            f"ledger: broken — {report.entries} of {len(entries)} entries hold before it "
+            f"(their head {report.head})"
+        )
+        return 1
+    print(f"ledger: {report.entries} entries, every link holds; head {report.head}")
+    return 0

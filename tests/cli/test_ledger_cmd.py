@@ -1,0 +1,114 @@
+"""``agui-tools ledger verify|export STORE``: the audit of the approval ledger.
+
+verify exits 0 with the head hash when every link holds, 1 naming the first broken
+link (entry, ids, rule, expected vs found), 2 when the store cannot be read — and
+writes nothing; export prints each entry byte for byte as stored.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agui_tools.app._ledger import verify_ledger
+from agui_tools.app._store_sqlite import SQLiteStore
+from agui_tools.cli import main
+
+from ..helpers.ledger import fill
+
+
+def _store(tmp_path: Path, count: int = 3) -> Path:
+    path = tmp_path / "app.sqlite"
+    store = SQLiteStore(path)
+    fill(store, count)
+    store.close()
+    return path
+
+
+def test_verify_says_every_link_holds_and_the_head(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    store = SQLiteStore(path)
+    head = verify_ledger(store.ledger()).head
+    store.close()
+    assert main(["ledger", "verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out == f"ledger: 3 entries, every link holds; head {head}\n"
+
+
+def test_a_changed_byte_is_the_first_broken_link_with_its_ids_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    db = sqlite3.connect(path)
+    (entry,) = db.execute("SELECT entry FROM ledger WHERE seq = 2").fetchone()
+    db.execute("UPDATE ledger SET entry = ? WHERE seq = 2", (entry.replace(b"alice@", b"alicf@"),))
+    db.commit()
+    db.close()
+    assert main(["ledger", "verify", str(path)]) == 1
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.startswith("ledger: [LEDGER-3] entry 2 (threadId 't1', runId 'run-t1', ")
+    assert "its hash is not the hash of its contents; expected sha256:" in first
+    assert second.startswith("ledger: broken — 1 of 3 entries hold before it")
+
+
+def test_export_writes_each_entry_as_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    assert main(["ledger", "export", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    store = SQLiteStore(path)
+    assert [line.encode() for line in lines] == [raw for _, raw in store.ledger()]
+    store.close()
+    assert [orjson.loads(line)["seq"] for line in lines] == [1, 2, 3]
+
+
+def test_a_store_that_is_not_there_is_exit_2_and_is_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nothing.sqlite"
+    assert main(["ledger", "verify", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"agui-tools ledger: cannot read the ledger of {missing}: ")
+    assert "\n" not in err.rstrip("\n") and not missing.exists()
+
+
+def test_a_store_peer_text_is_escaped_on_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "app.sqlite"
+    store = SQLiteStore(path)
+    from ..helpers.ledger import decision
+
+    store.record_decision(decision("t\x1b[2Jx", "c1"))
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE ledger SET entry = entry || x'20'")
+    db.commit()
+    db.close()
+    assert main(["ledger", "verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2Jx" in out
+
+
+def test_postgres_verify_and_a_rewritten_entry(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from agui_tools.app._store_postgres import PostgresStore
+
+    store = PostgresStore(postgres_dsn, max_size=1)
+    fill(store, 2)
+    store.close()
+    assert main(["ledger", "verify", postgres_dsn]) == 0
+    assert "2 entries, every link holds" in capsys.readouterr().out
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM agui_ledger WHERE seq = 1")
+    assert main(["ledger", "verify", postgres_dsn]) == 1
+    assert "[LEDGER-4] entry 2" in capsys.readouterr().out
