@@ -1224,3 +1224,49 @@ def test_the_producer_side_is_one_import_with_each_name_in_the_module_of_its_job
             assert getattr(producer, name) is getattr(module, name), name
     for name in ("Run", "RunCancelled", "RunInterrupted"):
         assert getattr(agui_tools, name) is getattr(producer, name), name
+
+
+# -- the channel's quiet alarm ------------------------------------------------------------------
+
+
+def test_channel_wait_says_quiet_only_after_the_whole_timeout() -> None:
+    async def main() -> tuple[bool, float, bool, bool]:
+        loop = asyncio.get_running_loop()
+        channel = EventChannel(high_water=None)
+        started = loop.time()
+        quiet = await channel.wait(0.05)
+        waited = loop.time() - started
+        # an event arriving before the timeout wakes the waiter with True
+        loop.call_later(0.01, channel.push, [{"type": "CUSTOM", "name": "x", "value": 1}])
+        woke = await channel.wait(5.0)
+        channel.take()
+        # events keep arriving more often than the timeout: never quiet, however long
+        saw_quiet = False
+        for _ in range(6):
+            loop.call_later(0.02, channel.push, [{"type": "CUSTOM", "name": "y", "value": 2}])
+            saw_quiet = saw_quiet or not await channel.wait(0.05)
+            channel.take()
+        return quiet, waited, woke, saw_quiet
+
+    quiet, waited, woke, saw_quiet = asyncio.run(main())
+    assert quiet is False and waited >= 0.049
+    assert woke is True
+    assert saw_quiet is False
+
+
+def test_channel_alarm_rings_for_a_shorter_timeout_and_is_gone_once_closed() -> None:
+    async def main() -> tuple[bool, float, bool]:
+        loop = asyncio.get_running_loop()
+        channel = EventChannel(high_water=None)
+        loop.call_later(0.01, channel.push, [{"type": "CUSTOM", "name": "x", "value": 1}])
+        assert await channel.wait(10.0)  # arms an alarm 10 s out
+        channel.take()
+        started = loop.time()
+        quiet = await channel.wait(0.03)  # a shorter wait must not wait for that alarm
+        waited = loop.time() - started
+        channel.close()
+        return quiet, waited, channel._alarm is None
+
+    quiet, waited, disarmed = asyncio.run(main())
+    assert quiet is False and waited < 5.0
+    assert disarmed

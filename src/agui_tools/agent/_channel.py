@@ -31,6 +31,11 @@ class EventChannel:
 
     ``encode`` turns one event into its payload: compact JSON by default, one
     binary frame for the protobuf binding.
+
+    A quiet stream is noticed by one alarm per stream, re-armed only when it
+    rings early (:meth:`wait`), not by a timer per wait: a stream sends an event
+    at a time at a model's pace, and a timer set and cancelled for each one was
+    a good part of what an event cost the server.
     """
 
     def __init__(
@@ -53,6 +58,10 @@ class EventChannel:
         """The type of the last terminal event pushed (RUN_FINISHED / RUN_ERROR)."""
         self.pushed = 0
         """How many events were pushed (dropped ones, after an abort, are not counted)."""
+        self._alarm: asyncio.TimerHandle | None = None
+        self._quiet_until = 0.0
+        self._waiting = False
+        self._rang = False
 
     def push(self, events: Iterable[WireEvent]) -> None:
         if self.aborted:
@@ -91,19 +100,54 @@ class EventChannel:
         """Wait for events (or the end); ``False`` when ``timeout`` passed quietly."""
         if self._payloads or self.closed or self.aborted:
             return True
+        if timeout is None:
+            await self._readable.wait()
+            return True
+        loop = asyncio.get_running_loop()
+        self._quiet_until = until = loop.time() + timeout
+        alarm = self._alarm
+        if alarm is None or alarm.when() > until:
+            if alarm is not None:
+                alarm.cancel()
+            self._alarm = loop.call_at(until, self._ring)
+        self._waiting = True
         try:
-            async with asyncio.timeout(timeout):
-                await self._readable.wait()
-        except TimeoutError:
-            return False
+            await self._readable.wait()
+        finally:
+            self._waiting = False
+        if self._rang:
+            self._rang = False
+            if not (self._payloads or self.closed or self.aborted):
+                self._readable.clear()
+                return False
         return True
+
+    def _ring(self) -> None:
+        """The alarm: the waiter's quiet time is up — or it is not, and the alarm moves
+        to when it will be (a stream that is not waiting arms it again when it waits)."""
+        self._alarm = None
+        if not self._waiting:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._quiet_until:
+            self._alarm = loop.call_at(self._quiet_until, self._ring)
+            return
+        self._rang = True
+        self._readable.set()
+
+    def _disarm(self) -> None:
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
 
     def close(self) -> None:
         self.closed = True
+        self._disarm()
         self._readable.set()
 
     def abort(self) -> None:
         self.aborted = True
+        self._disarm()
         self._payloads.clear()
         self._readable.set()
         self._writable.set()
