@@ -1270,3 +1270,44 @@ def test_channel_alarm_rings_for_a_shorter_timeout_and_is_gone_once_closed() -> 
     quiet, waited, disarmed = asyncio.run(main())
     assert quiet is False and waited < 5.0
     assert disarmed
+
+
+def test_a_run_started_early_is_driven_to_the_same_stream() -> None:
+    from agui_tools.agent._runner import start
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            await m.delta("hi")
+
+    async def main(early: bool) -> list[Event]:
+        channel = EventChannel(high_water=None)
+        started = start(INPUT, channel) if early else None
+        if early:  # queued before the agent's task exists
+            assert [orjson.loads(p)["type"] for p in list(channel._payloads)] == ["RUN_STARTED"]
+        await drive(agent, INPUT, channel, started=started)
+        return [orjson.loads(p) for p in channel.take()]
+
+    early = asyncio.run(main(True))
+    assert [e["type"] for e in early] == [e["type"] for e in asyncio.run(main(False))]
+    assert early[0]["type"] == "RUN_STARTED" and early[-1]["type"] == "RUN_FINISHED"
+    judging.judge(early, INPUT)
+
+
+@pytest.mark.run_error("KeyError")
+def test_a_run_that_cannot_start_early_is_reported_by_drive() -> None:
+    from agui_tools.agent._runner import start
+
+    async def agent(run: Run) -> None:
+        raise AssertionError("never runs")
+
+    async def main() -> list[Event]:
+        channel = EventChannel(high_water=None)
+        bad = {"threadId": "t"}  # no runId: no emitter can be made
+        started = start(bad, channel)
+        assert started is None and not channel.has_events
+        await drive(agent, bad, channel, started=started)
+        return [orjson.loads(p) for p in channel.take()]
+
+    events = asyncio.run(main())
+    assert [e["type"] for e in events] == ["RUN_ERROR"]
+    assert events[0]["code"] == "InternalError"
