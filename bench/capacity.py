@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,8 @@ SERVERS = {
     "floor: a bare ASGI app writing ready-made frames": "floor",
 }
 QUICKSTART = "quickstart: FastAPI + official EventEncoder"
-STEPS = (50, 100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000)
+FLOOR = "floor: a bare ASGI app writing ready-made frames"
+STEPS = (50, 100, 150, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000)
 FIRST_BOUND = 0.100
 GAP_BOUND = 0.050
 SERVER_CPU, GENERATOR_CPU = 0, 1
@@ -301,6 +303,12 @@ def sweep(kind: str, shape: Shape, steps: Sequence[int] = STEPS) -> list[dict[st
         server.stop()
 
 
+def per_event(rows: Sequence[dict[str, Any]]) -> float:
+    """Median server CPU per event (µs) over a sweep's steps: CPU time is the process's
+    own, so it holds however busy the machine was."""
+    return statistics.median(r["cpu_per_event_us"] for r in rows) if rows else float("nan")
+
+
 def capacity(rows: Sequence[dict[str, Any]]) -> int:
     """The largest step within the bounds whose generator was not saturated (0: none)."""
     ok = [r["concurrency"] for r in rows if within(r) and not generator_bound(r)]
@@ -355,6 +363,15 @@ def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
         lines.append(
             f"* **{name}: {n:,} concurrent model-speed runs per core** with first event p99 < "
             f"{FIRST_BOUND * 1e3:.0f} ms and gap p99 < {GAP_BOUND * 1e3:.0f} ms{vs}."
+        )
+    cost = {name: per_event(rows) for name, rows in swept.items()}
+    floor = cost.get(FLOOR, float("nan"))
+    rate = shape.events / shape.seconds
+    for name, us in cost.items():
+        lines.append(
+            f"* {name}: {us:.0f} µs of server CPU per event (median over its steps) — "
+            f"{us / floor:.2f}× the floor; a whole core would carry "
+            f"{1e6 / (us * rate):,.0f} such runs at {rate:.1f} events/s each."
         )
     lines += [
         "* Each server's sweep stops at its first step outside the bounds; a step's figures "
