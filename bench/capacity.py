@@ -16,8 +16,9 @@ seconds, ``D`` one run's length) for a warm-up of ``D`` and a measured window of
 * RSS per run — the server's peak resident set during the step, above its resident
   set after a warm-up run, ÷ ``C``.
 
-The server is pinned to core 0 and this generator to core 1, and the generator
-reports its own CPU share over the window and how late it started runs (p99): a
+The server is pinned to one core and this generator to another (when there are
+two), and the generator reports its own CPU share over the window and how late it
+started runs behind their schedule (p99): a
 step whose generator was saturated is marked so and is not read as the server's
 limit. The generator is a bare asyncio protocol (one connection per run, HTTP/1.1,
 no parsing beyond counting frames) so that it costs a few µs per event.
@@ -60,7 +61,18 @@ FLOOR = "floor: a bare ASGI app writing ready-made frames"
 STEPS = (50, 100, 150, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000)
 FIRST_BOUND = 0.100
 GAP_BOUND = 0.050
-SERVER_CPU, GENERATOR_CPU = 0, 1
+
+
+def _cores() -> tuple[set[int] | None, set[int] | None]:
+    """(the server's core, the generator's): the first two this process may use, or
+    ``(None, None)`` — no pinning — when there are fewer."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return None, None
+    return {allowed[0]}, {allowed[1]}
+
+
+SERVER_CPUS, GENERATOR_CPUS = _cores()
 GENERATOR_BUSY = 0.90
 """A generator busier than this share of its core may be what is slow: such a step
 is marked and not read as the server's limit."""
@@ -277,7 +289,7 @@ def contended(row: dict[str, Any]) -> bool:
 
 def sweep(kind: str, shape: Shape, steps: Sequence[int] = STEPS) -> list[dict[str, Any]]:
     """Steps of ``kind`` up to the first that breaks the bounds (that one included)."""
-    server = Server(kind, cpus={SERVER_CPU})
+    server = Server(kind, cpus=SERVER_CPUS)
     try:
 
         async def main() -> list[dict[str, Any]]:
@@ -318,11 +330,18 @@ def capacity(rows: Sequence[dict[str, Any]]) -> int:
 def results(shape: Shape, steps: Sequence[int] = STEPS) -> dict[str, list[dict[str, Any]]]:
     """Every server's sweep, one after the other, with this process on the generator's core."""
     before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {GENERATOR_CPU})
+    if GENERATOR_CPUS is not None:
+        os.sched_setaffinity(0, GENERATOR_CPUS)
     try:
         return {name: sweep(kind, shape, steps) for name, kind in SERVERS.items()}
     finally:
         os.sched_setaffinity(0, before)
+
+
+def _pinning() -> str:
+    if SERVER_CPUS is None or GENERATOR_CPUS is None:
+        return "NOT pinned: fewer than two cores available, the generator shares the server's"
+    return f"server pinned to core {min(SERVER_CPUS)}, generator to core {min(GENERATOR_CPUS)}"
 
 
 def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
@@ -332,11 +351,12 @@ def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
         "",
         f"Each run: {shape.tokens} text deltas then {shape.calls} tool call(s) of {shape.args} "
         f"argument deltas, {shape.tps:g} deltas/s ({shape.events} events, {shape.seconds:.1f} s); "
-        f"server pinned to core {SERVER_CPU}, generator to core {GENERATOR_CPU}; load average "
+        f"{_pinning()}; load average "
         f"{load[0]:.1f} at the end.",
         "",
         "| server | runs in flight | complete | first event p50 / p99 | gap p99 | server CPU "
-        "per event | server core busy / waited | RSS per run | generator busy / waited | "
+        "per event | server core busy / waited | RSS per run | generator busy / waited / "
+        "late p99 | "
         "within bounds |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -353,7 +373,8 @@ def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
                 f"{r['gap_p99'] * 1e3:.1f} ms | {r['cpu_per_event_us']:.0f} µs | "
                 f"{r['server_busy']:.0%} / {r['server_waited']:.0%} | "
                 f"{r['rss_per_run_kib']:.0f} KiB | "
-                f"{r['generator_busy']:.0%} / {r['generator_waited']:.0%} | {verdict} |"
+                f"{r['generator_busy']:.0%} / {r['generator_waited']:.0%} / "
+                f"{r['late_p99'] * 1e3:.1f} ms | {verdict} |"
             )
     figures = {name: capacity(rows) for name, rows in swept.items()}
     base = figures.get(QUICKSTART, 0)
