@@ -39,6 +39,10 @@ Groups (``--only`` runs one):
 * ``run_log`` — the resumable binding's run log: cost per event on memory, SQLite
   and PostgreSQL beside no log, rejoin latency, polling vs LISTEN/NOTIFY
   (bench/run_log.py; docs/resumable.md).
+* ``capacity`` — concurrent runs streaming at a model's pace that one server core
+  serves within first-event p99 < 100 ms and gap p99 < 50 ms: ours (verification
+  on and off) beside the quickstart and a bare ASGI floor (bench/capacity.py;
+  docs/performance.md).
 * ``proxy`` — ``agui-tools proxy``'s overhead: the same agent and stream direct and
   through it — added latency per event (p50/p99), throughput, memory per proxied
   stream (bench/proxy.py; docs/proxy.md).
@@ -55,6 +59,7 @@ import sys
 import time
 
 from . import arguments as arguments_bench
+from . import capacity as capacity_bench
 from . import codec, corpus, hostile, load, peers
 from . import inspector as inspector_bench
 from . import pipeline as pipeline_bench
@@ -77,6 +82,7 @@ GROUPS = (
     "store",
     "hostile",
     "load",
+    "capacity",
     "telemetry",
     "proxy",
     "run_log",
@@ -162,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         print("## Load and disconnect storm (docs/security.md)\n\n" + load_text)
         if args.write_docs:
             hostile.write_docs(load_text, marker="load")
+    if "capacity" in groups:
+        shape = capacity_bench.Shape()
+        print(capacity_bench.report(capacity_bench.results(shape), shape))
     if "telemetry" in groups:
         print(telemetry_bench.report())
     if "proxy" in groups:

@@ -4,12 +4,16 @@
     python -m bench.servers ours-noverify PORT
     python -m bench.servers official PORT   # FastAPI + ag_ui.encoder.EventEncoder, the
                                              # official quickstart's shape
+    python -m bench.servers floor PORT      # a bare ASGI app writing ready-made frames
+                                             # ("model" mode only: the per-event floor)
 Both serve the same agent at POST /agent: with ``forwardedProps.mode ==
 "burst"`` it streams ``forwardedProps.n`` text deltas and as many tool-call
 argument deltas as fast as it can; with ``"idle"`` it opens a message and then
 waits (for the concurrent-idle-streams memory measurement); ``"paced"`` (ours only)
 sends ``n`` deltas ``interval`` seconds apart, each the ``time.monotonic_ns()`` it
-was sent at (the proxy benchmark's per-event latency).
+was sent at (the proxy benchmark's per-event latency); ``"model"`` streams like a
+model at ``tps`` deltas a second: ``tokens`` text deltas, then ``calls`` tool calls
+of ``args`` argument deltas each, every call answered (bench/capacity.py).
 """
 
 import asyncio
@@ -34,6 +38,9 @@ def ours(verify: bool) -> Any:
             async with run.message() as m:
                 await m.delta("waiting")
                 await asyncio.sleep(3600)
+            return
+        if props.get("mode") == "model":
+            await model_pace(run, props)
             return
         n = int(props.get("n", 1000))
         if props.get("mode") == "paced":  # one event per chunk, each saying when it left
@@ -64,6 +71,31 @@ def ours(verify: bool) -> Any:
     return app
 
 
+def model_shape(props: dict[str, Any]) -> tuple[float, int, int, int]:
+    """``(seconds between deltas, text deltas, tool calls, argument deltas per call)``."""
+    return (
+        1 / float(props.get("tps", 40)),
+        int(props.get("tokens", 120)),
+        int(props.get("calls", 1)),
+        int(props.get("args", 40)),
+    )
+
+
+async def model_pace(run: Any, props: dict[str, Any]) -> None:
+    """Ours, streaming like a model: one delta every ``1 / tps`` seconds."""
+    pause, tokens, calls, args = model_shape(props)
+    async with run.message() as m:
+        for _ in range(tokens):
+            await asyncio.sleep(pause)
+            await m.delta(WORD)
+    for c in range(calls):
+        async with run.tool_call("search", parent_message_id=m.id) as call:
+            for _ in range(args):
+                await asyncio.sleep(pause)
+                await call.args(ARG)
+        await run.result(call.id, f"done {c}")
+
+
 def official() -> Any:
     from ag_ui.core import (
         RunAgentInput,
@@ -92,6 +124,29 @@ def official() -> Any:
         async def events() -> AsyncIterator[str]:
             yield encoder.encode(RunStartedEvent(thread_id=tid, run_id=rid))
             yield encoder.encode(TextMessageStartEvent(message_id="m1", role="assistant"))
+            if props.get("mode") == "model":  # the same pace and shape as ours
+                pause, tokens, calls, args = model_shape(props)
+                for _ in range(tokens):
+                    await asyncio.sleep(pause)
+                    yield encoder.encode(TextMessageContentEvent(message_id="m1", delta=WORD))
+                yield encoder.encode(TextMessageEndEvent(message_id="m1"))
+                for c in range(calls):
+                    yield encoder.encode(
+                        ToolCallStartEvent(
+                            tool_call_id=f"c{c}", tool_call_name="search", parent_message_id="m1"
+                        )
+                    )
+                    for _ in range(args):
+                        await asyncio.sleep(pause)
+                        yield encoder.encode(ToolCallArgsEvent(tool_call_id=f"c{c}", delta=ARG))
+                    yield encoder.encode(ToolCallEndEvent(tool_call_id=f"c{c}"))
+                    yield encoder.encode(
+                        ToolCallResultEvent(
+                            message_id=f"r{c}", tool_call_id=f"c{c}", content=f"done {c}"
+                        )
+                    )
+                yield encoder.encode(RunFinishedEvent(thread_id=tid, run_id=rid))
+                return
             if props.get("mode") == "idle":
                 yield encoder.encode(TextMessageContentEvent(message_id="m1", delta="waiting"))
                 await asyncio.sleep(3600)
@@ -118,11 +173,73 @@ def official() -> Any:
     return app
 
 
+def floor() -> Any:
+    """The per-event floor of any ASGI app on this server: ``"model"`` mode's pace and
+    frames, each frame made once at start-up — no encoding, no checks, one task."""
+    import orjson
+
+    def frame(event: dict[str, Any]) -> bytes:
+        return b"data: " + orjson.dumps(event) + b"\n\n"
+
+    text = frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": WORD})
+    arg = frame({"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": ARG})
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["method"] != "POST":  # the benchmark's "is it up yet" probe
+            await send({"type": "http.response.start", "status": 405, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        run = orjson.loads(body)
+        pause, tokens, calls, args = model_shape(run.get("forwardedProps") or {})
+        ids = {"threadId": run["threadId"], "runId": run["runId"]}
+
+        async def out(chunk: bytes) -> None:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await out(frame({"type": "RUN_STARTED", **ids}))
+        await out(frame({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}))
+        for _ in range(tokens):
+            await asyncio.sleep(pause)
+            await out(text)
+        await out(frame({"type": "TEXT_MESSAGE_END", "messageId": "m1"}))
+        for _ in range(calls):
+            await out(frame({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "s"}))
+            for _ in range(args):
+                await asyncio.sleep(pause)
+                await out(arg)
+            await out(frame({"type": "TOOL_CALL_END", "toolCallId": "c1"}))
+            await out(
+                frame(
+                    {
+                        "type": "TOOL_CALL_RESULT",
+                        "messageId": "r1",
+                        "toolCallId": "c1",
+                        "content": "d",
+                    }
+                )
+            )
+        await out(frame({"type": "RUN_FINISHED", **ids}))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app
+
+
 def main() -> None:
     kind, port = sys.argv[1], int(sys.argv[2])
-    app = {"ours": lambda: ours(True), "ours-noverify": lambda: ours(False), "official": official}[
-        kind
-    ]()
+    app = {
+        "ours": lambda: ours(True),
+        "ours-noverify": lambda: ours(False),
+        "official": official,
+        "floor": floor,
+    }[kind]()
     uvicorn.run(
         app,
         host="127.0.0.1",

@@ -70,14 +70,18 @@ class Child:
 
 class Server(Child):
     """``python -m MODULE KIND PORT`` (``bench.servers`` by default), waited for until it
-    answers on loopback."""
+    answers on loopback; ``cpus``: the cores it may run on (default: any)."""
 
-    def __init__(self, kind: str, module: str = "bench.servers") -> None:
+    def __init__(
+        self, kind: str, module: str = "bench.servers", cpus: set[int] | None = None
+    ) -> None:
         self.port = free_port()
         self.proc = spawn(
             ["-m", module, kind, str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            # pinned before it starts, so every thread it ever has inherits the set
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
         )
         self.url = f"http://127.0.0.1:{self.port}/agent"
         deadline = time.monotonic() + 30

@@ -1226,3 +1226,90 @@ def test_the_producer_side_is_one_import_with_each_name_in_the_module_of_its_job
             assert getattr(producer, name) is getattr(module, name), name
     for name in ("Run", "RunCancelled", "RunInterrupted"):
         assert getattr(agui_tools, name) is getattr(producer, name), name
+
+
+# -- the channel's quiet alarm ------------------------------------------------------------------
+
+
+def test_channel_wait_says_quiet_only_after_the_whole_timeout() -> None:
+    async def main() -> tuple[bool, float, bool, bool]:
+        loop = asyncio.get_running_loop()
+        channel = EventChannel(high_water=None)
+        started = loop.time()
+        quiet = await channel.wait(0.05)
+        waited = loop.time() - started
+        # an event arriving before the timeout wakes the waiter with True
+        loop.call_later(0.01, channel.push, [{"type": "CUSTOM", "name": "x", "value": 1}])
+        woke = await channel.wait(5.0)
+        channel.take()
+        # events keep arriving more often than the timeout: never quiet, however long
+        saw_quiet = False
+        for _ in range(6):
+            loop.call_later(0.02, channel.push, [{"type": "CUSTOM", "name": "y", "value": 2}])
+            saw_quiet = saw_quiet or not await channel.wait(0.05)
+            channel.take()
+        return quiet, waited, woke, saw_quiet
+
+    quiet, waited, woke, saw_quiet = asyncio.run(main())
+    assert quiet is False and waited >= 0.049
+    assert woke is True
+    assert saw_quiet is False
+
+
+def test_channel_alarm_rings_for_a_shorter_timeout_and_is_gone_once_closed() -> None:
+    async def main() -> tuple[bool, float, bool]:
+        loop = asyncio.get_running_loop()
+        channel = EventChannel(high_water=None)
+        loop.call_later(0.01, channel.push, [{"type": "CUSTOM", "name": "x", "value": 1}])
+        assert await channel.wait(10.0)  # arms an alarm 10 s out
+        channel.take()
+        started = loop.time()
+        quiet = await channel.wait(0.03)  # a shorter wait must not wait for that alarm
+        waited = loop.time() - started
+        channel.close()
+        return quiet, waited, channel._alarm is None
+
+    quiet, waited, disarmed = asyncio.run(main())
+    assert quiet is False and waited < 5.0
+    assert disarmed
+
+
+def test_a_run_started_early_is_driven_to_the_same_stream() -> None:
+    from agui_tools.agent._runner import start
+
+    async def agent(run: Run) -> None:
+        async with run.message() as m:
+            await m.delta("hi")
+
+    async def main(early: bool) -> list[Event]:
+        channel = EventChannel(high_water=None)
+        started = start(INPUT, channel) if early else None
+        if early:  # queued before the agent's task exists
+            assert [orjson.loads(p)["type"] for p in list(channel._payloads)] == ["RUN_STARTED"]
+        await drive(agent, INPUT, channel, started=started)
+        return [orjson.loads(p) for p in channel.take()]
+
+    early = asyncio.run(main(True))
+    assert [e["type"] for e in early] == [e["type"] for e in asyncio.run(main(False))]
+    assert early[0]["type"] == "RUN_STARTED" and early[-1]["type"] == "RUN_FINISHED"
+    judging.judge(early, INPUT)
+
+
+@pytest.mark.run_error("KeyError")
+def test_a_run_that_cannot_start_early_is_reported_by_drive() -> None:
+    from agui_tools.agent._runner import start
+
+    async def agent(run: Run) -> None:
+        raise AssertionError("never runs")
+
+    async def main() -> list[Event]:
+        channel = EventChannel(high_water=None)
+        bad = {"threadId": "t"}  # no runId: no emitter can be made
+        started = start(bad, channel)
+        assert started is None and not channel.has_events
+        await drive(agent, bad, channel, started=started)
+        return [orjson.loads(p) for p in channel.take()]
+
+    events = asyncio.run(main())
+    assert [e["type"] for e in events] == ["RUN_ERROR"]
+    assert events[0]["code"] == "InternalError"

@@ -609,6 +609,7 @@ def test_a_producer_that_dies_without_a_word_still_yields_run_error(
     async def dead_drive(*args: Any, **kw: Any) -> None:
         raise RuntimeError("died before RUN_STARTED")
 
+    monkeypatch.setattr(server_module, "start", lambda *args, **kw: None)  # nothing queued early
     monkeypatch.setattr(server_module, "drive", dead_drive)
     with TestClient(agent_app(happy), base_url="http://localhost") as tc:
         response = tc.post("/", json=INPUT, headers=SSE)
@@ -644,3 +645,48 @@ def test_the_channel_never_reorders_concurrent_writers() -> None:
 
     payloads = asyncio.run(main())
     judge(b"".join(b"data: " + p + b"\n\n" for p in payloads))
+
+
+# -- the first event is prompt ---------------------------------------------------------------
+
+
+def test_run_started_is_written_before_the_agents_task_first_runs() -> None:
+    """The first event does not wait for the agent's task (nor, under load, for every
+    other stream's events queued before it): it is handed to the connection right
+    after the headers, before the agent's first line runs."""
+    order: list[str] = []
+
+    async def agent(run: Run) -> None:
+        order.append("agent")
+
+    endpoint = server_module.AgentEndpoint(agent)
+    body = orjson.dumps(INPUT)
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "headers": [
+            (b"host", b"localhost"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"text/event-stream"),
+        ],
+    }
+    delivered = [{"type": "http.request", "body": body, "more_body": False}]
+    written: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        if delivered:
+            return delivered.pop()
+        await asyncio.sleep(3600)  # the client stays
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        chunk = message.get("body", b"")
+        if b"RUN_STARTED" in chunk:
+            order.append("RUN_STARTED written")
+        written.append(chunk)
+
+    asyncio.run(asyncio.wait_for(endpoint(scope, receive, send), 10))
+    assert order == ["RUN_STARTED written", "agent"]
+    events = [orjson.loads(f) for f in SSEReader().feed(b"".join(written))]
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_FINISHED"]

@@ -18,6 +18,8 @@ class EventChannel:
     ``push`` is synchronous: an ``await`` between judging and queueing would let another task's
     events overtake; events are encoded as pushed, so mutating an emitted dict changes nothing.
     Backpressure is :meth:`flow` (past ``high_water``). ``encode``: JSON, or a binary frame.
+    A quiet stream is noticed by one alarm per stream, re-armed only when it rings early
+    (:meth:`wait`), not by a timer set and cancelled per event.
     """
 
     def __init__(
@@ -28,9 +30,11 @@ class EventChannel:
     ) -> None:
         self._encode = encode
         self._payloads: deque[bytes] = deque()
-        self._readable = asyncio.Event()
-        self._writable = asyncio.Event()
-        self._writable.set()
+        # what the reader and the writers wait on: a bare future each, made only when
+        # someone waits (an asyncio.Event per stream costs a deque and a coroutine layer)
+        self._readable: asyncio.Future[None] | None = None
+        self._writable: asyncio.Future[None] | None = None
+        self._behind = False
         self._high_water = high_water
         self.closed = False
         """The producer is done: nothing more will be pushed."""
@@ -40,6 +44,9 @@ class EventChannel:
         """The type of the last terminal event pushed (RUN_FINISHED / RUN_ERROR)."""
         self.pushed = 0
         """How many events were pushed (dropped ones, after an abort, are not counted)."""
+        self._alarm: asyncio.TimerHandle | None = None
+        self._quiet_until = 0.0
+        self._rang = False
 
     def push(self, events: Iterable[WireEvent]) -> None:
         if self.aborted:
@@ -52,14 +59,17 @@ class EventChannel:
                 self.ended_with = ev["type"]
         self.pushed += len(self._payloads) - before
         if self._payloads:
-            self._readable.set()
+            _wake(self._readable)
             if self._high_water is not None and len(self._payloads) >= self._high_water:
-                self._writable.clear()
+                self._behind = True
 
     async def flow(self) -> None:
         """Wait while the reader is behind (returns at once when it is not)."""
-        if not self._writable.is_set():
-            await self._writable.wait()
+        if self._behind:
+            waiter = self._writable
+            if waiter is None or waiter.done():
+                waiter = self._writable = asyncio.get_running_loop().create_future()
+            await waiter
 
     @property
     def has_events(self) -> bool:
@@ -69,28 +79,69 @@ class EventChannel:
         """Every queued event, as its payload (see ``encode``)."""
         out = list(self._payloads)
         self._payloads.clear()
-        if not self.closed and not self.aborted:
-            self._readable.clear()
-        self._writable.set()
+        self._behind = False
+        _wake(self._writable)
         return out
 
     async def wait(self, timeout: float | None) -> bool:
-        """Wait for events (or the end); ``False`` when ``timeout`` passed quietly."""
+        """Wait for events (or the end); ``False`` when ``timeout`` passed quietly.
+        One reader: a second task waiting at once shares the first one's wait."""
         if self._payloads or self.closed or self.aborted:
             return True
+        loop = asyncio.get_running_loop()
+        waiter = self._readable
+        if waiter is None or waiter.done():
+            waiter = self._readable = loop.create_future()
+            self._rang = False
+        if timeout is not None:
+            self._quiet_until = until = loop.time() + timeout
+            alarm = self._alarm
+            if alarm is None or alarm.when() > until:
+                if alarm is not None:
+                    alarm.cancel()
+                self._alarm = loop.call_at(until, self._ring)
         try:
-            async with asyncio.timeout(timeout):
-                await self._readable.wait()
-        except TimeoutError:
-            return False
+            await waiter
+        finally:
+            self._readable = None
+        if self._rang:
+            self._rang = False
+            if not (self._payloads or self.closed or self.aborted):
+                return False
         return True
+
+    def _ring(self) -> None:
+        """The alarm: the waiter's quiet time is up — or it is not, and the alarm moves
+        to when it will be (a stream that is not waiting arms it again when it waits)."""
+        self._alarm = None
+        if self._readable is None or self._readable.done():
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._quiet_until:
+            self._alarm = loop.call_at(self._quiet_until, self._ring)
+            return
+        self._rang = True
+        _wake(self._readable)
+
+    def _disarm(self) -> None:
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
 
     def close(self) -> None:
         self.closed = True
-        self._readable.set()
+        self._disarm()
+        _wake(self._readable)
 
     def abort(self) -> None:
         self.aborted = True
+        self._disarm()
         self._payloads.clear()
-        self._readable.set()
-        self._writable.set()
+        self._behind = False
+        _wake(self._readable)
+        _wake(self._writable)
+
+
+def _wake(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)

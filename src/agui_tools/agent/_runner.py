@@ -34,7 +34,7 @@ from ._channel import EventChannel
 from ._emitter import Emitter
 from ._run import Run, RunCancelled, RunInterrupted, RunStop, stop_in
 
-__all__ = ["Agent", "collect", "drive"]
+__all__ = ["Agent", "collect", "drive", "start"]
 
 # the producer side logs as one, whichever of its modules speaks
 log = logging.getLogger("agui_tools.agent")
@@ -45,6 +45,25 @@ Agent = Callable[[Run], Awaitable[object]]
 (use :meth:`Run.set_result`), so ``return await run.text(...)`` cannot leak an id."""
 
 
+def start(
+    run_input: Mapping[str, Any], channel: EventChannel, *, verify: bool = True
+) -> Emitter | None:
+    """Push ``RUN_STARTED`` now, in the caller's task, and return the run's emitter for
+    :func:`drive` (``started=``) — ``None`` if it cannot be made, and ``drive`` then
+    reports why as it always does.
+
+    A server calls it before it starts the agent's task, so a run's first event is
+    written right after its headers, without waiting for that task's first turn and
+    the writer's next one behind every other stream's events.
+    """
+    try:
+        emitter = Emitter(run_input, verify=verify)
+        channel.push(emitter.start())
+    except Exception:
+        return None
+    return emitter
+
+
 async def drive(
     agent: Agent,
     run_input: Mapping[str, Any],
@@ -52,6 +71,7 @@ async def drive(
     *,
     verify: bool = True,
     expose_errors: bool = False,
+    started: Emitter | None = None,
 ) -> None:
     """Run ``agent`` for ``run_input`` and push its events, ending with one terminal event.
 
@@ -59,10 +79,18 @@ async def drive(
     ``RunInterrupted`` interrupt; any other exception ``RUN_ERROR`` with the class name as
     ``code`` and its text only with ``expose_errors``. If *this* task is cancelled (the client
     left), nothing more is pushed. The channel is always closed.
+    ``started``: the emitter :func:`start` returned (its ``RUN_STARTED`` already pushed).
     """
     with _telemetry.agent_run(run_input) as span:
         try:
-            await _drive(agent, run_input, channel, verify=verify, expose_errors=expose_errors)
+            await _drive(
+                agent,
+                run_input,
+                channel,
+                verify=verify,
+                expose_errors=expose_errors,
+                started=started,
+            )
         finally:
             _telemetry.agent_ended(span, channel)
 
@@ -74,11 +102,14 @@ async def _drive(
     *,
     verify: bool,
     expose_errors: bool,
+    started: Emitter | None,
 ) -> None:
     try:
-        emitter = Emitter(run_input, verify=verify)
+        emitter = started
+        if emitter is None:
+            emitter = Emitter(run_input, verify=verify)
+            channel.push(emitter.start())
         run = Run(emitter, channel)
-        channel.push(emitter.start())
         try:
             await agent(run)
         except asyncio.CancelledError:

@@ -63,7 +63,7 @@ from .._text import guarded_logger
 from .._version import PROTOCOL_VERSION, parse_version
 from ..agent._channel import EventChannel
 from ..agent._history import ContinuationRejected, check_continuation
-from ..agent._runner import Agent, drive
+from ..agent._runner import Agent, drive, start
 from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse_json
 from ..wire._enforce import DEFAULT_MAX_DEPTH, checked_max_depth
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, sse_comment, sse_frame
@@ -508,6 +508,8 @@ class AgentEndpoint:
             channel = EventChannel(high_water=self.high_water)
             headers, frame, keepalive = _SSE_HEADERS, sse_frame, sse_comment()
             fallback, closing = _FALLBACK_ERROR, sse_frame(encode_json(_SHUTDOWN_ERROR))
+        # RUN_STARTED is queued here, so it follows the headers at once (see start())
+        started = start(run_input, channel, verify=self.verify)
         driver = asyncio.create_task(
             drive(
                 self.agent,
@@ -515,6 +517,7 @@ class AgentEndpoint:
                 channel,
                 verify=self.verify,
                 expose_errors=self.expose_errors,
+                started=started,
             ),
             name=f"agui-run-{run_input['runId']}",
         )
