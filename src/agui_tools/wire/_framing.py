@@ -10,7 +10,9 @@ which a consumer MAY accept (TRANS-5): LF, CR and CRLF line endings (a CR at
 the end of one chunk and an LF at the start of the next are one line break),
 a leading byte-order mark, comment lines, multi-line ``data`` joined with LF,
 one optional space after the colon, and fields other than ``data`` ignored
-(the binding has no ``Last-Event-ID`` resumption, TRANS-6). The writer emits
+(the binding has no ``Last-Event-ID`` resumption, TRANS-6) — except that a reader
+asked for ``event_ids`` notes each event's ``id`` field, which the opt-in
+resumable binding (docs/resumable.md) numbers events with. The writer emits
 only LF, as a producer MUST (TRANS-5).
 
 An event that has not been terminated by a blank line when the stream ends is
@@ -169,8 +171,14 @@ class SSEReader(_StreamReader):
     ['x\\ny']
     """
 
-    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, event_ids: bool = False
+    ) -> None:
         self._buf = bytearray()
+        # each dispatched event's own ``id`` field (None: it had none), in order,
+        # when asked for: take them with take_event_ids()
+        self._ids: list[str | None] | None = [] if event_ids else None
+        self._event_id: str | None = None
         # the event's data, joined as it arrives: one buffer, not an object per line
         # (an object per short line would hold many times the event's size)
         self._data = bytearray()
@@ -257,6 +265,15 @@ class SSEReader(_StreamReader):
                 where=_FRAMING,
             )
 
+    def take_event_ids(self) -> list[str | None]:
+        """The ``id`` field of each event dispatched since the last call, in order
+        (``None`` for an event without one); empty unless made with ``event_ids``."""
+        ids = self._ids
+        if not ids:
+            return []
+        self._ids = []
+        return ids
+
     def _line(self, line: bytes, out: list[str], offset: int) -> None:
         if not line:
             if self._has_data:
@@ -265,6 +282,9 @@ class SSEReader(_StreamReader):
                 out.append(_decode(data, f"the SSE event ending at byte {offset} of the stream"))
                 data.clear()
                 self._has_data = False
+                if self._ids is not None:
+                    self._ids.append(self._event_id)
+            self._event_id = None
             return
         if line[0] == 0x3A:  # ':' comment
             return
@@ -277,7 +297,10 @@ class SSEReader(_StreamReader):
                 value = value[1:]
         if name == b"data":
             self._data_line(value)
-        # event:, id:, retry: and unknown fields are ignored (TRANS-5)
+        elif name == b"id" and self._ids is not None and b"\0" not in value:
+            # a NUL makes the field ignored (WHATWG); a bad id is the caller's to judge
+            self._event_id = value.decode("utf-8", "replace")
+        # event:, retry: and unknown fields are ignored (TRANS-5)
 
     def _data_line(self, value: bytes) -> None:
         data = self._data
