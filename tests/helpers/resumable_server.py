@@ -235,3 +235,11 @@ def slow_agent(ticks: int = 400, every: float = 0.02) -> Agent:
                 await asyncio.sleep(every)
 
     return agent
+
+
+def confirm(qty: int) -> str:
+    """Confirm the order (the frontend tool of :func:`two_tool_agent`)."""
+    return f"confirmed {qty}"
+
+
+TOOLS = [confirm]  # for ``agui-tools run --tools tests.helpers.resumable_server``

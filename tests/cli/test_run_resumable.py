@@ -1,0 +1,84 @@
+"""``agui-tools run --resumable`` (docs/resumable.md) through the real command: a cut
+connection rejoined with each event shown once, and Ctrl-C sending the stop."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.helpers.cutting_proxy import Cutter, cutting_proxy
+from tests.helpers.resumable_server import ReferenceServer, slow_agent, two_tool_agent
+from tests.helpers.scripted_server import serve
+from tests.helpers.terminal import AGUI, ENV, ROOT
+
+TOOLS = ["--tools", "tests.helpers.resumable_server"]
+
+
+def test_a_cut_run_is_rejoined_and_the_thread_is_whole() -> None:
+    executions: dict[str, int] = {}
+    server = ReferenceServer(two_tool_agent(executions))
+    cutter = Cutter(cut_at=7)
+    with serve(server.app()) as base, cutting_proxy(int(base.rsplit(":", 1)[1]), cutter) as url:
+        proc = subprocess.run(
+            [*AGUI, "run", f"{url}/agent", "order two", "--resumable", *TOOLS, "--json"],
+            capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert cutter.cuts == 1 and any(m == "GET" for m, _, _ in server.requests)
+    document = json.loads(proc.stdout)
+    assert [r["status"] for r in document["runs"]] == ["success", "success"]
+    said = [(m["role"], m.get("content")) for m in document["messages"]]
+    assert said == [
+        ("user", "order two"),
+        ("assistant", "Looking it up."),  # its deltas once each, across the cut
+        ("tool", "7 in stock"),
+        ("assistant", None),
+        ("tool", "confirmed 2"),
+        ("assistant", "Done: confirmed 2"),
+    ]
+    assert list(executions.values()) == [1]
+
+
+def test_without_the_flag_a_cut_run_is_truncated() -> None:
+    server = ReferenceServer(two_tool_agent({}))
+    cutter = Cutter(cut_at=7)
+    with serve(server.app()) as base, cutting_proxy(int(base.rsplit(":", 1)[1]), cutter) as url:
+        proc = subprocess.run(
+            [*AGUI, "run", f"{url}/agent", "order two", *TOOLS, "--json"],
+            capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert proc.returncode == 1
+    assert "agui-resumable" not in server.requests[0][2]
+    assert json.loads(proc.stdout)["runs"][0]["status"] == "truncated"
+
+
+def test_ctrl_c_asks_the_agent_to_stop_the_run(tmp_path: Path) -> None:
+    server = ReferenceServer(slow_agent(ticks=2000, every=0.01))
+    save = tmp_path / "r.sse"
+    with serve(server.app()) as base:
+        proc = subprocess.Popen(
+            [*AGUI, "run", f"{base}/agent", "go", "--resumable", "--save", str(save)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=ENV, cwd=ROOT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not (save.exists() and b"tick 5 " in save.read_bytes()):
+            assert time.monotonic() < deadline and proc.poll() is None, "the text never streamed"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        [log] = server.logs.values()
+        while not log.done:
+            assert time.monotonic() < deadline, "the stopped run never ended"
+            time.sleep(0.05)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().endswith("agui-tools run: interrupted")
+    assert server.stops == 1
+    assert json.loads(log.events[-1]) == {
+        "type": "RUN_FINISHED", "threadId": log.thread_id, "runId": log.run_id,
+        "outcome": {"type": "cancelled"},
+    }  # fmt: skip
+    assert len(log.events) < 1000  # it ended at the stop, not at its own end
