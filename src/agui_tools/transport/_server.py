@@ -78,6 +78,7 @@ from ._front import (
     received,
     refuse,
 )
+from ._resumable import Resumable, ResumableRuns, extension_route, opted_in
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "accepts_proto", "agent_app"]
 
@@ -221,6 +222,8 @@ class AgentEndpoint:
         max_unknown: unrecognised members stripped from one input before it
             is refused (422, ``LIMIT``).
         max_messages: messages one input may carry (413 beyond).
+        resumable: serve the resumable binding (docs/resumable.md) to requests that
+            opt in; others get the standard binding unchanged.
 
     Large bodies are judged in a worker thread, one at a time: judging is pure
     Python and holds the GIL, and many judged at once would take the server's
@@ -244,6 +247,7 @@ class AgentEndpoint:
         max_unknown: int = DEFAULT_MAX_UNKNOWN,
         max_messages: int = DEFAULT_MAX_MESSAGES,
         allowed_hosts: Sequence[str] = (),
+        resumable: Resumable | None = None,
     ) -> None:
         if keepalive is not None and keepalive <= 0:
             raise ValueError("keepalive must be a positive number of seconds, or None")
@@ -266,6 +270,20 @@ class AgentEndpoint:
         self._judging = asyncio.Semaphore(1)
         self._runs: set[asyncio.Task[None]] = set()
         self._ended_by_shutdown: set[asyncio.Task[None]] = set()
+        self.resumable = (
+            None
+            if resumable is None
+            else ResumableRuns(
+                resumable,
+                agent,
+                verify=verify,
+                expose_errors=expose_errors,
+                keepalive=keepalive,
+                high_water=high_water,
+                shutdown_error=encode_json(_SHUTDOWN_ERROR),
+                internal_error=encode_json(_INTERNAL_ERROR),
+            )
+        )
 
     async def shutdown(self, grace: float) -> int:
         """Stop taking runs; let those in flight finish for ``grace`` seconds; end the rest.
@@ -287,7 +305,10 @@ class AgentEndpoint:
                 grace,
             )
 
-        return await end_in_flight(self._runs, self._ended_by_shutdown, grace, on_left=said)
+        ended = await end_in_flight(self._runs, self._ended_by_shutdown, grace, on_left=said)
+        if self.resumable is not None:
+            await self.resumable.close()
+        return ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
@@ -295,14 +316,26 @@ class AgentEndpoint:
         await self.front.serve(scope, receive, send, self._serve, check=self._check_head)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.resumable is not None and _extension(scope):
+            if scope["method"] == "GET" and "ids" not in scope.get("path_params", {}):
+                await _capabilities(scope, receive, send)
+            else:
+                await self.resumable.serve_extension(scope, receive, send)
+            return
         run_input = await self._admit(scope, receive, send)
         if run_input is None:
             return
         headers = Headers(scope=scope)
+        binary = accepts_proto(headers.get("accept"))
         with _telemetry.extracted(headers):  # the client's run span is the parent of ours
-            await self._stream(
-                run_input, receive, send, binary=accepts_proto(headers.get("accept"))
-            )
+            if (
+                self.resumable is not None
+                and not binary
+                and opted_in(headers, run_input.get("runId"))
+            ):
+                await self.resumable.start(run_input, scope, receive, send, self._runs)
+                return
+            await self._stream(run_input, receive, send, binary=binary)
 
     async def _admit(self, scope: Scope, receive: Receive, send: Send) -> dict[str, Any] | None:
         """The request judged whole: the run input, or ``None`` once it was refused
@@ -328,9 +361,11 @@ class AgentEndpoint:
     # -- before the stream ---------------------------------------------------------
 
     def _check_head(self, scope: Scope, headers: Headers) -> None:
-        """What the front asks of a head before the body is read: its Origin, its type."""
+        """What the front asks of a head before the body is read: its Origin, its type
+        (a rejoin or a stop has no body to type)."""
         self._check_origin(scope, headers)
-        _check_content_type(headers)
+        if self.resumable is None or not _extension(scope):
+            _check_content_type(headers)
 
     def _check_origin(self, scope: Scope, headers: Headers) -> None:
         """Same-origin by default: a browser names the page's origin on every
@@ -554,6 +589,19 @@ class AgentEndpoint:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+def _extension(scope: Scope) -> bool:
+    """A request on the resumable binding's own routes (rejoin, stop, capabilities)."""
+    return scope["method"] != "POST" or "ids" in scope.get("path_params", {})
+
+
+async def _capabilities(scope: Scope, receive: Receive, send: Send) -> None:
+    """``GET <path>/capabilities``: the declaration (RESUME-9), in the schema's shape."""
+    from starlette.responses import JSONResponse
+
+    body = {"transport": {"streaming": True, "httpBinary": True, "resumable": True}}
+    await JSONResponse(body)(scope, receive, send)
+
+
 def _as_is(payload: bytes) -> bytes:
     return payload  # a binary payload is already its frame
 
@@ -669,6 +717,7 @@ def agent_app(
     max_unknown: int = DEFAULT_MAX_UNKNOWN,
     max_messages: int = DEFAULT_MAX_MESSAGES,
     allowed_hosts: Sequence[str] = (),
+    resumable: Resumable | None = None,
 ) -> Starlette:
     """A Starlette application serving ``agent`` at ``POST path``.
 
@@ -678,7 +727,10 @@ def agent_app(
     :mod:`agui_tools.transport._auth`). With ``allowed_origins``, CORS is
     answered for those origins (preflight included), so a browser frontend
     served elsewhere can call the agent; without, browsers on other origins are
-    refused. Other options: see :class:`AgentEndpoint`.
+    refused. With ``resumable``, runs that opt in survive their connection
+    (docs/resumable.md): rejoined at ``GET path/threads/T/runs/R/events``, stopped
+    at ``POST …/stop``, declared at ``GET path/capabilities``. Other options: see
+    :class:`AgentEndpoint`.
     """
     endpoint = AgentEndpoint(
         agent,
@@ -694,27 +746,43 @@ def agent_app(
         max_unknown=max_unknown,
         max_messages=max_messages,
         allowed_hosts=allowed_hosts,
+        resumable=resumable,
     )
     app: Any = endpoint if authorize is None else Authorized(endpoint, authorize)
-    return routed(app, path, allowed_origins, endpoint=endpoint)
+    return routed(app, path, allowed_origins, endpoint=endpoint, resumable=resumable is not None)
 
 
 def routed(
-    app: Any, path: str, allowed_origins: Sequence[str], *, endpoint: Any = None
+    app: Any,
+    path: str,
+    allowed_origins: Sequence[str],
+    *,
+    endpoint: Any = None,
+    resumable: bool = False,
 ) -> Starlette:
     """``app`` at ``POST path``, with CORS answered for ``allowed_origins`` (none: no CORS);
     ``endpoint`` (default: ``app`` itself) is kept as ``state.agui_endpoint``, which
-    ``serve`` shuts down gracefully."""
+    ``serve`` shuts down gracefully. ``resumable`` routes the binding's rejoin, stop
+    and capabilities to ``app`` too."""
+    routes = [Route(path, app, methods=["POST"])]
+    headers = ["content-type", "accept", "authorization"]
+    if resumable:
+        routes += [
+            Route(extension_route(path), app, methods=["GET", "POST"]),
+            Route(path.rstrip("/") + "/capabilities", app, methods=["GET"]),
+        ]
+        headers += ["agui-resumable", "last-event-id"]
     middleware = []
     if allowed_origins:
         middleware.append(
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(allowed_origins),
-                allow_methods=["POST"],
-                allow_headers=["content-type", "accept", "authorization"],
+                allow_methods=["GET", "POST"] if resumable else ["POST"],
+                allow_headers=headers,
+                expose_headers=["agui-resumable"] if resumable else [],
             )
         )
-    served = Starlette(routes=[Route(path, app, methods=["POST"])], middleware=middleware)
+    served = Starlette(routes=routes, middleware=middleware)
     served.state.agui_endpoint = app if endpoint is None else endpoint
     return served

@@ -1,0 +1,298 @@
+"""The run log of the resumable binding (docs/resumable.md): a run's events by sequence.
+
+A resumable run's events are appended here before they are sent, so a client
+that lost its connection can rejoin from the next one, and another replica can
+serve it. What a rejoin or a stop may be answered is judged here too, as data
+(:func:`judge_rejoin`, :func:`judge_stop`): the logs only keep rows, the
+transport only moves bytes.
+
+Every log is synchronous and each call short; a log that touches a disk or a
+network says so (``blocking``) and the server calls it off the event loop.
+Times are passed in (``now``, seconds since the epoch) so that one clock — the
+caller's — decides leases and retention.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, Protocol
+
+from .._text import shown as _shown
+
+__all__ = [
+    "WORKER_DIED",
+    "LogRefusal",
+    "MemoryRunLog",
+    "RunLog",
+    "RunState",
+    "judge_rejoin",
+    "judge_stop",
+    "parse_after",
+]
+
+WORKER_DIED: Final = b'{"type":"RUN_ERROR","message":"the run\'s worker died","code":"WORKER_DIED"}'
+"""The terminal event a run whose lease lapsed is closed with (RESUME-10)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """One logged run, as a reader or a stop sees it."""
+
+    owner: str
+    """The worker (a process) running it: its lease is renewed by that worker only."""
+    last_seq: int
+    """The seq of the last event logged (0: none yet)."""
+    lease_until: float
+    """Past this time with no terminal event, the run's worker is presumed dead."""
+    finished_at: float | None = None
+    """When its terminal event was logged (``None``: still running)."""
+    stop_requested: bool = False
+    expired: bool = False
+    """Its events were dropped after the retention (RESUME-8): a tombstone for 410."""
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+
+class RunLog(Protocol):
+    """What the resumable server needs of a run log. Ids are ``(threadId, runId)``."""
+
+    blocking: bool
+    """Calls touch a disk or a network: the server makes them off its event loop."""
+    shared: bool
+    """Other processes write it too: a reader polls for what they append."""
+
+    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+        """Log a new run; ``False`` when the log already holds one by these ids."""
+        ...
+
+    def append(
+        self,
+        thread_id: str,
+        run_id: str,
+        first_seq: int,
+        payloads: Sequence[bytes],
+        *,
+        finished_at: float | None = None,
+    ) -> bool:
+        """Append events numbered from ``first_seq``; ``finished_at`` when the last is
+        terminal. ``False`` (nothing written) when the run was already closed — by a
+        replica that found its lease lapsed: its worker must stop."""
+        ...
+
+    def state(self, thread_id: str, run_id: str) -> RunState | None: ...
+
+    def read(self, thread_id: str, run_id: str, after: int, limit: int) -> list[bytes]:
+        """Up to ``limit`` events with a seq greater than ``after``, in order."""
+        ...
+
+    def request_stop(self, thread_id: str, run_id: str) -> None:
+        """Record a stop for a running run (the running worker observes it)."""
+        ...
+
+    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
+        """Extend the lease of ``owner``'s running runs; the ones a stop was asked of."""
+        ...
+
+    def reap(self, now: float) -> list[tuple[str, str]]:
+        """Close every running run whose lease lapsed before ``now`` with
+        :data:`WORKER_DIED`, once; the runs closed."""
+        ...
+
+    def expire(self, finished_before: float) -> int:
+        """Drop the events of runs finished before ``finished_before`` (keeping a
+        tombstone); how many runs."""
+        ...
+
+
+# -- the judgements (sans-I/O) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogRefusal:
+    """A rejoin or stop answered with an error (RESUME-7): status, rule, one line."""
+
+    status: int
+    rule: str
+    message: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def body(self, thread_id: str, run_id: str) -> dict[str, str]:
+        return {
+            "error": self.message,
+            "rule": self.rule,
+            "threadId": thread_id,
+            "runId": run_id,
+            **self.extra,
+        }
+
+
+_DECIMAL = re.compile(r"[0-9]{1,18}")
+
+
+def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> int | LogRefusal:
+    """The seq a rejoin replays after: ``Last-Event-ID`` (``<runId>:<seq>``, split on
+    the last ``:``) decides over ``?after=``; neither is 0 (from the first event)."""
+    if last_event_id is not None:
+        named, colon, seq = last_event_id.strip().rpartition(":")
+        if not colon or not _DECIMAL.fullmatch(seq):
+            return LogRefusal(
+                400,
+                "RESUME-7",
+                f"Last-Event-ID {_shown(last_event_id)}: expected '<runId>:<seq>' with seq "
+                "a decimal integer",
+            )
+        if named != run_id:
+            return LogRefusal(
+                400,
+                "RESUME-7",
+                f"Last-Event-ID {_shown(last_event_id)} names run {_shown(named)}, "
+                f"not run {_shown(run_id)}",
+            )
+        return int(seq)
+    if after is not None:
+        if not _DECIMAL.fullmatch(after):
+            return LogRefusal(
+                400,
+                "RESUME-7",
+                f"after={_shown(after)}: expected a decimal integer, the last seq received",
+            )
+        return int(after)
+    return 0
+
+
+def judge_rejoin(
+    state: RunState | None, after: int, now: float, retention: float
+) -> LogRefusal | None:
+    """Whether a rejoin after ``after`` can be served (``None``) or its refusal."""
+    if state is None:
+        return LogRefusal(
+            404, "RESUME-7", "no such run in the log: never run here, or run without the opt-in"
+        )
+    if _expired(state, now, retention):
+        return LogRefusal(
+            410, "RESUME-8", f"the run's log has expired (kept {retention:g} s after its end)"
+        )
+    if after > state.last_seq and state.finished:
+        return LogRefusal(
+            400,
+            "RESUME-7",
+            f"seq {after} is beyond the log's last event, seq {state.last_seq}",
+        )
+    return None
+
+
+def judge_stop(state: RunState | None, now: float, retention: float) -> LogRefusal | None:
+    """Whether a stop is accepted (``None``: 202) or its refusal (RESUME-6)."""
+    if state is None:
+        return LogRefusal(404, "RESUME-6", "no such run in the log")
+    if _expired(state, now, retention):
+        return LogRefusal(410, "RESUME-8", "the run's log has expired; it ended long ago")
+    if state.finished:
+        return LogRefusal(
+            409, "RESUME-6", "the run has already ended", extra={"status": "finished"}
+        )
+    return None
+
+
+def _expired(state: RunState, now: float, retention: float) -> bool:
+    return state.expired or (state.finished_at is not None and now - state.finished_at > retention)
+
+
+# -- memory: the default ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Logged:
+    state: RunState
+    events: list[bytes] = field(default_factory=list)
+
+
+class MemoryRunLog:
+    """One process's run log: lost with the process (a rejoin after a restart is 404)."""
+
+    blocking = False
+    shared = False
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[str, str], _Logged] = {}
+        self._lock = threading.Lock()  # a log may be shared by servers in several threads
+
+    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+        with self._lock:
+            if (thread_id, run_id) in self._runs:
+                return False
+            self._runs[thread_id, run_id] = _Logged(RunState(owner, 0, lease_until))
+            return True
+
+    def append(
+        self,
+        thread_id: str,
+        run_id: str,
+        first_seq: int,
+        payloads: Sequence[bytes],
+        *,
+        finished_at: float | None = None,
+    ) -> bool:
+        with self._lock:
+            logged = self._runs[thread_id, run_id]
+            if logged.state.finished:
+                return False
+            if first_seq != logged.state.last_seq + 1:
+                raise ValueError(f"seq {first_seq} does not follow {logged.state.last_seq}")
+            logged.events.extend(payloads)
+            logged.state = replace(
+                logged.state, last_seq=len(logged.events), finished_at=finished_at
+            )
+            return True
+
+    def state(self, thread_id: str, run_id: str) -> RunState | None:
+        logged = self._runs.get((thread_id, run_id))
+        return None if logged is None else logged.state
+
+    def read(self, thread_id: str, run_id: str, after: int, limit: int) -> list[bytes]:
+        logged = self._runs.get((thread_id, run_id))
+        return [] if logged is None else logged.events[after : after + limit]
+
+    def request_stop(self, thread_id: str, run_id: str) -> None:
+        with self._lock:
+            logged = self._runs.get((thread_id, run_id))
+            if logged is not None and not logged.state.finished:
+                logged.state = replace(logged.state, stop_requested=True)
+
+    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
+        stops = []
+        with self._lock:
+            for key, logged in self._runs.items():
+                if logged.state.owner == owner and not logged.state.finished:
+                    logged.state = replace(logged.state, lease_until=lease_until)
+                    if logged.state.stop_requested:
+                        stops.append(key)
+        return stops
+
+    def reap(self, now: float) -> list[tuple[str, str]]:
+        closed = []
+        with self._lock:
+            for key, logged in self._runs.items():
+                if not logged.state.finished and logged.state.lease_until < now:
+                    logged.events.append(WORKER_DIED)
+                    logged.state = replace(
+                        logged.state, last_seq=len(logged.events), finished_at=now
+                    )
+                    closed.append(key)
+        return closed
+
+    def expire(self, finished_before: float) -> int:
+        count = 0
+        with self._lock:
+            for logged in self._runs.values():
+                at = logged.state.finished_at
+                if at is not None and at < finished_before and not logged.state.expired:
+                    logged.events = []
+                    logged.state = replace(logged.state, expired=True)
+                    count += 1
+        return count

@@ -1,0 +1,243 @@
+"""The run log in SQL: :class:`SQLiteRunLog` (one host) and :class:`PostgresRunLog` (replicas).
+
+One plan for both (:class:`_SQLRunLog`): two tables, a run's row and its events.
+Every write is one transaction that moves the run's row first — the row is what
+two writers meet on: a replica closing a run whose lease lapsed and the run's
+own worker appending late cannot both succeed (RESUME-10), whichever commits
+first wins and the other writes nothing.
+
+Readers in other processes learn of new events by polling (docs/resumable.md,
+"Measured", says why not LISTEN/NOTIFY).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ._run_log import WORKER_DIED, RunState
+
+__all__ = ["PostgresRunLog", "SQLiteRunLog"]
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS agui_run_log_runs (
+        thread_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        last_seq BIGINT NOT NULL DEFAULT 0,
+        lease_until DOUBLE PRECISION NOT NULL,
+        finished_at DOUBLE PRECISION,
+        stop_requested INTEGER NOT NULL DEFAULT 0,
+        expired INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (thread_id, run_id))""",
+    """CREATE TABLE IF NOT EXISTS agui_run_log_events (
+        thread_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        payload {blob} NOT NULL,
+        PRIMARY KEY (thread_id, run_id, seq))""",
+)
+_STATE = (
+    "SELECT owner, last_seq, lease_until, finished_at, stop_requested, expired "
+    "FROM agui_run_log_runs WHERE thread_id = ? AND run_id = ?"
+)
+
+
+class _SQLRunLog:
+    """The plan; a subclass supplies the connection, its placeholder and its dialect."""
+
+    blocking = True
+    shared = True
+    _placeholder = "?"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    # the connection: one, used by one thread at a time
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:  # pragma: no cover - each subclass has its own
+        raise NotImplementedError
+        yield
+
+    def _sql(self, text: str) -> str:
+        return text if self._placeholder == "?" else text.replace("?", self._placeholder)
+
+    def _exec(self, cur: Any, text: str, args: Sequence[Any] = ()) -> Any:
+        cur.execute(self._sql(text), tuple(args))
+        return cur
+
+    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+        with self._transaction() as cur:
+            self._exec(
+                cur,
+                "INSERT INTO agui_run_log_runs (thread_id, run_id, owner, lease_until) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (thread_id, run_id, owner, lease_until),
+            )
+            return bool(cur.rowcount == 1)
+
+    def append(
+        self,
+        thread_id: str,
+        run_id: str,
+        first_seq: int,
+        payloads: Sequence[bytes],
+        *,
+        finished_at: float | None = None,
+    ) -> bool:
+        last = first_seq + len(payloads) - 1
+        with self._transaction() as cur:
+            self._exec(
+                cur,
+                "UPDATE agui_run_log_runs SET last_seq = ?, finished_at = ? "
+                "WHERE thread_id = ? AND run_id = ? AND finished_at IS NULL AND last_seq = ?",
+                (last, finished_at, thread_id, run_id, first_seq - 1),
+            )
+            if cur.rowcount != 1:
+                return False
+            cur.executemany(
+                self._sql(
+                    "INSERT INTO agui_run_log_events (thread_id, run_id, seq, payload) "
+                    "VALUES (?, ?, ?, ?)"
+                ),
+                [(thread_id, run_id, first_seq + i, p) for i, p in enumerate(payloads)],
+            )
+            return True
+
+    def state(self, thread_id: str, run_id: str) -> RunState | None:
+        with self._transaction() as cur:
+            row = self._exec(cur, _STATE, (thread_id, run_id)).fetchone()
+        if row is None:
+            return None
+        owner, last_seq, lease_until, finished_at, stop, expired = row
+        return RunState(owner, int(last_seq), lease_until, finished_at, bool(stop), bool(expired))
+
+    def read(self, thread_id: str, run_id: str, after: int, limit: int) -> list[bytes]:
+        with self._transaction() as cur:
+            rows = self._exec(
+                cur,
+                "SELECT payload FROM agui_run_log_events WHERE thread_id = ? AND run_id = ? "
+                "AND seq > ? ORDER BY seq LIMIT ?",
+                (thread_id, run_id, after, limit),
+            ).fetchall()
+        return [bytes(row[0]) for row in rows]
+
+    def request_stop(self, thread_id: str, run_id: str) -> None:
+        with self._transaction() as cur:
+            self._exec(
+                cur,
+                "UPDATE agui_run_log_runs SET stop_requested = 1 "
+                "WHERE thread_id = ? AND run_id = ? AND finished_at IS NULL",
+                (thread_id, run_id),
+            )
+
+    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
+        with self._transaction() as cur:
+            rows = self._exec(
+                cur,
+                "UPDATE agui_run_log_runs SET lease_until = ? "
+                "WHERE owner = ? AND finished_at IS NULL RETURNING thread_id, run_id, stop_requested",
+                (lease_until, owner),
+            ).fetchall()
+        return [(t, r) for t, r, stop in rows if stop]
+
+    def reap(self, now: float) -> list[tuple[str, str]]:
+        with self._transaction() as cur:
+            rows = self._exec(
+                cur,
+                "UPDATE agui_run_log_runs SET last_seq = last_seq + 1, finished_at = ? "
+                "WHERE finished_at IS NULL AND lease_until < ? RETURNING thread_id, run_id, last_seq",
+                (now, now),
+            ).fetchall()
+            if rows:
+                cur.executemany(
+                    self._sql(
+                        "INSERT INTO agui_run_log_events (thread_id, run_id, seq, payload) "
+                        "VALUES (?, ?, ?, ?)"
+                    ),
+                    [(t, r, seq, WORKER_DIED) for t, r, seq in rows],
+                )
+        return [(t, r) for t, r, _ in rows]
+
+    def expire(self, finished_before: float) -> int:
+        with self._transaction() as cur:
+            self._exec(
+                cur,
+                "UPDATE agui_run_log_runs SET expired = 1 "
+                "WHERE expired = 0 AND finished_at IS NOT NULL AND finished_at < ?",
+                (finished_before,),
+            )
+            count = int(cur.rowcount)
+            if count:
+                self._exec(
+                    cur,
+                    "DELETE FROM agui_run_log_events WHERE EXISTS (SELECT 1 FROM "
+                    "agui_run_log_runs r WHERE r.thread_id = agui_run_log_events.thread_id "
+                    "AND r.run_id = agui_run_log_events.run_id AND r.expired = 1)",
+                )
+        return count
+
+
+class SQLiteRunLog(_SQLRunLog):
+    """A run log in one SQLite file (WAL): it outlives the process; readers in other
+    processes on the host poll it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self._db = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        for statement in _SCHEMA:
+            self._db.execute(statement.format(blob="BLOB"))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        with self._lock:
+            cur = self._db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class PostgresRunLog(_SQLRunLog):
+    """A run log in PostgreSQL, shared by every replica: any of them serves a rejoin
+    or a stop, and closes the runs of a replica that died (RESUME-10)."""
+
+    _placeholder = "%s"
+
+    def __init__(self, conninfo: str) -> None:
+        import psycopg
+
+        super().__init__()
+        self._conninfo = conninfo
+        self._db = psycopg.connect(conninfo, autocommit=True)
+        with self._db.cursor() as cur:
+            cur.execute("SELECT pg_advisory_lock(1916038)")  # one schema creator at a time
+            try:
+                for statement in _SCHEMA:
+                    cur.execute(statement.format(blob="BYTEA"))
+            finally:
+                cur.execute("SELECT pg_advisory_unlock(1916038)")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        with self._lock, self._db.transaction(), self._db.cursor() as cur:
+            yield cur
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,455 @@
+"""The server side of the resumable binding (docs/resumable.md, RESUME-1…11).
+
+A run request that opts in (``Agui-Resumable: 1``) is run **detached**: a writer
+task drives the agent and appends each batch of its events to the run log
+(:mod:`agui_tools.app._run_log`); the response is only a reader of that log,
+from seq 1 — exactly what a rejoin (``GET …/threads/T/runs/R/events``) is from
+the seq it names. A disconnect ends a reader, never the run; a stop
+(``POST …/stop``) is recorded in the log and observed by the run's writer,
+which ends the agent with :class:`~agui_tools.RunCancelled` (RUN-5/RUN-6).
+
+Each worker process holds a lease on its runs, renewed by its keeper task,
+which also observes stops asked through other replicas, closes runs whose
+worker died (``WORKER_DIED``) and expires finished logs past their retention.
+Requests reach this module only through the server's front
+(:class:`~agui_tools.transport._front.Front`) and its authorization.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+from urllib.parse import parse_qs, unquote
+
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from .._errors import RunCancelled
+from .._text import guarded_logger
+from ..agent._channel import EventChannel
+from ..agent._run import Run
+from ..agent._runner import Agent, drive
+from ..app._run_log import (
+    LogRefusal,
+    MemoryRunLog,
+    RunLog,
+    judge_rejoin,
+    judge_stop,
+    parse_after,
+)
+from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
+from ._front import Refusal, refuse
+
+__all__ = ["OPT_IN", "Resumable", "ResumableRuns", "extension_route", "opted_in"]
+
+log = guarded_logger("agui_tools.transport")
+
+OPT_IN: Final = "agui-resumable"
+"""The header a client opts in with, and a server answers it honoured (RESUME-1)."""
+_HEADERS: Final = [
+    (b"content-type", SSE_MEDIA_TYPE.encode()),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+    (OPT_IN.encode(), b"1"),
+]
+_BATCH: Final = 256
+"""Events read from the log per query while a reader catches up."""
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Resumable:
+    """The resumable binding's options (``agent_app(..., resumable=Resumable())``).
+
+    Args:
+        log: where runs' events are kept: :class:`~agui_tools.app._run_log.MemoryRunLog`
+            (default; one process), ``SQLiteRunLog(path)`` or ``PostgresRunLog(url)``
+            (replicas share it).
+        retention: seconds a finished run's log is kept (410 after, RESUME-8).
+        lease: seconds a worker's runs are presumed alive without a renewal; a run
+            whose lease lapses is closed ``WORKER_DIED`` by any replica (RESUME-10).
+        poll: seconds between a reader's looks at a shared log for events another
+            process appended.
+    """
+
+    log: RunLog = field(default_factory=MemoryRunLog)
+    retention: float = 300.0
+    lease: float = 10.0
+    poll: float = 0.05
+
+    def __post_init__(self) -> None:
+        for name in ("retention", "lease", "poll"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Resumable.{name} must be a positive number of seconds")
+
+
+def opted_in(headers: Headers, run_id: object) -> bool:
+    """The request asks for the binding and its ``runId`` can be an SSE ``id`` (no
+    line break or NUL, which would end the field): RESUME-1/RESUME-2."""
+    return (
+        headers.get(OPT_IN, "").strip() == "1"
+        and isinstance(run_id, str)
+        and not any(c in run_id for c in "\r\n\0")
+    )
+
+
+def extension_route(path: str) -> str:
+    """Where the rejoin and stop requests of the agent served at ``path`` are routed."""
+    return path.rstrip("/") + "/threads/{ids:path}"
+
+
+def _ids(scope: Scope) -> tuple[str, str, str] | None:
+    """``(threadId, runId, action)`` from the raw path's last five segments, each
+    percent-decoded (an id may hold an encoded ``/``); ``None`` when not that shape."""
+    raw = scope.get("raw_path") or scope["path"].encode()
+    parts = raw.decode("latin-1").split("?", 1)[0].split("/")
+    if len(parts) < 6 or parts[-5] != "threads" or parts[-3] != "runs":
+        return None
+    action = parts[-1]
+    if action not in ("events", "stop"):
+        return None
+    return unquote(parts[-4]), unquote(parts[-2]), action
+
+
+class _Wakes:
+    """Readers in this process waiting for a run's next events."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], set[asyncio.Event]] = {}
+
+    def listen(self, key: tuple[str, str]) -> asyncio.Event:
+        event = asyncio.Event()
+        self._waiting.setdefault(key, set()).add(event)
+        return event
+
+    def forget(self, key: tuple[str, str], event: asyncio.Event) -> None:
+        waiting = self._waiting.get(key)
+        if waiting is not None:
+            waiting.discard(event)
+            if not waiting:
+                del self._waiting[key]
+
+    def notify(self, key: tuple[str, str]) -> None:
+        for event in self._waiting.get(key, ()):
+            event.set()
+
+
+class ResumableRuns:
+    """One agent endpoint's resumable runs: the writers, the readers, the keeper."""
+
+    def __init__(
+        self,
+        config: Resumable,
+        agent: Agent,
+        *,
+        verify: bool,
+        expose_errors: bool,
+        keepalive: float | None,
+        high_water: int,
+        shutdown_error: bytes,
+        internal_error: bytes,
+    ) -> None:
+        self.config = config
+        self.log = config.log
+        self.agent = agent
+        self.verify = verify
+        self.expose_errors = expose_errors
+        self.keepalive = keepalive
+        self.high_water = high_water
+        self._shutdown_error = shutdown_error
+        self._internal_error = internal_error
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._wakes = _Wakes()
+        self._stops: dict[tuple[str, str], asyncio.Event] = {}
+        self._keeper: asyncio.Task[None] | None = None
+
+    async def _call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        if self.log.blocking:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    def _lease_until(self) -> float:
+        return time.time() + self.config.lease
+
+    # -- the keeper ---------------------------------------------------------------------
+
+    def ensure_keeper(self) -> None:
+        if self._keeper is None or self._keeper.done():
+            self._keeper = asyncio.create_task(self._keep(), name="agui-run-log-keeper")
+
+    async def close(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
+            await asyncio.gather(self._keeper, return_exceptions=True)
+
+    async def _keep(self) -> None:
+        """Renew this worker's leases, observe stops, reap the dead, expire the old."""
+        interval = min(self.config.lease / 4, 1.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.tend()
+            except Exception:
+                log.exception("the run log's keeper failed; retrying")
+
+    async def tend(self) -> None:
+        """One round of the keeper's duties."""
+        now = time.time()
+        for key in await self._call(self.log.renew, self.owner, now + self.config.lease):
+            stop = self._stops.get(key)
+            if stop is not None:
+                stop.set()
+        for key in await self._call(self.log.reap, now):
+            log.warning("run %s of thread %s: its worker died; closed WORKER_DIED", key[1], key[0])
+            self._wakes.notify(key)
+        await self._call(self.log.expire, now - self.config.retention)
+
+    # -- a run request that opted in --------------------------------------------------
+
+    async def start(
+        self,
+        run_input: dict[str, Any],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        runs: set[asyncio.Task[None]],
+    ) -> None:
+        """Log the run, start it detached (its task in ``runs``, which a shutdown
+        ends), and follow it from its first event."""
+        thread_id, run_id = run_input["threadId"], run_input["runId"]
+        self.ensure_keeper()
+        if not await self._call(self.log.begin, thread_id, run_id, self.owner, self._lease_until()):
+            refusal = LogRefusal(
+                409,
+                "RESUME-4",
+                "the log already holds this run: rejoin it with GET …/events, it is never "
+                "run twice",
+            )
+            await self._refuse(scope, receive, send, refusal, thread_id, run_id)
+            return
+        writer = asyncio.create_task(self._write(run_input), name=f"agui-run-{run_id}")
+        runs.add(writer)
+        writer.add_done_callback(runs.discard)
+        await self._follow(thread_id, run_id, 0, receive, send)
+
+    async def _write(self, run_input: dict[str, Any]) -> None:
+        """Drive the agent; append its events to the log as they come, to its end."""
+        key = (run_input["threadId"], run_input["runId"])
+        stop = self._stops[key] = asyncio.Event()
+        channel = EventChannel(high_water=self.high_water)
+        driver = asyncio.create_task(
+            drive(
+                _stoppable(self.agent, stop),
+                run_input,
+                channel,
+                verify=self.verify,
+                expose_errors=self.expose_errors,
+            )
+        )
+        driver.add_done_callback(lambda _: channel.close())
+        seq, finished = 0, False
+        try:
+            while True:
+                await channel.wait(None)
+                if not channel.has_events:
+                    if channel.closed:
+                        break
+                    continue
+                terminal = channel.ended_with is not None
+                batch = channel.take()
+                if not await self._append(key, seq + 1, batch, terminal):
+                    return  # closed by a replica that thought us dead: stop writing
+                seq += len(batch)
+                if terminal:
+                    finished = True
+                    break
+            if not finished:
+                log.error("run %s ended without a terminal event; logging RUN_ERROR", key[1])
+                await self._append(key, seq + 1, [self._internal_error], True)
+        except asyncio.CancelledError:
+            if not finished:  # the server is shutting down: say so in the log
+                await asyncio.shield(self._append(key, seq + 1, [self._shutdown_error], True))
+            raise
+        except Exception:  # a bug of ours, or the log failing: never a log left open
+            log.exception("run %s: writing its log failed", key[1])
+            if not finished:
+                await self._append(key, seq + 1, [self._internal_error], True)
+        finally:
+            self._stops.pop(key, None)
+            driver.cancel()
+            await asyncio.gather(driver, return_exceptions=True)
+
+    async def _append(
+        self, key: tuple[str, str], first: int, batch: list[bytes], terminal: bool
+    ) -> bool:
+        at = time.time() if terminal else None
+        written = await self._call(self.log.append, key[0], key[1], first, batch, finished_at=at)
+        self._wakes.notify(key)
+        return written
+
+    # -- following a run: the opted-in response and every rejoin ------------------------
+
+    async def _follow(
+        self, thread_id: str, run_id: str, after: int, receive: Receive, send: Send
+    ) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
+        reader = asyncio.create_task(self._read(thread_id, run_id, after, send))
+        watcher = asyncio.create_task(_until_disconnect(receive))
+        try:
+            await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (reader, watcher):
+                task.cancel()
+            await asyncio.gather(reader, watcher, return_exceptions=True)
+        if reader.done() and not reader.cancelled() and reader.exception() is None:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _read(self, thread_id: str, run_id: str, after: int, send: Send) -> None:
+        key = (thread_id, run_id)
+        prefix = f"id: {run_id}:".encode()
+        sent = after
+        quiet_since = time.monotonic()
+        while True:
+            woken = self._wakes.listen(key)
+            try:
+                events = await self._call(self.log.read, thread_id, run_id, sent, _BATCH)
+                if events:
+                    chunk = b"".join(
+                        b"%s%d\ndata: %s\n\n" % (prefix, sent + i + 1, payload)
+                        for i, payload in enumerate(events)
+                    )
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    sent += len(events)
+                    quiet_since = time.monotonic()
+                    continue
+                state = await self._call(self.log.state, thread_id, run_id)
+                if state is None or (state.finished and sent >= state.last_seq):
+                    return
+                if state.finished:
+                    continue
+                now = time.time()
+                if state.lease_until < now:
+                    await self._call(self.log.reap, now)
+                    continue
+                timeout = self.config.poll if self.log.shared else self.keepalive
+                if self.keepalive is not None:
+                    left = self.keepalive - (time.monotonic() - quiet_since)
+                    if left <= 0:
+                        await send(
+                            {"type": "http.response.body", "body": sse_comment(), "more_body": True}
+                        )
+                        quiet_since = time.monotonic()
+                        continue
+                    timeout = left if timeout is None else min(timeout, left)
+                try:
+                    async with asyncio.timeout(timeout):
+                        await woken.wait()
+                except TimeoutError:
+                    pass
+            finally:
+                self._wakes.forget(key, woken)
+
+    # -- rejoin and stop ------------------------------------------------------------------
+
+    async def serve_extension(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A rejoin (GET …/events) or a stop (POST …/stop), or 404 for another path."""
+        ids = _ids(scope)
+        method = scope.get("method", "GET")
+        if ids is None or (ids[2] == "events") != (method == "GET"):
+            wrong = LogRefusal(
+                404,
+                "RESUME-5",
+                "not a rejoin (GET …/threads/T/runs/R/events) nor a stop "
+                "(POST …/threads/T/runs/R/stop)",
+            )
+            await self._refuse(scope, receive, send, wrong, "", "")
+            return
+        thread_id, run_id, action = ids
+        self.ensure_keeper()
+        answer = self._stop if action == "stop" else self._rejoin
+        refusal = await answer(scope, receive, send, thread_id, run_id)
+        if refusal is not None:
+            await self._refuse(scope, receive, send, refusal, thread_id, run_id)
+
+    async def _stop(
+        self, scope: Scope, receive: Receive, send: Send, thread_id: str, run_id: str
+    ) -> LogRefusal | None:
+        state = await self._call(self.log.state, thread_id, run_id)
+        refusal = judge_stop(state, time.time(), self.config.retention)
+        if refusal is not None:
+            return refusal
+        await self._call(self.log.request_stop, thread_id, run_id)
+        local = self._stops.get((thread_id, run_id))
+        if local is not None:  # ours: at once, not at the keeper's next round
+            local.set()
+        await _json(scope, receive, send, 202, {"runId": run_id, "status": "stopping"})
+        return None
+
+    async def _rejoin(
+        self, scope: Scope, receive: Receive, send: Send, thread_id: str, run_id: str
+    ) -> LogRefusal | None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        last_event_id = Headers(scope=scope).get("last-event-id")
+        after = parse_after(run_id, last_event_id, (query.get("after") or [None])[0])
+        if isinstance(after, LogRefusal):
+            return after
+        state = await self._call(self.log.state, thread_id, run_id)
+        refusal = judge_rejoin(state, after, time.time(), self.config.retention)
+        if refusal is not None:
+            return refusal
+        await self._follow(thread_id, run_id, after, receive, send)
+        return None
+
+    async def _refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        refusal: LogRefusal,
+        thread_id: str,
+        run_id: str,
+    ) -> None:
+        body = refusal.body(thread_id, run_id)
+        await refuse(scope, receive, send, Refusal(refusal.status, body), lambda r: r.error)
+
+
+def _stoppable(agent: Agent, stop: asyncio.Event) -> Agent:
+    """``agent`` in a task of its own, ended as cancelled when ``stop`` is set: the
+    runner then closes what it opened and finishes cancelled (RUN-5, RUN-6)."""
+
+    async def stoppable(run: Run) -> None:
+        task = asyncio.ensure_future(agent(run))
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            stopped.cancel()
+            await asyncio.gather(task, stopped, return_exceptions=True)
+            raise
+        if task.done():
+            stopped.cancel()
+            task.result()  # the agent's own ending, as the runner reads it
+            return
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise RunCancelled("stopped by request (RESUME-6)")
+
+    return stoppable
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _json(scope: Scope, receive: Receive, send: Send, status: int, body: Any) -> None:
+    from starlette.responses import JSONResponse
+
+    await JSONResponse(body, status_code=status)(scope, receive, send)

@@ -1,0 +1,200 @@
+"""The run log of the resumable binding (docs/resumable.md), on memory, SQLite and
+PostgreSQL: the same behaviour from each, and the judgements every rejoin and stop
+is answered by (RESUME-5 … RESUME-10)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agui_tools.app._run_log import (
+    WORKER_DIED,
+    LogRefusal,
+    MemoryRunLog,
+    RunLog,
+    RunState,
+    judge_rejoin,
+    judge_stop,
+    parse_after,
+)
+from agui_tools.app._run_log_sql import PostgresRunLog, SQLiteRunLog
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def run_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunLog]:
+    if request.param == "memory":
+        yield MemoryRunLog()
+        return
+    opened: SQLiteRunLog | PostgresRunLog
+    if request.param == "sqlite":
+        opened = SQLiteRunLog(str(tmp_path / "runs.sqlite"))
+    else:
+        opened = PostgresRunLog(request.getfixturevalue("postgres_dsn"))
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def events(n: int, start: int = 1) -> list[bytes]:
+    return [b'{"n":%d}' % i for i in range(start, start + n)]
+
+
+def test_a_run_is_logged_once_and_read_after_any_seq(run_log: RunLog) -> None:
+    assert run_log.state("t", "r") is None
+    assert run_log.begin("t", "r", "w1", 100.0)
+    assert not run_log.begin("t", "r", "w2", 100.0), "RESUME-4: one run, once"
+    assert run_log.append("t", "r", 1, events(3))
+    assert run_log.append("t", "r", 4, events(2, 4), finished_at=50.0)
+    for after in range(6):
+        assert run_log.read("t", "r", after, 100) == events(5)[after:]
+    assert run_log.read("t", "r", 1, 2) == events(2, 2)
+    state = run_log.state("t", "r")
+    assert state == RunState("w1", 5, 100.0, 50.0)
+    assert not run_log.append("t", "r", 6, events(1, 6)), "a finished run takes no more"
+    assert run_log.read("t", "r", 5, 100) == []
+
+
+def test_ids_are_kept_apart(run_log: RunLog) -> None:
+    for thread, run in [("t", "r"), ("t", "r2"), ("t2", "r")]:
+        assert run_log.begin(thread, run, "w", 100.0)
+        assert run_log.append(thread, run, 1, [f"{thread}/{run}".encode()])
+    assert run_log.read("t2", "r", 0, 10) == [b"t2/r"]
+    assert run_log.read("t", "r2", 0, 10) == [b"t/r2"]
+
+
+def test_a_lapsed_lease_closes_the_run_worker_died_once(run_log: RunLog) -> None:
+    run_log.begin("t", "dead", "w1", 10.0)
+    run_log.begin("t", "alive", "w2", 10.0)
+    run_log.append("t", "dead", 1, events(2))
+    assert run_log.renew("w2", 30.0) == []
+    assert run_log.reap(20.0) == [("t", "dead")]
+    assert run_log.reap(21.0) == [], "closed once"
+    assert run_log.read("t", "dead", 2, 10) == [WORKER_DIED]
+    assert orjson.loads(WORKER_DIED)["code"] == "WORKER_DIED"
+    state = run_log.state("t", "dead")
+    assert state is not None and state.last_seq == 3 and state.finished
+    # the worker was only slow: its late events are refused, never logged after the end
+    assert not run_log.append("t", "dead", 3, events(1, 3))
+    assert run_log.read("t", "dead", 0, 10) == [*events(2), WORKER_DIED]
+    alive = run_log.state("t", "alive")
+    assert alive is not None and not alive.finished and alive.lease_until == 30.0
+
+
+def test_a_stop_is_recorded_for_the_running_worker_to_observe(run_log: RunLog) -> None:
+    run_log.begin("t", "r", "w1", 10.0)
+    run_log.begin("t", "other", "w1", 10.0)
+    assert run_log.renew("w1", 20.0) == []
+    run_log.request_stop("t", "r")
+    assert run_log.renew("w1", 30.0) == [("t", "r")]
+    assert run_log.renew("w2", 30.0) == [], "only the owner observes its stops"
+    state = run_log.state("t", "r")
+    assert state is not None and state.stop_requested
+
+
+def test_finished_logs_expire_to_a_tombstone(run_log: RunLog) -> None:
+    run_log.begin("t", "old", "w", 100.0)
+    run_log.append("t", "old", 1, events(2), finished_at=10.0)
+    run_log.begin("t", "new", "w", 100.0)
+    run_log.append("t", "new", 1, events(2), finished_at=30.0)
+    run_log.begin("t", "running", "w", 100.0)
+    run_log.append("t", "running", 1, events(1))
+    assert run_log.expire(20.0) == 1
+    assert run_log.expire(20.0) == 0
+    old = run_log.state("t", "old")
+    assert old is not None and old.expired
+    assert run_log.read("t", "old", 0, 10) == []
+    assert run_log.read("t", "new", 0, 10) == events(2)
+    assert run_log.read("t", "running", 0, 10) == events(1)
+
+
+def test_two_sqlite_handles_share_one_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "runs.sqlite")
+    writer, reader = SQLiteRunLog(path), SQLiteRunLog(path)
+    try:
+        writer.begin("t", "r", "w", 100.0)
+        writer.append("t", "r", 1, events(2))
+        assert reader.read("t", "r", 0, 10) == events(2)
+        assert not reader.begin("t", "r", "other", 100.0)
+    finally:
+        writer.close()
+        reader.close()
+
+
+# -- the judgements ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "query", "expected"),
+    [
+        (None, None, 0),
+        ("r:1:7", None, 7),
+        ("r:1:0", None, 0),
+        (" r:1:7 ", None, 7),
+        (None, "12", 12),
+        ("r:1:3", "12", 3),  # the header decides
+    ],
+)
+def test_the_seq_a_rejoin_replays_after(
+    header: str | None, query: str | None, expected: int
+) -> None:
+    assert parse_after("r:1", header, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("header", "query", "says"),
+    [
+        ("r:1:x", None, "expected '<runId>:<seq>'"),
+        ("7", None, "expected '<runId>:<seq>'"),
+        ("r:1:-1", None, "expected '<runId>:<seq>'"),
+        ("r:1:", None, "expected '<runId>:<seq>'"),
+        ("other:7", None, "names run 'other', not run 'r:1'"),
+        (None, "x", "after='x': expected a decimal integer"),
+        (None, "1e3", "expected a decimal integer"),
+    ],
+)
+def test_a_malformed_position_is_400_saying_what_was_expected(
+    header: str | None, query: str | None, says: str
+) -> None:
+    refusal = parse_after("r:1", header, query)
+    assert isinstance(refusal, LogRefusal)
+    assert (refusal.status, refusal.rule) == (400, "RESUME-7")
+    assert says in refusal.message
+    assert "\n" not in refusal.message
+
+
+def test_what_a_rejoin_is_answered() -> None:
+    running = RunState("w", 5, 100.0)
+    finished = RunState("w", 5, 100.0, finished_at=50.0)
+    assert judge_rejoin(running, 0, 60.0, 300.0) is None
+    assert judge_rejoin(running, 9, 60.0, 300.0) is None, "a running run's seq may not exist yet"
+    assert judge_rejoin(finished, 5, 60.0, 300.0) is None
+    beyond = judge_rejoin(finished, 6, 60.0, 300.0)
+    assert beyond is not None and (beyond.status, beyond.rule) == (400, "RESUME-7")
+    assert "seq 6 is beyond the log's last event, seq 5" in beyond.message
+    unknown = judge_rejoin(None, 0, 60.0, 300.0)
+    assert unknown is not None and unknown.status == 404
+    expired = judge_rejoin(finished, 0, 351.0, 300.0)
+    assert expired is not None and (expired.status, expired.rule) == (410, "RESUME-8")
+    tombstone = judge_rejoin(RunState("w", 5, 1.0, 50.0, expired=True), 0, 60.0, 300.0)
+    assert tombstone is not None and tombstone.status == 410
+
+
+def test_what_a_stop_is_answered() -> None:
+    assert judge_stop(RunState("w", 5, 100.0), 60.0, 300.0) is None
+    done = judge_stop(RunState("w", 5, 100.0, finished_at=50.0), 60.0, 300.0)
+    assert done is not None and done.status == 409
+    assert done.body("t", "r") == {
+        "error": "the run has already ended",
+        "rule": "RESUME-6",
+        "threadId": "t",
+        "runId": "r",
+        "status": "finished",
+    }
+    unknown = judge_stop(None, 60.0, 300.0)
+    assert unknown is not None and unknown.status == 404
+    old = judge_stop(RunState("w", 5, 100.0, finished_at=50.0), 400.0, 300.0)
+    assert old is not None and old.status == 410
