@@ -74,8 +74,10 @@ def _pump_down(src: socket.socket, dst: socket.socket, cutter: Cutter) -> None:
 
 
 @contextmanager
-def cutting_proxy(target_port: int, cutter: Cutter) -> Iterator[str]:
-    """Listen on a free loopback port, forward to ``target_port``; yield the base URL."""
+def cutting_proxy(target_port: int, cutter: Cutter, later_port: int | None = None) -> Iterator[str]:
+    """Listen on a free loopback port, forward to ``target_port``; yield the base URL.
+    ``later_port``: where every connection after the first goes (a second replica
+    serving the rejoins)."""
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -92,11 +94,12 @@ def cutting_proxy(target_port: int, cutter: Cutter) -> Iterator[str]:
             except OSError:
                 return
             client.settimeout(None)
+            port = target_port if cutter.connections == 0 else (later_port or target_port)
             cutter.connections += 1
             if cutter.refuse_after_cut and cutter.cuts:
                 client.close()  # the agent is gone for good
                 continue
-            upstream = socket.create_connection(("127.0.0.1", target_port))
+            upstream = socket.create_connection(("127.0.0.1", port))
             threading.Thread(target=_pump_up, args=(client, upstream), daemon=True).start()
             threading.Thread(
                 target=_pump_down, args=(upstream, client, cutter), daemon=True
