@@ -17,13 +17,15 @@ from tests.helpers.terminal import AGUI, ENV, ROOT
 TOOLS = ["--tools", "tests.helpers.resumable_server"]
 
 
-def test_a_cut_run_is_rejoined_and_the_thread_is_whole() -> None:
+def test_a_cut_run_is_rejoined_and_the_thread_is_whole(tmp_path: Path) -> None:
     executions: dict[str, int] = {}
     server = ReferenceServer(two_tool_agent(executions))
     cutter = Cutter(cut_at=7)
+    save = tmp_path / "cut.sse"
     with serve(server.app()) as base, cutting_proxy(int(base.rsplit(":", 1)[1]), cutter) as url:
         proc = subprocess.run(
-            [*AGUI, "run", f"{url}/agent", "order two", "--resumable", *TOOLS, "--json"],
+            [*AGUI, "run", f"{url}/agent", "order two", "--resumable", *TOOLS, "--json",
+             "--save", str(save)],
             capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -40,6 +42,13 @@ def test_a_cut_run_is_rejoined_and_the_thread_is_whole() -> None:
         ("assistant", "Done: confirmed 2"),
     ]
     assert list(executions.values()) == [1]
+    # the capture (both bodies of the cut run, then the next run) verifies as one stream
+    verdict = subprocess.run(
+        [*AGUI, "verify", str(save)], capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT
+    )
+    assert verdict.returncode == 0, verdict.stdout
+    assert "event ids (docs/resumable.md): seq " in verdict.stdout
+    assert "1–14" in verdict.stdout and "1–5" in verdict.stdout
 
 
 def test_without_the_flag_a_cut_run_is_truncated() -> None:

@@ -3,12 +3,12 @@
 The opt-in extension (docs/resumable.md) numbers a run's SSE events
 ``id: <runId>:<seq>`` and lets a client that lost the connection read the run
 again from ``GET <path>/threads/<threadId>/runs/<runId>/events`` with
-``Last-Event-ID``. :class:`RejoinState` is the one place that decides, for the
-client's two faces (async and sync), what a received event is — the next one,
-one already delivered (dropped: the verifier and the reducer never see an event
-twice, PROC-7), or a broken promise (a gap, an id naming another run: the run
-ends rejected, never silently repaired) — where to rejoin, with which header,
-and how long to wait before the next attempt.
+``Last-Event-ID``. :class:`RejoinState` decides, for the client's two faces
+(async and sync), where to rejoin, with which header, how long to wait before
+the next attempt, and when the run is whole; what a received event is — the
+next one, one already delivered (dropped: the verifier and the reducer never see
+an event twice, PROC-7), or a broken promise — is ``wire/_event_ids.py``'s, the
+judgement ``verify`` makes of a capture too.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import orjson
 
-from .._errors import ProtocolViolation
+from ..wire._event_ids import EventSeq, parse_event_id
 from ..wire._framing import BrokenFrame
 
 __all__ = [
@@ -35,10 +35,6 @@ __all__ = [
 RESUMABLE_HEADER: Final = "Agui-Resumable"
 """The opt-in, asked for on the run request and confirmed on its answer (value ``1``)."""
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
-_WHERE: Final = "resumable stream"
-# the binding page's rule IDs (docs/resumable.md)
-RULE_IDS: Final = "RESUME-2"
-"""Every event of an opted-in stream carries ``id: <runId>:<seq>``, seq 1, 2, 3 … with no gap."""
 RULE_RECONNECT: Final = "RESUME-11"
 """A cut is rejoined with backoff, within bounds; past them the run is truncated."""
 
@@ -54,15 +50,6 @@ class RejoinPolicy:
     max_delay: float = 5.0
     attempts: int = 8
     deadline: float = 60.0
-
-
-def parse_event_id(event_id: str) -> tuple[str, int] | None:
-    """``<runId>:<seq>`` → ``(runId, seq)`` (split on the last ``:``: a run id may hold
-    colons); ``None`` when it is not one (no colon, seq not a positive decimal)."""
-    run_id, sep, seq = event_id.rpartition(":")
-    if not sep or not seq.isascii() or not seq.isdecimal() or seq.startswith("0"):
-        return None
-    return run_id, int(seq)
 
 
 def run_url(url: str, thread_id: str, run_id: str, tail: str) -> str:
@@ -99,72 +86,40 @@ class RejoinState:
         self.run_id = str(run_input.get("runId", ""))
         self.policy = policy or RejoinPolicy()
         self.confirmed = False
-        self.last = 0
         self.ended = False
-        self.broken = False
-        self.dropped = 0
         self.rejoins = 0
+        self._seq = EventSeq(self.run_id)
         self._failures = 0
         self._cut_at: float | None = None
+
+    @property
+    def last(self) -> int:
+        return self._seq.last.get(self.run_id, 0)
+
+    @property
+    def dropped(self) -> int:
+        return len(self._seq.replayed)
+
+    @property
+    def broken(self) -> bool:
+        return self._seq.broken
 
     @staticmethod
     def confirms(headers: Mapping[str, str]) -> bool:
         return str(headers.get(RESUMABLE_HEADER.lower(), "")).strip() == "1"
 
-    # -- the events ---------------------------------------------------------
     def admit(self, frames: list[Any], ids: list[str | None]) -> list[Any]:
-        """The frames to hand the pipeline, out of what one chunk completed.
-
-        ``ids`` holds each data frame's ``id`` field, in order (a trailing
-        :class:`BrokenFrame` has none). An event already delivered is dropped; an
-        event past the next seq, without an id, or naming another run is a
-        broken promise: a :class:`BrokenFrame` in its place, and nothing after it.
-        """
-        out: list[Any] = []
-        for index, frame in enumerate(frames):
-            if isinstance(frame, BrokenFrame) or index >= len(ids):
-                out.append(frame)
-                continue
-            seq = self._seq(ids[index])
-            if isinstance(seq, BrokenFrame):
-                out.append(seq)
-                self.broken = True
-                return out
-            if seq <= self.last:
-                self.dropped += 1
-                continue
-            self.last = seq
+        """The frames to hand the pipeline, out of what one chunk completed
+        (:meth:`EventSeq.admit`); an event delivered restarts the rejoin count."""
+        before = self.last
+        out = self._seq.admit(frames, ids)
+        if self.last != before:
             self._failures = 0
             self._cut_at = None
-            if _terminal(frame):
-                self.ended = True
-            out.append(frame)
+            self.ended = self.ended or any(
+                _terminal(f) for f in out if not isinstance(f, BrokenFrame)
+            )
         return out
-
-    def _seq(self, event_id: str | None) -> int | BrokenFrame:
-        parsed = parse_event_id(event_id) if event_id is not None else None
-        if parsed is None:
-            shown = "no id" if event_id is None else f"id {event_id[:80]!r}"
-            return self._broken(
-                f"after seq {self.last} an event came with {shown}; every event of a "
-                "resumable stream carries id: <runId>:<seq>"
-            )
-        run_id, seq = parsed
-        if run_id != self.run_id:
-            return self._broken(
-                f"event id {str(event_id)[:80]!r} names run {run_id[:80]!r}, not the run "
-                f"{self.run_id[:80]!r} this stream is for"
-            )
-        if seq > self.last + 1:
-            return self._broken(
-                f"the events jumped from seq {self.last} to seq {seq} in run "
-                f"{self.run_id[:80]!r}: {seq - self.last - 1} event(s) were lost"
-            )
-        return seq
-
-    @staticmethod
-    def _broken(what: str) -> BrokenFrame:
-        return BrokenFrame(ProtocolViolation(RULE_IDS, what + ".", where=_WHERE))
 
     # -- the rejoin ---------------------------------------------------------
     @property
