@@ -36,6 +36,9 @@ Groups (``--only`` runs one):
 * ``telemetry`` — what OpenTelemetry tracing costs a Session round trip: before
   tracing existed, tracing off, the API with no SDK, the SDK with a no-op
   exporter (bench/telemetry.py; docs/observability.md).
+* ``run_log`` — the resumable binding's run log: cost per event on memory, SQLite
+  and PostgreSQL beside no log, rejoin latency, polling vs LISTEN/NOTIFY
+  (bench/run_log.py; docs/resumable.md).
 * ``proxy`` — ``agui-tools proxy``'s overhead: the same agent and stream direct and
   through it — added latency per event (p50/p99), throughput, memory per proxied
   stream (bench/proxy.py; docs/proxy.md).
@@ -58,6 +61,7 @@ from . import pipeline as pipeline_bench
 from . import proto as proto_bench
 from . import proxy as proxy_bench
 from . import reducer as reducer_bench
+from . import run_log as run_log_bench
 from . import store as store_bench
 from . import telemetry as telemetry_bench
 from . import transport as transport_bench
@@ -75,6 +79,7 @@ GROUPS = (
     "load",
     "telemetry",
     "proxy",
+    "run_log",
     "inspector",
 )
 
@@ -161,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         print(telemetry_bench.report())
     if "proxy" in groups:
         print(proxy_bench.report())
+    if "run_log" in groups:
+        print(run_log_bench.report())
     if "inspector" in groups:
         print(inspector_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")

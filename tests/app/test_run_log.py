@@ -198,3 +198,41 @@ def test_what_a_stop_is_answered() -> None:
     assert unknown is not None and unknown.status == 404
     old = judge_stop(RunState("w", 5, 100.0, finished_at=50.0), 400.0, 300.0)
     assert old is not None and old.status == 410
+
+
+def test_postgres_tells_every_replica_of_an_append(postgres_dsn: str) -> None:
+    """LISTEN/NOTIFY: a reader's log hears of the writer's commits, the dead worker's
+    closing too, and nothing after it stops watching."""
+    import threading
+
+    writer, reader = PostgresRunLog(postgres_dsn), PostgresRunLog(postgres_dsn)
+    heard: list[tuple[str, str]] = []
+    some = threading.Event()
+
+    def appended(thread_id: str, run_id: str) -> None:
+        heard.append((thread_id, run_id))
+        some.set()
+
+    try:
+        unwatch = reader.watch(appended)
+        writer.begin("t", "r:1", "w", 10.0)
+        deadline = 0
+        while not some.is_set() and deadline < 50:  # the listener connects first
+            writer.append("t", "r:1", deadline + 1, events(1, deadline + 1))
+            deadline += 1
+            some.wait(0.1)
+        assert heard and heard[0] == ("t", "r:1")
+        some.clear()
+        writer.reap(20.0)
+        assert some.wait(10), "the reaper's closing is heard too"
+        assert heard[-1] == ("t", "r:1")
+        unwatch()
+        count = len(heard)
+        writer.begin("t", "r2", "w", 100.0)
+        writer.append("t", "r2", 1, events(1))
+        some.clear()
+        assert not some.wait(0.5) and len(heard) == count
+    finally:
+        writer.close()
+        reader.close()
+    assert MemoryRunLog().watch(appended)() is None

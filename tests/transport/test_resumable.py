@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-import orjson
 import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -26,9 +25,8 @@ from agui_tools.transport._server import agent_app
 from agui_tools.transport._serving import serving
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE
 from tests.helpers.judging import judge_sse
+from tests.helpers.resumable import OPT_IN, SSE, ids_and_events
 
-SSE = {"accept": "text/event-stream"}
-OPT_IN = {**SSE, "agui-resumable": "1"}
 INPUT: dict[str, Any] = {
     "threadId": "thread:1",
     "runId": "run:1",  # a ':' in the id: split on the last one
@@ -44,18 +42,6 @@ async def weather(run: Run) -> None:
             await call.args('{"city":"Paris"}')
     await run.result("c1", "18C, sunny", message_id="res1")
     await run.text("It is sunny.", message_id="m2")
-
-
-def ids_and_events(raw: bytes) -> list[tuple[str | None, dict[str, Any]]]:
-    """Each SSE event's ``id`` (or ``None``) and its JSON data, keep-alives skipped."""
-    out = []
-    for block in raw.decode().split("\n\n"):
-        fields = dict(
-            line.split(": ", 1) for line in block.split("\n") if line and not line.startswith(":")
-        )
-        if "data" in fields:
-            out.append((fields.get("id"), orjson.loads(fields["data"])))
-    return out
 
 
 @asynccontextmanager

@@ -21,6 +21,8 @@ Sans-I/O, in the order a verified event travels::
     _driver        Driver / AsyncDriver: those steps and the handlers, performed
     _downgrade     the next RunAgentInput, shaped for older peers
     _capture       a captured stream through pipeline + reducer (verify_capture)
+    _run_log       the resumable binding's run log (MemoryRunLog; SQLiteRunLog and
+                   PostgresRunLog in _run_log_sql), and what a rejoin is answered
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from ._driver import AsyncDriver, Driver
 from ._journal import Journal, MemoryJournal, SQLiteJournal
 from ._reducer import ThreadState
 from ._resume import SentResume
+from ._run_log import MemoryRunLog, RunLog
+from ._run_log_sql import PostgresRunLog, SQLiteRunLog
 from ._store import MemoryStore, Store, ThreadRecord
 from ._store_postgres import AsyncPostgresStore, PostgresStore
 from ._store_sqlite import SQLiteStore
@@ -58,13 +62,17 @@ __all__ = [
     "Driver",
     "Journal",
     "MemoryJournal",
+    "MemoryRunLog",
     "MemoryStore",
     "PendingCall",
     "PolicyVerdict",
+    "PostgresRunLog",
     "PostgresStore",
     "ReloadRequired",
+    "RunLog",
     "RunResult",
     "SQLiteJournal",
+    "SQLiteRunLog",
     "SQLiteStore",
     "SentResume",
     "StaleThread",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Protocol
 
@@ -64,7 +64,15 @@ class RunLog(Protocol):
     blocking: bool
     """Calls touch a disk or a network: the server makes them off its event loop."""
     shared: bool
-    """Other processes write it too: a reader polls for what they append."""
+    """Other processes write it too: a reader looks for what they append."""
+    notifies: bool
+    """It tells :meth:`watch`'s callbacks of every append, other processes' too: a
+    reader waits for the call rather than polling."""
+
+    def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call ``appended(threadId, runId)`` — from a thread of the log's own — after
+        any process commits events of that run; returns what stops the calls."""
+        ...
 
     def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
         """Log a new run; ``False`` when the log already holds one by these ids."""
@@ -206,6 +214,10 @@ def _expired(state: RunState, now: float, retention: float) -> bool:
 # -- memory: the default ------------------------------------------------------------------
 
 
+def _nothing() -> None:
+    pass
+
+
 @dataclass(slots=True)
 class _Logged:
     state: RunState
@@ -217,10 +229,14 @@ class MemoryRunLog:
 
     blocking = False
     shared = False
+    notifies = False
 
     def __init__(self) -> None:
         self._runs: dict[tuple[str, str], _Logged] = {}
         self._lock = threading.Lock()  # a log may be shared by servers in several threads
+
+    def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
+        return _nothing  # one process: its server wakes its own readers
 
     def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
         with self._lock:

@@ -6,19 +6,25 @@ two writers meet on: a replica closing a run whose lease lapsed and the run's
 own worker appending late cannot both succeed (RESUME-10), whichever commits
 first wins and the other writes nothing.
 
-Readers in other processes learn of new events by polling (docs/resumable.md,
-"Measured", says why not LISTEN/NOTIFY).
+Readers in other processes learn of new events by polling SQLite, and by
+``LISTEN/NOTIFY`` on PostgreSQL (docs/resumable.md, "Measured", says why), with
+a slow poll kept as a safety net for a notification lost while reconnecting.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
+
+from .._text import guarded_logger
 from ._run_log import WORKER_DIED, RunState
+
+log = guarded_logger("agui_tools.app")
 
 __all__ = ["PostgresRunLog", "SQLiteRunLog"]
 
@@ -40,6 +46,15 @@ _SCHEMA = (
         payload {blob} NOT NULL,
         PRIMARY KEY (thread_id, run_id, seq))""",
 )
+_CHANNEL = "agui_run_log"
+_MAX_NOTIFY = 7900
+"""PostgreSQL's NOTIFY payload limit is 8000 bytes: longer ids are left to the poll."""
+
+
+def _nothing() -> None:
+    pass
+
+
 _STATE = (
     "SELECT owner, last_seq, lease_until, finished_at, stop_requested, expired "
     "FROM agui_run_log_runs WHERE thread_id = ? AND run_id = ?"
@@ -51,10 +66,17 @@ class _SQLRunLog:
 
     blocking = True
     shared = True
+    notifies = False
     _placeholder = "?"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+
+    def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
+        return _nothing  # readers poll
+
+    def _notify(self, cur: Any, keys: Sequence[tuple[str, str]]) -> None:
+        """Tell the other processes' readers, as the transaction commits (PostgreSQL)."""
 
     # the connection: one, used by one thread at a time
     @contextmanager
@@ -105,6 +127,7 @@ class _SQLRunLog:
                 ),
                 [(thread_id, run_id, first_seq + i, p) for i, p in enumerate(payloads)],
             )
+            self._notify(cur, [(thread_id, run_id)])
             return True
 
     def state(self, thread_id: str, run_id: str) -> RunState | None:
@@ -160,6 +183,7 @@ class _SQLRunLog:
                     ),
                     [(t, r, seq, WORKER_DIED) for t, r, seq in rows],
                 )
+                self._notify(cur, [(t, r) for t, r, _ in rows])
         return [(t, r) for t, r, _ in rows]
 
     def expire(self, finished_before: float) -> int:
@@ -218,12 +242,16 @@ class PostgresRunLog(_SQLRunLog):
     or a stop, and closes the runs of a replica that died (RESUME-10)."""
 
     _placeholder = "%s"
+    notifies = True
 
     def __init__(self, conninfo: str) -> None:
         import psycopg
 
         super().__init__()
         self._conninfo = conninfo
+        self._watchers: list[Callable[[str, str], None]] = []
+        self._listening: threading.Thread | None = None
+        self._closed = threading.Event()
         self._db = psycopg.connect(conninfo, autocommit=True)
         with self._db.cursor() as cur:
             cur.execute("SELECT pg_advisory_lock(1916038)")  # one schema creator at a time
@@ -238,6 +266,61 @@ class PostgresRunLog(_SQLRunLog):
         with self._lock, self._db.transaction(), self._db.cursor() as cur:
             yield cur
 
+    def _notify(self, cur: Any, keys: Sequence[tuple[str, str]]) -> None:
+        for key in keys:
+            payload = orjson.dumps(key).decode()
+            if len(payload.encode()) <= _MAX_NOTIFY:
+                cur.execute("SELECT pg_notify(%s, %s)", (_CHANNEL, payload))
+
+    def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
+        with self._lock:
+            self._watchers.append(appended)
+            if self._listening is None:
+                self._listening = threading.Thread(
+                    target=self._listen, name="agui-run-log-listen", daemon=True
+                )
+                self._listening.start()
+
+        def unwatch() -> None:
+            with self._lock:
+                if appended in self._watchers:
+                    self._watchers.remove(appended)
+
+        return unwatch
+
+    def _listen(self) -> None:
+        """One connection per log, LISTENing; reconnected after a failure."""
+        import psycopg
+
+        while not self._closed.is_set():
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {_CHANNEL}")
+                    while not self._closed.is_set():
+                        for note in conn.notifies(timeout=0.5):
+                            self._tell(note.payload)
+            except Exception as exc:
+                log.warning("the run log's listener lost its connection (%s); reconnecting", exc)
+                self._closed.wait(1.0)
+
+    def _tell(self, payload: str) -> None:
+        try:
+            thread_id, run_id = orjson.loads(payload)
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            return  # not ours
+        with self._lock:
+            watchers = list(self._watchers)
+        for appended in watchers:
+            try:
+                appended(thread_id, run_id)
+            except RuntimeError:  # its event loop has closed
+                with self._lock:
+                    if appended in self._watchers:
+                        self._watchers.remove(appended)
+
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
             self._db.close()
+        if self._listening is not None:
+            self._listening.join(timeout=5)

@@ -83,7 +83,84 @@ def register(sub: Any) -> None:
         "(and --host); '.example.com' allows every name under it, '*' any; repeatable. "
         "Other names are refused: a DNS-rebinding page sends its own",
     )
+    add_resumable_options(p)
     p.set_defaults(func=run)
+
+
+def add_resumable_options(p: argparse.ArgumentParser) -> None:
+    """--resumable and its run log, retention and lease (docs/resumable.md)."""
+    p.add_argument(
+        "--resumable",
+        action="store_true",
+        help="serve the resumable binding to clients that opt in (Agui-Resumable: 1): "
+        "runs survive their connection, are rejoined and stopped (docs/resumable.md)",
+    )
+    p.add_argument(
+        "--retention",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --resumable: how long a finished run's log is kept (default 300)",
+    )
+    p.add_argument(
+        "--run-log",
+        default=None,
+        metavar="WHERE",
+        help="with --resumable: where runs' events are kept: a SQLite file's path, or a "
+        "PostgreSQL connection string shared by replicas (default: this process's memory)",
+    )
+    p.add_argument(
+        "--lease",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --resumable: a run whose worker is silent this long is closed "
+        "WORKER_DIED by any replica (default 10)",
+    )
+
+
+def resumable_option(args: argparse.Namespace, command: str) -> Any:
+    """The :class:`~agui_tools.transport.Resumable` the flags ask for, ``None`` without
+    --resumable, or ``False`` once an error line was printed."""
+    from .._text import shown as shown_text
+    from ..app._run_log import MemoryRunLog, RunLog
+    from ..app._run_log_sql import PostgresRunLog, SQLiteRunLog
+    from ..transport._resumable import Resumable
+    from ._common import describe_exception
+
+    given = [f for f in ("retention", "run_log", "lease") if getattr(args, f) is not None]
+    if not args.resumable:
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            print(f"agui-tools {command}: {flag} needs --resumable", file=sys.stderr)
+            return False
+        return None
+    where = args.run_log
+    postgres = where is not None and (
+        where.startswith(("postgres://", "postgresql://")) or "=" in where
+    )
+    log: RunLog
+    try:
+        if where is None:
+            log = MemoryRunLog()
+        elif postgres:
+            log = PostgresRunLog(where)
+        else:
+            log = SQLiteRunLog(where)
+    except Exception as exc:
+        # a connection string may hold a password: only a file's path is repeated
+        named = "in PostgreSQL" if postgres else shown_text(where or "")
+        print(
+            f"agui-tools {command}: cannot open the run log {named}: {describe_exception(exc)}",
+            file=sys.stderr,
+        )
+        return False
+    options: dict[str, float] = {}
+    if args.retention is not None:
+        options["retention"] = args.retention
+    if args.lease is not None:
+        options["lease"] = args.lease
+    return Resumable(log=log, **options)
 
 
 def add_listen_options(p: argparse.ArgumentParser, *, port: int) -> None:
@@ -350,6 +427,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    resumable = resumable_option(args, "serve")
+    if resumable is False:
+        return 2
     sock = listening("serve", args.host, args.port)
     if sock is None:
         return 2
@@ -361,6 +441,7 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=[args.host, *args.allow_host],
         body_timeout=args.body_timeout,
         max_concurrency=args.limit_concurrency,
+        resumable=resumable,
     )
     serve_on(
         app,

@@ -60,6 +60,9 @@ _HEADERS: Final = [
 ]
 _BATCH: Final = 256
 """Events read from the log per query while a reader catches up."""
+_NOTIFIED_POLL: Final = 1.0
+"""Seconds between a reader's looks at a log that notifies appends: a safety net for
+a notification lost while its listener reconnected."""
 _T = TypeVar("_T")
 
 
@@ -168,6 +171,7 @@ class ResumableRuns:
         self._wakes = _Wakes()
         self._stops: dict[tuple[str, str], asyncio.Event] = {}
         self._keeper: asyncio.Task[None] | None = None
+        self._unwatch: Callable[[], None] | None = None
 
     async def _call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         if self.log.blocking:
@@ -180,10 +184,22 @@ class ResumableRuns:
     # -- the keeper ---------------------------------------------------------------------
 
     def ensure_keeper(self) -> None:
+        """Start the keeper, and hear of other replicas' appends, once per event loop."""
         if self._keeper is None or self._keeper.done():
             self._keeper = asyncio.create_task(self._keep(), name="agui-run-log-keeper")
+            if self._unwatch is not None:
+                self._unwatch()
+            loop, wakes = asyncio.get_running_loop(), self._wakes
+
+            def appended(thread_id: str, run_id: str) -> None:  # in the log's thread
+                loop.call_soon_threadsafe(wakes.notify, (thread_id, run_id))
+
+            self._unwatch = self.log.watch(appended)
 
     async def close(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         if self._keeper is not None:
             self._keeper.cancel()
             await asyncio.gather(self._keeper, return_exceptions=True)
@@ -327,6 +343,8 @@ class ResumableRuns:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     sent += len(events)
                     quiet_since = time.monotonic()
+                    if not self.log.blocking:
+                        await asyncio.sleep(0)  # a long replay lets the other streams flow
                     continue
                 state = await self._call(self.log.state, thread_id, run_id)
                 if state is None or (state.finished and sent >= state.last_seq):
@@ -337,7 +355,13 @@ class ResumableRuns:
                 if state.lease_until < now:
                     await self._call(self.log.reap, now)
                     continue
-                timeout = self.config.poll if self.log.shared else self.keepalive
+                timeout = (
+                    self.config.poll
+                    if self.log.shared and not self.log.notifies
+                    else _NOTIFIED_POLL
+                    if self.log.shared
+                    else self.keepalive
+                )
                 if self.keepalive is not None:
                     left = self.keepalive - (time.monotonic() - quiet_since)
                     if left <= 0:
