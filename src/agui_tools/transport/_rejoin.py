@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import orjson
 
-from ..wire._event_ids import EventSeq, parse_event_id
+from ..wire._event_ids import RESUMABLE_HEADER, EventSeq, parse_event_id
 from ..wire._framing import BrokenFrame
 
 __all__ = [
@@ -32,8 +32,6 @@ __all__ = [
     "run_url",
 ]
 
-RESUMABLE_HEADER: Final = "Agui-Resumable"
-"""The opt-in, asked for on the run request and confirmed on its answer (value ``1``)."""
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 RULE_RECONNECT: Final = "RESUME-11"
 """A cut is rejoined with backoff, within bounds; past them the run is truncated."""

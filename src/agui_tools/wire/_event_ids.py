@@ -19,8 +19,10 @@ import orjson
 from .._errors import ProtocolViolation
 from ._framing import BrokenFrame
 
-__all__ = ["RULE_IDS", "EventSeq", "parse_event_id"]
+__all__ = ["RESUMABLE_HEADER", "RULE_IDS", "EventSeq", "parse_event_id"]
 
+RESUMABLE_HEADER: Final = "Agui-Resumable"
+"""The opt-in (RESUME-1): asked for on the run request, confirmed on its answer (``1``)."""
 RULE_IDS: Final = "RESUME-2"
 _WHERE: Final = "resumable stream"
 
