@@ -4,7 +4,8 @@ Sections, in the order they run: ``input`` (how the agent meets good, bad and
 unusual run input), ``lifecycle`` (the shape of its runs), ``frontend`` (the
 frontend-tool round trip), ``history`` (a continuation that leaves a call
 unanswered), ``interrupts`` (when the agent interrupts), ``transport`` (the
-HTTP + SSE binding, and the binary binding when the agent offers it). Cases
+HTTP + SSE binding, the binary binding and the resumable extension when the
+agent offers them). Cases
 marked ``late`` run after all others, because they judge every stream the
 others received. Each section is a module registering its cases in
 :data:`~agui_tools.check._catalogue.CASES`; importing them here, in this order,
@@ -33,6 +34,7 @@ SECTION_MODULES: Final = (
     "_cases_frontend",
     "_cases_interrupts",
     "_cases_transport",
+    "_cases_resumable",
 )
 """The section modules in the order the sections run: each registers its cases on import,
 so this order (not the import sorter's) is the catalogue's."""
