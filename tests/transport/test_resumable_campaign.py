@@ -52,8 +52,13 @@ def replica(executions: dict[str, int], log: Any, rejoins: list[str]) -> Iterato
             rejoins.append(scope["path"])
         await app(scope, receive, send)
 
-    with serve(counting) as base:
-        yield int(base.rsplit(":", 1)[1])
+    try:
+        with serve(counting) as base:
+            yield int(base.rsplit(":", 1)[1])
+    finally:
+        close = getattr(log, "close", None)
+        if close is not None:
+            close()  # its connections and listener, before the test's server goes
 
 
 def run_campaign(name: str, logs: Callable[[], Any], *, replicas: int = 1) -> None:
