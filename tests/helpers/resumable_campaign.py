@@ -72,10 +72,10 @@ def _normal(text: str, thread_id: str) -> str:
     return re.sub(r"run-[0-9a-f-]{36}", lambda m: runs.setdefault(m[0], f"R{len(runs) + 1}"), text)
 
 
-async def converse(url: str, thread_id: str, store: Any = None) -> Outcome:
+async def converse(url: str, thread_id: str) -> Outcome:
     client = RecordingClient(url)
     try:
-        session = Session(client, thread_id=thread_id, store=store)
+        session = Session(client, thread_id=thread_id)
         session.tool(confirm)
         await session.send("order two", message_id=thread_id + "-u")
         conv = session.conversation
@@ -115,25 +115,36 @@ def campaign(
     *,
     name: str,
     later_port: int | None = None,
-    store: Any = None,
+    points: int | None = None,
 ) -> tuple[Outcome, list[Trial]]:
     """The baseline, then one trial per event boundary of it (cut right after it).
 
     ``later_port``: rejoins (every connection after the first) go to this replica.
-    ``store``: a callable giving each trial's session store (``None``: memory).
+    ``points``: how many boundaries to cut at (``None``: all of them).
     """
     base_id = f"{name}-base"
-    baseline = asyncio.run(
-        converse(f"http://127.0.0.1:{port}/agent", base_id, store() if store else None)
-    )
+    baseline = asyncio.run(converse(f"http://127.0.0.1:{port}/agent", base_id))
     trials = []
-    for point in range(1, len(baseline.events) + 1):
+    last = len(baseline.events) if points is None else points
+    for point in range(1, last + 1):
         thread_id = f"{name}-cut-{point}"
         cutter = Cutter(cut_at=point)
         with cutting_proxy(port, cutter, later_port) as url:
-            got = asyncio.run(converse(f"{url}/agent", thread_id, store() if store else None))
+            got = asyncio.run(converse(f"{url}/agent", thread_id))
         trial = judge(Trial(point), baseline, got, executions.get(thread_id, 0))
         if cutter.cuts != 1:
             trial.problems.append(f"the proxy cut {cutter.cuts} times, not once")
         trials.append(trial)
     return baseline, trials
+
+
+def flaky(
+    port: int, executions: dict[str, int], baseline: Outcome, *, name: str, every: int
+) -> tuple[Trial, int]:
+    """One conversation over a link that drops every connection after ``every`` events
+    of its own (rejoins included): the trial, and how many cuts it took."""
+    thread_id = f"{name}-flaky-{every}"
+    cutter = Cutter(every=every)
+    with cutting_proxy(port, cutter) as url:
+        got = asyncio.run(converse(f"{url}/agent", thread_id))
+    return judge(Trial(-every), baseline, got, executions.get(thread_id, 0)), cutter.cuts

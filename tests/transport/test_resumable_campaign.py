@@ -19,7 +19,7 @@ from agui_tools.app._run_log import MemoryRunLog
 from agui_tools.app._run_log_sql import PostgresRunLog, SQLiteRunLog
 from agui_tools.transport._resumable import Resumable
 from agui_tools.transport._server import agent_app
-from tests.helpers.resumable_campaign import Trial, campaign
+from tests.helpers.resumable_campaign import Trial, campaign, flaky
 from tests.helpers.resumable_server import two_tool_agent
 from tests.helpers.scripted_server import serve
 
@@ -97,3 +97,17 @@ def test_every_cut_point_with_the_log_in_postgres(postgres_dsn: str) -> None:
 
 def test_every_cut_point_rejoined_through_a_second_replica(postgres_dsn: str) -> None:
     run_campaign("postgres-replica", lambda: PostgresRunLog(postgres_dsn), replicas=2)
+
+
+@pytest.mark.parametrize("every", [1, 3])
+def test_a_link_that_drops_every_connection_still_delivers_one_thread(
+    every: int, tmp_path: Path
+) -> None:
+    """Each connection — the run requests and every rejoin — cut after ``every`` events
+    of its own: the conversation still reads each event once, the tool runs once."""
+    executions: dict[str, int] = {}
+    with replica(executions, SQLiteRunLog(str(tmp_path / "runs.db")), []) as port:
+        baseline, _ = campaign(port, executions, name=f"flaky{every}-base-only", points=0)
+        trial, cuts = flaky(port, executions, baseline, name=f"flaky{every}", every=every)
+    assert trial.problems == [] and trial.lost == trial.duplicated == 0
+    assert cuts >= len(baseline.events) // every - 2  # it was cut, again and again
