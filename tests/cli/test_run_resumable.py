@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.helpers.cutting_proxy import Cutter, cutting_proxy
 from tests.helpers.resumable_server import ReferenceServer, slow_agent, two_tool_agent
 from tests.helpers.scripted_server import serve
-from tests.helpers.terminal import AGUI, ENV, ROOT
+from tests.helpers.terminal import AGUI, ENV, ROOT, terminal
 
 TOOLS = ["--tools", "tests.helpers.resumable_server"]
 
@@ -91,3 +91,22 @@ def test_ctrl_c_asks_the_agent_to_stop_the_run(tmp_path: Path) -> None:
         "outcome": {"type": "cancelled"},
     }  # fmt: skip
     assert len(log.events) < 1000  # it ended at the stop, not at its own end
+
+
+def test_chat_resumable_rejoins_a_cut_turn() -> None:
+    executions: dict[str, int] = {}
+    server = ReferenceServer(two_tool_agent(executions))
+    cutter = Cutter(cut_at=4)
+    with serve(server.app()) as base, cutting_proxy(int(base.rsplit(":", 1)[1]), cutter) as url:
+        with terminal(["chat", f"{url}/agent", "--resumable", *TOOLS]) as term:
+            term.expect(r"you> ")
+            term.type("order two\r")
+            term.expect(r"Done: confirmed 2")
+            term.expect(r"you> ")
+            term.type("/quit\r")
+            assert term.wait() == 0
+            shown = term.text
+    assert cutter.cuts == 1 and any(m == "GET" for m, _, _ in server.requests)
+    assert "Looking it up." in shown  # the cut turn's text, each delta once:
+    assert "Looking Looking" not in shown and "it up.it up." not in shown
+    assert list(executions.values()) == [1]
