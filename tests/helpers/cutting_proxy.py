@@ -7,7 +7,8 @@ right after it, that connection is closed both ways, as a dropped network would.
 Only one cut happens per proxy unless ``every`` is set, which cuts each
 connection after ``every`` events of its own (a flaky link). ``connections``
 counts what the client opened (the run request, then each rejoin);
-``refuse_after_cut`` makes the agent unreachable after the cut.
+``refuse_after_cut`` makes the agent unreachable after the cut; ``stall`` makes the
+cut a silence (the connection stays open, nothing more arrives).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Cutter:
     cut_at: int | None = None  # the global event boundary after which to cut once
     every: int | None = None  # or: cut each connection after this many of its events
     refuse_after_cut: bool = False  # once cut, every new connection is closed at once
+    stall: bool = False  # at the cut, the connection goes silent instead of closing
     seen: int = 0
     cuts: int = 0
     connections: int = 0
@@ -63,6 +65,9 @@ def _pump_down(src: socket.socket, dst: socket.socket, cutter: Cutter) -> None:
         while chunk := src.recv(65536):
             forward, cut, own, carry = cutter.take(chunk, carry, own)
             dst.sendall(forward)
+            if cut and cutter.stall:
+                while src.recv(65536):  # swallowed: the client hears nothing more
+                    pass
             if cut:
                 break
     except OSError:

@@ -85,6 +85,15 @@ def test_a_cut_rejoins_with_the_last_seq_and_delivers_each_event_once(cut_at: in
     assert executions == {"t1": 1}  # the detached run went on; it never ran again
 
 
+def test_a_silent_connection_is_rejoined_at_the_idle_deadline() -> None:
+    expected = uncut_events()
+    cutter = Cutter(cut_at=4, stall=True)  # the connection stays open, and says nothing
+    with reference(ReferenceServer(two_tool_agent({})), cutter) as (server, url):
+        events = read_all(url, run_input(), idle_timeout=0.5)
+    assert events == expected
+    assert [h["last-event-id"] for m, _, h in server.requests if m == "GET"] == ["r:1:4"]
+
+
 def test_a_flaky_link_cut_on_every_connection_still_reads_one_stream() -> None:
     expected = uncut_events()
     cutter = Cutter(every=2)  # each connection dies after two events
