@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,24 @@ def test_an_agent_without_the_extension_is_not_exercised() -> None:
         assert res.verdict is Verdict.NOT_EXERCISED
     assert [f.rule for f in res.findings] == ["RESUME-1"]
     assert len(res.exchanges) == 1  # nothing more is asked of it
+
+
+def test_declaring_the_extension_without_serving_it_fails() -> None:
+    from starlette.responses import JSONResponse
+
+    standard = agent_app(hello, path="/agent")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/agent/capabilities":
+            answer = JSONResponse({"transport": {"streaming": True, "resumable": True}})
+            await answer(scope, receive, send)
+        else:
+            await standard(scope, receive, send)
+
+    with judged(app) as res:
+        assert res.verdict is Verdict.FAIL
+    assert [f.rule for f in res.findings] == ["RESUME-9"]
+    assert "must not declare it" in res.findings[0].message
 
 
 @pytest.mark.parametrize(

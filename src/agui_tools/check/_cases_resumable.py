@@ -110,6 +110,22 @@ async def _request(
     return answer
 
 
+async def _declared(ctx: Context, res: CaseResult) -> bool:
+    """Whether ``GET <path>/capabilities`` declares ``transport.resumable: true`` (an
+    agent without that endpoint declares nothing: the answer is not kept)."""
+    url = ctx.probe.url.split("?", 1)[0].rstrip("/") + "/capabilities"
+    answer = await _request(ctx, res, "the capabilities it declares", "GET", url,
+                            headers={"Accept": "application/json"})  # fmt: skip
+    try:
+        body = orjson.loads(answer.exchange.body) if answer.exchange.status == 200 else None
+    except orjson.JSONDecodeError:
+        body = None
+    transport = body.get("transport") if isinstance(body, dict) else None
+    if answer.exchange.status != 200 and res.exchanges[-1] is answer.exchange:
+        res.exchanges.pop()  # no such endpoint: nothing to show
+    return isinstance(transport, dict) and transport.get("resumable") is True
+
+
 def _events_url(ctx: Context, thread_id: str, run_id: str, tail: str = "events") -> str:
     from urllib.parse import quote
 
@@ -149,14 +165,16 @@ def _terminal(frames: list[str]) -> dict[str, Any] | None:
 @case(
     "transport.resumable",
     "The resumable extension, when the agent confirms it",
-    ("RESUME-1", "RESUME-2", "RESUME-3", "RESUME-5", "RESUME-6", "RESUME-7"),
+    ("RESUME-1", "RESUME-2", "RESUME-3", "RESUME-5", "RESUME-6", "RESUME-7", "RESUME-9"),
     "resumable",
     "Asked with Agui-Resumable: 1, an agent that confirms it numbers every event "
     "id: <runId>:<seq> from 1 without a gap; a rejoin with Last-Event-ID from the middle "
     "replays exactly the rest, with the same ids; a client that goes away does not stop the "
     "run (a rejoin reads it to its end, not cancelled), and a stop of the finished run is 409; "
     "an unknown run is 404 and a malformed Last-Event-ID 400, each with a JSON body naming the "
-    "rule. An agent that does not confirm does not offer the extension: not exercised.",
+    "rule. An agent that does not confirm does not offer the extension: not exercised — "
+    "unless it declares transport.resumable at GET <path>/capabilities, which it then must "
+    "not.",
 )
 async def _resumable(ctx: Context, res: CaseResult) -> None:
     inp = _basic_input(tools=[])
@@ -164,6 +182,13 @@ async def _resumable(ctx: Context, res: CaseResult) -> None:
     opt_in = {RESUMABLE_HEADER: "1"}
     run = await _request(ctx, res, "a run opting in", "POST", ctx.probe.url, body=inp,
                          headers=opt_in)  # fmt: skip
+    declared = await _declared(ctx, res)
+    if not run.confirmed and declared:
+        _fail(res, "RESUME-9",
+              "the agent declares transport.resumable at GET <path>/capabilities, yet answered "
+              f"a run opting in without {RESUMABLE_HEADER}: 1; an agent that does not serve "
+              "the extension must not declare it.", run)  # fmt: skip
+        return
     if not run.confirmed:
         add(
             res,
