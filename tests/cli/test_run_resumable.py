@@ -51,6 +51,29 @@ def test_a_cut_run_is_rejoined_and_the_thread_is_whole(tmp_path: Path) -> None:
     assert "1–14" in verdict.stdout and "1–5" in verdict.stdout
 
 
+def test_a_run_cut_mid_event_saves_a_capture_verify_reads_whole(tmp_path: Path) -> None:
+    """The torn event's fragment is not kept (the rejoin sends it whole): the capture
+    verifies as one stream, every event once."""
+    server = ReferenceServer(two_tool_agent({}))
+    cutter = Cutter(cut_at=3, mid_event=100)  # through the id line, into the data
+    save = tmp_path / "torn.sse"
+    with serve(server.app()) as base, cutting_proxy(int(base.rsplit(":", 1)[1]), cutter) as url:
+        proc = subprocess.run(
+            [*AGUI, "run", f"{url}/agent", "order two", "--resumable", *TOOLS, "--save", str(save)],
+            capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert cutter.cuts == 1
+    verdict = subprocess.run(
+        [*AGUI, "verify", str(save), "--json"],
+        capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT,
+    )  # fmt: skip
+    assert verdict.returncode == 0, verdict.stdout[-2000:]
+    document = json.loads(verdict.stdout)
+    assert document["ids"]["replayed"] == [] and len(document["ids"]["runs"]) == 2
+    assert [r["status"] for r in document["runs"]] == ["success", "success"]
+
+
 def test_without_the_flag_a_cut_run_is_truncated() -> None:
     server = ReferenceServer(two_tool_agent({}))
     cutter = Cutter(cut_at=7)

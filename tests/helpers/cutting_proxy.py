@@ -26,6 +26,7 @@ class Cutter:
     every: int | None = None  # or: cut each connection after this many of its events
     refuse_after_cut: bool = False  # once cut, every new connection is closed at once
     stall: bool = False  # at the cut, the connection goes silent instead of closing
+    mid_event: int = 0  # at the cut, this many bytes of what follows pass first (a torn event)
     seen: int = 0
     cuts: int = 0
     connections: int = 0
@@ -58,6 +59,18 @@ def _pump_up(src: socket.socket, dst: socket.socket) -> None:
         dst.shutdown(socket.SHUT_WR)
 
 
+def _torn(src: socket.socket, size: int, following: bytes) -> bytes:
+    """Up to ``size`` bytes of what follows the cut (``following``: what of it came with
+    the cut's chunk), stopping short of the next event's end."""
+    while len(following) < size and b"\n\n" not in following:
+        chunk = src.recv(65536)
+        if not chunk:
+            break
+        following += chunk
+    end = following.find(b"\n\n")
+    return following[: min(size, end if end >= 0 else len(following))]
+
+
 def _pump_down(src: socket.socket, dst: socket.socket, cutter: Cutter) -> None:
     carry = b""
     own = 0
@@ -65,6 +78,8 @@ def _pump_down(src: socket.socket, dst: socket.socket, cutter: Cutter) -> None:
         while chunk := src.recv(65536):
             forward, cut, own, carry = cutter.take(chunk, carry, own)
             dst.sendall(forward)
+            if cut and cutter.mid_event:
+                dst.sendall(_torn(src, cutter.mid_event, chunk[len(forward) :]))
             if cut and cutter.stall:
                 while src.recv(65536):  # swallowed: the client hears nothing more
                     pass
