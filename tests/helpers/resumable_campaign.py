@@ -116,11 +116,14 @@ def campaign(
     name: str,
     later_port: int | None = None,
     points: int | None = None,
+    mid_event: int = 0,
 ) -> tuple[Outcome, list[Trial]]:
     """The baseline, then one trial per event boundary of it (cut right after it).
 
     ``later_port``: rejoins (every connection after the first) go to this replica.
     ``points``: how many boundaries to cut at (``None``: all of them).
+    ``mid_event``: cut that many bytes into the event after each boundary instead (a
+    torn event, which the rejoin must send again whole).
     """
     base_id = f"{name}-base"
     baseline = asyncio.run(converse(f"http://127.0.0.1:{port}/agent", base_id))
@@ -128,7 +131,7 @@ def campaign(
     last = len(baseline.events) if points is None else points
     for point in range(1, last + 1):
         thread_id = f"{name}-cut-{point}"
-        cutter = Cutter(cut_at=point)
+        cutter = Cutter(cut_at=point, mid_event=mid_event)
         with cutting_proxy(port, cutter, later_port) as url:
             got = asyncio.run(converse(f"{url}/agent", thread_id))
         trial = judge(Trial(point), baseline, got, executions.get(thread_id, 0))

@@ -61,7 +61,9 @@ def replica(executions: dict[str, int], log: Any, rejoins: list[str]) -> Iterato
             close()  # its connections and listener, before the test's server goes
 
 
-def run_campaign(name: str, logs: Callable[[], Any], *, replicas: int = 1) -> None:
+def run_campaign(
+    name: str, logs: Callable[[], Any], *, replicas: int = 1, mid_event: int = 0
+) -> None:
     executions: dict[str, int] = {}
     served: list[list[str]] = [[] for _ in range(replicas)]
     with ExitStack() as stack:
@@ -69,7 +71,11 @@ def run_campaign(name: str, logs: Callable[[], Any], *, replicas: int = 1) -> No
             stack.enter_context(replica(executions, logs(), served[i])) for i in range(replicas)
         ]
         baseline, trials = campaign(
-            ports[0], executions, name=name, later_port=ports[-1] if replicas > 1 else None
+            ports[0],
+            executions,
+            name=name,
+            later_port=ports[-1] if replicas > 1 else None,
+            mid_event=mid_event,
         )
     TALLY[name] = trials
     # each cut is rejoined, but for the two right after a run's terminal event
@@ -85,6 +91,12 @@ def run_campaign(name: str, logs: Callable[[], Any], *, replicas: int = 1) -> No
 
 def test_every_cut_point_with_the_log_in_memory() -> None:
     run_campaign("memory", MemoryRunLog)
+
+
+def test_every_event_torn_with_the_log_in_memory() -> None:
+    """The cut lands 60 bytes into the event after each boundary: the torn event is
+    dropped with its connection and read whole from the rejoin."""
+    run_campaign("memory-torn", MemoryRunLog, mid_event=60)
 
 
 def test_every_cut_point_with_the_log_in_sqlite(tmp_path: Path) -> None:
