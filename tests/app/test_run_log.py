@@ -70,7 +70,7 @@ def test_a_lapsed_lease_closes_the_run_worker_died_once(run_log: RunLog) -> None
     run_log.begin("t", "dead", "w1", 10.0)
     run_log.begin("t", "alive", "w2", 10.0)
     run_log.append("t", "dead", 1, events(2))
-    assert run_log.renew("w2", 30.0) == []
+    assert run_log.renew("w2", [("t", "alive")], 30.0) == []
     assert run_log.reap(20.0) == [("t", "dead")]
     assert run_log.reap(21.0) == [], "closed once"
     assert run_log.read("t", "dead", 2, 10) == [WORKER_DIED]
@@ -87,12 +87,22 @@ def test_a_lapsed_lease_closes_the_run_worker_died_once(run_log: RunLog) -> None
 def test_a_stop_is_recorded_for_the_running_worker_to_observe(run_log: RunLog) -> None:
     run_log.begin("t", "r", "w1", 10.0)
     run_log.begin("t", "other", "w1", 10.0)
-    assert run_log.renew("w1", 20.0) == []
+    both = [("t", "r"), ("t", "other")]
+    assert run_log.renew("w1", both, 20.0) == []
     run_log.request_stop("t", "r")
-    assert run_log.renew("w1", 30.0) == [("t", "r")]
-    assert run_log.renew("w2", 30.0) == [], "only the owner observes its stops"
+    assert run_log.renew("w1", both, 30.0) == [("t", "r")]
+    assert run_log.renew("w2", both, 40.0) == [], "only the owner observes its stops"
     state = run_log.state("t", "r")
-    assert state is not None and state.stop_requested
+    assert state is not None and state.stop_requested and state.lease_until == 30.0
+
+
+def test_only_the_runs_a_worker_still_writes_are_renewed(run_log: RunLog) -> None:
+    """A run whose writer failed is left out of the renewal: its lease lapses and any
+    replica closes it, rather than a reader waiting on it for ever."""
+    run_log.begin("t", "writing", "w", 10.0)
+    run_log.begin("t", "failed", "w", 10.0)
+    run_log.renew("w", [("t", "writing"), ("t", "unknown")], 30.0)
+    assert run_log.reap(20.0) == [("t", "failed")]
 
 
 def test_finished_logs_expire_to_a_tombstone(run_log: RunLog) -> None:
@@ -102,12 +112,18 @@ def test_finished_logs_expire_to_a_tombstone(run_log: RunLog) -> None:
     run_log.append("t", "new", 1, events(2), finished_at=30.0)
     run_log.begin("t", "running", "w", 100.0)
     run_log.append("t", "running", 1, events(1))
-    assert run_log.expire(20.0) == 1
-    assert run_log.expire(20.0) == 0
+    assert run_log.expire(20.0, 0.0) == 1
+    assert run_log.expire(20.0, 0.0) == 0
     old = run_log.state("t", "old")
     assert old is not None and old.expired
     assert run_log.read("t", "old", 0, 10) == []
     assert run_log.read("t", "new", 0, 10) == events(2)
+    assert run_log.read("t", "running", 0, 10) == events(1)
+    # the tombstone is forgotten in its turn; what still runs never is
+    assert run_log.expire(40.0, 20.0) == 1
+    assert run_log.state("t", "old") is None
+    assert run_log.expire(1e9, 1e9) == 0
+    assert run_log.state("t", "new") is None
     assert run_log.read("t", "running", 0, 10) == events(1)
 
 

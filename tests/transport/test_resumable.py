@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -289,5 +290,161 @@ def test_only_the_documented_opt_in_opts_in(bad: str) -> None:
         async with served(weather, resumable=Resumable()) as (_, client):
             answer = await client.post("/", json=INPUT, headers={**SSE, "agui-resumable": bad})
             assert "agui-resumable" not in answer.headers and b"id:" not in answer.content
+
+    run_async(main)
+
+
+# -- the server's own troubles -------------------------------------------------------------
+
+
+class FailingLog(MemoryRunLog):
+    """A log whose ``begin`` or ``state`` fails, as a database that went away does."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+        if self.failing == "begin":
+            raise RuntimeError("the database went away")
+        return super().begin(thread_id, run_id, owner, lease_until)
+
+    def state(self, thread_id: str, run_id: str) -> Any:
+        if self.failing == "state":
+            raise RuntimeError("the database went away")
+        return super().state(thread_id, run_id)
+
+
+@pytest.mark.run_error("the database went away")  # logged, as the operator must see it
+def test_a_failing_log_is_503_never_a_500_nor_a_run() -> None:
+    async def main() -> None:
+        ran = asyncio.Event()
+
+        async def agent(run: Run) -> None:
+            ran.set()
+            await run.text("Hi.")
+
+        async with served(agent, resumable=Resumable(log=FailingLog("begin"))) as (_, client):
+            answer = await client.post("/", json=INPUT, headers=OPT_IN)
+            assert answer.status_code == 503 and answer.headers["retry-after"]
+            assert answer.json()["error"] == "the run log is unavailable; retry"
+            assert not ran.is_set(), "a run the log cannot keep is not started"
+        async with served(weather, resumable=Resumable(log=FailingLog("state"))) as (_, client):
+            for answer in (
+                await client.get(events_url(), headers=SSE),
+                await client.post("/threads/thread:1/runs/run:1/stop"),
+            ):
+                assert answer.status_code == 503 and answer.json()["rule"] == "RESUME-7"
+
+    run_async(main)
+
+
+def test_a_shutdown_ends_a_detached_run_in_its_log() -> None:
+    async def main() -> None:
+        gate, log = Gate(), MemoryRunLog()
+        app = agent_app(gate, resumable=Resumable(log=log))
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+            await cut_after_first_events(client, gate)
+            ended = await app.state.agui_endpoint.shutdown(0.1)
+            assert ended == 1
+            state = log.state("thread:1", "run:1")
+            assert state is not None and state.finished
+            last = orjson.loads(log.read("thread:1", "run:1", state.last_seq - 1, 1)[0])
+            assert last["type"] == "RUN_ERROR" and last["code"] == "ServerShuttingDown"
+
+    run_async(main)
+
+
+def test_a_quiet_follower_gets_keep_alives() -> None:
+    async def main() -> None:
+        gate = Gate()
+        async with served(gate, resumable=Resumable(), keepalive=0.05) as (_, client):
+            async with client.stream("POST", "/", json=INPUT, headers=OPT_IN) as stream:
+                got = b""
+                async for chunk in stream.aiter_bytes():
+                    got += chunk
+                    if b": keep-alive\n\n" in got:
+                        gate.go.set()  # the agent is quiet until a keep-alive came
+            judge_sse(got, INPUT)
+            assert ids_and_events(got)[-1][0] == "run:1:6"
+
+    run_async(main)
+
+
+def test_detached_runs_count_against_max_concurrency() -> None:
+    """A client cannot pile up detached runs by starting them and leaving: each holds
+    a place of the front's max_concurrency until it ends."""
+
+    async def main() -> None:
+        gate = Gate()
+        async with served(gate, resumable=Resumable(), max_concurrency=1) as (_, client):
+            await cut_after_first_events(client, gate)
+            refused = await client.post("/", json={**INPUT, "runId": "r2"}, headers=OPT_IN)
+            assert refused.status_code == 503
+            gate.go.set()
+            await asyncio.wait_for(gate.finished.wait(), 30)
+            for _ in range(100):  # the writer gives its place back as it ends
+                answer = await client.get(events_url(), headers=SSE)
+                if answer.status_code == 200:
+                    break
+                await asyncio.sleep(0.02)
+            assert answer.status_code == 200
+            assert ids_and_events(answer.content)[-1][1]["type"] == "RUN_FINISHED"
+
+    run_async(main)
+
+
+class AppendFails(MemoryRunLog):
+    """A log that takes a run's first events, then fails every append."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+
+    def append(self, *args: Any, **kwargs: Any) -> bool:
+        if self.failing:
+            raise RuntimeError("the database went away")
+        return super().append(*args, **kwargs)
+
+
+@pytest.mark.run_error("the database went away")
+def test_a_log_failing_mid_run_ends_in_worker_died_not_a_hang() -> None:
+    """The writer stops renewing a run it cannot write: its lease lapses and the
+    reader sees the log closed, never a stream that waits for ever."""
+
+    async def main() -> None:
+        gate, log = Gate(), AppendFails()
+        async with served(gate, resumable=Resumable(log=log, lease=0.2)) as (_, client):
+            async with client.stream("POST", "/", json=INPUT, headers=OPT_IN) as stream:
+                await gate.streaming.wait()
+                log.failing = True
+                gate.go.set()
+                raw = b"".join([chunk async for chunk in stream.aiter_bytes()])
+            last = ids_and_events(raw)[-1][1]
+            assert last["type"] == "RUN_ERROR" and last["code"] == "WORKER_DIED"
+
+    run_async(main)
+
+
+def test_ids_with_slashes_rejoin_through_a_mounted_app() -> None:
+    """Ids are percent-encoded path segments (an encoded '/' included), and the routes
+    follow the agent when FastAPI mounts it under a prefix."""
+    from fastapi import FastAPI
+
+    odd = {**INPUT, "threadId": "th/1 é", "runId": "run/1:x"}
+
+    async def main() -> None:
+        api = FastAPI()
+        api.mount("/agent", agent_app(weather, resumable=Resumable()))
+        async with serving(api) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+            done = await client.post("/agent/", json=odd, headers=OPT_IN)
+            assert done.status_code == 200
+            numbered = ids_and_events(done.content)
+            assert numbered[0][0] == "run/1:x:1"
+            path = "/agent/threads/th%2F1%20%C3%A9/runs/run%2F1%3Ax/events"
+            rejoin = await client.get(path, headers={**SSE, "last-event-id": "run/1:x:3"})
+            assert rejoin.status_code == 200, rejoin.text
+            assert ids_and_events(rejoin.content) == numbered[3:]
+            assert (await client.get("/agent/capabilities")).status_code == 200
 
     run_async(main)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -30,6 +31,18 @@ INPUT: dict[str, Any] = {
     "messages": [{"id": "u1", "role": "user", "content": "Go."}],
 }
 EVENTS = "/threads/t1/runs/r1/events"
+
+
+@asynccontextmanager
+async def replica_b(dsn: str) -> AsyncIterator[httpx.AsyncClient]:
+    """Replica B: an agent_app in this process on the same database, and a client."""
+    log = PostgresRunLog(dsn)
+    try:
+        b = agent_app(quick, resumable=Resumable(log=log, lease=1))
+        async with serving(b) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+            yield client
+    finally:
+        log.close()
 
 
 @pytest.fixture
@@ -69,8 +82,7 @@ def test_another_replica_serves_the_rejoin_and_the_stop(
     async def main() -> None:
         head = await first_events(url_a)
         assert [i for i, _ in head] == ["r1:1", "r1:2", "r1:3", "r1:4"]
-        b = agent_app(quick, resumable=Resumable(log=PostgresRunLog(postgres_dsn), lease=1))
-        async with serving(b) as url_b, httpx.AsyncClient(base_url=url_b, timeout=30) as client:
+        async with replica_b(postgres_dsn) as client:
             async with client.stream(
                 "GET", EVENTS, headers={**SSE, "last-event-id": "r1:2"}
             ) as rejoin:
@@ -101,8 +113,7 @@ def test_a_killed_replica_leaves_worker_died_never_a_gap(
         head = await first_events(url_a)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        b = agent_app(quick, resumable=Resumable(log=PostgresRunLog(postgres_dsn), lease=1))
-        async with serving(b) as url_b, httpx.AsyncClient(base_url=url_b, timeout=30) as client:
+        async with replica_b(postgres_dsn) as client:
             rejoin = await client.get(EVENTS, headers={**SSE, "last-event-id": "r1:4"})
             assert rejoin.status_code == 200
             tail = ids_and_events(rejoin.content)

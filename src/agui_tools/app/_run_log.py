@@ -102,8 +102,11 @@ class RunLog(Protocol):
         """Record a stop for a running run (the running worker observes it)."""
         ...
 
-    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
-        """Extend the lease of ``owner``'s running runs; the ones a stop was asked of."""
+    def renew(
+        self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
+    ) -> list[tuple[str, str]]:
+        """Extend the lease of ``runs`` — those ``owner`` is still writing (a run whose
+        writer failed is left to lapse) — and say which of them a stop was asked of."""
         ...
 
     def reap(self, now: float) -> list[tuple[str, str]]:
@@ -111,9 +114,10 @@ class RunLog(Protocol):
         :data:`WORKER_DIED`, once; the runs closed."""
         ...
 
-    def expire(self, finished_before: float) -> int:
-        """Drop the events of runs finished before ``finished_before`` (keeping a
-        tombstone); how many runs."""
+    def expire(self, finished_before: float, forget_before: float) -> int:
+        """Drop the events of runs finished before ``finished_before``, keeping a
+        tombstone (a rejoin is 410, not 404) until ``forget_before``; how many runs
+        expired now."""
         ...
 
 
@@ -280,11 +284,14 @@ class MemoryRunLog:
             if logged is not None and not logged.state.finished:
                 logged.state = replace(logged.state, stop_requested=True)
 
-    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
+    def renew(
+        self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
+    ) -> list[tuple[str, str]]:
         stops = []
         with self._lock:
-            for key, logged in self._runs.items():
-                if logged.state.owner == owner and not logged.state.finished:
+            for key in runs:
+                logged = self._runs.get(key)
+                if logged is not None and logged.state.owner == owner and not logged.state.finished:
                     logged.state = replace(logged.state, lease_until=lease_until)
                     if logged.state.stop_requested:
                         stops.append(key)
@@ -302,12 +309,14 @@ class MemoryRunLog:
                     closed.append(key)
         return closed
 
-    def expire(self, finished_before: float) -> int:
+    def expire(self, finished_before: float, forget_before: float) -> int:
         count = 0
         with self._lock:
-            for logged in self._runs.values():
+            for key, logged in list(self._runs.items()):
                 at = logged.state.finished_at
-                if at is not None and at < finished_before and not logged.state.expired:
+                if at is not None and at < forget_before:
+                    del self._runs[key]
+                elif at is not None and at < finished_before and not logged.state.expired:
                     logged.events = []
                     logged.state = replace(logged.state, expired=True)
                     count += 1

@@ -157,15 +157,21 @@ class _SQLRunLog:
                 (thread_id, run_id),
             )
 
-    def renew(self, owner: str, lease_until: float) -> list[tuple[str, str]]:
+    def renew(
+        self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
+    ) -> list[tuple[str, str]]:
+        stops = []
         with self._transaction() as cur:
-            rows = self._exec(
-                cur,
-                "UPDATE agui_run_log_runs SET lease_until = ? "
-                "WHERE owner = ? AND finished_at IS NULL RETURNING thread_id, run_id, stop_requested",
-                (lease_until, owner),
-            ).fetchall()
-        return [(t, r) for t, r, stop in rows if stop]
+            for thread_id, run_id in runs:
+                row = self._exec(
+                    cur,
+                    "UPDATE agui_run_log_runs SET lease_until = ? WHERE thread_id = ? AND "
+                    "run_id = ? AND owner = ? AND finished_at IS NULL RETURNING stop_requested",
+                    (lease_until, thread_id, run_id, owner),
+                ).fetchone()
+                if row is not None and row[0]:
+                    stops.append((thread_id, run_id))
+        return stops
 
     def reap(self, now: float) -> list[tuple[str, str]]:
         with self._transaction() as cur:
@@ -186,23 +192,24 @@ class _SQLRunLog:
                 self._notify(cur, [(t, r) for t, r, _ in rows])
         return [(t, r) for t, r, _ in rows]
 
-    def expire(self, finished_before: float) -> int:
+    def expire(self, finished_before: float, forget_before: float) -> int:
         with self._transaction() as cur:
             self._exec(
                 cur,
-                "UPDATE agui_run_log_runs SET expired = 1 "
-                "WHERE expired = 0 AND finished_at IS NOT NULL AND finished_at < ?",
-                (finished_before,),
+                "DELETE FROM agui_run_log_runs WHERE expired = 1 AND finished_at < ?",
+                (forget_before,),
             )
-            count = int(cur.rowcount)
-            if count:
-                self._exec(
-                    cur,
-                    "DELETE FROM agui_run_log_events WHERE EXISTS (SELECT 1 FROM "
-                    "agui_run_log_runs r WHERE r.thread_id = agui_run_log_events.thread_id "
-                    "AND r.run_id = agui_run_log_events.run_id AND r.expired = 1)",
-                )
-        return count
+            rows = self._exec(
+                cur,
+                "UPDATE agui_run_log_runs SET expired = 1 WHERE expired = 0 AND "
+                "finished_at IS NOT NULL AND finished_at < ? RETURNING thread_id, run_id",
+                (finished_before,),
+            ).fetchall()
+            cur.executemany(
+                self._sql("DELETE FROM agui_run_log_events WHERE thread_id = ? AND run_id = ?"),
+                [tuple(row) for row in rows],
+            )
+        return len(rows)
 
 
 class SQLiteRunLog(_SQLRunLog):

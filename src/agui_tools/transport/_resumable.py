@@ -23,11 +23,14 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, unquote
 
 from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._errors import RunCancelled
@@ -46,7 +49,7 @@ from ..app._run_log import (
 from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
 from ._front import Refusal, refuse
 
-__all__ = ["OPT_IN", "Resumable", "ResumableRuns", "extension_route", "opted_in"]
+__all__ = ["OPT_IN", "Resumable", "ResumableRuns", "extension_routes", "is_extension", "opted_in"]
 
 log = guarded_logger("agui_tools.transport")
 
@@ -58,8 +61,14 @@ _HEADERS: Final = [
     (b"x-accel-buffering", b"no"),
     (OPT_IN.encode(), b"1"),
 ]
+CAPABILITIES: Final = {"transport": {"streaming": True, "httpBinary": True, "resumable": True}}
+"""What ``GET <path>/capabilities`` declares (RESUME-9), in the schema's shape."""
 _BATCH: Final = 256
 """Events read from the log per query while a reader catches up."""
+_UNAVAILABLE: Final = LogRefusal(503, "RESUME-7", "the run log is unavailable; retry")
+TOMBSTONE: Final = 86_400.0
+"""Seconds an expired run is remembered past its retention (410), before it is
+forgotten (404)."""
 _NOTIFIED_POLL: Final = 1.0
 """Seconds between a reader's looks at a log that notifies appends: a safety net for
 a notification lost while its listener reconnected."""
@@ -102,9 +111,19 @@ def opted_in(headers: Headers, run_id: object) -> bool:
     )
 
 
-def extension_route(path: str) -> str:
-    """Where the rejoin and stop requests of the agent served at ``path`` are routed."""
-    return path.rstrip("/") + "/threads/{ids:path}"
+def extension_routes(path: str, app: Any) -> list[Route]:
+    """The binding's own routes beside the agent's ``POST path``, to the same ``app``
+    (so the same front and authorization): rejoin and stop, and the capabilities."""
+    base = path.rstrip("/")
+    return [
+        Route(base + "/threads/{ids:path}", app, methods=["GET", "POST"]),
+        Route(base + "/capabilities", app, methods=["GET"]),
+    ]
+
+
+def is_extension(scope: Scope) -> bool:
+    """A request on :func:`extension_routes` (the agent's own route is POST only)."""
+    return scope["method"] != "POST" or "ids" in scope.get("path_params", {})
 
 
 def _ids(scope: Scope) -> tuple[str, str, str] | None:
@@ -217,14 +236,17 @@ class ResumableRuns:
     async def tend(self) -> None:
         """One round of the keeper's duties."""
         now = time.time()
-        for key in await self._call(self.log.renew, self.owner, now + self.config.lease):
+        writing = list(self._stops)  # the runs this worker is writing now
+        renewed = await self._call(self.log.renew, self.owner, writing, now + self.config.lease)
+        for key in renewed:
             stop = self._stops.get(key)
             if stop is not None:
                 stop.set()
         for key in await self._call(self.log.reap, now):
             log.warning("run %s of thread %s: its worker died; closed WORKER_DIED", key[1], key[0])
             self._wakes.notify(key)
-        await self._call(self.log.expire, now - self.config.retention)
+        expired = now - self.config.retention
+        await self._call(self.log.expire, expired, expired - TOMBSTONE)
 
     # -- a run request that opted in --------------------------------------------------
 
@@ -235,12 +257,23 @@ class ResumableRuns:
         receive: Receive,
         send: Send,
         runs: set[asyncio.Task[None]],
+        slot: Callable[[], AbstractContextManager[None]],
     ) -> None:
         """Log the run, start it detached (its task in ``runs``, which a shutdown
-        ends), and follow it from its first event."""
+        ends, holding a ``slot`` of the front's ``max_concurrency`` while it runs:
+        detached runs are bounded as streams are), and follow it from its first
+        event."""
         thread_id, run_id = run_input["threadId"], run_input["runId"]
         self.ensure_keeper()
-        if not await self._call(self.log.begin, thread_id, run_id, self.owner, self._lease_until()):
+        try:
+            begun = await self._call(
+                self.log.begin, thread_id, run_id, self.owner, self._lease_until()
+            )
+        except Exception:
+            log.exception("the run log failed beginning run %s", run_id)
+            await self._refuse(scope, receive, send, _UNAVAILABLE, thread_id, run_id)
+            return
+        if not begun:
             refusal = LogRefusal(
                 409,
                 "RESUME-4",
@@ -249,10 +282,16 @@ class ResumableRuns:
             )
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
             return
-        writer = asyncio.create_task(self._write(run_input), name=f"agui-run-{run_id}")
+        writer = asyncio.create_task(self._held(slot, run_input), name=f"agui-run-{run_id}")
         runs.add(writer)
         writer.add_done_callback(runs.discard)
         await self._follow(thread_id, run_id, 0, receive, send)
+
+    async def _held(
+        self, slot: Callable[[], AbstractContextManager[None]], run_input: dict[str, Any]
+    ) -> None:
+        with slot():
+            await self._write(run_input)
 
     async def _write(self, run_input: dict[str, Any]) -> None:
         """Drive the agent; append its events to the log as they come, to its end."""
@@ -295,7 +334,10 @@ class ResumableRuns:
         except Exception:  # a bug of ours, or the log failing: never a log left open
             log.exception("run %s: writing its log failed", key[1])
             if not finished:
-                await self._append(key, seq + 1, [self._internal_error], True)
+                try:
+                    await self._append(key, seq + 1, [self._internal_error], True)
+                except Exception:  # the log is down: the run's lease lapses (WORKER_DIED)
+                    log.exception("run %s: its log cannot be closed", key[1])
         finally:
             self._stops.pop(key, None)
             driver.cancel()
@@ -323,8 +365,14 @@ class ResumableRuns:
             for task in (reader, watcher):
                 task.cancel()
             await asyncio.gather(reader, watcher, return_exceptions=True)
-        if reader.done() and not reader.cancelled() and reader.exception() is None:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not reader.done() or reader.cancelled():
+            return  # the client left
+        problem = reader.exception()
+        if problem is not None:  # the client left mid-send, or the log failed: a cut
+            if not isinstance(problem, OSError):
+                log.error("following run %s failed", run_id, exc_info=problem)
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _read(self, thread_id: str, run_id: str, after: int, send: Send) -> None:
         key = (thread_id, run_id)
@@ -382,7 +430,10 @@ class ResumableRuns:
     # -- rejoin and stop ------------------------------------------------------------------
 
     async def serve_extension(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A rejoin (GET …/events) or a stop (POST …/stop), or 404 for another path."""
+        """A rejoin (GET …/events), a stop (POST …/stop), the capabilities, or 404."""
+        if scope["method"] == "GET" and "ids" not in scope.get("path_params", {}):
+            await JSONResponse(CAPABILITIES)(scope, receive, send)
+            return
         ids = _ids(scope)
         method = scope.get("method", "GET")
         if ids is None or (ids[2] == "events") != (method == "GET"):
@@ -397,7 +448,11 @@ class ResumableRuns:
         thread_id, run_id, action = ids
         self.ensure_keeper()
         answer = self._stop if action == "stop" else self._rejoin
-        refusal = await answer(scope, receive, send, thread_id, run_id)
+        try:
+            refusal = await answer(scope, receive, send, thread_id, run_id)
+        except Exception:  # before any answer: the log failed, never the client
+            log.exception("the run log failed serving a %s of run %s", action, run_id)
+            refusal = _UNAVAILABLE
         if refusal is not None:
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
 
@@ -474,6 +529,4 @@ async def _until_disconnect(receive: Receive) -> None:
 
 
 async def _json(scope: Scope, receive: Receive, send: Send, status: int, body: Any) -> None:
-    from starlette.responses import JSONResponse
-
     await JSONResponse(body, status_code=status)(scope, receive, send)

@@ -78,7 +78,7 @@ from ._front import (
     received,
     refuse,
 )
-from ._resumable import Resumable, ResumableRuns, extension_route, opted_in
+from ._resumable import Resumable, ResumableRuns, extension_routes, is_extension, opted_in
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "accepts_proto", "agent_app"]
 
@@ -316,11 +316,8 @@ class AgentEndpoint:
         await self.front.serve(scope, receive, send, self._serve, check=self._check_head)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.resumable is not None and _extension(scope):
-            if scope["method"] == "GET" and "ids" not in scope.get("path_params", {}):
-                await _capabilities(scope, receive, send)
-            else:
-                await self.resumable.serve_extension(scope, receive, send)
+        if self.resumable is not None and is_extension(scope):
+            await self.resumable.serve_extension(scope, receive, send)
             return
         run_input = await self._admit(scope, receive, send)
         if run_input is None:
@@ -333,7 +330,9 @@ class AgentEndpoint:
                 and not binary
                 and opted_in(headers, run_input.get("runId"))
             ):
-                await self.resumable.start(run_input, scope, receive, send, self._runs)
+                await self.resumable.start(
+                    run_input, scope, receive, send, self._runs, self.front.slot
+                )
                 return
             await self._stream(run_input, receive, send, binary=binary)
 
@@ -364,7 +363,7 @@ class AgentEndpoint:
         """What the front asks of a head before the body is read: its Origin, its type
         (a rejoin or a stop has no body to type)."""
         self._check_origin(scope, headers)
-        if self.resumable is None or not _extension(scope):
+        if self.resumable is None or not is_extension(scope):
             _check_content_type(headers)
 
     def _check_origin(self, scope: Scope, headers: Headers) -> None:
@@ -589,19 +588,6 @@ class AgentEndpoint:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _extension(scope: Scope) -> bool:
-    """A request on the resumable binding's own routes (rejoin, stop, capabilities)."""
-    return scope["method"] != "POST" or "ids" in scope.get("path_params", {})
-
-
-async def _capabilities(scope: Scope, receive: Receive, send: Send) -> None:
-    """``GET <path>/capabilities``: the declaration (RESUME-9), in the schema's shape."""
-    from starlette.responses import JSONResponse
-
-    body = {"transport": {"streaming": True, "httpBinary": True, "resumable": True}}
-    await JSONResponse(body)(scope, receive, send)
-
-
 def _as_is(payload: bytes) -> bytes:
     return payload  # a binary payload is already its frame
 
@@ -764,13 +750,12 @@ def routed(
     ``endpoint`` (default: ``app`` itself) is kept as ``state.agui_endpoint``, which
     ``serve`` shuts down gracefully. ``resumable`` routes the binding's rejoin, stop
     and capabilities to ``app`` too."""
-    routes = [Route(path, app, methods=["POST"])]
+    routes = [
+        Route(path, app, methods=["POST"]),
+        *(extension_routes(path, app) if resumable else ()),
+    ]
     headers = ["content-type", "accept", "authorization"]
     if resumable:
-        routes += [
-            Route(extension_route(path), app, methods=["GET", "POST"]),
-            Route(path.rstrip("/") + "/capabilities", app, methods=["GET"]),
-        ]
         headers += ["agui-resumable", "last-event-id"]
     middleware = []
     if allowed_origins:
