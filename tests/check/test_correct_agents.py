@@ -45,8 +45,11 @@ def test_agui_tools_check_against_agui_tools_serve(tmp_path: Path) -> None:
     verdicts = {c["id"]: c["verdict"] for c in document["cases"]}
     assert set(verdicts.values()) <= {"pass", "info", "not exercised"}, verdicts
     # the demo agent exercises the whole round trip and its refund's interrupt; only errored
-    # runs it never makes
-    assert {k for k, v in verdicts.items() if v == "not exercised"} == {"lifecycle.errored-runs"}
+    # runs it never makes, and serve offers resumable runs only with --resumable
+    assert {k for k, v in verdicts.items() if v == "not exercised"} == {
+        "lifecycle.errored-runs",
+        "transport.resumable",
+    }
     assert set(document["capabilities"]) == {
         "frontend-tools",
         "agent-tools",

@@ -111,6 +111,7 @@ def test_the_conforming_raw_agent_gets_no_failure_and_no_warning() -> None:
         "interrupts.resolved",
         "interrupts.unknown-entry",
         "transport.protobuf",  # it answers SSE only: the binary binding is OPTIONAL
+        "transport.resumable",  # nor does it offer the resumable extension (an opt-in)
     }
 
 

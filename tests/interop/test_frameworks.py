@@ -110,7 +110,13 @@ def test_check_in_interrupt_mode_matches_its_baseline_and_exercises_interrupts(
 
 
 async def _round_trip(
-    url: str, capture: Path, *, frontend: bool, approve: bool, on_interrupt: Any = None
+    url: str,
+    capture: Path,
+    *,
+    frontend: bool,
+    approve: bool,
+    on_interrupt: Any = None,
+    resumable: bool = False,
 ) -> tuple[Session, list[str], list[dict[str, Any]]]:
     asked: list[str] = []
     ran: list[dict[str, Any]] = []
@@ -122,7 +128,8 @@ async def _round_trip(
             asked.append(call.name)
             return Approval.approve() if approve else Approval.decline("not now")
 
-        session = Session(AgentClient(url, http=http), ask=ask, on_interrupt=on_interrupt)
+        client = AgentClient(url, http=http, resumable=resumable)
+        session = Session(client, ask=ask, on_interrupt=on_interrupt)
         if frontend:
 
             @session.tool(side_effects=True)
@@ -135,6 +142,8 @@ async def _round_trip(
             result = await session.send("What is the weather in Paris? Use the tool.")
         finally:
             await http.aclose()
+    if resumable:  # the adapter does not confirm the opt-in: the standard client ran
+        assert client.current is not None and not client.current.confirmed
     assert result.status == "success", (result.status, result.error, result.violation)
     return session, asked, ran
 
@@ -164,6 +173,28 @@ def test_a_session_declines_the_frontend_tool_and_the_agent_runs_on(
     text = _last_text(session)
     assert "declined" in text and "sunny" not in text, text
     assert len(verify(capture)["runs"]) == 2
+
+
+def _shape(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What a run said, its ids and timestamps aside."""
+    return [(e["type"], e.get("delta"), e.get("toolCallName"), e.get("content")) for e in events]
+
+
+def test_our_resumable_client_reads_the_standard_binding_unchanged(
+    agent: Served, tmp_path: Path
+) -> None:
+    """#38: an adapter without the extension, asked with Agui-Resumable: 1, answers the
+    standard binding; our resumable client reads it as the standard client does."""
+    plain, resumable = tmp_path / "plain.sse", tmp_path / "resumable.sse"
+    asyncio.run(_round_trip(agent.url, plain, frontend=True, approve=True))
+    _, asked, ran = asyncio.run(
+        _round_trip(agent.url, resumable, frontend=True, approve=True, resumable=True)
+    )
+    assert asked == ["get_weather"] and ran == [{"city": "Paris"}]
+    assert b"\nid:" not in b"\n" + resumable.read_bytes()  # no ids: the standard bytes
+    got, want = verify(resumable), verify(plain)
+    assert _shape(got["events"]) == _shape(want["events"])
+    assert [r["status"] for r in got["runs"]] == [r["status"] for r in want["runs"]]
 
 
 def test_the_agents_own_tool_is_answered_by_the_agent(agent: Served, tmp_path: Path) -> None:

@@ -150,3 +150,21 @@ def test_ndjson_invalid_utf8_is_rejected_by_the_pipeline() -> None:
 )
 def test_sniff(head: bytes, kind: str) -> None:
     assert sniff_format(head) == kind
+
+
+def test_the_reader_notes_each_events_own_id_when_asked() -> None:
+    """The resumable binding's ids (docs/resumable.md): each dispatched event's own
+    ``id`` field, in order, whatever the split; an event without one notes None."""
+    stream = (
+        b"id: r:1\ndata: a\n\nid: r:2\r\ndata: b\r\n\r\ndata: c\n\n: ka\n\nid: r\x00x\ndata: d\n\n"
+    )
+    whole = SSEReader(event_ids=True)
+    assert whole.feed(stream) == ["a", "b", "c", "d"]
+    assert whole.take_event_ids() == ["r:1", "r:2", None, None]  # a NUL voids the field
+    assert whole.take_event_ids() == []
+    bytewise = SSEReader(event_ids=True)
+    frames = [f for i in range(len(stream)) for f in bytewise.feed(stream[i : i + 1])]
+    assert frames == ["a", "b", "c", "d"]
+    assert bytewise.take_event_ids() == ["r:1", "r:2", None, None]
+    plain = SSEReader()
+    assert plain.feed(stream) == ["a", "b", "c", "d"] and plain.take_event_ids() == []

@@ -16,6 +16,7 @@ import orjson
 
 from .._errors import LimitExceeded, ProtocolViolation, ProtocolWarning
 from ..wire._codec import parse_json
+from ..wire._event_ids import EventSeq
 from ..wire._framing import BrokenFrame, NDJSONReader, SSEReader, sniff_format
 from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, Middleware, StreamResult
@@ -27,6 +28,7 @@ __all__ = [
     "FrameStream",
     "ndjson_unfinished_at",
     "read_frames",
+    "read_frames_and_ids",
     "replay",
     "sse_unfinished_at",
     "truncation",
@@ -46,6 +48,9 @@ class CaptureVerdict:
     truncated: dict[str, Any] | None = None
     """Where the capture ends mid-run (:func:`truncation`); ``None`` when no run was cut
     — or when the verdict was not made from the capture's bytes."""
+    ids: dict[str, Any] | None = None
+    """The resumable binding's event ids the capture carried (:meth:`EventSeq.report`:
+    each run's last seq, the replayed events dropped); ``None`` when it had none."""
 
     @property
     def warnings(self) -> list[ProtocolWarning]:
@@ -86,6 +91,7 @@ class CaptureVerdict:
             "messages": self.thread.messages,
             "state": self.thread.state,
             "truncated": self.truncated,
+            **({"ids": self.ids} if self.ids is not None else {}),
         }
 
     def lines(self) -> list[str]:
@@ -108,6 +114,8 @@ class CaptureVerdict:
             if r.error:
                 line += f", error: {r.error.get('message')}"
             out.append(line)
+        if self.ids is not None:
+            out.append(_ids_line(self.ids))
         cut = self.truncated
         if cut is not None:
             out.append(f"TRUNCATED [{cut['rule']}] {cut['message']}")
@@ -118,6 +126,18 @@ class CaptureVerdict:
             return out
         out.append(f"outcome: {result.outcome}" + (" (stream rejected)" if result.error else ""))
         return out
+
+
+def _ids_line(ids: Mapping[str, Any]) -> str:
+    runs = ", ".join(f"{run!r} 1–{last}" for run, last in ids["runs"].items())
+    line = f"  event ids (docs/resumable.md): seq {runs or 'none'}"
+    replayed = ids["replayed"]
+    if replayed:
+        line += (
+            f"; {len(replayed)} replayed event(s) dropped as already read (RESUME-5), "
+            "first: " + ", ".join(f"{r['runId']!r}:{r['seq']}" for r in replayed[:3])
+        )
+    return line
 
 
 _SSE_LINE: Final = re.compile(rb"^(?::|(?:data|event|id|retry)(?::|$))", re.MULTILINE)
@@ -131,6 +151,16 @@ def read_frames(data: bytes, *, limits: Limits | None = None) -> list[bytes | st
     """
     stream = FrameStream(limits=limits)
     return stream.feed(data) + stream.close()
+
+
+def read_frames_and_ids(
+    data: bytes, *, limits: Limits | None = None
+) -> tuple[list[bytes | str | Any], dict[str, Any] | None]:
+    """:func:`read_frames`, and what the resumable binding's ids in it amount to
+    (:attr:`CaptureVerdict.ids`)."""
+    stream = FrameStream(limits=limits)
+    frames = stream.feed(data) + stream.close()
+    return frames, stream.seq.report()
 
 
 _SNIFF_BYTES: Final = 64
@@ -164,6 +194,9 @@ class FrameStream:
         self._tail = bytearray()  # SSE: the bytes since the last event's end …
         self._tail_at = 0  # … and the capture offset they start at
         self._sse_seen = False  # an SSE field or comment line was read
+        self.seq = EventSeq()
+        """SSE: the resumable binding's ids, judged (a replayed event dropped, a gap
+        refused in its place); standard events without ids pass."""
 
     def feed(self, chunk: bytes) -> list[bytes | str | Any]:
         """The frames ``chunk`` completed."""
@@ -232,7 +265,7 @@ class FrameStream:
                 max_event_bytes=limits.max_event_bytes, max_depth=limits.max_depth
             )
         elif self.kind == "sse":
-            self._sse = SSEReader(max_event_bytes=limits.max_event_bytes)
+            self._sse = SSEReader(max_event_bytes=limits.max_event_bytes, event_ids=True)
         elif self.kind == "ndjson":
             # a line is refused for its size only when it is the last (as read_frames does)
             self._ndjson = NDJSONReader(max_event_bytes=1 << 62)
@@ -253,7 +286,7 @@ class FrameStream:
         self._sse_tail(chunk)
         frames = self._sse.feed_frames(chunk)
         self._framed = self._framed or bool(frames)
-        return frames
+        return self.seq.admit(frames, self._sse.take_event_ids())
 
     def _utf8_check(self, chunk: bytes, *, final: bool = False) -> None:
         pending = len(self._utf8.getstate()[0])
@@ -383,10 +416,10 @@ def verify_capture(
     that is no stream raises :class:`ProtocolViolation` (TRANS-4).
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    verdict = replay(
-        read_frames(raw, limits=limits), run_input=run_input, strict=strict, limits=limits
-    )
+    frames, ids = read_frames_and_ids(raw, limits=limits)
+    verdict = replay(frames, run_input=run_input, strict=strict, limits=limits)
     verdict.truncated = truncation(verdict, raw)
+    verdict.ids = ids
     return verdict
 
 

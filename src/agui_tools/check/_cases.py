@@ -2,6 +2,7 @@
 ``interrupts``, ``transport``; ``late`` cases run last, judging every stream received.
 
 Each section module registers its cases in :data:`~agui_tools.check._catalogue.CASES`;
+``transport`` includes the binary binding and the resumable extension when offered;
 importing them here, in this order, is the catalogue's order.
 """
 
@@ -27,6 +28,7 @@ SECTION_MODULES: Final = (
     "_cases_frontend",
     "_cases_interrupts",
     "_cases_transport",
+    "_cases_resumable",
 )
 """The section modules in the order the sections run: each registers its cases on import,
 so this order (not the import sorter's) is the catalogue's."""

@@ -25,6 +25,7 @@ PAGES: Final = {
     "tool-calls": "events/tool-calls#frontend-tools",
     "interrupts": "basic/patterns/interrupt-resume",
     "versioning": "basic/versioning",
+    "resumable": "docs/resumable.md (the agui-tools resumable extension)",
 }
 
 CaseFn = Callable[[Context, CaseResult], Awaitable[None]]

@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 from .._url import check_url
 from ._answers import add_answer_flags
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from ..app._journal import Journal
     from ..transport._session import Session
     from ..ui.terminal import TerminalUI
+
+log = logging.getLogger("agui_tools.cli")
+T = TypeVar("T")
+_STOP_WAIT: Final = 5.0  # seconds Ctrl-C waits for the agent to take the stop request
 
 __all__ = [
     "Driver",
@@ -61,6 +66,13 @@ def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> Non
         action="store_true",
         help="ask for the binary binding (HTTP + protobuf); SSE is still read if the agent "
         "answers with it",
+    )
+    parser.add_argument(
+        "--resumable",
+        action="store_true",
+        help="opt in to resumable runs (docs/resumable.md): a cut connection is rejoined "
+        "where it left off, Ctrl-C asks the agent to stop the run; an agent without the "
+        "extension is read as usual",
     )
     add_http_options(parser)
 
@@ -117,6 +129,29 @@ class Driver:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+    async def stop_run(self) -> None:
+        """Ask the agent to stop the resumable run in flight (Ctrl-C: RESUME-6), within
+        a few seconds; a failure is only logged — the command is ending anyway."""
+        import asyncio
+
+        from ..transport._client import TransportError
+
+        try:
+            async with asyncio.timeout(_STOP_WAIT):
+                await self.session.stop()
+        except (TransportError, TimeoutError) as exc:
+            log.info("the stop request was not answered: %s", exc)
+
+    async def stopping_on_cancel(self, work: Awaitable[T]) -> T:
+        """``work``, and the stop request when it is cancelled (Ctrl-C in asyncio.run)."""
+        import asyncio
+
+        try:
+            return await work
+        except asyncio.CancelledError:
+            await self.stop_run()
+            raise
 
     def close(self) -> None:
         """Release the files (the journal, the ``--save`` capture): all recorded is kept."""
@@ -221,6 +256,7 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
         http=http,
         headers=dict(args.headers),
         transport="proto" if args.proto else "sse",
+        resumable=args.resumable,
     )
     session = Session(
         client,

@@ -125,7 +125,8 @@ class Recorder:
     ``verify`` judges (``sink``: written and flushed as they arrive).
 
     An SSE body broken mid-event gets a blank line, so it does not fuse with the next run's
-    first event; a binary body cut mid-frame keeps its fragment only at the end. Error
+    first event; a binary body cut mid-frame keeps its fragment only at the end. A resumable run's body
+    (``Agui-Resumable: 1``) loses a cut fragment instead: the rejoin resends it whole. Error
     answers are not recorded.
     """
 
@@ -137,6 +138,8 @@ class Recorder:
         self._frame_left = 0  # bytes of the current binary frame still to come
         self._header = bytearray()  # the current binary frame's length, while it arrives
         self._frame_bytes = 0  # bytes of the current binary frame received (header included)
+        self._resumable = False  # the current SSE body is a resumable run's (ids, rejoins)
+        self._event_end = 0  # … and where its last complete event ends in the capture
 
     def transport(self) -> httpx.AsyncBaseTransport:
         """An httpx transport that records what the real one reads."""
@@ -152,18 +155,27 @@ class Recorder:
         Path(path).write_bytes(data)
         return len(data)
 
-    def _start(self, binary: bool = False) -> None:
+    def _start(self, binary: bool = False, resumable: bool = False) -> None:
         self.streams += 1
         dangling = len(self._header) + self._frame_bytes
         if self._binary and dangling:
             self._drop(dangling)
+        elif self._resumable and not self._data.endswith(b"\n\n"):
+            # a resumable run's body cut mid-event: its rejoin replays that event whole
+            # (docs/resumable.md), so the fragment is dropped rather than closed as an event
+            self._drop(len(self._data) - self._event_end)
         self._binary, self._frame_left, self._frame_bytes = binary, 0, 0
+        self._resumable = resumable and not binary
         self._header = bytearray()
         if not binary and self._data and not self._data.endswith(b"\n\n"):
             self._write(b"\n\n")
+        self._event_end = len(self._data)
 
     def _drop(self, count: int) -> None:
-        """Forget the last ``count`` bytes: a binary frame another body will never finish."""
+        """Forget the last ``count`` bytes: a binary frame another body will never finish,
+        or a resumable run's event its rejoin sends again."""
+        if count <= 0:
+            return
         del self._data[-count:]
         if self._sink is not None:
             try:
@@ -176,6 +188,10 @@ class Recorder:
         self._data += chunk
         if self._binary:
             self._track_frames(chunk)
+        elif self._resumable:
+            end = self._data.rfind(b"\n\n", max(self._event_end, len(self._data) - len(chunk) - 1))
+            if end >= 0:
+                self._event_end = end + 2
         if self._sink is not None:
             self._sink.write(chunk)
             self._sink.flush()
@@ -207,13 +223,16 @@ def _recording_classes() -> tuple[type, type]:
     import httpx
 
     class Stream(httpx.AsyncByteStream):
-        def __init__(self, inner: httpx.AsyncByteStream, recorder: Recorder, binary: bool) -> None:
+        def __init__(
+            self, inner: httpx.AsyncByteStream, recorder: Recorder, binary: bool, resumable: bool
+        ) -> None:
             self._inner = inner
             self._recorder = recorder
             self._binary = binary
+            self._resumable = resumable
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            self._recorder._start(self._binary)
+            self._recorder._start(self._binary, self._resumable)
             async for chunk in self._inner:
                 self._recorder._write(chunk)
                 yield chunk
@@ -235,7 +254,12 @@ def _recording_classes() -> tuple[type, type]:
             return httpx.Response(
                 response.status_code,
                 headers=response.headers,
-                stream=Stream(response.stream, self._recorder, kind == PROTO_MEDIA_TYPE),
+                stream=Stream(
+                    response.stream,
+                    self._recorder,
+                    kind == PROTO_MEDIA_TYPE,
+                    response.headers.get("agui-resumable", "").strip() == "1",
+                ),
                 extensions=response.extensions,
             )
 

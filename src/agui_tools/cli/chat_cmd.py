@@ -37,6 +37,9 @@ journal and the HTTP options are those of `agui-tools run`.
 Commands (a line starting with "/"):
 {chr(10).join(f"  {name:<11} {what}" for name, what in COMMANDS.items())}
 
+--resumable: a dropped connection is rejoined where it left off, and Ctrl-C
+during a turn asks the agent to stop the run (docs/resumable.md).
+
 --save FILE writes the raw event streams to FILE as they arrive, like /save at
 the end. A run that fails (an error, a cut connection) is reported and the
 chat goes on: calls it left are answered as not executed.
@@ -135,7 +138,7 @@ async def _chat(driver: Driver, *, resuming: bool = False) -> int:
                 if _command(driver, line) == QUIT:
                     return 0
                 continue
-            await _turn(driver, line)
+            await driver.stopping_on_cancel(_turn(driver, line))
     finally:
         await driver.aclose()
 

@@ -32,6 +32,11 @@ non-interactively (see `agui-tools demo --help` for the script format). At the
 end of input (Ctrl-D, stdin at end of file) a pending call is declined, and
 the answer says nobody decided.
 
+--resumable opts in to resumable runs (docs/resumable.md): when the agent
+confirms, a dropped connection is rejoined where it left off (each event
+shown once), and Ctrl-C asks the agent to stop the run — it ends cancelled —
+instead of only hanging up.
+
 --save FILE writes the raw event streams as they arrive, one run after
 another (SSE, or the binary frames with --proto): `agui-tools verify FILE`
 judges them. --json prints the outcome as
@@ -120,7 +125,9 @@ def _run(driver: Driver) -> int:
 
     async def main() -> RunResult:
         try:
-            return await session.send(args.prompt, on_update=ui.on_update)
+            return await driver.stopping_on_cancel(
+                session.send(args.prompt, on_update=ui.on_update)
+            )
         finally:
             await driver.aclose()
 

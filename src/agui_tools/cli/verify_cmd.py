@@ -42,6 +42,13 @@ as a run with status "error"; "truncated" means the capture was cut (TRANS-2);
 "empty" means the capture holds no run (keep-alives only): not a success.
 An empty file or an empty JSON array holds no capture at all (exit 2).
 
+An SSE capture of the resumable extension (docs/resumable.md; `run --resumable
+--save`) carries "id: <runId>:<seq>" lines: they are judged as a resumable
+client judges them — an event replayed by a rejoin is dropped and said, a gap
+in a run's seqs rejects it there (RESUME-2) — on an "event ids" line (--json:
+"ids": {"runs": {runId: last seq}, "replayed": [{runId, seq}]}, present only
+then). Ids of a standard stream's own making are not judged.
+
 --limit NAME=N raises (or lowers) one of the consumer's resource limits, for
 a stream refused with rule LIMIT that you know to be legitimate; NAME is one
 of: {limits}.
@@ -202,10 +209,10 @@ def _judge(
     data: bytes, name: str, run_input: dict[str, Any] | None, args: Any, limits: Any
 ) -> CaptureVerdict | None:
     """The verdict on one capture (``None``: it is no readable capture, said why)."""
-    from ..app._capture import read_frames, replay, truncation
+    from ..app._capture import read_frames_and_ids, replay, truncation
 
     try:
-        frames = read_frames(data, limits=limits)
+        frames, ids = read_frames_and_ids(data, limits=limits)
     except ProtocolViolation as exc:
         print(
             one_line(f"agui-tools verify: {name} is not a readable capture: {exc}"),
@@ -220,6 +227,7 @@ def _judge(
         print(one_line(f"agui-tools verify: {exc}"), file=sys.stderr)
         return None
     verdict.truncated = truncation(verdict, data)
+    verdict.ids = ids
     return verdict
 
 

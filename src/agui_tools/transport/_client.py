@@ -26,6 +26,14 @@ is chosen by the response's ``Content-Type`` — length-prefixed protobuf frames
 MUST always be prepared for — and the decoded events enter the same pipeline.
 ``"proto"`` logs when the agent answered SSE instead; ``"auto"`` takes either
 quietly. ``"sse"`` (the default) asks for SSE only.
+
+The resumable extension (docs/resumable.md), with ``resumable=True``: the run
+request opts in (``Agui-Resumable: 1``); when the agent confirms, a cut
+(connection reset, a body ending before the run's terminal event, a read or idle
+timeout) is followed by a rejoin with ``Last-Event-ID`` and backoff, and the
+events already delivered are dropped from the replay, so the pipeline reads one
+continuous stream (:mod:`._rejoin` decides; this module only moves the bytes). An
+agent that does not confirm gets the standard client, unchanged.
 """
 
 from __future__ import annotations
@@ -33,8 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import zlib
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
@@ -42,7 +49,7 @@ import httpx
 import orjson
 
 from .. import _telemetry
-from .._errors import LimitExceeded, ProtocolViolation, TransportError, UsageError
+from .._errors import TransportError, UsageError
 from ..app._conversation import Conversation, RunResult, Update
 from ..app._downgrade import prepare_run_input
 from ..app._driver import AsyncDriver, Driver
@@ -55,8 +62,19 @@ from ..wire._framing import (
     BrokenFrame,
     SSEReader,
 )
+from ._decoding import MAX_INFLATION
+from ._decoding import _Decoding as _Decoding  # the proxy reads it here too
+from ._rejoin import RESUMABLE_HEADER, RejoinPolicy, RejoinState
 
-__all__ = ["AgentClient", "BaseAgentClient", "SyncAgentClient", "Transport", "TransportError"]
+__all__ = [
+    "MAX_INFLATION",
+    "AgentClient",
+    "BaseAgentClient",
+    "RejoinPolicy",
+    "SyncAgentClient",
+    "Transport",
+    "TransportError",
+]
 
 log = logging.getLogger("agui_tools.transport")
 
@@ -80,13 +98,6 @@ _HEADERS = {
     "Accept": SSE_MEDIA_TYPE,
     "Accept-Encoding": ", ".join(_DECODED),
 }
-MAX_INFLATION: Final = 200
-"""How much a compressed stream may expand — decoded bytes per byte received,
-past the first MiB. A keep-alive-heavy SSE stream compresses ~50:1; gzip can
-reach ~1000:1, and decoding at that ratio would make the cost of a stream
-a thousand times its size."""
-_INFLATION_ALLOWANCE: Final = 1024 * 1024
-_PIECE: Final = 256 * 1024
 _ACCEPT: dict[str, str] = {
     "sse": SSE_MEDIA_TYPE,
     "proto": f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}",
@@ -171,7 +182,11 @@ class _Reader(Protocol):
 
 
 def _reader_for(
-    response: httpx.Response, transport: str, max_event_bytes: int, max_depth: int
+    response: httpx.Response,
+    transport: str,
+    max_event_bytes: int,
+    max_depth: int,
+    event_ids: bool = False,
 ) -> _Reader:
     """The parser the response's ``Content-Type`` calls for (TRANS-7), or an error."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -185,118 +200,13 @@ def _reader_for(
                 "the agent at %s answered SSE: it does not serve the binary binding",
                 response.request.url,
             )
-        return SSEReader(max_event_bytes=max_event_bytes)
+        return SSEReader(max_event_bytes=max_event_bytes, event_ids=event_ids)
     raise TransportError(
         f"the agent at {response.request.url} answered {response.status_code} with "
         f"Content-Type {kind or '(none)'!r}, not an event stream",
         status=response.status_code,
         url=str(response.request.url),
     )
-
-
-class _Decoding:
-    """The response's content coding undone, a bounded piece at a time.
-
-    Not httpx's decoders: they inflate each received chunk whole, so one chunk
-    of a gzip bomb becomes a thousand times its size before anything can look at it. Here no
-    call returns more than :data:`_PIECE` bytes, and the stream is refused — a
-    ``LIMIT`` violation in the frames, the run ending rejected — once what it
-    decoded passes :data:`MAX_INFLATION` times what was received (past the first
-    MiB).
-
-    A gzip body is RFC 1952's "series of members", each decoded in turn (an agent
-    gzipping each flush on its own, a CDN concatenating); bytes after a deflate
-    stream's end, or after a member that are not another member (or the zero padding
-    gzip(1) itself skips), are a TRANS-4 violation, never dropped. A body that stops decoding yields every byte that
-    decoded before the point where it stops, then the violation naming it.
-    """
-
-    def __init__(self, coding: str) -> None:
-        # gzip: a gzip header (wbits 31); deflate: zlib-wrapped, as RFC 9110 says,
-        # with raw deflate (what some servers send) tried when the header is wrong;
-        # x-gzip is gzip (RFC 9110 §8.4.1.3)
-        self._wbits = 31 if coding in ("gzip", "x-gzip") else 15
-        self._inflater = None if coding in ("", "identity") else zlib.decompressobj(self._wbits)
-        self._raw_fallback = coding == "deflate"
-        self.received = 0
-        self.decoded = 0
-        self._member = (1, 0)  # gzip: which member is being decoded, from which byte
-
-    def feed(self, chunk: bytes) -> Iterator[bytes | BrokenFrame]:
-        start = self.received
-        self.received += len(chunk)
-        if self._inflater is None:
-            yield chunk
-            return
-        data = chunk
-        while data:
-            if self._inflater.eof:  # a member ended: what follows must be another
-                if self._wbits == 31 and not data.strip(b"\x00"):
-                    return  # zero padding after a member: gzip(1) and Python's gzip skip it
-                if self._wbits != 31:
-                    yield self._broken(
-                        f"has {len(data)} byte(s) after its end, at byte "
-                        f"{self.received - len(data)} of the body (a deflate stream is one)"
-                    )
-                    return
-                self._inflater = zlib.decompressobj(self._wbits)
-                self._member = (self._member[0] + 1, self.received - len(data))
-            before = self._inflater.copy()
-            try:
-                piece = self._inflater.decompress(data, _PIECE)
-            except zlib.error as exc:
-                if self._raw_fallback and self.decoded == 0:
-                    self._raw_fallback = False
-                    self._wbits = -15
-                    self._inflater = zlib.decompressobj(-15)
-                    continue
-                # zlib gives nothing of a call that fails: the same bytes again, one at
-                # a time, for what decodes before the point where it stops
-                yield from self._up_to_error(before, data, exc, start + len(chunk) - len(data))
-                return
-            data = self._inflater.unconsumed_tail or (
-                self._inflater.unused_data if self._inflater.eof else b""
-            )
-            if not (yield from self._out(piece)):
-                return
-
-    def _up_to_error(
-        self, inflater: Any, data: bytes, exc: zlib.error, offset: int
-    ) -> Iterator[bytes | BrokenFrame]:
-        for at in range(len(data)):
-            try:
-                piece = inflater.decompress(data[at : at + 1])
-            except zlib.error as error:
-                exc, offset = error, offset + at
-                break
-            if not (yield from self._out(piece)):
-                return
-        number, first = self._member
-        member = f", in gzip member {number} (from byte {first})" if number > 1 else ""
-        yield self._broken(f"does not decode at byte {offset} of the body{member} ({exc})")
-
-    def _out(self, piece: bytes) -> Generator[bytes | BrokenFrame, None, bool]:
-        """Yield a decoded piece — or the LIMIT violation, and False, past the bound."""
-        self.decoded += len(piece)
-        if self.decoded > _INFLATION_ALLOWANCE + MAX_INFLATION * self.received:
-            yield BrokenFrame(
-                LimitExceeded(
-                    "LIMIT",
-                    f"the compressed stream inflated to {self.decoded} bytes from "
-                    f"{self.received} received, past {MAX_INFLATION} to one.",
-                    where="stream framing",
-                )
-            )
-            return False
-        if piece:
-            yield piece
-        return True
-
-    @staticmethod
-    def _broken(what: str) -> BrokenFrame:
-        return BrokenFrame(
-            ProtocolViolation("TRANS-4", f"the compressed stream {what}.", where="stream framing")
-        )
 
 
 class _Deadlines:
@@ -310,6 +220,12 @@ class _Deadlines:
         self._started = now
         self._last_event = now
         self.capped = False  # the read timeout is the idle deadline
+        self.idle_expired = False
+
+    def restart_idle(self) -> None:
+        """A rejoined stream: silence is counted from now, the run deadline is not."""
+        self._last_event = time.monotonic()
+        self.idle_expired = False
 
     def timeout(self, configured: httpx.Timeout) -> httpx.Timeout:
         """The request's timeouts, with silence (no byte at all) capped at ``idle``."""
@@ -326,6 +242,7 @@ class _Deadlines:
         if events:
             self._last_event = now
         elif self.idle is not None and now - self._last_event > self.idle:
+            self.idle_expired = True
             raise self.idle_error()
         if self.run is not None and now - self._started > self.run:
             raise TransportError(
@@ -385,6 +302,7 @@ class _Exchange:
         "max_depth",
         "max_event_bytes",
         "reader",
+        "rejoin",
         "streaming",
         "transport",
         "url",
@@ -403,6 +321,8 @@ class _Exchange:
         self.deadlines = _Deadlines(self.url, client.idle_timeout, client.run_timeout)
         self.decoding = _Decoding("")
         self.done = False  # the stream was refused mid-way: nothing more is read
+        # the resumable opt-in's state (None: the standard binding only)
+        self.rejoin = RejoinState(self.url, run_input, client.rejoin) if client.resumable else None
 
     def timeout(self, configured: httpx.Timeout) -> httpx.Timeout:
         return self.deadlines.timeout(configured)
@@ -411,9 +331,65 @@ class _Exchange:
         """A 2xx answer: an event stream in the binding its Content-Type names (its
         content coding checked), which from now on is being read."""
         _check_stream(response)
-        self.reader = _reader_for(response, self.transport, self.max_event_bytes, self.max_depth)
+        state = self.rejoin
+        if state is not None and not state.confirmed:
+            state.confirmed = RejoinState.confirms(response.headers)
+        confirmed = state is not None and state.confirmed
+        self.reader = _reader_for(
+            response, self.transport, self.max_event_bytes, self.max_depth, confirmed
+        )
+        if confirmed and not isinstance(self.reader, SSEReader):
+            self.rejoin = None  # the opt-in is SSE's alone: a binary answer is standard
         self.decoding = _Decoding(_coding(response))
         self.streaming = True
+
+    def may_rejoin(self, exc: BaseException | None = None) -> bool:
+        """Whether a stream that ended (``exc``: how it broke) is a cut to rejoin: the
+        agent confirmed the opt-in, the run's terminal event has not arrived, and
+        nothing was refused. A deadline of the run's own is never a cut."""
+        state = self.rejoin
+        if state is None or not state.confirmed or state.ended or state.broken or self.done:
+            return False
+        if isinstance(exc, TransportError):  # the idle deadline, or a rejoin's 5xx
+            return self.deadlines.idle_expired or (exc.status or 0) >= 500
+        return exc is None or isinstance(exc, httpx.TransportError)
+
+    def complete(self) -> bool:
+        """An opted-in run whose terminal event was delivered: it is whole."""
+        return self.rejoin is not None and self.rejoin.ended
+
+    def rejoin_request(self, why: str) -> tuple[str, dict[str, str], float]:
+        """The next rejoin's URL, headers and the wait before it; raises the
+        truncation :class:`TransportError` once the policy gives up."""
+        state = self.rejoin
+        assert state is not None
+        delay = state.next_delay()
+        if delay is None:
+            raise TransportError(state.gave_up(why), url=self.url, truncated=True)
+        log.info("the run at %s was cut (%s): rejoining after seq %d", self.url, why, state.last)
+        return state.events_url, state.rejoin_headers(), delay
+
+    def rejoined(self, response: httpx.Response, body: bytes | None) -> TransportError | None:
+        """A rejoin's answer: ``None`` when it is the run's stream, now being read;
+        the error to try again after (a 5xx); or, raised, the truncation error (the
+        log is gone or refuses the id: 4xx, the run cannot be resumed)."""
+        state = self.rejoin
+        assert state is not None
+        if response.status_code >= 500:
+            return _status_error(response, body or b"")
+        if response.status_code >= 300 or not RejoinState.confirms(response.headers):
+            error = _status_error(response, body or b"")
+            raise TransportError(
+                f"{state.gave_up(f'HTTP {response.status_code}')}: {error}",
+                status=response.status_code,
+                body=error.body,
+                url=self.url,
+                truncated=True,
+            )
+        self.accept(response)
+        self.deadlines.restart_idle()
+        state.rejoins += 1
+        return None
 
     def frames(self, raw: bytes) -> list[Any]:
         """The frames one received chunk completes, for the pipeline: SSE ``data``
@@ -431,8 +407,23 @@ class _Exchange:
                 return frames
             new = self.reader.feed_frames(chunk)
             self.deadlines.check(len(new))
+            if self.rejoin is not None and self.rejoin.confirmed:
+                assert isinstance(self.reader, SSEReader)
+                new = self.rejoin.admit(new, self.reader.take_event_ids())
+                if self.rejoin.broken:
+                    self.done = True
+                    return frames + new
             frames += new
         return frames
+
+    def cut_reason(self, exc: BaseException | None) -> str:
+        if exc is None:
+            return "the stream ended before the run's terminal event"
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+    def failure(self, exc: httpx.HTTPError | TransportError) -> TransportError:
+        """What a stream's failure is called (a TransportError stays itself)."""
+        return exc if isinstance(exc, TransportError) else self.failed(exc)
 
     def failed(self, exc: httpx.HTTPError) -> TransportError:
         if isinstance(exc, httpx.ReadTimeout) and self.streaming and self.deadlines.capped:
@@ -462,6 +453,11 @@ class BaseAgentClient(Generic[H]):
         run_timeout: seconds the whole run may take (``None``, the default: no
             deadline). Either deadline ends the run truncated and raises
             :class:`TransportError` naming it.
+        resumable: opt in to the resumable extension (docs/resumable.md): a cut
+            run is rejoined where it left off, per ``rejoin``
+            (:class:`~agui_tools.transport._rejoin.RejoinPolicy`), when the agent
+            confirms; the idle deadline then rejoins too. :meth:`stop` asks the
+            agent to end the run in flight as cancelled.
     """
 
     def __init__(
@@ -477,10 +473,18 @@ class BaseAgentClient(Generic[H]):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         run_timeout: float | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        resumable: bool = False,
+        rejoin: RejoinPolicy | None = None,
     ) -> None:
         self.url = url
         self.transport = transport
         self.headers = _headers(transport, headers)
+        self.resumable = resumable
+        self.rejoin = rejoin or RejoinPolicy()
+        if resumable:
+            self.headers[RESUMABLE_HEADER] = "1"
+        # the opted-in run being read (for stop()), and the last one's state
+        self.current: RejoinState | None = None
         self._own = http is None
         self._http: H = http if http is not None else self._new_http(timeout)
         self.peer_version = peer_version
@@ -494,7 +498,32 @@ class BaseAgentClient(Generic[H]):
         raise NotImplementedError
 
     def _exchange(self, run_input: Mapping[str, Any]) -> _Exchange:
-        return _Exchange(self, run_input)
+        exchange = _Exchange(self, run_input)
+        self.current = exchange.rejoin
+        return exchange
+
+    def _stop_request(self) -> tuple[str, dict[str, str]] | None:
+        state = self.current
+        if state is None or not state.confirmed or state.ended:
+            return None
+        return state.stop_url, {**self.headers, "Content-Type": "application/json"}
+
+
+def _stop_answer(response: httpx.Response, body: bytes) -> str:
+    """``"stopping"`` (202) or ``"finished"`` (409: it had already ended); another
+    answer is a :class:`TransportError` with its status and body."""
+    if response.status_code == 202:
+        return "stopping"
+    if response.status_code == 409:
+        return "finished"
+    raise _status_error(response, body)
+
+
+def _rejoin_headers(headers: Mapping[str, str], rejoin: Mapping[str, str]) -> dict[str, str]:
+    """A rejoin's GET: the run request's headers (authentication, say) and the
+    rejoin's own, asking for SSE alone (the extension is SSE's)."""
+    out = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+    return {**out, "Accept": SSE_MEDIA_TYPE, **rejoin}
 
 
 @contextmanager
@@ -540,8 +569,10 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
 
     async def frames(self, run_input: Mapping[str, Any]) -> AsyncIterator[list[Any]]:
         """POST the input; yield what each network chunk completes (SSE ``data``
-        payloads, or the events of binary frames)."""
+        payloads, or the events of binary frames) — on a resumable run, across
+        rejoins, each event once."""
         exchange = self._exchange(run_input)
+        cut: BaseException | None = None
         try:
             async with self._http.stream(
                 "POST",
@@ -558,8 +589,52 @@ class AgentClient(BaseAgentClient[httpx.AsyncClient]):
                         yield frames
                     if exchange.done:
                         return
+        except (httpx.HTTPError, TransportError) as exc:
+            if exchange.complete():
+                return  # the run's terminal event is in: what broke after it is no cut
+            if not exchange.may_rejoin(exc):
+                raise exchange.failure(exc) from exc
+            cut = exc
+        while exchange.may_rejoin(cut):
+            url, headers, delay = exchange.rejoin_request(exchange.cut_reason(cut))
+            await asyncio.sleep(delay)
+            cut = None
+            try:
+                async with self._http.stream(
+                    "GET",
+                    url,
+                    headers=_rejoin_headers(self.headers, headers),
+                    timeout=exchange.timeout(self._http.timeout),
+                ) as response:
+                    body = await _error_body(response) if response.status_code >= 300 else None
+                    if retry := exchange.rejoined(response, body):
+                        cut = retry
+                        continue
+                    async for chunk in response.aiter_raw():
+                        if frames := exchange.frames(chunk):
+                            yield frames
+                        if exchange.done:
+                            return
+            except (httpx.HTTPError, TransportError) as exc:
+                if exchange.complete():
+                    return
+                if not exchange.may_rejoin(exc):
+                    raise exchange.failure(exc) from exc
+                cut = exc
+
+    async def stop(self) -> str | None:
+        """Ask the agent to stop the opted-in run in flight (it ends cancelled, RUN-5):
+        ``"stopping"``, ``"finished"`` (it had already ended), or ``None`` when no
+        confirmed resumable run is in flight (nothing is sent)."""
+        request = self._stop_request()
+        if request is None:
+            return None
+        url, headers = request
+        try:
+            async with self._http.stream("POST", url, content=b"{}", headers=headers) as response:
+                return _stop_answer(response, await _error_body(response))
         except httpx.HTTPError as exc:
-            raise exchange.failed(exc) from exc
+            raise _connection_error(url, exc, streaming=False) from exc
 
     async def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None
@@ -613,8 +688,10 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
         self.close()
 
     def frames(self, run_input: Mapping[str, Any]) -> Iterator[list[Any]]:
-        """POST the input; yield the SSE ``data`` payloads each network chunk completes."""
+        """POST the input; yield the SSE ``data`` payloads each network chunk completes
+        (see :meth:`AgentClient.frames`)."""
         exchange = self._exchange(run_input)
+        cut: BaseException | None = None
         try:
             with self._http.stream(
                 "POST",
@@ -631,8 +708,50 @@ class SyncAgentClient(BaseAgentClient[httpx.Client]):
                         yield frames
                     if exchange.done:
                         return
+        except (httpx.HTTPError, TransportError) as exc:
+            if exchange.complete():
+                return  # the run's terminal event is in: what broke after it is no cut
+            if not exchange.may_rejoin(exc):
+                raise exchange.failure(exc) from exc
+            cut = exc
+        while exchange.may_rejoin(cut):
+            url, headers, delay = exchange.rejoin_request(exchange.cut_reason(cut))
+            time.sleep(delay)
+            cut = None
+            try:
+                with self._http.stream(
+                    "GET",
+                    url,
+                    headers=_rejoin_headers(self.headers, headers),
+                    timeout=exchange.timeout(self._http.timeout),
+                ) as response:
+                    body = _error_body_sync(response) if response.status_code >= 300 else None
+                    if retry := exchange.rejoined(response, body):
+                        cut = retry
+                        continue
+                    for chunk in response.iter_raw():
+                        if frames := exchange.frames(chunk):
+                            yield frames
+                        if exchange.done:
+                            return
+            except (httpx.HTTPError, TransportError) as exc:
+                if exchange.complete():
+                    return
+                if not exchange.may_rejoin(exc):
+                    raise exchange.failure(exc) from exc
+                cut = exc
+
+    def stop(self) -> str | None:
+        """The blocking face of :meth:`AgentClient.stop`."""
+        request = self._stop_request()
+        if request is None:
+            return None
+        url, headers = request
+        try:
+            with self._http.stream("POST", url, content=b"{}", headers=headers) as response:
+                return _stop_answer(response, _error_body_sync(response))
         except httpx.HTTPError as exc:
-            raise exchange.failed(exc) from exc
+            raise _connection_error(url, exc, streaming=False) from exc
 
     def run(
         self, conversation: Conversation, *, on_update: Callable[[Update], Any] | None = None

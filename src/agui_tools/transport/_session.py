@@ -674,6 +674,12 @@ class Session(BaseSession[AgentClient]):
         result: RunResult = await self._perform(self._resume_steps(answers, emit), emit)
         return result
 
+    async def stop(self) -> str | None:
+        """Ask the agent to stop the run in flight, with a resumable client
+        (docs/resumable.md, RESUME-6): it ends cancelled, never merely abandoned.
+        ``None`` when there is no such run (nothing is sent)."""
+        return await self.client.stop()
+
     async def open(self) -> Conversation:
         """The session's conversation, its thread restored from the store — without
         sending anything: to show a thread's history before the user types (a page
@@ -788,6 +794,10 @@ class SyncSession(BaseSession[SyncAgentClient]):
         emit = on_update or _ignore
         result: RunResult = self._perform(self._resume_steps(answers, emit), emit)
         return result
+
+    def stop(self) -> str | None:
+        """The blocking face of :meth:`Session.stop` (call it from another thread)."""
+        return self.client.stop()
 
     def open(self) -> Conversation:
         """The session's conversation, its thread restored (see :meth:`Session.open`)."""

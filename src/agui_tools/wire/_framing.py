@@ -2,7 +2,8 @@
 
 Sans-I/O: feed bytes in any split, take payloads out; nothing here parses JSON. The SSE
 reader takes the full WHATWG grammar a consumer MAY accept (TRANS-5: any line ending, a
-BOM, comments, multi-line ``data``; other fields ignored, TRANS-6); the writer emits LF
+BOM, comments, multi-line ``data``; other fields ignored, TRANS-6, except ``id`` when
+asked for ``event_ids``: the opt-in resumable binding, docs/resumable.md); the writer emits LF
 only. An event unterminated at the end of the stream is not dispatched: its run is
 truncated, reported, never repaired.
 """
@@ -144,8 +145,14 @@ class SSEReader(_StreamReader):
     ['x\\ny']
     """
 
-    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, event_ids: bool = False
+    ) -> None:
         self._buf = bytearray()
+        # each dispatched event's own ``id`` field (None: it had none), in order,
+        # when asked for: take them with take_event_ids()
+        self._ids: list[str | None] | None = [] if event_ids else None
+        self._event_id: str | None = None
         # the event's data, joined as it arrives: one buffer, not an object per line
         # (an object per short line would hold many times the event's size)
         self._data = bytearray()
@@ -230,6 +237,15 @@ class SSEReader(_StreamReader):
                 where=_FRAMING,
             )
 
+    def take_event_ids(self) -> list[str | None]:
+        """The ``id`` field of each event dispatched since the last call, in order
+        (``None`` for an event without one); empty unless made with ``event_ids``."""
+        ids = self._ids
+        if not ids:
+            return []
+        self._ids = []
+        return ids
+
     def _line(self, line: bytes, out: list[str], offset: int) -> None:
         if not line:
             if self._has_data:
@@ -238,6 +254,9 @@ class SSEReader(_StreamReader):
                 out.append(_decode(data, f"the SSE event ending at byte {offset} of the stream"))
                 data.clear()
                 self._has_data = False
+                if self._ids is not None:
+                    self._ids.append(self._event_id)
+            self._event_id = None
             return
         if line[0] == 0x3A:  # ':' comment
             return
@@ -250,7 +269,10 @@ class SSEReader(_StreamReader):
                 value = value[1:]
         if name == b"data":
             self._data_line(value)
-        # event:, id:, retry: and unknown fields are ignored (TRANS-5)
+        elif name == b"id" and self._ids is not None and b"\0" not in value:
+            # a NUL makes the field ignored (WHATWG); a bad id is the caller's to judge
+            self._event_id = value.decode("utf-8", "replace")
+        # event:, retry: and unknown fields are ignored (TRANS-5)
 
     def _data_line(self, value: bytes) -> None:
         data = self._data
