@@ -60,7 +60,7 @@ def test_httpagent_round_trip_through_the_proxy(
 
     thread_id = f"proxy-{uuid.uuid4().hex[:8]}"
     px: Proxied
-    with proxied(url, record=tmp_path, wrap=wrap, judge_in_process=True) as px:  # as the CLI
+    with proxied(url, record=tmp_path, wrap=wrap) as px:
         ts = run_node(
             "httpagent.mjs",
             px.url,

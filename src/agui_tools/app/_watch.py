@@ -67,7 +67,8 @@ __all__ = [
 ]
 
 Severity = Literal["error", "warning"]
-Side = Literal["agent", "frontend"]
+Side = Literal["agent", "frontend", "proxy"]
+"""Whose doing a finding is: ``proxy`` for what the proxy itself could not do."""
 
 BINDINGS: Final = {
     SSE_MEDIA_TYPE: "sse",

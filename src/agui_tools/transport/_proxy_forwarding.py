@@ -2,10 +2,11 @@
 
 Apart from the checks and the verdicts because it is the one part that moves bytes:
 the headers each way (hop-by-hop dropped, this proxy's ``Via`` added), the answer
-chunk by chunk as it arrives (judged after it is forwarded, or before it in strict
-mode), a compressed answer decoded for the judge (:class:`_Decoded`), the frames told
-to the observer (:class:`_Timeline`), the ``502`` of an upstream that cannot be
-reached. A mixin of :class:`~._proxy.ProxyApp`, built on its verdict bookkeeping.
+chunk by chunk as it arrives (judged inline right after it is forwarded, or before it
+in strict mode), a compressed answer decoded for the judge (:class:`_Decoded`), the
+frames told to the observer (:class:`_Timeline`), the ``502`` of an upstream that
+cannot be reached, the ``503`` of the proxy's own connections all in use. A mixin of
+:class:`~._proxy.ProxyApp`, built on its verdict bookkeeping.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from starlette.types import Receive, Scope, Send
 from ..app._watch import InputJudged, StreamWatch, WatchFinding, binding_of
 from ..wire._framing import BrokenFrame
 from ._client import _DECODABLE, _DECODED, _coding, _Decoding
-from ._judge_pool import JudgePool, _RemoteWatch
+from ._proxy_requests import redacted_url
 from ._proxy_verdicts import ProxyObserver, VerdictBook, log
 from ._recording import RecordedExchange
 
-__all__ = ["HOP_BY_HOP", "STOP_END_TIMEOUT", "Forwarding"]
+__all__ = ["HOP_BY_HOP", "POOL_WAIT", "STOP_END_TIMEOUT", "Forwarding"]
+
+POOL_WAIT: Final = 1.0
+"""Seconds a request waits for one of the proxy's upstream connections before its 503."""
 
 HOP_BY_HOP: Final = frozenset(
     {
@@ -92,10 +96,10 @@ class Forwarding(VerdictBook):
     via: str
     strict: bool
     abandoned: int
+    upstream_connections: int | None
     on_upstream_error: Callable[[str, str], None] | None
     _timeout: httpx.Timeout
     _client: httpx.AsyncClient | None
-    _pool: JudgePool | None
     _stop: asyncio.Future[None] | None
 
     @property
@@ -104,8 +108,12 @@ class Forwarding(VerdictBook):
         its timeouts). It keeps no cookie: an agent's ``Set-Cookie`` is the frontend's
         (forwarded to it), never replayed for the next request — another frontend's."""
         if self._client is None:
+            size = self.upstream_connections
             self._client = httpx.AsyncClient(
-                timeout=self._timeout, follow_redirects=False, cookies=_no_cookies()
+                timeout=self._timeout,
+                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                follow_redirects=False,
+                cookies=_no_cookies(),
             )
         return self._client
 
@@ -121,9 +129,8 @@ class Forwarding(VerdictBook):
         meta: dict[str, Any],
         on_finding: Callable[[WatchFinding], None],
         number: int = 0,
-    ) -> asyncio.Future[None] | None:
-        """Forward the request and stream the answer back; the verdict of a stream
-        judged in the judging process, when it is still to come (``None``: it is in)."""
+    ) -> None:
+        """Forward the request and stream the answer back, judged as it passes."""
         # built as is, not by the client (``build_request`` adds its default headers —
         # Accept, Accept-Encoding, User-Agent — and its cookies): the agent gets the
         # frontend's end-to-end headers, Host and Content-Length, and this proxy's Via
@@ -146,24 +153,28 @@ class Forwarding(VerdictBook):
             if not sending.done():  # the proxy stops (or this exchange is cancelled)
                 sending.cancel()
                 await asyncio.wait({sending})
+        shown = redacted_url(url)
         if sending.cancelled():  # the proxy stopped before the upstream answered
-            message = f"agui-tools proxy: stopped before the upstream {url} answered"
-            meta |= {"status": 503, "contentType": "application/json", "proxyStopped": True}
             self.abandoned += 1
-            problem = {"path": "", "message": message, "upstream": url}
-            if exchange is not None:
-                exchange.open("application/json")
-                exchange.write(orjson.dumps({"error": problem}))
-            await JSONResponse(
-                {"error": problem}, status_code=503, headers={"connection": "close"}
-            )(scope, receive, send)
-            return None
+            message = f"stopped before the upstream {shown} answered"
+            await self._unavailable(
+                scope, receive, send, exchange, meta, message, proxyStopped=True
+            )
+            return
         try:
             response = sending.result()
+        except httpx.PoolTimeout:
+            # the proxy's own limit, not the agent's fault: 503, side proxy
+            message = (
+                f"all {self.upstream_connections} upstream connection(s) in use for {POOL_WAIT} s "
+                "(--upstream-connections): the proxy's own limit, the agent was not asked"
+            )
+            await self._unavailable(scope, receive, send, exchange, meta, message, poolFull=True)
+            return
         except httpx.HTTPError as exc:
-            message = f"the upstream {url} cannot be reached: {_describe(exc)}"
-            await self._bad_gateway(scope, receive, send, url, exchange, meta, message)
-            return None
+            message = f"the upstream {shown} cannot be reached: {_describe(exc)}"
+            await self._bad_gateway(scope, receive, send, shown, exchange, meta, message)
+            return
         if not 200 <= response.status_code <= 599:
             # HTTP allows any 3 digits (LinkedIn's 999), the ASGI servers answer 100-599:
             # a 502 naming what the agent said, never an answer cut before it starts
@@ -172,22 +183,22 @@ class Forwarding(VerdictBook):
                 scope,
                 receive,
                 send,
-                url,
+                shown,
                 exchange,
                 meta,
-                f"the upstream {url} answered status {response.status_code} "
+                f"the upstream {shown} answered status {response.status_code} "
                 f"({response.reason_phrase or 'no reason phrase'}), which the proxy cannot "
                 "forward: an HTTP status it forwards is 200-599",
                 upstreamStatus=response.status_code,
             )
-            return None
+            return
         content_type = response.headers.get("content-type")
         meta |= {"status": response.status_code, "contentType": content_type}
+        meta["responseHeaders"] = sorted({k.lower() for k in response.headers})
         if "location" in response.headers:  # a redirect: the mock replays it with its target
             meta["location"] = response.headers["location"]
         binding = binding_of(content_type)
-        watch: StreamWatch | None = None  # judged here (strict: before forwarding)
-        remote: _RemoteWatch | None = None  # judged in the judging process
+        watch: StreamWatch | None = None  # judged inline (strict: before forwarding)
         # (a body our server refuses for the thread's sake, 409, still reached the agent:
         # its answer is judged against the body it was sent, and remembered as its run)
         run_input = judged.stream_input if judged is not None else None
@@ -205,7 +216,7 @@ class Forwarding(VerdictBook):
                     WatchFinding(
                         "TRANS-4",
                         "warning",
-                        "agent",
+                        "proxy",  # the agent may use any coding: a request names none
                         f"not judged: the answer's Content-Encoding {coding!r} is not one "
                         f"the proxy decodes ({', '.join(_DECODED)}); the stream is forwarded "
                         "as it came, unjudged, and recorded as it came",
@@ -214,10 +225,7 @@ class Forwarding(VerdictBook):
                     )
                 )
         if judged_stream and binding is not None:
-            if self.strict or self._pool is None or self._pool.broken or self._pool.behind:
-                watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
-            else:
-                remote = self._pool.open(binding, run_input, on_finding)
+            watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
         if exchange is not None:
             exchange.open(content_type)
         timeline = (
@@ -226,7 +234,7 @@ class Forwarding(VerdictBook):
             else None
         )
         pump = asyncio.create_task(
-            self._pump(send, response, watch, remote, exchange, meta, timeline, decoded)
+            self._pump(send, response, watch, exchange, meta, timeline, decoded)
         )
         gone = asyncio.create_task(_disconnected(receive))
         assert self._stop is not None  # (made when the request was sent upstream)
@@ -263,18 +271,14 @@ class Forwarding(VerdictBook):
                 # finding (told as it happened), no truncation said after it
                 cut_short = True
             if not pump.cancelled() and pump.exception() is not None:
-                log.error("proxying %s failed", url, exc_info=pump.exception())
+                log.error("proxying %s failed", shown, exc_info=pump.exception())
             # the verdict is in — and the thread's last run remembered — before the body
             # ends: the frontend's next input on the thread is judged against it
-            settle: asyncio.Future[None] | None = None
-            if remote is not None:
-                settle = self._settle(remote, cut_short, run_input, number)
-            else:
-                outcome = None
-                if watch is not None:
-                    watch.cut = watch.cut or cut_short
-                    outcome = watch.outcome(run_input or {})
-                self._remember(run_input, outcome, number)
+            outcome = None
+            if watch is not None:
+                watch.cut = watch.cut or cut_short
+                outcome = watch.outcome(run_input or {})
+            self._remember(run_input, outcome, number)
         if ended:
             end = send({"type": "http.response.body", "body": b"", "more_body": False})
             if not stopped:
@@ -288,7 +292,26 @@ class Forwarding(VerdictBook):
                     await asyncio.wait_for(end, STOP_END_TIMEOUT)
                 except TimeoutError:
                     meta["endUnsent"] = True
-        return settle
+
+    async def _unavailable(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        exchange: RecordedExchange | None,
+        meta: dict[str, Any],
+        message: str,
+        **more: Any,
+    ) -> None:
+        """Answer ``503`` for the proxy's own reason (stopping, its connections in use)."""
+        meta |= {"status": 503, "contentType": "application/json", **more}
+        problem = {"path": "", "message": f"agui-tools proxy: {message}", "side": "proxy"}
+        if exchange is not None:
+            exchange.open("application/json")
+            exchange.write(orjson.dumps({"error": problem}))
+        await JSONResponse({"error": problem}, status_code=503, headers={"connection": "close"})(
+            scope, receive, send
+        )
 
     async def _bad_gateway(
         self,
@@ -306,7 +329,12 @@ class Forwarding(VerdictBook):
         meta |= more
         if self.on_upstream_error is not None:
             self.on_upstream_error(url, message)
-        problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
+        problem = {
+            "path": "",
+            "message": f"agui-tools proxy: {message}",
+            "upstream": url,
+            "side": "agent",
+        }
         if exchange is not None:
             exchange.open("application/json")
             exchange.write(orjson.dumps({"error": problem}))
@@ -317,7 +345,6 @@ class Forwarding(VerdictBook):
         send: Send,
         response: httpx.Response,
         watch: StreamWatch | None,
-        remote: _RemoteWatch | None,
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
         timeline: _Timeline | None = None,
@@ -364,8 +391,6 @@ class Forwarding(VerdictBook):
                         timeline.feed(data)
                     if watch is not None:
                         watch.feed(data)
-                    elif remote is not None:
-                        await remote.feed(data)
                     continue
                 assert watch is not None
                 fatal: WatchFinding | None
@@ -388,10 +413,11 @@ class Forwarding(VerdictBook):
                 if fatal is not None:
                     break
         except httpx.HTTPError as exc:
-            message = f"the upstream {response.request.url} cut the body: {_describe(exc)}"
+            shown = redacted_url(str(response.request.url))
+            message = f"the upstream {shown} cut the body: {_describe(exc)}"
             meta["upstreamError"] = message
             if self.on_upstream_error is not None:
-                self.on_upstream_error(str(response.request.url), message)
+                self.on_upstream_error(shown, message)
             return False
         return True
 

@@ -8,7 +8,9 @@ loop — is read in one place, against the one URL it would be sent to
 
 from __future__ import annotations
 
+import contextlib
 import re
+from typing import Final
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from starlette.datastructures import Headers
@@ -17,7 +19,24 @@ from starlette.types import Scope
 from .._text import shown
 from ._front import Refusal
 
-__all__ = ["TargetChecks"]
+__all__ = ["REDACTED", "TargetChecks", "redacted_url"]
+
+REDACTED: Final = "***"
+"""What the proxy shows in place of a secret: a URL's query value, a header's value."""
+
+
+def redacted_url(url: str) -> str:
+    """``url`` as the proxy shows it anywhere — the inspector's page, the log, a
+    recording's meta, a peer's answer: no userinfo, and every query value (a bare
+    ``?KEY`` too) :data:`REDACTED`, so an agent's ``?code=KEY`` never leaves the proxy."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    with contextlib.suppress(ValueError):  # (a port that is not one: refused before)
+        netloc += f":{parts.port}" if parts.port is not None else ""
+    pairs = [p for p in re.split("[&;]", parts.query) if p]
+    query = "&".join(f"{p.split('=', 1)[0]}={REDACTED}" if "=" in p else REDACTED for p in pairs)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 class TargetChecks:
@@ -43,7 +62,7 @@ class TargetChecks:
                 if len(received) >= 2 and received[1] == self.via:
                     return (
                         f"a request came back to this proxy (Via: {shown(value)}): UPSTREAM "
-                        f"{shown(self.upstream)} leads back to the proxy itself — a loop; "
+                        f"{shown(redacted_url(self.upstream))} leads back to the proxy itself — a loop; "
                         "answered 508 Loop Detected, not forwarded again."
                     )
         return None
