@@ -20,7 +20,9 @@ a second copy of a rule:
   against what the proxy saw of the same thread's previous run: its pending calls
   answered (FE-8, FE-7: an interrupted run's pending calls too), its interrupts
   covered by the resume list (INT-6/7/8, :func:`~agui_tools.app._resume.check_resume`),
-  the messages it ended with still in the history (INPUT-5, a warning).
+  the messages it ended with still at the head of the history, in order (INPUT-5, a
+  warning) — checked against a digest of their ids, so a thread costs the ledger
+  the same whatever its history's length.
 
 A :class:`WatchFinding` is one observation: rule ID, severity, side, ids, event
 index, message — one JSON line in the proxy's log.
@@ -28,6 +30,7 @@ index, message — one JSON line in the proxy's log.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -170,8 +173,10 @@ class StreamOutcome:
     """The last run's status, or ``"rejected"`` when the stream broke a fatal rule."""
     pending: tuple[str, ...]
     interrupts: tuple[dict[str, Any], ...]
-    messages: tuple[str, ...]
-    """The ids of the messages the thread held when the stream ended."""
+    held: int
+    """How many messages (with an id) the thread held when the stream ended …"""
+    digest: bytes
+    """… and the digest of their ids, in order (:func:`history_digest`)."""
 
 
 class StreamWatch:
@@ -179,7 +184,9 @@ class StreamWatch:
 
     Feed chunks with :meth:`feed` (after forwarding them) or, in strict mode, with
     :meth:`admit` (before: it says what may be forwarded); then :meth:`close`.
-    ``on_finding`` is called with each finding as it is made.
+    ``on_finding`` is called with each finding as it is made; with ``keep=False`` that
+    is all (:attr:`findings` stays empty, the pipeline keeps no warning): the proxy
+    counts them itself, and a stream earning a warning per event costs it nothing.
     """
 
     def __init__(
@@ -189,8 +196,10 @@ class StreamWatch:
         run_input: Mapping[str, Any] | None = None,
         limits: Limits | None = None,
         on_finding: Callable[[WatchFinding], None] | None = None,
+        keep: bool = True,
     ) -> None:
         self.binding = binding
+        self.keep = keep
         self.limits = limits or Limits()
         max_bytes = self.limits.max_event_bytes
         self._reader: SSEReader | ProtoReader | NDJSONReader
@@ -284,6 +293,11 @@ class StreamWatch:
         """The stream's :class:`StreamOutcome` (closing it); ``None``: it started no run of
         ``run_input``'s thread."""
         result = self.close()
+        ids = [m["id"] for m in self.thread.messages if isinstance(m.get("id"), str)]
+        if self._strict and self.cut and self.fatal is not None:
+            # strict ended the stream at its fatal event with a RUN_ERROR: the frontend's
+            # next input continues the run as it was forwarded (errored), not as sent
+            return StreamOutcome(self._run_id(), "error", (), (), len(ids), history_digest(ids))
         thread_id = run_input.get("threadId")
         runs = [r for r in result.runs if r.thread_id in (None, thread_id)]
         pending: tuple[str, ...] = ()
@@ -301,7 +315,8 @@ class StreamWatch:
             status,
             pending,
             interrupts,
-            tuple(m["id"] for m in self.thread.messages if isinstance(m.get("id"), str)),
+            len(ids),
+            history_digest(ids),
         )
 
     def close(self) -> StreamResult:
@@ -427,6 +442,10 @@ class StreamWatch:
         )
 
     def _warned(self, warning: ProtocolWarning) -> None:
+        pipe = getattr(self, "pipe", None)  # (a warning while it is being built)
+        if not self.keep and pipe is not None:
+            pipe.warnings.clear()
+            pipe.verifier.warnings.clear()
         self._found(
             WatchFinding(
                 warning.rule,
@@ -441,7 +460,8 @@ class StreamWatch:
         )
 
     def _found(self, finding: WatchFinding) -> None:
-        self.findings.append(finding)
+        if self.keep:
+            self.findings.append(finding)
         if finding.severity == "error" and self.fatal is None:
             self.fatal = finding
         if self._on_finding is not None:
@@ -510,8 +530,9 @@ class _LastRun:
 
     result: RunResult
     pending: list[str]
-    messages: list[str]
-    """The ids of the messages the thread held when the run ended."""
+    held: int
+    """How many messages the thread held when the run ended, and their ids' digest."""
+    digest: bytes
 
 
 class ThreadLedger:
@@ -610,15 +631,14 @@ class ThreadLedger:
                     lost,
                     severity="error",
                 )
-            held = {m.get("id") for m in messages}
-            dropped = [m for m in last.messages if m not in held]
-            if dropped:
-                shown = ", ".join(map(repr, dropped[:5])) + (" …" if len(dropped) > 5 else "")
+            history = [m["id"] for m in messages if isinstance(m.get("id"), str)]
+            if len(history) < last.held or history_digest(history[: last.held]) != last.digest:
                 found(
                     "INPUT-5",
-                    f"the history leaves out {len(dropped)} message(s) the thread held after run "
-                    f"{last.result.run_id!r} ({shown}): the frontend dropped or re-identified "
-                    "them, and the agent is shown another conversation.",
+                    f"the history does not begin with the {last.held} message(s) the thread "
+                    f"held after run {last.result.run_id!r}, in their order: the frontend "
+                    "dropped, re-ordered or re-identified some, and the agent is shown another "
+                    "conversation.",
                     [],
                     severity="warning",
                 )
@@ -636,11 +656,20 @@ class ThreadLedger:
         self._threads[thread_id] = _LastRun(
             RunResult(outcome.run_id, outcome.status, [], interrupts=list(outcome.interrupts)),
             list(outcome.pending),
-            list(outcome.messages),
+            outcome.held,
+            outcome.digest,
         )
         self._threads.move_to_end(thread_id)
         while len(self._threads) > self.max_threads:
             self._threads.popitem(last=False)
+
+
+def history_digest(ids: list[str]) -> bytes:
+    """16 bytes standing for a history's message ids, in order (BLAKE2b)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for message_id in ids:
+        digest.update(message_id.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.digest()
 
 
 def _loose_input(body: bytes) -> dict[str, Any] | None:

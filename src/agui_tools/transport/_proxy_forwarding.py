@@ -225,7 +225,7 @@ class Forwarding(VerdictBook):
                     )
                 )
         if judged_stream and binding is not None:
-            watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
+            watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding, keep=False)
         if exchange is not None:
             exchange.open(content_type)
         timeline = (

@@ -32,9 +32,11 @@ _NUMBERED: Final = re.compile(r"^(\d{4,})\.")
 class Recording:
     """``--record DIR``: each POST exchange as numbered files (docs/proxy.md).
 
-    Numbering goes on after the highest number already in the folder, so a second
-    session adds to a first one's recording and overwrites nothing; each number is
-    claimed atomically, so two proxies recording into one folder at once share it.
+    Numbering goes on after the highest number already in the folder (any ``NNNN.*``
+    file, read once as the recording starts), so a second session adds to a first
+    one's recording and overwrites nothing; each number is then claimed atomically —
+    one exclusive create, never a look at the folder, so an exchange costs the same
+    however many are recorded — and two proxies recording into one folder share it.
     """
 
     def __init__(
@@ -67,10 +69,6 @@ class Recording:
             number = self._next
             self._next += 1
             prefix = self.directory / f"{number:04d}"
-            # a number any NNNN.* file holds (a kept exchange whose input is gone, a
-            # refusal kept as NNNN.body) is not free either: never overwrite it
-            if next(self.directory.glob(f"{prefix.name}.*"), None) is not None:
-                continue
             try:
                 with Path(f"{prefix}.input.json").open("xb") as claimed:
                     claimed.write(body)
