@@ -1,12 +1,8 @@
 """The proxy's verdicts: inputs judged, findings kept within bounds and told.
 
-Apart from the forwarding because it is the one part that decides what of the
-findings is kept: per exchange, the first :data:`FINDINGS_KEPT` of each rule are
-told (the log, the inspector, the recording's meta) and the rest counted
-(:class:`ExchangeFindings`); over the session, a count per rule and its first
-finding (:class:`Tally`) — so an agent earning a warning per event costs the proxy
-nothing that grows with its stream. A mixin of :class:`~._proxy.ProxyApp`; what
-watches the traffic besides the judges is a :class:`ProxyObserver`.
+Per exchange the first :data:`FINDINGS_KEPT` of each rule are told and the rest
+counted (:class:`ExchangeFindings`); the session keeps a count per rule (:class:`Tally`):
+an agent earning a warning per event costs nothing that grows with its stream.
 """
 
 from __future__ import annotations
