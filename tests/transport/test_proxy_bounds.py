@@ -26,7 +26,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from agui_tools.app._watch import StreamOutcome, ThreadLedger, WatchFinding, history_digest
+from agui_tools.app._watch import (
+    StreamOutcome,
+    StreamWatch,
+    ThreadLedger,
+    WatchFinding,
+    history_digest,
+)
 from agui_tools.transport._proxy_verdicts import (
     FINDINGS_KEPT,
     META_FINDINGS_BYTES,
@@ -276,3 +282,30 @@ def test_strict_judges_the_next_input_against_the_run_it_forwarded() -> None:
         again = post(px.url, {**first, "runId": "r2", "messages": []})
     assert again.status_code == 200, again.text
     assert "INT-7" not in px.rules() and px.rules() == ["FE-3"]
+
+
+def _growth(event: dict[str, Any]) -> tuple[int, StreamWatch]:
+    """Memory a proxy's watch (keep=False) grows by over 20,000 copies of ``event``."""
+    frame = sse_frame(orjson.dumps(event))
+    start = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+    watch = StreamWatch("sse", keep=False, on_finding=lambda finding: None)
+    watch.feed(b"".join(_sse([RS, start])) + frame * 100)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(200):
+            watch.feed(frame * 100)
+        return tracemalloc.get_traced_memory()[0] - before, watch
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_watch_that_counts_keeps_nothing_per_warning() -> None:
+    # the same 20,000 deltas, conforming and each earning a warning (PROC-3): the message
+    # they build is the thread's either way; the warnings cost nothing more (kept — the
+    # watch's, the pipeline's, the verifier's lists — they were some 15 MB)
+    delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"}
+    clean, _ = _growth(delta)
+    chatty, watch = _growth({**delta, "extra": 1})
+    assert watch.findings == [] and watch.pipe.warnings == []
+    assert chatty < clean * 1.2 + 50_000, (chatty, clean)
