@@ -37,7 +37,7 @@ itself), and a query to UPSTREAM's own (?code=KEY then &x=1).
 Accept is forwarded untouched: both bindings (SSE, protobuf) pass.
 
 Findings: one line each on stderr, and with --log one JSON object per line
-({"rule", "severity", "side": "agent"|"frontend", "threadId", "runId",
+({"rule", "severity", "side": "agent"|"frontend"|"proxy", "threadId", "runId",
 "toolCallIds", "index", "message"}) to FILE or, with "-", stdout. Ctrl-C (or
 SIGTERM) stops the proxy and prints a summary; a stream still open is ended and
 counted as cut short.
