@@ -415,8 +415,18 @@ class StreamWatch:
 
     def _judge(self, frames: list[Any]) -> None:
         """The loop of :func:`~agui_tools.app._capture.replay` (one :func:`fold_frame` a
-        frame), a chunk's frames at a time."""
+        frame), a chunk's frames at a time — not strict, in the pipeline's own loop
+        (``feed_many``, each event folded as it is delivered: the same verdict, without
+        a call per frame)."""
         pipe, thread = self.pipe, self.thread
+        if not self._strict:
+            if frames:
+                try:
+                    pipe.feed_many(frames, thread.apply)
+                except ProtocolViolation:
+                    self.failed = True
+                    self._rejected(pipe.error)
+            return
         for frame in frames:
             if fold_frame(pipe, thread, frame):
                 self.failed = True
