@@ -309,3 +309,27 @@ def test_a_watch_that_counts_keeps_nothing_per_warning() -> None:
     chatty, watch = _growth({**delta, "extra": 1})
     assert watch.findings == [] and watch.pipe.warnings == []
     assert chatty < clean * 1.2 + 50_000, (chatty, clean)
+
+
+def test_a_watch_keeps_no_streamed_text() -> None:
+    # a 400 MB conforming run peaked the proxy at 513 MiB: the folded thread kept every
+    # message's text, which no rule reads. 20 MB of text now grows the watch by little.
+    watch = StreamWatch("sse", keep=False)
+    watch.feed(b"".join(_sse([RS])))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for m in range(50):
+            start = {"type": "TEXT_MESSAGE_START", "messageId": f"m{m}", "role": "assistant"}
+            delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m{m}", "delta": "y" * 4000}
+            end = {"type": "TEXT_MESSAGE_END", "messageId": f"m{m}"}
+            watch.feed(b"".join(_sse([start])) + _sse([delta])[0] * 100 + b"".join(_sse([end])))
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    watch.feed(b"".join(_sse([RF])))
+    watch.close()
+    assert watch.findings == [] and not watch.failed
+    assert grown < 2_000_000, grown  # the text kept was 20 MB
+    outcome = watch.outcome(INPUT)
+    assert outcome is not None and outcome.held == 50  # the messages are still the thread's

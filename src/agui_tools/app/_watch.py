@@ -51,6 +51,7 @@ from ..wire._framing import (
     ndjson_frame,
     sse_frame,
 )
+from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, StreamResult
 from ..wire._proto_framing import ProtoReader
 from ..wire._verify import PRODUCER_MUSTS, Limits
@@ -498,12 +499,22 @@ class StreamWatch:
 
 
 class _Folded(ThreadState):
-    """The reducer as ``verify`` runs it, minus what only a store reads: which messages
-    changed since the last save (``encoded``) — the watch saves nothing, and that
-    bookkeeping is a measurable share of the judge's time per event."""
+    """The reducer as ``verify`` runs it, minus what only a store or a page reads: which
+    messages changed since the last save (``encoded``: a measurable share of the judge's
+    time per event), and a message's streamed text — no rule reads it (what AGT-SNAP and
+    AGT-ARGS compare, the verifier keeps), only its length, which the message limit
+    bounds: the watch's memory does not grow with a stream's text."""
 
     def _note(self, event: Mapping[str, Any]) -> None:
         return
+
+    def _on_text_message_content(self, ev: WireEvent, index: int | None) -> None:
+        super()._on_text_message_content(ev, index)
+        record = self._by_id.get(ev["messageId"])
+        if record is not None and record.parts:
+            record.parts.clear()  # (its length counted: the LIMIT still holds)
+
+    _on_reasoning_message_content = _on_text_message_content
 
 
 def _positions(data: bytes, byte: bytes) -> Iterator[int]:
