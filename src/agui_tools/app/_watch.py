@@ -501,20 +501,20 @@ class StreamWatch:
 class _Folded(ThreadState):
     """The reducer as ``verify`` runs it, minus what only a store or a page reads: which
     messages changed since the last save (``encoded``: a measurable share of the judge's
-    time per event), and a message's streamed text — no rule reads it (what AGT-SNAP and
-    AGT-ARGS compare, the verifier keeps), only its length, which the message limit
-    bounds: the watch's memory does not grow with a stream's text."""
+    time per event), and an ended message's streamed text — no rule reads it (what
+    AGT-SNAP and AGT-ARGS compare, the verifier keeps), only its length: the watch holds
+    at most the open messages' text, which the message limit bounds."""
 
     def _note(self, event: Mapping[str, Any]) -> None:
         return
 
-    def _on_text_message_content(self, ev: WireEvent, index: int | None) -> None:
-        super()._on_text_message_content(ev, index)
+    def _on_text_message_end(self, ev: WireEvent, index: int | None) -> None:
+        super()._on_text_message_end(ev, index)
         record = self._by_id.get(ev["messageId"])
         if record is not None and record.parts:
-            record.parts.clear()  # (its length counted: the LIMIT still holds)
+            record.parts.clear()  # (its length still counted: the LIMIT holds)
 
-    _on_reasoning_message_content = _on_text_message_content
+    _on_reasoning_message_end = _on_text_message_end
 
 
 def _positions(data: bytes, byte: bytes) -> Iterator[int]:
