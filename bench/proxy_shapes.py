@@ -3,9 +3,8 @@
     python -m bench.proxy_shapes            # ≤ 2 minutes, prints a markdown table
 
 bench/proxy.py measures one shape: a 50,000-event burst from ``bench/servers.py``,
-timed to its last byte, each burst followed by a pause (the same thread's next
-input, which waits for the burst's verdict) during which the judging process — at
-idle priority — catches up. This script measures other shapes through the same
+timed to its last byte and to the same thread's next input (the burst judged).
+This script measures other shapes through the same
 proxy (``python -m agui_tools proxy UPSTREAM``, the default mode, judging every
 event), direct and proxied **interleaved** (A B B A …) in one run, several repeats
 each, and reports for each shape:
@@ -13,11 +12,8 @@ each, and reports for each shape:
 * the ratio of the medians (proxied events/s ÷ direct events/s, timed to the last
   byte — bench/proxy.py's measure) and of the best runs;
 * **with its verdict**: the same rate, the time counted until the same thread's
-  next input has its first byte — i.e. until the proxy has judged the stream
-  (direct: the next input's first byte too, a few ms). "Judging every event" is
-  only done by then, so this is the rate at which the proxy *judges*, which is what
-  a run after run workload (a frontend sending its next input at once, a test
-  suite) gets;
+  next input has its first byte (direct: the same); the proxy judges inline, so
+  its verdict is in when the body ends;
 * the load average before and after (the machine has 2 cores, shared).
 
 The agent here (``--agent PORT``) is a plain Starlette endpoint that sends

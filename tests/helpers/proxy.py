@@ -90,12 +90,9 @@ def proxied(
         on_upstream_error=on_upstream_error,
         **options,
     )
-    try:
-        with serve(wrap(app) if wrap is not None else app, **SERVER_OPTIONS) as base:
-            holder.append(Proxied(f"{base}/", app))
-            yield holder[0]
-    finally:
-        app.stop_judge()
+    with serve(wrap(app) if wrap is not None else app, **SERVER_OPTIONS) as base:
+        holder.append(Proxied(f"{base}/", app))
+        yield holder[0]
 
 
 def post(url: str, body: dict[str, Any], *, timeout: float = 30, **headers: str) -> httpx.Response:
@@ -196,8 +193,7 @@ def verify_says(stream: Path, run_input: Path) -> set[tuple[str, int | None]]:
 
 
 def wait_until(condition: Callable[[], object], what: str, seconds: float = 30) -> None:
-    """Until ``condition()`` holds — a verdict the judging process gives a moment later,
-    a file written — failing with ``what`` past ``seconds`` (a bound, never a measure)."""
+    """Until ``condition()`` holds — a file written, a line said — failing with ``what`` past ``seconds`` (a bound, never a measure)."""
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, what

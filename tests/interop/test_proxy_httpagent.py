@@ -4,8 +4,9 @@
 frontend-tool round trip — run 1 leaves a call to an advertised tool pending, the
 harness answers it with a tool message, run 2 continues — with the proxy between
 it and each upstream: our own server (the interop agent of
-:mod:`tests.interop.our_agent`), Pydantic AI's AG-UI adapter and LangGraph's (each
-on a scripted model, in its pinned venv: :mod:`tests.helpers.frameworks`).
+:mod:`tests.interop.our_agent`) and each of the seven framework adapters of
+``interop/frameworks/`` (each on a scripted model, in its pinned venv:
+:mod:`tests.helpers.frameworks`).
 
 For every exchange: the bytes the client received (a recorder around the proxy's
 own ASGI app — what went on the client's socket) equal the upstream's (what the
@@ -24,7 +25,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.helpers.frameworks import require_venv, serving_framework
+from tests.helpers.frameworks import FRAMEWORKS, require_venv, serving_framework
 from tests.helpers.proxy import Proxied, proxied, verify_says
 from tests.helpers.scripted_server import serve
 from tests.interop.node import run_node, skip_reason
@@ -36,7 +37,7 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(params=["ours", "pydantic-ai", "langgraph"])
+@pytest.fixture(params=["ours", *FRAMEWORKS])
 def upstream(request: pytest.FixtureRequest) -> Iterator[tuple[str, Recorder | None]]:
     if request.param == "ours":
         recorder = Recorder(app)
@@ -60,7 +61,7 @@ def test_httpagent_round_trip_through_the_proxy(
 
     thread_id = f"proxy-{uuid.uuid4().hex[:8]}"
     px: Proxied
-    with proxied(url, record=tmp_path, wrap=wrap, judge_in_process=True) as px:  # as the CLI
+    with proxied(url, record=tmp_path, wrap=wrap) as px:
         ts = run_node(
             "httpagent.mjs",
             px.url,

@@ -144,11 +144,6 @@ def _statuses(socks: list[socket.socket]) -> Counter[str]:
     return seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the proxy spends two descriptors (and the judge's pipes) per request; its "
-    "cap counts requests, so under the descriptor limit it answers 502 and 500",
-)
 def test_the_proxy_under_its_descriptor_limit_answers_503_past_what_it_can_hold() -> None:
     """Found: the cap is documented as set under the descriptor limit (1,000 under
     1,024) so that requests past it get the front's 503. But each proxied request
@@ -156,7 +151,8 @@ def test_the_proxy_under_its_descriptor_limit_answers_503_past_what_it_can_hold(
     128``, ``--limit-concurrency 100``), 80 streams at once: 33 served, 39 got 502
     "the upstream cannot be reached" (the agent blamed for the proxy's own limit)
     and 8 got 500 with a traceback each on stderr. (At 256 / 240 with 200 streams: 20 served, 151 × 502, 29 × 500,
-    41 KB of stderr.) Every request must get a stream or the front's 503."""
+    41 KB of stderr.) Every request must get a stream or the front's 503: the proxy's
+    cap is fitted under the descriptor limit, two a request (``descriptor_cap``)."""
     with served("tests.transport.test_front_attack:quiet") as (agent, _):
         with limited("proxy", agent, "--limit-concurrency", "100", files=128) as (proc, port):
             socks = [_post(port, "/") for _ in range(80)]

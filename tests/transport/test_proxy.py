@@ -8,10 +8,7 @@ to the proxy with httpx as a frontend would.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import threading
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +33,6 @@ from tests.helpers.scripted_server import Script, app_for, free_port, serve
 
 TR = {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "m9", "content": "ok"}
 GOOD = [RS, TS, TA, TE, RF]
-JUDGES = pytest.mark.parametrize("in_process", [False, True], ids=["inline", "judge-process"])
 FABRICATED = [RS, TS, TA, TE, TR, RF]
 
 
@@ -208,13 +204,12 @@ def test_a_foreign_host_is_refused() -> None:
     [(ARGS_AFTER_END, "TOOL-20", 3), (FABRICATED, "FE-2", 4)],
     ids=["args-after-end", "fabricated-frontend-result"],
 )
-@JUDGES
 def test_a_broken_agent_is_reported_and_forwarded_unchanged(
-    events: list[dict[str, Any]], rule: str, index: int, in_process: bool
+    events: list[dict[str, Any]], rule: str, index: int
 ) -> None:
     chunks = sse(events)
     _, app = scripted(chunks)
-    with serve(app) as base, proxied(f"{base}/agent", judge_in_process=in_process) as px:
+    with serve(app) as base, proxied(f"{base}/agent") as px:
         answer = post(px.url, INPUT)
     assert answer.content == b"".join(chunks)  # not strict: the frontend gets what was sent
     (finding,) = px.findings
@@ -336,15 +331,15 @@ def test_a_malformed_input_is_422_in_strict_mode() -> None:
     assert px.findings[0].status == 422
 
 
-@JUDGES
-def test_a_pending_call_lost_by_the_frontend_is_fe_8(in_process: bool) -> None:
+@pytest.mark.parametrize("strict", [False, True], ids=["watch", "strict"])
+def test_a_pending_call_lost_by_the_frontend_is_fe_8(strict: bool) -> None:
     # run 1 leaves c1 (a frontend call) pending; the "reloaded" frontend sends a history
     # without the call — nothing for our server's history rules to see, only the proxy
     # knows the thread's last run left it pending
     script = Script(chunks=sse([RS, TS, TA, TE, RF]))
     with (
         serve(app_for(script)) as base,
-        proxied(f"{base}/agent", strict=not in_process, judge_in_process=in_process) as px,
+        proxied(f"{base}/agent", strict=strict) as px,
     ):
         assert post(px.url, INPUT).status_code == 200
         forgot = {
@@ -353,7 +348,7 @@ def test_a_pending_call_lost_by_the_frontend_is_fe_8(in_process: bool) -> None:
             "messages": [*INPUT["messages"], {"id": "u2", "role": "user", "content": "hi?"}],
         }
         answer = post(px.url, forgot)
-    if in_process:  # watched, forwarded (the judging process told the ledger in time)
+    if not strict:  # watched, forwarded
         assert answer.status_code == 200 and len(script.requests) == 2
     else:  # strict: refused
         assert answer.status_code == 409
@@ -426,10 +421,7 @@ def test_a_resume_that_leaves_an_interrupt_uncovered_is_int_7() -> None:
 
 
 @pytest.mark.parametrize("binding", ["sse", "proto"])
-@JUDGES
-def test_recording_follows_the_contract_and_verify_agrees(
-    tmp_path: Path, binding: str, in_process: bool
-) -> None:
+def test_recording_follows_the_contract_and_verify_agrees(tmp_path: Path, binding: str) -> None:
     bodies = [GOOD, FABRICATED, ARGS_AFTER_END, [RS, TS]]  # the last one cut mid-run
     if binding == "sse":
         encode, media, accept, ext = sse, "text/event-stream", "text/event-stream", "sse"
@@ -441,7 +433,7 @@ def test_recording_follows_the_contract_and_verify_agrees(
     sent: list[bytes] = []
     with (
         serve(app_for(script)) as base,
-        proxied(f"{base}/agent", record=tmp_path, judge_in_process=in_process) as px,
+        proxied(f"{base}/agent", record=tmp_path) as px,
     ):
         for k, events in enumerate(bodies):
             script.chunks = encode(on_thread(events, f"t{k}"))
@@ -486,13 +478,12 @@ def test_recording_goes_on_after_an_earlier_session(tmp_path: Path) -> None:
     assert (tmp_path / "0008.sse").read_bytes() == b"".join(sse(GOOD))
 
 
-@JUDGES
-def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent(in_process: bool) -> None:
+def test_a_frontend_that_leaves_mid_stream_is_no_truncation_of_the_agent() -> None:
 
     script = Script(chunks=sse([RS, TS]), hang_after=True)
     with (
         serve(app_for(script)) as base,
-        proxied(f"{base}/agent", judge_in_process=in_process) as px,
+        proxied(f"{base}/agent") as px,
     ):
         with stream_post(px.url, INPUT) as answer:
             next(answer.iter_raw())
@@ -519,124 +510,12 @@ def test_mock_replays_a_proxy_recording_byte_for_byte(tmp_path: Path, binding: s
     assert replayed.content == recorded == b"".join(script.chunks)
 
 
-# -- the judging process: it yields the cores, and a thread waits only for its own verdicts ------
+# -- judged inline: the verdict is in when the body ends ------------------------------------
 
 
-def _settled(px: Any) -> int:
-    """Wait until the judging process has sent every verdict; its pid."""
-    wait_until(
-        lambda: (
-            not px.app._unsettled and px.app._pool is not None and px.app._pool._process is not None
-        ),
-        "the judging process never settled",
-    )
-    return _judge_pid(px)
-
-
-def _judge_pid(px: Any) -> int:
-    pool = px.app._pool
-    assert pool is not None and pool._process is not None, "the judging process never started"
-    return int(pool._process.pid)
-
-
-@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
-def test_the_judging_process_runs_at_idle_priority() -> None:
-    # forwarding never waits for the judge, so the judge takes only the cores the agent,
-    # the proxy and the frontend leave (bench/proxy.py measures what it buys)
-    script = Script(chunks=sse(GOOD))
-    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
-        assert post(px.url, INPUT).status_code == 200
-        # the thread's next input waits for the first stream's verdict: the judge has run
-        assert post(px.url, {**INPUT, "runId": "r2", "messages": []}).status_code == 200
-        pid = _judge_pid(px)
-        # (the judging process lowers itself as it starts: a verdict it is too slow to
-        # give meanwhile — a spawned interpreter's start-up — the proxy gives itself)
-        wait_until(lambda: os.sched_getscheduler(pid) == os.SCHED_IDLE, "the judge never idled")
-        assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the proxy itself is not lowered
-
-
-def test_an_input_waits_only_for_its_own_threads_verdicts() -> None:
-    # the judging process stopped (SIGSTOP) after thread t1's stream: t1's verdict is
-    # still to come. An input on t2 is judged and served at once; t1's next input waits
-    # for t1's verdict (it is judged against that run): the judging process gives none,
-    # so once it is overdue the proxy judges that stream itself, from its kept chunks —
-    # its FE-2 told before the input is served, and told once: not again when the
-    # judging process wakes up and gets to it
-    script = Script(chunks=sse(FABRICATED))
-    other = {**INPUT, "threadId": "t2", "runId": "r1b"}
-    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
-        assert post(px.url, INPUT).status_code == 200
-        pid = _settled(px)  # every verdict so far is in
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            # a new stream on t1 is still to be judged when the judge is stopped
-            assert post(px.url, {**INPUT, "runId": "r1c"}).status_code == 200
-            assert post(px.url, other).status_code == 200  # t2 does not wait for t1
-            waiting: list[httpx.Response] = []
-            t = threading.Thread(target=lambda: waiting.append(post(px.url, INPUT)))
-            t.start()
-            t.join(30)
-            assert waiting and waiting[0].status_code == 200, "t1's next input never served"
-            # its verdict was in before the input was judged: the overdue stream judged
-            # by the proxy (its FE-2), the judging process still stopped
-            assert px.rules().count("FE-2") == 2, px.findings
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        _settled(px)
-        time.sleep(0.3)  # the judging process has woken and sent what it had
-        # one FE-2 a stream that has one (r1, r1c, the last; t2's breaks INPUT-3 first):
-        # r1c's never told twice
-        assert px.rules() == ["FE-2", "INPUT-5", "FE-2", "INPUT-3", "INPUT-5", "FE-2"]
-    assert len(script.requests) == 4
-
-
-def _told(px: Any) -> list[tuple[str, str | None]]:
-    return [(f.rule, f.run_id) for f in px.findings]
-
-
-def test_findings_are_told_in_the_order_of_the_exchanges(monkeypatch: pytest.MonkeyPatch) -> None:
-    # exchange 1 (t1): the agent fabricates a frontend result (FE-2), its verdict held up
-    # by a stopped judging process; exchange 2 (t2): a dangling history (FE-8). The t2
-    # input is served at once, but its finding is told after exchange 1's, not before.
-    from agui_tools.transport import _proxy_verdicts
-
-    # (an overdue verdict is judged by the proxy itself after VERDICT_OVERDUE: not here)
-    monkeypatch.setattr(_proxy_verdicts, "VERDICT_OVERDUE", 60.0)
-    script = Script(chunks=sse(FABRICATED))
-    dangling_t2 = {**DANGLING, "threadId": "t2"}
-    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
-        assert post(px.url, {**INPUT, "runId": "r0"}).status_code == 200
-        pid = _settled(px)
-        told = len(px.findings)  # r0's FE-2
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            # its input leaves out r0's messages (INPUT-5, told at once: nothing before it
-            # is still to come); its stream's FE-2 is still to be judged
-            assert post(px.url, INPUT).status_code == 200
-            assert post(px.url, dangling_t2).status_code == 200  # FE-8, found at once
-            time.sleep(0.3)
-            assert px.rules()[told:] == ["INPUT-5"], "t2's finding was told before t1's verdict"
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        _settled(px)
-        assert [(f.rule, f.thread_id) for f in px.findings[told:]] == [
-            ("INPUT-5", "t1"),
-            ("FE-2", "t1"),
-            ("FE-8", "t2"),
-            # t2's answer, judged against the body it was sent: a stream on thread t1
-            ("INPUT-3", "t2"),
-        ]
-
-
-def test_a_stopped_judge_never_stalls_forwarding(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the judging process stopped (SIGSTOP: a judge at idle priority on cores busy with
-    # other work gets as little) with a 64 KiB backlog: a 3 MB stream fills the pipe and
-    # the backlog, then — the backlog not moving for VERDICT_OVERDUE — is judged in the
-    # proxy from its kept chunks, and forwarded whole; its TOOL-20 near the end told once.
-    # The next stream, the judge behind, is judged in the proxy from its start.
-    from agui_tools.transport import _judge_pool
-
-    monkeypatch.setattr(_judge_pool, "BACKLOG_BYTES", 64 * 1024)
+def test_a_long_stream_is_forwarded_whole_and_its_last_event_judged() -> None:
+    # 40,000 events, a TOOL-20 near the end: forwarded whole, and the finding told
+    # before the frontend has the body's end (the verdict is in when the body ends)
     text = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "tok " * 8}
     body = [
         RS,
@@ -646,33 +525,16 @@ def test_a_stopped_judge_never_stalls_forwarding(monkeypatch: pytest.MonkeyPatch
         *ARGS_AFTER_END[1:],
     ]
     script = Script(chunks=[b"".join(sse(body[i : i + 100])) for i in range(0, len(body), 100)])
-    with serve(app_for(script)) as base, proxied(f"{base}/agent", judge_in_process=True) as px:
-        assert post(px.url, {**INPUT, "runId": "r0"}).status_code == 200  # the judge is up
-        pid = _settled(px)
-        told = len(px.findings)
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            for run in ("ra", "rb"):  # (the stream says t1, r1: the input's thread)
-                answer = httpx.post(
-                    px.url,
-                    content=orjson.dumps({**INPUT, "runId": run}),
-                    headers={"content-type": "application/json"},
-                    timeout=httpx.Timeout(30, read=10),  # a stall: ReadTimeout
-                )
-                assert answer.content == b"".join(script.chunks), "not forwarded whole"
-            wait_until(lambda: px.rules()[told:].count("TOOL-20") == 2, str(px.rules()))
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        _settled(px)
-        time.sleep(0.3)  # the judging process has woken and sent what it had
-        assert px.rules()[told:].count("TOOL-20") == 2, px.rules()  # each told once
-        assert [f.index for f in px.findings[told:] if f.rule == "TOOL-20"] == [len(body) - 2] * 2
+    with serve(app_for(script)) as base, proxied(f"{base}/agent") as px:
+        for run in ("ra", "rb"):
+            answer = post(px.url, {**INPUT, "runId": run})
+            assert answer.content == b"".join(script.chunks), "not forwarded whole"
+            assert px.rules().count("TOOL-20") == (1 if run == "ra" else 2), px.rules()
+        assert [f.index for f in px.findings if f.rule == "TOOL-20"] == [len(body) - 2] * 2
+        assert not any(f.rule == "PROXY-JUDGE" for f in px.findings)
 
 
-@JUDGES
-def test_the_answer_to_a_refused_input_is_judged_against_the_body_sent(
-    in_process: bool, tmp_path: Path
-) -> None:
+def test_the_answer_to_a_refused_input_is_judged_against_the_body_sent(tmp_path: Path) -> None:
     # a dangling history (FE-8: our server would answer 409) is still forwarded without
     # --strict, and the agent answers it — fabricating the frontend's result: its stream
     # is judged against the body it was sent (the tools it advertised: FE-2; the call id
@@ -681,7 +543,7 @@ def test_the_answer_to_a_refused_input_is_judged_against_the_body_sent(
     script = Script(chunks=sse(FABRICATED))
     with (
         serve(app_for(script)) as base,
-        proxied(f"{base}/agent", record=tmp_path, judge_in_process=in_process) as px,
+        proxied(f"{base}/agent", record=tmp_path) as px,
     ):
         assert post(px.url, DANGLING).status_code == 200
         wait_until(lambda: (tmp_path / "0001.meta.json").exists(), "no meta")

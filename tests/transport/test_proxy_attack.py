@@ -204,10 +204,8 @@ def _gzip_agent(events: list[dict[str, Any]]) -> Starlette:
     return Starlette(routes=[Route("/agent", agent, methods=["POST"])])
 
 
-@pytest.mark.parametrize("judge_in_process", [False, True], ids=["inline", "judging-process"])
-def test_a_gzipped_broken_stream_is_still_judged(judge_in_process: bool) -> None:
-    options = {"judge_in_process": judge_in_process}
-    with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent", **options) as px:
+def test_a_gzipped_broken_stream_is_still_judged() -> None:
+    with serve(_gzip_agent(ARGS_AFTER_END)) as base, proxied(f"{base}/agent") as px:
         with stream_post(px.url, INPUT, **{"accept-encoding": "gzip"}) as answer:
             raw = b"".join(answer.iter_raw())
         assert answer.status_code == 200
@@ -343,7 +341,7 @@ def test_a_cut_short_content_length_body_records_its_finding(tmp_path: Path) -> 
     cut = sse(GOOD)[:60]
     with (
         raw_upstream(_cut_after(cut, chunked=False)) as base,
-        proxied(f"{base}/agent", record=tmp_path, judge_in_process=True) as px,
+        proxied(f"{base}/agent", record=tmp_path) as px,
     ):
         with stream_post(px.url, INPUT) as answer:
             try:
@@ -404,7 +402,7 @@ def test_a_record_folder_that_cannot_be_written_is_no_500(
     said: list[str] = []
     with (
         serve(_plain_agent(GOOD)) as base,
-        proxied(f"{base}/agent", record=rec, on_record_error=said.append) as px,
+        proxied(f"{base}/agent", record=rec, on_notice=said.append) as px,
     ):
         rec.rmdir()
         rec.write_text("")  # the folder is gone (a full disk, a read-only mount: the same OSError)
@@ -434,7 +432,7 @@ def test_a_record_folder_failing_mid_stream_keeps_the_stream_going(
 
     with (
         serve(Starlette(routes=[Route("/agent", agent, methods=["POST"])])) as base,
-        proxied(f"{base}/agent", record=tmp_path, on_record_error=said.append) as px,
+        proxied(f"{base}/agent", record=tmp_path, on_notice=said.append) as px,
     ):
         answer = post(px.url, INPUT)
     assert (answer.status_code, answer.content) == (200, sse(GOOD))
@@ -466,16 +464,15 @@ def test_an_on_finding_that_raises_breaks_no_exchange_and_stops_no_verdict(
         ],
     }  # fmt: skip
     with serve(_plain_agent(ARGS_AFTER_END)) as base:
-        app = ProxyApp(f"{base}/agent", on_finding=on_finding, judge_in_process=True)
-        try:
-            with serve(app) as url:
-                # the second input waits for the first stream's verdict (its thread's
-                # last run): a reader stopped by the callback would never give it
-                answers = [post(f"{url}/", INPUT), post(f"{url}/", dangling)]
-        finally:
-            app.stop_judge()
+        app = ProxyApp(f"{base}/agent", on_finding=on_finding)
+        with serve(app) as url:
+            answers = [post(f"{url}/", INPUT), post(f"{url}/", dangling)]
     assert [(a.status_code, a.content) for a in answers] == [(200, sse(ARGS_AFTER_END))] * 2
-    assert sorted(f.rule for f in app.findings) == ["FE-8", "TOOL-20", "TOOL-20"]
+    assert sorted(rule for _, _, rule in app.tally.counts.elements()) == [
+        "FE-8",
+        "TOOL-20",
+        "TOOL-20",
+    ]
     errors = [r for r in caplog.records if r.levelno >= 40]
     assert all(r.name == "agui_tools.proxy" and r.exc_info is None for r in errors), [
         (r.name, r.getMessage()) for r in errors
@@ -510,7 +507,7 @@ def test_a_recorded_stream_is_on_disk_once_the_frontend_has_it(tmp_path: Path) -
     body = sse(GOOD)
     with (
         serve(_plain_agent(GOOD)) as base,
-        proxied(f"{base}/agent", record=tmp_path, judge_in_process=True) as px,
+        proxied(f"{base}/agent", record=tmp_path) as px,
     ):
         answer = post(px.url, INPUT)
         assert answer.content == body

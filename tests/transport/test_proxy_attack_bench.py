@@ -3,15 +3,12 @@ costs"): a real agent on loopback sends 50,000-event bursts as fast as it can, e
 violation, through ``python -m agui_tools proxy … --record … --log …``.
 
 What held is guarded here (the violation, wherever it is, is in the log, the summary and the
-meta, with the rule ID and index ``agui-tools verify`` gives the recording). What did not,
-now fixed and guarded: the judging process runs at idle priority, so on a machine whose
-cores are busy (a CI runner running the end-to-end tests the docs suggest) it was starved —
-the next input waited 3-11 s for a verdict, the stop took 11.8-19.5 s (past docker's 10 s
-SIGTERM grace), and a valid stream froze 7-33 s once 32 MiB behind. A verdict overdue
-(``VERDICT_OVERDUE``, 0.5 s) is now judged in the proxy's process, from the stream's kept
-chunks. The bounds below are hang guards, far above what is seen (about 1 s); the
-deterministic guards stop the judging process with SIGSTOP (tests/transport/test_proxy.py,
-tests/cli/test_proxy_overdue.py).
+meta, with the rule ID and index ``agui-tools verify`` gives the recording). What did not
+when streams were judged in a separate process at idle priority, on cores kept busy (a CI
+runner running the end-to-end tests the docs suggest): the next input waited 3-11 s for a
+verdict, the stop took 11.8-19.5 s (past docker's 10 s SIGTERM grace), and a valid stream
+froze 7-33 s. Each stream is now judged inline, its verdict in when its body ends. The
+bounds below are hang guards, far above what is seen.
 """
 
 from __future__ import annotations
@@ -166,9 +163,8 @@ def test_one_violation_anywhere_in_a_burst_is_said_as_verify_says_it(tmp_path: P
 
 
 def test_sigterm_on_busy_cores_gives_the_summary_within_10_s(tmp_path: Path) -> None:
-    """docs/proxy.md: "On the way out the proxy waits for the verdicts still to come (10 s at
-    most) before its summary" — and SIGTERM is "how a CI job stops its services" (docker
-    stop: SIGTERM, then SIGKILL 10 s later). Seen: 11.8–19.5 s with 3 bursts."""
+    """SIGTERM is "how a CI job stops its services" (docker stop: SIGTERM, then SIGKILL 10 s
+    later): the summary comes within that. Seen with a judging process: 11.8–19.5 s."""
     with _busy_cores(), _proxy(tmp_path) as (proc, url, _, _):
         for i in range(4):
             _run(url, f"t{i}", f"r{i}", n=N, bad=N - 3)
@@ -185,10 +181,9 @@ def test_sigterm_on_busy_cores_gives_the_summary_within_10_s(tmp_path: Path) -> 
 def test_the_next_input_after_a_burst_on_busy_cores_waits_about_what_the_docs_say(
     tmp_path: Path,
 ) -> None:
-    """docs/proxy.md: the same thread's next input waits for that verdict — 160-170 ms after
-    this burst on quiet cores; on busy ones, VERDICT_OVERDUE, then the stream judged in the
-    proxy (seen: 0.9-1.2 s). Allowed here: 5 s. Seen before the fix, with two busy loops on
-    the two cores: 3.0, 11.2, 9.0 s (and 3.5, 1.2, 7.3 s)."""
+    """The same thread's next input is judged against the burst's verdict, in when its body
+    ended: it waits for nothing. Allowed here: 5 s (a hang guard). Seen with a judging
+    process at idle priority and two busy loops on the two cores: 3.0, 11.2, 9.0 s."""
     waits = []
     with _busy_cores(), _proxy(tmp_path) as (_, url, _, _):
         for i in range(3):
@@ -201,12 +196,9 @@ def test_the_next_input_after_a_burst_on_busy_cores_waits_about_what_the_docs_sa
 
 
 def test_back_to_back_bursts_on_busy_cores_never_stall_the_stream(tmp_path: Path) -> None:
-    """docs/proxy.md: the judge "falls behind on a burst faster than it reads (by 32 MiB at
-    most — then forwarding waits for it) and catches up as soon as they idle". On cores that
-    never idle it did not catch up: seen, the 10th back-to-back 50,000-event burst (3.5 MB
-    each) frozen mid-stream for 7.3 s, then 33 s (direct: no gap over 0.01 s). Now the
-    stream is judged in the proxy once the backlog has not moved for VERDICT_OVERDUE. Here
-    a frontend with a 5 s idle deadline (a hang guard) reads 11 such bursts, each on its
+    """With a judging process at idle priority, on cores that never idle, the 10th
+    back-to-back 50,000-event burst (3.5 MB each) froze mid-stream for 7.3 s, then 33 s
+    (direct: no gap over 0.01 s); judged inline, nothing falls behind. Here a frontend with a 5 s idle deadline (a hang guard) reads 11 such bursts, each on its
     own thread."""
     with _busy_cores(), _proxy(tmp_path) as (_, url, _, _):
         for i in range(11):

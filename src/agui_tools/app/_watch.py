@@ -8,14 +8,17 @@ out. Two judges, built from the library's own:
   (:data:`~agui_tools.wire._verify.PRODUCER_MUSTS`) are errors, as ``check`` counts them.
 * :class:`ThreadLedger` judges each run input as our server does (:meth:`AgentEndpoint.judge_body
   <agui_tools.transport._server.AgentEndpoint.judge_body>`), then against the thread's
-  previous run: pending calls answered (FE-8, FE-7), interrupts covered (INT-6/7/8), its
-  messages still there (INPUT-5).
+  previous run: pending calls answered (FE-8, FE-7), interrupts covered (INT-6/7/8), the
+  messages it ended with still at the head of the history (INPUT-5, against a digest of
+  their ids, so a thread costs the same whatever its history's length). Incremental: it
+  holds the reader's unfinished event and the folded thread, never the stream.
 
 A :class:`WatchFinding` is one JSON line of the proxy's log.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -36,6 +39,7 @@ from ..wire._framing import (
     ndjson_frame,
     sse_frame,
 )
+from ..wire._kinds import WireEvent
 from ..wire._pipeline import ConsumerPipeline, StreamResult
 from ..wire._proto_framing import ProtoReader
 from ..wire._verify import PRODUCER_MUSTS, Limits
@@ -55,7 +59,8 @@ __all__ = [
 ]
 
 Severity = Literal["error", "warning"]
-Side = Literal["agent", "frontend"]
+Side = Literal["agent", "frontend", "proxy"]
+"""Whose doing a finding is: ``proxy`` for what the proxy itself could not do."""
 
 BINDINGS: Final = {
     SSE_MEDIA_TYPE: "sse",
@@ -157,8 +162,10 @@ class StreamOutcome:
     """The last run's status, or ``"rejected"`` when the stream broke a fatal rule."""
     pending: tuple[str, ...]
     interrupts: tuple[dict[str, Any], ...]
-    messages: tuple[str, ...]
-    """The ids of the messages the thread held when the stream ended."""
+    held: int
+    """How many messages (with an id) the thread held when the stream ended …"""
+    digest: bytes
+    """… and the digest of their ids, in order (:func:`history_digest`)."""
 
 
 class StreamWatch:
@@ -166,7 +173,9 @@ class StreamWatch:
 
     Feed chunks with :meth:`feed` (after forwarding them) or, in strict mode, with
     :meth:`admit` (before: it says what may be forwarded); then :meth:`close`.
-    ``on_finding`` is called with each finding as it is made.
+    ``on_finding`` is called with each finding as it is made; with ``keep=False`` that
+    is all (:attr:`findings` stays empty, the pipeline keeps no warning): the proxy
+    counts them itself, and a stream earning a warning per event costs it nothing.
     """
 
     def __init__(
@@ -176,8 +185,10 @@ class StreamWatch:
         run_input: Mapping[str, Any] | None = None,
         limits: Limits | None = None,
         on_finding: Callable[[WatchFinding], None] | None = None,
+        keep: bool = True,
     ) -> None:
         self.binding = binding
+        self.keep = keep
         self.limits = limits or Limits()
         max_bytes = self.limits.max_event_bytes
         self._reader: SSEReader | ProtoReader | NDJSONReader
@@ -271,6 +282,11 @@ class StreamWatch:
         """The stream's :class:`StreamOutcome` (closing it); ``None``: it started no run of
         ``run_input``'s thread."""
         result = self.close()
+        ids = [m["id"] for m in self.thread.messages if isinstance(m.get("id"), str)]
+        if self._strict and self.cut and self.fatal is not None:
+            # strict ended the stream at its fatal event with a RUN_ERROR: the frontend's
+            # next input continues the run as it was forwarded (errored), not as sent
+            return StreamOutcome(self._run_id(), "error", (), (), len(ids), history_digest(ids))
         thread_id = run_input.get("threadId")
         runs = [r for r in result.runs if r.thread_id in (None, thread_id)]
         pending: tuple[str, ...] = ()
@@ -288,7 +304,8 @@ class StreamWatch:
             status,
             pending,
             interrupts,
-            tuple(m["id"] for m in self.thread.messages if isinstance(m.get("id"), str)),
+            len(ids),
+            history_digest(ids),
         )
 
     def close(self) -> StreamResult:
@@ -387,8 +404,18 @@ class StreamWatch:
 
     def _judge(self, frames: list[Any]) -> None:
         """The loop of :func:`~agui_tools.app._capture.replay` (one :func:`fold_frame` a
-        frame), a chunk's frames at a time."""
+        frame), a chunk's frames at a time — not strict, in the pipeline's own loop
+        (``feed_many``, each event folded as it is delivered: the same verdict, without
+        a call per frame)."""
         pipe, thread = self.pipe, self.thread
+        if not self._strict:
+            if frames:
+                try:
+                    pipe.feed_many(frames, thread.apply)
+                except ProtocolViolation:
+                    self.failed = True
+                    self._rejected(pipe.error)
+            return
         for frame in frames:
             if fold_frame(pipe, thread, frame):
                 self.failed = True
@@ -414,6 +441,10 @@ class StreamWatch:
         )
 
     def _warned(self, warning: ProtocolWarning) -> None:
+        pipe = getattr(self, "pipe", None)  # (a warning while it is being built)
+        if not self.keep and pipe is not None:
+            pipe.warnings.clear()
+            pipe.verifier.warnings.clear()
         self._found(
             WatchFinding(
                 warning.rule,
@@ -428,7 +459,8 @@ class StreamWatch:
         )
 
     def _found(self, finding: WatchFinding) -> None:
-        self.findings.append(finding)
+        if self.keep:
+            self.findings.append(finding)
         if finding.severity == "error" and self.fatal is None:
             self.fatal = finding
         if self._on_finding is not None:
@@ -455,12 +487,22 @@ class StreamWatch:
 
 
 class _Folded(ThreadState):
-    """The reducer as ``verify`` runs it, minus what only a store reads: which messages
-    changed since the last save (``encoded``) — the watch saves nothing, and that
-    bookkeeping is a measurable share of the judge's time per event."""
+    """The reducer as ``verify`` runs it, minus what only a store or a page reads: which
+    messages changed since the last save (``encoded``: a measurable share of the judge's
+    time per event), and an ended message's streamed text — no rule reads it (what
+    AGT-SNAP and AGT-ARGS compare, the verifier keeps), only its length: the watch holds
+    at most the open messages' text, which the message limit bounds."""
 
     def _note(self, event: Mapping[str, Any]) -> None:
         return
+
+    def _on_text_message_end(self, ev: WireEvent, index: int | None) -> None:
+        super()._on_text_message_end(ev, index)
+        record = self._by_id.get(ev["messageId"])
+        if record is not None and record.parts:
+            record.parts.clear()  # (its length still counted: the LIMIT holds)
+
+    _on_reasoning_message_end = _on_text_message_end
 
 
 def _positions(data: bytes, byte: bytes) -> Iterator[int]:
@@ -497,8 +539,9 @@ class _LastRun:
 
     result: RunResult
     pending: list[str]
-    messages: list[str]
-    """The ids of the messages the thread held when the run ended."""
+    held: int
+    """How many messages the thread held when the run ended, and their ids' digest."""
+    digest: bytes
 
 
 class ThreadLedger:
@@ -597,15 +640,14 @@ class ThreadLedger:
                     lost,
                     severity="error",
                 )
-            held = {m.get("id") for m in messages}
-            dropped = [m for m in last.messages if m not in held]
-            if dropped:
-                shown = ", ".join(map(repr, dropped[:5])) + (" …" if len(dropped) > 5 else "")
+            history = [m["id"] for m in messages if isinstance(m.get("id"), str)]
+            if len(history) < last.held or history_digest(history[: last.held]) != last.digest:
                 found(
                     "INPUT-5",
-                    f"the history leaves out {len(dropped)} message(s) the thread held after run "
-                    f"{last.result.run_id!r} ({shown}): the frontend dropped or re-identified "
-                    "them, and the agent is shown another conversation.",
+                    f"the history does not begin with the {last.held} message(s) the thread "
+                    f"held after run {last.result.run_id!r}, in their order: the frontend "
+                    "dropped, re-ordered or re-identified some, and the agent is shown another "
+                    "conversation.",
                     [],
                     severity="warning",
                 )
@@ -623,11 +665,20 @@ class ThreadLedger:
         self._threads[thread_id] = _LastRun(
             RunResult(outcome.run_id, outcome.status, [], interrupts=list(outcome.interrupts)),
             list(outcome.pending),
-            list(outcome.messages),
+            outcome.held,
+            outcome.digest,
         )
         self._threads.move_to_end(thread_id)
         while len(self._threads) > self.max_threads:
             self._threads.popitem(last=False)
+
+
+def history_digest(ids: list[str]) -> bytes:
+    """16 bytes standing for a history's message ids, in order (BLAKE2b)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for message_id in ids:
+        digest.update(message_id.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.digest()
 
 
 def _loose_input(body: bytes) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ import logging
 import signal
 import sys
 import threading
-from collections import Counter
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
@@ -19,6 +18,7 @@ from ._common import cut
 
 if TYPE_CHECKING:
     from ..app._watch import WatchFinding
+    from ..transport._proxy_verdicts import Tally
 
 HELP = """\
 Stand between a frontend and an agent and judge both: point the frontend (a
@@ -37,7 +37,7 @@ itself), and a query to UPSTREAM's own (?code=KEY then &x=1).
 Accept is forwarded untouched: both bindings (SSE, protobuf) pass.
 
 Findings: one line each on stderr, and with --log one JSON object per line
-({"rule", "severity", "side": "agent"|"frontend", "threadId", "runId",
+({"rule", "severity", "side": "agent"|"frontend"|"proxy", "threadId", "runId",
 "toolCallIds", "index", "message"}) to FILE or, with "-", stdout. Ctrl-C (or
 SIGTERM) stops the proxy and prints a summary; a stream still open is ended and
 counted as cut short.
@@ -66,7 +66,7 @@ http(s) URL, the port is taken, DIR cannot be created).
 
 
 def register(sub: Any) -> None:
-    from .serve_cmd import add_listen_options
+    from .serve_cmd import _at_least_one, add_listen_options
 
     p = sub.add_parser(
         "proxy",
@@ -103,6 +103,14 @@ def register(sub: Any) -> None:
         help="time to connect to UPSTREAM before answering 502 (default 10)",
     )
     p.add_argument(
+        "--upstream-connections",
+        type=_at_least_one,
+        default=None,
+        metavar="N",
+        help="connections to UPSTREAM at once (default: as many as --limit-concurrency); a "
+        "request finding all in use for 1 s is answered 503, side proxy",
+    )
+    p.add_argument(
         "--inspect",
         action="store_true",
         help="also serve the inspector's page showing the live traffic, read-only (its URL is "
@@ -136,8 +144,8 @@ class _Log:
         print(one_line(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
         self._write({"event": "upstream-error", "url": url, "message": message})
 
-    def record_error(self, message: str) -> None:
-        """The recording stopped (its folder cannot be written): said once."""
+    def notice(self, message: str) -> None:
+        """A line the proxy says of itself: the recording stopped, findings counted."""
         print(one_line(f"agui-tools proxy: {message}"), file=sys.stderr, flush=True)
 
     def _write(self, document: dict[str, Any]) -> None:
@@ -166,16 +174,16 @@ class _Log:
 
 def summary(
     exchanges: int,
-    findings: list[WatchFinding],
+    tally: Tally,
     upstream_errors: int,
     abandoned: int = 0,
     not_recorded: int = 0,
 ) -> list[str]:
     """The lines printed when the proxy stops."""
-    errors = sum(1 for f in findings if f.severity == "error")
+    errors = tally.errors
     lines = [
         f"agui-tools proxy: {exchanges} run request(s), {errors} error(s), "
-        f"{len(findings) - errors} warning(s)"
+        f"{tally.total - errors} warning(s)"
         + (f", {upstream_errors} upstream failure(s)" if upstream_errors else "")
         + (
             f", {abandoned} stream(s) cut short (the frontend left, or the proxy stopped)"
@@ -188,14 +196,13 @@ def summary(
             else ""
         )
     ]
-    counts = Counter((f.side, f.severity, f.rule) for f in findings)
-    for (side, severity, rule), n in sorted(counts.items()):
-        first = next(f for f in findings if (f.side, f.severity, f.rule) == (side, severity, rule))
+    for (side, severity, rule), n in sorted(tally.counts.items()):
+        first = tally.first[(side, severity, rule)]
         where = f"thread {first.thread_id!r} run {first.run_id!r}"
         if first.index is not None:
             where += f" event #{first.index}"
         lines.append(f"  {side:<8} {severity:<7} {rule:<10} x{n}  first: {where}")
-    if not findings:
+    if not tally.counts:
         lines.append("  no rule broken by either side")
     return [one_line(line) for line in lines]
 
@@ -212,17 +219,14 @@ def _not_our_cut(record: logging.LogRecord) -> bool:
 
 
 def _draining_server(config: Any, app: Any) -> Any:
-    """uvicorn, which on the way out first waits for the verdicts the judging process
-    still owes (a body's end is forwarded before its verdict is in)."""
+    """uvicorn, which on the way out first ends the streams still open."""
     import uvicorn
 
     class DrainingServer(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
             # the streams still open end first (counted as cut short, each frontend
-            # given the body's end), then the verdicts (bounded): the exchanges waiting
-            # for them then end by themselves — nothing is left to the graceful timeout
+            # given the body's end): nothing is left to the graceful timeout
             await app.stop_streams()
-            await app.drain()
             await _abort_unread(self.server_state.connections)
             await super().shutdown(sockets)
 
@@ -309,9 +313,10 @@ def run(args: argparse.Namespace) -> int:
     log = _Log(sink, "stdout (--log -)" if args.log == "-" else args.log or "")
     inspector = None
     if args.inspect:
+        from ..transport._proxy_requests import redacted_url
         from ..ui.inspector._live import LiveInspector
 
-        inspector = LiveInspector(args.upstream)
+        inspector = LiveInspector(redacted_url(args.upstream))  # no secret on the page
     try:
         app = ProxyApp(
             args.upstream,
@@ -323,9 +328,9 @@ def run(args: argparse.Namespace) -> int:
             connect_timeout=args.connect_timeout,
             body_timeout=args.body_timeout,
             max_concurrency=args.limit_concurrency,
-            judge_in_process=True,  # forwarding never waits for the judge (not with --strict)
+            upstream_connections=args.upstream_connections,
             observer=inspector,
-            on_record_error=log.record_error,
+            on_notice=log.notice,
         )
     except OSError as exc:
         print(
@@ -344,7 +349,7 @@ def run(args: argparse.Namespace) -> int:
         log_config=_log_config("warning", False),
         log_level="warning",
         access_log=False,
-        limit_concurrency=args.limit_concurrency,
+        limit_concurrency=app.max_concurrency,  # (fitted under the descriptor limit)
         http=deadline_protocol(header_timeout=args.header_timeout, send_timeout=args.send_timeout),
         timeout_graceful_shutdown=1,
         **SERVER_OPTIONS,  # the agent's Date and Server, once (the proxy adds a missing Date)
@@ -354,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("uvicorn.error").addFilter(_not_our_cut)
     print(
         one_line(
-            f"Proxying AG-UI at http://{shown}:{port}/ to {cut(args.upstream)}"
+            f"Proxying AG-UI at http://{shown}:{port}/ to {cut(app.shown_upstream)}"
             + (" (strict)" if args.strict else "")
             + (f", recording in {args.record}" if args.record else "")
         ),
@@ -377,11 +382,10 @@ def run(args: argparse.Namespace) -> int:
         if main:
             signal.signal(signal.SIGTERM, previous)
         sock.close()
-        app.stop_judge()
     missed = app.recording.missed if app.recording is not None else 0
-    for line in summary(app.exchanges, app.findings, log.upstream_errors, app.abandoned, missed):
+    for line in summary(app.exchanges, app.tally, log.upstream_errors, app.abandoned, missed):
         print(line, file=sys.stderr)
-    errors = any(f.severity == "error" for f in app.findings)
+    errors = app.tally.errors > 0
     print(
         "agui-tools proxy: stopped" + (" — errors were found (exit 1)" if errors else ""),
         file=sys.stderr,

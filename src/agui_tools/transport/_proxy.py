@@ -1,77 +1,21 @@
 """A verifying proxy in front of any agent: the I/O of ``agui-tools proxy``.
 
-A thin adapter, like the server: the judging is :mod:`agui_tools.app._watch`
-(sans-I/O); this module moves bytes. A frontend points at the proxy instead of the
-agent; every request is forwarded to ``upstream`` and its answer streamed back.
-
-Theory of operation:
-
-* **Forwarding** — method, body and end-to-end headers go upstream (hop-by-hop
-  headers — ``Connection`` and the ones it names, ``Keep-Alive``, ``TE``,
-  ``Transfer-Encoding``, ``Upgrade``, ``Proxy-*`` — are dropped, as are ``Host``
-  and ``Content-Length``, which httpx sets; ``Accept-Encoding`` is dropped so the
-  body arrives as the agent wrote it, uncompressed, and can be judged). Nothing of
-  httpx's is added (no ``User-Agent``, ``Accept``), and no cookie: the client,
-  shared by every frontend, keeps none — an agent's ``Set-Cookie`` goes to the
-  frontend that asked, never into another frontend's request. One header is the
-  proxy's own: a ``Via`` naming it (``1.1 agui-tools-<random>``, RFC 9110 §7.6.3),
-  after the frontend's; a request arriving with it has come round a loop (UPSTREAM
-  is the proxy, or leads back to it) and is answered ``508`` naming the loop, once,
-  never forwarded again (the answer gets the same ``Via``, after the agent's: a
-  proxy sends one in each message it forwards). ``Accept`` is untouched, so the frontend still negotiates
-  the binding (SSE or protobuf). The request path is appended to ``upstream``'s
-  path (``/`` is ``upstream`` itself) as the frontend sent it (still
-  percent-encoded), its query after ``upstream``'s own (``?code=KEY&x=1``); a path
-  with a ``.`` or ``..`` segment (percent-encoded too, or with ``;`` parameters:
-  ``..;``), which would leave ``upstream``'s path, is answered ``400`` naming it,
-  never normalised, as is a target holding a ``#`` (RFC 9112 §3.2). The
-  answer's status and end-to-end headers come back (``Date`` and ``Server`` the
-  agent's, once: served with :data:`SERVER_OPTIONS`; a ``Date`` added where there
-  is none), then its body
-  **byte for byte, each chunk as it arrives** (httpx ``aiter_raw``; nothing is
-  held to be sent later).
-* **Judging** — a ``POST`` body is judged as a run input (the frontend, as an
-  application); a ``200`` answer whose ``Content-Type`` is an event stream is
-  judged chunk by chunk as a producer's stream (the agent), after the chunk is
-  forwarded. A ``gzip``/``deflate`` answer is judged (and recorded) decoded
-  (:class:`_Decoded`: every gzip member; up to where it stops decoding), forwarded
-  as it came; another ``Content-Encoding`` is not
-  judged, and said (a TRANS-4 warning). Findings go to ``on_finding``; each
-  thread's last run is remembered for the next input
-  (:class:`~agui_tools.app._watch.ThreadLedger`).
-* **Strict** — a chunk is judged *before* it is forwarded: whole events that break
-  nothing go on at once, an event's first bytes wait for its last; the first event
-  breaking a producer rule is replaced by a ``RUN_ERROR`` naming the rule, in the
-  stream's binding, and the stream ends there (the agent's connection is closed).
-  A judged stream is sent chunked (the agent's ``Content-Length`` dropped), a
-  compressed one decoded (its ``Content-Encoding`` dropped): what was judged.
-  An input our server would refuse is answered as our server answers it (409/422
-  problem JSON) and never forwarded.
-* **Upstream unreachable** — ``502`` with a JSON problem body naming the upstream
-  and why; ``on_upstream_error`` is told. A body cut mid-stream by the agent cuts
-  the answer there too — no end of body is sent, the server closes the connection,
-  so the frontend sees the cut (the judge says TRANS-2: a truncated run). An upstream
-  status outside 200-599 (which the ASGI server cannot answer) is a ``502`` too.
-* **Recording** (``record``) — every POST exchange as files (docs/proxy.md has the
-  contract): ``NNNN.input.json`` (the body as the frontend sent it),
-  ``NNNN.sse`` / ``.pb`` / ``.ndjson`` / ``.json`` (the answer's body as the agent
-  sent it, written as it arrives), ``NNNN.meta.json``.
-* **Who may use it, and how much** — the front our server stands on
-  (:class:`~agui_tools.transport._front.Front`) takes every request first: the
-  ``Host`` (a DNS-rebinding page cannot reach the agent through the proxy), the
-  concurrency cap, the body under its deadline and size limit. ``Origin`` and
-  CORS are the agent's own (forwarded, answered by it).
-
-:class:`ProxyApp` is the exchange from end to end (the front, the input judged, the
-recording's meta); its jobs are mixins of their own modules: the target's checks
-(:mod:`._proxy_requests`), the forwarding and streaming (:mod:`._proxy_forwarding`),
-the verdicts and the order findings are told in (:mod:`._proxy_verdicts`).
+A thin adapter: the judging is :mod:`agui_tools.app._watch` (sans-I/O); this module
+moves bytes, each chunk forwarded and then judged inline (strict: judged first), so a
+verdict is in when its body ends. docs/proxy.md is the contract. A ``502`` blames the
+agent, a ``503`` the proxy's own limits; the URL is shown redacted everywhere
+(:func:`~._proxy_requests.redacted_url`); the front our server stands on
+(:class:`~agui_tools.transport._front.Front`) takes every request first, its cap
+fitted under the descriptor limit (:func:`descriptor_cap`). :class:`ProxyApp` is the
+exchange from end to end; its jobs are mixins: the target (:mod:`._proxy_requests`),
+the forwarding (:mod:`._proxy_forwarding`), the verdicts (:mod:`._proxy_verdicts`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import resource
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from email.utils import formatdate
@@ -93,17 +37,32 @@ from ._front import (
     Front,
     received,
 )
-from ._judge_pool import JudgePool, _RemoteWatch
-from ._proxy_forwarding import HOP_BY_HOP, Forwarding
-from ._proxy_requests import TargetChecks
-from ._proxy_verdicts import ProxyObserver
+from ._proxy_forwarding import HOP_BY_HOP, POOL_WAIT, Forwarding
+from ._proxy_requests import TargetChecks, redacted_url
+from ._proxy_verdicts import FINDINGS_KEPT, ExchangeFindings, ProxyObserver, Tally
 from ._recording import RecordedExchange, Recording
 from ._server import DEFAULT_MAX_BODY_BYTES, AgentEndpoint
 
 if TYPE_CHECKING:
     from ..agent._run import Run
 
-__all__ = ["HOP_BY_HOP", "JudgePool", "ProxyApp", "ProxyObserver", "Recording"]
+__all__ = ["HOP_BY_HOP", "ProxyApp", "ProxyObserver", "Recording", "descriptor_cap"]
+
+RESERVED_DESCRIPTORS: Final = 32
+"""Descriptors kept out of the proxy's cap: stdio, the listening socket, the event
+loop's, a log, the inspector's, and the momentary socket of a request answered 503."""
+
+
+def descriptor_cap(cap: int | None, per_request: int) -> int | None:
+    """``cap`` lowered to what the process's descriptor limit can hold: each proxied
+    request spends ``per_request`` descriptors (the frontend's socket, the agent's, a
+    recording's file), so a cap counting requests is met before ``accept()`` fails —
+    what is past it gets the front's 503, never a 502 blaming the agent."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    fit = max(1, (soft - RESERVED_DESCRIPTORS) // per_request)
+    return fit if cap is None else min(cap, fit)
 
 
 async def _never(run: Run) -> None:  # pragma: no cover - the judge never runs an agent
@@ -117,27 +76,19 @@ class ProxyApp(TargetChecks, Forwarding):
         upstream: the agent's URL (``http://127.0.0.1:8000/agent``).
         strict: refuse what breaks a rule instead of forwarding it.
         record: a folder to record every exchange in (``None``: none).
-        on_finding: called with each finding, as it is made.
-        on_upstream_error: called with ``(url, message)`` when the upstream
-            cannot be reached or cuts a body.
-        allowed_hosts: names the proxy is reached by besides ``localhost`` and IP
-            addresses (``"*"``: any).
-        connect_timeout: seconds to connect to the upstream (then 502).
-        read_timeout: seconds the upstream may send nothing mid-body (``None``:
-            no limit; an agent thinking for long is legitimate).
-        max_body_bytes: the largest request body forwarded (413 beyond).
-        body_timeout: seconds a frontend has to send its whole request body (408
-            beyond; ``None``: no deadline).
-        max_concurrency: requests served at once before new ones get 503
-            (``None``: no limit).
-        on_record_error: called once with a line saying why the recording stopped (a
-            file of ``record`` cannot be written: forwarding goes on; ``None``: the
-            proxy's log says it).
-        judge_in_process: judge streams in a process of its own (:class:`JudgePool`),
-            so forwarding never waits for the judge (not in strict mode, which judges
-            each chunk before it is forwarded). The findings are the same; each arrives
-            a moment after its event was forwarded; a body's end is forwarded at once
-            and the verdict follows — the next input waits for it instead.
+        on_finding: called with each finding told; ``on_upstream_error`` with ``(url,
+            message)`` when the upstream cannot be reached or cuts a body (URL redacted);
+            ``on_notice`` with a line the proxy says of itself (``None``: its log).
+        allowed_hosts: names the proxy is reached by besides ``localhost`` and IPs.
+        connect_timeout, read_timeout: seconds to connect to the upstream (then 502),
+            and that it may send nothing mid-body (``None``: no limit).
+        max_body_bytes, body_timeout: the largest request body (413), and the seconds a
+            frontend has to send it (408; ``None``: no deadline).
+        max_concurrency: requests served at once before 503, lowered to what the
+            descriptor limit holds (:attr:`max_concurrency` is the cap in force).
+        upstream_connections: connections to the upstream at once (``None``: as many as
+            :attr:`max_concurrency`); none free for :data:`~._proxy_forwarding.POOL_WAIT`
+            is a 503, ``side: proxy``.
     """
 
     def __init__(
@@ -154,88 +105,56 @@ class ProxyApp(TargetChecks, Forwarding):
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
-        judge_in_process: bool = False,
+        upstream_connections: int | None = None,
         observer: ProxyObserver | None = None,
-        on_record_error: Callable[[str], None] | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ) -> None:
         self.upstream = upstream
+        self.shown_upstream = redacted_url(upstream)
         self.strict = strict
-        self.recording = Recording(record, on_record_error) if record is not None else None
+        self.on_notice = on_notice
+        self.recording = Recording(record, self._notice) if record is not None else None
         self.on_finding = on_finding
         self.on_upstream_error = on_upstream_error
+        self.max_concurrency = descriptor_cap(max_concurrency, 2 if record is None else 3)
         self.front = Front(
             hosts=HostPolicy(allowed_hosts),
             max_body_bytes=max_body_bytes,
             body_timeout=body_timeout,
-            max_concurrency=max_concurrency,
+            max_concurrency=self.max_concurrency,
             who="proxy",
         )
-        """Every request's phases bounded before it is judged or forwarded."""
+        if upstream_connections is not None and upstream_connections < 1:
+            raise ValueError("upstream_connections must be at least 1, or None")
+        self.upstream_connections = upstream_connections or self.max_concurrency
         self.ledger = ThreadLedger()
         self.exchanges = 0
         self.abandoned = 0
-        """Streams cut short: the frontend left, or the proxy stopped, before their end."""
-        self.findings: list[WatchFinding] = []
-        """Every finding of the session, in order (the summary counts them)."""
+        self.tally = Tally()
         self._endpoint = AgentEndpoint(_never, max_body_bytes=max_body_bytes, body_timeout=None)
-        self._judging = asyncio.Semaphore(1)
-        self._timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=30.0, pool=30.0)
+        self._timeout = httpx.Timeout(
+            connect_timeout, read=read_timeout, write=30.0, pool=POOL_WAIT
+        )
         self._client: httpx.AsyncClient | None = None
-        self._pool = JudgePool() if judge_in_process else None
         self.observer = observer
         self.via = f"agui-tools-{secrets.token_hex(6)}"
-        """This proxy's name in the ``Via`` header it adds upstream (RFC 9110 §7.6.3): a
-        request that comes back carrying it has gone round a loop (:meth:`_loop_problem`)."""
+        """This proxy's name in the ``Via`` it adds (a request carrying it is a loop)."""
         self._outcomes: dict[int, Any] = {}
-        self._settling: set[int] = set()
-        """Exchanges whose body has ended and whose verdict is still to come."""
-        self._held: dict[int, list[WatchFinding]] = {}
-        """Findings of later exchanges, held until those verdicts are in (:meth:`_found`)."""
-        self._taking: set[asyncio.Future[bool]] = set()
-        """Overdue streams being judged here (:meth:`_overdue`), kept till they are."""
-        self._owed: dict[asyncio.Future[None], _RemoteWatch] = {}
-        """Each verdict still to come (a task of :attr:`_unsettled`), by the stream it is on."""
-        self._unsettled: dict[str | None, set[asyncio.Future[None]]] = {}
-        """Per thread, the judging process's verdicts on its streams, still to come:
-        the thread's next input is judged against them once they are in (other
-        threads' inputs do not wait for them)."""
         self._stop: asyncio.Future[None] | None = None
-        """Done once the proxy stops (:meth:`stop_streams`): every open stream ends."""
         self._forwarding: set[asyncio.Task[Any]] = set()
-        """The exchanges forwarded and not over yet (:meth:`stop_streams` waits for them)."""
-
-    def stop_judge(self) -> None:
-        """End the judging process, if one was started (:class:`JudgePool`)."""
-        if self._pool is not None:
-            self._pool.stop()
 
     async def stop_streams(self, timeout: float = 10.0) -> None:
-        """End every exchange still being forwarded (the proxy stops: Ctrl-C, SIGTERM),
-        so the server has no unfinished answer to cancel: an open stream is counted as
-        cut short and its frontend given the body's end; a request the upstream has
-        not answered yet is answered 503 (counted as cut short too). Waits
-        (``timeout`` at most) for those exchanges to be over, their verdicts in."""
+        """End every exchange still forwarded (Ctrl-C, SIGTERM): an open stream is given its
+        body's end, one not answered yet a 503, both counted as cut short; waits for them."""
         self.front.close()  # a request still sending its body is answered 503 now
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
         if not self._stop.done():
             self._stop.set_result(None)
         if self._forwarding:
-            # an exchange is over once its verdict is in: those overdue judged here
-            await self._settled(set(self._forwarding), timeout, owed=self._owed)
-
-    async def drain(self, timeout: float = 10.0) -> None:
-        """Wait (``timeout`` at most) for the verdicts still to come from the judging
-        process — on the way out, so that the summary counts every stream forwarded."""
-        pending = {task for tasks in self._unsettled.values() for task in tasks}
-        if pending:
-            await self._settled(pending, timeout)
-        self._settling.clear()  # what is still held is told now, in order
-        self._release()
+            await asyncio.wait(set(self._forwarding), timeout=timeout)
 
     async def aclose(self) -> None:
-        await self.drain()
-        self.stop_judge()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -262,11 +181,10 @@ class ProxyApp(TargetChecks, Forwarding):
             return
         loop = self._loop_problem(headers)
         if loop is not None:  # answered once, here, and not forwarded round again
-            if self.on_upstream_error is not None:
-                self.on_upstream_error(self.upstream, loop)
-            await _answer(scope, receive, send, 508, f"agui-tools proxy: {loop}")
+            await self._problem((scope, receive, send), None, {}, self.shown_upstream, 508, loop)
             return
         url = self._target(scope)
+        shown = redacted_url(url)
         judged: InputJudged | None = None
         exchange = None
         number = 0
@@ -274,23 +192,21 @@ class ProxyApp(TargetChecks, Forwarding):
             self.exchanges += 1
             number = self.exchanges
             if self.observer is not None:
-                self.observer.exchange_started(number, url, body)
+                self.observer.exchange_started(number, shown, body)
             judged = await self._judge_input(body)
             exchange = self.recording.start(body) if self.recording is not None else None
-        meta: dict[str, Any] = {
-            "url": url,
-            "status": None,
-            "contentType": None,
-            "threadId": judged.thread_id if judged else None,
-            "runId": judged.run_id if judged else None,
-            "findings": [],
-        }
-        found: list[WatchFinding] = []
-        settle: asyncio.Future[None] | None = None
+        tid, rid = (judged.thread_id, judged.run_id) if judged else (None, None)
+        names = sorted({k.decode("latin-1").lower() for k, _ in scope["headers"]})
+        meta: dict[str, Any] = {"url": shown, "status": None, "contentType": None, "threadId": tid}
+        # header names only: a value (a token, a cookie) is never recorded
+        meta |= {"runId": rid, "requestHeaders": names, "headerValues": "redacted"}
+        found = ExchangeFindings()
 
         def on_finding(finding: WatchFinding) -> None:
-            found.append(finding)
-            self._found(finding, number)
+            self.tally.add(finding)
+            if not found.add(finding):
+                return  # counted: past the first FINDINGS_KEPT of its rule
+            self._tell(finding)
             if self.observer is not None:
                 self.observer.exchange_finding(number, finding)
 
@@ -310,25 +226,28 @@ class ProxyApp(TargetChecks, Forwarding):
             if task is not None:  # stop_streams ends it, and waits for it to be over
                 self._forwarding.add(task)
                 task.add_done_callback(self._forwarding.discard)
-            settle = await self._forward(
+            await self._forward(
                 scope, receive, send, url, body, judged, exchange, meta, on_finding, number
             )
         finally:
-            if settle is not None:
-                # the body has ended (the frontend is not kept waiting); the exchange
-                # — its record, the inspector's card — is over once its verdict is in
-                await asyncio.shield(settle)
             self._complete(number, meta, found, exchange)
 
     def _complete(
         self,
         number: int,
         meta: dict[str, Any],
-        found: list[WatchFinding],
+        found: ExchangeFindings,
         exchange: RecordedExchange | None,
     ) -> None:
         """An exchange is over, its verdict in: the recording's meta, the inspector's card."""
-        meta["findings"] = [f.to_json() for f in found]
+        found.to_meta(meta)
+        left = found.not_kept()
+        if left:
+            counted = ", ".join(f"{n} [{rule}]" for rule, n in left.items())
+            self._notice(
+                f"exchange {number}: {counted} more finding(s) counted, not told (the first "
+                f"{FINDINGS_KEPT} of each rule are; the summary counts them all)"
+            )
         if self.observer is not None and number:
             outcome = self._outcomes.pop(number, None)
             self.observer.exchange_ended(number, meta["status"], outcome)
@@ -336,24 +255,14 @@ class ProxyApp(TargetChecks, Forwarding):
             exchange.finish(meta)
 
 
-async def _answer(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
-    await JSONResponse(
-        {"error": {"path": "", "message": message}},
-        status_code=status,
-        headers={"connection": "close"},
-    )(scope, receive, send)
-
-
 SERVER_OPTIONS: Final[Mapping[str, Any]] = {"server_header": False, "date_header": False}
 """The ``uvicorn.Config`` options the proxy is served with: the agent's ``Date`` and
-``Server`` are forwarded, and a server adding its own gave the frontend two of each
-(RFC 9110 §5.3: neither is a list). :func:`_dated` adds the ``Date`` an answer lacks."""
+``Server`` are forwarded, never doubled (RFC 9110 §5.3); :func:`_dated` adds a missing one."""
 
 
 def _dated(send: Send) -> Send:
-    """``send`` with a ``Date`` on an answer that has none: the proxy's own (400, 403,
-    413, 502, 503, 508), and a forwarded one whose agent sent none (RFC 9110 §6.6.1: a
-    recipient with a clock forwarding a response without ``Date`` adds one)."""
+    """``send`` with a ``Date`` on an answer that has none: the proxy's own, and a
+    forwarded one whose agent sent none (RFC 9110 §6.6.1)."""
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":

@@ -1,11 +1,8 @@
 """The proxy's forwarding: the request sent upstream, its answer streamed back.
 
-Apart from the checks and the verdicts because it is the one part that moves bytes:
-the headers each way (hop-by-hop dropped, this proxy's ``Via`` added), the answer
-chunk by chunk as it arrives (judged after it is forwarded, or before it in strict
-mode), a compressed answer decoded for the judge (:class:`_Decoded`), the frames told
-to the observer (:class:`_Timeline`), the ``502`` of an upstream that cannot be
-reached. A mixin of :class:`~._proxy.ProxyApp`, built on its verdict bookkeeping.
+Headers each way, the answer chunk by chunk (judged inline after it is forwarded, or
+before it in strict mode), decoded for the judge (:class:`_Decoded`), told to the
+observer (:class:`_Timeline`); the proxy's own 502 and 503. A mixin of ProxyApp.
 """
 
 from __future__ import annotations
@@ -21,27 +18,22 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from ..app._watch import InputJudged, StreamWatch, WatchFinding, binding_of
-from ..wire._framing import BrokenFrame
+from ..wire._framing import BrokenFrame, FrameNote, NDJSONReader, SSEReader
+from ..wire._proto_framing import ProtoReader
 from ._client import _DECODABLE, _DECODED, _coding, _Decoding
-from ._judge_pool import JudgePool, _RemoteWatch
+from ._proxy_requests import redacted_url
 from ._proxy_verdicts import ProxyObserver, VerdictBook, log
 from ._recording import RecordedExchange
 
-__all__ = ["HOP_BY_HOP", "STOP_END_TIMEOUT", "Forwarding"]
+__all__ = ["HOP_BY_HOP", "POOL_WAIT", "STOP_END_TIMEOUT", "Forwarding"]
 
-HOP_BY_HOP: Final = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
+POOL_WAIT: Final = 1.0
+"""Seconds a request waits for one of the proxy's upstream connections before its 503."""
+
+HOP_BY_HOP: Final = frozenset((
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
+    "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+))  # fmt: skip
 """Headers that describe one connection, not the message (RFC 9110 §7.6.1)."""
 _NOT_FORWARDED: Final = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 
@@ -58,18 +50,9 @@ class _Timeline:
     """One answer's frames, as the agent sent them, told to the observer."""
 
     def __init__(self, observer: ProxyObserver, number: int, binding: str) -> None:
-        from ..wire._framing import FrameNote, NDJSONReader, SSEReader
-        from ..wire._proto_framing import ProtoReader
-
         self.observer, self.number, self.index = observer, number, -1
-        self._note = FrameNote
-        self._reader: Any = (
-            ProtoReader()
-            if binding == "proto"
-            else NDJSONReader()
-            if binding == "ndjson"
-            else SSEReader()
-        )
+        readers = {"proto": ProtoReader, "ndjson": NDJSONReader}
+        self._reader: Any = readers.get(binding, SSEReader)()
 
     def feed(self, chunk: bytes) -> None:
         if self._reader is None:
@@ -81,7 +64,7 @@ class _Timeline:
             self._reader = None
             return
         for frame in frames:
-            if not isinstance(frame, self._note):
+            if not isinstance(frame, FrameNote):
                 self.index += 1
                 self.observer.exchange_event(self.number, self.index, frame)
 
@@ -92,20 +75,23 @@ class Forwarding(VerdictBook):
     via: str
     strict: bool
     abandoned: int
+    upstream_connections: int | None
     on_upstream_error: Callable[[str, str], None] | None
     _timeout: httpx.Timeout
     _client: httpx.AsyncClient | None
-    _pool: JudgePool | None
     _stop: asyncio.Future[None] | None
 
     @property
     def client(self) -> httpx.AsyncClient:
-        """The one client every frontend's requests go through (its connection pool,
-        its timeouts). It keeps no cookie: an agent's ``Set-Cookie`` is the frontend's
-        (forwarded to it), never replayed for the next request — another frontend's."""
+        """The one client every frontend's requests go through; it keeps no cookie (an
+        agent's ``Set-Cookie`` is the frontend's, never replayed for another's)."""
         if self._client is None:
+            size = self.upstream_connections
             self._client = httpx.AsyncClient(
-                timeout=self._timeout, follow_redirects=False, cookies=_no_cookies()
+                timeout=self._timeout,
+                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                follow_redirects=False,
+                cookies=_no_cookies(),
             )
         return self._client
 
@@ -121,14 +107,10 @@ class Forwarding(VerdictBook):
         meta: dict[str, Any],
         on_finding: Callable[[WatchFinding], None],
         number: int = 0,
-    ) -> asyncio.Future[None] | None:
-        """Forward the request and stream the answer back; the verdict of a stream
-        judged in the judging process, when it is still to come (``None``: it is in)."""
-        # built as is, not by the client (``build_request`` adds its default headers —
-        # Accept, Accept-Encoding, User-Agent — and its cookies): the agent gets the
-        # frontend's end-to-end headers, Host and Content-Length, and this proxy's Via
-        # (RFC 9110 §7.6.3) after the frontend's own — a request that comes back with
-        # it has gone round a loop (:meth:`_loop_problem`)
+    ) -> None:
+        """Forward the request and stream the answer back, judged as it passes."""
+        # built as is, not by the client (whose build_request adds its default headers
+        # and cookies): the frontend's end-to-end headers, then this proxy's Via
         via = f"{scope.get('http_version', '1.1')} {self.via}".encode("latin-1")
         request = httpx.Request(
             scope["method"],
@@ -146,48 +128,43 @@ class Forwarding(VerdictBook):
             if not sending.done():  # the proxy stops (or this exchange is cancelled)
                 sending.cancel()
                 await asyncio.wait({sending})
+        shown, asgi = redacted_url(url), (scope, receive, send)
         if sending.cancelled():  # the proxy stopped before the upstream answered
-            message = f"agui-tools proxy: stopped before the upstream {url} answered"
-            meta |= {"status": 503, "contentType": "application/json", "proxyStopped": True}
             self.abandoned += 1
-            problem = {"path": "", "message": message, "upstream": url}
-            if exchange is not None:
-                exchange.open("application/json")
-                exchange.write(orjson.dumps({"error": problem}))
-            await JSONResponse(
-                {"error": problem}, status_code=503, headers={"connection": "close"}
-            )(scope, receive, send)
-            return None
+            message = f"stopped before the upstream {shown} answered"
+            await self._problem(asgi, exchange, meta, shown, 503, message, proxyStopped=True)
+            return
         try:
             response = sending.result()
-        except httpx.HTTPError as exc:
-            message = f"the upstream {url} cannot be reached: {_describe(exc)}"
-            await self._bad_gateway(scope, receive, send, url, exchange, meta, message)
-            return None
-        if not 200 <= response.status_code <= 599:
-            # HTTP allows any 3 digits (LinkedIn's 999), the ASGI servers answer 100-599:
-            # a 502 naming what the agent said, never an answer cut before it starts
-            await response.aclose()
-            await self._bad_gateway(
-                scope,
-                receive,
-                send,
-                url,
-                exchange,
-                meta,
-                f"the upstream {url} answered status {response.status_code} "
-                f"({response.reason_phrase or 'no reason phrase'}), which the proxy cannot "
-                "forward: an HTTP status it forwards is 200-599",
-                upstreamStatus=response.status_code,
+        except httpx.PoolTimeout:  # the proxy's own limit: the agent was not asked
+            message = (
+                f"all {self.upstream_connections} upstream connection(s) in use for {POOL_WAIT} s "
+                "(--upstream-connections): the proxy's own limit, the agent was not asked"
             )
-            return None
+            await self._problem(asgi, exchange, meta, shown, 503, message, poolFull=True)
+            return
+        except httpx.HTTPError as exc:
+            message = f"the upstream {shown} cannot be reached: {_describe(exc)}"
+            await self._problem(asgi, exchange, meta, shown, 502, message)
+            return
+        if not 200 <= response.status_code <= 599:
+            # HTTP allows any 3 digits (LinkedIn's 999), the ASGI servers answer 100-599
+            await response.aclose()
+            message = (
+                f"the upstream {shown} answered status {response.status_code} "
+                f"({response.reason_phrase or 'no reason phrase'}), which the proxy cannot "
+                "forward: an HTTP status it forwards is 200-599"
+            )
+            status = response.status_code
+            await self._problem(asgi, exchange, meta, shown, 502, message, upstreamStatus=status)
+            return
         content_type = response.headers.get("content-type")
         meta |= {"status": response.status_code, "contentType": content_type}
+        meta["responseHeaders"] = sorted({k.lower() for k in response.headers})
         if "location" in response.headers:  # a redirect: the mock replays it with its target
             meta["location"] = response.headers["location"]
         binding = binding_of(content_type)
-        watch: StreamWatch | None = None  # judged here (strict: before forwarding)
-        remote: _RemoteWatch | None = None  # judged in the judging process
+        watch: StreamWatch | None = None  # judged inline (strict: before forwarding)
         # (a body our server refuses for the thread's sake, 409, still reached the agent:
         # its answer is judged against the body it was sent, and remembered as its run)
         run_input = judged.stream_input if judged is not None else None
@@ -205,7 +182,7 @@ class Forwarding(VerdictBook):
                     WatchFinding(
                         "TRANS-4",
                         "warning",
-                        "agent",
+                        "proxy",  # the agent may use any coding: a request names none
                         f"not judged: the answer's Content-Encoding {coding!r} is not one "
                         f"the proxy decodes ({', '.join(_DECODED)}); the stream is forwarded "
                         "as it came, unjudged, and recorded as it came",
@@ -214,10 +191,7 @@ class Forwarding(VerdictBook):
                     )
                 )
         if judged_stream and binding is not None:
-            if self.strict or self._pool is None or self._pool.broken or self._pool.behind:
-                watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding)
-            else:
-                remote = self._pool.open(binding, run_input, on_finding)
+            watch = StreamWatch(binding, run_input=run_input, on_finding=on_finding, keep=False)
         if exchange is not None:
             exchange.open(content_type)
         timeline = (
@@ -226,7 +200,7 @@ class Forwarding(VerdictBook):
             else None
         )
         pump = asyncio.create_task(
-            self._pump(send, response, watch, remote, exchange, meta, timeline, decoded)
+            self._pump(send, response, watch, exchange, meta, timeline, decoded)
         )
         gone = asyncio.create_task(_disconnected(receive))
         assert self._stop is not None  # (made when the request was sent upstream)
@@ -246,86 +220,74 @@ class Forwarding(VerdictBook):
             gone.cancel()
             await asyncio.wait({pump, gone})
             await response.aclose()
-            # the upstream cut the body: the frontend's answer is cut too (byte for byte:
-            # no end is sent, the server closes the connection) — never repaired; a stream
-            # the proxy stopped is ended cleanly: the frontend holding its end (curl, a raw
-            # socket) gets the body's end, the server no unfinished answer
+            # an upstream cut is the frontend's cut too (no end is sent): never repaired;
+            # a stream the proxy stopped is given the body's end
             ended = stopped or (not pump.cancelled() and pump.exception() is None and pump.result())
-            # cut short by the frontend leaving, or by the proxy stopping: the agent's run
-            # did not end because of the agent — no truncation is said of it (TRANS-2)
+            # cut short by the frontend or the proxy: no truncation said of the agent
             cut_short = pump.cancelled()
             if cut_short:
                 self.abandoned += 1
             if decoded is not None and decoded.failure is not None:
                 meta["decodeError"] = decoded.failure.message
-            if decoded is not None and decoded.failure is not None and not pump.cancelled():
-                # the stream stopped being judged where it stopped decoding: that
-                # finding (told as it happened), no truncation said after it
-                cut_short = True
+                cut_short = True  # judged up to where it stopped decoding, said then
             if not pump.cancelled() and pump.exception() is not None:
-                log.error("proxying %s failed", url, exc_info=pump.exception())
-            # the verdict is in — and the thread's last run remembered — before the body
-            # ends: the frontend's next input on the thread is judged against it
-            settle: asyncio.Future[None] | None = None
-            if remote is not None:
-                settle = self._settle(remote, cut_short, run_input, number)
-            else:
-                outcome = None
-                if watch is not None:
-                    watch.cut = watch.cut or cut_short
-                    outcome = watch.outcome(run_input or {})
-                self._remember(run_input, outcome, number)
+                log.error("proxying %s failed", shown, exc_info=pump.exception())
+            # the verdict is in, the thread's last run remembered, before the body ends
+            outcome = None
+            if watch is not None:
+                watch.cut = watch.cut or cut_short
+                outcome = watch.outcome(run_input or {})
+            self._remember(run_input, outcome, number)
         if ended:
             end = send({"type": "http.response.body", "body": b"", "more_body": False})
             if not stopped:
                 await end
             else:
-                # the proxy stops: a frontend holding the stream unread (a busy tab, a
-                # paused debugger) never takes the body's end — it is given a moment,
-                # then its answer is left cut (the server closes the connection), not
-                # waited for until the server gives up on the exchange and says so
+                # a frontend holding the stream unread is given a moment, then left cut
                 try:
                     await asyncio.wait_for(end, STOP_END_TIMEOUT)
                 except TimeoutError:
                     meta["endUnsent"] = True
-        return settle
 
-    async def _bad_gateway(
+    async def _problem(
         self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        url: str,
+        asgi: tuple[Scope, Receive, Send],
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
+        url: str,
+        status: int,
         message: str,
         **more: Any,
     ) -> None:
-        """Answer ``502`` with a JSON problem naming the upstream and what went wrong."""
-        meta |= {"status": 502, "contentType": "application/json", "upstreamError": message}
-        meta |= more
-        if self.on_upstream_error is not None:
-            self.on_upstream_error(url, message)
-        problem = {"path": "", "message": f"agui-tools proxy: {message}", "upstream": url}
+        """Answer the proxy's own problem JSON: ``502`` blames the agent (the upstream
+        cannot be reached, or answered what cannot be forwarded; ``on_upstream_error``
+        is told), any other the proxy (503: it stops, its connections are in use; 508)."""
+        side = "agent" if status == 502 else "proxy"
+        meta |= {"status": status, "contentType": "application/json", **more}
+        if status != 503:  # the upstream's doing, or the loop it leads into
+            meta["upstreamError"] = message
+            if self.on_upstream_error is not None:
+                self.on_upstream_error(url, message)
+        text = f"agui-tools proxy: {message}"
+        problem = {"path": "", "message": text, "upstream": url, "side": side}
         if exchange is not None:
             exchange.open("application/json")
             exchange.write(orjson.dumps({"error": problem}))
-        await JSONResponse({"error": problem}, status_code=502)(scope, receive, send)
+        close = {"connection": "close"} if status != 502 else None
+        await JSONResponse({"error": problem}, status_code=status, headers=close)(*asgi)
 
     async def _pump(
         self,
         send: Send,
         response: httpx.Response,
         watch: StreamWatch | None,
-        remote: _RemoteWatch | None,
         exchange: RecordedExchange | None,
         meta: dict[str, Any],
         timeline: _Timeline | None = None,
         decoded: _Decoded | None = None,
     ) -> bool:
-        """The answer, chunk by chunk, until its end; ``True`` when the body came whole
-        (the caller sends the body's end), ``False`` when the upstream cut it (the
-        caller cuts the frontend's answer too: no end is sent)."""
+        """The answer, chunk by chunk; ``True`` when the body came whole (the caller
+        sends its end), ``False`` when the upstream cut it (so is the frontend's)."""
         strict = self.strict and watch is not None
         drop = HOP_BY_HOP
         if strict or "transfer-encoding" in response.headers:
@@ -346,13 +308,9 @@ class Forwarding(VerdictBook):
         )
         try:
             async for chunk in response.aiter_raw():
-                # the loop runs between two chunks: a frontend that left (a reset
-                # connection) is seen (uvicorn's connection_lost, then ``send`` writes
-                # nothing) before the next write — a pump with the agent's bytes
-                # already read never yields by itself, and asyncio logs "socket.send()
-                # raised exception." for each write to the lost connection past the 4th
+                # a frontend gone is seen before the next write (else asyncio logs
+                # "socket.send() raised exception." for each write past the 4th)
                 await asyncio.sleep(0)
-                # what the agent wrote: its Content-Encoding undone (judged, recorded)
                 data = chunk if decoded is None else decoded.feed(chunk)
                 if exchange is not None:
                     exchange.write(data)
@@ -364,8 +322,6 @@ class Forwarding(VerdictBook):
                         timeline.feed(data)
                     if watch is not None:
                         watch.feed(data)
-                    elif remote is not None:
-                        await remote.feed(data)
                     continue
                 assert watch is not None
                 fatal: WatchFinding | None
@@ -374,8 +330,7 @@ class Forwarding(VerdictBook):
                 if fatal is None and decoded is not None and decoded.failure is not None:
                     fatal = decoded.failure  # the rest does not decode: ended there
                     watch.cut = True  # by the proxy: no truncation said
-                    # the run had ended when it stopped decoding (a bad CRC trailer): it
-                    # went whole, and a RUN_ERROR after its end would break the protocol
+                    # (a run already over — a bad CRC trailer — gets no RUN_ERROR after it)
                     run = watch.pipe.verifier.current_run
                     over = run is not None and run.status != "running"
                 if fatal is not None:
@@ -388,23 +343,19 @@ class Forwarding(VerdictBook):
                 if fatal is not None:
                     break
         except httpx.HTTPError as exc:
-            message = f"the upstream {response.request.url} cut the body: {_describe(exc)}"
+            shown = redacted_url(str(response.request.url))
+            message = f"the upstream {shown} cut the body: {_describe(exc)}"
             meta["upstreamError"] = message
             if self.on_upstream_error is not None:
-                self.on_upstream_error(str(response.request.url), message)
+                self.on_upstream_error(shown, message)
             return False
         return True
 
 
 class _Decoded:
-    """An answer's body with its ``Content-Encoding`` (gzip, deflate) undone, as it
-    arrives — what is judged and recorded (the frontend gets the bytes as they came).
-
-    The client's bounded decoder (:class:`~._client._Decoding`: a gzip bomb is refused,
-    LIMIT; every gzip member). A body that does not decode stops there — what decoded
-    before that point, in the same chunk too, is returned first: :attr:`failure` is the
-    finding (TRANS-4 naming the byte, or LIMIT), told to ``on_finding`` when the stream
-    is judged."""
+    """An answer's body with its gzip/deflate undone as it arrives (the client's bounded
+    decoder): what is judged and recorded. Where it stops decoding, :attr:`failure` is
+    the finding (TRANS-4 or LIMIT), told when the stream is judged."""
 
     def __init__(
         self,

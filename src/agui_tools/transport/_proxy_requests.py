@@ -1,14 +1,12 @@
-"""The proxy's checks of a request's target: where it goes upstream, and why it cannot.
-
-Apart from the forwarding so that every refusal of a target — a path leaving
-``upstream``'s, a query naming ``upstream``'s own parameters, a request come round a
-loop — is read in one place, against the one URL it would be sent to
-(:meth:`TargetChecks._target`). A mixin of :class:`~._proxy.ProxyApp`.
-"""
+"""The proxy's checks of a request's target: where it goes upstream, and why it cannot
+(a path leaving ``upstream``'s, a query naming its parameters, a loop) — read in one
+place against the one URL it would be sent to. A mixin of ProxyApp."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+from typing import Final
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from starlette.datastructures import Headers
@@ -17,7 +15,24 @@ from starlette.types import Scope
 from .._text import shown
 from ._front import Refusal
 
-__all__ = ["TargetChecks"]
+__all__ = ["REDACTED", "TargetChecks", "redacted_url"]
+
+REDACTED: Final = "***"
+"""What the proxy shows in place of a secret: a URL's query value, a header's value."""
+
+
+def redacted_url(url: str) -> str:
+    """``url`` as the proxy shows it anywhere — the inspector's page, the log, a
+    recording's meta, a peer's answer: no userinfo, and every query value (a bare
+    ``?KEY`` too) :data:`REDACTED`, so an agent's ``?code=KEY`` never leaves the proxy."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    with contextlib.suppress(ValueError):  # (a port that is not one: refused before)
+        netloc += f":{parts.port}" if parts.port is not None else ""
+    pairs = [p for p in re.split("[&;]", parts.query) if p]
+    query = "&".join(f"{p.split('=', 1)[0]}={REDACTED}" if "=" in p else REDACTED for p in pairs)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 class TargetChecks:
@@ -34,28 +49,23 @@ class TargetChecks:
             raise Refusal(400, {"path": "", "message": wrong}, close=True)
 
     def _loop_problem(self, headers: Headers) -> str | None:
-        """Why the request has come round a loop — its ``Via`` names this proxy, so the
-        proxy forwarded it to itself, directly or through other proxies (``None``: it
-        has not)."""
+        """Why the request has come round a loop — its ``Via`` names this proxy
+        (``None``: it has not)."""
         for value in headers.getlist("via"):
             for entry in value.split(","):
                 received = entry.split()
                 if len(received) >= 2 and received[1] == self.via:
                     return (
                         f"a request came back to this proxy (Via: {shown(value)}): UPSTREAM "
-                        f"{shown(self.upstream)} leads back to the proxy itself — a loop; "
+                        f"{shown(redacted_url(self.upstream))} leads back to the proxy itself — a loop; "
                         "answered 508 Loop Detected, not forwarded again."
                     )
         return None
 
     def _path_problem(self, scope: Scope) -> str | None:
-        """Why the request's path cannot go upstream (``None``: it can). Only paths
-        below ``upstream``'s go there: a ``.`` or ``..`` segment (``/../admin``, its
-        percent-encoded spellings too, ``%2e%2e``, ``..%2F``) would leave it once
-        the URL is resolved — refused, never normalised, and so is one that is ``.`` or
-        ``..`` once its ``;`` parameters are removed (``..;``, which a servlet container
-        resolves as ``..``); so is a target that is not a path (``http://other/``,
-        ``*``), and one holding a ``#`` (a request-target has no fragment)."""
+        """Why the request's path cannot go upstream (``None``: it can): a ``.`` or ``..``
+        segment (percent-encoded too, or ``..;``) would leave ``upstream``'s path — refused,
+        never normalised; so is a target that is not a path, or holds a ``#``."""
         path: str = scope.get("path", "/")
         prefix = shown(urlsplit(self.upstream).path or "/")
         if path and not path.startswith("/"):
@@ -87,11 +97,8 @@ class TargetChecks:
         )
 
     def _query_problem(self, scope: Scope) -> str | None:
-        """Why the request's query cannot go upstream (``None``: it can): it names a
-        parameter of ``upstream``'s own query (``?code=KEY``). Forwarded, it would
-        be a duplicate a last-wins parser reads as the frontend's value — refused,
-        not dropped. Names are compared as the most lenient parser reads them
-        (:func:`_query_names`)."""
+        """Why the query cannot go upstream: it names a parameter of ``upstream``'s own
+        (``?code=KEY``) — a duplicate a last-wins parser would read as the frontend's."""
         own = _query_names(urlsplit(self.upstream).query)
         if not own:
             return None
@@ -107,11 +114,8 @@ class TargetChecks:
         )
 
     def _target(self, scope: Scope) -> str:
-        """The upstream URL of a request: ``upstream``'s path, then the request's path
-        below the proxy's root as the frontend sent it (``/`` is ``upstream`` itself);
-        ``upstream``'s query, then the request's (``?code=KEY`` + ``?x=1`` is
-        ``?code=KEY&x=1``) — a request naming one of ``upstream``'s parameters never
-        gets here (:meth:`_query_problem`)."""
+        """The upstream URL of a request: ``upstream``'s path then the request's (``/`` is
+        ``upstream`` itself), ``upstream``'s query then the request's."""
         base = urlsplit(self.upstream)
         raw: bytes = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
         sub = raw.decode("latin-1")
@@ -123,13 +127,9 @@ class TargetChecks:
 
 
 def _query_names(query: str) -> dict[str, str]:
-    """A query's parameter names, each as the most lenient parsers read it → as written:
-    split at ``&`` and ``;``, percent- and ``+``-decoded, cut at a NUL (PHP's names are
-    C strings), stripped, case-folded (ASP.NET), cut at a ``[`` (PHP's and Rails'
-    ``code[]`` is ``code``) — or, a ``[`` with no ``]`` after it, read as ``_`` as PHP
-    does (``api[key`` is ``api_key``); brackets around it dropped as Rack 2 does
-    (``[code]``, ``code]`` are ``code``) — ``.`` and spaces read as ``_`` (PHP's
-    ``api.key`` is ``api_key``). A name may have several readings: all are kept."""
+    """A query's parameter names, each as the most lenient parsers read it → as written
+    (percent- and ``+``-decoded, cut at a NUL or ``[``, case-folded, ``.`` and spaces
+    read as ``_``, brackets dropped as Rack does): every reading kept."""
     names: dict[str, str] = {}
     for pair in re.split("[&;]", query):
         name = pair.split("=", 1)[0]

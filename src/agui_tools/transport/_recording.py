@@ -1,8 +1,6 @@
-"""``agui-tools proxy --record DIR``: each POST exchange as numbered files
-(docs/proxy.md, "Recording"): ``NNNN.input.json``, the body as the agent sent it (written
-as it arrives, before forwarding), ``NNNN.meta.json``. A write failure stops the recording,
-never the exchange.
-"""
+"""``agui-tools proxy --record DIR``: each POST exchange as numbered files (the contract:
+docs/proxy.md, "Recording"), what ``mock`` and ``verify`` read. A file that cannot be
+written stops the recording, never the exchange."""
 
 from __future__ import annotations
 
@@ -29,14 +27,10 @@ _NUMBERED: Final = re.compile(r"^(\d{4,})\.")
 class Recording:
     """``--record DIR``: each POST exchange as numbered files (docs/proxy.md).
 
-    Numbering goes on after the highest number already in the folder, so a second
-    session adds to a first one's recording and overwrites nothing; each number is
-    claimed atomically, so two proxies recording into one folder at once share it.
-    """
+    Numbering goes on after the highest ``NNNN.*`` already there (read once); each number
+    is claimed by one exclusive create, never a look at the folder, so two proxies share it."""
 
-    def __init__(
-        self, directory: str | Path, on_error: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, directory: str | Path, on_error: Callable[[str], Any] | None = None):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         taken = [
@@ -57,17 +51,10 @@ class Recording:
         if self.problem is not None:
             self.missed += 1
             return None
-        # each number is claimed by creating its NNNN.input.json exclusively (O_EXCL):
-        # a second proxy recording into the same folder takes the next free number
-        # instead of overwriting this one's exchange
-        while True:
+        while True:  # claimed by an exclusive create: a second proxy takes the next
             number = self._next
             self._next += 1
             prefix = self.directory / f"{number:04d}"
-            # a number any NNNN.* file holds (a kept exchange whose input is gone, a
-            # refusal kept as NNNN.body) is not free either: never overwrite it
-            if next(self.directory.glob(f"{prefix.name}.*"), None) is not None:
-                continue
             try:
                 with Path(f"{prefix}.input.json").open("xb") as claimed:
                     claimed.write(body)

@@ -203,10 +203,20 @@ class SSEReader(_StreamReader):
             # LF only, the common case: split once, then one cheap step per line
             # (a flood of tiny lines costs a few hundred ns each, not microseconds)
             line_start = base
-            line = self._line
+            line, data_line, data = self._line, self._data_line, self._data
             for raw in bytes(buf[:last]).split(b"\n"):
-                if raw[:5] == b"data:" and raw[5:6] != b" ":
-                    self._data_line(raw[5:])
+                if raw[:6] == b"data: ":  # the usual spelling: no field parsing
+                    data_line(raw[6:])
+                elif not raw and data:  # the blank line ending an event: dispatched
+                    del data[-1:]  # the LF after the last line is not part of the data
+                    try:
+                        out.append(data.decode("utf-8"))
+                    except UnicodeDecodeError:
+                        _decode(data, f"the SSE event ending at byte {line_start} of the stream")
+                    data.clear()
+                    self._has_data = False
+                elif raw[:5] == b"data:":
+                    data_line(raw[5:])
                 else:
                     line(raw, out, line_start)
                 line_start += len(raw) + 1
