@@ -1,5 +1,5 @@
 """One version, said the same way everywhere: ``agui_tools.__version__`` (which the
-build reads for the package metadata) and ``agui-tools --version``."""
+build reads for the package metadata), ``agui-tools --version`` and docs/install.md."""
 
 from __future__ import annotations
 
@@ -31,3 +31,11 @@ def test_the_command_says_the_package_and_protocol_versions() -> None:
     ).stdout.strip()
     assert said == f"agui-tools {agui_tools.__version__} (AG-UI {agui_tools.PROTOCOL_VERSION})"
 
+
+def test_the_install_page_shows_what_the_command_says() -> None:
+    page = (ROOT / "docs" / "install.md").read_text()
+    shown = re.search(r"agui-tools --version +# (.*)", page)
+    assert shown, "docs/install.md shows `agui-tools --version` and what it prints"
+    assert shown.group(1) == (
+        f"agui-tools {agui_tools.__version__} (AG-UI {agui_tools.PROTOCOL_VERSION})"
+    )
