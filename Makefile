@@ -19,7 +19,7 @@ RELEASE_STAMP := $(RELEASE_VENV)/.installed
 SMOKE_PYTHONS ?= 3.11 3.12 3.13
 
 .PHONY: test lint bench demo format clean fuzz chaos chaos-faults chaos-processes \
-	interop dist wheel-smoke
+	interop dist wheel-smoke docs docs-build
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "agui-tools needs Python >= 3.11"'
@@ -45,9 +45,10 @@ $(STAMP): pyproject.toml constraints.txt
 # saying why); `make interop` builds them and fails on any failure.
 #
 # Before the suite: the wheel is built and checked (dist), installed on its own on
-# every supported Python and smoke-tested (wheel-smoke); the suite runs last, so its
-# summary is the last line.
-test: $(STAMP) wheel-smoke
+# every supported Python and smoke-tested (wheel-smoke), and the documentation site
+# builds with --strict (docs-build); the suite runs last, so its summary is the last
+# line.
+test: $(STAMP) wheel-smoke docs-build
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
 	@scripts/browser_setup.sh
 	@scripts/postgres_setup.sh
@@ -72,6 +73,15 @@ dist: $(RELEASE_STAMP)
 # smoke-tested: scripts/wheel_smoke.py says what it checks.
 wheel-smoke: dist $(STAMP)
 	$(BIN)/python scripts/wheel_smoke.py dist/*.whl $(foreach v,$(SMOKE_PYTHONS),--python $(v))
+
+# The documentation site (mkdocs.yml): `make docs` serves it on 127.0.0.1:8000 and
+# rebuilds on each edit; `make docs-build` builds it into site/ with --strict — a
+# broken link, a missing page or an API reference that does not resolve fails it.
+docs: $(RELEASE_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(RBIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+docs-build: $(RELEASE_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(RBIN)/mkdocs build --strict --site-dir site
 
 interop: $(STAMP)
 	$(BIN)/python -m tests.helpers.frameworks build
@@ -139,4 +149,4 @@ demo: $(STAMP)
 	$(BIN)/agui-tools demo
 
 clean:
-	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache dist site
