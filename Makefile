@@ -18,7 +18,7 @@ RELEASE_STAMP := $(RELEASE_VENV)/.installed
 # The Pythons the wheel smoke installs the built wheel on (pyenv or PATH).
 SMOKE_PYTHONS ?= 3.11 3.12 3.13
 
-.PHONY: test lint bench demo format clean fuzz chaos chaos-faults chaos-processes \
+.PHONY: test test-fast lint bench demo format clean fuzz chaos chaos-faults chaos-processes \
 	interop dist wheel-smoke docs docs-build
 
 $(STAMP): pyproject.toml constraints.txt
@@ -47,13 +47,19 @@ $(STAMP): pyproject.toml constraints.txt
 # Before the suite: the wheel is built and checked (dist), installed on its own on
 # every supported Python and smoke-tested (wheel-smoke), and the documentation site
 # builds with --strict (docs-build); the suite runs last, so its summary is the last
-# line.
+# line, followed by its 25 slowest tests.
 test: $(STAMP) wheel-smoke docs-build
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
 	@scripts/browser_setup.sh
 	@scripts/postgres_setup.sh
 	@$(BIN)/python -m tests.helpers.frameworks build --soft
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
+
+# The edit-test loop: the suite without its browser, framework-matrix and chaos
+# tiers (the tests marked browser or slow), no set-up step; what it leaves out is
+# what `make test` adds.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not browser and not slow" --durations=10
 
 $(RELEASE_STAMP): requirements/release.txt
 	$(PYTHON) -m venv $(RELEASE_VENV)

@@ -40,6 +40,14 @@ BACKENDS = ["memory", "sqlite", "postgres", "postgres-async"]
 """"postgres-async": the AsyncPostgresStore, seen through tests/helpers/async_view.py."""
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that drives Chromium (the ``browser`` fixture of tests/ui/) is marked
+    ``browser``, so ``make test-fast`` (``-m "not browser"``) leaves it out."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     try:
