@@ -47,7 +47,7 @@ $(STAMP): pyproject.toml constraints.txt
 # Before the suite: the wheel is built and checked (dist), installed on its own on
 # every supported Python and smoke-tested (wheel-smoke), and the documentation site
 # builds with --strict (docs-build); the suite runs last, so its summary is the last
-# line, followed by its 25 slowest tests.
+# line (its 25 slowest tests listed just above it).
 test: $(STAMP) wheel-smoke docs-build
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
 	@scripts/browser_setup.sh
