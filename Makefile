@@ -56,10 +56,10 @@ test: $(STAMP) wheel-smoke docs-build
 	$(BIN)/pytest -q --durations=25
 
 # The edit-test loop: the suite without its browser, framework-matrix and chaos
-# tiers (the tests marked browser or slow), no set-up step; what it leaves out is
-# what `make test` adds.
+# tiers (the tests marked browser, slow or chaos: pyproject.toml, tests/conftest.py),
+# no set-up step; what it leaves out is what `make test` adds.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not browser and not slow" --durations=10
+	$(BIN)/pytest -q -m "not browser and not slow and not chaos" --durations=10
 
 $(RELEASE_STAMP): requirements/release.txt
 	$(PYTHON) -m venv $(RELEASE_VENV)
