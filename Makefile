@@ -10,7 +10,16 @@ STAMP  := $(VENV)/.installed
 NPM    ?= npm
 INTEROP_STAMP := interop/node_modules/.installed
 
-.PHONY: test lint bench demo format clean fuzz chaos chaos-faults chaos-processes interop
+# The release tools (build, twine, check-wheel-contents, MkDocs) live in a venv of
+# their own, from the fully pinned requirements/release.txt.
+RELEASE_VENV  := .venv-release
+RBIN          := $(RELEASE_VENV)/bin
+RELEASE_STAMP := $(RELEASE_VENV)/.installed
+# The Pythons the wheel smoke installs the built wheel on (pyenv or PATH).
+SMOKE_PYTHONS ?= 3.11 3.12 3.13
+
+.PHONY: test test-fast lint bench demo format clean fuzz chaos chaos-faults chaos-processes \
+	interop dist wheel-smoke docs docs-build
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "agui-tools needs Python >= 3.11"'
@@ -34,12 +43,51 @@ $(STAMP): pyproject.toml constraints.txt
 # file changes). `make test` builds them all first, in parallel (--soft: under CI a
 # failed build fails the target; elsewhere it is a warning and those tests skip,
 # saying why); `make interop` builds them and fails on any failure.
-test: $(STAMP)
+#
+# Before the suite: the wheel is built and checked (dist), installed on its own on
+# every supported Python and smoke-tested (wheel-smoke), and the documentation site
+# builds with --strict (docs-build); the suite runs last, so its summary is the last
+# line (its 25 slowest tests listed just above it).
+test: $(STAMP) wheel-smoke docs-build
 	@NPM=$(NPM) MAKE=$(MAKE) scripts/interop_setup.sh test
 	@scripts/browser_setup.sh
 	@scripts/postgres_setup.sh
 	@$(BIN)/python -m tests.helpers.frameworks build --soft
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
+
+# The edit-test loop: the suite without its browser, framework-matrix and chaos
+# tiers (the tests marked browser, slow or chaos: pyproject.toml, tests/conftest.py),
+# no set-up step; what it leaves out is what `make test` adds.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not browser and not slow and not chaos" --durations=10
+
+$(RELEASE_STAMP): requirements/release.txt
+	$(PYTHON) -m venv $(RELEASE_VENV)
+	$(RBIN)/pip install --quiet --disable-pip-version-check -r requirements/release.txt
+	@touch $@
+
+# The sdist and the wheel in dist/, built in an isolated environment from the pinned
+# build backend, then checked: the metadata renders (twine check --strict) and the
+# wheel holds what it should (check-wheel-contents).
+dist: $(RELEASE_STAMP)
+	rm -rf dist
+	$(RBIN)/python -m build --outdir dist .
+	$(RBIN)/twine check --strict dist/*
+	$(RBIN)/check-wheel-contents dist/*.whl
+
+# The built wheel (never the checkout) in a fresh venv per Python and per extra,
+# smoke-tested: scripts/wheel_smoke.py says what it checks.
+wheel-smoke: dist $(STAMP)
+	$(BIN)/python scripts/wheel_smoke.py dist/*.whl $(foreach v,$(SMOKE_PYTHONS),--python $(v))
+
+# The documentation site (mkdocs.yml): `make docs` serves it on 127.0.0.1:8000 and
+# rebuilds on each edit; `make docs-build` builds it into site/ with --strict — a
+# broken link, a missing page or an API reference that does not resolve fails it.
+docs: $(RELEASE_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(RBIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+docs-build: $(RELEASE_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(RBIN)/mkdocs build --strict --site-dir site
 
 interop: $(STAMP)
 	$(BIN)/python -m tests.helpers.frameworks build
@@ -107,4 +155,4 @@ demo: $(STAMP)
 	$(BIN)/agui-tools demo
 
 clean:
-	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache dist site

@@ -11,6 +11,7 @@ and skip, saying why, elsewhere (scripts/postgres_setup.sh, run by
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +39,23 @@ __all__ = [
 
 BACKENDS = ["memory", "sqlite", "postgres", "postgres-async"]
 """"postgres-async": the AsyncPostgresStore, seen through tests/helpers/async_view.py."""
+
+
+CHAOS_MODULES = re.compile(r"test_\w*(attack|hostile|fuzz|fault_campaign|chaos)\w*\.py")
+"""The adversarial tier, by the suite's naming: attacks, hostile peers, fuzzing, fault
+campaigns and chaos runs."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tiers by what a test needs, so ``make test-fast`` (``-m "not browser and not
+    slow and not chaos"``) can leave them out: a test that drives Chromium (the
+    ``browser`` fixture of tests/ui/) is marked ``browser``; a test of the adversarial
+    tier (``CHAOS_MODULES``) ``chaos``."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+        if CHAOS_MODULES.fullmatch(item.path.name):
+            item.add_marker(pytest.mark.chaos)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from typing import Final
 
 import orjson
 
-__version__: Final = "0.1.0"
+__version__: Final = "1.0.0"
 
 
 def _from_schema_id(schema_id: str) -> str:
