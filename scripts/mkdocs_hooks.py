@@ -5,9 +5,6 @@ and the spec's rule index are pages of the site too. Each is read where it lives
 copy to keep in step — and a link between pages, written for the repository (the
 README's ``docs/cli.md``, a doc's ``../spec/RULES.md``), is rewritten to the page's
 path on the site; a link to anything else is left alone, for ``--strict`` to judge.
-
-A page another branch is adding may be named in the nav before it exists: while it
-is missing, its entry is left out (``PENDING_PAGES``); any other missing page fails.
 """
 
 from __future__ import annotations
@@ -28,7 +25,6 @@ OUTSIDE_DOCS = {  # repository path → the page's path on the site
     "spec/DEPRECATIONS.md": "spec/DEPRECATIONS.md",
 }
 FOLDERS = {"spec/": "spec/RULES.md"}  # a link to a folder: the page that indexes it
-PENDING_PAGES = {"approvals.md", "receipts.md", "resumable.md"}
 
 # the rule index names each rule's tests in brackets ("[metadata-merges-last-write-wins]"):
 # text, not the shortcut references mkdocstrings' cross-referencing would look up
@@ -66,23 +62,6 @@ def site_link(page: str, target: str) -> str:
     if found is None:
         return target
     return posixpath.relpath(found, posixpath.dirname(page) or ".")
-
-
-def on_config(config: Any) -> Any:
-    config["nav"] = _without_pending(config["nav"], Path(config["docs_dir"]))
-    return config
-
-
-def _without_pending(nav: Any, docs: Path) -> Any:
-    if isinstance(nav, list):
-        kept = [_without_pending(entry, docs) for entry in nav]
-        return [entry for entry in kept if entry not in (None, {}, [])]
-    if isinstance(nav, dict):
-        kept = {title: _without_pending(entry, docs) for title, entry in nav.items()}
-        return {title: entry for title, entry in kept.items() if entry not in (None, [], {})}
-    if isinstance(nav, str) and nav in PENDING_PAGES and not (docs / nav).exists():
-        return None
-    return nav
 
 
 def on_files(files: Files, config: Any) -> Files:

@@ -13,6 +13,7 @@ directory outside the checkout:
   ``PostgresStore`` without the extra says which extra to install;
 * ``postgres``: psycopg is there and the store gets past its driver check;
 * ``otel``: the library's spans find the OpenTelemetry API.
+* ``receipts``: a receipt signer is made (without it, the error names the extra).
 
 Usage: ``python scripts/wheel_smoke.py WHEEL [--python 3.11 ...] [--extras base,...]``,
 run by the development venv (it reads the README with tests/helpers/doc_pages.py).
@@ -46,7 +47,7 @@ from tests.helpers.doc_pages import fenced_blocks, normalized  # noqa: E402
 CONSTRAINTS = ROOT / "constraints.txt"
 STATIC = ROOT / "src" / "agui_tools" / "ui" / "inspector" / "static"
 PYTHONS = ("3.11", "3.12", "3.13")
-EXTRAS = ("base", "postgres", "otel")
+EXTRAS = ("base", "postgres", "otel", "receipts")
 STARTUP = 60.0  # seconds a server gets to print its address: a hang bound, not a timing
 TOOLS_MODULE = '''\
 def show_forecast(city: str, days: int) -> str:
@@ -298,6 +299,28 @@ def check_postgres_extra(bin_: Path, cwd: Path) -> None:
         raise Failed(f"PostgresStore with the postgres extra said: {said}")
 
 
+RECEIPTS_PROBE = """
+from agui_tools import UsageError
+from agui_tools.app import Signer
+try:
+    print(type(Signer.from_bytes(bytes(32))).__name__)
+except UsageError as exc:
+    print("UsageError", exc)
+"""
+
+
+def check_receipts_says_extra(bin_: Path, cwd: Path) -> None:
+    said = run([str(bin_ / "python"), "-c", RECEIPTS_PROBE], cwd=cwd)
+    if not said.startswith("UsageError") or "agui-tools[receipts]" not in said:
+        raise Failed(f"Signer without the receipts extra said: {said}")
+
+
+def check_receipts_extra(bin_: Path, cwd: Path) -> None:
+    said = run([str(bin_ / "python"), "-c", RECEIPTS_PROBE], cwd=cwd)
+    if said.strip() != "Signer":
+        raise Failed(f"Signer with the receipts extra said: {said}")
+
+
 def check_otel_extra(bin_: Path, cwd: Path) -> None:
     code = "from agui_tools import _telemetry; print(_telemetry._load() is not None)"
     if run([str(bin_ / "python"), "-c", code], cwd=cwd).strip() != "True":
@@ -313,9 +336,11 @@ CHECKS: dict[str, list[Callable[[Path, Path], None]]] = {
         check_serve_and_run,
         check_inspector_static,
         check_postgres_says_extra,
+        check_receipts_says_extra,
     ],
     "postgres": [check_installed_not_checkout, check_postgres_extra],
     "otel": [check_installed_not_checkout, check_otel_extra],
+    "receipts": [check_installed_not_checkout, check_receipts_extra],
 }
 
 

@@ -36,26 +36,15 @@ def nav_pages() -> list[str]:
     return NAV_PAGE.findall((ROOT / "mkdocs.yml").read_text())
 
 
-def pending_pages() -> set[str]:
-    """The hooks' PENDING_PAGES, read as text (the hooks import mkdocs, which the
-    development venv does not have)."""
-    source = (ROOT / "scripts" / "mkdocs_hooks.py").read_text()
-    found = re.search(r"^PENDING_PAGES = \{([^}]*)\}", source, re.M)
-    assert found, "scripts/mkdocs_hooks.py defines PENDING_PAGES"
-    return set(re.findall(r'"([^"]+)"', found.group(1)))
-
-
 def test_every_page_of_docs_is_in_the_nav() -> None:
     listed = set(nav_pages())
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")} | {"index.md"}
     assert not pages - listed, f"add to mkdocs.yml's nav: {sorted(pages - listed)}"
 
 
-def test_every_nav_entry_is_a_page_or_pending() -> None:
+def test_every_nav_entry_is_a_page() -> None:
     outside = {"index.md", "changelog.md", "spec/RULES.md", "spec/DEPRECATIONS.md"}
-    missing = {
-        p for p in nav_pages() if p not in outside and not (DOCS / p).exists()
-    } - pending_pages()
+    missing = {p for p in nav_pages() if p not in outside and not (DOCS / p).exists()}
     assert not missing, f"mkdocs.yml's nav names pages that are not there: {sorted(missing)}"
     assert outside <= set(nav_pages())
 
