@@ -7,7 +7,8 @@ checks it against what it is about to execute, step by step, each refusal
 citing its rule: RCPT-1 malformed, RCPT-2 a key it does not trust, RCPT-3 a
 signature that does not verify, RCPT-4 another thread's, call's or
 interrupt's, RCPT-5 other arguments or another payload, RCPT-6 expired (or
-issued in the future), RCPT-7 a decision that permits nothing.
+issued in the future), RCPT-7 a decision that permits nothing, RCPT-8 fewer
+distinct approvers than the quorum the agent requires.
 """
 
 from __future__ import annotations
@@ -17,20 +18,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .._errors import ReceiptRejected, UsageError
-from ..app._receipts import (
-    RECEIPT_KEY,
-    Keyring,
-    Statement,
-    arguments_value,
-    parse_stamp,
-    stamp,
-    unb64url,
-)
+from ..app._consent import parse_stamp, stamp
+from ..app._receipts import RECEIPT_KEY, Keyring, Statement, arguments_value, unb64url
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
 
-__all__ = ["receipt_in_input", "verify_receipt"]
+__all__ = ["receipt_in_input", "verify_quorum", "verify_receipt"]
 
-_UNSET: Any = object()
+UNSET: Any = object()
+"""A value not given: its hash is not checked."""
+_UNSET = UNSET
 _PERMITS = ("approved", "resolved")
 
 
@@ -43,6 +39,7 @@ def verify_receipt(
     interrupt_id: str | None = None,
     arguments: Any = _UNSET,
     payload: Any = _UNSET,
+    proposed: Any = _UNSET,
     now: datetime | None = None,
     leeway: timedelta = timedelta(seconds=60),
     permits: bool = True,
@@ -53,6 +50,10 @@ def verify_receipt(
     (``interrupt_id``) it must be about; ``arguments`` — the arguments about to
     run, parsed — must hash to the receipt's ``argumentsHash``, and ``payload``
     (a resume entry's, ``None`` when it has none) to its ``payloadHash``.
+    ``proposed`` — the arguments the agent itself proposed for the call — must
+    hash to the receipt's ``argumentsShown`` when the approver edited them, to
+    its ``argumentsHash`` otherwise: how an agent ties a frontend call's receipt
+    to the call it made, an honest edit included (its ``arguments_shown`` says so).
     ``leeway`` forgives the signer's clock running that far ahead; ``permits``
     (default) refuses a receipt of a decline. Raises :class:`ReceiptRejected`
     naming the first rule the receipt fails, in the order of docs/receipts.md.
@@ -71,6 +72,7 @@ def verify_receipt(
             interrupt_id,
             arguments,
             payload,
+            proposed,
             now,
             leeway,
             permits,
@@ -89,6 +91,7 @@ def _verify(
     interrupt_id: str | None,
     arguments: Any,
     payload: Any,
+    proposed: Any,
     now: datetime | None,
     leeway: timedelta,
     permits: bool,
@@ -119,6 +122,10 @@ def _verify(
         ) from None
     _check_subject(statement, thread_id, call_id, interrupt_id)  # RCPT-4
     _check_hash(statement, "argumentsHash", statement.arguments_hash, arguments)  # RCPT-5
+    if statement.arguments_shown is not None:
+        _check_hash(statement, "argumentsShown", statement.arguments_shown, proposed, "proposed")
+    else:
+        _check_hash(statement, "argumentsHash", statement.arguments_hash, proposed, "proposed")
     _check_hash(statement, "payloadHash", statement.payload_hash, payload)
     _check_time(statement, now or datetime.now(UTC), leeway)  # RCPT-6
     if permits and statement.decision not in _PERMITS:
@@ -129,6 +136,51 @@ def _verify(
             statement=statement,
         )
     return statement
+
+
+def verify_quorum(
+    receipts: Any,
+    *,
+    keys: Keyring,
+    thread_id: str,
+    call_id: str,
+    requires: int,
+    arguments: Any = _UNSET,
+    proposed: Any = _UNSET,
+    now: datetime | None = None,
+    leeway: timedelta = timedelta(seconds=60),
+) -> tuple[Statement, ...]:
+    """Check a quorum's receipts (a tool message's ``metadata["agui-tools/receipts"]``,
+    one per approver): each as :func:`verify_receipt` checks one, and together
+    from at least ``requires`` distinct principals (RCPT-8) — one person's two
+    receipts are one approval. Returns the statements."""
+    if requires < 1:
+        raise UsageError(f"a quorum requires at least 1 approval, not {requires}")
+    about = f"call {call_id!r} of thread {thread_id!r}"
+    if not isinstance(receipts, list):
+        raise ReceiptRejected("RCPT-1", "there is no list of the quorum's receipts", about=about)
+    statements = tuple(
+        verify_receipt(
+            r,
+            keys=keys,
+            thread_id=thread_id,
+            call_id=call_id,
+            arguments=arguments,
+            proposed=proposed,
+            now=now,
+            leeway=leeway,
+        )
+        for r in receipts
+    )
+    approvers = sorted({s.principal.id for s in statements})
+    if len(approvers) < requires:
+        raise ReceiptRejected(
+            "RCPT-8",
+            f"{len(approvers)} distinct principal(s) approved ({', '.join(map(repr, approvers))}); "
+            f"{requires} are required",
+            about=about,
+        )
+    return statements
 
 
 def _check_subject(
@@ -148,7 +200,9 @@ def _check_subject(
             )
 
 
-def _check_hash(statement: Statement, field: str, signed: str | None, value: Any) -> None:
+def _check_hash(
+    statement: Statement, field: str, signed: str | None, value: Any, what: str = "would run"
+) -> None:
     if value is _UNSET:
         return
     try:
@@ -164,7 +218,7 @@ def _check_hash(statement: Statement, field: str, signed: str | None, value: Any
     if signed != actual:
         raise ReceiptRejected(
             "RCPT-5",
-            f"the receipt's {field} is {signed}, but what would run hashes to {actual}: the "
+            f"the receipt's {field} is {signed}, but what {what} hashes to {actual}: the "
             "value was changed after the decision",
             statement=statement,
         )
@@ -192,8 +246,9 @@ def receipt_in_input(
     """Where a run's input carries the receipt about an interrupt or a call:
     ``(receipt, arguments, payload)``. An interrupt's receipt and payload are its
     resume entry's; a call's receipt is its tool message's. The arguments are the
-    ones the history gives the call (for an interrupt, the call it concerns, when
-    ``call_id`` names it). What is missing is ``None``, or not to be checked."""
+    ones the history gives the call — the agent's proposal (for an interrupt, the
+    call it concerns, when ``call_id`` names it). What is missing is ``None``, or
+    not to be checked."""
     receipt: Any = None
     arguments: Any = _UNSET
     payload: Any = _UNSET

@@ -33,6 +33,7 @@ from ..app._receipts import Keyring, Statement
 from ..wire._kinds import WireEvent
 from ._channel import EventChannel
 from ._emitter import Emitter, Owner
+from ._receipts import UNSET as _UNSET
 from ._receipts import receipt_in_input, verify_receipt
 
 __all__ = [
@@ -398,12 +399,21 @@ class Run:
     ) -> Statement:
         """Check the input's receipt for an interrupt (its resume entry's) or a call
         (its tool message's) before acting on it: :func:`verify_receipt` against this
-        run's thread, the entry's payload, and ``arguments`` — the ones about to run
-        (default: ``call_id``'s own, from the history; give both ids for an interrupt
-        about a call). Raises :class:`ReceiptRejected`."""
+        run's thread and the entry's payload. For an interrupt (give both ids when it
+        is about a call) ``arguments`` are the ones about to run (default: the call's
+        own, from the history). For a frontend call the history's arguments are the
+        proposal the receipt must name — the edited ones ran, if the approver edited
+        them (``statement.arguments_shown``); ``arguments`` then checks what ran.
+        Raises :class:`ReceiptRejected`."""
         receipt, found, payload = receipt_in_input(
             self.input, call_id=call_id, interrupt_id=interrupt_id
         )
+        if interrupt_id is None:
+            ran = _UNSET if arguments is None else arguments
+            return verify_receipt(
+                receipt, keys=keys, thread_id=self.thread_id, call_id=call_id,
+                arguments=ran, proposed=found, now=now,
+            )  # fmt: skip
         return verify_receipt(
             receipt,
             keys=keys,
