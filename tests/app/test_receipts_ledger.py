@@ -14,6 +14,7 @@ import pytest
 
 from agui_tools._errors import ReceiptRejected
 from agui_tools.agent import verify_quorum, verify_receipt
+from agui_tools.agent._receipts import audit_receipts
 from agui_tools.app import RECEIPT_KEY, Driver, Keyring, Signer
 from agui_tools.app._consent import UNAUTHENTICATED_USER, ConsentPolicy, Principal, Quorum
 from agui_tools.app._conversation import Conversation
@@ -151,6 +152,7 @@ def test_a_quorums_tool_message_carries_one_receipt_per_approver(store: Any) -> 
     assert metadata[RECEIPT_KEY] == receipts[-1]  # the approval that completed the quorum
     in_ledger = [e["receipt"] for e in entries(store) if e.get("toolCallId") == "c1"]
     assert in_ledger == receipts
+    assert audit_receipts(store.ledger(), KEYS) == (2, None)
     quorum = verify_quorum(
         receipts, keys=KEYS, thread_id="t1", call_id="c1", requires=2, proposed=ARGS
     )
@@ -209,3 +211,11 @@ def test_a_resume_entrys_receipt_is_kept_in_its_ledger_entry(tmp_path: Path) -> 
     (record,) = [e for e in entries(store) if e.get("kind") == "resume"]
     assert record["resume"][0]["receipt"] == receipt
     assert verify_ledger(store.ledger()).broken is None
+    assert audit_receipts(store.ledger(), KEYS) == (1, None)
+    # the entry naming another principal than its receipt is refused by the audit
+    rows = store.ledger()
+    body = orjson.loads(rows[-1][1])
+    body["resume"][0]["principal"] = ALICE.to_json()
+    (held, broken) = audit_receipts([(rows[-1][0], orjson.dumps(body))], KEYS)
+    assert held == 0 and broken is not None and broken.rule == "RCPT-4"
+    assert "principal" in broken.problem

@@ -13,16 +13,19 @@ distinct approvers than the quorum the agent requires.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from .._errors import ReceiptRejected, UsageError
 from ..app._consent import parse_stamp, stamp
+from ..app._ledger import Broken
 from ..app._receipts import RECEIPT_KEY, Keyring, Statement, arguments_value, unb64url
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
 
-__all__ = ["receipt_in_input", "verify_quorum", "verify_receipt"]
+__all__ = ["audit_receipts", "receipt_in_input", "verify_quorum", "verify_receipt"]
 
 UNSET: Any = object()
 """A value not given: its hash is not checked."""
@@ -270,3 +273,84 @@ def receipt_in_input(
 def _metadata_receipt(item: Mapping[str, Any]) -> Any:
     metadata = item.get("metadata")
     return metadata.get(RECEIPT_KEY) if isinstance(metadata, Mapping) else None
+
+
+def audit_receipts(rows: Iterable[tuple[int, bytes]], keys: Keyring) -> tuple[int, Broken | None]:
+    """How many receipts the ledger's entries hold that vouch for their entry, and
+    the first entry whose receipt does not (``None``: every one does): signed by a key in ``keys`` that was current when it was
+    issued, about the entry's thread, call or interrupt, naming its principal, its
+    decision and — for an approval — its approved arguments' hash. Expiry is not
+    judged: an audit reads receipts long after they stopped vouching for anything."""
+    held = 0
+    for seq, raw in rows:
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue  # the chain's own verification reports it
+        if not isinstance(body, dict):
+            continue
+        for receipt, subject, expected in _receipted(body):
+            ids = {k: v for k, v in subject.items() if isinstance(v, str)}
+            try:
+                issued = Statement.from_json(receipt.get("statement")).issued_at
+                statement = verify_receipt(
+                    receipt,
+                    keys=keys,
+                    thread_id=ids.get("thread_id", ""),
+                    call_id=ids.get("call_id"),
+                    interrupt_id=ids.get("interrupt_id"),
+                    now=parse_stamp(issued),
+                    permits=False,
+                )
+            except ReceiptRejected as exc:
+                return held, Broken(seq, exc.rule, exc.explanation, ids=_named(ids))
+            except (AttributeError, UsageError) as exc:
+                problem = f"the receipt cannot be read: {exc}"
+                return held, Broken(seq, "RCPT-1", problem, ids=_named(ids))
+            found = statement.to_json()
+            for field, value in expected.items():
+                if value is not None and found.get(field) != value:
+                    return held, Broken(
+                        seq,
+                        "RCPT-4",
+                        f"the receipt's {field} is not the entry's",
+                        str(value),
+                        str(found.get(field)),
+                        _named(ids),
+                    )
+            held += 1
+    return held, None
+
+
+def _named(ids: Mapping[str, str]) -> dict[str, str]:
+    names = {"thread_id": "threadId", "call_id": "toolCallId", "interrupt_id": "interruptId"}
+    return {names[k]: v for k, v in ids.items()}
+
+
+def _receipted(body: Mapping[str, Any]) -> Iterator[tuple[Any, dict[str, Any], dict[str, Any]]]:
+    """Each receipt a ledger entry holds: (receipt, what it must be about, the fields
+    it must state as the entry does)."""
+    thread_id = body.get("threadId")
+    if body.get("kind") == "resume":
+        for answer in body.get("resume") or ():
+            if isinstance(answer, Mapping) and "receipt" in answer:
+                subject = {"thread_id": thread_id, "interrupt_id": answer.get("interruptId")}
+                expected = {
+                    "principal": answer.get("principal"),
+                    "payloadHash": answer.get("payload"),
+                }
+                yield answer["receipt"], subject, expected
+        return
+    if "receipt" not in body:
+        return
+    approved = body.get("approved") is True
+    principal = body.get("principal") or {"id": body.get("decidedBy")}
+    yield (
+        body["receipt"],
+        {"thread_id": thread_id, "call_id": body.get("toolCallId")},
+        {
+            "decision": "approved" if approved else "declined",
+            "principal": principal,
+            "argumentsHash": body.get("argumentsApproved") if approved else None,
+        },
+    )
