@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from agui_tools._errors import ReceiptRejected
+from agui_tools._errors import ReceiptRejected, UsageError
 from agui_tools.agent import verify_quorum, verify_receipt
 from agui_tools.agent._receipts import audit_receipts
 from agui_tools.app import RECEIPT_KEY, Driver, Keyring, Signer
@@ -219,3 +219,21 @@ def test_a_resume_entrys_receipt_is_kept_in_its_ledger_entry(tmp_path: Path) -> 
     (held, broken) = audit_receipts([(rows[-1][0], orjson.dumps(body))], KEYS)
     assert held == 0 and broken is not None and broken.rule == "RCPT-4"
     assert "principal" in broken.problem
+
+
+def test_a_resume_naming_a_principal_without_an_id_is_refused_and_nothing_added() -> None:
+    conv = Conversation(thread_id="t1", tools=[CONFIRM], signer=SIGNER)
+    conv.next_input(user="refund")
+    run(
+        conv,
+        *call("c9", "refund", '{"order":"A1"}'),
+        finish={
+            "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}
+        },
+    )
+    Driver(conv).end_run()
+    before = [m["id"] for m in conv.messages]
+    entry = {"interruptId": "i1", "status": "resolved", "metadata": {"principal": {"name": "x"}}}
+    with pytest.raises(UsageError, match=r"metadata\.principal .* names no id"):
+        conv.next_input(user="go on", resume=[entry])
+    assert [m["id"] for m in conv.messages] == before  # the user message was taken back
