@@ -6,6 +6,7 @@ tool message carries one receipt per approver."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,19 @@ def tool_metadata(conv: Conversation) -> dict[str, Any]:
     return dict(message["metadata"])
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    return MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "t.db")
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    if request.param == "postgres":
+        from agui_tools.app._store_postgres import PostgresStore
+
+        s: Any = PostgresStore(request.getfixturevalue("postgres_dsn"), max_size=2)
+    else:
+        s = SQLiteStore(tmp_path / "t.db")
+    yield s
+    s.close()
 
 
 def test_the_receipt_on_the_tool_message_is_the_one_in_the_ledger(store: Any) -> None:
