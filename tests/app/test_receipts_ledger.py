@@ -5,6 +5,7 @@ tool message carries one receipt per approver."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import orjson
 import pytest
 
 from agui_tools._errors import ReceiptRejected, UsageError
-from agui_tools.agent import verify_quorum, verify_receipt
+from agui_tools.agent import Run, collect, verify_quorum, verify_receipt
 from agui_tools.agent._receipts import audit_receipts
 from agui_tools.app import RECEIPT_KEY, Driver, Keyring, Signer
 from agui_tools.app._consent import UNAUTHENTICATED_USER, ConsentPolicy, Principal, Quorum
@@ -248,3 +249,38 @@ def test_a_resume_naming_a_principal_without_an_id_is_refused_and_nothing_added(
     with pytest.raises(UsageError, match=r"metadata\.principal .* names no id"):
         conv.next_input(user="go on", resume=[entry])
     assert [m["id"] for m in conv.messages] == before  # the user message was taken back
+
+
+def _quorum_input(*approvers: Principal) -> dict[str, Any]:
+    """The next input of a thread whose call ``c1`` the ``approvers`` approved and ran."""
+    conv = pending(MemoryStore(), Quorum(requires=len(approvers)))
+    for who in approvers:
+        Driver(conv).approve("c1", principal=who)
+    Driver(conv).execute("c1", lambda a: "ordered")
+    return conv.next_input(user="thanks")
+
+
+def _agent_verdict(run_input: dict[str, Any], requires: int) -> list[Any]:
+    seen: list[Any] = []
+
+    async def agent(run: Run) -> None:
+        try:
+            statements = run.verify_quorum(KEYS, call_id="c1", requires=requires)
+            seen.append(sorted(s.principal.id for s in statements))
+        except ReceiptRejected as exc:
+            seen.append(exc.rule)
+        await run.text("ok")
+
+    asyncio.run(collect(agent, run_input))
+    return seen
+
+
+def test_an_agent_verifies_a_quorum_from_its_input() -> None:
+    run_input = _quorum_input(ALICE, BOB)
+    assert _agent_verdict(run_input, 2) == [[ALICE.id, BOB.id]]
+    assert _agent_verdict(run_input, 3) == ["RCPT-8"]  # the agent wants more than it got
+    (message,) = [m for m in run_input["messages"] if m.get("role") == "tool"]
+    message["metadata"][QUORUM_KEY] = message["metadata"][QUORUM_KEY][:1]
+    assert _agent_verdict(run_input, 2) == ["RCPT-8"]  # one approver's receipt dropped
+    del message["metadata"][QUORUM_KEY]
+    assert _agent_verdict(run_input, 2) == ["RCPT-1"]  # none at all

@@ -244,25 +244,29 @@ def _check_time(statement: Statement, now: datetime, leeway: timedelta) -> None:
 
 
 def receipt_in_input(
-    run_input: Mapping[str, Any], *, call_id: str | None, interrupt_id: str | None
+    run_input: Mapping[str, Any],
+    *,
+    call_id: str | None,
+    interrupt_id: str | None,
+    key: str = RECEIPT_KEY,
 ) -> tuple[Any, Any, Any]:
     """Where a run's input carries the receipt about an interrupt or a call:
     ``(receipt, arguments, payload)``. An interrupt's receipt and payload are its
     resume entry's; a call's receipt is its tool message's. The arguments are the
     ones the history gives the call — the agent's proposal (for an interrupt, the
     call it concerns, when ``call_id`` names it). What is missing is ``None``, or
-    not to be checked."""
+    not to be checked. ``key``: the metadata key read (a quorum's list, say)."""
     receipt: Any = None
     arguments: Any = _UNSET
     payload: Any = _UNSET
     if interrupt_id is not None:
         for entry in run_input.get("resume") or ():
             if entry.get("interruptId") == interrupt_id:
-                receipt, payload = _metadata_receipt(entry), entry.get("payload")
+                receipt, payload = _metadata_receipt(entry, key), entry.get("payload")
     for message in run_input.get("messages") or ():
         tool_message = message.get("role") == "tool" and message.get("toolCallId") == call_id
         if interrupt_id is None and tool_message:
-            receipt = _metadata_receipt(message)
+            receipt = _metadata_receipt(message, key)
         for call in message.get("toolCalls") or ():
             if call_id is not None and call.get("id") == call_id:
                 text = (call.get("function") or {}).get("arguments")
@@ -270,9 +274,9 @@ def receipt_in_input(
     return receipt, arguments, payload
 
 
-def _metadata_receipt(item: Mapping[str, Any]) -> Any:
+def _metadata_receipt(item: Mapping[str, Any], key: str) -> Any:
     metadata = item.get("metadata")
-    return metadata.get(RECEIPT_KEY) if isinstance(metadata, Mapping) else None
+    return metadata.get(key) if isinstance(metadata, Mapping) else None
 
 
 def audit_receipts(rows: Iterable[tuple[int, bytes]], keys: Keyring) -> tuple[int, Broken | None]:
