@@ -46,6 +46,11 @@ Groups (``--only`` runs one):
 * ``proxy`` — ``agui-tools proxy``'s overhead: the same agent and stream direct and
   through it — added latency per event (p50/p99), throughput, memory per proxied
   stream (bench/proxy.py; docs/proxy.md).
+* ``ledger`` — the approval ledger's cost per decision beside no ledger, on
+  memory, SQLite and PostgreSQL, and ``verify_ledger`` per entry (bench/ledger.py;
+  docs/approvals.md).
+* ``receipts`` — signing and verifying a receipt, and a decision with and without
+  a signer (bench/receipts.py; docs/receipts.md).
 
 The TypeScript peers need Node and ``npm ci --prefix interop`` (``make bench``
 does both); without them their rows say "peer skipped" and the rest runs.
@@ -62,9 +67,11 @@ from . import arguments as arguments_bench
 from . import capacity as capacity_bench
 from . import codec, corpus, hostile, load, peers
 from . import inspector as inspector_bench
+from . import ledger as ledger_bench
 from . import pipeline as pipeline_bench
 from . import proto as proto_bench
 from . import proxy as proxy_bench
+from . import receipts as receipts_bench
 from . import reducer as reducer_bench
 from . import run_log as run_log_bench
 from . import store as store_bench
@@ -86,6 +93,8 @@ GROUPS = (
     "telemetry",
     "proxy",
     "run_log",
+    "ledger",
+    "receipts",
     "inspector",
 )
 
@@ -177,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         print(proxy_bench.report())
     if "run_log" in groups:
         print(run_log_bench.report())
+    if "ledger" in groups:
+        print("\n## The approval ledger: cost per decision (bench/ledger.py)\n")
+        print(ledger_bench.report())
+    if "receipts" in groups:
+        print("\n## Signed receipts: cost per decision (bench/receipts.py)\n")
+        print(receipts_bench.report(receipts_bench.results()))
     if "inspector" in groups:
         print(inspector_bench.report())
     print(f"_Total time: {time.perf_counter() - started:.0f} s._")

@@ -17,6 +17,7 @@ from typing import Any
 
 from agui_tools.agent import verify_receipt
 from agui_tools.app import Driver, Keyring, Signer
+from agui_tools.app._consent import UNAUTHENTICATED_USER
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._tools import ToolSpec
 from agui_tools.wire._canonical import canonical_hash
@@ -59,7 +60,13 @@ def results() -> list[Result]:
     keys = Keyring.of(signer)
     digest = canonical_hash(ARGS)
     receipt = signer.sign(
-        signer.statement("approved", thread_id="t", tool_call_id="c1", arguments_hash=digest)
+        signer.statement(
+            "approved",
+            thread_id="t",
+            principal=UNAUTHENTICATED_USER,
+            tool_call_id="c1",
+            arguments_hash=digest,
+        )
     )
     now = datetime.now(UTC)
 
@@ -69,6 +76,7 @@ def results() -> list[Result]:
                 signer.statement(
                     "approved",
                     thread_id="t",
+                    principal=UNAUTHENTICATED_USER,
                     tool_call_id="c1",
                     arguments_hash=canonical_hash(ARGS),
                 )

@@ -338,9 +338,9 @@ class Refused(AguiError):
 class ReceiptRejected(AguiError):
     """A receipt does not vouch for what the agent is about to do (docs/receipts.md).
 
-    ``rule`` is the receipt rule it fails (``"RCPT-1"`` … ``"RCPT-7"``: malformed,
+    ``rule`` is the receipt rule it fails (``"RCPT-1"`` … ``"RCPT-8"``: malformed,
     unknown key, bad signature, another call's, other arguments, expired, not an
-    approval); ``statement`` the statement as read, when it could be read.
+    approval, too few approvers); ``statement`` the statement as read, when it could be read.
     Nothing the receipt vouches for may be executed.
     """
 

@@ -39,7 +39,8 @@ from agui_tools.transport import (
 )
 from tests.helpers.scripted_server import serve
 
-SIGNER = Signer.generate(key_id="app-1", principal=Principal("u-7", "Grace", "oidc"))
+GRACE = Principal("u-7", "Grace", "oidc")
+SIGNER = Signer.generate(key_id="app-1")
 KEYS = Keyring.of(SIGNER)
 TRANSFER = {"to": "bob", "cents": 500}
 NOTE = ToolSpec(
@@ -128,7 +129,7 @@ def approve_through_a_session(url: str, thread_id: str) -> dict[str, Any]:
                 client,
                 thread_id=thread_id,
                 signer=SIGNER,
-                on_interrupt=lambda i: Approval.approve(),
+                on_interrupt=lambda i: Approval.approve(principal=GRACE),
             )
             result = await session.send("send bob 5 EUR")
             assert result.status == "success"
@@ -258,7 +259,10 @@ def test_a_frontend_calls_tool_message_receipt_reaches_the_agent(url: str) -> No
     async def main() -> None:
         async with AgentClient(url) as client:
             session = Session(
-                client, thread_id="t-note", signer=SIGNER, ask=lambda call: Approval.approve()
+                client,
+                thread_id="t-note",
+                signer=SIGNER,
+                ask=lambda call: Approval.approve(principal=GRACE),
             )
             session.add_tool(NOTE, lambda args: "posted")
             result = await session.send("note please")
@@ -271,6 +275,28 @@ def test_a_frontend_calls_tool_message_receipt_reaches_the_agent(url: str) -> No
     assert statement.principal.id == "u-7"
 
 
+def test_an_honestly_edited_frontend_call_verifies_at_the_agent(url: str) -> None:
+    ran: list[Any] = []
+
+    async def main() -> None:
+        async with AgentClient(url) as client:
+            session = Session(
+                client,
+                thread_id="t-edit",
+                signer=SIGNER,
+                ask=lambda call: Approval.approve({"text": "hello, edited"}, principal=GRACE),
+            )
+            session.add_tool(NOTE, ran.append)
+            assert (await session.send("note please")).status == "success"
+
+    asyncio.run(main())
+    assert ran == [{"text": "hello, edited"}]
+    assert BOOK.refused == []  # the agent's default check: its proposal, as shown
+    (statement,) = BOOK.verified
+    assert statement.arguments_shown is not None  # and it learns the call was edited
+    assert statement.arguments_hash != statement.arguments_shown
+
+
 def test_a_receipt_is_kept_with_the_thread_in_its_store(url: str, tmp_path: Path) -> None:
     db = tmp_path / "threads.db"
 
@@ -281,7 +307,7 @@ def test_a_receipt_is_kept_with_the_thread_in_its_store(url: str, tmp_path: Path
                 thread_id="t-kept",
                 store=SQLiteStore(db),
                 signer=SIGNER,
-                ask=lambda call: Approval.approve(),
+                ask=lambda call: Approval.approve(principal=GRACE),
             )
             session.add_tool(NOTE, lambda args: "posted")
             assert (await session.send("note please")).status == "success"
@@ -302,7 +328,10 @@ def test_a_receipt_is_kept_with_the_thread_in_its_store(url: str, tmp_path: Path
 def test_the_blocking_face_signs_alike(url: str) -> None:
     with SyncAgentClient(url) as client:
         session = SyncSession(
-            client, thread_id="t-sync", signer=SIGNER, on_interrupt=lambda i: Approval.approve()
+            client,
+            thread_id="t-sync",
+            signer=SIGNER,
+            on_interrupt=lambda i: Approval.approve(principal=GRACE),
         )
         assert session.send("send bob 5 EUR").status == "success"
     assert BOOK.refused == [] and BOOK.executed == [("tx-t-sync", TRANSFER)]

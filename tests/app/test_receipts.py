@@ -33,6 +33,7 @@ VECTORS = json.loads(
 SEED = unb64url(VECTORS["privateKeySeed"])
 NOW = datetime(2026, 12, 2, 9, 10, tzinfo=UTC)
 ARGS = {"orderId": "A7", "qty": 2}
+ADA = Principal("u-1", "Ada", "oidc")
 
 
 def signer(**kw: Any) -> Signer:
@@ -46,6 +47,7 @@ def receipt(**fields: Any) -> dict[str, Any]:
     base = s.statement(
         "approved",
         thread_id="t1",
+        principal=ADA,
         now=NOW - timedelta(minutes=1),
         tool_call_id="c1",
         tool="confirm_order",
@@ -263,7 +265,7 @@ def test_a_signer_from_a_pem_file_and_its_keys_document(tmp_path: Path) -> None:
     assert s.key_id.startswith("ed25519:")
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps({"keys": [s.keyring_entry()]}))
-    r = s.sign(s.statement("approved", thread_id="t1", tool_call_id="c1"))
+    r = s.sign(s.statement("approved", thread_id="t1", principal=ADA, tool_call_id="c1"))
     assert verify_receipt(r, keys=Keyring.load(keys), thread_id="t1", call_id="c1")
 
 
@@ -343,9 +345,7 @@ except agui_tools.UsageError as exc:
 
 def conversation(**kw: Any) -> Conversation:
     kw.setdefault("tools", [CONFIRM, LOOKUP])
-    return Conversation(
-        thread_id="t1", signer=signer(principal=Principal("u-1", "Ada", "oidc")), **kw
-    )
+    return Conversation(thread_id="t1", signer=signer(), **kw)
 
 
 def tool_message(conv: Conversation, call_id: str) -> dict[str, Any]:
@@ -358,7 +358,7 @@ def test_an_approved_frontend_calls_tool_message_carries_its_receipt() -> None:
     conv.next_input(user="order")
     run(conv, *call("c1", "confirm_order", json.dumps(ARGS)), *call("c2", "lookup", '{"q":"w"}'))
     Driver(conv).end_run()
-    Driver(conv).approve("c1")
+    Driver(conv).approve("c1", principal=ADA)
     Driver(conv).execute("c1", lambda a: "ordered")
     Driver(conv).execute("c2", lambda a: "found")  # the policy approved it
     sent = conv.next_input(user="thanks")
@@ -367,7 +367,7 @@ def test_an_approved_frontend_calls_tool_message_carries_its_receipt() -> None:
     statement = verify_receipt(
         r1, keys=Keyring.of(signer()), thread_id="t1", call_id="c1", arguments=ARGS
     )
-    assert statement.principal == Principal("u-1", "Ada", "oidc")
+    assert statement.principal == ADA  # the decision's, not a default of the key
     assert statement.tool == "confirm_order" and statement.run_id == conv.runs[0].run_id
     r2 = by_call["c2"]["metadata"][RECEIPT_KEY]
     assert r2["statement"]["principal"] == {"id": "policy"}
@@ -438,7 +438,7 @@ def test_resolved_resume_entries_carry_receipts_cancelled_ones_none() -> None:
                 "interruptId": "i1",
                 "status": "resolved",
                 "payload": {"approved": True},
-                "metadata": {"trace": "x"},
+                "metadata": {"trace": "x", "principal": ADA.to_json()},
             },
             {"interruptId": "i2", "status": "cancelled", "metadata": {"reason": "later"}},
         ]
@@ -455,6 +455,7 @@ def test_resolved_resume_entries_carry_receipts_cancelled_ones_none() -> None:
         payload={"approved": True},
     )
     assert statement.decision == "resolved" and statement.tool == "refund"
+    assert statement.principal == ADA  # who resolved it, as the entry names
     assert statement.run_id == conv.runs[0].run_id
     assert second["metadata"] == {"reason": "later"}
     with pytest.raises(ReceiptRejected) as info:

@@ -7,15 +7,21 @@ writes nothing; export prints each entry byte for byte as stored.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from agui_tools.app._ledger import verify_ledger
+from agui_tools.app import Driver, Signer
+from agui_tools.app._consent import Principal
+from agui_tools.app._conversation import Conversation
+from agui_tools.app._ledger import GENESIS, chained, verify_ledger
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.cli import main
+from tests.helpers.conversation import CONFIRM, call, run
 
 from ..helpers.ledger import fill
 
@@ -112,3 +118,85 @@ def test_postgres_verify_and_a_rewritten_entry(
         conn.execute("DELETE FROM agui_ledger WHERE seq = 1")
     assert main(["ledger", "verify", postgres_dsn]) == 1
     assert "[LEDGER-4] entry 2" in capsys.readouterr().out
+
+
+# -- --receipt-keys: the receipts an entry holds are checked against it -------------------
+
+
+def _signed_store(tmp_path: Path, signer: Any) -> Path:
+    """A store whose ledger holds signed decisions: two calls approved, one declined."""
+    path = tmp_path / "signed.sqlite"
+    store = SQLiteStore(path)
+    conv = Conversation(thread_id="t1", tools=[CONFIRM], store=store, signer=signer)
+    conv.next_input(user="order")
+    run(
+        conv,
+        *(e for n in range(3) for e in call(f"c{n}", "confirm_order", '{"orderId":"A7","qty":2}')),
+    )
+    Driver(conv).end_run()
+    Driver(conv).approve("c0", principal=Principal("alice", authenticated_by="oidc"))
+    Driver(conv).approve("c1", principal=Principal("bob", authenticated_by="oidc"))
+    Driver(conv).decline("c2", principal=Principal("bob", authenticated_by="oidc"))
+    store.close()
+    return path
+
+
+def _keys(tmp_path: Path, signer: Any, name: str = "keys.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"keys": [signer.keyring_entry()]}))
+    return path
+
+
+def test_receipt_keys_checks_each_receipt_against_its_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    signer = Signer.generate(key_id="app-1")
+    path = _signed_store(tmp_path, signer)
+    assert (
+        main(["ledger", "verify", str(path), "--receipt-keys", str(_keys(tmp_path, signer))]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "3 entries, every link holds" in out
+    assert "ledger: 3 receipt(s), each signed by a trusted key and about its entry" in out
+    other = _keys(tmp_path, Signer.generate(key_id="app-1"), "other.json")
+    assert main(["ledger", "verify", str(path), "--receipt-keys", str(other)]) == 1
+    out = capsys.readouterr().out
+    assert "[RCPT-3] entry 1 (threadId 't1', toolCallId 'c0')" in out
+    assert "0 receipt(s) verified before it" in out
+
+
+def test_a_receipt_moved_to_another_entry_and_rechained_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A writer who can recompute the chain swaps two approvals' receipts: the chain
+    holds, the receipts no longer vouch for their entries."""
+    signer = Signer.generate(key_id="app-1")
+    path = _signed_store(tmp_path, signer)
+    db = sqlite3.connect(path)
+    bodies = [orjson.loads(raw) for _, raw in db.execute("SELECT seq, entry FROM ledger")]
+    bodies[0]["receipt"], bodies[1]["receipt"] = bodies[1]["receipt"], bodies[0]["receipt"]
+    prev = GENESIS
+    for seq, body in enumerate(bodies, 1):
+        decision = {k: v for k, v in body.items() if k not in ("seq", "prev", "hash")}
+        raw, prev = chained(decision, seq, prev)
+        db.execute("UPDATE ledger SET entry = ? WHERE seq = ?", (raw, seq))
+    db.commit()
+    db.close()
+    keys = _keys(tmp_path, signer)
+    assert main(["ledger", "verify", str(path)]) == 0  # the chain alone cannot tell
+    capsys.readouterr()
+    assert main(["ledger", "verify", str(path), "--receipt-keys", str(keys)]) == 1
+    out = capsys.readouterr().out
+    assert "[RCPT-4] entry 1 (threadId 't1', toolCallId 'c0')" in out
+    assert "toolCallId 'c1', not 'c0'" in out
+
+
+def test_an_unreadable_keys_file_is_bad_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    bad = tmp_path / "keys.json"
+    bad.write_text('{"keys": "none"}')
+    assert main(["ledger", "verify", str(path), "--receipt-keys", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agui-tools ledger: --receipt-keys: ") and err.count("\n") == 1

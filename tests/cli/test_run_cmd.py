@@ -72,6 +72,59 @@ def test_principal_names_the_answers_in_the_approval_ledger(url: str, tmp_path: 
     assert verified.returncode == 0 and "2 entries, every link holds" in verified.stdout
 
 
+def test_signing_key_signs_the_answers_receipts_into_the_message_and_ledger(
+    url: str, tmp_path: Path
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from agui_tools.agent import Keyring, verify_receipt
+    from agui_tools.app import RECEIPT_KEY, Signer
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = tmp_path / "receipts.pem"
+    pem.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    journal = tmp_path / "journal.sqlite"
+    signed = ["--signing-key", str(pem), "--principal", "alice@example.com"]
+    proc = agui(
+        "run", url, 'call act {"what": "e"}', *TOOLS, "--yes", "--json", "--journal",
+        str(journal), *signed,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (tool,) = [m for m in json.loads(proc.stdout)["messages"] if m["role"] == "tool"]
+    receipt = tool["metadata"][RECEIPT_KEY]
+    statement = verify_receipt(
+        receipt,
+        keys=Keyring.of(Signer.from_pem_file(pem)),
+        thread_id=receipt["statement"]["threadId"],
+        call_id=tool["toolCallId"],
+        arguments={"what": "e"},
+    )
+    assert statement.principal.id == "alice@example.com"
+    exported = agui("ledger", "export", str(journal))
+    (entry,) = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert entry["receipt"] == receipt  # the ledger holds what the agent was sent
+
+
+def test_an_unusable_signing_key_is_one_line_and_nothing_runs(url: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a key")
+    journal = tmp_path / "journal.sqlite"
+    proc = agui(
+        "run", url, 'call act {"what": "f"}', *TOOLS, "--yes", "--journal", str(journal),
+        "--signing-key", str(bad),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("agui-tools run: --signing-key ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr and not journal.exists()
+
+
 def test_json_reports_a_failed_run_with_its_error(url: str) -> None:
     proc = agui("run", url, "boom", "--json")
     assert proc.returncode == 1

@@ -1,5 +1,6 @@
 """The inspector's decisions name ``inspect --principal``'s principal in the approval
-ledger, known by the inspector's token; without one, the unauthenticated user."""
+ledger, known by the inspector's token; without one, the unauthenticated user. With
+``inspect --signing-key`` each decision's entry holds its signed receipt, naming them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
+from agui_tools.agent import Keyring, verify_receipt
+from agui_tools.app import Signer
 from agui_tools.app._consent import Principal
 from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.testing import serving
@@ -20,6 +23,7 @@ from tests.helpers.inspector_page import idle, running, until
 from .inspector_agents import register_three, three_calls_agent
 
 ALICE = Principal("alice@example.com", authenticated_by="inspector-token")
+SIGNER = Signer.generate()
 
 
 @pytest.mark.parametrize("principal", [ALICE, None])
@@ -31,7 +35,11 @@ def test_the_pages_decisions_are_the_principals(
     async def go() -> None:
         async with serving(agent_app(three_calls_agent(delay=0), path="/agent")) as base:
             inspector = Inspector(
-                f"{base}/agent", register=register_three, store=store, principal=principal
+                f"{base}/agent",
+                register=register_three,
+                store=store,
+                principal=principal,
+                signer=SIGNER if principal is not None else None,
             )
             async with running(inspector) as page:
                 assert (await page.post("/api/prompt", json={"text": "go"})).status_code == 200
@@ -53,3 +61,15 @@ def test_the_pages_decisions_are_the_principals(
         ("c1", False, expected),
         ("c2", False, expected),
     ]
+    if principal is None:
+        assert all("receipt" not in e for e in entries)
+        return
+    for e in entries:
+        statement = verify_receipt(
+            e["receipt"],
+            keys=Keyring.of(SIGNER),
+            thread_id=e["threadId"],
+            call_id=e["toolCallId"],
+            permits=False,
+        )
+        assert statement.principal == principal

@@ -23,7 +23,7 @@ from ..app._receipts import Keyring
 from ._channel import EventChannel
 from ._emitter import Emitter
 from ._history import ContinuationRejected, check_continuation
-from ._receipts import verify_receipt
+from ._receipts import verify_quorum, verify_receipt
 from ._run import (
     MessageHandle,
     ReasoningHandle,
@@ -54,5 +54,6 @@ __all__ = [
     "collect",
     "drive",
     "new_id",
+    "verify_quorum",
     "verify_receipt",
 ]

@@ -7,30 +7,29 @@ checks it against what it is about to execute, step by step, each refusal
 citing its rule: RCPT-1 malformed, RCPT-2 a key it does not trust, RCPT-3 a
 signature that does not verify, RCPT-4 another thread's, call's or
 interrupt's, RCPT-5 other arguments or another payload, RCPT-6 expired (or
-issued in the future), RCPT-7 a decision that permits nothing.
+issued in the future), RCPT-7 a decision that permits nothing, RCPT-8 fewer
+distinct approvers than the quorum the agent requires.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from .._errors import ReceiptRejected, UsageError
-from ..app._receipts import (
-    RECEIPT_KEY,
-    Keyring,
-    Statement,
-    arguments_value,
-    parse_stamp,
-    stamp,
-    unb64url,
-)
+from ..app._consent import parse_stamp, stamp
+from ..app._ledger import Broken
+from ..app._receipts import RECEIPT_KEY, Keyring, Statement, arguments_value, unb64url
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
 
-__all__ = ["receipt_in_input", "verify_receipt"]
+__all__ = ["audit_receipts", "receipt_in_input", "verify_quorum", "verify_receipt"]
 
-_UNSET: Any = object()
+UNSET: Any = object()
+"""A value not given: its hash is not checked."""
+_UNSET = UNSET
 _PERMITS = ("approved", "resolved")
 
 
@@ -43,6 +42,7 @@ def verify_receipt(
     interrupt_id: str | None = None,
     arguments: Any = _UNSET,
     payload: Any = _UNSET,
+    proposed: Any = _UNSET,
     now: datetime | None = None,
     leeway: timedelta = timedelta(seconds=60),
     permits: bool = True,
@@ -53,6 +53,10 @@ def verify_receipt(
     (``interrupt_id``) it must be about; ``arguments`` — the arguments about to
     run, parsed — must hash to the receipt's ``argumentsHash``, and ``payload``
     (a resume entry's, ``None`` when it has none) to its ``payloadHash``.
+    ``proposed`` — the arguments the agent itself proposed for the call — must
+    hash to the receipt's ``argumentsShown`` when the approver edited them, to
+    its ``argumentsHash`` otherwise: how an agent ties a frontend call's receipt
+    to the call it made, an honest edit included (its ``arguments_shown`` says so).
     ``leeway`` forgives the signer's clock running that far ahead; ``permits``
     (default) refuses a receipt of a decline. Raises :class:`ReceiptRejected`
     naming the first rule the receipt fails, in the order of docs/receipts.md.
@@ -71,6 +75,7 @@ def verify_receipt(
             interrupt_id,
             arguments,
             payload,
+            proposed,
             now,
             leeway,
             permits,
@@ -89,6 +94,7 @@ def _verify(
     interrupt_id: str | None,
     arguments: Any,
     payload: Any,
+    proposed: Any,
     now: datetime | None,
     leeway: timedelta,
     permits: bool,
@@ -119,6 +125,10 @@ def _verify(
         ) from None
     _check_subject(statement, thread_id, call_id, interrupt_id)  # RCPT-4
     _check_hash(statement, "argumentsHash", statement.arguments_hash, arguments)  # RCPT-5
+    if statement.arguments_shown is not None:
+        _check_hash(statement, "argumentsShown", statement.arguments_shown, proposed, "proposed")
+    else:
+        _check_hash(statement, "argumentsHash", statement.arguments_hash, proposed, "proposed")
     _check_hash(statement, "payloadHash", statement.payload_hash, payload)
     _check_time(statement, now or datetime.now(UTC), leeway)  # RCPT-6
     if permits and statement.decision not in _PERMITS:
@@ -129,6 +139,51 @@ def _verify(
             statement=statement,
         )
     return statement
+
+
+def verify_quorum(
+    receipts: Any,
+    *,
+    keys: Keyring,
+    thread_id: str,
+    call_id: str,
+    requires: int,
+    arguments: Any = _UNSET,
+    proposed: Any = _UNSET,
+    now: datetime | None = None,
+    leeway: timedelta = timedelta(seconds=60),
+) -> tuple[Statement, ...]:
+    """Check a quorum's receipts (a tool message's ``metadata["agui-tools/receipts"]``,
+    one per approver): each as :func:`verify_receipt` checks one, and together
+    from at least ``requires`` distinct principals (RCPT-8) — one person's two
+    receipts are one approval. Returns the statements."""
+    if requires < 1:
+        raise UsageError(f"a quorum requires at least 1 approval, not {requires}")
+    about = f"call {call_id!r} of thread {thread_id!r}"
+    if not isinstance(receipts, list):
+        raise ReceiptRejected("RCPT-1", "there is no list of the quorum's receipts", about=about)
+    statements = tuple(
+        verify_receipt(
+            r,
+            keys=keys,
+            thread_id=thread_id,
+            call_id=call_id,
+            arguments=arguments,
+            proposed=proposed,
+            now=now,
+            leeway=leeway,
+        )
+        for r in receipts
+    )
+    approvers = sorted({s.principal.id for s in statements})
+    if len(approvers) < requires:
+        raise ReceiptRejected(
+            "RCPT-8",
+            f"{len(approvers)} distinct principal(s) approved ({', '.join(map(repr, approvers))}); "
+            f"{requires} are required",
+            about=about,
+        )
+    return statements
 
 
 def _check_subject(
@@ -148,7 +203,9 @@ def _check_subject(
             )
 
 
-def _check_hash(statement: Statement, field: str, signed: str | None, value: Any) -> None:
+def _check_hash(
+    statement: Statement, field: str, signed: str | None, value: Any, what: str = "would run"
+) -> None:
     if value is _UNSET:
         return
     try:
@@ -164,7 +221,7 @@ def _check_hash(statement: Statement, field: str, signed: str | None, value: Any
     if signed != actual:
         raise ReceiptRejected(
             "RCPT-5",
-            f"the receipt's {field} is {signed}, but what would run hashes to {actual}: the "
+            f"the receipt's {field} is {signed}, but what {what} hashes to {actual}: the "
             "value was changed after the decision",
             statement=statement,
         )
@@ -187,24 +244,29 @@ def _check_time(statement: Statement, now: datetime, leeway: timedelta) -> None:
 
 
 def receipt_in_input(
-    run_input: Mapping[str, Any], *, call_id: str | None, interrupt_id: str | None
+    run_input: Mapping[str, Any],
+    *,
+    call_id: str | None,
+    interrupt_id: str | None,
+    key: str = RECEIPT_KEY,
 ) -> tuple[Any, Any, Any]:
     """Where a run's input carries the receipt about an interrupt or a call:
     ``(receipt, arguments, payload)``. An interrupt's receipt and payload are its
     resume entry's; a call's receipt is its tool message's. The arguments are the
-    ones the history gives the call (for an interrupt, the call it concerns, when
-    ``call_id`` names it). What is missing is ``None``, or not to be checked."""
+    ones the history gives the call — the agent's proposal (for an interrupt, the
+    call it concerns, when ``call_id`` names it). What is missing is ``None``, or
+    not to be checked. ``key``: the metadata key read (a quorum's list, say)."""
     receipt: Any = None
     arguments: Any = _UNSET
     payload: Any = _UNSET
     if interrupt_id is not None:
         for entry in run_input.get("resume") or ():
             if entry.get("interruptId") == interrupt_id:
-                receipt, payload = _metadata_receipt(entry), entry.get("payload")
+                receipt, payload = _metadata_receipt(entry, key), entry.get("payload")
     for message in run_input.get("messages") or ():
         tool_message = message.get("role") == "tool" and message.get("toolCallId") == call_id
         if interrupt_id is None and tool_message:
-            receipt = _metadata_receipt(message)
+            receipt = _metadata_receipt(message, key)
         for call in message.get("toolCalls") or ():
             if call_id is not None and call.get("id") == call_id:
                 text = (call.get("function") or {}).get("arguments")
@@ -212,6 +274,87 @@ def receipt_in_input(
     return receipt, arguments, payload
 
 
-def _metadata_receipt(item: Mapping[str, Any]) -> Any:
+def _metadata_receipt(item: Mapping[str, Any], key: str) -> Any:
     metadata = item.get("metadata")
-    return metadata.get(RECEIPT_KEY) if isinstance(metadata, Mapping) else None
+    return metadata.get(key) if isinstance(metadata, Mapping) else None
+
+
+def audit_receipts(rows: Iterable[tuple[int, bytes]], keys: Keyring) -> tuple[int, Broken | None]:
+    """How many receipts the ledger's entries hold that vouch for their entry, and
+    the first entry whose receipt does not (``None``: every one does): signed by a key in ``keys`` that was current when it was
+    issued, about the entry's thread, call or interrupt, naming its principal, its
+    decision and — for an approval — its approved arguments' hash. Expiry is not
+    judged: an audit reads receipts long after they stopped vouching for anything."""
+    held = 0
+    for seq, raw in rows:
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue  # the chain's own verification reports it
+        if not isinstance(body, dict):
+            continue
+        for receipt, subject, expected in _receipted(body):
+            ids = {k: v for k, v in subject.items() if isinstance(v, str)}
+            try:
+                issued = Statement.from_json(receipt.get("statement")).issued_at
+                statement = verify_receipt(
+                    receipt,
+                    keys=keys,
+                    thread_id=ids.get("thread_id", ""),
+                    call_id=ids.get("call_id"),
+                    interrupt_id=ids.get("interrupt_id"),
+                    now=parse_stamp(issued),
+                    permits=False,
+                )
+            except ReceiptRejected as exc:
+                return held, Broken(seq, exc.rule, exc.explanation, ids=_named(ids))
+            except (AttributeError, UsageError) as exc:
+                problem = f"the receipt cannot be read: {exc}"
+                return held, Broken(seq, "RCPT-1", problem, ids=_named(ids))
+            found = statement.to_json()
+            for field, value in expected.items():
+                if value is not None and found.get(field) != value:
+                    return held, Broken(
+                        seq,
+                        "RCPT-4",
+                        f"the receipt's {field} is not the entry's",
+                        str(value),
+                        str(found.get(field)),
+                        _named(ids),
+                    )
+            held += 1
+    return held, None
+
+
+def _named(ids: Mapping[str, str]) -> dict[str, str]:
+    names = {"thread_id": "threadId", "call_id": "toolCallId", "interrupt_id": "interruptId"}
+    return {names[k]: v for k, v in ids.items()}
+
+
+def _receipted(body: Mapping[str, Any]) -> Iterator[tuple[Any, dict[str, Any], dict[str, Any]]]:
+    """Each receipt a ledger entry holds: (receipt, what it must be about, the fields
+    it must state as the entry does)."""
+    thread_id = body.get("threadId")
+    if body.get("kind") == "resume":
+        for answer in body.get("resume") or ():
+            if isinstance(answer, Mapping) and "receipt" in answer:
+                subject = {"thread_id": thread_id, "interrupt_id": answer.get("interruptId")}
+                expected = {
+                    "principal": answer.get("principal"),
+                    "payloadHash": answer.get("payload"),
+                }
+                yield answer["receipt"], subject, expected
+        return
+    if "receipt" not in body:
+        return
+    approved = body.get("approved") is True
+    principal = body.get("principal") or {"id": body.get("decidedBy")}
+    yield (
+        body["receipt"],
+        {"thread_id": thread_id, "call_id": body.get("toolCallId")},
+        {
+            "decision": "approved" if approved else "declined",
+            "principal": principal,
+            "argumentsHash": body.get("argumentsApproved") if approved else None,
+        },
+    )

@@ -29,11 +29,12 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from .._errors import RunCancelled, RunInterrupted, RunStop, UsageError
-from ..app._receipts import Keyring, Statement
+from ..app._receipts import QUORUM_KEY, Keyring, Statement
 from ..wire._kinds import WireEvent
 from ._channel import EventChannel
 from ._emitter import Emitter, Owner
-from ._receipts import receipt_in_input, verify_receipt
+from ._receipts import UNSET as _UNSET
+from ._receipts import receipt_in_input, verify_quorum, verify_receipt
 
 __all__ = [
     "MessageHandle",
@@ -398,12 +399,21 @@ class Run:
     ) -> Statement:
         """Check the input's receipt for an interrupt (its resume entry's) or a call
         (its tool message's) before acting on it: :func:`verify_receipt` against this
-        run's thread, the entry's payload, and ``arguments`` — the ones about to run
-        (default: ``call_id``'s own, from the history; give both ids for an interrupt
-        about a call). Raises :class:`ReceiptRejected`."""
+        run's thread and the entry's payload. For an interrupt (give both ids when it
+        is about a call) ``arguments`` are the ones about to run (default: the call's
+        own, from the history). For a frontend call the history's arguments are the
+        proposal the receipt must name — the edited ones ran, if the approver edited
+        them (``statement.arguments_shown``); ``arguments`` then checks what ran.
+        Raises :class:`ReceiptRejected`."""
         receipt, found, payload = receipt_in_input(
             self.input, call_id=call_id, interrupt_id=interrupt_id
         )
+        if interrupt_id is None:
+            ran = _UNSET if arguments is None else arguments
+            return verify_receipt(
+                receipt, keys=keys, thread_id=self.thread_id, call_id=call_id,
+                arguments=ran, proposed=found, now=now,
+            )  # fmt: skip
         return verify_receipt(
             receipt,
             keys=keys,
@@ -412,6 +422,25 @@ class Run:
             interrupt_id=interrupt_id,
             arguments=found if arguments is None else arguments,
             payload=payload,
+            now=now,
+        )
+
+    def verify_quorum(
+        self, keys: Keyring, *, call_id: str, requires: int, now: datetime | None = None
+    ) -> tuple[Statement, ...]:
+        """Check the receipts of a frontend call a quorum approved — its tool message's,
+        one per approver — against the call's proposal in the history, and that at
+        least ``requires`` distinct principals signed (:func:`verify_quorum`)."""
+        receipts, found, _ = receipt_in_input(
+            self.input, call_id=call_id, interrupt_id=None, key=QUORUM_KEY
+        )
+        return verify_quorum(
+            receipts,
+            keys=keys,
+            thread_id=self.thread_id,
+            call_id=call_id,
+            requires=requires,
+            proposed=found,
             now=now,
         )
 

@@ -18,20 +18,26 @@ from typing import Any
 from .._errors import ApprovalRefused, StoreError, StoreOutcomeUnknown, UsageError
 from ._arguments import parse_arguments
 from ._calls import Answer, CallStatus, PendingCall, describe_errors, move
-from ._consent import ConsentDecision, ConsentPolicy, DecidedBy, Principal, tally
+from ._consent import (
+    ConsentDecision,
+    ConsentPolicy,
+    DecidedBy,
+    Principal,
+    arguments_hash,
+    tally,
+)
 from ._disposition import (
     Approve,
     Desk,
     Settle,
     Stand,
-    arguments_hash,
     decide,
     describe_exception,
     rule_on,
 )
 from ._journal import Claim, ClaimResult, Journal, JournalKey
 from ._link import Link
-from ._receipts import RECEIPT_KEY, Signer, call_receipt
+from ._receipts import QUORUM_KEY, RECEIPT_KEY, Signer, decision_receipt
 from ._reducer import ThreadState
 from ._steps import Pause, StoreSteps, ask
 from ._store import AsyncStore
@@ -210,6 +216,7 @@ class Answering:
                 quorum=quorum,
                 receipt=receipt,
             )
+            decision = self._signed(call, decision)
             yield from ask("record_decision", decision.to_json())
         except BaseException:
             call.edited = previous  # not recorded: the approval did not happen
@@ -340,6 +347,7 @@ class Answering:
         self, call: PendingCall, decision: ConsentDecision
     ) -> StoreSteps[ConsentDecision]:
         """A decision that answers nothing yet (an approval): recorded, then it holds."""
+        decision = self._signed(call, decision)
         yield from ask("record_decision", decision.to_json())
         call.decision = decision
         return decision
@@ -366,11 +374,32 @@ class Answering:
             n += 1
             message_id = f"result-{call.call_id}-{n}"
         message = answer.tool_message(message_id)
-        if self.signer is not None and (receipt := call_receipt(self.signer, call)) is not None:
-            message["metadata"] = {RECEIPT_KEY: receipt}
+        if (receipts := self._receipts(call)) is not None:
+            message["metadata"] = receipts
         if call.subagent_run_id is not None:
             message["subagentRunId"] = call.subagent_run_id
         self.thread.add_tool_message(message)
+
+    def _signed(self, call: PendingCall, decision: ConsentDecision) -> ConsentDecision:
+        """``decision`` with its signed receipt, when the conversation signs: made before
+        the decision is recorded, so the ledger entry holds it (docs/receipts.md)."""
+        if self.signer is None or decision.receipt is not None:
+            return decision
+        return dataclasses.replace(decision, receipt=decision_receipt(self.signer, call, decision))
+
+    def _receipts(self, call: PendingCall) -> dict[str, Any] | None:
+        """The tool message's receipts: the decision's (the one the ledger holds), and
+        for a tool needing a quorum, one per approver counted when the call was
+        claimed. ``None`` without a signer or a decision."""
+        decision = call.decision
+        if self.signer is None or decision is None:
+            return None
+        receipt = decision.receipt or decision_receipt(self.signer, call, decision)
+        out: dict[str, Any] = {RECEIPT_KEY: dict(receipt)}
+        counted = call.tally
+        if decision.approved and counted is not None and counted.requires > 1 and counted.holds:
+            out[QUORUM_KEY] = [dict(r) for r in counted.receipts]
+        return out
 
     def _settle_steps(
         self,
@@ -382,6 +411,8 @@ class Answering:
     ) -> StoreSteps[Answer]:
         """An answer that ran nothing: made durable, then given — unless the journal
         already holds something for the call, which then stands (and is returned)."""
+        if decision is not None and record:
+            decision = self._signed(call, decision)
         found: ClaimResult = yield from ask(
             "settle",
             JournalKey(self.thread_id, call.call_id, call.fingerprint),

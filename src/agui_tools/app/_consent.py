@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..wire._canonical import CanonicalError, canonical_hash
 from ._tools import ToolSpec
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "Principal",
     "Quorum",
     "Tally",
+    "arguments_hash",
     "fingerprint",
     "tally",
 ]
@@ -280,13 +282,26 @@ class ConsentDecision:
         return out
 
 
+def arguments_hash(arguments: Any) -> str | None:
+    """The RFC 8785 hash the ledger names arguments by (``None``: JSON has no
+    canonical form for them — a number beyond a double, say)."""
+    try:
+        return canonical_hash(arguments)
+    except CanonicalError:
+        return None
+
+
 def stamp(moment: datetime) -> str:
-    """A decision's time as the ledger writes it: UTC, milliseconds, ``Z``."""
+    """A decision's or a receipt's time: UTC, milliseconds, ``Z`` (RFC 3339)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_stamp(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    """:func:`stamp` read back; ``ValueError`` for a time that names no time zone."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} names no time zone")
+    return moment
 
 
 @dataclass(frozen=True)
@@ -298,6 +313,8 @@ class Tally:
     expired: int
     """Approvals of these arguments that expired."""
     requires: int
+    receipts: tuple[Mapping[str, Any], ...] = ()
+    """The signed receipts of the counted approvals, one per principal (those that have one)."""
 
     @property
     def holds(self) -> bool:
@@ -314,7 +331,7 @@ def tally(
     expired (APPROVE-2), and its principal has not been counted yet (APPROVE-3:
     one person approving twice is one approval). A decline voids what came before.
     """
-    counted: dict[str, None] = {}
+    counted: dict[str, Mapping[str, Any] | None] = {}
     expired = 0
     for raw in decisions:
         if not raw.get("approved"):
@@ -328,5 +345,6 @@ def tally(
             expired += 1
             continue
         who = decision.principal.id if decision.principal is not None else decision.decided_by
-        counted.setdefault(who, None)
-    return Tally(tuple(counted), expired, quorum.requires)
+        counted.setdefault(who, decision.receipt)
+    receipts = tuple(r for r in counted.values() if r is not None)
+    return Tally(tuple(counted), expired, quorum.requires, receipts)

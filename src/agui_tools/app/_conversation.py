@@ -257,7 +257,8 @@ class Conversation(Answering):
             raw["forwardedProps"] = self.forwarded_props
         if resume:
             raw["resume"] = [dict(r) for r in resume]
-            if self.signer is not None and self.runs:
+        try:
+            if resume and self.signer is not None and self.runs:
                 last = self.runs[-1]
                 sign_resume(
                     self.signer,
@@ -268,7 +269,6 @@ class Conversation(Answering):
                     run_id=last.run_id,
                     now=now,
                 )
-        try:
             prepared, warnings = prepare_run_input(  # at the limit its state was accepted at
                 raw,
                 peer_version=self.peer_version,

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ..wire._canonical import CanonicalError, canonical_hash
 from ._arguments import ParsedArguments
 from ._calls import Answer, PendingCall
 from ._consent import (
@@ -33,6 +32,7 @@ from ._consent import (
     PolicyVerdict,
     Principal,
     Quorum,
+    arguments_hash,
     stamp,
     tally,
 )
@@ -281,15 +281,6 @@ def decide(
         expires_at=stamp(now + lifetime) if approved and lifetime is not None else None,
         receipt=receipt,
     )
-
-
-def arguments_hash(arguments: Any) -> str | None:
-    """The RFC 8785 hash the ledger names arguments by (``None``: JSON has no
-    canonical form for them — a number beyond a double, say)."""
-    try:
-        return canonical_hash(arguments)
-    except CanonicalError:
-        return None
 
 
 def describe_exception(exc: BaseException) -> str:

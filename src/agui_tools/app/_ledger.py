@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
+from ._receipts import RECEIPT_KEY
 
 __all__ = [
     "GENESIS",
@@ -56,7 +57,8 @@ _VALUES = frozenset({"editedArguments"})
 
 
 def _resumed(entry: Any) -> dict[str, Any]:
-    """One interrupt's answer as the ledger keeps it: ids, status, who, the payload's hash."""
+    """One interrupt's answer as the ledger keeps it: ids, status, who, the payload's
+    hash, and its signed receipt when the application signs (docs/receipts.md)."""
     if not isinstance(entry, Mapping):
         return {}
     out = {k: entry[k] for k in ("interruptId", "status") if k in entry}
@@ -66,8 +68,10 @@ def _resumed(entry: Any) -> dict[str, Any]:
         except CanonicalError:
             out["payload"] = None
     metadata = entry.get("metadata")
-    if isinstance(metadata, Mapping) and "principal" in metadata:
-        out["principal"] = metadata["principal"]
+    if isinstance(metadata, Mapping):
+        for key, kept in (("principal", "principal"), (RECEIPT_KEY, "receipt")):
+            if key in metadata:
+                out[kept] = metadata[key]
     return out
 
 

@@ -9,7 +9,7 @@ canonical bytes. It rides under :data:`RECEIPT_KEY` in the resume entry's or the
 tool message's ``metadata`` (META-3: an application key, namespaced), so a peer
 that knows nothing of receipts passes it along untouched (META-2).
 
-The format, the verification steps and their rule IDs (RCPT-1 … RCPT-7) are
+The format, the verification steps and their rule IDs (RCPT-1 … RCPT-8) are
 docs/receipts.md; the verifier is :func:`agui_tools.agent.verify_receipt`.
 ``cryptography`` (the ``receipts`` extra) is imported on the first key made,
 so the package imports without it.
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import ReceiptRejected, UsageError
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
 from ._arguments import ParsedArguments, parse_arguments
-from ._consent import UNAUTHENTICATED_USER, Principal
+from ._consent import UNAUTHENTICATED_USER, Principal, arguments_hash, parse_stamp, stamp
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -38,20 +38,25 @@ if TYPE_CHECKING:
     )
 
     from ._calls import PendingCall
+    from ._consent import ConsentDecision
     from ._reducer import ThreadState
 
 __all__ = [
+    "QUORUM_KEY",
     "RECEIPT_KEY",
     "Keyring",
     "ReceiptDecision",
     "Signer",
     "Statement",
-    "call_receipt",
+    "decision_receipt",
     "sign_resume",
 ]
 
 RECEIPT_KEY = "agui-tools/receipt"
 """The metadata key a receipt travels under (a resume entry's, a tool message's)."""
+
+QUORUM_KEY = "agui-tools/receipts"
+"""The tool message's metadata key for a quorum's receipts: one per approver counted."""
 
 VERSION = 1
 ALGORITHM = "Ed25519"
@@ -84,18 +89,6 @@ def unb64url(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def stamp(moment: datetime) -> str:
-    """A receipt's time: UTC, milliseconds, ``Z`` (RFC 3339)."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_stamp(text: str) -> datetime:
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        raise ValueError(f"{text!r} names no time zone")
-    return moment
-
-
 def key_id_of(public_key: bytes) -> str:
     """A key's default id: ``ed25519:`` and the first 16 hex digits of its SHA-256."""
     return "ed25519:" + hashlib.sha256(public_key).hexdigest()[:16]
@@ -104,7 +97,15 @@ def key_id_of(public_key: bytes) -> str:
 # -- the statement ------------------------------------------------------------------
 
 _REQUIRED = ("decision", "threadId", "issuedAt", "expiresAt", "keyId")
-_OPTIONAL = ("runId", "toolCallId", "interruptId", "tool", "argumentsHash", "payloadHash")
+_OPTIONAL = (
+    "runId",
+    "toolCallId",
+    "interruptId",
+    "tool",
+    "argumentsHash",
+    "argumentsShown",
+    "payloadHash",
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,9 @@ class Statement:
     tool: str | None = None
     arguments_hash: str | None = None
     """:func:`~agui_tools.wire._canonical.canonical_hash` of the arguments decided on."""
+    arguments_shown: str | None = None
+    """The hash of the arguments the agent proposed, when the approver edited them
+    (``arguments_hash`` is then the edited ones')."""
     payload_hash: str | None = None
     """The canonical hash of a resume entry's payload (``null`` when it has none)."""
 
@@ -143,6 +147,7 @@ class Statement:
             ("interruptId", self.interrupt_id),
             ("tool", self.tool),
             ("argumentsHash", self.arguments_hash),
+            ("argumentsShown", self.arguments_shown),
             ("payloadHash", self.payload_hash),
         ):
             if value is not None:
@@ -192,6 +197,7 @@ class Statement:
             interrupt_id=data.get("interruptId"),
             tool=data.get("tool"),
             arguments_hash=data.get("argumentsHash"),
+            arguments_shown=data.get("argumentsShown"),
             payload_hash=data.get("payloadHash"),
         )
 
@@ -203,8 +209,8 @@ class Signer:
     """The application's signing key: it turns a decision into a receipt.
 
     ``lifetime`` (a ``timedelta`` or seconds) is how long a receipt it issues
-    holds; ``principal`` is who a decision names when the decision itself names
-    nobody (the unauthenticated ``user`` unless told). ``key_id`` defaults to
+    holds. A receipt names the decision's own principal, never one the key
+    stands for: the key vouches for the application. ``key_id`` defaults to
     one derived from the public key (:func:`key_id_of`); rotate keys by giving
     the new one a new id (docs/receipts.md, "Key rotation").
     """
@@ -215,7 +221,6 @@ class Signer:
         *,
         key_id: str | None = None,
         lifetime: timedelta | float = timedelta(hours=1),
-        principal: Principal = UNAUTHENTICATED_USER,
     ) -> None:
         self._key = private_key
         self.public_key: bytes = private_key.public_key().public_bytes_raw()
@@ -223,7 +228,6 @@ class Signer:
         self.lifetime = lifetime if isinstance(lifetime, timedelta) else timedelta(seconds=lifetime)
         if self.lifetime <= timedelta(0):
             raise UsageError(f"a receipt must hold for some time, not {lifetime!r}")
-        self.principal = principal
 
     @classmethod
     def from_bytes(cls, seed: bytes, **options: Any) -> Signer:
@@ -264,7 +268,7 @@ class Signer:
         decision: ReceiptDecision,
         *,
         thread_id: str,
-        principal: Principal | None = None,
+        principal: Principal,
         now: datetime | None = None,
         **subject: str | None,
     ) -> Statement:
@@ -273,7 +277,7 @@ class Signer:
         issued = now or datetime.now(UTC)
         return Statement(
             decision=decision,
-            principal=principal or self.principal,
+            principal=principal,
             thread_id=thread_id,
             issued_at=stamp(issued),
             expires_at=stamp(issued + self.lifetime),
@@ -391,22 +395,19 @@ def _or_open(moment: datetime | None) -> str:
 # -- the hooks: where decisions become receipts ------------------------------------------
 
 
-def call_receipt(
-    signer: Signer, call: PendingCall, *, now: datetime | None = None
-) -> dict[str, Any] | None:
-    """The receipt of ``call``'s decision, for its tool message (``None``: no decision).
+def decision_receipt(
+    signer: Signer, call: PendingCall, decision: ConsentDecision, *, now: datetime | None = None
+) -> dict[str, Any]:
+    """The receipt of ``decision`` about ``call``, signed as it is recorded (it lands in
+    the decision's ledger entry and, later, on the call's tool message).
 
-    The principal is the decision's when it names one; a user's decision that
-    names nobody is the signer's principal; the policy and the system are named
-    as themselves.
+    It names the decision's principal (the policy and the system as themselves)
+    and binds the arguments decided on; an edit also names the proposal's hash
+    (``argumentsShown``), so the agent can tie the receipt to the call it made.
     """
-    decision = call.decision
-    if decision is None:
-        return None
-    principal: Principal | None = getattr(decision, "principal", None)
-    if principal is None and decision.decided_by != "user":
-        principal = Principal(id=decision.decided_by)
-    effective = call.effective_arguments
+    principal = decision.principal or Principal(id=decision.decided_by)
+    decided = arguments_hash(call.executable)
+    shown = decision.arguments_shown
     return signer.sign(
         signer.statement(
             "approved" if decision.approved else "declined",
@@ -416,7 +417,8 @@ def call_receipt(
             run_id=call.run_id,
             tool_call_id=call.call_id,
             tool=call.name,
-            arguments_hash=canonical_hash(effective if effective is not None else call.text),
+            arguments_hash=decided,
+            arguments_shown=shown if shown != decided else None,
         )
     )
 
@@ -435,7 +437,10 @@ def sign_resume(
 
     ``interrupts`` are the interrupted run's (``run_id``'s) wire interrupts: an
     interrupt that names a call the thread holds binds the call's tool and
-    arguments too. A cancelled entry decides nothing to execute: it gets none.
+    arguments too. The receipt names who resolved it (the ``principal`` a
+    :class:`~agui_tools.app._interrupts.Resolution` put in the entry's ``metadata``; the
+    unauthenticated ``user`` when none). A cancelled entry decides nothing to
+    execute: it gets none.
     """
     by_id = {str(i.get("id")): i for i in interrupts}
     for entry in entries:
@@ -454,10 +459,21 @@ def sign_resume(
             payload_hash = canonical_hash(entry.get("payload"))
         except CanonicalError as exc:
             raise UsageError(f"interrupt {entry.get('interruptId')!r}: {exc}") from None
+        metadata = dict(entry.get("metadata") or {})
+        named = metadata.get("principal")
+        try:
+            principal = (
+                Principal.from_json(named) if isinstance(named, Mapping) else UNAUTHENTICATED_USER
+            )
+        except (KeyError, TypeError):
+            raise UsageError(
+                f"interrupt {entry.get('interruptId')!r}: metadata.principal {named!r} names no id"
+            ) from None
         receipt = signer.sign(
             signer.statement(
                 "resolved",
                 thread_id=thread_id,
+                principal=principal,
                 now=now,
                 run_id=run_id,
                 interrupt_id=str(entry.get("interruptId")),
@@ -467,7 +483,6 @@ def sign_resume(
                 payload_hash=payload_hash,
             )
         )
-        metadata = dict(entry.get("metadata") or {})
         metadata[RECEIPT_KEY] = receipt
         entry["metadata"] = metadata
 

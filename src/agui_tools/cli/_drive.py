@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..app._journal import Journal
+    from ..app._receipts import Signer
     from ..transport._session import Session
     from ..ui.terminal import TerminalUI
 
@@ -35,8 +36,10 @@ _STOP_WAIT: Final = 5.0  # seconds Ctrl-C waits for the agent to take the stop r
 __all__ = [
     "Driver",
     "add_drive_options",
+    "add_signing_option",
     "load_tools",
     "prepare",
+    "signer_from",
 ]
 
 
@@ -52,6 +55,7 @@ def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> Non
         help="record the consent answers given here as ID's (unauthenticated: the command "
         "cannot vouch for who types) in the store's approval ledger",
     )
+    add_signing_option(parser)
     parser.add_argument(
         "--timeout",
         metavar="S",
@@ -75,6 +79,32 @@ def add_drive_options(parser: argparse.ArgumentParser, *, save_help: str) -> Non
         "extension is read as usual",
     )
     add_http_options(parser)
+
+
+def add_signing_option(parser: argparse.ArgumentParser) -> None:
+    """``--signing-key PEM``: the decisions made here travel with signed receipts."""
+    parser.add_argument(
+        "--signing-key",
+        metavar="PEM",
+        help="sign each decision with this Ed25519 private key (PKCS 8 PEM): the answer "
+        "carries a receipt the agent can verify (docs/receipts.md)",
+    )
+
+
+def signer_from(path: str | None) -> Signer | None:
+    """The ``--signing-key`` file's signer (``None``: not given); ``UsageError`` saying
+    why the file is no usable key — unreadable, not PEM, not Ed25519, no cryptography."""
+    if path is None:
+        return None
+    from .._errors import UsageError
+    from ..app._receipts import Signer
+
+    try:
+        return Signer.from_pem_file(path)
+    except OSError as exc:
+        raise UsageError(f"cannot read --signing-key {path}: {exc.strerror or exc}") from None
+    except UsageError as exc:
+        raise UsageError(f"--signing-key {path}: {exc}") from None
 
 
 def load_tools(session: Any, module_name: str) -> None:
@@ -216,6 +246,12 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
     ok, decide = flag_answers(args, command)
     if not ok:
         return 2
+    from .._errors import UsageError
+
+    try:
+        signer = signer_from(args.signing_key)
+    except UsageError as exc:
+        return usage(str(exc))
     store_path = getattr(args, "store", None)  # chat only: the thread kept between runs
     thread_id = getattr(args, "thread", None)
     if thread_id is not None and store_path is None:
@@ -265,6 +301,7 @@ def prepare(args: argparse.Namespace, command: str, console: Console) -> Driver 
         timeout=args.timeout,
         store=store if store is not None else journal,
         thread_id=thread_id,
+        signer=signer,
     )
     driver = Driver(command, args, console, ui, session, http, recorder, store or journal, sink)
     if args.tools:

@@ -59,6 +59,8 @@ store, tools module, or a port in use).
 
 
 def register(sub: Any) -> None:
+    from ._drive import add_signing_option
+
     p = sub.add_parser(
         "inspect",
         help="open a web inspector that drives the AG-UI agent at URL",
@@ -90,6 +92,7 @@ def register(sub: Any) -> None:
         help="record the page's decisions as ID's in the approval ledger (authenticated by "
         "the inspector's token)",
     )
+    add_signing_option(p)
     add_web_flags(p)
     p.add_argument(
         "-H",
@@ -242,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     from .._url import check_url
     from ..ui.inspector import Inspector
     from ._common import describe_exception
-    from ._drive import load_tools
+    from ._drive import load_tools, signer_from
 
     if args.url is None and not args.agent and not args.agents:
         print(
@@ -286,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
     from .._errors import UsageError
 
     try:
+        signer = signer_from(args.signing_key)
         inspector = Inspector(
             args.url,
             headers=headers,
@@ -295,6 +299,7 @@ def run(args: argparse.Namespace) -> int:
             store=store,
             index=Path(f"{args.store}.inspector.json") if args.store is not None else None,
             principal=_principal(args.principal),
+            signer=signer,
         )
     except UsageError as exc:
         print(f"agui-tools inspect: {exc}", file=sys.stderr)

@@ -22,12 +22,16 @@ STORE is a SQLite store (or --journal) file, or a PostgreSQL connection string
            (keep it elsewhere: a later verify that reports a different head
            over fewer entries shows a cut), or the first broken link — its
            entry number, its ids, the rule (LEDGER-n), expected vs found.
+           With --receipt-keys FILE (an agent's keys document), each signed
+           receipt an entry holds is checked too: signed by a trusted key, about
+           that entry's call or interrupt, naming its principal and decision
+           (RCPT-n, docs/receipts.md); expiry is not judged.
   export   write every entry as JSON Lines to standard output, byte for byte
            as stored (each line the entry's canonical JSON, its hash included),
            so an auditor can recompute the chain without agui-tools.
 
-Exit codes: 0 the chain holds (export: written), 1 a link is broken, 2 bad
-usage or a store that cannot be read.
+Exit codes: 0 the chain holds (export: written), 1 a link or a receipt is
+broken, 2 bad usage or a store that cannot be read.
 """
 
 
@@ -40,6 +44,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("action", choices=("verify", "export"), help="what to do with the ledger")
     p.add_argument("store", metavar="STORE", help="a SQLite store file or a PostgreSQL DSN")
+    p.add_argument(
+        "--receipt-keys",
+        metavar="FILE",
+        help="verify: check every signed receipt against this keys document too",
+    )
     p.set_defaults(func=run)
 
 
@@ -67,8 +76,17 @@ def _entries(store: str) -> list[tuple[int, bytes]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._errors import AguiError
+    from .._errors import AguiError, UsageError
 
+    keys = None
+    if args.receipt_keys is not None:
+        from ..app._receipts import Keyring
+
+        try:
+            keys = Keyring.load(args.receipt_keys)
+        except UsageError as exc:
+            print(f"agui-tools ledger: --receipt-keys: {one_line(str(exc))}", file=sys.stderr)
+            return 2
     try:
         entries = _entries(args.store)
     except (AguiError, OSError) as exc:
@@ -93,4 +111,14 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     print(f"ledger: {report.entries} entries, every link holds; head {report.head}")
+    if keys is None:
+        return 0
+    from ..agent._receipts import audit_receipts
+
+    held, broken = audit_receipts(entries, keys)
+    if broken is not None:
+        print(f"ledger: {one_line(broken.describe())}")
+        print(f"ledger: a receipt is refused — {held} receipt(s) verified before it")
+        return 1
+    print(f"ledger: {held} receipt(s), each signed by a trusted key and about its entry")
     return 0

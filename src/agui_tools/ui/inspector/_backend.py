@@ -40,6 +40,7 @@ from ...app._calls import CallStatus, PendingCall
 from ...app._consent import Principal
 from ...app._conversation import CallUpdate, Conversation, RunResult, TextDelta, Update
 from ...app._interrupts import Interrupt, Resolution
+from ...app._receipts import Signer
 from ...app._runs import describe_run
 from ...app._store import Store
 from ...app._tools import ToolSpec
@@ -182,6 +183,7 @@ class Inspector(Cards, Mocks):
             and ``index`` (the file listing its threads) resumes the thread it had open.
         principal: who the page's decisions are recorded as in the approval ledger
             (``inspect --principal``); ``None``: the unauthenticated user.
+        signer: signs each decision's receipt (``inspect --signing-key``; docs/receipts.md).
     """
 
     session: _InspectorSession
@@ -204,8 +206,10 @@ class Inspector(Cards, Mocks):
         store: Store | None = None,
         index: Path | None = None,
         principal: Principal | None = None,
+        signer: Signer | None = None,
     ) -> None:
         self.principal = principal
+        self.signer = signer
         self.agents: dict[str, Agent] = {}
         if url is not None:
             self.agents["agent"] = Agent("agent", url, dict(headers or {}))
@@ -271,6 +275,7 @@ class Inspector(Cards, Mocks):
             timeout=self._timeout,
             store=self.store,
             thread_id=thread_id or f"thread-{uuid.uuid4()}",
+            signer=self.signer,
         )
         session.inspector = self
         session.specs = {}
