@@ -186,7 +186,10 @@ def test_what_a_rejoin_is_answered() -> None:
     running = RunState("w", 5, 100.0)
     finished = RunState("w", 5, 100.0, finished_at=50.0)
     assert judge_rejoin(running, 0, 60.0, 300.0) is None
-    assert judge_rejoin(running, 9, 60.0, 300.0) is None, "a running run's seq may not exist yet"
+    ahead = judge_rejoin(running, 6, 60.0, 300.0)
+    assert ahead is not None and (ahead.status, ahead.rule) == (400, "RESUME-7"), (
+        "a running run's events are logged before they are sent: no client holds seq 6"
+    )
     assert judge_rejoin(finished, 5, 60.0, 300.0) is None
     beyond = judge_rejoin(finished, 6, 60.0, 300.0)
     assert beyond is not None and (beyond.status, beyond.rule) == (400, "RESUME-7")

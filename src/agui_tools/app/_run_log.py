@@ -189,7 +189,7 @@ def judge_rejoin(
         return LogRefusal(
             410, "RESUME-8", f"the run's log has expired (kept {retention:g} s after its end)"
         )
-    if after > state.last_seq and state.finished:
+    if after > state.last_seq:  # events are logged before they are sent: never seen
         return LogRefusal(
             400,
             "RESUME-7",
