@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -72,5 +73,39 @@ def test_a_seq_beyond_a_running_runs_log_is_400_not_a_silent_stream() -> None:
             whole = ids_and_events((await client.get(url, headers=SSE)).content)
             assert [i for i, _ in whole] == [f"r1:{n}" for n in range(1, len(whole) + 1)]
             assert whole[-1][1]["outcome"] == {"type": "cancelled"}
+
+    run_async(main)
+
+
+def test_odd_run_ids_are_rejoined_by_the_id_their_stream_gave() -> None:
+    """RESUME-5: a browser resends the SSE ``id`` it read, in UTF-8, and HTTP strips
+    the spaces around a header's value. A non-ASCII ``runId`` was read back as
+    Latin-1 and one starting with a space lost it: both were refused 400 "names run
+    …" — a run its own client could never rejoin."""
+
+    async def main() -> None:
+        async with served() as client:
+            for thread_id, run_id in (("tü", "rün ☃"), ("t1", " spaced "), ("t1", "\tr:x")):
+                await started(client, run_input(thread_id, run_id))
+                url = f"/threads/{quote(thread_id, safe='')}/runs/{quote(run_id, safe='')}"
+                # as a browser sends the id its stream gave: UTF-8, without the spaces
+                # a header's value cannot carry at its ends
+                header = f"{run_id}:2".encode().strip(b" \t")
+                async with client.stream(
+                    "GET", url + "/events", headers={**SSE, "last-event-id": header}
+                ) as rejoin:
+                    assert rejoin.status_code == 200, (run_id, await rejoin.aread())
+                    seen = b""
+                    async for chunk in rejoin.aiter_bytes():
+                        seen += chunk
+                        if len(ids_and_events(seen)) >= 2:
+                            break
+                assert [i for i, _ in ids_and_events(seen)][:2] == [f"{run_id}:3", f"{run_id}:4"]
+                assert (await client.post(url + "/stop")).status_code == 202
+            # a header that is not UTF-8 is refused by name, not a 500
+            wrong = await client.get(
+                "/threads/t1/runs/%20spaced%20/events", headers={"last-event-id": b"r\xff:1"}
+            )
+            assert wrong.status_code == 400 and "names run" in wrong.json()["error"], wrong.text
 
     run_async(main)

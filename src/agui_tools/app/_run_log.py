@@ -144,13 +144,18 @@ class LogRefusal:
 
 
 _DECIMAL = re.compile(r"[0-9]{1,18}")
+_OWS: Final = " \t"
+"""HTTP's optional whitespace, which a header's value loses at both ends."""
 
 
 def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> int | LogRefusal:
     """The seq a rejoin replays after: ``Last-Event-ID`` (``<runId>:<seq>``, split on
-    the last ``:``) decides over ``?after=``; neither is 0 (from the first event)."""
+    the last ``:``) decides over ``?after=``; neither is 0 (from the first event).
+
+    HTTP strips the spaces and tabs around a header's value (RFC 9110 §5.5), so a
+    ``runId`` that starts with some is matched without them."""
     if last_event_id is not None:
-        named, colon, seq = last_event_id.strip().rpartition(":")
+        named, colon, seq = last_event_id.strip(_OWS).rpartition(":")
         if not colon or not _DECIMAL.fullmatch(seq):
             return LogRefusal(
                 400,
@@ -158,7 +163,7 @@ def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> in
                 f"Last-Event-ID {_shown(last_event_id)}: expected '<runId>:<seq>' with seq "
                 "a decimal integer",
             )
-        if named != run_id:
+        if named != run_id.lstrip(_OWS):
             return LogRefusal(
                 400,
                 "RESUME-7",

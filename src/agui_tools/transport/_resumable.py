@@ -139,6 +139,20 @@ def _ids(scope: Scope) -> tuple[str, str, str] | None:
     return unquote(parts[-4]), unquote(parts[-2]), action
 
 
+def _last_event_id(scope: Scope) -> str | None:
+    """The ``Last-Event-ID`` header as text. A browser resends the id it read from the
+    stream, which is UTF-8 (as every SSE field is), so it is decoded as UTF-8 —
+    Starlette's headers are Latin-1, which would make a non-ASCII ``runId`` never
+    match its own id; bytes that are not UTF-8 stay Latin-1, to be refused by name."""
+    for name, value in scope["headers"]:
+        if name == b"last-event-id":
+            try:
+                return str(value.decode("utf-8"))
+            except UnicodeDecodeError:
+                return str(value.decode("latin-1"))
+    return None
+
+
 class _Wakes:
     """Readers in this process waiting for a run's next events."""
 
@@ -474,7 +488,7 @@ class ResumableRuns:
         self, scope: Scope, receive: Receive, send: Send, thread_id: str, run_id: str
     ) -> LogRefusal | None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        last_event_id = Headers(scope=scope).get("last-event-id")
+        last_event_id = _last_event_id(scope)
         after = parse_after(run_id, last_event_id, (query.get("after") or [None])[0])
         if isinstance(after, LogRefusal):
             return after
