@@ -8,13 +8,17 @@ flags and on the stream; the bounds are hang bounds, never timings.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+import pytest
 
+from agui_tools.app._run_log import MemoryRunLog, RunState
+from agui_tools.transport import _resumable
 from agui_tools.transport._resumable import Resumable
 from agui_tools.transport._server import agent_app
 from agui_tools.transport._serving import serving
@@ -107,5 +111,67 @@ def test_odd_run_ids_are_rejoined_by_the_id_their_stream_gave() -> None:
                 "/threads/t1/runs/%20spaced%20/events", headers={"last-event-id": b"r\xff:1"}
             )
             assert wrong.status_code == 400 and "names run" in wrong.json()["error"], wrong.text
+
+    run_async(main)
+
+
+class Watched(MemoryRunLog):
+    """A memory log that says when a reader has looked at a run's state ``looks`` times
+    since :meth:`arm` (what it does next with that state happens in the same step)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looked = asyncio.Event()
+        self._left: int | None = None
+
+    def arm(self, looks: int) -> None:
+        self._left = looks
+
+    def state(self, thread_id: str, run_id: str) -> RunState | None:
+        if self._left is not None:
+            self._left -= 1
+            if self._left == 0:
+                self.looked.set()
+        return super().state(thread_id, run_id)
+
+
+def test_a_clock_jump_never_closes_a_run_its_own_worker_is_writing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RESUME-10: a lease lapses when a worker is silent, but a wall clock stepped
+    forward (NTP, a VM or laptop resumed) made every run look lapsed to its readers,
+    which closed live runs WORKER_DIED between two rounds of their own keeper."""
+    jump = 0.0
+
+    class Clock:
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def time() -> float:
+            return time.time() + jump
+
+    monkeypatch.setattr(_resumable, "time", Clock)
+
+    async def main() -> None:
+        nonlocal jump
+        log = Watched()
+        async with served(log=log) as client:
+            await started(client, run_input(), events=4)
+            jump = 3600.0
+            log.arm(2)  # the rejoin's judgement, then its reader's look once replayed
+            url = "/threads/t1/runs/r1"
+            async with client.stream("GET", url + "/events", headers=SSE) as rejoin:
+                seen = b""
+                stream = rejoin.aiter_bytes()
+                while len(ids_and_events(seen)) < 4:
+                    seen += await anext(stream)
+                await log.looked.wait()
+                stop = await client.post(url + "/stop")
+                assert stop.status_code == 202, stop.text
+                seen += b"".join([chunk async for chunk in stream])
+            events = [event for _, event in ids_and_events(seen)]
+            assert all(e.get("code") != "WORKER_DIED" for e in events), events[-1]
+            assert events[-1]["type"] == "RUN_FINISHED"
+            assert events[-1]["outcome"] == {"type": "cancelled"}
 
     run_async(main)

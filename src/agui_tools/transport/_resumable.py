@@ -413,9 +413,11 @@ class ResumableRuns:
                     return
                 if state.finished:
                     continue
-                now = time.time()
-                if state.lease_until < now:
-                    await self._call(self.log.reap, now)
+                if state.lease_until < time.time():
+                    # the keeper's round, not a bare reap: it renews this worker's own
+                    # runs first, so a wall clock stepped forward (which lapses every
+                    # lease at once) closes only the runs no live worker is writing
+                    await self.tend()
                     continue
                 timeout = (
                     self.config.poll
