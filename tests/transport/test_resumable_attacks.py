@@ -18,11 +18,13 @@ import httpx
 import pytest
 
 from agui_tools.app._run_log import MemoryRunLog, RunState
+from agui_tools.app._run_log_sql import PostgresRunLog
 from agui_tools.transport import _resumable
 from agui_tools.transport._resumable import Resumable
 from agui_tools.transport._server import agent_app
 from agui_tools.transport._serving import serving
-from tests.helpers.resumable import OPT_IN, SSE, ids_and_events, working
+from tests.helpers.postgres import PostgresServer
+from tests.helpers.resumable import OPT_IN, SSE, ids_and_events, quick, working
 
 
 def run_input(thread_id: str = "t1", run_id: str = "r1") -> dict[str, Any]:
@@ -173,5 +175,34 @@ def test_a_clock_jump_never_closes_a_run_its_own_worker_is_writing(
             assert all(e.get("code") != "WORKER_DIED" for e in events), events[-1]
             assert events[-1]["type"] == "RUN_FINISHED"
             assert events[-1]["outcome"] == {"type": "cancelled"}
+
+    run_async(main)
+
+
+def test_a_postgres_restart_costs_the_log_nothing(
+    postgres_dsn: str, postgres_server: PostgresServer
+) -> None:
+    """RESUME-7: 503 is for a log that "cannot be read or written (a database away)".
+    The PostgreSQL log held one connection, never opened again: after the server
+    restarted, every rejoin, stop and opted-in run was 503 until the process was."""
+
+    async def main() -> None:
+        log = PostgresRunLog(postgres_dsn)
+        try:
+            async with (
+                serving(agent_app(quick, resumable=Resumable(log=log))) as url,
+                httpx.AsyncClient(base_url=url, timeout=30) as client,
+            ):
+                first = await client.post("/", json=run_input(), headers=OPT_IN)
+                assert first.status_code == 200
+                await asyncio.to_thread(postgres_server.restart)
+                again = await client.get("/threads/t1/runs/r1/events", headers=SSE)
+                assert again.status_code == 200, again.text
+                assert ids_and_events(again.content) == ids_and_events(first.content)
+                second = await client.post("/", json=run_input(run_id="r2"), headers=OPT_IN)
+                assert second.status_code == 200, second.text
+                assert ids_and_events(second.content)[-1][1]["type"] == "RUN_FINISHED"
+        finally:
+            log.close()
 
     run_async(main)
