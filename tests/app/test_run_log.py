@@ -89,11 +89,16 @@ def test_a_stop_is_recorded_for_the_running_worker_to_observe(run_log: RunLog) -
     run_log.begin("t", "other", "w1", 10.0)
     both = [("t", "r"), ("t", "other")]
     assert run_log.renew("w1", both, 20.0) == []
-    run_log.request_stop("t", "r")
+    assert run_log.request_stop("t", "r")
+    assert not run_log.request_stop("t", "unknown")
     assert run_log.renew("w1", both, 30.0) == [("t", "r")]
     assert run_log.renew("w2", both, 40.0) == [], "only the owner observes its stops"
     state = run_log.state("t", "r")
     assert state is not None and state.stop_requested and state.lease_until == 30.0
+    run_log.append("t", "other", 1, events(1), finished_at=35.0)
+    assert not run_log.request_stop("t", "other"), "an ended run is not stopped"
+    other = run_log.state("t", "other")
+    assert other is not None and not other.stop_requested
 
 
 def test_only_the_runs_a_worker_still_writes_are_renewed(run_log: RunLog) -> None:

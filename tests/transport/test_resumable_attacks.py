@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -204,5 +205,41 @@ def test_a_postgres_restart_costs_the_log_nothing(
                 assert ids_and_events(second.content)[-1][1]["type"] == "RUN_FINISHED"
         finally:
             log.close()
+
+    run_async(main)
+
+
+class Lagging(MemoryRunLog):
+    """A log whose next look at a run sees it still running: the run ends between a
+    stop's look and its record, as it can when the log is a database."""
+
+    stale = False
+
+    def state(self, thread_id: str, run_id: str) -> RunState | None:
+        state = super().state(thread_id, run_id)
+        if self.stale and state is not None:
+            self.stale = False
+            return replace(state, finished_at=None)
+        return state
+
+
+def test_a_stop_racing_the_runs_end_is_409_not_a_promise_of_cancel() -> None:
+    """RESUME-6: ``202 stopping`` promises a cancelled end. A run that ended between
+    the stop's look and its record was still answered 202, though nothing was
+    recorded and the run had finished as it was."""
+
+    async def main() -> None:
+        log = Lagging()
+        async with (
+            serving(agent_app(quick, resumable=Resumable(log=log))) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+        ):
+            done = await client.post("/", json=run_input(), headers=OPT_IN)
+            log.stale = True
+            stop = await client.post("/threads/t1/runs/r1/stop")
+            assert stop.status_code == 409, stop.text
+            assert stop.json()["status"] == "finished" and stop.json()["rule"] == "RESUME-6"
+            whole = await client.get("/threads/t1/runs/r1/events", headers=SSE)
+            assert ids_and_events(whole.content) == ids_and_events(done.content)
 
     run_async(main)

@@ -23,6 +23,7 @@ from typing import Final, Protocol
 from .._text import shown as _shown
 
 __all__ = [
+    "STOP_OF_ENDED",
     "WORKER_DIED",
     "LogRefusal",
     "MemoryRunLog",
@@ -98,8 +99,9 @@ class RunLog(Protocol):
         """Up to ``limit`` events with a seq greater than ``after``, in order."""
         ...
 
-    def request_stop(self, thread_id: str, run_id: str) -> None:
-        """Record a stop for a running run (the running worker observes it)."""
+    def request_stop(self, thread_id: str, run_id: str) -> bool:
+        """Record a stop for a running run (the running worker observes it); ``False``
+        (nothing recorded) when the run is unknown or has ended."""
         ...
 
     def renew(
@@ -203,6 +205,12 @@ def judge_rejoin(
     return None
 
 
+STOP_OF_ENDED: Final = LogRefusal(
+    409, "RESUME-6", "the run has already ended", extra={"status": "finished"}
+)
+"""A stop of a run that ended (RESUME-6)."""
+
+
 def judge_stop(state: RunState | None, now: float, retention: float) -> LogRefusal | None:
     """Whether a stop is accepted (``None``: 202) or its refusal (RESUME-6)."""
     if state is None:
@@ -210,9 +218,7 @@ def judge_stop(state: RunState | None, now: float, retention: float) -> LogRefus
     if _expired(state, now, retention):
         return LogRefusal(410, "RESUME-8", "the run's log has expired; it ended long ago")
     if state.finished:
-        return LogRefusal(
-            409, "RESUME-6", "the run has already ended", extra={"status": "finished"}
-        )
+        return STOP_OF_ENDED
     return None
 
 
@@ -283,11 +289,13 @@ class MemoryRunLog:
         logged = self._runs.get((thread_id, run_id))
         return [] if logged is None else logged.events[after : after + limit]
 
-    def request_stop(self, thread_id: str, run_id: str) -> None:
+    def request_stop(self, thread_id: str, run_id: str) -> bool:
         with self._lock:
             logged = self._runs.get((thread_id, run_id))
-            if logged is not None and not logged.state.finished:
-                logged.state = replace(logged.state, stop_requested=True)
+            if logged is None or logged.state.finished:
+                return False
+            logged.state = replace(logged.state, stop_requested=True)
+            return True
 
     def renew(
         self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float

@@ -148,7 +148,7 @@ class _SQLRunLog:
             ).fetchall()
         return [bytes(row[0]) for row in rows]
 
-    def request_stop(self, thread_id: str, run_id: str) -> None:
+    def request_stop(self, thread_id: str, run_id: str) -> bool:
         with self._transaction() as cur:
             self._exec(
                 cur,
@@ -156,6 +156,7 @@ class _SQLRunLog:
                 "WHERE thread_id = ? AND run_id = ? AND finished_at IS NULL",
                 (thread_id, run_id),
             )
+            return bool(cur.rowcount == 1)
 
     def renew(
         self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float

@@ -39,6 +39,7 @@ from ..agent._channel import EventChannel
 from ..agent._run import Run
 from ..agent._runner import Agent, drive
 from ..app._run_log import (
+    STOP_OF_ENDED,
     LogRefusal,
     MemoryRunLog,
     RunLog,
@@ -479,7 +480,10 @@ class ResumableRuns:
         refusal = judge_stop(state, time.time(), self.config.retention)
         if refusal is not None:
             return refusal
-        await self._call(self.log.request_stop, thread_id, run_id)
+        if not await self._call(self.log.request_stop, thread_id, run_id):
+            # the run ended between the look and the record: judged as it is now
+            state = await self._call(self.log.state, thread_id, run_id)
+            return judge_stop(state, time.time(), self.config.retention) or STOP_OF_ENDED
         local = self._stops.get((thread_id, run_id))
         if local is not None:  # ours: at once, not at the keeper's next round
             local.set()
