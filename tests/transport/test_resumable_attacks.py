@@ -37,9 +37,12 @@ def run_input(thread_id: str = "t1", run_id: str = "r1") -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def served(**options: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def served(
+    max_concurrency: int | None = None, **options: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    app = agent_app(working, resumable=Resumable(**options), max_concurrency=max_concurrency)
     async with (
-        serving(agent_app(working, resumable=Resumable(**options))) as url,
+        serving(app) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):
         yield client
@@ -241,5 +244,30 @@ def test_a_stop_racing_the_runs_end_is_409_not_a_promise_of_cancel() -> None:
             assert stop.json()["status"] == "finished" and stop.json()["rule"] == "RESUME-6"
             whole = await client.get("/threads/t1/runs/r1/events", headers=SSE)
             assert ids_and_events(whole.content) == ids_and_events(done.content)
+
+    run_async(main)
+
+
+def test_a_stop_is_served_when_detached_runs_hold_every_place() -> None:
+    """RESUME-3/RESUME-6: a detached run holds a place of ``max_concurrency`` until it
+    ends, and a stop is how it is ended early. With every place held by runs whose
+    clients left, the stop itself was refused 503: runs that never end on their own
+    could then not be ended at all, short of restarting the server."""
+
+    async def main() -> None:
+        async with served(max_concurrency=2) as client:
+            for run_id in ("r1", "r2"):
+                await started(client, run_input(run_id=run_id))
+            full = await client.post("/", json=run_input(run_id="r3"), headers=OPT_IN)
+            assert full.status_code == 503, "the places are held: no third run"
+            for run_id in ("r1", "r2"):
+                stop = await client.post(f"/threads/t1/runs/{run_id}/stop")
+                assert stop.status_code == 202, stop.text
+            for _ in range(200):  # each writer gives its place back as its run ends
+                answer = await client.get("/threads/t1/runs/r2/events", headers=SSE)
+                if answer.status_code == 200:
+                    break
+                await asyncio.sleep(0.05)
+            assert ids_and_events(answer.content)[-1][1]["outcome"] == {"type": "cancelled"}
 
     run_async(main)

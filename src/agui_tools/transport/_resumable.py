@@ -50,7 +50,15 @@ from ..app._run_log import (
 from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
 from ._front import Refusal, refuse
 
-__all__ = ["OPT_IN", "Resumable", "ResumableRuns", "extension_routes", "is_extension", "opted_in"]
+__all__ = [
+    "OPT_IN",
+    "Resumable",
+    "ResumableRuns",
+    "extension_routes",
+    "is_extension",
+    "is_stop",
+    "opted_in",
+]
 
 log = guarded_logger("agui_tools.transport")
 
@@ -152,6 +160,13 @@ def _last_event_id(scope: Scope) -> str | None:
             except UnicodeDecodeError:
                 return str(value.decode("latin-1"))
     return None
+
+
+def is_stop(scope: Scope) -> bool:
+    """A stop (``POST …/threads/T/runs/R/stop``): it ends a run that holds a place of
+    the front's ``max_concurrency``, so it is served even when every place is held."""
+    ids = _ids(scope) if scope["method"] == "POST" else None
+    return ids is not None and ids[2] == "stop"
 
 
 class _Wakes:
