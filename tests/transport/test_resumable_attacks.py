@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from agui_tools.app._run_log import MemoryRunLog, RunState
 from agui_tools.app._run_log_sql import PostgresRunLog
@@ -269,5 +271,41 @@ def test_a_stop_is_served_when_detached_runs_hold_every_place() -> None:
                     break
                 await asyncio.sleep(0.05)
             assert ids_and_events(answer.content)[-1][1]["outcome"] == {"type": "cancelled"}
+
+    run_async(main)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a run is not bound to who started it: the authorize hook answers yes or no, "
+    "and names no principal the log could keep and compare (needs an API: #38)",
+)
+def test_another_users_token_neither_rejoins_nor_stops_a_run() -> None:
+    """RESUME-5 asks the run endpoint's authorization of a rejoin and a stop; with two
+    users, each authorized, the second still reads and stops the first's run."""
+
+    async def authorize(request: Request) -> Any:
+        token = request.headers.get("authorization")
+        if token not in ("Bearer alice", "Bearer bob"):
+            return JSONResponse({"error": "no"}, status_code=401)
+        return None
+
+    async def main() -> None:
+        app = agent_app(working, resumable=Resumable(), authorize=authorize)
+        async with (
+            serving(app) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as alice,
+            httpx.AsyncClient(
+                base_url=url, timeout=30, headers={"authorization": "Bearer bob"}
+            ) as bob,
+        ):
+            alice.headers["authorization"] = "Bearer alice"
+            await started(alice, run_input())
+            async with bob.stream("GET", "/threads/t1/runs/r1/events", headers=SSE) as rejoin:
+                read = rejoin.status_code  # a run still going: its stream is not read to its end
+            stop = await bob.post("/threads/t1/runs/r1/stop")
+            await alice.post("/threads/t1/runs/r1/stop")  # the run ends either way
+            assert read in (403, 404), read
+            assert stop.status_code in (403, 404), stop.status_code
 
     run_async(main)
