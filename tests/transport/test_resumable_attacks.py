@@ -8,10 +8,13 @@ flags and on the stream; the bounds are hang bounds, never timings.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -21,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from agui_tools.app._run_log import MemoryRunLog, RunState
-from agui_tools.app._run_log_sql import PostgresRunLog
+from agui_tools.app._run_log_sql import PostgresRunLog, SQLiteRunLog
 from agui_tools.transport import _resumable
 from agui_tools.transport._resumable import Resumable
 from agui_tools.transport._server import agent_app
@@ -307,5 +310,51 @@ def test_another_users_token_neither_rejoins_nor_stops_a_run() -> None:
             await alice.post("/threads/t1/runs/r1/stop")  # the run ends either way
             assert read in (403, 404), read
             assert stop.status_code in (403, 404), stop.status_code
+
+    run_async(main)
+
+
+def test_a_sqlite_file_locked_past_the_lease_costs_the_live_run_nothing(tmp_path: Path) -> None:
+    """RESUME-10 closes the runs of a worker that died, not of one that waited: another
+    process holding the SQLite file locked longer than the lease stalled the worker's
+    renewal and its appends alike, and when the lock went the first reader to look
+    closed the live run WORKER_DIED before its worker could renew it."""
+    path = tmp_path / "runs.sqlite"
+
+    async def main() -> None:
+        log = SQLiteRunLog(str(path))
+        try:
+            async with served(log=log, lease=0.3) as client:
+                await started(client, run_input())
+                release = threading.Event()
+                locked = threading.Event()
+
+                def lock() -> None:  # as another process would: its own connection
+                    other = sqlite3.connect(path, isolation_level=None)
+                    other.execute("BEGIN EXCLUSIVE")
+                    locked.set()
+                    release.wait(30)
+                    other.execute("COMMIT")
+                    other.close()
+
+                url = "/threads/t1/runs/r1"
+                async with client.stream("GET", url + "/events", headers=SSE) as rejoin:
+                    stream = rejoin.aiter_bytes()
+                    seen = await anext(stream)  # a reader follows the run
+                    holder = threading.Thread(target=lock)
+                    holder.start()
+                    await asyncio.to_thread(locked.wait, 30)
+                    # four lease periods of the keeper stalled on the lock, by its clock
+                    await asyncio.sleep(1.2)
+                    release.set()
+                    await asyncio.to_thread(holder.join, 30)
+                    stop = await client.post(url + "/stop")
+                    assert stop.status_code == 202, stop.text
+                    seen += b"".join([chunk async for chunk in stream])
+            events = [event for _, event in ids_and_events(seen)]
+            assert all(e.get("code") != "WORKER_DIED" for e in events), events[-1]
+            assert events[-1]["outcome"] == {"type": "cancelled"}
+        finally:
+            log.close()
 
     run_async(main)
