@@ -132,6 +132,31 @@ def test_finished_logs_expire_to_a_tombstone(run_log: RunLog) -> None:
     assert run_log.read("t", "running", 0, 10) == events(1)
 
 
+def test_runs_expire_by_their_own_end_whatever_the_order_they_ended_in(
+    run_log: RunLog,
+) -> None:
+    """The keeper's round touches only the runs due; a run logged as ending earlier
+    than one before it (a clock stepped back) is still due at its own time."""
+    for run_id, end in (("late", 50.0), ("early", 10.0), ("middle", 30.0)):
+        run_log.begin("t", run_id, "w", 100.0)
+        run_log.append("t", run_id, 1, events(1), finished_at=end)
+    run_log.begin("t", "dead", "w", 5.0)  # a lapsed lease: closed, then due in turn
+    assert run_log.reap(20.0) == [("t", "dead")]
+    assert run_log.expire(25.0, 0.0) == 2  # early (10) and dead (20)
+    assert [run_log.read("t", r, 0, 9) == [] for r in ("early", "dead", "middle", "late")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert run_log.expire(60.0, 15.0) == 2  # middle and late; early's tombstone forgotten
+    assert run_log.state("t", "early") is None
+    dead = run_log.state("t", "dead")
+    assert dead is not None and dead.expired
+    assert run_log.expire(60.0, 1e9) == 0
+    assert all(run_log.state("t", r) is None for r in ("early", "dead", "middle", "late"))
+
+
 def test_two_sqlite_handles_share_one_file(tmp_path: Path) -> None:
     path = str(tmp_path / "runs.sqlite")
     writer, reader = SQLiteRunLog(path), SQLiteRunLog(path)

@@ -14,6 +14,7 @@ caller's — decides leases and retention.
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -249,6 +250,15 @@ class MemoryRunLog:
     def __init__(self) -> None:
         self._runs: dict[tuple[str, str], _Logged] = {}
         self._lock = threading.Lock()  # a log may be shared by servers in several threads
+        # the keeper's rounds touch only what is due, never every run kept (a day of
+        # tombstones): the runs still going, and the ended ones by when they ended
+        self._running: set[tuple[str, str]] = set()
+        self._ended: list[tuple[float, tuple[str, str]]] = []  # a heap, not yet expired
+        self._expired: list[tuple[float, tuple[str, str]]] = []  # a heap of tombstones
+
+    def _end(self, key: tuple[str, str], at: float) -> None:
+        self._running.discard(key)
+        heapq.heappush(self._ended, (at, key))
 
     def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
         return _nothing  # one process: its server wakes its own readers
@@ -258,6 +268,7 @@ class MemoryRunLog:
             if (thread_id, run_id) in self._runs:
                 return False
             self._runs[thread_id, run_id] = _Logged(RunState(owner, 0, lease_until))
+            self._running.add((thread_id, run_id))
             return True
 
     def append(
@@ -279,6 +290,8 @@ class MemoryRunLog:
             logged.state = replace(
                 logged.state, last_seq=len(logged.events), finished_at=finished_at
             )
+            if finished_at is not None:
+                self._end((thread_id, run_id), finished_at)
             return True
 
     def state(self, thread_id: str, run_id: str) -> RunState | None:
@@ -313,24 +326,30 @@ class MemoryRunLog:
     def reap(self, now: float) -> list[tuple[str, str]]:
         closed = []
         with self._lock:
-            for key, logged in self._runs.items():
-                if not logged.state.finished and logged.state.lease_until < now:
+            for key in list(self._running):
+                logged = self._runs[key]
+                if logged.state.lease_until < now:
                     logged.events.append(WORKER_DIED)
                     logged.state = replace(
                         logged.state, last_seq=len(logged.events), finished_at=now
                     )
+                    self._end(key, now)
                     closed.append(key)
         return closed
 
     def expire(self, finished_before: float, forget_before: float) -> int:
         count = 0
         with self._lock:
-            for key, logged in list(self._runs.items()):
-                at = logged.state.finished_at
-                if at is not None and at < forget_before:
+            while self._ended and self._ended[0][0] < finished_before:
+                at, key = heapq.heappop(self._ended)
+                logged = self._runs[key]
+                if at < forget_before:
                     del self._runs[key]
-                elif at is not None and at < finished_before and not logged.state.expired:
-                    logged.events = []
-                    logged.state = replace(logged.state, expired=True)
-                    count += 1
+                    continue
+                logged.events = []
+                logged.state = replace(logged.state, expired=True)
+                heapq.heappush(self._expired, (at, key))
+                count += 1
+            while self._expired and self._expired[0][0] < forget_before:
+                del self._runs[heapq.heappop(self._expired)[1]]
         return count

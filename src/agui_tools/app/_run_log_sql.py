@@ -45,6 +45,9 @@ _SCHEMA = (
         seq BIGINT NOT NULL,
         payload {blob} NOT NULL,
         PRIMARY KEY (thread_id, run_id, seq))""",
+    # the keeper's rounds find the runs due (lapsed, to expire, to forget) by when
+    # they ended, rather than scanning every run kept (a day of tombstones)
+    "CREATE INDEX IF NOT EXISTS agui_run_log_runs_by_end ON agui_run_log_runs (finished_at)",
 )
 _CHANNEL = "agui_run_log"
 _MAX_NOTIFY = 7900
