@@ -358,3 +358,40 @@ def test_a_sqlite_file_locked_past_the_lease_costs_the_live_run_nothing(tmp_path
             log.close()
 
     run_async(main)
+
+
+def test_ids_no_run_can_have_are_404_not_a_log_unavailable(postgres_dsn: str) -> None:
+    """RESUME-7: a rejoin or a stop naming ids that no run request is let in with (a
+    NUL, over the id limit) is of no such run. PostgreSQL cannot even hold a NUL, and
+    its error was answered 503 "retry" — a client told to retry for ever."""
+
+    async def main() -> None:
+        log = PostgresRunLog(postgres_dsn)
+        try:
+            app = agent_app(quick, resumable=Resumable(log=log))
+            async with (
+                serving(app) as url,
+                httpx.AsyncClient(base_url=url, timeout=30) as client,
+            ):
+                for thread, run, says in (
+                    ("t%00", "r1", "threadId contains a NUL"),
+                    ("t1", "r%00", "runId contains a NUL"),
+                    ("t1", "r" * 1100, "over the 1,024-byte limit"),
+                ):
+                    base = f"/threads/{thread}/runs/{run}"
+                    for answer in (
+                        await client.get(base + "/events", headers=SSE),
+                        await client.post(base + "/stop"),
+                    ):
+                        assert answer.status_code == 404, answer.text
+                        problem = answer.json()
+                        assert problem["rule"] == "RESUME-7" and says in problem["error"]
+                        assert "\n" not in problem["error"]
+                # the log serves on: a run, then its rejoin
+                done = await client.post("/", json=run_input(), headers=OPT_IN)
+                again = await client.get("/threads/t1/runs/r1/events", headers=SSE)
+                assert ids_and_events(again.content) == ids_and_events(done.content)
+        finally:
+            log.close()
+
+    run_async(main)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Protocol
 
 from .._text import shown as _shown
+from ..wire._enforce import id_problem
 
 __all__ = [
     "STOP_OF_ENDED",
@@ -30,6 +31,7 @@ __all__ = [
     "MemoryRunLog",
     "RunLog",
     "RunState",
+    "judge_ids",
     "judge_rejoin",
     "judge_stop",
     "parse_after",
@@ -183,6 +185,17 @@ def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> in
             )
         return int(after)
     return 0
+
+
+def judge_ids(thread_id: str, run_id: str) -> LogRefusal | None:
+    """``404`` for ids no run can have — refused where run inputs enter (NUL, over
+    :data:`~agui_tools.wire._enforce.MAX_ID_BYTES`) — answered without asking the log,
+    which may not even hold them (PostgreSQL's ``text`` has no NUL)."""
+    for name, value in (("threadId", thread_id), ("runId", run_id)):
+        problem = id_problem(value)
+        if problem is not None:
+            return LogRefusal(404, "RESUME-7", f"no such run: the {name} {problem}")
+    return None
 
 
 def judge_rejoin(

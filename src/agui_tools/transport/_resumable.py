@@ -43,6 +43,7 @@ from ..app._run_log import (
     LogRefusal,
     MemoryRunLog,
     RunLog,
+    judge_ids,
     judge_rejoin,
     judge_stop,
     parse_after,
@@ -481,7 +482,9 @@ class ResumableRuns:
         self.ensure_keeper()
         answer = self._stop if action == "stop" else self._rejoin
         try:
-            refusal = await answer(scope, receive, send, thread_id, run_id)
+            refusal = judge_ids(thread_id, run_id) or await answer(
+                scope, receive, send, thread_id, run_id
+            )
         except Exception:  # before any answer: the log failed, never the client
             log.exception("the run log failed serving a %s of run %s", action, run_id)
             refusal = _UNAVAILABLE
