@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse
 from agui_tools.app._run_log import MemoryRunLog, RunState
 from agui_tools.app._run_log_sql import PostgresRunLog, SQLiteRunLog
 from agui_tools.transport import _resumable
-from agui_tools.transport._resumable import Resumable
+from agui_tools.transport._resumable import Resumable, ResumableRuns
 from agui_tools.transport._server import agent_app
 from agui_tools.transport._serving import serving
 from tests.helpers.postgres import PostgresServer
@@ -395,3 +395,38 @@ def test_ids_no_run_can_have_are_404_not_a_log_unavailable(postgres_dsn: str) ->
             log.close()
 
     run_async(main)
+
+
+def test_a_log_expiring_under_a_slow_replay_ends_the_stream_never_the_server() -> None:
+    """RESUME-8: a reader still replaying a finished run when its retention passed
+    found no events below the run's last seq, and looked again at once — without
+    ever yielding, on the memory log: the server's event loop spun for ever. The
+    stream ends instead (a cut: the client's rejoin is then told 410)."""
+    log = MemoryRunLog()
+    log.begin("t1", "r1", "w", 1e12)
+    log.append("t1", "r1", 1, [b'{"n":%d}' % n for n in range(600)], finished_at=100.0)
+    runs = ResumableRuns(
+        Resumable(log=log),
+        working,
+        verify=False,
+        expose_errors=False,
+        keepalive=None,
+        high_water=64,
+        shutdown_error=b"{}",
+        internal_error=b"{}",
+    )
+    sent: list[bytes] = []
+
+    async def send(message: Any) -> None:  # a reader slow enough for the retention to pass
+        sent.append(message["body"])
+        log.expire(1e9, 0.0)
+
+    ended = threading.Event()
+
+    def replay() -> None:
+        asyncio.run(runs._read("t1", "r1", 0, send))
+        ended.set()
+
+    threading.Thread(target=replay, daemon=True).start()  # a spinning loop cannot be timed out
+    assert ended.wait(30), "the reader spun: the event loop never came back"
+    assert len(sent) == 1 and sent[0].count(b"\nid: r1:") == 255  # the first batch only

@@ -426,8 +426,8 @@ class ResumableRuns:
                         await asyncio.sleep(0)  # a long replay lets the other streams flow
                     continue
                 state = await self._call(self.log.state, thread_id, run_id)
-                if state is None or (state.finished and sent >= state.last_seq):
-                    return
+                if state is None or state.expired or (state.finished and sent >= state.last_seq):
+                    return  # an expired log has no events left: a cut, its rejoin is 410
                 if state.finished:
                     continue
                 if state.lease_until < time.time():
