@@ -436,13 +436,14 @@ class ResumableRuns:
                     # lease at once) closes only the runs no live worker is writing
                     await self.tend()
                     continue
-                timeout = (
-                    self.config.poll
-                    if self.log.shared and not self.log.notifies
-                    else _NOTIFIED_POLL
-                    if self.log.shared
-                    else self.keepalive
-                )
+                if not self.log.shared:
+                    timeout = self.keepalive
+                elif self.log.notifies or key in self._stops:
+                    # woken on each append (by the log, or by this worker writing the
+                    # run): a look a second besides, for what another process did to it
+                    timeout = _NOTIFIED_POLL
+                else:
+                    timeout = self.config.poll
                 if self.keepalive is not None:
                     left = self.keepalive - (time.monotonic() - quiet_since)
                     if left <= 0:
