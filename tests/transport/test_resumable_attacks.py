@@ -430,3 +430,37 @@ def test_a_log_expiring_under_a_slow_replay_ends_the_stream_never_the_server() -
     threading.Thread(target=replay, daemon=True).start()  # a spinning loop cannot be timed out
     assert ended.wait(30), "the reader spun: the event loop never came back"
     assert len(sent) == 1 and sent[0].count(b"\nid: r1:") == 255  # the first batch only
+
+
+@pytest.mark.run_error("keeper failed")  # each round while the database is away
+def test_a_postgres_outage_longer_than_the_lease_spares_a_quiet_run(
+    postgres_dsn: str, postgres_server: PostgresServer
+) -> None:
+    """RESUME-10 closes a run whose worker died; one whose database was away longer
+    than the lease, while it wrote nothing, lost no event and is alive: once the
+    database is back its worker renews it before anyone may reap it."""
+
+    async def main() -> None:
+        log = PostgresRunLog(postgres_dsn)
+        try:
+            async with served(log=log, lease=0.5) as client:
+                await started(client, run_input())
+                await asyncio.to_thread(postgres_server.stop)
+                try:
+                    await asyncio.sleep(1.5)  # three leases without a renewal
+                finally:
+                    await asyncio.to_thread(postgres_server.start)
+                url = "/threads/t1/runs/r1"
+                async with client.stream("GET", url + "/events", headers=SSE) as rejoin:
+                    assert rejoin.status_code == 200
+                    stop = await client.post(url + "/stop")
+                    assert stop.status_code == 202, stop.text
+                    seen = b"".join([chunk async for chunk in rejoin.aiter_bytes()])
+            whole = ids_and_events(seen)
+            assert [i for i, _ in whole] == [f"r1:{n}" for n in range(1, len(whole) + 1)]
+            assert all(e.get("code") != "WORKER_DIED" for _, e in whole), whole[-1]
+            assert whole[-1][1]["outcome"] == {"type": "cancelled"}
+        finally:
+            log.close()
+
+    run_async(main)
