@@ -89,11 +89,16 @@ def test_a_stop_is_recorded_for_the_running_worker_to_observe(run_log: RunLog) -
     run_log.begin("t", "other", "w1", 10.0)
     both = [("t", "r"), ("t", "other")]
     assert run_log.renew("w1", both, 20.0) == []
-    run_log.request_stop("t", "r")
+    assert run_log.request_stop("t", "r")
+    assert not run_log.request_stop("t", "unknown")
     assert run_log.renew("w1", both, 30.0) == [("t", "r")]
     assert run_log.renew("w2", both, 40.0) == [], "only the owner observes its stops"
     state = run_log.state("t", "r")
     assert state is not None and state.stop_requested and state.lease_until == 30.0
+    run_log.append("t", "other", 1, events(1), finished_at=35.0)
+    assert not run_log.request_stop("t", "other"), "an ended run is not stopped"
+    other = run_log.state("t", "other")
+    assert other is not None and not other.stop_requested
 
 
 def test_only_the_runs_a_worker_still_writes_are_renewed(run_log: RunLog) -> None:
@@ -125,6 +130,31 @@ def test_finished_logs_expire_to_a_tombstone(run_log: RunLog) -> None:
     assert run_log.expire(1e9, 1e9) == 0
     assert run_log.state("t", "new") is None
     assert run_log.read("t", "running", 0, 10) == events(1)
+
+
+def test_runs_expire_by_their_own_end_whatever_the_order_they_ended_in(
+    run_log: RunLog,
+) -> None:
+    """The keeper's round touches only the runs due; a run logged as ending earlier
+    than one before it (a clock stepped back) is still due at its own time."""
+    for run_id, end in (("late", 50.0), ("early", 10.0), ("middle", 30.0)):
+        run_log.begin("t", run_id, "w", 100.0)
+        run_log.append("t", run_id, 1, events(1), finished_at=end)
+    run_log.begin("t", "dead", "w", 5.0)  # a lapsed lease: closed, then due in turn
+    assert run_log.reap(20.0) == [("t", "dead")]
+    assert run_log.expire(25.0, 0.0) == 2  # early (10) and dead (20)
+    assert [run_log.read("t", r, 0, 9) == [] for r in ("early", "dead", "middle", "late")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert run_log.expire(60.0, 15.0) == 2  # middle and late; early's tombstone forgotten
+    assert run_log.state("t", "early") is None
+    dead = run_log.state("t", "dead")
+    assert dead is not None and dead.expired
+    assert run_log.expire(60.0, 1e9) == 0
+    assert all(run_log.state("t", r) is None for r in ("early", "dead", "middle", "late"))
 
 
 def test_two_sqlite_handles_share_one_file(tmp_path: Path) -> None:
@@ -186,7 +216,10 @@ def test_what_a_rejoin_is_answered() -> None:
     running = RunState("w", 5, 100.0)
     finished = RunState("w", 5, 100.0, finished_at=50.0)
     assert judge_rejoin(running, 0, 60.0, 300.0) is None
-    assert judge_rejoin(running, 9, 60.0, 300.0) is None, "a running run's seq may not exist yet"
+    ahead = judge_rejoin(running, 6, 60.0, 300.0)
+    assert ahead is not None and (ahead.status, ahead.rule) == (400, "RESUME-7"), (
+        "a running run's events are logged before they are sent: no client holds seq 6"
+    )
     assert judge_rejoin(finished, 5, 60.0, 300.0) is None
     beyond = judge_rejoin(finished, 6, 60.0, 300.0)
     assert beyond is not None and (beyond.status, beyond.rule) == (400, "RESUME-7")

@@ -14,6 +14,7 @@ caller's — decides leases and retention.
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -21,13 +22,16 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Protocol
 
 from .._text import shown as _shown
+from ..wire._enforce import id_problem
 
 __all__ = [
+    "STOP_OF_ENDED",
     "WORKER_DIED",
     "LogRefusal",
     "MemoryRunLog",
     "RunLog",
     "RunState",
+    "judge_ids",
     "judge_rejoin",
     "judge_stop",
     "parse_after",
@@ -98,8 +102,9 @@ class RunLog(Protocol):
         """Up to ``limit`` events with a seq greater than ``after``, in order."""
         ...
 
-    def request_stop(self, thread_id: str, run_id: str) -> None:
-        """Record a stop for a running run (the running worker observes it)."""
+    def request_stop(self, thread_id: str, run_id: str) -> bool:
+        """Record a stop for a running run (the running worker observes it); ``False``
+        (nothing recorded) when the run is unknown or has ended."""
         ...
 
     def renew(
@@ -144,13 +149,18 @@ class LogRefusal:
 
 
 _DECIMAL = re.compile(r"[0-9]{1,18}")
+_OWS: Final = " \t"
+"""HTTP's optional whitespace, which a header's value loses at both ends."""
 
 
 def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> int | LogRefusal:
     """The seq a rejoin replays after: ``Last-Event-ID`` (``<runId>:<seq>``, split on
-    the last ``:``) decides over ``?after=``; neither is 0 (from the first event)."""
+    the last ``:``) decides over ``?after=``; neither is 0 (from the first event).
+
+    HTTP strips the spaces and tabs around a header's value (RFC 9110 §5.5), so a
+    ``runId`` that starts with some is matched without them."""
     if last_event_id is not None:
-        named, colon, seq = last_event_id.strip().rpartition(":")
+        named, colon, seq = last_event_id.strip(_OWS).rpartition(":")
         if not colon or not _DECIMAL.fullmatch(seq):
             return LogRefusal(
                 400,
@@ -158,7 +168,7 @@ def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> in
                 f"Last-Event-ID {_shown(last_event_id)}: expected '<runId>:<seq>' with seq "
                 "a decimal integer",
             )
-        if named != run_id:
+        if named != run_id.lstrip(_OWS):
             return LogRefusal(
                 400,
                 "RESUME-7",
@@ -177,6 +187,17 @@ def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> in
     return 0
 
 
+def judge_ids(thread_id: str, run_id: str) -> LogRefusal | None:
+    """``404`` for ids no run can have — refused where run inputs enter (NUL, over
+    :data:`~agui_tools.wire._enforce.MAX_ID_BYTES`) — answered without asking the log,
+    which may not even hold them (PostgreSQL's ``text`` has no NUL)."""
+    for name, value in (("threadId", thread_id), ("runId", run_id)):
+        problem = id_problem(value)
+        if problem is not None:
+            return LogRefusal(404, "RESUME-7", f"no such run: the {name} {problem}")
+    return None
+
+
 def judge_rejoin(
     state: RunState | None, after: int, now: float, retention: float
 ) -> LogRefusal | None:
@@ -189,13 +210,19 @@ def judge_rejoin(
         return LogRefusal(
             410, "RESUME-8", f"the run's log has expired (kept {retention:g} s after its end)"
         )
-    if after > state.last_seq and state.finished:
+    if after > state.last_seq:  # events are logged before they are sent: never seen
         return LogRefusal(
             400,
             "RESUME-7",
             f"seq {after} is beyond the log's last event, seq {state.last_seq}",
         )
     return None
+
+
+STOP_OF_ENDED: Final = LogRefusal(
+    409, "RESUME-6", "the run has already ended", extra={"status": "finished"}
+)
+"""A stop of a run that ended (RESUME-6)."""
 
 
 def judge_stop(state: RunState | None, now: float, retention: float) -> LogRefusal | None:
@@ -205,9 +232,7 @@ def judge_stop(state: RunState | None, now: float, retention: float) -> LogRefus
     if _expired(state, now, retention):
         return LogRefusal(410, "RESUME-8", "the run's log has expired; it ended long ago")
     if state.finished:
-        return LogRefusal(
-            409, "RESUME-6", "the run has already ended", extra={"status": "finished"}
-        )
+        return STOP_OF_ENDED
     return None
 
 
@@ -238,6 +263,15 @@ class MemoryRunLog:
     def __init__(self) -> None:
         self._runs: dict[tuple[str, str], _Logged] = {}
         self._lock = threading.Lock()  # a log may be shared by servers in several threads
+        # the keeper's rounds touch only what is due, never every run kept (a day of
+        # tombstones): the runs still going, and the ended ones by when they ended
+        self._running: set[tuple[str, str]] = set()
+        self._ended: list[tuple[float, tuple[str, str]]] = []  # a heap, not yet expired
+        self._expired: list[tuple[float, tuple[str, str]]] = []  # a heap of tombstones
+
+    def _end(self, key: tuple[str, str], at: float) -> None:
+        self._running.discard(key)
+        heapq.heappush(self._ended, (at, key))
 
     def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
         return _nothing  # one process: its server wakes its own readers
@@ -247,6 +281,7 @@ class MemoryRunLog:
             if (thread_id, run_id) in self._runs:
                 return False
             self._runs[thread_id, run_id] = _Logged(RunState(owner, 0, lease_until))
+            self._running.add((thread_id, run_id))
             return True
 
     def append(
@@ -268,6 +303,8 @@ class MemoryRunLog:
             logged.state = replace(
                 logged.state, last_seq=len(logged.events), finished_at=finished_at
             )
+            if finished_at is not None:
+                self._end((thread_id, run_id), finished_at)
             return True
 
     def state(self, thread_id: str, run_id: str) -> RunState | None:
@@ -278,11 +315,13 @@ class MemoryRunLog:
         logged = self._runs.get((thread_id, run_id))
         return [] if logged is None else logged.events[after : after + limit]
 
-    def request_stop(self, thread_id: str, run_id: str) -> None:
+    def request_stop(self, thread_id: str, run_id: str) -> bool:
         with self._lock:
             logged = self._runs.get((thread_id, run_id))
-            if logged is not None and not logged.state.finished:
-                logged.state = replace(logged.state, stop_requested=True)
+            if logged is None or logged.state.finished:
+                return False
+            logged.state = replace(logged.state, stop_requested=True)
+            return True
 
     def renew(
         self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
@@ -300,24 +339,30 @@ class MemoryRunLog:
     def reap(self, now: float) -> list[tuple[str, str]]:
         closed = []
         with self._lock:
-            for key, logged in self._runs.items():
-                if not logged.state.finished and logged.state.lease_until < now:
+            for key in list(self._running):
+                logged = self._runs[key]
+                if logged.state.lease_until < now:
                     logged.events.append(WORKER_DIED)
                     logged.state = replace(
                         logged.state, last_seq=len(logged.events), finished_at=now
                     )
+                    self._end(key, now)
                     closed.append(key)
         return closed
 
     def expire(self, finished_before: float, forget_before: float) -> int:
         count = 0
         with self._lock:
-            for key, logged in list(self._runs.items()):
-                at = logged.state.finished_at
-                if at is not None and at < forget_before:
+            while self._ended and self._ended[0][0] < finished_before:
+                at, key = heapq.heappop(self._ended)
+                logged = self._runs[key]
+                if at < forget_before:
                     del self._runs[key]
-                elif at is not None and at < finished_before and not logged.state.expired:
-                    logged.events = []
-                    logged.state = replace(logged.state, expired=True)
-                    count += 1
+                    continue
+                logged.events = []
+                logged.state = replace(logged.state, expired=True)
+                heapq.heappush(self._expired, (at, key))
+                count += 1
+            while self._expired and self._expired[0][0] < forget_before:
+                del self._runs[heapq.heappop(self._expired)[1]]
         return count

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import orjson
@@ -45,6 +45,9 @@ _SCHEMA = (
         seq BIGINT NOT NULL,
         payload {blob} NOT NULL,
         PRIMARY KEY (thread_id, run_id, seq))""",
+    # the keeper's rounds find the runs due (lapsed, to expire, to forget) by when
+    # they ended, rather than scanning every run kept (a day of tombstones)
+    "CREATE INDEX IF NOT EXISTS agui_run_log_runs_by_end ON agui_run_log_runs (finished_at)",
 )
 _CHANNEL = "agui_run_log"
 _MAX_NOTIFY = 7900
@@ -148,7 +151,7 @@ class _SQLRunLog:
             ).fetchall()
         return [bytes(row[0]) for row in rows]
 
-    def request_stop(self, thread_id: str, run_id: str) -> None:
+    def request_stop(self, thread_id: str, run_id: str) -> bool:
         with self._transaction() as cur:
             self._exec(
                 cur,
@@ -156,6 +159,7 @@ class _SQLRunLog:
                 "WHERE thread_id = ? AND run_id = ? AND finished_at IS NULL",
                 (thread_id, run_id),
             )
+            return bool(cur.rowcount == 1)
 
     def renew(
         self, owner: str, runs: Sequence[tuple[str, str]], lease_until: float
@@ -252,14 +256,12 @@ class PostgresRunLog(_SQLRunLog):
     notifies = True
 
     def __init__(self, conninfo: str) -> None:
-        import psycopg
-
         super().__init__()
         self._conninfo = conninfo
         self._watchers: list[Callable[[str, str], None]] = []
         self._listening: threading.Thread | None = None
         self._closed = threading.Event()
-        self._db = psycopg.connect(conninfo, autocommit=True)
+        self._db = self._connect()
         with self._db.cursor() as cur:
             cur.execute("SELECT pg_advisory_lock(1916038)")  # one schema creator at a time
             try:
@@ -268,10 +270,32 @@ class PostgresRunLog(_SQLRunLog):
             finally:
                 cur.execute("SELECT pg_advisory_unlock(1916038)")
 
+    def _connect(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(self._conninfo, autocommit=True)
+
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
-        with self._lock, self._db.transaction(), self._db.cursor() as cur:
-            yield cur
+        """A transaction on the connection — on a new one when the server dropped the
+        old (a restart, a failover): a ``BEGIN`` failing on a lost connection did
+        nothing, so beginning again is safe; a failure past it is the caller's."""
+        import psycopg
+
+        with self._lock:
+            for attempt in (1, 2):
+                if self._db.closed and not self._closed.is_set():
+                    self._db = self._connect()
+                begun = ExitStack()
+                try:
+                    begun.enter_context(self._db.transaction())
+                except psycopg.OperationalError:
+                    if attempt == 2 or not self._db.closed:
+                        raise
+                    continue
+                with begun, self._db.cursor() as cur:
+                    yield cur
+                return
 
     def _notify(self, cur: Any, keys: Sequence[tuple[str, str]]) -> None:
         for key in keys:

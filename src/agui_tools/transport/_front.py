@@ -7,7 +7,8 @@ the request phases of a connection to their bounds, in this order:
 2. **Too many at once** — more than ``max_concurrency`` requests being served
    (reading, judging, streaming) is ``503`` with ``Retry-After``, answered at
    once: each request holds a socket, and past the process's descriptor limit a
-   server cannot even accept.
+   server cannot even accept. A request that gives places back (the server's
+   stop of a detached run) is admitted past it.
 3. **Host** — a name the server is not reached by is ``403`` (DNS rebinding:
    :class:`~agui_tools.transport._auth.HostPolicy`).
 4. **The face's own head rules** (``check``) — the server's Origin and
@@ -187,10 +188,13 @@ class Front:
         handler: Handler,
         *,
         check: HeadCheck | None = None,
+        frees: Callable[[Scope], bool] | None = None,
     ) -> None:
-        """One request through every phase; ``handler`` gets it with its body read."""
+        """One request through every phase; ``handler`` gets it with its body read.
+        A request ``frees`` says gives places back (a stop of runs that hold them) is
+        admitted past ``max_concurrency``: refusing it would keep the places taken."""
         try:
-            self._admit(Headers(scope=scope))
+            self._admit(Headers(scope=scope), limited=frees is None or not frees(scope))
         except Refusal as refusal:
             await refuse(scope, receive, send, refusal, self.error_body)
             return
@@ -208,10 +212,10 @@ class Front:
 
     # -- the phases ------------------------------------------------------------------
 
-    def _admit(self, headers: Headers) -> None:
+    def _admit(self, headers: Headers, *, limited: bool = True) -> None:
         if self.closing:
             raise self._shutting_down()
-        if self.max_concurrency is not None and self.active >= self.max_concurrency:
+        if limited and self.max_concurrency is not None and self.active >= self.max_concurrency:
             raise Refusal(
                 503,
                 {

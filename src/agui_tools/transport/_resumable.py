@@ -39,9 +39,11 @@ from ..agent._channel import EventChannel
 from ..agent._run import Run
 from ..agent._runner import Agent, drive
 from ..app._run_log import (
+    STOP_OF_ENDED,
     LogRefusal,
     MemoryRunLog,
     RunLog,
+    judge_ids,
     judge_rejoin,
     judge_stop,
     parse_after,
@@ -49,7 +51,15 @@ from ..app._run_log import (
 from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
 from ._front import Refusal, refuse
 
-__all__ = ["OPT_IN", "Resumable", "ResumableRuns", "extension_routes", "is_extension", "opted_in"]
+__all__ = [
+    "OPT_IN",
+    "Resumable",
+    "ResumableRuns",
+    "extension_routes",
+    "is_extension",
+    "is_stop",
+    "opted_in",
+]
 
 log = guarded_logger("agui_tools.transport")
 
@@ -137,6 +147,27 @@ def _ids(scope: Scope) -> tuple[str, str, str] | None:
     if action not in ("events", "stop"):
         return None
     return unquote(parts[-4]), unquote(parts[-2]), action
+
+
+def _last_event_id(scope: Scope) -> str | None:
+    """The ``Last-Event-ID`` header as text. A browser resends the id it read from the
+    stream, which is UTF-8 (as every SSE field is), so it is decoded as UTF-8 —
+    Starlette's headers are Latin-1, which would make a non-ASCII ``runId`` never
+    match its own id; bytes that are not UTF-8 stay Latin-1, to be refused by name."""
+    for name, value in scope["headers"]:
+        if name == b"last-event-id":
+            try:
+                return str(value.decode("utf-8"))
+            except UnicodeDecodeError:
+                return str(value.decode("latin-1"))
+    return None
+
+
+def is_stop(scope: Scope) -> bool:
+    """A stop (``POST …/threads/T/runs/R/stop``): it ends a run that holds a place of
+    the front's ``max_concurrency``, so it is served even when every place is held."""
+    ids = _ids(scope) if scope["method"] == "POST" else None
+    return ids is not None and ids[2] == "stop"
 
 
 class _Wakes:
@@ -395,21 +426,24 @@ class ResumableRuns:
                         await asyncio.sleep(0)  # a long replay lets the other streams flow
                     continue
                 state = await self._call(self.log.state, thread_id, run_id)
-                if state is None or (state.finished and sent >= state.last_seq):
-                    return
+                if state is None or state.expired or (state.finished and sent >= state.last_seq):
+                    return  # an expired log has no events left: a cut, its rejoin is 410
                 if state.finished:
                     continue
-                now = time.time()
-                if state.lease_until < now:
-                    await self._call(self.log.reap, now)
+                if state.lease_until < time.time():
+                    # the keeper's round, not a bare reap: it renews this worker's own
+                    # runs first, so a wall clock stepped forward (which lapses every
+                    # lease at once) closes only the runs no live worker is writing
+                    await self.tend()
                     continue
-                timeout = (
-                    self.config.poll
-                    if self.log.shared and not self.log.notifies
-                    else _NOTIFIED_POLL
-                    if self.log.shared
-                    else self.keepalive
-                )
+                if not self.log.shared:
+                    timeout = self.keepalive
+                elif self.log.notifies or key in self._stops:
+                    # woken on each append (by the log, or by this worker writing the
+                    # run): a look a second besides, for what another process did to it
+                    timeout = _NOTIFIED_POLL
+                else:
+                    timeout = self.config.poll
                 if self.keepalive is not None:
                     left = self.keepalive - (time.monotonic() - quiet_since)
                     if left <= 0:
@@ -449,7 +483,9 @@ class ResumableRuns:
         self.ensure_keeper()
         answer = self._stop if action == "stop" else self._rejoin
         try:
-            refusal = await answer(scope, receive, send, thread_id, run_id)
+            refusal = judge_ids(thread_id, run_id) or await answer(
+                scope, receive, send, thread_id, run_id
+            )
         except Exception:  # before any answer: the log failed, never the client
             log.exception("the run log failed serving a %s of run %s", action, run_id)
             refusal = _UNAVAILABLE
@@ -463,7 +499,10 @@ class ResumableRuns:
         refusal = judge_stop(state, time.time(), self.config.retention)
         if refusal is not None:
             return refusal
-        await self._call(self.log.request_stop, thread_id, run_id)
+        if not await self._call(self.log.request_stop, thread_id, run_id):
+            # the run ended between the look and the record: judged as it is now
+            state = await self._call(self.log.state, thread_id, run_id)
+            return judge_stop(state, time.time(), self.config.retention) or STOP_OF_ENDED
         local = self._stops.get((thread_id, run_id))
         if local is not None:  # ours: at once, not at the keeper's next round
             local.set()
@@ -474,7 +513,7 @@ class ResumableRuns:
         self, scope: Scope, receive: Receive, send: Send, thread_id: str, run_id: str
     ) -> LogRefusal | None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        last_event_id = Headers(scope=scope).get("last-event-id")
+        last_event_id = _last_event_id(scope)
         after = parse_after(run_id, last_event_id, (query.get("after") or [None])[0])
         if isinstance(after, LogRefusal):
             return after

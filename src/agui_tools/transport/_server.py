@@ -78,7 +78,14 @@ from ._front import (
     received,
     refuse,
 )
-from ._resumable import Resumable, ResumableRuns, extension_routes, is_extension, opted_in
+from ._resumable import (
+    Resumable,
+    ResumableRuns,
+    extension_routes,
+    is_extension,
+    is_stop,
+    opted_in,
+)
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AgentEndpoint", "accepts_proto", "agent_app"]
 
@@ -313,7 +320,10 @@ class AgentEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # pragma: no cover - the route only admits HTTP
             raise RuntimeError("AgentEndpoint serves HTTP only")
-        await self.front.serve(scope, receive, send, self._serve, check=self._check_head)
+        frees = is_stop if self.resumable is not None else None
+        await self.front.serve(
+            scope, receive, send, self._serve, check=self._check_head, frees=frees
+        )
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.resumable is not None and is_extension(scope):
