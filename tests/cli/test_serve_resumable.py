@@ -44,6 +44,7 @@ def test_a_password_in_the_connection_string_is_never_repeated() -> None:
     )
     assert code == 2 and "s3cret" not in err
     assert err.startswith("agui-tools serve: cannot open the run log in PostgreSQL: ")
+    assert err.count("\n") == 1, err  # psycopg's hint sits on a line of its own
 
 
 def test_a_sqlite_run_log_outlives_its_server(tmp_path: Path) -> None:

@@ -76,5 +76,5 @@ def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError):
         where = f" in {exc.filename}, line {exc.lineno}" if exc.filename else ""
         return f"{exc.msg} (SyntaxError{where})"
-    text = str(exc)
+    text = " ".join(str(exc).split())  # a driver's message may hold a hint on lines of its own
     return f"{text} ({type(exc).__name__})" if text else type(exc).__name__
