@@ -47,8 +47,8 @@ def test_a_cut_run_is_rejoined_and_the_thread_is_whole(tmp_path: Path) -> None:
         [*AGUI, "verify", str(save)], capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT
     )
     assert verdict.returncode == 0, verdict.stdout
-    assert "event ids (docs/resumable.md): seq " in verdict.stdout
-    assert "1–14" in verdict.stdout and "1–5" in verdict.stdout
+    assert "event ids (docs/resumable.md): run " in verdict.stdout
+    assert "seq 1–14" in verdict.stdout and "seq 1–5" in verdict.stdout
 
 
 def test_a_run_cut_mid_event_saves_a_capture_verify_reads_whole(tmp_path: Path) -> None:
