@@ -34,12 +34,16 @@ class WriteFailed(Exception):
     by :func:`agui_tools.cli.main`, exit 1 — what was written before is kept."""
 
 
-def interrupted(command: str, *, journal: str | None = None) -> int:
-    """Say, in one line, that Ctrl-C ended ``command``; the exit code to return."""
+def interrupted(command: str, *, journal: str | None = None, stop: str = "") -> int:
+    """Say, in one line, that Ctrl-C ended ``command``; the exit code to return.
+    ``stop``: what became of the stop request a resumable run was sent (RESUME-6)."""
+    from .._text import one_line
+
     kept = f"; what was decided and run is in {journal}" if journal else ""
+    stopped = f"; {one_line(stop)}" if stop else ""
     # on a terminal, over the "^C" it echoed: the line reads whole
     start = "\r" if sys.stderr.isatty() else ""
-    print(f"{start}agui-tools {command}: interrupted{kept}", file=sys.stderr, flush=True)
+    print(f"{start}agui-tools {command}: interrupted{stopped}{kept}", file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED
 
 
