@@ -954,6 +954,27 @@ def test_a_cancelled_task_the_agent_awaited_ends_the_run_cancelled() -> None:
     judge(events)
 
 
+def test_a_run_cancelled_mid_message_closes_it_without_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # how a resumable server's stop (RESUME-6) ends a run: the agent's task is
+    # cancelled inside its block, then the run ends cancelled and closes what was cut
+    async def agent(run: Run) -> None:
+        async with run.message(message_id="m1") as m:
+            await m.delta("half a sen")
+            task = asyncio.create_task(asyncio.sleep(3600))
+            await asyncio.sleep(0)
+            task.cancel()
+            await task
+
+    with caplog.at_level(logging.WARNING, logger="agui_tools.agent"):
+        events = run_agent(agent)
+    assert types(events)[-2:] == ["TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert events[-1]["outcome"] == {"type": "cancelled"}
+    assert caplog.text == "", "a cancelled run cuts what it interrupts by design"
+    judge(events)
+
+
 def test_cancelling_the_driver_emits_nothing_more() -> None:
     seen: list[str] = []
 

@@ -34,7 +34,7 @@ def test_contiguous_ids_are_reported_with_the_runs_last_seq() -> None:
     verdict = verify_capture(sse([("r:1", n) for n in range(1, 6)]))
     assert verdict.outcome == "completed"
     assert verdict.ids == {"runs": {"r:1": 5}, "replayed": []}
-    assert "event ids (docs/resumable.md): seq 'r:1' 1–5" in "\n".join(verdict.lines())
+    assert "event ids (docs/resumable.md): run 'r:1' seq 1–5" in "\n".join(verdict.lines())
     assert verdict.to_json()["ids"] == verdict.ids
 
 

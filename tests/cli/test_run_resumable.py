@@ -47,8 +47,8 @@ def test_a_cut_run_is_rejoined_and_the_thread_is_whole(tmp_path: Path) -> None:
         [*AGUI, "verify", str(save)], capture_output=True, text=True, timeout=120, env=ENV, cwd=ROOT
     )
     assert verdict.returncode == 0, verdict.stdout
-    assert "event ids (docs/resumable.md): seq " in verdict.stdout
-    assert "1–14" in verdict.stdout and "1–5" in verdict.stdout
+    assert "event ids (docs/resumable.md): run " in verdict.stdout
+    assert "seq 1–14" in verdict.stdout and "seq 1–5" in verdict.stdout
 
 
 def test_a_run_cut_mid_event_saves_a_capture_verify_reads_whole(tmp_path: Path) -> None:
@@ -87,9 +87,8 @@ def test_without_the_flag_a_cut_run_is_truncated() -> None:
     assert json.loads(proc.stdout)["runs"][0]["status"] == "truncated"
 
 
-def test_ctrl_c_asks_the_agent_to_stop_the_run(tmp_path: Path) -> None:
-    server = ReferenceServer(slow_agent(ticks=2000, every=0.01))
-    save = tmp_path / "r.sse"
+def ctrl_c_mid_run(server: ReferenceServer, save: Path) -> tuple[int, str]:
+    """``run --resumable`` against ``server``, Ctrl-C once the text streams: exit, stderr."""
     with serve(server.app()) as base:
         proc = subprocess.Popen(
             [*AGUI, "run", f"{base}/agent", "go", "--resumable", "--save", str(save)],
@@ -106,14 +105,41 @@ def test_ctrl_c_asks_the_agent_to_stop_the_run(tmp_path: Path) -> None:
         while not log.done:
             assert time.monotonic() < deadline, "the stopped run never ended"
             time.sleep(0.05)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and err.strip().endswith("agui-tools run: interrupted")
+    return proc.returncode, err
+
+
+def test_ctrl_c_asks_the_agent_to_stop_the_run(tmp_path: Path) -> None:
+    server = ReferenceServer(slow_agent(ticks=2000, every=0.01))
+    code, err = ctrl_c_mid_run(server, tmp_path / "r.sse")
+    assert code == 130, err
+    [log] = server.logs.values()
+    assert "Traceback" not in err and err.strip().endswith(
+        f"agui-tools run: interrupted; the agent was asked to stop run {log.run_id!r}: "
+        "it ends cancelled"
+    )
     assert server.stops == 1
     assert json.loads(log.events[-1]) == {
         "type": "RUN_FINISHED", "threadId": log.thread_id, "runId": log.run_id,
         "outcome": {"type": "cancelled"},
     }  # fmt: skip
     assert len(log.events) < 1000  # it ended at the stop, not at its own end
+
+
+def test_ctrl_c_says_when_the_agent_refused_the_stop(tmp_path: Path) -> None:
+    # the run goes on on the agent: the user is told so, in the one last line
+    server = ReferenceServer(slow_agent(ticks=300, every=0.01), forget=True)
+    code, err = ctrl_c_mid_run(server, tmp_path / "r.sse")
+    assert code == 130, err
+    [log] = server.logs.values()
+    [last] = err.strip().splitlines()[-1:]
+    assert last.startswith(
+        f"agui-tools run: interrupted; the agent did not take the stop, run {log.run_id!r} "
+        "may go on ("
+    ), err
+    assert "404" in last and "Traceback" not in err
+    assert server.stops == 0
+    ended = json.loads(log.events[-1])
+    assert ended["type"] == "RUN_FINISHED" and "outcome" not in ended  # ran to its own end
 
 
 def test_chat_resumable_rejoins_a_cut_turn() -> None:

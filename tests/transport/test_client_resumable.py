@@ -15,7 +15,8 @@ import pytest
 
 from agui_tools._errors import ProtocolViolation
 from agui_tools.app._conversation import Conversation
-from agui_tools.transport._client import AgentClient, RejoinPolicy, SyncAgentClient, TransportError
+from agui_tools.transport import RejoinPolicy  # public: docs/transport.md names it
+from agui_tools.transport._client import AgentClient, SyncAgentClient, TransportError
 from tests.helpers.cutting_proxy import Cutter, cutting_proxy
 from tests.helpers.resumable_server import ReferenceServer, slow_agent, two_tool_agent
 from tests.helpers.scripted_server import Script, app_for, serve

@@ -346,7 +346,8 @@ class Emitter(SubagentScopes):
                         error=True,
                     )
             else:
-                if entry.state == "abandoned":
+                if entry.state == "abandoned" and mode == "finish":
+                    # a cancelled run (a stop, RUN-5) cuts what it interrupts by design
                     log.warning(
                         "closing %s, abandoned by an exception, as the run ends cleanly; its "
                         "content may be incomplete",

@@ -129,8 +129,8 @@ class CaptureVerdict:
 
 
 def _ids_line(ids: Mapping[str, Any]) -> str:
-    runs = ", ".join(f"{run!r} 1–{last}" for run, last in ids["runs"].items())
-    line = f"  event ids (docs/resumable.md): seq {runs or 'none'}"
+    runs = ", ".join(f"run {run!r} seq 1–{last}" for run, last in ids["runs"].items())
+    line = f"  event ids (docs/resumable.md): {runs or 'none'}"
     replayed = ids["replayed"]
     if replayed:
         line += (

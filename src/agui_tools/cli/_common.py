@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Final
 
-from .._text import cut, shown  # the CLI's spelling of them: defined with the other text
+from .._text import cut, one_line, shown  # the CLI's spelling of them: defined with the other text
 
 if TYPE_CHECKING:
     from ..app._journal import Journal
@@ -34,12 +34,14 @@ class WriteFailed(Exception):
     by :func:`agui_tools.cli.main`, exit 1 — what was written before is kept."""
 
 
-def interrupted(command: str, *, journal: str | None = None) -> int:
-    """Say, in one line, that Ctrl-C ended ``command``; the exit code to return."""
+def interrupted(command: str, *, journal: str | None = None, stop: str = "") -> int:
+    """Say, in one line, that Ctrl-C ended ``command``; the exit code to return.
+    ``stop``: what became of the stop request a resumable run was sent (RESUME-6)."""
     kept = f"; what was decided and run is in {journal}" if journal else ""
+    stopped = f"; {one_line(stop)}" if stop else ""
     # on a terminal, over the "^C" it echoed: the line reads whole
     start = "\r" if sys.stderr.isatty() else ""
-    print(f"{start}agui-tools {command}: interrupted{kept}", file=sys.stderr, flush=True)
+    print(f"{start}agui-tools {command}: interrupted{stopped}{kept}", file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED
 
 
@@ -76,5 +78,6 @@ def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError):
         where = f" in {exc.filename}, line {exc.lineno}" if exc.filename else ""
         return f"{exc.msg} (SyntaxError{where})"
-    text = str(exc)
+    # a driver's message may hold a hint on lines of its own; any other control is escaped
+    text = one_line(" ".join(str(exc).split()))
     return f"{text} ({type(exc).__name__})" if text else type(exc).__name__

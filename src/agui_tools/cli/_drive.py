@@ -156,6 +156,9 @@ class Driver:
     sink: IO[bytes] | None
     resumed: list[dict[str, Any]] = field(default_factory=list)
     """The resume entries sent so far (``run --json`` reports them)."""
+    stop_said: str = ""
+    """What became of Ctrl-C's stop request, for the command's last line ("" when none
+    was sent): whether the run goes on on the agent is what the user must know."""
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -167,11 +170,20 @@ class Driver:
 
         from ..transport._client import TransportError
 
+        current = self.session.client.current
+        run = f"run {current.run_id!r}" if current is not None else "the run"
         try:
             async with asyncio.timeout(_STOP_WAIT):
-                await self.session.stop()
+                answer = await self.session.stop()
         except (TransportError, TimeoutError) as exc:
             log.info("the stop request was not answered: %s", exc)
+            why = str(exc) or f"no answer within {_STOP_WAIT:g} s"
+            self.stop_said = f"the agent did not take the stop, {run} may go on ({why})"
+            return
+        if answer == "stopping":
+            self.stop_said = f"the agent was asked to stop {run}: it ends cancelled"
+        elif answer == "finished":
+            self.stop_said = f"{run} had already ended on the agent"
 
     async def stopping_on_cancel(self, work: Awaitable[T]) -> T:
         """``work``, and the stop request when it is cancelled (Ctrl-C in asyncio.run)."""

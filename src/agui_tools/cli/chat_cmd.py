@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(_chat(driver, resuming=resuming))
     except KeyboardInterrupt:
         driver.ui.finish_run()
-        return interrupted("chat", journal=args.journal)
+        return interrupted("chat", journal=args.journal, stop=driver.stop_said)
     except ScriptError as exc:
         print(one_line(f"agui-tools chat: --script {args.script}, {exc}"), file=sys.stderr)
         return 2

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     except (AguiError, OSError) as exc:
         print(
             f"agui-tools ledger: cannot read the ledger of {one_line(args.store)}: "
-            f"{one_line(describe_exception(exc))}",
+            f"{describe_exception(exc)}",
             file=sys.stderr,
         )
         return 2

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # between the steps _run answers itself (closing, printing)
         if args.json:
             _print_json(driver, INTERRUPTED, status="interrupted")
-        return interrupted("run", journal=args.journal)
+        return interrupted("run", journal=args.journal, stop=driver.stop_said)
     finally:
         driver.close()
 
@@ -138,7 +138,7 @@ def _run(driver: Driver) -> int:
         ui.finish_run()
         if args.json:  # what was received, and that it was cut short: still one document
             _print_json(driver, INTERRUPTED, status="interrupted")
-        return interrupted("run", journal=args.journal)
+        return interrupted("run", journal=args.journal, stop=driver.stop_said)
     except ScriptError as exc:
         print(one_line(f"agui-tools run: --script {args.script}, {exc}"), file=sys.stderr)
         return 2

@@ -122,7 +122,6 @@ def add_resumable_options(p: argparse.ArgumentParser) -> None:
 def resumable_option(args: argparse.Namespace, command: str) -> Any:
     """The :class:`~agui_tools.transport.Resumable` the flags ask for, ``None`` without
     --resumable, or ``False`` once an error line was printed."""
-    from .._text import one_line
     from .._text import shown as shown_text
     from ..app._run_log import MemoryRunLog, RunLog
     from ..app._run_log_sql import PostgresRunLog, SQLiteRunLog
@@ -151,7 +150,7 @@ def resumable_option(args: argparse.Namespace, command: str) -> Any:
     except Exception as exc:
         # a connection string may hold a password: only a file's path is repeated
         named = "in PostgreSQL" if postgres else shown_text(where or "")
-        reason = one_line(" ".join(describe_exception(exc).split()))  # libpq's come in lines
+        reason = describe_exception(exc)
         print(f"agui-tools {command}: cannot open the run log {named}: {reason}", file=sys.stderr)
         return False
     options: dict[str, float] = {}

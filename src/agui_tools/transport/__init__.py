@@ -7,7 +7,7 @@
               SyncSession; the loop both run is BaseSession's)
 ``_server``   Starlette/ASGI: judge the input, run the agent, stream SSE
               (agent_app, AgentEndpoint); ``_resumable`` its opt-in resumable
-              binding (Resumable)
+              binding (Resumable), ``_rejoin`` the client's side (RejoinPolicy)
 ``_mock``     the same judging, then recorded runs replayed instead of an agent,
               faults injected on purpose (mock_app, MockEndpoint)
 """
@@ -18,6 +18,7 @@ from .._errors import ResumeOutcomeUnknown
 from ..app._resume import SentResume
 from ._client import AgentClient, BaseAgentClient, SyncAgentClient
 from ._mock import Fault, MockEndpoint, mock_app
+from ._rejoin import RejoinPolicy
 from ._resumable import Resumable
 from ._server import AgentEndpoint, agent_app
 from ._session import (
@@ -44,6 +45,7 @@ __all__ = [
     "InterruptedCall",
     "InvalidPayload",
     "MockEndpoint",
+    "RejoinPolicy",
     "Resolution",
     "Resumable",
     "ResumeOutcomeUnknown",
