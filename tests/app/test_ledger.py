@@ -344,3 +344,19 @@ def _advance(monkeypatch: pytest.MonkeyPatch, *, seconds: float) -> None:
 
     monkeypatch.setattr(answering, "datetime", Later)
     monkeypatch.setattr(disposition, "datetime", Later)
+
+
+def test_an_integer_beyond_every_double_is_approved_bound_and_run(store: Any) -> None:
+    # arguments parse big integers exactly: their fingerprint and hash once failed
+    # (orjson's 64 bits, a double's overflow) and the call could never be approved
+    conv = Conversation(thread_id="t1", tools=[CONFIRM], store=store)
+    conv.next_input()
+    huge = 10**400
+    run(conv, *call("c1", "confirm_order", f'{{"orderId":"o-1","qty":{huge}}}'))
+    driver = Driver(conv)
+    driver.end_run()
+    driver.approve("c1", principal=ALICE)
+    (entry,) = _entries(store)
+    assert entry["argumentsApproved"] == canonical_hash({"orderId": "o-1", "qty": huge})
+    assert entry["argumentsApproved"] != canonical_hash({"orderId": "o-1", "qty": huge + 1})
+    assert driver.execute("c1", lambda args: f"qty {args['qty'] == huge}").outcome == "executed"

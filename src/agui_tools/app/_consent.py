@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..wire._canonical import CanonicalError, canonical_json
 from ._tools import ToolSpec
 
 __all__ = [
@@ -50,7 +51,13 @@ def fingerprint(arguments: Any) -> str:
     if isinstance(arguments, str):
         data = b"text:" + arguments.encode()
     else:
-        data = b"json:" + orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        try:
+            data = b"json:" + orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        except TypeError as exc:  # an integer beyond 64 bits, which arguments parse exactly
+            try:
+                data = b"jcs:" + canonical_json(arguments)
+            except CanonicalError:
+                raise exc from None
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
