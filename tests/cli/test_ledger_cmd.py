@@ -78,6 +78,74 @@ def test_a_store_that_is_not_there_is_exit_2_and_is_not_created(
     assert "\n" not in err.rstrip("\n") and not missing.exists()
 
 
+def test_a_store_from_before_the_ledger_is_exit_2_not_an_empty_chain_and_stays_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # dropping the ledger table is the whole chain cut: "0 entries, every link holds"
+    # hid it, and the open added an empty table to a store verify promises not to write
+    path = _store(tmp_path)
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE ledger")
+    db.commit()
+    db.close()
+    assert main(["ledger", "verify", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "from before the approval ledger: it has no ledger to verify" in captured.err
+    db = sqlite3.connect(path)
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    db.close()
+    assert "ledger" not in tables and "decisions" in tables
+
+
+def test_a_sqlite_file_of_another_application_is_exit_2_naming_its_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "other.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE invoices (id INTEGER)")
+    db.commit()
+    db.close()
+    assert main(["ledger", "export", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "is not an agui-tools store (it holds invoices)" in captured.err
+
+
+def test_verify_reads_while_a_writer_holds_the_write_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an auditor verifying a busy store: verify once took the write lock itself and
+    # waited out the writer (30 s) to fail with exit 2
+    import time
+
+    path = _store(tmp_path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO ledger (seq, entry) VALUES (99, x'00')")
+    try:
+        started = time.monotonic()
+        assert main(["ledger", "verify", str(path)]) == 0
+        assert time.monotonic() - started < 20  # a hang bound, not a timing claim
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "ledger: 3 entries, every link holds" in capsys.readouterr().out
+
+
+def test_a_corrupt_file_is_exit_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    with path.open("r+b") as damaged:
+        damaged.seek(100)
+        damaged.write(b"\xff" * 4000)
+    assert main(["ledger", "verify", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a readable SQLite store (DatabaseError: " in err
+    assert err.count("\n") == 1
+
+
 def test_a_store_peer_text_is_escaped_on_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -112,3 +180,24 @@ def test_postgres_verify_and_a_rewritten_entry(
         conn.execute("DELETE FROM agui_ledger WHERE seq = 1")
     assert main(["ledger", "verify", postgres_dsn]) == 1
     assert "[LEDGER-4] entry 2" in capsys.readouterr().out
+
+
+def test_a_postgres_store_from_before_the_ledger_is_exit_2_and_stays_so(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from agui_tools.app._store_postgres import PostgresStore
+
+    store = PostgresStore(postgres_dsn, max_size=1)
+    fill(store, 1)
+    store.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE agui_ledger")
+    assert main(["ledger", "verify", postgres_dsn]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "does not exist" in captured.err
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        found = conn.execute("SELECT to_regclass('agui_ledger')").fetchone()
+    assert found == (None,)

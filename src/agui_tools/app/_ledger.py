@@ -22,10 +22,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .._errors import StoreError
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "entry_body",
     "head_of",
     "sqlite_append",
+    "sqlite_audit",
     "sqlite_entries",
     "verify_ledger",
 ]
@@ -117,6 +120,37 @@ def sqlite_append(db: sqlite3.Connection, decision: Mapping[str, Any]) -> None:
     seq, prev = head_of(last)
     entry, _ = chained(decision, seq, prev)
     db.execute("INSERT INTO ledger (seq, entry) VALUES (?, ?)", (seq, entry))
+
+
+def sqlite_audit(path: str | Path, *, timeout: float = 10.0) -> list[tuple[int, bytes]]:
+    """The ledger of the SQLite store at ``path``, read as an auditor reads it: the file
+    opened read-only (no WAL switch, no write lock, no table created — a copy on
+    read-only media reads too), and a file without a ledger refused, never read as an
+    empty chain that holds."""
+    if not Path(path).is_file():
+        raise StoreError(f"there is no SQLite store at {path}", written="no")
+    try:
+        db = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=timeout)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}", written="no") from exc
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "ledger" not in tables:
+            if "journal_identity" in tables or "calls" in tables:
+                raise StoreError(
+                    f"{path} is an agui-tools store from before the approval ledger: it has "
+                    "no ledger to verify (opening it with this version adds one)",
+                    written="no",
+                )
+            held = f"it holds {', '.join(sorted(tables))}" if tables else "it holds no table"
+            raise StoreError(f"{path} is not an agui-tools store ({held})", written="no")
+        return list(sqlite_entries(db))
+    except sqlite3.Error as exc:
+        raise StoreError(
+            f"{path} is not a readable SQLite store ({type(exc).__name__}: {exc})", written="no"
+        ) from exc
+    finally:
+        db.close()
 
 
 def sqlite_entries(db: sqlite3.Connection) -> Iterator[tuple[int, bytes]]:

@@ -57,13 +57,9 @@ def _entries(store: str) -> list[tuple[int, bytes]]:
             return pg.ledger()
         finally:
             pg.close()
-    from ..app._journal import SQLiteJournal
+    from ..app._ledger import sqlite_audit
 
-    lite = SQLiteJournal(store, create=False)  # a store's file, or a bare journal's
-    try:
-        return lite.ledger()
-    finally:
-        lite.close()
+    return sqlite_audit(store)  # a store's file, or a bare journal's: read-only
 
 
 def run(args: argparse.Namespace) -> int:
