@@ -202,6 +202,32 @@ def test_a_quorum_call_waits_until_two_distinct_principals_approved(store: Any) 
     assert [e["rule"] for e in _entries(store)] == ["quorum 2"] * 3
 
 
+@pytest.mark.parametrize(
+    "again",
+    [
+        "Alice@Example.com",  # case
+        " alice@example.com\t",  # spacing
+        "alice\u200b@example.com",  # an invisible format character
+        "\uff41lice@example.com",  # a fullwidth a: the same under NFKC
+    ],
+)
+def test_one_person_under_a_respelt_id_is_one_approval_toward_a_quorum(
+    store: Any, again: str
+) -> None:
+    conv = _pending(store, quorum=Quorum(requires=2))
+    driver = Driver(conv)
+    driver.approve("c1", principal=ALICE)
+    driver.approve("c1", principal=Principal(again, "Alice", authenticated_by="oidc"))
+    call_ = conv.call("c1")
+    assert call_.status is CallStatus.AWAITING_CONSENT
+    assert call_.tally is not None and call_.tally.principals == (ALICE.id,)
+    with pytest.raises(UsageError, match="TOOL-22"):
+        driver.execute("c1", lambda args: "ran")
+    assert store.lookup("t1", "c1") is None
+    driver.approve("c1", principal=BOB)
+    assert driver.execute("c1", lambda args: "ran").outcome == "executed"
+
+
 def test_approvals_from_another_process_count_toward_the_quorum(store: Any) -> None:
     quorum = Quorum(requires=2)
     mine = _pending(store, quorum=quorum)

@@ -15,6 +15,7 @@ the edited arguments, and the approval of the original text is void.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -321,7 +322,7 @@ def tally(
     expired (APPROVE-2), and its principal has not been counted yet (APPROVE-3:
     one person approving twice is one approval). A decline voids what came before.
     """
-    counted: dict[str, None] = {}
+    counted: dict[str, str] = {}
     expired = 0
     for raw in decisions:
         if not raw.get("approved"):
@@ -335,5 +336,16 @@ def tally(
             expired += 1
             continue
         who = decision.principal.id if decision.principal is not None else decision.decided_by
-        counted.setdefault(who, None)
-    return Tally(tuple(counted), expired, quorum.requires)
+        counted.setdefault(same_person(who), who)  # a person, named as first seen
+    return Tally(tuple(counted.values()), expired, quorum.requires)
+
+
+def same_person(principal_id: str) -> str:
+    """The key principals are told apart by in a quorum (APPROVE-3): ids that differ
+    only in case, Unicode compatibility form, invisible format characters or spacing
+    name one person. Erring this way only merges approvers — a quorum gets harder,
+    never easier — where telling ``Alice`` from ``alice`` would let one person
+    approve twice."""
+    text = unicodedata.normalize("NFKC", principal_id)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return " ".join(text.casefold().split())
