@@ -201,3 +201,68 @@ def test_a_postgres_store_from_before_the_ledger_is_exit_2_and_stays_so(
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         found = conn.execute("SELECT to_regclass('agui_ledger')").fetchone()
     assert found == (None,)
+
+
+def _rewrite_consistently(path: Path, seq: int, change: tuple[bytes, bytes]) -> None:
+    """What a writer without any secret does: edit entry ``seq``, recompute every hash."""
+    from agui_tools.app._ledger import chained
+
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT seq, entry FROM ledger ORDER BY seq").fetchall()
+    prev = orjson.loads(rows[seq - 2][1])["hash"] if seq > 1 else "sha256:" + "0" * 64
+    for number, raw in rows[seq - 1 :]:
+        body = orjson.loads(raw.replace(*change) if number == seq else raw)
+        for field in ("hash", "seq", "prev"):
+            body.pop(field)
+        entry, prev = chained(body, number, prev)
+        db.execute("UPDATE ledger SET entry = ? WHERE seq = ?", (entry, number))
+    db.commit()
+    db.close()
+
+
+def test_a_consistent_rewrite_holds_alone_but_not_through_a_kept_anchor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    assert main(["ledger", "verify", str(path)]) == 0
+    head = capsys.readouterr().out.split("head ")[1].strip()
+    _rewrite_consistently(path, 2, (b"alice@", b"mallory@"))
+    assert main(["ledger", "verify", str(path)]) == 0  # what a chain alone cannot see
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--anchor", f"3:{head}", str(path)]) == 1
+    first, _ = capsys.readouterr().out.splitlines()
+    assert first.startswith("ledger: [LEDGER-5] entry 3 (threadId 't2', ")
+    assert f"the chain up to it was rewritten; expected {head}, found sha256:" in first
+
+
+def test_a_cut_behind_a_kept_anchor_is_found_and_the_anchor_is_passed_when_intact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path, count=4)
+    store = SQLiteStore(path)
+    report = verify_ledger(store.ledger()[:3])
+    store.close()
+    anchor = f"3:{report.head}"
+    assert main(["ledger", "verify", "--anchor", anchor, str(path)]) == 0
+    assert capsys.readouterr().out.endswith("; it passes through entry 3\n")
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM ledger WHERE seq >= 3")
+    db.commit()
+    db.close()
+    assert main(["ledger", "verify", str(path)]) == 0  # a cut of the newest: no broken link
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--anchor", anchor, str(path)]) == 1
+    first, _ = capsys.readouterr().out.splitlines()
+    assert first.startswith("ledger: [LEDGER-5] entry 3: the ledger ends at entry 2: ")
+
+
+@pytest.mark.parametrize("bad", ["3", "0:sha256:" + "0" * 64, "3:sha256:abc", "x:\x1b[2J"])
+def test_an_anchor_that_is_not_n_colon_hash_is_exit_2_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
+    path = _store(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["ledger", "verify", "--anchor", bad, str(path)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "is not N:sha256:<64 hex digits>" in err and "\x1b" not in err

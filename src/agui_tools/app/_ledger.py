@@ -229,14 +229,29 @@ def _judged(number: int, seq: int, raw: bytes, prev: str) -> Broken | str:
     return digest
 
 
-def verify_ledger(rows: Iterable[tuple[int, bytes]]) -> LedgerReport:
+def verify_ledger(
+    rows: Iterable[tuple[int, bytes]], *, anchor: tuple[int, str] | None = None
+) -> LedgerReport:
     """Recompute the chain over ``rows`` (``seq``, stored bytes), oldest first, and
-    report the first entry that breaks it — or that every link holds."""
+    report the first entry that breaks it — or that every link holds.
+
+    ``anchor``: an entry number and the hash an earlier verify reported as its head,
+    kept where the store's writers cannot write. A chain has no secret: a writer can
+    rewrite an entry and recompute every hash after it, or cut the newest ones, and
+    it holds again — but it no longer passes through the anchor (LEDGER-5)."""
     prev = GENESIS
     held = 0
     for number, (seq, raw) in enumerate(rows, 1):
         judged = _judged(number, seq, raw, prev)
         if isinstance(judged, Broken):
             return LedgerReport(held, prev, judged)
+        if anchor is not None and number == anchor[0] and judged != anchor[1]:
+            problem = "it is not the entry the kept head names: the chain up to it was rewritten"
+            ids = _ids(orjson.loads(raw))
+            broken = Broken(seq, "LEDGER-5", problem, anchor[1], judged, ids)
+            return LedgerReport(held, prev, broken)
         prev, held = judged, number
+    if anchor is not None and held < anchor[0]:
+        problem = f"the ledger ends at entry {held}: the entries up to the kept head were cut"
+        return LedgerReport(held, prev, Broken(anchor[0], "LEDGER-5", problem, anchor[1], None))
     return LedgerReport(held, prev, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -18,10 +19,12 @@ entry's hash (docs/approvals.md).
 STORE is a SQLite store (or --journal) file, or a PostgreSQL connection string
 (postgresql://… or "host=… dbname=…"). Nothing is written to it.
 
-  verify   recompute the chain; print how many entries hold and the head hash
-           (keep it elsewhere: a later verify that reports a different head
-           over fewer entries shows a cut), or the first broken link — its
-           entry number, its ids, the rule (LEDGER-n), expected vs found.
+  verify   recompute the chain; print how many entries hold and the head hash,
+           or the first broken link — its entry number, its ids, the rule
+           (LEDGER-n), expected vs found. A chain has no secret: whoever can
+           write the store can rewrite it consistently or cut its newest
+           entries. Keep N and the head where they cannot write, and pass
+           them next time as --anchor N:HASH: the chain must pass through it.
   export   write every entry as JSON Lines to standard output, byte for byte
            as stored (each line the entry's canonical JSON, its hash included),
            so an auditor can recompute the chain without agui-tools.
@@ -40,7 +43,24 @@ def register(sub: Any) -> None:
     )
     p.add_argument("action", choices=("verify", "export"), help="what to do with the ledger")
     p.add_argument("store", metavar="STORE", help="a SQLite store file or a PostgreSQL DSN")
+    p.add_argument(
+        "--anchor",
+        metavar="N:HASH",
+        type=_anchor,
+        help="verify: the entry number and head hash an earlier verify printed, kept where "
+        "the store's writers cannot write; the chain must pass through it (LEDGER-5)",
+    )
     p.set_defaults(func=run)
+
+
+def _anchor(text: str) -> tuple[int, str]:
+    number, _, digest = text.partition(":")
+    if not (number.isdigit() and int(number) > 0 and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
+        raise argparse.ArgumentTypeError(
+            f"{one_line(text)} is not N:sha256:<64 hex digits> (the entry count and head "
+            "an earlier verify printed)"
+        )
+    return int(number), digest
 
 
 def _is_postgres(store: str) -> bool:
@@ -80,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..app._ledger import verify_ledger
 
-    report = verify_ledger(entries)
+    report = verify_ledger(entries, anchor=args.anchor)
     if report.broken is not None:
         print(f"ledger: {one_line(report.broken.describe())}")
         print(
@@ -88,5 +108,6 @@ def run(args: argparse.Namespace) -> int:
             f"(their head {report.head})"
         )
         return 1
-    print(f"ledger: {report.entries} entries, every link holds; head {report.head}")
+    through = f"; it passes through entry {args.anchor[0]}" if args.anchor else ""
+    print(f"ledger: {report.entries} entries, every link holds; head {report.head}{through}")
     return 0
