@@ -266,3 +266,26 @@ def test_an_anchor_that_is_not_n_colon_hash_is_exit_2_escaped(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "is not N:sha256:<64 hex digits>" in err and "\x1b" not in err
+
+
+@pytest.mark.parametrize("stored", ["5", "2.5"])
+def test_an_entry_edited_into_a_number_is_exported_judged_and_chained_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stored: str
+) -> None:
+    # SQLite keeps the type an edit stores: export once died on int.decode, and the
+    # next decision's append on int.hex — the decision refused with a traceback
+    from ..helpers.ledger import decision
+
+    path = _store(tmp_path)
+    db = sqlite3.connect(path)
+    db.execute(f"UPDATE ledger SET entry = {stored} WHERE seq = 3")
+    db.commit()
+    db.close()
+    assert main(["ledger", "export", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == stored
+    store = SQLiteStore(path)
+    store.record_decision(decision("t9", "c1"))
+    store.close()
+    assert main(["ledger", "verify", str(path)]) == 1
+    first, _ = capsys.readouterr().out.splitlines()
+    assert first == "ledger: [LEDGER-3] entry 3: the stored entry is not a JSON object"

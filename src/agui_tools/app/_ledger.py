@@ -114,9 +114,9 @@ def head_of(last: tuple[int, bytes] | None) -> tuple[int, str]:
 def sqlite_append(db: sqlite3.Connection, decision: Mapping[str, Any]) -> None:
     """Append the entry of ``decision`` inside the open write transaction (``BEGIN
     IMMEDIATE`` holds the file's write lock: no other writer reads the same head)."""
-    last = db.execute("SELECT seq, entry FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
-    if last is not None and isinstance(last[1], str):
-        last = (last[0], last[1].encode("utf-8", "surrogateescape"))
+    last = db.execute(
+        "SELECT seq, CAST(entry AS BLOB) FROM ledger ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     seq, prev = head_of(last)
     entry, _ = chained(decision, seq, prev)
     db.execute("INSERT INTO ledger (seq, entry) VALUES (?, ?)", (seq, entry))
@@ -154,9 +154,10 @@ def sqlite_audit(path: str | Path, *, timeout: float = 10.0) -> list[tuple[int, 
 
 
 def sqlite_entries(db: sqlite3.Connection) -> Iterator[tuple[int, bytes]]:
-    for seq, entry in db.execute("SELECT seq, entry FROM ledger ORDER BY seq"):
-        # a hand-edited entry may come back as TEXT: its bytes are judged all the same
-        yield seq, entry.encode("utf-8", "surrogateescape") if isinstance(entry, str) else entry
+    # SQLite keeps whatever type a hand edit stored: TEXT is judged by its UTF-8 bytes,
+    # an INTEGER, REAL or NULL by its SQL text — never handed on as a non-bytes value
+    for seq, entry in db.execute("SELECT seq, CAST(entry AS BLOB) FROM ledger ORDER BY seq"):
+        yield seq, entry if entry is not None else b"NULL"
 
 
 # -- verifying ---------------------------------------------------------------------------
