@@ -228,6 +228,24 @@ def test_one_person_under_a_respelt_id_is_one_approval_toward_a_quorum(
     assert driver.execute("c1", lambda args: "ran").outcome == "executed"
 
 
+def test_unauthenticated_principals_do_not_make_a_quorum(store: Any) -> None:
+    # `run --principal alice`, then `--principal bob`: one person typing two names
+    conv = _pending(store, quorum=Quorum(requires=2))
+    driver = Driver(conv)
+    driver.approve("c1", principal=Principal("alice"))
+    driver.approve("c1", principal=Principal("bob"))
+    driver.approve("c1")  # the unauthenticated "user"
+    driver.approve("c1", principal=ALICE)
+    call_ = conv.call("c1")
+    assert call_.status is CallStatus.AWAITING_CONSENT
+    assert call_.tally is not None and call_.tally.principals == (ALICE.id,)
+    assert call_.tally.unauthenticated == 3
+    assert len(_entries(store)) == 4  # each recorded all the same
+    assert store.lookup("t1", "c1") is None
+    driver.approve("c1", principal=BOB)
+    assert driver.execute("c1", lambda args: "ran").outcome == "executed"
+
+
 def test_approvals_from_another_process_count_toward_the_quorum(store: Any) -> None:
     quorum = Quorum(requires=2)
     mine = _pending(store, quorum=quorum)

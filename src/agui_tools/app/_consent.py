@@ -306,6 +306,8 @@ class Tally:
     expired: int
     """Approvals of these arguments that expired."""
     requires: int
+    unauthenticated: int = 0
+    """Approvals of these arguments by principals nobody authenticated: not counted."""
 
     @property
     def holds(self) -> bool:
@@ -320,14 +322,15 @@ def tally(
 
     An approval counts when it binds these exact arguments (APPROVE-1), has not
     expired (APPROVE-2), and its principal has not been counted yet (APPROVE-3:
-    one person approving twice is one approval). A decline voids what came before.
+    one person approving twice is one approval; a principal the application did
+    not authenticate is nobody it can count). A decline voids what came before.
     """
     counted: dict[str, str] = {}
-    expired = 0
+    expired = unauthenticated = 0
     for raw in decisions:
         if not raw.get("approved"):
             counted.clear()
-            expired = 0
+            expired = unauthenticated = 0
             continue
         if raw.get("fingerprint") != fingerprint:
             continue
@@ -335,9 +338,13 @@ def tally(
         if decision.expired(now):
             expired += 1
             continue
-        who = decision.principal.id if decision.principal is not None else decision.decided_by
+        principal = decision.principal
+        if principal is not None and not principal.authenticated:
+            unauthenticated += 1  # nobody can tell two such people apart, or from one
+            continue
+        who = principal.id if principal is not None else decision.decided_by
         counted.setdefault(same_person(who), who)  # a person, named as first seen
-    return Tally(tuple(counted.values()), expired, quorum.requires)
+    return Tally(tuple(counted.values()), expired, quorum.requires, unauthenticated)
 
 
 def same_person(principal_id: str) -> str:
