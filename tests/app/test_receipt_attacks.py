@@ -7,17 +7,22 @@ their owner fixes them (docs/receipts.md, "Keys and rotation").
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from agui_tools._errors import ReceiptRejected
 from agui_tools.agent import verify_receipt
-from agui_tools.app import Keyring
+from agui_tools.app import Keyring, Signer
 from agui_tools.app._receipts import stamp
 from agui_tools.wire._canonical import canonical_hash
 
-from .test_receipts import ARGS, NOW, signer
+NOW = datetime(2026, 12, 2, 9, 10, tzinfo=UTC)
+ARGS = {"orderId": "A7", "qty": 2}
+
+
+def signer() -> Signer:
+    return Signer.from_bytes(bytes(range(32)), key_id="app-2026-12")
 
 
 @pytest.mark.xfail(
