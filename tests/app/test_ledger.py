@@ -202,6 +202,50 @@ def test_a_quorum_call_waits_until_two_distinct_principals_approved(store: Any) 
     assert [e["rule"] for e in _entries(store)] == ["quorum 2"] * 3
 
 
+@pytest.mark.parametrize(
+    "again",
+    [
+        "Alice@Example.com",  # case
+        " alice@example.com\t",  # spacing
+        "alice\u200b@example.com",  # an invisible format character
+        "\uff41lice@example.com",  # a fullwidth a: the same under NFKC
+    ],
+)
+def test_one_person_under_a_respelt_id_is_one_approval_toward_a_quorum(
+    store: Any, again: str
+) -> None:
+    conv = _pending(store, quorum=Quorum(requires=2))
+    driver = Driver(conv)
+    driver.approve("c1", principal=ALICE)
+    driver.approve("c1", principal=Principal(again, "Alice", authenticated_by="oidc"))
+    call_ = conv.call("c1")
+    assert call_.status is CallStatus.AWAITING_CONSENT
+    assert call_.tally is not None and call_.tally.principals == (ALICE.id,)
+    with pytest.raises(UsageError, match="TOOL-22"):
+        driver.execute("c1", lambda args: "ran")
+    assert store.lookup("t1", "c1") is None
+    driver.approve("c1", principal=BOB)
+    assert driver.execute("c1", lambda args: "ran").outcome == "executed"
+
+
+def test_unauthenticated_principals_do_not_make_a_quorum(store: Any) -> None:
+    # `run --principal alice`, then `--principal bob`: one person typing two names
+    conv = _pending(store, quorum=Quorum(requires=2))
+    driver = Driver(conv)
+    driver.approve("c1", principal=Principal("alice"))
+    driver.approve("c1", principal=Principal("bob"))
+    driver.approve("c1")  # the unauthenticated "user"
+    driver.approve("c1", principal=ALICE)
+    call_ = conv.call("c1")
+    assert call_.status is CallStatus.AWAITING_CONSENT
+    assert call_.tally is not None and call_.tally.principals == (ALICE.id,)
+    assert call_.tally.unauthenticated == 3
+    assert len(_entries(store)) == 4  # each recorded all the same
+    assert store.lookup("t1", "c1") is None
+    driver.approve("c1", principal=BOB)
+    assert driver.execute("c1", lambda args: "ran").outcome == "executed"
+
+
 def test_approvals_from_another_process_count_toward_the_quorum(store: Any) -> None:
     quorum = Quorum(requires=2)
     mine = _pending(store, quorum=quorum)
@@ -344,3 +388,19 @@ def _advance(monkeypatch: pytest.MonkeyPatch, *, seconds: float) -> None:
 
     monkeypatch.setattr(answering, "datetime", Later)
     monkeypatch.setattr(disposition, "datetime", Later)
+
+
+def test_an_integer_beyond_every_double_is_approved_bound_and_run(store: Any) -> None:
+    # arguments parse big integers exactly: their fingerprint and hash once failed
+    # (orjson's 64 bits, a double's overflow) and the call could never be approved
+    conv = Conversation(thread_id="t1", tools=[CONFIRM], store=store)
+    conv.next_input()
+    huge = 10**400
+    run(conv, *call("c1", "confirm_order", f'{{"orderId":"o-1","qty":{huge}}}'))
+    driver = Driver(conv)
+    driver.end_run()
+    driver.approve("c1", principal=ALICE)
+    (entry,) = _entries(store)
+    assert entry["argumentsApproved"] == canonical_hash({"orderId": "o-1", "qty": huge})
+    assert entry["argumentsApproved"] != canonical_hash({"orderId": "o-1", "qty": huge + 1})
+    assert driver.execute("c1", lambda args: f"qty {args['qty'] == huge}").outcome == "executed"

@@ -84,6 +84,74 @@ def test_a_store_that_is_not_there_is_exit_2_and_is_not_created(
     assert "\n" not in err.rstrip("\n") and not missing.exists()
 
 
+def test_a_store_from_before_the_ledger_is_exit_2_not_an_empty_chain_and_stays_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # dropping the ledger table is the whole chain cut: "0 entries, every link holds"
+    # hid it, and the open added an empty table to a store verify promises not to write
+    path = _store(tmp_path)
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE ledger")
+    db.commit()
+    db.close()
+    assert main(["ledger", "verify", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "from before the approval ledger: it has no ledger to verify" in captured.err
+    db = sqlite3.connect(path)
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    db.close()
+    assert "ledger" not in tables and "decisions" in tables
+
+
+def test_a_sqlite_file_of_another_application_is_exit_2_naming_its_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "other.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE invoices (id INTEGER)")
+    db.commit()
+    db.close()
+    assert main(["ledger", "export", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "is not an agui-tools store (it holds invoices)" in captured.err
+
+
+def test_verify_reads_while_a_writer_holds_the_write_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an auditor verifying a busy store: verify once took the write lock itself and
+    # waited out the writer (30 s) to fail with exit 2
+    import time
+
+    path = _store(tmp_path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO ledger (seq, entry) VALUES (99, x'00')")
+    try:
+        started = time.monotonic()
+        assert main(["ledger", "verify", str(path)]) == 0
+        assert time.monotonic() - started < 20  # a hang bound, not a timing claim
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "ledger: 3 entries, every link holds" in capsys.readouterr().out
+
+
+def test_a_corrupt_file_is_exit_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    with path.open("r+b") as damaged:
+        damaged.seek(100)
+        damaged.write(b"\xff" * 4000)
+    assert main(["ledger", "verify", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a readable SQLite store (DatabaseError: " in err
+    assert err.count("\n") == 1
+
+
 def test_a_store_peer_text_is_escaped_on_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -200,3 +268,112 @@ def test_an_unreadable_keys_file_is_bad_usage(
     assert main(["ledger", "verify", str(path), "--receipt-keys", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("agui-tools ledger: --receipt-keys: ") and err.count("\n") == 1
+
+
+def test_a_postgres_store_from_before_the_ledger_is_exit_2_and_stays_so(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from agui_tools.app._store_postgres import PostgresStore
+
+    store = PostgresStore(postgres_dsn, max_size=1)
+    fill(store, 1)
+    store.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE agui_ledger")
+    assert main(["ledger", "verify", postgres_dsn]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "does not exist" in captured.err
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        found = conn.execute("SELECT to_regclass('agui_ledger')").fetchone()
+    assert found == (None,)
+
+
+def _rewrite_consistently(path: Path, seq: int, change: tuple[bytes, bytes]) -> None:
+    """What a writer without any secret does: edit entry ``seq``, recompute every hash."""
+    from agui_tools.app._ledger import chained
+
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT seq, entry FROM ledger ORDER BY seq").fetchall()
+    prev = orjson.loads(rows[seq - 2][1])["hash"] if seq > 1 else "sha256:" + "0" * 64
+    for number, raw in rows[seq - 1 :]:
+        body = orjson.loads(raw.replace(*change) if number == seq else raw)
+        for field in ("hash", "seq", "prev"):
+            body.pop(field)
+        entry, prev = chained(body, number, prev)
+        db.execute("UPDATE ledger SET entry = ? WHERE seq = ?", (entry, number))
+    db.commit()
+    db.close()
+
+
+def test_a_consistent_rewrite_holds_alone_but_not_through_a_kept_anchor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path)
+    assert main(["ledger", "verify", str(path)]) == 0
+    head = capsys.readouterr().out.split("head ")[1].strip()
+    _rewrite_consistently(path, 2, (b"alice@", b"mallory@"))
+    assert main(["ledger", "verify", str(path)]) == 0  # what a chain alone cannot see
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--anchor", f"3:{head}", str(path)]) == 1
+    first, _ = capsys.readouterr().out.splitlines()
+    assert first.startswith("ledger: [LEDGER-5] entry 3 (threadId 't2', ")
+    assert f"the chain up to it was rewritten; expected {head}, found sha256:" in first
+
+
+def test_a_cut_behind_a_kept_anchor_is_found_and_the_anchor_is_passed_when_intact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path, count=4)
+    store = SQLiteStore(path)
+    report = verify_ledger(store.ledger()[:3])
+    store.close()
+    anchor = f"3:{report.head}"
+    assert main(["ledger", "verify", "--anchor", anchor, str(path)]) == 0
+    assert capsys.readouterr().out.endswith("; it passes through entry 3\n")
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM ledger WHERE seq >= 3")
+    db.commit()
+    db.close()
+    assert main(["ledger", "verify", str(path)]) == 0  # a cut of the newest: no broken link
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--anchor", anchor, str(path)]) == 1
+    first, _ = capsys.readouterr().out.splitlines()
+    assert first.startswith("ledger: [LEDGER-5] entry 3: the ledger ends at entry 2: ")
+
+
+@pytest.mark.parametrize("bad", ["3", "0:sha256:" + "0" * 64, "3:sha256:abc", "x:\x1b[2J"])
+def test_an_anchor_that_is_not_n_colon_hash_is_exit_2_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
+    path = _store(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["ledger", "verify", "--anchor", bad, str(path)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "is not N:sha256:<64 hex digits>" in err and "\x1b" not in err
+
+
+@pytest.mark.parametrize("stored", ["5", "2.5"])
+def test_an_entry_edited_into_a_number_is_exported_judged_and_chained_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stored: str
+) -> None:
+    # SQLite keeps the type an edit stores: export once died on int.decode, and the
+    # next decision's append on int.hex — the decision refused with a traceback
+    from ..helpers.ledger import decision
+
+    path = _store(tmp_path)
+    db = sqlite3.connect(path)
+    db.execute(f"UPDATE ledger SET entry = {stored} WHERE seq = 3")
+    db.commit()
+    db.close()
+    assert main(["ledger", "export", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == stored
+    store = SQLiteStore(path)
+    store.record_decision(decision("t9", "c1"))
+    store.close()
+    assert main(["ledger", "verify", str(path)]) == 1
+    first, _ = capsys.readouterr().out.splitlines()
+    assert first == "ledger: [LEDGER-3] entry 3: the stored entry is not a JSON object"

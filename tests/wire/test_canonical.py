@@ -86,3 +86,29 @@ def test_numbers_match_ecmascript_in_node() -> None:
         (d, o, s) for d, o, s in zip(doubles, ours, spelled, strict=True) if o != s and s != "-0"
     ]
     assert not mismatches[:5]
+
+
+def test_integers_no_double_holds_never_share_a_hash_with_their_neighbour() -> None:
+    # 2^53 + 1 is no double: spelt as the double nearest it, it hashed as 2^53 — a
+    # receipt or approval of one amount covered the other.
+    assert canonical_json(2**53 + 1) == b"9007199254740993"
+    assert canonical_hash({"amount": 2**53 + 1}) != canonical_hash({"amount": 2**53})
+    assert canonical_hash(-(2**53) - 1) != canonical_hash(-(2**53))
+    # an integer that is a double keeps the ECMAScript spelling RFC 8785 gives it
+    assert canonical_json(2**60) == b"1152921504606847000"
+    assert canonical_json(10**21) == b"1e+21"
+
+
+def test_an_integer_beyond_every_double_is_its_digits_not_an_overflow() -> None:
+    huge = 10**400  # arguments parse it exactly (pydantic_core keeps big integers)
+    assert canonical_json({"n": huge}) == b'{"n":' + str(huge).encode() + b"}"
+    assert canonical_hash(huge) != canonical_hash(huge + 1)
+
+
+def test_nesting_deeper_than_the_interpreter_stack_is_written() -> None:
+    deep: list[object] = []
+    for _ in range(20_000):
+        deep = [deep, {"b": 1, "a": deep[:0]}]
+    text = canonical_json(deep)
+    assert text.startswith(b"[[[") and text.endswith(b',{"a":[],"b":1}]')
+    assert text.count(b"[") == text.count(b"]")

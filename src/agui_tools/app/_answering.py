@@ -331,7 +331,8 @@ class Answering:
                         call,
                         "APPROVE-2" if call.tally.expired else "APPROVE-3",
                         f"{len(call.tally.principals)} of the {quorum.requires} approvals "
-                        f"its tool requires hold now ({call.tally.expired} expired)",
+                        f"its tool requires hold now ({call.tally.expired} expired, "
+                        f"{call.tally.unauthenticated} by unauthenticated principals)",
                     )
             elif decision.expired(now):
                 refusal = ApprovalRefused(

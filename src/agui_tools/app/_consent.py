@@ -15,6 +15,7 @@ the edited arguments, and the approval of the original text is void.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ..wire._canonical import CanonicalError, canonical_hash
+from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
 from ._tools import ToolSpec
 
 __all__ = [
@@ -52,7 +53,13 @@ def fingerprint(arguments: Any) -> str:
     if isinstance(arguments, str):
         data = b"text:" + arguments.encode()
     else:
-        data = b"json:" + orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        try:
+            data = b"json:" + orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        except TypeError as exc:  # an integer beyond 64 bits, which arguments parse exactly
+            try:
+                data = b"jcs:" + canonical_json(arguments)
+            except CanonicalError:
+                raise exc from None
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -315,6 +322,8 @@ class Tally:
     requires: int
     receipts: tuple[Mapping[str, Any], ...] = ()
     """The signed receipts of the counted approvals, one per principal (those that have one)."""
+    unauthenticated: int = 0
+    """Approvals of these arguments by principals nobody authenticated: not counted."""
 
     @property
     def holds(self) -> bool:
@@ -329,14 +338,15 @@ def tally(
 
     An approval counts when it binds these exact arguments (APPROVE-1), has not
     expired (APPROVE-2), and its principal has not been counted yet (APPROVE-3:
-    one person approving twice is one approval). A decline voids what came before.
+    one person approving twice is one approval; a principal the application did
+    not authenticate is nobody it can count). A decline voids what came before.
     """
-    counted: dict[str, Mapping[str, Any] | None] = {}
-    expired = 0
+    counted: dict[str, tuple[str, Mapping[str, Any] | None]] = {}
+    expired = unauthenticated = 0
     for raw in decisions:
         if not raw.get("approved"):
             counted.clear()
-            expired = 0
+            expired = unauthenticated = 0
             continue
         if raw.get("fingerprint") != fingerprint:
             continue
@@ -344,7 +354,27 @@ def tally(
         if decision.expired(now):
             expired += 1
             continue
-        who = decision.principal.id if decision.principal is not None else decision.decided_by
-        counted.setdefault(who, decision.receipt)
-    receipts = tuple(r for r in counted.values() if r is not None)
-    return Tally(tuple(counted), expired, quorum.requires, receipts)
+        principal = decision.principal
+        if principal is not None and not principal.authenticated:
+            unauthenticated += 1  # nobody can tell two such people apart, or from one
+            continue
+        who = principal.id if principal is not None else decision.decided_by
+        counted.setdefault(same_person(who), (who, decision.receipt))  # named as first seen
+    return Tally(
+        principals=tuple(name for name, _ in counted.values()),
+        expired=expired,
+        requires=quorum.requires,
+        receipts=tuple(r for _, r in counted.values() if r is not None),
+        unauthenticated=unauthenticated,
+    )
+
+
+def same_person(principal_id: str) -> str:
+    """The key principals are told apart by in a quorum (APPROVE-3): ids that differ
+    only in case, Unicode compatibility form, invisible format characters or spacing
+    name one person. Erring this way only merges approvers — a quorum gets harder,
+    never easier — where telling ``Alice`` from ``alice`` would let one person
+    approve twice."""
+    text = unicodedata.normalize("NFKC", principal_id)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return " ".join(text.casefold().split())

@@ -22,10 +22,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .._errors import StoreError
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
 from ._receipts import RECEIPT_KEY
 
@@ -38,6 +40,7 @@ __all__ = [
     "entry_body",
     "head_of",
     "sqlite_append",
+    "sqlite_audit",
     "sqlite_entries",
     "verify_ledger",
 ]
@@ -115,18 +118,50 @@ def head_of(last: tuple[int, bytes] | None) -> tuple[int, str]:
 def sqlite_append(db: sqlite3.Connection, decision: Mapping[str, Any]) -> None:
     """Append the entry of ``decision`` inside the open write transaction (``BEGIN
     IMMEDIATE`` holds the file's write lock: no other writer reads the same head)."""
-    last = db.execute("SELECT seq, entry FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
-    if last is not None and isinstance(last[1], str):
-        last = (last[0], last[1].encode("utf-8", "surrogateescape"))
+    last = db.execute(
+        "SELECT seq, CAST(entry AS BLOB) FROM ledger ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     seq, prev = head_of(last)
     entry, _ = chained(decision, seq, prev)
     db.execute("INSERT INTO ledger (seq, entry) VALUES (?, ?)", (seq, entry))
 
 
+def sqlite_audit(path: str | Path, *, timeout: float = 10.0) -> list[tuple[int, bytes]]:
+    """The ledger of the SQLite store at ``path``, read as an auditor reads it: the file
+    opened read-only (no WAL switch, no write lock, no table created — a copy on
+    read-only media reads too), and a file without a ledger refused, never read as an
+    empty chain that holds."""
+    if not Path(path).is_file():
+        raise StoreError(f"there is no SQLite store at {path}", written="no")
+    try:
+        db = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=timeout)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}", written="no") from exc
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "ledger" not in tables:
+            if "journal_identity" in tables or "calls" in tables:
+                raise StoreError(
+                    f"{path} is an agui-tools store from before the approval ledger: it has "
+                    "no ledger to verify (opening it with this version adds one)",
+                    written="no",
+                )
+            held = f"it holds {', '.join(sorted(tables))}" if tables else "it holds no table"
+            raise StoreError(f"{path} is not an agui-tools store ({held})", written="no")
+        return list(sqlite_entries(db))
+    except sqlite3.Error as exc:
+        raise StoreError(
+            f"{path} is not a readable SQLite store ({type(exc).__name__}: {exc})", written="no"
+        ) from exc
+    finally:
+        db.close()
+
+
 def sqlite_entries(db: sqlite3.Connection) -> Iterator[tuple[int, bytes]]:
-    for seq, entry in db.execute("SELECT seq, entry FROM ledger ORDER BY seq"):
-        # a hand-edited entry may come back as TEXT: its bytes are judged all the same
-        yield seq, entry.encode("utf-8", "surrogateescape") if isinstance(entry, str) else entry
+    # SQLite keeps whatever type a hand edit stored: TEXT is judged by its UTF-8 bytes,
+    # an INTEGER, REAL or NULL by its SQL text — never handed on as a non-bytes value
+    for seq, entry in db.execute("SELECT seq, CAST(entry AS BLOB) FROM ledger ORDER BY seq"):
+        yield seq, entry if entry is not None else b"NULL"
 
 
 # -- verifying ---------------------------------------------------------------------------
@@ -199,14 +234,29 @@ def _judged(number: int, seq: int, raw: bytes, prev: str) -> Broken | str:
     return digest
 
 
-def verify_ledger(rows: Iterable[tuple[int, bytes]]) -> LedgerReport:
+def verify_ledger(
+    rows: Iterable[tuple[int, bytes]], *, anchor: tuple[int, str] | None = None
+) -> LedgerReport:
     """Recompute the chain over ``rows`` (``seq``, stored bytes), oldest first, and
-    report the first entry that breaks it — or that every link holds."""
+    report the first entry that breaks it — or that every link holds.
+
+    ``anchor``: an entry number and the hash an earlier verify reported as its head,
+    kept where the store's writers cannot write. A chain has no secret: a writer can
+    rewrite an entry and recompute every hash after it, or cut the newest ones, and
+    it holds again — but it no longer passes through the anchor (LEDGER-5)."""
     prev = GENESIS
     held = 0
     for number, (seq, raw) in enumerate(rows, 1):
         judged = _judged(number, seq, raw, prev)
         if isinstance(judged, Broken):
             return LedgerReport(held, prev, judged)
+        if anchor is not None and number == anchor[0] and judged != anchor[1]:
+            problem = "it is not the entry the kept head names: the chain up to it was rewritten"
+            ids = _ids(orjson.loads(raw))
+            broken = Broken(seq, "LEDGER-5", problem, anchor[1], judged, ids)
+            return LedgerReport(held, prev, broken)
         prev, held = judged, number
+    if anchor is not None and held < anchor[0]:
+        problem = f"the ledger ends at entry {held}: the entries up to the kept head were cut"
+        return LedgerReport(held, prev, Broken(anchor[0], "LEDGER-5", problem, anchor[1], None))
     return LedgerReport(held, prev, None)

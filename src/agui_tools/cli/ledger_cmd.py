@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -18,10 +19,12 @@ entry's hash (docs/approvals.md).
 STORE is a SQLite store (or --journal) file, or a PostgreSQL connection string
 (postgresql://… or "host=… dbname=…"). Nothing is written to it.
 
-  verify   recompute the chain; print how many entries hold and the head hash
-           (keep it elsewhere: a later verify that reports a different head
-           over fewer entries shows a cut), or the first broken link — its
-           entry number, its ids, the rule (LEDGER-n), expected vs found.
+  verify   recompute the chain; print how many entries hold and the head hash,
+           or the first broken link — its entry number, its ids, the rule
+           (LEDGER-n), expected vs found. A chain has no secret: whoever can
+           write the store can rewrite it consistently or cut its newest
+           entries. Keep N and the head where they cannot write, and pass
+           them next time as --anchor N:HASH: the chain must pass through it.
            With --receipt-keys FILE (an agent's keys document), each signed
            receipt an entry holds is checked too: signed by a trusted key, about
            that entry's call or interrupt, naming its principal and decision
@@ -49,7 +52,24 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="verify: check every signed receipt against this keys document too",
     )
+    p.add_argument(
+        "--anchor",
+        metavar="N:HASH",
+        type=_anchor,
+        help="verify: the entry number and head hash an earlier verify printed, kept where "
+        "the store's writers cannot write; the chain must pass through it (LEDGER-5)",
+    )
     p.set_defaults(func=run)
+
+
+def _anchor(text: str) -> tuple[int, str]:
+    number, _, digest = text.partition(":")
+    if not (number.isdigit() and int(number) > 0 and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
+        raise argparse.ArgumentTypeError(
+            f"{one_line(text)} is not N:sha256:<64 hex digits> (the entry count and head "
+            "an earlier verify printed)"
+        )
+    return int(number), digest
 
 
 def _is_postgres(store: str) -> bool:
@@ -66,13 +86,9 @@ def _entries(store: str) -> list[tuple[int, bytes]]:
             return pg.ledger()
         finally:
             pg.close()
-    from ..app._journal import SQLiteJournal
+    from ..app._ledger import sqlite_audit
 
-    lite = SQLiteJournal(store, create=False)  # a store's file, or a bare journal's
-    try:
-        return lite.ledger()
-    finally:
-        lite.close()
+    return sqlite_audit(store)  # a store's file, or a bare journal's: read-only
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..app._ledger import verify_ledger
 
-    report = verify_ledger(entries)
+    report = verify_ledger(entries, anchor=args.anchor)
     if report.broken is not None:
         print(f"ledger: {one_line(report.broken.describe())}")
         print(
@@ -110,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
             f"(their head {report.head})"
         )
         return 1
-    print(f"ledger: {report.entries} entries, every link holds; head {report.head}")
+    through = f"; it passes through entry {args.anchor[0]}" if args.anchor else ""
+    print(f"ledger: {report.entries} entries, every link holds; head {report.head}{through}")
     if keys is None:
         return 0
     from ..agent._receipts import audit_receipts

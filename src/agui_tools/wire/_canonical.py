@@ -82,43 +82,74 @@ def _utf16_key(key: str) -> list[int]:
     return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
+def _integer(value: int) -> str:
+    """An integer as the double it is (RFC 8785), or — where no double is exactly it —
+    its own digits: JCS has no spelling for it, and two different integers must never
+    share a hash (a receipt for 2^53 must not cover 2^53 + 1)."""
+    if abs(value) <= 2**53:
+        return str(value)
+    try:
+        double = float(value)
+    except OverflowError:  # beyond the largest double
+        return str(value)
+    return _number(double) if int(double) == value else str(value)
+
+
+class _Close(str):
+    """A closing bracket or brace queued behind a container's members."""
+
+
 def _write(value: Any, out: list[str]) -> None:
-    if value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, str):
-        out.append(_string(value))
-    elif isinstance(value, int):
-        # An integer is a double in I-JSON; beyond 2^53 its spelling is the double's.
-        out.append(str(value) if abs(value) <= 2**53 else _number(float(value)))
-    elif isinstance(value, float):
-        out.append(_number(value))
-    elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    elif isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                raise CanonicalError(f"object key {key!r} is not a string (RFC 8785 §3.2.3)")
-        out.append("{")
-        # ASCII keys sort the same by code point as by UTF-16 code unit: no key function
-        ascii_keys = all(key.isascii() for key in value)
-        for index, key in enumerate(sorted(value) if ascii_keys else sorted(value, key=_utf16_key)):
-            if index:
-                out.append(",")
-            out.append(_string(key))
-            out.append(":")
-            _write(value[key], out)
-        out.append("}")
-    else:
-        raise CanonicalError(f"{type(value).__name__} is not a JSON value")
+    # A work list, not recursion: nesting as deep as memory allows is written, never a
+    # RecursionError (a hash is taken of whatever arguments a caller hands over).
+    todo: list[Any] = [value]
+    pop, push, write = todo.pop, todo.append, out.append
+    while todo:
+        value = pop()
+        kind = type(value)
+        if kind is _Close:
+            write(value)
+        elif kind is str:
+            write(_string(value))
+        elif value is None:
+            write("null")
+        elif value is True:
+            write("true")
+        elif value is False:
+            write("false")
+        elif isinstance(value, str):
+            write(_string(value))
+        elif isinstance(value, int):
+            write(_integer(value))
+        elif isinstance(value, float):
+            write(_number(value))
+        elif isinstance(value, (list, tuple)):
+            write("[")
+            push(_CLOSE_ARRAY)
+            for index in range(len(value) - 1, -1, -1):
+                push(value[index])
+                if index:
+                    push(_COMMA)
+        elif isinstance(value, dict):
+            for key in value:
+                if not isinstance(key, str):
+                    raise CanonicalError(f"object key {key!r} is not a string (RFC 8785 §3.2.3)")
+            write("{")
+            push(_CLOSE_OBJECT)
+            # ASCII keys sort the same by code point as by UTF-16 code unit: no key function
+            ascii_keys = all(key.isascii() for key in value)
+            keys = sorted(value) if ascii_keys else sorted(value, key=_utf16_key)
+            for index in range(len(keys) - 1, -1, -1):
+                key = keys[index]
+                push(value[key])
+                push(_Close(("," if index else "") + _string(key) + ":"))
+        else:
+            raise CanonicalError(f"{type(value).__name__} is not a JSON value")
+
+
+_COMMA = _Close(",")
+_CLOSE_ARRAY = _Close("]")
+_CLOSE_OBJECT = _Close("}")
 
 
 def canonical_json(value: Any) -> bytes:
