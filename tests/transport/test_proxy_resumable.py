@@ -263,3 +263,32 @@ def test_the_command_serves_the_binding_from_a_sqlite_log(tmp_path: Path) -> Non
 async def _cut_after_in(url: str, run_id: str, k: int) -> list[Any]:
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         return await cut_after(client, run_id, k)
+
+
+def test_strict_logs_what_a_frontend_would_be_sent_up_to_the_first_error() -> None:
+    """``--strict``: the logged run ends at the agent's first error with the proxy's
+    ``RUN_ERROR`` naming the rule; a frontend asking a binary stream gets today's proxy."""
+    events = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "no start"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+    ]
+    body = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
+
+    async def main() -> None:
+        findings: list[WatchFinding] = []
+        async with serving(scripted(200, body, b"text/event-stream")) as upstream:
+            proxy = ProxyApp(
+                upstream + "/", strict=True, resumable=Resumable(), on_finding=findings.append
+            )
+            async with serving(proxy) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+                got = await client.post("/", json=refund_input("r1"), headers=OPT_IN)
+                logged = [e for _, e in ids_and_events(got.content)]
+                assert logged[0] == events[0] and len(logged) == 2, logged
+                (rule,) = {f.rule for f in findings if f.severity == "error"}
+                assert logged[1]["type"] == "RUN_ERROR" and logged[1]["code"] == rule
+                binary = {**OPT_IN, "accept": "application/vnd.ag-ui.event+proto"}
+                plain = await client.post("/", json=refund_input("r2"), headers=binary)
+                assert "agui-resumable" not in plain.headers
+
+    asyncio.run(asyncio.wait_for(main(), 60))

@@ -32,6 +32,7 @@ from ._proxy_requests import redacted_url
 from ._proxy_verdicts import log
 from ._recording import RecordedExchange
 from ._resumable import OPT_IN, ResumableRuns, opted_in, run_ids
+from ._server import accepts_proto
 
 if TYPE_CHECKING:
     from ._front import Front
@@ -99,8 +100,11 @@ class ResumableForwarding(Forwarding):
     _writers: set[asyncio.Task[None]]
 
     def _resumes(self, headers: Headers, judged: InputJudged | None) -> bool:
+        """The frontend opted in, as ``serve --resumable`` reads it (a binary stream is
+        not the binding's: it gets today's proxy)."""
         return (
             self.resumable is not None
+            and not accepts_proto(headers.get("accept"))
             and judged is not None
             and isinstance(judged.thread_id, str)
             and opted_in(headers, judged.run_id)
@@ -143,7 +147,7 @@ class ResumableForwarding(Forwarding):
         thread_id, run_id = str(judged.thread_id), str(judged.run_id)
         key = (thread_id, run_id)
         if not await runs.begin(thread_id, run_id, scope, receive, send):
-            meta |= {"status": 409, "contentType": "application/json", "refused": True}
+            meta |= {"contentType": "application/json", "refused": True}
             return False
         meta["resumable"] = True
         stop = runs.writing(key)
