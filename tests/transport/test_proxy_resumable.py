@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from agui_tools.agent import Run
 from agui_tools.app._run_log import MemoryRunLog, RunLog
+from agui_tools.app._run_log_sql import SQLiteRunLog
 from agui_tools.app._watch import WatchFinding
 from agui_tools.transport._proxy import ProxyApp
 from agui_tools.transport._resumable import Resumable
@@ -292,3 +293,46 @@ def test_strict_logs_what_a_frontend_would_be_sent_up_to_the_first_error() -> No
                 assert "agui-resumable" not in plain.headers
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_frontend_cut_at_one_proxy_rejoins_at_another_sharing_the_log(tmp_path: Path) -> None:
+    """Two proxies on one SQLite run log: the run read by the first is rejoined, and
+    stopped, through the second (RESUME-10's replicas, the proxy as the writer)."""
+    stopped_upstream.clear()
+    path = str(tmp_path / "runs.db")
+    first, second = SQLiteRunLog(path), SQLiteRunLog(path)
+
+    async def main() -> None:
+        async with (
+            serving(agent_app(working)) as upstream,
+            serving(proxy_app(upstream + "/", first, [])) as one,
+            serving(proxy_app(upstream + "/", second, [])) as two,
+            httpx.AsyncClient(timeout=30) as client,
+        ):
+            raw = b""
+            async with client.stream("POST", one, json=refund_input("r1"), headers=OPT_IN) as s:
+                async for chunk in s.aiter_bytes():
+                    raw += chunk
+                    if len(ids_and_events(raw)) >= 3:
+                        break
+            delivered = ids_and_events(raw)[:3]
+            rejoin_url = f"{two}/threads/t/runs/r1/events"
+            headers = {**SSE, "last-event-id": "r1:3"}
+            async with client.stream("GET", rejoin_url, headers=headers) as rejoined:
+                assert rejoined.status_code == 200
+                rest = b""
+                async for chunk in rejoined.aiter_bytes():
+                    rest += chunk
+                    if len(ids_and_events(rest)) == 1:  # the second delta: now stop it
+                        stop = await client.post(f"{two}/threads/t/runs/r1/stop")
+                        assert stop.status_code == 202, stop.text
+            got = delivered + ids_and_events(rest)
+            assert [i for i, _ in got] == [f"r1:{s}" for s in range(1, 6)]
+            assert got[-1][1]["code"] == "STOPPED"
+            assert stopped_upstream == ["r1"]  # the first proxy closed the upstream
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 60))
+    finally:
+        first.close()
+        second.close()
