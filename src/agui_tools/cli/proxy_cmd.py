@@ -66,7 +66,7 @@ http(s) URL, the port is taken, DIR cannot be created).
 
 
 def register(sub: Any) -> None:
-    from .serve_cmd import _at_least_one, add_listen_options
+    from .serve_cmd import _at_least_one, add_listen_options, add_resumable_options
 
     p = sub.add_parser(
         "proxy",
@@ -116,6 +116,7 @@ def register(sub: Any) -> None:
         help="also serve the inspector's page showing the live traffic, read-only (its URL is "
         "printed on a second stdout line)",
     )
+    add_resumable_options(p)
     p.set_defaults(func=run)
 
 
@@ -286,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
     from .._text import guarded_logger
     from ..transport._deadlines import deadline_protocol
     from ..transport._proxy import SERVER_OPTIONS, ProxyApp
-    from .serve_cmd import _log_config, listening
+    from .serve_cmd import _log_config, listening, resumable_option
 
     problem = _upstream(args.upstream)
     if problem is not None:
@@ -294,6 +295,9 @@ def run(args: argparse.Namespace) -> int:
             one_line(f"agui-tools proxy: UPSTREAM {cut(args.upstream)!r} {problem}"),
             file=sys.stderr,
         )
+        return 2
+    resumable = resumable_option(args, "proxy")
+    if resumable is False:
         return 2
     sink: IO[bytes] | QueuedFile | None = None
     if args.log == "-":
@@ -331,6 +335,7 @@ def run(args: argparse.Namespace) -> int:
             upstream_connections=args.upstream_connections,
             observer=inspector,
             on_notice=log.notice,
+            resumable=resumable,
         )
     except OSError as exc:
         print(
@@ -361,6 +366,7 @@ def run(args: argparse.Namespace) -> int:
         one_line(
             f"Proxying AG-UI at http://{shown}:{port}/ to {cut(app.shown_upstream)}"
             + (" (strict)" if args.strict else "")
+            + (" (resumable)" if resumable else "")
             + (f", recording in {args.record}" if args.record else "")
         ),
         flush=True,

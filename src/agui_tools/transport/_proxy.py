@@ -8,7 +8,8 @@ agent, a ``503`` the proxy's own limits; the URL is shown redacted everywhere
 (:class:`~agui_tools.transport._front.Front`) takes every request first, its cap
 fitted under the descriptor limit (:func:`descriptor_cap`). :class:`ProxyApp` is the
 exchange from end to end; its jobs are mixins: the target (:mod:`._proxy_requests`),
-the forwarding (:mod:`._proxy_forwarding`), the verdicts (:mod:`._proxy_verdicts`).
+the forwarding (:mod:`._proxy_forwarding`), the verdicts (:mod:`._proxy_verdicts`),
+the resumable binding for frontends that opt in (:mod:`._proxy_resumable`).
 """
 
 from __future__ import annotations
@@ -37,10 +38,12 @@ from ._front import (
     Front,
     received,
 )
-from ._proxy_forwarding import HOP_BY_HOP, POOL_WAIT, Forwarding
+from ._proxy_forwarding import HOP_BY_HOP, POOL_WAIT
 from ._proxy_requests import TargetChecks, redacted_url
+from ._proxy_resumable import ResumableForwarding, ending
 from ._proxy_verdicts import FINDINGS_KEPT, ExchangeFindings, ProxyObserver, Tally
 from ._recording import RecordedExchange, Recording
+from ._resumable import Resumable, ResumableRuns
 from ._server import DEFAULT_MAX_BODY_BYTES, AgentEndpoint
 
 if TYPE_CHECKING:
@@ -48,6 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HOP_BY_HOP", "ProxyApp", "ProxyObserver", "Recording", "descriptor_cap"]
 
+KEEPALIVE: Final = 15.0
+"""Seconds of silence before a ``: keep-alive`` comment to a resumable run's reader."""
 RESERVED_DESCRIPTORS: Final = 32
 """Descriptors kept out of the proxy's cap: stdio, the listening socket, the event
 loop's, a log, the inspector's, and the momentary socket of a request answered 503."""
@@ -69,7 +74,7 @@ async def _never(run: Run) -> None:  # pragma: no cover - the judge never runs a
     raise AssertionError("the proxy's input judge runs no agent")
 
 
-class ProxyApp(TargetChecks, Forwarding):
+class ProxyApp(TargetChecks, ResumableForwarding):
     """The ASGI application of ``agui-tools proxy`` (see the module's docstring).
 
     Args:
@@ -89,6 +94,8 @@ class ProxyApp(TargetChecks, Forwarding):
         upstream_connections: connections to the upstream at once (``None``: as many as
             :attr:`max_concurrency`); none free for :data:`~._proxy_forwarding.POOL_WAIT`
             is a 503, ``side: proxy``.
+        resumable: serve the resumable binding (docs/resumable.md) to frontends that opt
+            in, the upstream read to its end into this run log (``None``: today's proxy).
     """
 
     def __init__(
@@ -108,6 +115,7 @@ class ProxyApp(TargetChecks, Forwarding):
         upstream_connections: int | None = None,
         observer: ProxyObserver | None = None,
         on_notice: Callable[[str], None] | None = None,
+        resumable: Resumable | None = None,
     ) -> None:
         self.upstream = upstream
         self.shown_upstream = redacted_url(upstream)
@@ -142,6 +150,21 @@ class ProxyApp(TargetChecks, Forwarding):
         self._outcomes: dict[int, Any] = {}
         self._stop: asyncio.Future[None] | None = None
         self._forwarding: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.Task[None]] = set()
+        self.resumable = (
+            None
+            if resumable is None
+            else ResumableRuns(
+                resumable,
+                _never,
+                verify=False,
+                expose_errors=False,
+                keepalive=KEEPALIVE,
+                high_water=1,
+                shutdown_error=ending("PROXY_STOPPED", "agui-tools proxy stopped"),
+                internal_error=ending("PROXY_ERROR", "agui-tools proxy failed"),
+            )
+        )
 
     async def stop_streams(self, timeout: float = 10.0) -> None:
         """End every exchange still forwarded (Ctrl-C, SIGTERM): an open stream is given its
@@ -151,10 +174,16 @@ class ProxyApp(TargetChecks, Forwarding):
             self._stop = asyncio.get_running_loop().create_future()
         if not self._stop.done():
             self._stop.set_result(None)
-        if self._forwarding:
-            await asyncio.wait(set(self._forwarding), timeout=timeout)
+        for writer in self._writers:  # a resumable run's log is ended PROXY_STOPPED
+            writer.cancel()
+        if self._forwarding or self._writers:
+            await asyncio.wait({*self._forwarding, *self._writers}, timeout=timeout)
+        if self.resumable is not None:
+            await self.resumable.close()
 
     async def aclose(self) -> None:
+        if self.resumable is not None:
+            await self.resumable.close()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -183,6 +212,8 @@ class ProxyApp(TargetChecks, Forwarding):
         if loop is not None:  # answered once, here, and not forwarded round again
             await self._problem((scope, receive, send), None, {}, self.shown_upstream, 508, loop)
             return
+        if await self._extension(scope, receive, send):  # a rejoin, a stop (--resumable)
+            return
         url = self._target(scope)
         shown = redacted_url(url)
         judged: InputJudged | None = None
@@ -201,6 +232,7 @@ class ProxyApp(TargetChecks, Forwarding):
         # header names only: a value (a token, a cookie) is never recorded
         meta |= {"runId": rid, "requestHeaders": names, "headerValues": "redacted"}
         found = ExchangeFindings()
+        owned = False  # a resumable run's writer completes the exchange when it is over
 
         def on_finding(finding: WatchFinding) -> None:
             self.tally.add(finding)
@@ -226,11 +258,18 @@ class ProxyApp(TargetChecks, Forwarding):
             if task is not None:  # stop_streams ends it, and waits for it to be over
                 self._forwarding.add(task)
                 task.add_done_callback(self._forwarding.discard)
+            if judged is not None and self._resumes(headers, judged):
+                owned = await self._forward_resumable(
+                    scope, receive, send, url, body, judged, exchange, meta, on_finding, number,
+                    lambda: self._complete(number, meta, found, exchange),
+                )  # fmt: skip
+                return
             await self._forward(
                 scope, receive, send, url, body, judged, exchange, meta, on_finding, number
             )
         finally:
-            self._complete(number, meta, found, exchange)
+            if not owned:
+                self._complete(number, meta, found, exchange)
 
     def _complete(
         self,

@@ -95,6 +95,16 @@ class Forwarding(VerdictBook):
             )
         return self._client
 
+    def _upstream_request(
+        self, scope: Scope, url: str, body: bytes, drop: frozenset[str] = frozenset()
+    ) -> httpx.Request:
+        """The request sent upstream, built as is, not by the client (whose build_request
+        adds its default headers and cookies): the frontend's end-to-end headers but
+        ``drop``, then this proxy's Via."""
+        via = f"{scope.get('http_version', '1.1')} {self.via}".encode("latin-1")
+        kept = _end_to_end(scope["headers"], _NOT_FORWARDED | drop)
+        return httpx.Request(scope["method"], url, headers=[*kept, (b"via", via)], content=body)
+
     async def _forward(
         self,
         scope: Scope,
@@ -109,15 +119,7 @@ class Forwarding(VerdictBook):
         number: int = 0,
     ) -> None:
         """Forward the request and stream the answer back, judged as it passes."""
-        # built as is, not by the client (whose build_request adds its default headers
-        # and cookies): the frontend's end-to-end headers, then this proxy's Via
-        via = f"{scope.get('http_version', '1.1')} {self.via}".encode("latin-1")
-        request = httpx.Request(
-            scope["method"],
-            url,
-            headers=[*_end_to_end(scope["headers"], _NOT_FORWARDED), (b"via", via)],
-            content=body,
-        )
+        request = self._upstream_request(scope, url, body)
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
         sending = asyncio.ensure_future(self.client.send(request, stream=True))

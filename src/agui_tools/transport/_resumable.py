@@ -22,7 +22,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -59,6 +59,7 @@ __all__ = [
     "is_extension",
     "is_stop",
     "opted_in",
+    "run_ids",
 ]
 
 log = guarded_logger("agui_tools.transport")
@@ -136,7 +137,7 @@ def is_extension(scope: Scope) -> bool:
     return scope["method"] != "POST" or "ids" in scope.get("path_params", {})
 
 
-def _ids(scope: Scope) -> tuple[str, str, str] | None:
+def run_ids(scope: Scope) -> tuple[str, str, str] | None:
     """``(threadId, runId, action)`` from the raw path's last five segments, each
     percent-decoded (an id may hold an encoded ``/``); ``None`` when not that shape."""
     raw = scope.get("raw_path") or scope["path"].encode()
@@ -295,6 +296,16 @@ class ResumableRuns:
         detached runs are bounded as streams are), and follow it from its first
         event."""
         thread_id, run_id = run_input["threadId"], run_input["runId"]
+        if not await self.begin(thread_id, run_id, scope, receive, send):
+            return
+        self.detach(self._write(run_input), runs, slot, run_id)
+        await self.follow(thread_id, run_id, 0, receive, send)
+
+    async def begin(
+        self, thread_id: str, run_id: str, scope: Scope, receive: Receive, send: Send
+    ) -> bool:
+        """Log a new run; ``False`` once it was refused (answered here): the log holds
+        it already (409, RESUME-4: never run twice) or is unavailable (503)."""
         self.ensure_keeper()
         try:
             begun = await self._call(
@@ -303,7 +314,7 @@ class ResumableRuns:
         except Exception:
             log.exception("the run log failed beginning run %s", run_id)
             await self._refuse(scope, receive, send, _UNAVAILABLE, thread_id, run_id)
-            return
+            return False
         if not begun:
             refusal = LogRefusal(
                 409,
@@ -312,22 +323,39 @@ class ResumableRuns:
                 "run twice",
             )
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
-            return
-        writer = asyncio.create_task(self._held(slot, run_input), name=f"agui-run-{run_id}")
+        return begun
+
+    def detach(
+        self,
+        writing: Coroutine[Any, Any, None],
+        runs: set[asyncio.Task[None]],
+        slot: Callable[[], AbstractContextManager[None]],
+        run_id: str,
+    ) -> None:
+        """Run a begun run's writer in a task of its own (in ``runs``, which a shutdown
+        ends), holding a ``slot`` of the front's ``max_concurrency`` while it runs."""
+
+        async def held() -> None:
+            with slot():
+                await writing
+
+        writer = asyncio.create_task(held(), name=f"agui-run-{run_id}")
         runs.add(writer)
         writer.add_done_callback(runs.discard)
-        await self._follow(thread_id, run_id, 0, receive, send)
 
-    async def _held(
-        self, slot: Callable[[], AbstractContextManager[None]], run_input: dict[str, Any]
-    ) -> None:
-        with slot():
-            await self._write(run_input)
+    def writing(self, key: tuple[str, str]) -> asyncio.Event:
+        """A writer starts writing ``key``: its lease is renewed, and the event returned is
+        set when a stop is asked (here or through a replica); :meth:`written` when done."""
+        stop = self._stops[key] = asyncio.Event()
+        return stop
+
+    def written(self, key: tuple[str, str]) -> None:
+        self._stops.pop(key, None)
 
     async def _write(self, run_input: dict[str, Any]) -> None:
         """Drive the agent; append its events to the log as they come, to its end."""
         key = (run_input["threadId"], run_input["runId"])
-        stop = self._stops[key] = asyncio.Event()
+        stop = self.writing(key)
         channel = EventChannel(high_water=self.high_water)
         driver = asyncio.create_task(
             drive(
@@ -349,7 +377,7 @@ class ResumableRuns:
                     continue
                 terminal = channel.ended_with is not None
                 batch = channel.take()
-                if not await self._append(key, seq + 1, batch, terminal):
+                if not await self.append(key, seq + 1, batch, terminal):
                     return  # closed by a replica that thought us dead: stop writing
                 seq += len(batch)
                 if terminal:
@@ -357,26 +385,28 @@ class ResumableRuns:
                     break
             if not finished:
                 log.error("run %s ended without a terminal event; logging RUN_ERROR", key[1])
-                await self._append(key, seq + 1, [self._internal_error], True)
+                await self.append(key, seq + 1, [self._internal_error], True)
         except asyncio.CancelledError:
             if not finished:  # the server is shutting down: say so in the log
-                await asyncio.shield(self._append(key, seq + 1, [self._shutdown_error], True))
+                await asyncio.shield(self.append(key, seq + 1, [self._shutdown_error], True))
             raise
         except Exception:  # a bug of ours, or the log failing: never a log left open
             log.exception("run %s: writing its log failed", key[1])
             if not finished:
                 try:
-                    await self._append(key, seq + 1, [self._internal_error], True)
+                    await self.append(key, seq + 1, [self._internal_error], True)
                 except Exception:  # the log is down: the run's lease lapses (WORKER_DIED)
                     log.exception("run %s: its log cannot be closed", key[1])
         finally:
-            self._stops.pop(key, None)
+            self.written(key)
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
 
-    async def _append(
+    async def append(
         self, key: tuple[str, str], first: int, batch: list[bytes], terminal: bool
     ) -> bool:
+        """Log ``batch`` from seq ``first`` (``terminal``: its last event ends the run) and
+        wake its readers; ``False`` when a replica closed the run (stop writing)."""
         at = time.time() if terminal else None
         written = await self._call(self.log.append, key[0], key[1], first, batch, finished_at=at)
         self._wakes.notify(key)
@@ -384,9 +414,11 @@ class ResumableRuns:
 
     # -- following a run: the opted-in response and every rejoin ------------------------
 
-    async def _follow(
+    async def follow(
         self, thread_id: str, run_id: str, after: int, receive: Receive, send: Send
     ) -> None:
+        """Answer 200 and send the run's events after seq ``after`` as they are logged,
+        to its end or until the client leaves (which ends this reader, not the run)."""
         await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
         reader = asyncio.create_task(self._read(thread_id, run_id, after, send))
         watcher = asyncio.create_task(_until_disconnect(receive))
@@ -468,7 +500,7 @@ class ResumableRuns:
         if scope["method"] == "GET" and "ids" not in scope.get("path_params", {}):
             await JSONResponse(CAPABILITIES)(scope, receive, send)
             return
-        ids = _ids(scope)
+        ids = run_ids(scope)
         method = scope.get("method", "GET")
         if ids is None or (ids[2] == "events") != (method == "GET"):
             wrong = LogRefusal(
@@ -521,7 +553,7 @@ class ResumableRuns:
         refusal = judge_rejoin(state, after, time.time(), self.config.retention)
         if refusal is not None:
             return refusal
-        await self._follow(thread_id, run_id, after, receive, send)
+        await self.follow(thread_id, run_id, after, receive, send)
         return None
 
     async def _refuse(
