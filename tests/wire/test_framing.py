@@ -168,3 +168,11 @@ def test_the_reader_notes_each_events_own_id_when_asked() -> None:
     assert bytewise.take_event_ids() == ["r:1", "r:2", None, None]
     plain = SSEReader()
     assert plain.feed(stream) == ["a", "b", "c", "d"] and plain.take_event_ids() == []
+
+
+def test_event_ids_are_noted_when_a_chunk_holds_whole_events() -> None:
+    """A chunk of LF-only lines takes the reader's fast path: its ids are noted too."""
+    reader = SSEReader(event_ids=True)
+    chunk = b"id: r:1\ndata: {}\n\nid: r:2\ndata: {}\n\ndata: {}\n\n"
+    assert reader.feed(chunk) == ["{}", "{}", "{}"]
+    assert reader.take_event_ids() == ["r:1", "r:2", None]

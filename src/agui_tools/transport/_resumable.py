@@ -167,7 +167,7 @@ def _last_event_id(scope: Scope) -> str | None:
 def is_stop(scope: Scope) -> bool:
     """A stop (``POST …/threads/T/runs/R/stop``): it ends a run that holds a place of
     the front's ``max_concurrency``, so it is served even when every place is held."""
-    ids = _ids(scope) if scope["method"] == "POST" else None
+    ids = run_ids(scope) if scope["method"] == "POST" else None
     return ids is not None and ids[2] == "stop"
 
 
