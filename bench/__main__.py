@@ -41,7 +41,8 @@ Groups (``--only`` runs one):
   (bench/run_log.py; docs/resumable.md).
 * ``capacity`` — concurrent runs streaming at a model's pace that one server core
   serves within first-event p99 < 100 ms and gap p99 < 50 ms: ours (verification
-  on and off) beside the quickstart and a bare ASGI floor (bench/capacity.py;
+  on and off) beside the quickstart and a bare ASGI floor, each on uvicorn's
+  asyncio + h11 stack and on uvloop + httptools (bench/capacity.py;
   docs/performance.md).
 * ``proxy`` — ``agui-tools proxy``'s overhead: the same agent and stream direct and
   through it — added latency per event (p50/p99), throughput, memory per proxied

@@ -28,11 +28,12 @@ Steps go up until one breaks the bounds — first event p99 < 100 ms, gap p99 <
 server: ours with verification on and off, the quickstart (FastAPI +
 ``EventEncoder``), and the floor — a bare ASGI app on the same uvicorn writing
 frames made once at start-up, what any app on this server costs per event — in
-one run. A step that breaks the bounds while the machine's other work held the
+one run, on each of uvicorn's HTTP stacks (:data:`STACKS`). A step that breaks the bounds while the machine's other work held the
 server's or the generator's core (``/proc/PID/schedstat``) for more than 5 % of
 the window is run again, up to twice. ::
 
     python -m bench.capacity [--tps 40] [--tokens 120] [--calls 1] [--args 40]
+        [--stacks h11 uvloop] [--servers ours ours-noverify official floor]
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ SERVERS = {
 }
 QUICKSTART = "quickstart: FastAPI + official EventEncoder"
 FLOOR = "floor: a bare ASGI app writing ready-made frames"
+STACKS = {
+    "h11": "asyncio + h11 (uvicorn's pure-Python stack)",
+    "uvloop": "uvloop + httptools (uvicorn[standard], fastapi[standard])",
+    "uvloop-h11": "uvloop + h11 (`agui-tools serve`'s h11 protocol, with uvloop installed)",
+}
+"""The HTTP stacks each server is swept on (``bench.servers.STACKS``): uvicorn's
+default without extras, and what ``uvicorn[standard]`` — which FastAPI's docs install
+as ``fastapi[standard]`` — gives."""
+DEFAULT_STACK = "h11"
+SWEPT_STACKS = ("h11", "uvloop")
+"""The stacks ``make bench`` sweeps: the default, and what FastAPI's docs deploy."""
 STEPS = (50, 100, 150, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000)
 FIRST_BOUND = 0.100
 GAP_BOUND = 0.050
@@ -287,9 +299,12 @@ def contended(row: dict[str, Any]) -> bool:
     return bool(max(row["server_waited"], row["generator_waited"]) > CONTENDED)
 
 
-def sweep(kind: str, shape: Shape, steps: Sequence[int] = STEPS) -> list[dict[str, Any]]:
-    """Steps of ``kind`` up to the first that breaks the bounds (that one included)."""
-    server = Server(kind, cpus=SERVER_CPUS)
+def sweep(
+    kind: str, shape: Shape, steps: Sequence[int] = STEPS, stack: str = DEFAULT_STACK
+) -> list[dict[str, Any]]:
+    """Steps of ``kind`` on ``stack`` up to the first that breaks the bounds (that one
+    included)."""
+    server = Server(kind, cpus=SERVER_CPUS, stack=stack)
     try:
 
         async def main() -> list[dict[str, Any]]:
@@ -327,13 +342,27 @@ def capacity(rows: Sequence[dict[str, Any]]) -> int:
     return max(ok, default=0)
 
 
-def results(shape: Shape, steps: Sequence[int] = STEPS) -> dict[str, list[dict[str, Any]]]:
-    """Every server's sweep, one after the other, with this process on the generator's core."""
+Swept = dict[tuple[str, str], list[dict[str, Any]]]
+"""Each (server, stack)'s steps."""
+
+
+def results(
+    shape: Shape,
+    steps: Sequence[int] = STEPS,
+    stacks: Sequence[str] = SWEPT_STACKS,
+    servers: dict[str, str] = SERVERS,
+) -> Swept:
+    """Every server's sweep on every stack, one after the other, with this process on the
+    generator's core."""
     before = os.sched_getaffinity(0)
     if GENERATOR_CPUS is not None:
         os.sched_setaffinity(0, GENERATOR_CPUS)
     try:
-        return {name: sweep(kind, shape, steps) for name, kind in SERVERS.items()}
+        return {
+            (name, stack): sweep(kind, shape, steps, stack)
+            for stack in stacks
+            for name, kind in servers.items()
+        }
     finally:
         os.sched_setaffinity(0, before)
 
@@ -344,7 +373,7 @@ def _pinning() -> str:
     return f"server pinned to core {min(SERVER_CPUS)}, generator to core {min(GENERATOR_CPUS)}"
 
 
-def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
+def report(swept: Swept, shape: Shape) -> str:
     load = os.getloadavg()
     lines = [
         "### Capacity at a model's pace: runs in flight on one server core",
@@ -354,13 +383,13 @@ def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
         f"{_pinning()}; load average "
         f"{load[0]:.1f} at the end.",
         "",
-        "| server | runs in flight | complete | first event p50 / p99 | gap p99 | server CPU "
+        "| server | HTTP stack | runs in flight | complete | first event p50 / p99 | gap p99 | server CPU "
         "per event | server core busy / waited | RSS per run | generator busy / waited / "
         "late p99 | "
         "within bounds |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for name, rows in swept.items():
+    for (name, stack), rows in swept.items():
         for r in rows:
             verdict = "yes" if within(r) else "no"
             if generator_bound(r):
@@ -368,7 +397,7 @@ def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
             if r["attempts"] > 1:
                 verdict += f" (attempt {r['attempts']}: the core was taken by other work)"
             lines.append(
-                f"| {name} | {r['concurrency']:,} | {r['complete']}/{r['runs']} | "
+                f"| {name} | {stack} | {r['concurrency']:,} | {r['complete']}/{r['runs']} | "
                 f"{r['first_p50'] * 1e3:.1f} / {r['first_p99'] * 1e3:.1f} ms | "
                 f"{r['gap_p99'] * 1e3:.1f} ms | {r['cpu_per_event_us']:.0f} µs | "
                 f"{r['server_busy']:.0%} / {r['server_waited']:.0%} | "
@@ -376,23 +405,28 @@ def report(swept: dict[str, list[dict[str, Any]]], shape: Shape) -> str:
                 f"{r['generator_busy']:.0%} / {r['generator_waited']:.0%} / "
                 f"{r['late_p99'] * 1e3:.1f} ms | {verdict} |"
             )
-    figures = {name: capacity(rows) for name, rows in swept.items()}
-    base = figures.get(QUICKSTART, 0)
-    lines.append("")
-    for name, n in figures.items():
-        vs = f" ({n / base:.1f}× the quickstart)" if base and name != QUICKSTART else ""
+    figures = {key: capacity(rows) for key, rows in swept.items()}
+    lines += ["", "Stacks: " + "; ".join(f"`{k}` — {v}" for k, v in STACKS.items()), ""]
+    for (name, stack), n in figures.items():
+        vs = [
+            f"{n / base:.1f}× the quickstart on {other}"
+            for other in dict.fromkeys((stack, DEFAULT_STACK))
+            if name != QUICKSTART or other != stack
+            if (base := figures.get((QUICKSTART, other), 0))
+        ]
         lines.append(
-            f"* **{name}: {n:,} concurrent model-speed runs per core** with first event p99 < "
-            f"{FIRST_BOUND * 1e3:.0f} ms and gap p99 < {GAP_BOUND * 1e3:.0f} ms{vs}."
+            f"* **{name} on {stack}: {n:,} concurrent model-speed runs per core** with first "
+            f"event p99 < {FIRST_BOUND * 1e3:.0f} ms and gap p99 < {GAP_BOUND * 1e3:.0f} ms"
+            + (f" ({', '.join(vs)})." if vs else ".")
         )
-    cost = {name: per_event(rows) for name, rows in swept.items()}
-    floor = cost.get(FLOOR, float("nan"))
+    cost = {key: per_event(rows) for key, rows in swept.items()}
     rate = shape.events / shape.seconds
-    for name, us in cost.items():
+    for (name, stack), us in cost.items():
+        floor = cost.get((FLOOR, stack), float("nan"))
         lines.append(
-            f"* {name}: {us:.0f} µs of server CPU per event (median over its steps) — "
-            f"{us / floor:.2f}× the floor; a whole core would carry "
-            f"{1e6 / (us * rate):,.0f} such runs at {rate:.1f} events/s each."
+            f"* {name} on {stack}: {us:.0f} µs of server CPU per event (median over its "
+            f"steps) — {us / floor:.2f}× the floor on the same stack; a whole core would "
+            f"carry {1e6 / (us * rate):,.0f} such runs at {rate:.1f} events/s each."
         )
     lines += [
         "* Each server's sweep stops at its first step outside the bounds; a step's figures "
@@ -410,9 +444,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=shape.calls, help="tool calls per run")
     parser.add_argument("--args", type=int, default=shape.args, help="argument deltas per call")
     parser.add_argument("--steps", type=int, nargs="+", default=list(STEPS), metavar="N")
+    parser.add_argument(
+        "--stacks", nargs="+", choices=list(STACKS), default=list(SWEPT_STACKS), help="HTTP stacks"
+    )
+    parser.add_argument(
+        "--servers", nargs="+", choices=list(SERVERS.values()), default=list(SERVERS.values())
+    )
     args = parser.parse_args(argv)
     shape = Shape(args.tps, args.tokens, args.calls, args.args)
-    print(report(results(shape, args.steps), shape))
+    chosen = {name: kind for name, kind in SERVERS.items() if kind in args.servers}
+    print(report(results(shape, args.steps, args.stacks, chosen), shape))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
                                              # official quickstart's shape
     python -m bench.servers floor PORT      # a bare ASGI app writing ready-made frames
                                              # ("model" mode only: the per-event floor)
+    python -m bench.servers KIND PORT STACK # on one of STACKS (default: auto)
 Both serve the same agent at POST /agent: with ``forwardedProps.mode ==
 "burst"`` it streams ``forwardedProps.n`` text deltas and as many tool-call
 argument deltas as fast as it can; with ``"idle"`` it opens a message and then
@@ -232,8 +233,20 @@ def floor() -> Any:
     return app
 
 
+STACKS = {
+    "auto": ("auto", "auto"),  # what uvicorn picks: uvloop and httptools when installed
+    "h11": ("asyncio", "h11"),  # uvicorn's pure-Python stack
+    "httptools": ("asyncio", "httptools"),
+    "uvloop": ("uvloop", "httptools"),  # what uvicorn[standard] installs
+    "uvloop-h11": ("uvloop", "h11"),  # `agui-tools serve` with uvloop installed
+}
+"""The HTTP stacks a server may run on (``python -m bench.servers KIND PORT STACK``):
+uvicorn's event loop and HTTP parser, each named explicitly."""
+
+
 def main() -> None:
     kind, port = sys.argv[1], int(sys.argv[2])
+    loop, http = STACKS[sys.argv[3] if len(sys.argv) > 3 else "auto"]
     app = {
         "ours": lambda: ours(True),
         "ours-noverify": lambda: ours(False),
@@ -248,6 +261,8 @@ def main() -> None:
         lifespan="off",
         limit_concurrency=None,
         backlog=4096,
+        loop=loop,
+        http=http,
     )
 
 

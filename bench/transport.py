@@ -70,14 +70,19 @@ class Child:
 
 class Server(Child):
     """``python -m MODULE KIND PORT`` (``bench.servers`` by default), waited for until it
-    answers on loopback; ``cpus``: the cores it may run on (default: any)."""
+    answers on loopback; ``cpus``: the cores it may run on (default: any); ``stack``: the
+    HTTP stack, one of ``bench.servers.STACKS``."""
 
     def __init__(
-        self, kind: str, module: str = "bench.servers", cpus: set[int] | None = None
+        self,
+        kind: str,
+        module: str = "bench.servers",
+        cpus: set[int] | None = None,
+        stack: str = "auto",
     ) -> None:
         self.port = free_port()
         self.proc = spawn(
-            ["-m", module, kind, str(self.port)],
+            ["-m", module, kind, str(self.port), stack],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             # pinned before it starts, so every thread it ever has inherits the set

@@ -71,3 +71,19 @@ def test_the_printed_url_answers_at_once_and_the_access_log_goes_to_stderr() -> 
         server.terminate()
         server.wait(timeout=20)
     assert server.stdout.read() == ""  # stdout holds the one line, nothing else
+
+
+@pytest.mark.parametrize(
+    ("loop", "runs_on"), [("asyncio", "asyncio"), ("uvloop", "uvloop"), (None, "uvloop")]
+)
+def test_serve_runs_on_the_event_loop_chosen_uvloop_by_default(
+    loop: str | None, runs_on: str
+) -> None:
+    from tests.helpers.terminal import served
+
+    extra = [] if loop is None else ["--loop", loop]
+    with served("tests.helpers.cli_agents:which_loop", *extra) as url:
+        body = {"threadId": "t", "runId": "r", "messages": [], "protocolVersion": "1.1"}
+        answer = httpx.post(url, json=body, headers={"Accept": "text/event-stream"}, timeout=30)
+    deltas = re.findall(r'"delta":"([^"]*)"', answer.text)
+    assert "".join(deltas) == runs_on, answer.text

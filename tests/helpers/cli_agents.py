@@ -193,3 +193,8 @@ def guarded_api() -> Any:
     api = FastAPI()
     api.mount("/agent", agent_app(scripted, authorize=require_token))
     return api
+
+
+async def which_loop(run: Run) -> None:
+    """Says the module of the event loop it runs on (``serve --loop``)."""
+    await run.text(type(asyncio.get_running_loop()).__module__.split(".")[0])
