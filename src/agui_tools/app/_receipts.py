@@ -209,10 +209,12 @@ class Signer:
     """The application's signing key: it turns a decision into a receipt.
 
     ``lifetime`` (a ``timedelta`` or seconds) is how long a receipt it issues
-    holds. A receipt names the decision's own principal, never one the key
-    stands for: the key vouches for the application. ``key_id`` defaults to
-    one derived from the public key (:func:`key_id_of`); rotate keys by giving
-    the new one a new id (docs/receipts.md, "Key rotation").
+    holds — an agent refuses one expiring past its key's ``notAfter``, so retire
+    a key at least ``lifetime`` after it stops signing. A receipt names the
+    decision's own principal, never one the key stands for: the key vouches for
+    the application. ``key_id`` defaults to one derived from the public key
+    (:func:`key_id_of`); rotate keys by giving the new one a new id
+    (docs/receipts.md, "Keys and rotation").
     """
 
     def __init__(
