@@ -1,7 +1,7 @@
 """Receipts under attack: what a holder of a retired key, or a replayed receipt, gets.
 
 Findings in the receipts' join points are recorded here as strict xfails until
-their owner fixes them (docs/receipts.md, "Keys and rotation").
+their owner fixes them (docs/receipts.md, "Keys and rotation"), then stay as tests.
 """
 
 from __future__ import annotations
@@ -26,11 +26,6 @@ def signer() -> Signer:
     return Signer.from_bytes(bytes(range(32)), key_id="app-2026-12")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RCPT-2 judges a key's notAfter by the receipt's own issuedAt, which the "
-    "key's holder signs: a retired key backdates and picks its own expiresAt",
-)
 def test_a_retired_key_cannot_vouch_now_by_backdating_its_receipt() -> None:
     # docs/receipts.md: "anything it signs afterwards is refused (RCPT-2)"
     retired = NOW - timedelta(days=1)

@@ -305,18 +305,37 @@ def test_a_bad_keys_document_names_the_entry(document: Any, says: str) -> None:
 
 
 def test_a_retired_key_vouches_only_for_what_it_signed_while_current() -> None:
-    entry = {**signer().keyring_entry(), "notAfter": "2026-12-02T09:00:00.000Z"}
+    # receipt() issues at 09:09, expiring an hour later; signing stopped at 09:30
+    entry = {**signer().keyring_entry(), "notAfter": "2026-12-02T10:30:00.000Z"}
     keys = Keyring.from_json({"keys": [entry]})
-    before = receipt(issued_at="2026-12-02T08:59:00.000Z")
-    assert check(before, keys=keys)
+    assert check(receipt(), keys=keys)  # in flight at the switch-over, verified before notAfter
     with pytest.raises(ReceiptRejected, match="not current") as info:
-        check(receipt(), keys=keys)  # issued 09:09
+        check(receipt(issued_at="2026-12-02T10:31:00.000Z"), keys=keys)
     assert info.value.rule == "RCPT-2"
     later = Keyring.from_json(
         {"keys": [{**entry, "notAfter": None, "notBefore": "2026-12-03T00:00:00Z"}]}
     )
     with pytest.raises(ReceiptRejected, match="not current"):
         check(receipt(), keys=later)
+
+
+def test_a_retired_key_vouches_for_nothing_once_its_notafter_has_passed() -> None:
+    entry = {**signer().keyring_entry(), "notAfter": "2026-12-02T09:20:00.000Z"}
+    keys = Keyring.from_json({"keys": [entry]})
+    long_lived = receipt()  # issued 09:09 inside the window, expiring at 10:09
+    assert check(long_lived, keys=Keyring.of(signer()), now=NOW + timedelta(minutes=20))
+    with pytest.raises(ReceiptRejected, match="is retired") as info:
+        check(long_lived, keys=keys, now=NOW + timedelta(minutes=20))  # 09:30
+    assert info.value.rule == "RCPT-2"
+
+
+def test_a_receipt_may_not_claim_to_outlive_its_key() -> None:
+    entry = {**signer().keyring_entry(), "notAfter": "2026-12-02T09:20:00.000Z"}
+    keys = Keyring.from_json({"keys": [entry]})
+    assert check(receipt(expires_at="2026-12-02T09:20:00.000Z"), keys=keys)
+    with pytest.raises(ReceiptRejected, match="cannot outlive its key") as info:
+        check(receipt(expires_at="2026-12-02T09:20:00.001Z"), keys=keys)
+    assert info.value.rule == "RCPT-2"
 
 
 def test_without_cryptography_the_package_imports_and_signing_names_the_extra() -> None:

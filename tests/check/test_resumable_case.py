@@ -39,6 +39,19 @@ def test_our_resumable_server_passes() -> None:
     assert labels[0] == "a run opting in" and "a stop of that finished run" in labels
 
 
+def test_the_extension_is_listed_among_the_capabilities_exercised() -> None:
+    from agui_tools.check.reports import capabilities_line
+
+    with serve(agent_app(hello, path="/agent", resumable=Resumable())) as base:
+        report = check_agent(f"{base}/agent", cases=[CASE], timeout=10)
+    assert "resumable" in report.capabilities, report.capabilities
+    assert "a run opting in" in report.capabilities["resumable"]
+    assert capabilities_line(report).startswith("capabilities exercised: resumable")
+    with serve(agent_app(hello, path="/agent")) as base:
+        plain = check_agent(f"{base}/agent", cases=[CASE], timeout=10)
+    assert "resumable" not in plain.capabilities
+
+
 def test_an_agent_without_the_extension_is_not_exercised() -> None:
     with judged(agent_app(hello, path="/agent")) as res:
         assert res.verdict is Verdict.NOT_EXERCISED

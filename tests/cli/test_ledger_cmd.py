@@ -8,7 +8,11 @@ writes nothing; export prints each entry byte for byte as stored.
 from __future__ import annotations
 
 import json
+import os
+import pty
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,9 @@ from agui_tools.cli import main
 from tests.helpers.conversation import CONFIRM, call, run
 
 from ..helpers.ledger import fill
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
 
 
 def _store(tmp_path: Path, count: int = 3) -> Path:
@@ -377,3 +384,82 @@ def test_an_entry_edited_into_a_number_is_exported_judged_and_chained_to(
     assert main(["ledger", "verify", str(path)]) == 1
     first, _ = capsys.readouterr().out.splitlines()
     assert first == "ledger: [LEDGER-3] entry 3: the stored entry is not a JSON object"
+
+
+def _hostile_store(tmp_path: Path) -> Path:
+    """A store whose second entry names a principal holding a bidi override and a C1
+    control: valid JSON, which canonical JSON leaves unescaped."""
+    from agui_tools.app._consent import ConsentDecision, fingerprint
+    from agui_tools.wire._canonical import canonical_hash
+
+    path = _store(tmp_path, 1)
+    store = SQLiteStore(path)
+    store.record_decision(
+        ConsentDecision(
+            thread_id="t9",
+            call_id="c1",
+            tool="transfer",
+            fingerprint=fingerprint({"n": 9}),
+            approved=True,
+            decided_by="user",
+            decided_at=ConsentDecision.now(),
+            principal=Principal("mallory", "Mallory\u202etxt.exe\x9b2J", authenticated_by="oidc"),
+            arguments_shown=canonical_hash({"n": 9}),
+            arguments_approved=canonical_hash({"n": 9}),
+        ).to_json()
+    )
+    store.close()
+    return path
+
+
+def _export_to(path: Path, stdout: int) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "agui_tools", "ledger", "export", str(path)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_export_to_a_pipe_is_byte_for_byte_even_with_bidi_and_c1(tmp_path: Path) -> None:
+    path = _hostile_store(tmp_path)
+    done = _export_to(path, subprocess.PIPE)
+    assert done.returncode == 0, done.stderr
+    store = SQLiteStore(path)
+    stored = [raw for _, raw in store.ledger()]
+    store.close()
+    assert "\u202e".encode() in stored[1] and "\x9b".encode() in stored[1]
+    assert done.stdout == b"".join(raw + b"\n" for raw in stored)
+    assert done.stderr == b""
+
+
+def test_export_to_a_terminal_shows_controls_escaped_and_says_it_is_not_the_export(
+    tmp_path: Path,
+) -> None:
+    path = _hostile_store(tmp_path)
+    leader, follower = pty.openpty()
+    try:
+        done = _export_to(path, follower)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0, done.stderr
+    text = shown.decode()
+    assert "\u202e" not in text and "\x9b" not in text, text
+    assert "Mallory\\u202etxt.exe\\x9b2J" in text, text
+    assert text.count('"seq":') == 2  # every entry shown, the clean one as stored
+    err = done.stderr.decode()
+    assert "1 entry shown with control characters escaped" in err, err
+    assert "not for audit; redirect to a file" in err, err

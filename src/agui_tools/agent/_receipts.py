@@ -106,7 +106,8 @@ def _verify(
     body = receipt.get("statement")
     statement = Statement.from_json(body)  # RCPT-1
     assert isinstance(body, Mapping)
-    key = keys.key_for(statement)  # RCPT-2
+    now = now or datetime.now(UTC)
+    key = keys.key_for(statement, now)  # RCPT-2
     try:
         signature = unb64url(receipt.get("signature"))  # type: ignore[arg-type]
         signed = canonical_json(dict(body))
@@ -130,7 +131,7 @@ def _verify(
     else:
         _check_hash(statement, "argumentsHash", statement.arguments_hash, proposed, "proposed")
     _check_hash(statement, "payloadHash", statement.payload_hash, payload)
-    _check_time(statement, now or datetime.now(UTC), leeway)  # RCPT-6
+    _check_time(statement, now, leeway)  # RCPT-6
     if permits and statement.decision not in _PERMITS:
         raise ReceiptRejected(
             "RCPT-7",

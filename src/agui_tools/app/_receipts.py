@@ -209,10 +209,12 @@ class Signer:
     """The application's signing key: it turns a decision into a receipt.
 
     ``lifetime`` (a ``timedelta`` or seconds) is how long a receipt it issues
-    holds. A receipt names the decision's own principal, never one the key
-    stands for: the key vouches for the application. ``key_id`` defaults to
-    one derived from the public key (:func:`key_id_of`); rotate keys by giving
-    the new one a new id (docs/receipts.md, "Key rotation").
+    holds — an agent refuses one expiring past its key's ``notAfter``, so retire
+    a key at least ``lifetime`` after it stops signing. A receipt names the
+    decision's own principal, never one the key stands for: the key vouches for
+    the application. ``key_id`` defaults to one derived from the public key
+    (:func:`key_id_of`); rotate keys by giving the new one a new id
+    (docs/receipts.md, "Keys and rotation").
     """
 
     def __init__(
@@ -309,9 +311,9 @@ class Keyring:
         {"keys": [{"kid": "…", "alg": "Ed25519", "publicKey": "<base64url, 32 bytes>",
                    "notBefore": "…", "notAfter": "…"}]}
 
-    ``notBefore`` / ``notAfter`` (optional) bound the receipts a key may have
-    issued (by their ``issuedAt``): a retired key keeps vouching for what it
-    signed while it was current, and nothing after.
+    ``notBefore`` / ``notAfter`` (optional) bound a key's life: it vouches for
+    receipts issued inside it, expiring by ``notAfter``, and for nothing once
+    ``notAfter`` has passed.
     """
 
     def __init__(self, keys: Mapping[str, _TrustedKey]) -> None:
@@ -364,8 +366,13 @@ class Keyring:
     def __contains__(self, key_id: object) -> bool:
         return key_id in self._keys
 
-    def key_for(self, statement: Statement) -> Ed25519PublicKey:
-        """The key that may have signed ``statement``, or RCPT-2."""
+    def key_for(self, statement: Statement, now: datetime) -> Ed25519PublicKey:
+        """The key that may have signed ``statement``, judged at ``now``, or RCPT-2.
+
+        ``issuedAt`` and ``expiresAt`` are signed by the key's own holder, so they
+        alone cannot bound a key: a retired key is refused at ``now`` too, and a
+        receipt may not claim to live past its key's ``notAfter``.
+        """
         trusted = self._keys.get(statement.key_id)
         if trusted is None:
             raise ReceiptRejected(
@@ -374,6 +381,7 @@ class Keyring:
                 f"(trusted: {', '.join(map(repr, sorted(self._keys))) or 'none'})",
                 statement=statement,
             )
+        window = f"it signs from {_or_open(trusted.not_before)} to {_or_open(trusted.not_after)}"
         issued = parse_stamp(statement.issued_at)
         if (trusted.not_before is not None and issued < trusted.not_before) or (
             trusted.not_after is not None and issued > trusted.not_after
@@ -381,8 +389,21 @@ class Keyring:
             raise ReceiptRejected(
                 "RCPT-2",
                 f"key {statement.key_id!r} was not current at the receipt's issuedAt "
-                f"{statement.issued_at} (it signs from {_or_open(trusted.not_before)} "
-                f"to {_or_open(trusted.not_after)})",
+                f"{statement.issued_at} ({window})",
+                statement=statement,
+            )
+        if trusted.not_after is not None and now > trusted.not_after:
+            raise ReceiptRejected(
+                "RCPT-2",
+                f"key {statement.key_id!r} is retired: now ({stamp(now)}) is past its "
+                f"notAfter ({window})",
+                statement=statement,
+            )
+        if trusted.not_after is not None and parse_stamp(statement.expires_at) > trusted.not_after:
+            raise ReceiptRejected(
+                "RCPT-2",
+                f"the receipt's expiresAt {statement.expires_at} is past key "
+                f"{statement.key_id!r}'s notAfter ({window}): a receipt cannot outlive its key",
                 statement=statement,
             )
         return trusted.key

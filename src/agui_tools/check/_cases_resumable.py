@@ -21,7 +21,7 @@ from ..wire._event_ids import RESUMABLE_HEADER, EventSeq
 from ..wire._framing import SSE_MEDIA_TYPE, BrokenFrame, SSEReader
 from ._cases_input import _basic_input
 from ._catalogue import case
-from ._context import Context, add
+from ._context import Context, Stream, add
 from ._report import CaseResult, Exchange, Finding, Verdict
 
 _BODY: Final = 64 * 1024
@@ -198,6 +198,7 @@ async def _resumable(ctx: Context, res: CaseResult) -> None:
             "not offer the resumable extension (an opt-in extension, docs/resumable.md).",
         )
         return
+    ctx.streams.append(Stream(inp, run.exchange, None, resumable=True))  # shown: a capability
     frames = run.exchange.frames
     if not frames:
         _fail(res, "RESUME-2", "the opted-in run delivered no event.", run)

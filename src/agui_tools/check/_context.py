@@ -92,6 +92,8 @@ class Stream:
     judged: Judged | None
     binary: bool = False
     """The answer was the binary binding (protobuf frames, TRANS-7), not SSE."""
+    resumable: bool = False
+    """The answer confirmed the resumable extension (``Agui-Resumable: 1``, RESUME-1)."""
 
     @property
     def streamed(self) -> bool:

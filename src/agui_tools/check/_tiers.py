@@ -7,8 +7,8 @@ tiers' warnings fail; a ``fail`` always does.
 
 **Capabilities**: no binding carries a capability declaration, and undeclared is not
 unsupported (CAP-1), so a capability counts once the agent showed it on the wire (called a
-tool, answered its own, interrupted, answered protobuf). A case needing one never shown is
-``not exercised``, never ``fail`` (:func:`gate`).
+tool, answered its own, interrupted, answered protobuf, confirmed the resumable extension).
+A case needing one never shown is ``not exercised``, never ``fail`` (:func:`gate`).
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ CAPABILITIES: Final[Mapping[str, str]] = {
     "state": "streams state (STATE_SNAPSHOT, STATE_DELTA)",
     "snapshots": "restates the conversation (MESSAGES_SNAPSHOT)",
     "binary": "answers the binary binding, HTTP + protobuf (TRANS-7)",
+    "resumable": "confirms the resumable extension on a run that opts in (RESUME-1, "
+    "docs/resumable.md)",
 }
 """Every capability a case may need, and what showing it means."""
 
@@ -105,10 +107,12 @@ def exercised(streams: Iterable[Stream]) -> dict[str, str]:
         out.setdefault(name, evidence)
 
     for stream in streams:
+        where = repr(stream.exchange.label)
+        if stream.resumable:  # its events are the resumable case's own, not judged here
+            saw("resumable", f"confirmed the resumable extension on {where}")
         judged = stream.judged
         if judged is None:
             continue
-        where = repr(stream.exchange.label)
         if stream.binary:
             saw("binary", f"answered {where} with protobuf frames")
         advertised = {

@@ -31,7 +31,9 @@ STORE is a SQLite store (or --journal) file, or a PostgreSQL connection string
            (RCPT-n, docs/receipts.md); expiry is not judged.
   export   write every entry as JSON Lines to standard output, byte for byte
            as stored (each line the entry's canonical JSON, its hash included),
-           so an auditor can recompute the chain without agui-tools.
+           so an auditor can recompute the chain without agui-tools. To a
+           terminal, control and format characters (bidi, C1) are shown
+           escaped, for reading only: redirect to a file to audit.
 
 Exit codes: 0 the chain holds (export: written), 1 a link or a receipt is
 broken, 2 bad usage or a store that cannot be read.
@@ -91,6 +93,30 @@ def _entries(store: str) -> list[tuple[int, bytes]]:
     return sqlite_audit(store)  # a store's file, or a bare journal's: read-only
 
 
+def _export(entries: list[tuple[int, bytes]]) -> int:
+    """Each entry as stored, one a line, to a file or a pipe: the chain's hashes are
+    over these bytes, which JSON leaves unescaped beyond ASCII. To a terminal, bidi
+    and C1 controls would be obeyed, so an entry holding a control or format
+    character is shown with it escaped, and a note says that view is not the export."""
+    to_terminal = sys.stdout.isatty()
+    shown_escaped = 0
+    for _, entry in entries:
+        line = entry.decode("utf-8", "surrogateescape")
+        if to_terminal:
+            safe = one_line(line)
+            shown_escaped += safe != line
+            line = safe
+        print(line)
+    if shown_escaped:
+        print(
+            f"agui-tools ledger: {shown_escaped} entr{'y' if shown_escaped == 1 else 'ies'} "
+            "shown with control characters escaped, for reading on a terminal — not for "
+            "audit; redirect to a file (> ledger.jsonl) for the entries byte for byte",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from .._errors import AguiError, UsageError
 
@@ -113,9 +139,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     if args.action == "export":
-        for _, entry in entries:
-            print(entry.decode("utf-8", "surrogateescape"))
-        return 0
+        return _export(entries)
     from ..app._ledger import verify_ledger
 
     report = verify_ledger(entries, anchor=args.anchor)

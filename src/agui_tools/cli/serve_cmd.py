@@ -349,15 +349,9 @@ def _graceful_server_class() -> Any:
             for sock in sockets or []:
                 sock.close()
             ended = await self.endpoint.shutdown(self.grace)
+            # the agent endpoint already logged the runs it ended: no second line here
             if self.on_ended is not None:
                 self.on_ended(ended)  # the command says it, in its own stop line
-            elif ended:
-                print(
-                    f"agui-tools serve: ended {ended} run(s) still going after "
-                    f"{self.grace:g} s with RUN_ERROR",
-                    file=sys.stderr,
-                    flush=True,
-                )
             await super().shutdown(sockets)
 
     return GracefulServer
@@ -485,8 +479,9 @@ def serve_on(
     """Print "Serving WHAT at URL" on stdout, then serve ``app`` on the bound ``sock``
     until Ctrl-C or SIGTERM (which stop it cleanly: an AG-UI endpoint's runs in flight
     get ``shutdown_grace`` seconds, then a ``RUN_ERROR``); the socket is closed on the
-    way out. ``on_ended(n)``: told how many runs the shutdown ended, instead of the
-    line saying so. ``loop``: one of :data:`LOOPS`."""
+    way out. ``on_ended(n)``: told how many runs the shutdown ended, for a command
+    that says so in its own stop line (an agent endpoint logs it itself). ``loop``: one
+    of :data:`LOOPS`."""
     import uvicorn
 
     from .._text import guarded_logger
