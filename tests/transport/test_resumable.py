@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 
 from agui_tools.agent import Run
 from agui_tools.app._run_log import MemoryRunLog
-from agui_tools.transport._resumable import Resumable
+from agui_tools.transport._resumable import MIN_LEASE, Resumable
 from agui_tools.transport._server import agent_app
 from agui_tools.transport._serving import serving
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE
@@ -448,3 +448,10 @@ def test_ids_with_slashes_rejoin_through_a_mounted_app() -> None:
             assert (await client.get("/agent/capabilities")).status_code == 200
 
     run_async(main)
+
+
+def test_a_lease_below_the_minimum_is_refused_by_name() -> None:
+    """A tiny lease would spin the keeper that renews it four times a lease."""
+    with pytest.raises(ValueError, match=r"Resumable.lease must be at least 0.1 seconds"):
+        Resumable(lease=0.001)
+    assert Resumable(lease=MIN_LEASE).lease == MIN_LEASE

@@ -111,11 +111,11 @@ def add_resumable_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--lease",
-        type=_seconds,
+        type=_lease,
         default=None,
         metavar="SECONDS",
         help="with --resumable: a run whose worker is silent this long is closed "
-        "WORKER_DIED by any replica (default 10)",
+        "WORKER_DIED by any replica (default 10, at least 0.1)",
     )
 
 
@@ -232,6 +232,19 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not (math.isfinite(seconds) and seconds > 0):
         raise argparse.ArgumentTypeError(f"{text} is not a time limit: use seconds above 0")
+    return seconds
+
+
+def _lease(text: str) -> float:
+    """--lease: seconds, no shorter than the binding's minimum (a tiny lease spins the
+    keeper that renews it)."""
+    from ..transport._resumable import MIN_LEASE
+
+    seconds = _seconds(text)
+    if seconds < MIN_LEASE:
+        raise argparse.ArgumentTypeError(
+            f"{text} is shorter than the shortest lease, {MIN_LEASE:g} seconds"
+        )
     return seconds
 
 

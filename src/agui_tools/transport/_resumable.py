@@ -52,6 +52,7 @@ from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
 from ._front import Refusal, refuse
 
 __all__ = [
+    "MIN_LEASE",
     "OPT_IN",
     "Resumable",
     "ResumableRuns",
@@ -82,6 +83,9 @@ forgotten (404)."""
 _NOTIFIED_POLL: Final = 1.0
 """Seconds between a reader's looks at a log that notifies appends: a safety net for
 a notification lost while its listener reconnected."""
+MIN_LEASE: Final = 0.1
+"""The shortest lease, in seconds: the keeper renews four times a lease, so a
+shorter one would spin it (and every replica's reaper) without rest."""
 _T = TypeVar("_T")
 
 
@@ -95,7 +99,8 @@ class Resumable:
             (replicas share it).
         retention: seconds a finished run's log is kept (410 after, RESUME-8).
         lease: seconds a worker's runs are presumed alive without a renewal; a run
-            whose lease lapses is closed ``WORKER_DIED`` by any replica (RESUME-10).
+            whose lease lapses is closed ``WORKER_DIED`` by any replica (RESUME-10);
+            at least :data:`MIN_LEASE`.
         poll: seconds between a reader's looks at a shared log for events another
             process appended.
     """
@@ -109,6 +114,11 @@ class Resumable:
         for name in ("retention", "lease", "poll"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"Resumable.{name} must be a positive number of seconds")
+        if not self.lease >= MIN_LEASE:
+            raise ValueError(
+                f"Resumable.lease must be at least {MIN_LEASE:g} seconds (the keeper renews "
+                f"four times a lease), not {self.lease:g}"
+            )
 
 
 def opted_in(headers: Headers, run_id: object) -> bool:
