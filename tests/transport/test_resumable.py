@@ -304,10 +304,17 @@ class FailingLog(MemoryRunLog):
         super().__init__()
         self.failing = failing
 
-    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+    def begin(
+        self,
+        thread_id: str,
+        run_id: str,
+        owner: str,
+        lease_until: float,
+        started_by: str | None = None,
+    ) -> bool:
         if self.failing == "begin":
             raise RuntimeError("the database went away")
-        return super().begin(thread_id, run_id, owner, lease_until)
+        return super().begin(thread_id, run_id, owner, lease_until, started_by)
 
     def state(self, thread_id: str, run_id: str) -> Any:
         if self.failing == "state":

@@ -43,12 +43,15 @@ from ..app._run_log import (
     LogRefusal,
     MemoryRunLog,
     RunLog,
+    RunState,
     judge_ids,
     judge_rejoin,
     judge_stop,
     parse_after,
+    seen_by,
 )
 from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
+from ._auth import principal_of
 from ._front import Refusal, refuse
 
 __all__ = [
@@ -306,9 +309,15 @@ class ResumableRuns:
         event."""
         thread_id, run_id = run_input["threadId"], run_input["runId"]
         self.ensure_keeper()
+        principal = principal_of(scope)
         try:
             begun = await self._call(
-                self.log.begin, thread_id, run_id, self.owner, self._lease_until()
+                self.log.begin,
+                thread_id,
+                run_id,
+                self.owner,
+                self._lease_until(),
+                started_by=None if principal is None else principal.id,
             )
         except Exception:
             log.exception("the run log failed beginning run %s", run_id)
@@ -502,16 +511,23 @@ class ResumableRuns:
         if refusal is not None:
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
 
+    async def _state(self, scope: Scope, thread_id: str, run_id: str) -> RunState | None:
+        """The run's state as the caller may see it: a run another principal started
+        is none (RESUME-5)."""
+        principal = principal_of(scope)
+        state = await self._call(self.log.state, thread_id, run_id)
+        return seen_by(state, None if principal is None else principal.id)
+
     async def _stop(
         self, scope: Scope, receive: Receive, send: Send, thread_id: str, run_id: str
     ) -> LogRefusal | None:
-        state = await self._call(self.log.state, thread_id, run_id)
+        state = await self._state(scope, thread_id, run_id)
         refusal = judge_stop(state, time.time(), self.config.retention)
         if refusal is not None:
             return refusal
         if not await self._call(self.log.request_stop, thread_id, run_id):
             # the run ended between the look and the record: judged as it is now
-            state = await self._call(self.log.state, thread_id, run_id)
+            state = await self._state(scope, thread_id, run_id)
             return judge_stop(state, time.time(), self.config.retention) or STOP_OF_ENDED
         local = self._stops.get((thread_id, run_id))
         if local is not None:  # ours: at once, not at the keeper's next round
@@ -527,7 +543,7 @@ class ResumableRuns:
         after = parse_after(run_id, last_event_id, (query.get("after") or [None])[0])
         if isinstance(after, LogRefusal):
             return after
-        state = await self._call(self.log.state, thread_id, run_id)
+        state = await self._state(scope, thread_id, run_id)
         refusal = judge_rejoin(state, after, time.time(), self.config.retention)
         if refusal is not None:
             return refusal
