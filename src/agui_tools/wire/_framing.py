@@ -215,6 +215,9 @@ class SSEReader(_StreamReader):
                         _decode(data, f"the SSE event ending at byte {line_start} of the stream")
                     data.clear()
                     self._has_data = False
+                    if self._ids is not None:
+                        self._ids.append(self._event_id)
+                    self._event_id = None
                 elif raw[:5] == b"data:":
                     data_line(raw[5:])
                 else:
