@@ -154,7 +154,7 @@ def resumable_option(args: argparse.Namespace, command: str) -> Any:
         reason = one_line(" ".join(describe_exception(exc).split()))  # libpq's come in lines
         print(f"agui-tools {command}: cannot open the run log {named}: {reason}", file=sys.stderr)
         return False
-    options: dict[str, float] = {}
+    options: dict[str, Any] = {}
     if args.retention is not None:
         options["retention"] = args.retention
     if args.lease is not None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, unquote
 
+import orjson
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -86,6 +87,9 @@ forgotten (404)."""
 _NOTIFIED_POLL: Final = 1.0
 """Seconds between a reader's looks at a log that notifies appends: a safety net for
 a notification lost while its listener reconnected."""
+DEFAULT_MAX_RUN_BYTES: Final = 64 * 1024 * 1024
+"""The events one run may log, in bytes, by default: four of the largest event a
+consumer reads (``Limits.max_event_bytes``)."""
 MIN_LEASE: Final = 0.1
 """The shortest lease, in seconds: the keeper renews four times a lease, so a
 shorter one would spin it (and every replica's reaper) without rest."""
@@ -106,12 +110,17 @@ class Resumable:
             at least :data:`MIN_LEASE`.
         poll: seconds between a reader's looks at a shared log for events another
             process appended.
+        max_run_bytes: the most one run may log (its events' JSON, in bytes): a run
+            about to exceed it is stopped and its log ends with ``RUN_ERROR``
+            ``code: "RUN_LOG_LIMIT"`` — what every stream of it, live or rejoined,
+            ends with — so a huge detached run cannot grow the log without bound.
     """
 
     log: RunLog = field(default_factory=MemoryRunLog)
     retention: float = 300.0
     lease: float = 10.0
     poll: float = 0.05
+    max_run_bytes: int = DEFAULT_MAX_RUN_BYTES
 
     def __post_init__(self) -> None:
         for name in ("retention", "lease", "poll"):
@@ -121,6 +130,11 @@ class Resumable:
             raise ValueError(
                 f"Resumable.lease must be at least {MIN_LEASE:g} seconds (the keeper renews "
                 f"four times a lease), not {self.lease:g}"
+            )
+        if not (isinstance(self.max_run_bytes, int) and self.max_run_bytes > 0):
+            raise ValueError(
+                f"Resumable.max_run_bytes must be a positive number of bytes, "
+                f"not {self.max_run_bytes!r}"
             )
 
 
@@ -358,7 +372,7 @@ class ResumableRuns:
             )
         )
         driver.add_done_callback(lambda _: channel.close())
-        seq, finished = 0, False
+        seq, finished, room = 0, False, self.config.max_run_bytes
         try:
             while True:
                 await channel.wait(None)
@@ -368,6 +382,11 @@ class ResumableRuns:
                     continue
                 terminal = channel.ended_with is not None
                 batch = channel.take()
+                kept = _within(batch, room)
+                if kept < len(batch):  # the cap: what fits, then the run ends saying so
+                    log.warning("run %s reached max_run_bytes; stopped", key[1])
+                    batch, terminal = [*batch[:kept], self._log_limit()], True
+                room -= sum(len(p) for p in batch)
                 if not await self._append(key, seq + 1, batch, terminal):
                     return  # closed by a replica that thought us dead: stop writing
                 seq += len(batch)
@@ -392,6 +411,16 @@ class ResumableRuns:
             self._stops.pop(key, None)
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
+
+    def _log_limit(self) -> bytes:
+        return orjson.dumps(
+            {
+                "type": "RUN_ERROR",
+                "message": f"the run's log reached max_run_bytes={self.config.max_run_bytes}: "
+                "the run was stopped",
+                "code": "RUN_LOG_LIMIT",
+            }
+        )
 
     async def _append(
         self, key: tuple[str, str], first: int, batch: list[bytes], terminal: bool
@@ -561,6 +590,15 @@ class ResumableRuns:
     ) -> None:
         body = refusal.body(thread_id, run_id)
         await refuse(scope, receive, send, Refusal(refusal.status, body), lambda r: r.error)
+
+
+def _within(batch: list[bytes], room: int) -> int:
+    """How many of ``batch``'s first events fit in ``room`` bytes."""
+    for i, payload in enumerate(batch):
+        room -= len(payload)
+        if room < 0:
+            return i
+    return len(batch)
 
 
 def _stoppable(agent: Agent, stop: asyncio.Event) -> Agent:
