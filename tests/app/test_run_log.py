@@ -4,8 +4,10 @@ is answered by (RESUME-5 … RESUME-10)."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -19,6 +21,7 @@ from agui_tools.app._run_log import (
     judge_rejoin,
     judge_stop,
     parse_after,
+    seen_by,
 )
 from agui_tools.app._run_log_sql import PostgresRunLog, SQLiteRunLog
 
@@ -56,6 +59,67 @@ def test_a_run_is_logged_once_and_read_after_any_seq(run_log: RunLog) -> None:
     assert state == RunState("w1", 5, 100.0, 50.0)
     assert not run_log.append("t", "r", 6, events(1, 6)), "a finished run takes no more"
     assert run_log.read("t", "r", 5, 100) == []
+
+
+def test_who_started_a_run_is_kept_and_a_stranger_sees_no_run(run_log: RunLog) -> None:
+    """RESUME-5: the principal that started a run is logged with it; to another it is
+    no run (the 404 of an unknown one), to the starter and to no-identity runs' callers
+    it is as it is."""
+    assert run_log.begin("t", "mine", "w", 100.0, started_by="alice")
+    assert run_log.begin("t", "anyone", "w", 100.0)
+    mine, anyone = run_log.state("t", "mine"), run_log.state("t", "anyone")
+    assert mine is not None and mine.started_by == "alice"
+    assert anyone is not None and anyone.started_by is None
+    assert seen_by(mine, "alice") == mine
+    assert seen_by(mine, "bob") is None and seen_by(mine, None) is None
+    assert seen_by(anyone, "bob") == anyone and seen_by(anyone, None) == anyone
+    assert seen_by(None, "alice") is None
+
+
+_OLD_RUNS_TABLE = """CREATE TABLE agui_run_log_runs (
+    thread_id TEXT NOT NULL, run_id TEXT NOT NULL, owner TEXT NOT NULL,
+    last_seq BIGINT NOT NULL DEFAULT 0, lease_until DOUBLE PRECISION NOT NULL,
+    finished_at DOUBLE PRECISION, stop_requested INTEGER NOT NULL DEFAULT 0,
+    expired INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (thread_id, run_id))"""
+"""The runs table as a log made before runs were bound to who started them."""
+
+
+def _opened_on_an_old_log(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
+    if backend == "sqlite":
+        path = str(tmp_path / "old.sqlite")
+        with sqlite3.connect(path) as db:
+            db.execute(_OLD_RUNS_TABLE)
+            db.execute("INSERT INTO agui_run_log_runs (thread_id, run_id, owner, lease_until) "
+                       "VALUES ('t', 'old', 'w', 100.0)")  # fmt: skip
+        db.close()
+        return SQLiteRunLog(path), lambda: SQLiteRunLog(path)
+    import psycopg
+
+    dsn = request.getfixturevalue("postgres_dsn")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(_OLD_RUNS_TABLE)
+        conn.execute("INSERT INTO agui_run_log_runs (thread_id, run_id, owner, lease_until) "
+                     "VALUES ('t', 'old', 'w', 100.0)")  # fmt: skip
+    return PostgresRunLog(dsn), lambda: PostgresRunLog(dsn)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_log_from_before_owners_gains_the_column_and_keeps_its_runs(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A log created by an earlier version lacks ``started_by``: opening it adds the
+    column (once, even opened again), its runs stay, bound to no one."""
+    opened, again = _opened_on_an_old_log(backend, tmp_path, request)
+    second = again()
+    try:
+        old = opened.state("t", "old")
+        assert old == RunState("w", 0, 100.0), "an old run is bound to no one"
+        assert opened.begin("t", "new", "w", 100.0, started_by="alice")
+        new = second.state("t", "new")
+        assert new is not None and new.started_by == "alice"
+    finally:
+        opened.close()
+        second.close()
 
 
 def test_ids_are_kept_apart(run_log: RunLog) -> None:

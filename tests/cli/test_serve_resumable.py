@@ -69,3 +69,11 @@ def test_a_sqlite_run_log_outlives_its_server(tmp_path: Path) -> None:
     finally:
         second.terminate()
         second.communicate(timeout=30)
+
+
+def test_a_lease_below_the_minimum_is_a_usage_error() -> None:
+    """A tiny lease would spin the keeper that renews it four times a lease."""
+    code, err = serve_fails("--resumable", "--lease", "0.01")
+    assert code == 2
+    assert "argument --lease: 0.01 is shorter than the shortest lease, 0.1 seconds" in err
+    assert "Traceback" not in err

@@ -14,9 +14,12 @@ import orjson
 import pytest
 
 from agui_tools._errors import ProtocolViolation
+from agui_tools.agent import Run
 from agui_tools.app._conversation import Conversation
 from agui_tools.transport import RejoinPolicy  # public: docs/transport.md names it
 from agui_tools.transport._client import AgentClient, SyncAgentClient, TransportError
+from agui_tools.transport._resumable import Resumable
+from agui_tools.transport._server import agent_app
 from tests.helpers.cutting_proxy import Cutter, cutting_proxy
 from tests.helpers.resumable_server import ReferenceServer, slow_agent, two_tool_agent
 from tests.helpers.scripted_server import Script, app_for, serve
@@ -227,3 +230,27 @@ def test_stop_ends_the_run_cancelled_and_a_finished_run_answers_finished() -> No
 def test_stop_without_a_resumable_run_sends_nothing() -> None:
     with SyncAgentClient("http://127.0.0.1:9/agent", resumable=True) as client:
         assert client.stop() is None
+
+
+async def counting(run: Run) -> None:
+    async with run.message(message_id="m1") as m:
+        for word in ("one", "two", "three", "four"):
+            await m.delta(word)
+
+
+@pytest.mark.parametrize("run_id", ["ünïcode-run", " \tleading-space", "日本"])
+def test_a_run_id_beyond_ascii_or_starting_with_spaces_rejoins(run_id: str) -> None:
+    """``Last-Event-ID`` goes as UTF-8 bytes without the leading spaces HTTP would strip
+    (httpx refuses a non-ASCII str header; h11 a value starting with a space): cut
+    once, such a run rejoins the agui-tools server and reads each event once."""
+    app = agent_app(counting, path="/agent", resumable=Resumable())
+    cutter = Cutter(cut_at=3)
+    with serve(app) as base, cutting_proxy(int(base.rsplit(":", 1)[1]), cutter) as proxied:
+        events = read_all(f"{proxied}/agent", run_input(run=run_id))
+    assert cutter.cuts == 1 and cutter.connections == 2, "one cut, one rejoin"
+    assert [e["type"] for e in events] == [
+        "RUN_STARTED", "TEXT_MESSAGE_START", *["TEXT_MESSAGE_CONTENT"] * 4,
+        "TEXT_MESSAGE_END", "RUN_FINISHED",
+    ]  # fmt: skip
+    assert [e["delta"] for e in events if "delta" in e] == ["one", "two", "three", "four"]
+    assert events[0]["runId"] == run_id

@@ -37,7 +37,7 @@ def test_the_rejoin_and_stop_urls_sit_beside_the_run_endpoint() -> None:
     assert state.stop_url == "http://h/a/threads/t/runs/r/stop"
     assert state.rejoin_headers() == {"Agui-Resumable": "1"}  # from seq 1
     state.admit(['{"type":"RUN_STARTED"}'], ["r:1"])
-    assert state.rejoin_headers() == {"Agui-Resumable": "1", "Last-Event-ID": "r:1"}
+    assert state.rejoin_headers() == {"Agui-Resumable": "1", "Last-Event-ID": b"r:1"}
 
 
 def test_replayed_events_are_dropped_and_the_terminal_one_ends_the_run() -> None:

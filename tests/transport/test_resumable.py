@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 
 from agui_tools.agent import Run
 from agui_tools.app._run_log import MemoryRunLog
-from agui_tools.transport._resumable import Resumable
+from agui_tools.transport._resumable import MIN_LEASE, Resumable
 from agui_tools.transport._server import agent_app
 from agui_tools.transport._serving import serving
 from agui_tools.wire._framing import PROTO_MEDIA_TYPE
@@ -304,10 +304,17 @@ class FailingLog(MemoryRunLog):
         super().__init__()
         self.failing = failing
 
-    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+    def begin(
+        self,
+        thread_id: str,
+        run_id: str,
+        owner: str,
+        lease_until: float,
+        started_by: str | None = None,
+    ) -> bool:
         if self.failing == "begin":
             raise RuntimeError("the database went away")
-        return super().begin(thread_id, run_id, owner, lease_until)
+        return super().begin(thread_id, run_id, owner, lease_until, started_by)
 
     def state(self, thread_id: str, run_id: str) -> Any:
         if self.failing == "state":
@@ -448,3 +455,52 @@ def test_ids_with_slashes_rejoin_through_a_mounted_app() -> None:
             assert (await client.get("/agent/capabilities")).status_code == 200
 
     run_async(main)
+
+
+def test_a_lease_below_the_minimum_is_refused_by_name() -> None:
+    """A tiny lease would spin the keeper that renews it four times a lease."""
+    with pytest.raises(ValueError, match=r"Resumable.lease must be at least 0.1 seconds"):
+        Resumable(lease=0.001)
+    assert Resumable(lease=MIN_LEASE).lease == MIN_LEASE
+
+
+def test_a_run_past_max_run_bytes_is_stopped_and_its_log_says_so() -> None:
+    """A detached run that never ends cannot grow its log without bound: at
+    ``max_run_bytes`` it is stopped, and its log — the live stream and every rejoin
+    alike — ends with RUN_ERROR ``RUN_LOG_LIMIT``, never a silent cut."""
+    cap = 4_000
+    cancelled = asyncio.Event()
+
+    async def endless(run: Run) -> None:
+        try:
+            async with run.message(message_id="m1") as m:
+                while True:
+                    await m.delta("x" * 100)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def main() -> None:
+        log = MemoryRunLog()
+        resumable = Resumable(log=log, max_run_bytes=cap)
+        async with served(endless, resumable=resumable) as (_, client):
+            live = await client.post("/", json=INPUT, headers=OPT_IN)
+            rejoined = await client.get(events_url(), headers=SSE)
+            await asyncio.wait_for(cancelled.wait(), 30)
+        for answer in (live, rejoined):
+            events = [e for _, e in ids_and_events(answer.content)]
+            assert events[-1]["type"] == "RUN_ERROR", events[-1]
+            assert events[-1]["code"] == "RUN_LOG_LIMIT"
+            assert f"max_run_bytes={cap}" in events[-1]["message"]
+        assert live.content == rejoined.content, "one log, one ending"
+        kept = log.read("thread:1", "run:1", 0, 10_000)[:-1]
+        assert sum(map(len, kept)) <= cap, "never past the cap"
+        assert cap - sum(map(len, kept)) < max(map(len, kept)), "filled up to it"
+
+    run_async(main)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5])
+def test_max_run_bytes_must_be_a_positive_count(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"Resumable.max_run_bytes must be a positive number"):
+        Resumable(max_run_bytes=bad)

@@ -23,6 +23,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from agui_tools.app import Principal
 from agui_tools.app._run_log import MemoryRunLog, RunState
 from agui_tools.app._run_log_sql import PostgresRunLog, SQLiteRunLog
 from agui_tools.transport import _resumable
@@ -278,38 +279,76 @@ def test_a_stop_is_served_when_detached_runs_hold_every_place() -> None:
     run_async(main)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a run is not bound to who started it: the authorize hook answers yes or no, "
-    "and names no principal the log could keep and compare (needs an API: #38)",
-)
-def test_another_users_token_neither_rejoins_nor_stops_a_run() -> None:
-    """RESUME-5 asks the run endpoint's authorization of a rejoin and a stop; with two
-    users, each authorized, the second still reads and stops the first's run."""
+def user_of(request: Request) -> Any:
+    """A hook naming who calls: ``Bearer alice`` is the principal ``alice``."""
+    token = request.headers.get("authorization", "")
+    if token not in ("Bearer alice", "Bearer bob"):
+        return JSONResponse({"error": "no"}, status_code=401)
+    return Principal(token.removeprefix("Bearer "), authenticated_by="token")
 
-    async def authorize(request: Request) -> Any:
-        token = request.headers.get("authorization")
-        if token not in ("Bearer alice", "Bearer bob"):
-            return JSONResponse({"error": "no"}, status_code=401)
-        return None
+
+@asynccontextmanager
+async def alice_and_bob(app: Any) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """``app`` served, and a client of each user, sending the user's token."""
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=30, headers={"authorization": "Bearer alice"}
+        ) as alice,
+        httpx.AsyncClient(base_url=url, timeout=30, headers={"authorization": "Bearer bob"}) as bob,
+    ):
+        yield alice, bob
+
+
+def test_another_users_token_neither_rejoins_nor_stops_a_run() -> None:
+    """RESUME-5 binds a run to the principal the authorization hook named when it
+    started: another user's token, though admitted, reads and stops nothing, and is
+    answered 404 as for a run that does not exist (never 403, which would tell it does)."""
 
     async def main() -> None:
-        app = agent_app(working, resumable=Resumable(), authorize=authorize)
-        async with (
-            serving(app) as url,
-            httpx.AsyncClient(base_url=url, timeout=30) as alice,
-            httpx.AsyncClient(
-                base_url=url, timeout=30, headers={"authorization": "Bearer bob"}
-            ) as bob,
-        ):
-            alice.headers["authorization"] = "Bearer alice"
+        app = agent_app(working, resumable=Resumable(), authorize=user_of)
+        async with alice_and_bob(app) as (alice, bob):
             await started(alice, run_input())
-            async with bob.stream("GET", "/threads/t1/runs/r1/events", headers=SSE) as rejoin:
-                read = rejoin.status_code  # a run still going: its stream is not read to its end
+            rejoin = await bob.get("/threads/t1/runs/r1/events", headers=SSE)
             stop = await bob.post("/threads/t1/runs/r1/stop")
-            await alice.post("/threads/t1/runs/r1/stop")  # the run ends either way
-            assert read in (403, 404), read
-            assert stop.status_code in (403, 404), stop.status_code
+            unknown_rejoin = await bob.get("/threads/t1/runs/nope/events", headers=SSE)
+            unknown_stop = await bob.post("/threads/t1/runs/nope/stop")
+            assert rejoin.status_code == stop.status_code == 404
+            for answer, unknown in ((rejoin, unknown_rejoin), (stop, unknown_stop)):
+                told = {**answer.json(), "runId": "nope"}
+                assert told == unknown.json(), "the refusal must not tell the run exists"
+            assert rejoin.json()["rule"] == "RESUME-7" and stop.json()["rule"] == "RESUME-6"
+            # the owner still rejoins and stops it: bob's attempts cost the run nothing
+            async with alice.stream("GET", "/threads/t1/runs/r1/events", headers=SSE) as mine:
+                assert mine.status_code == 200
+            stopped = await alice.post("/threads/t1/runs/r1/stop")
+            assert stopped.status_code == 202, stopped.text
+            replay = await alice.get("/threads/t1/runs/r1/events", headers=SSE)
+            last = ids_and_events(replay.content)[-1][1]
+            assert last["type"] == "RUN_FINISHED" and last["outcome"] == {"type": "cancelled"}
+
+    run_async(main)
+
+
+def test_a_hook_that_names_no_one_lets_every_admitted_caller_rejoin() -> None:
+    """The yes/no hook is unchanged: it gives no identity, so a run is bound to no one
+    and any caller it admits rejoins and stops it (docs/resumable.md says so)."""
+
+    async def admit(request: Request) -> Any:
+        token = request.headers.get("authorization")
+        return None if token in ("Bearer alice", "Bearer bob") else JSONResponse({}, 401)
+
+    async def main() -> None:
+        app = agent_app(working, resumable=Resumable(), authorize=admit)
+        async with alice_and_bob(app) as (alice, bob):
+            await started(alice, run_input())
+            async with bob.stream("GET", "/threads/t1/runs/r1/events", headers=SSE) as read:
+                assert read.status_code == 200
+            assert (await bob.post("/threads/t1/runs/r1/stop")).status_code == 202
+            stranger = await bob.get(
+                "/threads/t1/runs/r1/events", headers={"authorization": "Bearer eve"}
+            )
+            assert stranger.status_code == 401
 
     run_async(main)
 

@@ -170,9 +170,10 @@ def test_the_reader_notes_each_events_own_id_when_asked() -> None:
     assert plain.feed(stream) == ["a", "b", "c", "d"] and plain.take_event_ids() == []
 
 
-def test_event_ids_are_noted_when_a_chunk_holds_whole_events() -> None:
-    """A chunk of LF-only lines takes the reader's fast path: its ids are noted too."""
+def test_event_ids_survive_the_lf_only_fast_path() -> None:
+    """A chunk of LF-only lines (the server's own spelling) is split in one pass: each
+    event's id is noted there too, and does not leak into the next event."""
+    stream = b"id: r:1\ndata: a\n\nid: r:2\ndata: b\n\ndata: c\n\n"
     reader = SSEReader(event_ids=True)
-    chunk = b"id: r:1\ndata: {}\n\nid: r:2\ndata: {}\n\ndata: {}\n\n"
-    assert reader.feed(chunk) == ["{}", "{}", "{}"]
+    assert reader.feed(stream) == ["a", "b", "c"]
     assert reader.take_event_ids() == ["r:1", "r:2", None]

@@ -35,6 +35,7 @@ __all__ = [
     "judge_rejoin",
     "judge_stop",
     "parse_after",
+    "seen_by",
 ]
 
 WORKER_DIED: Final = b'{"type":"RUN_ERROR","message":"the run\'s worker died","code":"WORKER_DIED"}'
@@ -56,6 +57,9 @@ class RunState:
     stop_requested: bool = False
     expired: bool = False
     """Its events were dropped after the retention (RESUME-8): a tombstone for 410."""
+    started_by: str | None = None
+    """The id of the principal that started it (``None``: the server's authorization
+    named no one, and every caller it admits may rejoin and stop the run)."""
 
     @property
     def finished(self) -> bool:
@@ -78,8 +82,16 @@ class RunLog(Protocol):
         any process commits events of that run; returns what stops the calls."""
         ...
 
-    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
-        """Log a new run; ``False`` when the log already holds one by these ids."""
+    def begin(
+        self,
+        thread_id: str,
+        run_id: str,
+        owner: str,
+        lease_until: float,
+        started_by: str | None = None,
+    ) -> bool:
+        """Log a new run, started by the principal ``started_by``; ``False`` when the log
+        already holds one by these ids."""
         ...
 
     def append(
@@ -198,6 +210,14 @@ def judge_ids(thread_id: str, run_id: str) -> LogRefusal | None:
     return None
 
 
+def seen_by(state: RunState | None, caller: str | None) -> RunState | None:
+    """``state`` as the principal ``caller`` may see it: a run another identity started
+    is, to it, no run at all (404, never 403: its existence is not told, RESUME-5)."""
+    if state is None or state.started_by is None or state.started_by == caller:
+        return state
+    return None
+
+
 def judge_rejoin(
     state: RunState | None, after: int, now: float, retention: float
 ) -> LogRefusal | None:
@@ -276,11 +296,19 @@ class MemoryRunLog:
     def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
         return _nothing  # one process: its server wakes its own readers
 
-    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+    def begin(
+        self,
+        thread_id: str,
+        run_id: str,
+        owner: str,
+        lease_until: float,
+        started_by: str | None = None,
+    ) -> bool:
         with self._lock:
             if (thread_id, run_id) in self._runs:
                 return False
-            self._runs[thread_id, run_id] = _Logged(RunState(owner, 0, lease_until))
+            state = RunState(owner, 0, lease_until, started_by=started_by)
+            self._runs[thread_id, run_id] = _Logged(state)
             self._running.add((thread_id, run_id))
             return True
 

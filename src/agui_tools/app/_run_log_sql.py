@@ -38,6 +38,7 @@ _SCHEMA = (
         finished_at DOUBLE PRECISION,
         stop_requested INTEGER NOT NULL DEFAULT 0,
         expired INTEGER NOT NULL DEFAULT 0,
+        started_by TEXT,
         PRIMARY KEY (thread_id, run_id))""",
     """CREATE TABLE IF NOT EXISTS agui_run_log_events (
         thread_id TEXT NOT NULL,
@@ -49,6 +50,8 @@ _SCHEMA = (
     # they ended, rather than scanning every run kept (a day of tombstones)
     "CREATE INDEX IF NOT EXISTS agui_run_log_runs_by_end ON agui_run_log_runs (finished_at)",
 )
+_ADDED_COLUMNS = (("agui_run_log_runs", "started_by", "TEXT"),)
+"""Columns a log created by an earlier version lacks: added when it is opened."""
 _CHANNEL = "agui_run_log"
 _MAX_NOTIFY = 7900
 """PostgreSQL's NOTIFY payload limit is 8000 bytes: longer ids are left to the poll."""
@@ -59,7 +62,7 @@ def _nothing() -> None:
 
 
 _STATE = (
-    "SELECT owner, last_seq, lease_until, finished_at, stop_requested, expired "
+    "SELECT owner, last_seq, lease_until, finished_at, stop_requested, expired, started_by "
     "FROM agui_run_log_runs WHERE thread_id = ? AND run_id = ?"
 )
 
@@ -94,13 +97,20 @@ class _SQLRunLog:
         cur.execute(self._sql(text), tuple(args))
         return cur
 
-    def begin(self, thread_id: str, run_id: str, owner: str, lease_until: float) -> bool:
+    def begin(
+        self,
+        thread_id: str,
+        run_id: str,
+        owner: str,
+        lease_until: float,
+        started_by: str | None = None,
+    ) -> bool:
         with self._transaction() as cur:
             self._exec(
                 cur,
-                "INSERT INTO agui_run_log_runs (thread_id, run_id, owner, lease_until) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (thread_id, run_id, owner, lease_until),
+                "INSERT INTO agui_run_log_runs (thread_id, run_id, owner, lease_until, "
+                "started_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (thread_id, run_id, owner, lease_until, started_by),
             )
             return bool(cur.rowcount == 1)
 
@@ -138,8 +148,10 @@ class _SQLRunLog:
             row = self._exec(cur, _STATE, (thread_id, run_id)).fetchone()
         if row is None:
             return None
-        owner, last_seq, lease_until, finished_at, stop, expired = row
-        return RunState(owner, int(last_seq), lease_until, finished_at, bool(stop), bool(expired))
+        owner, last_seq, lease_until, finished_at, stop, expired, started_by = row
+        return RunState(
+            owner, int(last_seq), lease_until, finished_at, bool(stop), bool(expired), started_by
+        )
 
     def read(self, thread_id: str, run_id: str, after: int, limit: int) -> list[bytes]:
         with self._transaction() as cur:
@@ -230,6 +242,11 @@ class SQLiteRunLog(_SQLRunLog):
         self._db.execute("PRAGMA synchronous=NORMAL")
         for statement in _SCHEMA:
             self._db.execute(statement.format(blob="BLOB"))
+        with self._transaction() as cur:  # one process adds a missing column, once
+            for table, column, kind in _ADDED_COLUMNS:
+                have = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
@@ -267,6 +284,8 @@ class PostgresRunLog(_SQLRunLog):
             try:
                 for statement in _SCHEMA:
                     cur.execute(statement.format(blob="BYTEA"))
+                for table, column, kind in _ADDED_COLUMNS:
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
             finally:
                 cur.execute("SELECT pg_advisory_unlock(1916038)")
 

@@ -121,11 +121,11 @@ def add_resumable_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--lease",
-        type=_seconds,
+        type=_lease,
         default=None,
         metavar="SECONDS",
         help="with --resumable: a run whose worker is silent this long is closed "
-        "WORKER_DIED by any replica (default 10)",
+        "WORKER_DIED by any replica (default 10, at least 0.1)",
     )
 
 
@@ -163,7 +163,7 @@ def resumable_option(args: argparse.Namespace, command: str) -> Any:
         reason = describe_exception(exc)
         print(f"agui-tools {command}: cannot open the run log {named}: {reason}", file=sys.stderr)
         return False
-    options: dict[str, float] = {}
+    options: dict[str, Any] = {}
     if args.retention is not None:
         options["retention"] = args.retention
     if args.lease is not None:
@@ -241,6 +241,19 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not (math.isfinite(seconds) and seconds > 0):
         raise argparse.ArgumentTypeError(f"{text} is not a time limit: use seconds above 0")
+    return seconds
+
+
+def _lease(text: str) -> float:
+    """--lease: seconds, no shorter than the binding's minimum (a tiny lease spins the
+    keeper that renews it)."""
+    from ..transport._resumable import MIN_LEASE
+
+    seconds = _seconds(text)
+    if seconds < MIN_LEASE:
+        raise argparse.ArgumentTypeError(
+            f"{text} is shorter than the shortest lease, {MIN_LEASE:g} seconds"
+        )
     return seconds
 
 

@@ -6,8 +6,10 @@ but it cannot choose the ``Host`` the browser sends. :class:`HostPolicy` answers
 (``"*"``: any).
 
 **The hook** (``agent_app(…, authorize=…)``) sees the request before its body is read and
-answers ``None`` to pass or a ``Response`` to refuse; an ``HTTPException`` refuses with its
-status; any other failure is a 500 — a bug never lets a request through.
+answers ``None`` to pass, a :class:`~agui_tools.app.Principal` to pass as that identity, or a
+``Response`` to refuse; an ``HTTPException`` refuses with its status; any other failure is a
+500 — a bug never lets a request through. The identity is kept in the request's scope
+(:func:`principal_of`): a resumable run is bound to who started it (docs/resumable.md).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_NAMES", "Authorize", "Authorized", "HostPolicy"]
+from ..app import Principal
+
+__all__ = ["LOOPBACK_NAMES", "Authorize", "Authorized", "HostPolicy", "principal_of"]
 
 log = logging.getLogger("agui_tools.server")
 
@@ -102,8 +106,21 @@ class HostPolicy:
         )
 
 
-Authorize = Callable[[Request], Awaitable[Response | None] | Response | None]
-"""``authorize(request)``: ``None`` lets the request through; a ``Response`` refuses it."""
+Authorize = Callable[
+    [Request], Awaitable[Response | Principal | None] | Response | Principal | None
+]
+"""``authorize(request)``: ``None`` lets the request through, a ``Principal`` lets it
+through as that identity; a ``Response`` refuses it."""
+
+_PRINCIPAL = "agui.principal"
+"""The scope key the hook's identity is kept under, for the app behind it."""
+
+
+def principal_of(scope: Scope) -> Principal | None:
+    """The identity the authorization hook named for this request (``None``: no hook,
+    or one that only said yes)."""
+    principal = scope.get(_PRINCIPAL)
+    return principal if isinstance(principal, Principal) else None
 
 
 class Authorized:
@@ -115,13 +132,14 @@ class Authorized:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refusal = await self._judge(Request(scope))  # no receive: the body stays unread
-            if refusal is not None:
-                await refusal(scope, receive, send)
+            verdict = await self._judge(Request(scope))  # no receive: the body stays unread
+            if isinstance(verdict, Response):
+                await verdict(scope, receive, send)
                 return
+            scope[_PRINCIPAL] = verdict  # never one a client sent: set or cleared here
         await self.app(scope, receive, send)
 
-    async def _judge(self, request: Request) -> Response | None:
+    async def _judge(self, request: Request) -> Response | Principal | None:
         try:
             verdict = self.authorize(request)
             if inspect.isawaitable(verdict):
@@ -136,8 +154,11 @@ class Authorized:
                 {"error": {"message": "the request could not be authorised (server error)."}},
                 status_code=500,
             )
-        if verdict is not None and not isinstance(verdict, Response):
-            log.error("the authorization hook returned %r, not None or a Response", type(verdict))
+        if verdict is not None and not isinstance(verdict, (Response, Principal)):
+            log.error(
+                "the authorization hook returned %r, not None, a Principal or a Response",
+                type(verdict),
+            )
             return JSONResponse(
                 {"error": {"message": "the request could not be authorised (server error)."}},
                 status_code=500,

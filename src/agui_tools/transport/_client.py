@@ -358,7 +358,7 @@ class _Exchange:
         """An opted-in run whose terminal event was delivered: it is whole."""
         return self.rejoin is not None and self.rejoin.ended
 
-    def rejoin_request(self, why: str) -> tuple[str, dict[str, str], float]:
+    def rejoin_request(self, why: str) -> tuple[str, dict[str, str | bytes], float]:
         """The next rejoin's URL, headers and the wait before it; raises the
         truncation :class:`TransportError` once the policy gives up."""
         state = self.rejoin
@@ -519,11 +519,18 @@ def _stop_answer(response: httpx.Response, body: bytes) -> str:
     raise _status_error(response, body)
 
 
-def _rejoin_headers(headers: Mapping[str, str], rejoin: Mapping[str, str]) -> dict[str, str]:
+def _rejoin_headers(
+    headers: Mapping[str, str], rejoin: Mapping[str, str | bytes]
+) -> list[tuple[bytes, bytes]]:
     """A rejoin's GET: the run request's headers (authentication, say) and the
-    rejoin's own, asking for SSE alone (the extension is SSE's)."""
+    rejoin's own, asking for SSE alone (the extension is SSE's). As bytes: the
+    rejoin's ``Last-Event-ID`` is UTF-8, which a str header (ASCII) cannot carry."""
     out = {k: v for k, v in headers.items() if k.lower() != "content-type"}
-    return {**out, "Accept": SSE_MEDIA_TYPE, **rejoin}
+    merged: dict[str, str | bytes] = {**out, "Accept": SSE_MEDIA_TYPE, **rejoin}
+    return [
+        (k.encode("ascii"), v if isinstance(v, bytes) else v.encode("ascii"))
+        for k, v in merged.items()
+    ]
 
 
 @contextmanager

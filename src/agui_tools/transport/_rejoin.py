@@ -128,11 +128,17 @@ class RejoinState:
     def stop_url(self) -> str:
         return run_url(self.url, self.thread_id, self.run_id, "stop")
 
-    def rejoin_headers(self) -> dict[str, str]:
-        """What a rejoin request adds: the opt-in, and where it left off."""
-        headers = {RESUMABLE_HEADER: "1"}
+    def rejoin_headers(self) -> dict[str, str | bytes]:
+        """What a rejoin request adds: the opt-in, and where it left off.
+
+        ``Last-Event-ID`` goes as UTF-8 bytes, as the stream gave the id (a str
+        header must be ASCII), without the spaces and tabs a ``runId`` may start
+        with: HTTP strips them from a header's value, and the server matches the
+        id without them (RESUME-5)."""
+        headers: dict[str, str | bytes] = {RESUMABLE_HEADER: "1"}
         if self.last:
-            headers["Last-Event-ID"] = f"{self.run_id}:{self.last}"
+            run_id = self.run_id.lstrip(" \t")
+            headers["Last-Event-ID"] = f"{run_id}:{self.last}".encode()
         return headers
 
     def next_delay(self) -> float | None:

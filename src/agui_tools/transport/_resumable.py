@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, unquote
 
+import orjson
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -43,15 +44,19 @@ from ..app._run_log import (
     LogRefusal,
     MemoryRunLog,
     RunLog,
+    RunState,
     judge_ids,
     judge_rejoin,
     judge_stop,
     parse_after,
+    seen_by,
 )
 from ..wire._framing import SSE_MEDIA_TYPE, sse_comment
+from ._auth import principal_of
 from ._front import Refusal, refuse
 
 __all__ = [
+    "MIN_LEASE",
     "OPT_IN",
     "Resumable",
     "ResumableRuns",
@@ -83,6 +88,12 @@ forgotten (404)."""
 _NOTIFIED_POLL: Final = 1.0
 """Seconds between a reader's looks at a log that notifies appends: a safety net for
 a notification lost while its listener reconnected."""
+DEFAULT_MAX_RUN_BYTES: Final = 64 * 1024 * 1024
+"""The events one run may log, in bytes, by default: four of the largest event a
+consumer reads (``Limits.max_event_bytes``)."""
+MIN_LEASE: Final = 0.1
+"""The shortest lease, in seconds: the keeper renews four times a lease, so a
+shorter one would spin it (and every replica's reaper) without rest."""
 _T = TypeVar("_T")
 
 
@@ -96,20 +107,36 @@ class Resumable:
             (replicas share it).
         retention: seconds a finished run's log is kept (410 after, RESUME-8).
         lease: seconds a worker's runs are presumed alive without a renewal; a run
-            whose lease lapses is closed ``WORKER_DIED`` by any replica (RESUME-10).
+            whose lease lapses is closed ``WORKER_DIED`` by any replica (RESUME-10);
+            at least :data:`MIN_LEASE`.
         poll: seconds between a reader's looks at a shared log for events another
             process appended.
+        max_run_bytes: the most one run may log (its events' JSON, in bytes): a run
+            about to exceed it is stopped and its log ends with ``RUN_ERROR``
+            ``code: "RUN_LOG_LIMIT"`` — what every stream of it, live or rejoined,
+            ends with — so a huge detached run cannot grow the log without bound.
     """
 
     log: RunLog = field(default_factory=MemoryRunLog)
     retention: float = 300.0
     lease: float = 10.0
     poll: float = 0.05
+    max_run_bytes: int = DEFAULT_MAX_RUN_BYTES
 
     def __post_init__(self) -> None:
         for name in ("retention", "lease", "poll"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"Resumable.{name} must be a positive number of seconds")
+        if not self.lease >= MIN_LEASE:
+            raise ValueError(
+                f"Resumable.lease must be at least {MIN_LEASE:g} seconds (the keeper renews "
+                f"four times a lease), not {self.lease:g}"
+            )
+        if not (isinstance(self.max_run_bytes, int) and self.max_run_bytes > 0):
+            raise ValueError(
+                f"Resumable.max_run_bytes must be a positive number of bytes, "
+                f"not {self.max_run_bytes!r}"
+            )
 
 
 def opted_in(headers: Headers, run_id: object) -> bool:
@@ -307,9 +334,15 @@ class ResumableRuns:
         """Log a new run; ``False`` once it was refused (answered here): the log holds
         it already (409, RESUME-4: never run twice) or is unavailable (503)."""
         self.ensure_keeper()
+        principal = principal_of(scope)
         try:
             begun = await self._call(
-                self.log.begin, thread_id, run_id, self.owner, self._lease_until()
+                self.log.begin,
+                thread_id,
+                run_id,
+                self.owner,
+                self._lease_until(),
+                started_by=None if principal is None else principal.id,
             )
         except Exception:
             log.exception("the run log failed beginning run %s", run_id)
@@ -367,7 +400,7 @@ class ResumableRuns:
             )
         )
         driver.add_done_callback(lambda _: channel.close())
-        seq, finished = 0, False
+        seq, finished, room = 0, False, self.config.max_run_bytes
         try:
             while True:
                 await channel.wait(None)
@@ -377,6 +410,11 @@ class ResumableRuns:
                     continue
                 terminal = channel.ended_with is not None
                 batch = channel.take()
+                kept = _within(batch, room)
+                if kept < len(batch):  # the cap: what fits, then the run ends saying so
+                    log.warning("run %s reached max_run_bytes; stopped", key[1])
+                    batch, terminal = [*batch[:kept], self._log_limit()], True
+                room -= sum(len(p) for p in batch)
                 if not await self.append(key, seq + 1, batch, terminal):
                     return  # closed by a replica that thought us dead: stop writing
                 seq += len(batch)
@@ -401,6 +439,16 @@ class ResumableRuns:
             self.written(key)
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
+
+    def _log_limit(self) -> bytes:
+        return orjson.dumps(
+            {
+                "type": "RUN_ERROR",
+                "message": f"the run's log reached max_run_bytes={self.config.max_run_bytes}: "
+                "the run was stopped",
+                "code": "RUN_LOG_LIMIT",
+            }
+        )
 
     async def append(
         self, key: tuple[str, str], first: int, batch: list[bytes], terminal: bool
@@ -524,16 +572,23 @@ class ResumableRuns:
         if refusal is not None:
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
 
+    async def _state(self, scope: Scope, thread_id: str, run_id: str) -> RunState | None:
+        """The run's state as the caller may see it: a run another principal started
+        is none (RESUME-5)."""
+        principal = principal_of(scope)
+        state = await self._call(self.log.state, thread_id, run_id)
+        return seen_by(state, None if principal is None else principal.id)
+
     async def _stop(
         self, scope: Scope, receive: Receive, send: Send, thread_id: str, run_id: str
     ) -> LogRefusal | None:
-        state = await self._call(self.log.state, thread_id, run_id)
+        state = await self._state(scope, thread_id, run_id)
         refusal = judge_stop(state, time.time(), self.config.retention)
         if refusal is not None:
             return refusal
         if not await self._call(self.log.request_stop, thread_id, run_id):
             # the run ended between the look and the record: judged as it is now
-            state = await self._call(self.log.state, thread_id, run_id)
+            state = await self._state(scope, thread_id, run_id)
             return judge_stop(state, time.time(), self.config.retention) or STOP_OF_ENDED
         local = self._stops.get((thread_id, run_id))
         if local is not None:  # ours: at once, not at the keeper's next round
@@ -549,7 +604,7 @@ class ResumableRuns:
         after = parse_after(run_id, last_event_id, (query.get("after") or [None])[0])
         if isinstance(after, LogRefusal):
             return after
-        state = await self._call(self.log.state, thread_id, run_id)
+        state = await self._state(scope, thread_id, run_id)
         refusal = judge_rejoin(state, after, time.time(), self.config.retention)
         if refusal is not None:
             return refusal
@@ -567,6 +622,15 @@ class ResumableRuns:
     ) -> None:
         body = refusal.body(thread_id, run_id)
         await refuse(scope, receive, send, Refusal(refusal.status, body), lambda r: r.error)
+
+
+def _within(batch: list[bytes], room: int) -> int:
+    """How many of ``batch``'s first events fit in ``room`` bytes."""
+    for i, payload in enumerate(batch):
+        room -= len(payload)
+        if room < 0:
+            return i
+    return len(batch)
 
 
 def _stoppable(agent: Agent, stop: asyncio.Event) -> Agent:

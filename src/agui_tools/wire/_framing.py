@@ -217,7 +217,7 @@ class SSEReader(_StreamReader):
                     self._has_data = False
                     if self._ids is not None:
                         self._ids.append(self._event_id)
-                        self._event_id = None
+                    self._event_id = None
                 elif raw[:5] == b"data:":
                     data_line(raw[5:])
                 else:
