@@ -352,8 +352,8 @@ class ResumableRuns:
             refusal = LogRefusal(
                 409,
                 "RESUME-4",
-                "the log already holds this run: rejoin it with GET …/events, it is never "
-                "run twice",
+                "the log holds or held this run, and a run is never run twice: rejoin it "
+                "with GET …/events while it is kept (410 once its retention passed)",
             )
             await self._refuse(scope, receive, send, refusal, thread_id, run_id)
         return begun
