@@ -1229,7 +1229,7 @@ def test_the_producer_side_is_one_import_with_each_name_in_the_module_of_its_job
         continuation: ["ContinuationRejected", "check_continuation"],
         drive_module: ["Agent", "collect", "drive"],
         emitter: ["Emitter"],
-        receipts: ["Keyring", "ReceiptRejected", "verify_receipt"],
+        receipts: ["Keyring", "ReceiptRejected", "verify_quorum", "verify_receipt"],
         run: [
             "MessageHandle",
             "ReasoningHandle",
