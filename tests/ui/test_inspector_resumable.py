@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 import orjson
+import pytest
 
 from agui_tools.agent import Run
 from agui_tools.transport._resumable import Resumable
@@ -177,3 +178,23 @@ def test_a_person_sees_the_run_stopped_not_an_error(browser: Any) -> None:
         assert "run failed" not in page.locator("#log").inner_text()
         runs = served.call(lambda: [r.status for r in served.inspector.session.conversation.runs])
         assert runs == ["cancelled"]  # the agent took the stop: not merely left
+
+
+@pytest.mark.parametrize(("flag", "opted_in"), [([], False), (["--resumable"], True)])
+def test_the_flag_opts_the_inspectors_runs_in(
+    monkeypatch: pytest.MonkeyPatch, flag: list[str], opted_in: bool
+) -> None:
+    """``inspect --resumable`` reaches the session's client; without it, nothing opts in."""
+    import argparse
+
+    from agui_tools.cli import inspect_cmd
+
+    built: list[Inspector] = []
+    monkeypatch.setattr(inspect_cmd, "serve", lambda make, *_: built.append(make()) or 0)
+    parser = argparse.ArgumentParser()
+    inspect_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(["inspect", "http://127.0.0.1:1/agent", "--no-browser", *flag])
+    assert args.func(args) == 0
+    [inspector] = built
+    assert inspector.resumable is opted_in and inspector.session.client.resumable is opted_in
+    assert ("Agui-Resumable" in inspector.session.client.headers) is opted_in
