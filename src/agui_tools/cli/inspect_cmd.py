@@ -50,6 +50,11 @@ inspector's threads in FILE.inspector.json): `inspect` started again on the
 same store resumes the thread it had open — its history shown, its pending
 calls and open interrupts asked about again.
 
+--resumable opts every run in to resumable runs (docs/resumable.md): a cut
+connection is rejoined where it left off (each event shown once), and Stop asks
+the agent to stop the run, which ends cancelled (shown as stopped); an agent
+without the extension is read as usual.
+
 The inspector listens on 127.0.0.1 only and refuses requests from any other
 origin (Host and Origin checks and a per-session token).
 
@@ -93,6 +98,12 @@ def register(sub: Any) -> None:
         "the inspector's token)",
     )
     add_signing_option(p)
+    p.add_argument(
+        "--resumable",
+        action="store_true",
+        help="opt in to resumable runs (docs/resumable.md): a cut connection is rejoined, "
+        "Stop asks the agent to stop the run",
+    )
     add_web_flags(p)
     p.add_argument(
         "-H",
@@ -300,6 +311,7 @@ def run(args: argparse.Namespace) -> int:
             index=Path(f"{args.store}.inspector.json") if args.store is not None else None,
             principal=_principal(args.principal),
             signer=signer,
+            resumable=args.resumable,
         )
     except UsageError as exc:
         print(f"agui-tools inspect: {exc}", file=sys.stderr)

@@ -45,7 +45,7 @@ from ...app._runs import describe_run
 from ...app._store import Store
 from ...app._tools import ToolSpec
 from ...app._updates import shown as shown_arguments
-from ...transport._client import DEFAULT_TIMEOUT, AgentClient
+from ...transport._client import DEFAULT_TIMEOUT, AgentClient, TransportError
 from ...transport._session import Approval, Session
 from ._capture import CapturedRun, TeeTransport
 from ._cards import OPEN, Cards
@@ -57,6 +57,7 @@ from ._replay import input_problems, judged, stream_text
 __all__ = ["Agent", "Busy", "Hub", "Inspector", "Refused", "compact"]
 
 log = logging.getLogger("agui_tools.ui.inspector")
+STOP_WAIT = 5.0  # seconds the page's Stop waits for the agent to take the stop request
 
 
 class _InspectorClient(AgentClient):
@@ -184,6 +185,9 @@ class Inspector(Cards, Mocks):
         principal: who the page's decisions are recorded as in the approval ledger
             (``inspect --principal``); ``None``: the unauthenticated user.
         signer: signs each decision's receipt (``inspect --signing-key``; docs/receipts.md).
+        resumable: opt every run in to the resumable extension (``inspect --resumable``,
+            docs/resumable.md): a cut connection is rejoined, and Stop asks the agent to
+            stop the run (it ends cancelled) instead of only leaving it.
     """
 
     session: _InspectorSession
@@ -207,8 +211,10 @@ class Inspector(Cards, Mocks):
         index: Path | None = None,
         principal: Principal | None = None,
         signer: Signer | None = None,
+        resumable: bool = False,
     ) -> None:
         self.principal = principal
+        self.resumable = resumable
         self.signer = signer
         self.agents: dict[str, Agent] = {}
         if url is not None:
@@ -235,6 +241,7 @@ class Inspector(Cards, Mocks):
         self._shown: dict[str, dict[str, Any]] = {}  # callId → its card's status and name
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._asking_stop: asyncio.Task[None] | None = None  # the binding's stop, in flight
         self.loop: asyncio.AbstractEventLoop | None = None
         self._register = register
         self._timeout = timeout
@@ -263,7 +270,9 @@ class Inspector(Cards, Mocks):
 
     def _client(self) -> _InspectorClient:
         agent = self.agents[self.agent]
-        return _InspectorClient(self, agent.url, self._http, headers=agent.headers)
+        return _InspectorClient(
+            self, agent.url, self._http, headers=agent.headers, resumable=self.resumable
+        )
 
     def _new_session(self, thread_id: str | None = None) -> _InspectorSession:
         """A session on a thread (a new one unless ``thread_id``): the tools registered
@@ -430,12 +439,38 @@ class Inspector(Cards, Mocks):
 
     def stop(self) -> None:
         """Cancel the turn in progress: the run ends (the thread records it truncated)
-        and every card still open says it was stopped."""
+        and every card still open says it was stopped. An opted-in run in flight is
+        asked to stop instead (RESUME-6): its stream goes on to the agent's cancelled
+        end; Stop pressed again while that is asked cancels here."""
         if not self.busy:
             raise Refused(409, "no turn is in progress: there is nothing to stop")
         assert self._task is not None
+        if self.resumable and self._asking_stop is None:
+            self._asking_stop = asyncio.create_task(self._ask_stop())
+            return
         self._stopping = True
         self._task.cancel()
+
+    def _turn_over(self) -> None:
+        """The next Stop is for the next turn."""
+        self._stopping = False
+        if self._asking_stop is not None:
+            self._asking_stop.cancel()
+            self._asking_stop = None
+
+    async def _ask_stop(self) -> None:
+        """The binding's stop request; when no opted-in run is in flight (a consent
+        asked, a standard agent) or the agent does not take it, the turn is cancelled."""
+        try:
+            async with asyncio.timeout(STOP_WAIT):
+                answer = await self.session.stop()
+        except (TransportError, TimeoutError) as exc:
+            log.info("the stop request was not answered: %s", exc)
+            answer = None
+        if answer != "stopping" and self.busy:
+            assert self._task is not None
+            self._stopping = True
+            self._task.cancel()
 
     def new_thread(self) -> None:
         """Start over: a new thread with the current agent (the old one stays in the store)."""
@@ -526,11 +561,15 @@ class Inspector(Cards, Mocks):
             log.exception("the inspector's turn failed")
             failed = {"message": f"internal error: {type(exc).__name__}: {exc}", "rule": None}
         else:
-            if result.status != "success":
+            if result.status == "cancelled":  # stopped, neither success nor failure (RUN-8)
+                failed = {"message": "stopped: the agent ended the run cancelled", "rule": None}
+                failed["stopped"] = True
+                self._stopped()
+            elif result.status != "success":
                 # the agent's own RUN_ERROR message, as run and chat say it
                 failed = {"message": describe_run(result), "rule": None}
         finally:
-            self._stopping = False
+            self._turn_over()
             self._push_thread()
             self.hub.push("busy", busy=False)
         if failed is not None:
@@ -627,7 +666,8 @@ class Inspector(Cards, Mocks):
             self.hub.push(
                 "violation", run=number, index=v.index, rule=v.rule, message=str(v), path=v.path
             )
-        status = "stopped" if self._stopping and run.status == "truncated" else run.status
+        stopped = run.status == "cancelled" or (self._stopping and run.status == "truncated")
+        status = "stopped" if stopped else run.status
         result: dict[str, Any] = {
             "run": number,
             "runId": run.run_id,
@@ -755,7 +795,7 @@ class Inspector(Cards, Mocks):
             failed = str(exc)
         finally:
             self._current = None
-            self._stopping = False
+            self._turn_over()
         verdict = judged(bytes(capture.body), run_input)
         outcome = verdict["verdict"].get("outcome")
         capture.result = {"run": capture.number, "status": outcome, "composed": True}

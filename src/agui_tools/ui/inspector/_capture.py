@@ -42,11 +42,26 @@ class _TeeStream(httpx.AsyncByteStream):
         await self._inner.aclose()
 
 
+def _events_end(body: bytearray) -> int:
+    """Where the last complete SSE event of ``body`` ends (0: none is complete)."""
+    return max(
+        (
+            at + len(blank)
+            for blank in (b"\n\n", b"\r\n\r\n", b"\r\r")
+            if (at := body.rfind(blank)) >= 0
+        ),
+        default=0,
+    )
+
+
 class TeeTransport(httpx.AsyncBaseTransport):
     """An httpx transport that copies each exchange into the capture ``current()`` names.
 
     ``current()`` returns the run being captured (``None`` outside a run: the
-    exchange is then passed through untouched).
+    exchange is then passed through untouched). A resumable run's later exchanges
+    (docs/resumable.md) are not new runs: a rejoin's body is appended to the run's,
+    the cut fragment dropped first (the rejoin sends that event whole); a stop
+    request passes through untouched.
     """
 
     def __init__(
@@ -61,11 +76,17 @@ class TeeTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         capture = self._current()
-        if capture is None:
+        rejoin = capture is not None and capture.status is not None and request.method == "GET"
+        if capture is None or (capture.status is not None and not rejoin):
             return await self._inner.handle_async_request(request)
-        capture.request = await request.aread()
-        self._on_request(capture)
+        if rejoin:
+            del capture.body[_events_end(capture.body) :]
+        else:
+            capture.request = await request.aread()
+            self._on_request(capture)
         response = await self._inner.handle_async_request(request)
+        if rejoin and response.status_code >= 300:
+            return response  # an answer before any stream (RESUME-7): no event of the run
         capture.status = response.status_code
         assert isinstance(response.stream, httpx.AsyncByteStream)
         return httpx.Response(
