@@ -336,3 +336,26 @@ def test_a_frontend_cut_at_one_proxy_rejoins_at_another_sharing_the_log(tmp_path
     finally:
         first.close()
         second.close()
+
+
+def test_a_terminal_event_split_over_data_lines_ends_the_run_as_the_agent_did() -> None:
+    """A payload the upstream spread over several ``data:`` lines is one event
+    (WHATWG SSE): its ``RUN_FINISHED`` ends the logged run, no ``UPSTREAM_CUT`` after it."""
+    body = (
+        b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r1"}\n\n'
+        b'data: {"type":"RUN_FINISHED",\ndata: "threadId":"t","runId":"r1"}\n\n'
+    )
+
+    async def main() -> None:
+        async with (
+            serving(scripted(200, body, b"text/event-stream")) as upstream,
+            serving(proxy_app(upstream + "/", MemoryRunLog(), [])) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+        ):
+            got = await client.post("/", json=refund_input("r1"), headers=OPT_IN)
+            logged = [e for _, e in ids_and_events(got.content)]
+            assert [e["type"] for e in logged] == ["RUN_STARTED", "RUN_FINISHED"], logged
+            rejoin = await client.get("/threads/t/runs/r1/events", headers=SSE)
+            assert [e["type"] for _, e in ids_and_events(rejoin.content)][-1] == "RUN_FINISHED"
+
+    asyncio.run(asyncio.wait_for(main(), 60))

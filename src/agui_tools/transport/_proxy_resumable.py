@@ -41,7 +41,7 @@ __all__ = ["ResumableForwarding"]
 
 _NOT_ASKED_UPSTREAM: Final = frozenset((OPT_IN, "last-event-id", "accept"))
 """The opt-in is the proxy's to honour: the upstream is asked a standard SSE run."""
-_TERMINAL: Final = (b'"RUN_FINISHED"', b'"RUN_ERROR"')
+_TERMINAL: Final = ('"RUN_FINISHED"', '"RUN_ERROR"')
 
 
 def ending(code: str, message: str) -> bytes:
@@ -49,7 +49,7 @@ def ending(code: str, message: str) -> bytes:
     return orjson.dumps({"type": "RUN_ERROR", "message": message, "code": code})
 
 
-def _terminal(payload: bytes) -> bool:
+def _terminal(payload: str) -> bool:
     if not any(t in payload for t in _TERMINAL):
         return False  # (the cheap look first: most events are neither)
     try:
@@ -57,6 +57,11 @@ def _terminal(payload: bytes) -> bool:
     except orjson.JSONDecodeError:
         return False
     return isinstance(event, dict) and event.get("type") in ("RUN_FINISHED", "RUN_ERROR")
+
+
+def _framed(payload: str) -> bytes:
+    """A payload as the log keeps it: each line after the first its own ``data:`` line."""
+    return payload.encode().replace(b"\n", b"\ndata: ")
 
 
 class _Logged:
@@ -71,10 +76,12 @@ class _Logged:
         self.closed = False
         """The log took the terminal event, or a replica closed the run."""
 
-    async def add(self, payloads: list[bytes]) -> None:
+    async def add(self, payloads: list[str]) -> None:
+        """Log the decoded ``payloads`` (terminal or not is judged on them, before a
+        multi-line payload is framed again as the log keeps it)."""
         batch = [self.held] if self.held is not None else []
-        batch += payloads
-        self.held = batch.pop() if batch and _terminal(batch[-1]) else None
+        batch += [_framed(p) for p in payloads]
+        self.held = batch.pop() if payloads and _terminal(payloads[-1]) else None
         await self._append(batch, terminal=False)
 
     async def end(self, otherwise: bytes) -> None:
@@ -324,7 +331,7 @@ class ResumableForwarding(Forwarding):
                         payloads = events.feed(out)
                     except (ProtocolViolation, LimitExceeded) as exc:
                         return ending("UPSTREAM_BROKEN", f"agui-tools proxy: {exc}")
-                    await logged.add([p.encode().replace(b"\n", b"\ndata: ") for p in payloads])
+                    await logged.add(payloads)
                 if logged.closed or fatal is not None:
                     break
         except httpx.HTTPError as exc:
