@@ -158,23 +158,24 @@ class ResumableForwarding(Forwarding):
             return False
         meta["resumable"] = True
         stop = runs.writing(key)
-        request = self._upstream_request(scope, url, body, drop=_NOT_ASKED_UPSTREAM)
-        request.headers["accept"] = SSE_MEDIA_TYPE
-        if self._stop is None:
-            self._stop = asyncio.get_running_loop().create_future()
-        sending = asyncio.ensure_future(self.client.send(request, stream=True))
-        stopping = asyncio.ensure_future(stop.wait())
+        detached = False
         try:
-            waiting: set[asyncio.Future[Any]] = {sending, stopping, self._stop}
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopping.cancel()
-            if not sending.done():
-                sending.cancel()
-                await asyncio.wait({sending})
-        shown, asgi = redacted_url(url), (scope, receive, send)
-        logged = _Logged(runs, key)
-        try:
+            request = self._upstream_request(scope, url, body, drop=_NOT_ASKED_UPSTREAM)
+            request.headers["accept"] = SSE_MEDIA_TYPE
+            if self._stop is None:
+                self._stop = asyncio.get_running_loop().create_future()
+            sending = asyncio.ensure_future(self.client.send(request, stream=True))
+            stopping = asyncio.ensure_future(stop.wait())
+            try:
+                waiting: set[asyncio.Future[Any]] = {sending, stopping, self._stop}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+                if not sending.done():
+                    sending.cancel()
+                    await asyncio.wait({sending})
+            shown, asgi = redacted_url(url), (scope, receive, send)
+            logged = _Logged(runs, key)
             if sending.cancelled():
                 if stop.is_set():  # asked before the upstream answered: the run is over
                     await logged.end(_stopped())
@@ -193,50 +194,52 @@ class ResumableForwarding(Forwarding):
                 await self._problem(asgi, exchange, meta, shown, status, message)
                 return False
             response = sending.result()
-        except BaseException:
-            runs.written(key)
-            raise
-        content_type = response.headers.get("content-type")
-        meta |= {"status": response.status_code, "contentType": content_type}
-        meta["responseHeaders"] = sorted({k.lower() for k in response.headers})
-        coding = _coding(response)
-        if (
-            response.status_code != 200
-            or binding_of(content_type) != "sse"
-            or coding not in ("", "identity", *_DECODABLE)
-        ):
-            runs.written(key)
-            what = f"status {response.status_code}, {content_type or 'no content type'}"
-            if coding not in ("", "identity"):
-                what += f", Content-Encoding {coding}"
-            await logged.end(
-                ending(
-                    "UPSTREAM_REFUSED",
-                    f"agui-tools proxy: the upstream {shown} answered no SSE run ({what}); "
-                    "its answer was forwarded as it came",
+            content_type = response.headers.get("content-type")
+            meta |= {"status": response.status_code, "contentType": content_type}
+            meta["responseHeaders"] = sorted({k.lower() for k in response.headers})
+            coding = _coding(response)
+            if (
+                response.status_code != 200
+                or binding_of(content_type) != "sse"
+                or coding not in ("", "identity", *_DECODABLE)
+            ):
+                what = f"status {response.status_code}, {content_type or 'no content type'}"
+                if coding not in ("", "identity"):
+                    what += f", Content-Encoding {coding}"
+                await logged.end(
+                    ending(
+                        "UPSTREAM_REFUSED",
+                        f"agui-tools proxy: the upstream {shown} answered no SSE run ({what}); "
+                        "its answer was forwarded as it came",
+                    )
                 )
+                try:  # the answer as today's proxy forwards it, unjudged as a stream
+                    if exchange is not None:
+                        exchange.open(content_type)
+                    if await self._pump(send, response, None, exchange, meta):
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                finally:
+                    await response.aclose()
+                return False
+            decoded = None
+            if coding not in ("", "identity"):
+                meta["contentEncoding"] = coding
+                decoded = _Decoded(coding, on_finding, judged)
+            watch = StreamWatch(
+                "sse", run_input=judged.stream_input, on_finding=on_finding, keep=False
             )
-            try:  # the answer as today's proxy forwards it, unjudged as a stream
-                if exchange is not None:
-                    exchange.open(content_type)
-                if await self._pump(send, response, None, exchange, meta):
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-            finally:
-                await response.aclose()
-            return False
-        decoded = None
-        if coding not in ("", "identity"):
-            meta["contentEncoding"] = coding
-            decoded = _Decoded(coding, on_finding, judged)
-        watch = StreamWatch("sse", run_input=judged.stream_input, on_finding=on_finding, keep=False)
-        if exchange is not None:
-            exchange.open(content_type)
-        writing = self._write_log(
-            response, logged, stop, watch, decoded, judged, exchange, meta, number, complete
-        )
-        runs.detach(writing, self._writers, self.front.slot, run_id)
-        await runs.follow(thread_id, run_id, 0, receive, send)
-        return True
+            if exchange is not None:
+                exchange.open(content_type)
+            writing = self._write_log(
+                response, logged, stop, watch, decoded, judged, exchange, meta, number, complete
+            )
+            runs.detach(writing, self._writers, self.front.slot, run_id)
+            detached = True  # the writer says written() when the answer is over
+            await runs.follow(thread_id, run_id, 0, receive, send)
+            return True
+        finally:
+            if not detached:
+                runs.written(key)
 
     async def _write_log(
         self,
