@@ -202,6 +202,8 @@ def test_the_seq_a_rejoin_replays_after(
         ("other:7", None, "names run 'other', not run 'r:1'"),
         (None, "x", "after='x': expected a decimal integer"),
         (None, "1e3", "expected a decimal integer"),
+        ("r:1:007", None, "without leading zeros"),  # one number, one spelling (RESUME-2)
+        (None, "007", "without leading zeros"),
     ],
 )
 def test_a_malformed_position_is_400_saying_what_was_expected(
