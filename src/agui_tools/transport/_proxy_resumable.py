@@ -26,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 from .._errors import LimitExceeded, ProtocolViolation
 from ..app._watch import InputJudged, StreamWatch, WatchFinding, binding_of
 from ..wire._framing import SSE_MEDIA_TYPE, SSEReader
+from ..wire._lifecycle import ends_run
 from ._client import _DECODABLE, _coding
 from ._proxy_forwarding import Forwarding, _Decoded, _describe, _Timeline
 from ._proxy_requests import redacted_url
@@ -41,22 +42,11 @@ __all__ = ["ResumableForwarding"]
 
 _NOT_ASKED_UPSTREAM: Final = frozenset((OPT_IN, "last-event-id", "accept"))
 """The opt-in is the proxy's to honour: the upstream is asked a standard SSE run."""
-_TERMINAL: Final = ('"RUN_FINISHED"', '"RUN_ERROR"')
 
 
 def ending(code: str, message: str) -> bytes:
     """A ``RUN_ERROR`` the proxy ends a logged run with when the agent did not."""
     return orjson.dumps({"type": "RUN_ERROR", "message": message, "code": code})
-
-
-def _terminal(payload: str) -> bool:
-    if not any(t in payload for t in _TERMINAL):
-        return False  # (the cheap look first: most events are neither)
-    try:
-        event = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(event, dict) and event.get("type") in ("RUN_FINISHED", "RUN_ERROR")
 
 
 def _framed(payload: str) -> bytes:
@@ -81,7 +71,7 @@ class _Logged:
         multi-line payload is framed again as the log keeps it)."""
         batch = [self.held] if self.held is not None else []
         batch += [_framed(p) for p in payloads]
-        self.held = batch.pop() if payloads and _terminal(payloads[-1]) else None
+        self.held = batch.pop() if payloads and ends_run(payloads[-1]) else None
         await self._append(batch, terminal=False)
 
     async def end(self, otherwise: bytes) -> None:
