@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from .._text import guarded_logger
-from ._run_log import WORKER_DIED, RunState
+from ._run_log import WORKER_DIED, RunState, _nothing
 
 log = guarded_logger("agui_tools.app")
 
@@ -53,10 +53,6 @@ _SCHEMA = (
 _CHANNEL = "agui_run_log"
 _MAX_NOTIFY = 7900
 """PostgreSQL's NOTIFY payload limit is 8000 bytes: longer ids are left to the poll."""
-
-
-def _nothing() -> None:
-    pass
 
 
 _STATE = (
