@@ -56,7 +56,7 @@ def test_a_run_is_logged_once_and_read_after_any_seq(run_log: RunLog) -> None:
         assert run_log.read("t", "r", after, 100) == events(5)[after:]
     assert run_log.read("t", "r", 1, 2) == events(2, 2)
     state = run_log.state("t", "r")
-    assert state == RunState("w1", 5, 100.0, 50.0)
+    assert state == RunState("w1", 5, pytest.approx(100.0, abs=1), 50.0)  # type: ignore[arg-type]
     assert not run_log.append("t", "r", 6, events(1, 6)), "a finished run takes no more"
     assert run_log.read("t", "r", 5, 100) == []
 
@@ -145,7 +145,8 @@ def test_a_lapsed_lease_closes_the_run_worker_died_once(run_log: RunLog) -> None
     assert not run_log.append("t", "dead", 3, events(1, 3))
     assert run_log.read("t", "dead", 0, 10) == [*events(2), WORKER_DIED]
     alive = run_log.state("t", "alive")
-    assert alive is not None and not alive.finished and alive.lease_until == 30.0
+    assert alive is not None and not alive.finished
+    assert alive.lease_until == pytest.approx(30.0, abs=1)  # PostgreSQL: its own clock
 
 
 def test_a_stop_is_recorded_for_the_running_worker_to_observe(run_log: RunLog) -> None:
@@ -158,7 +159,8 @@ def test_a_stop_is_recorded_for_the_running_worker_to_observe(run_log: RunLog) -
     assert run_log.renew("w1", both, 30.0) == [("t", "r")]
     assert run_log.renew("w2", both, 40.0) == [], "only the owner observes its stops"
     state = run_log.state("t", "r")
-    assert state is not None and state.stop_requested and state.lease_until == 30.0
+    assert state is not None and state.stop_requested
+    assert state.lease_until == pytest.approx(30.0, abs=1)
     run_log.append("t", "other", 1, events(1), finished_at=35.0)
     assert not run_log.request_stop("t", "other"), "an ended run is not stopped"
     other = run_log.state("t", "other")
@@ -264,6 +266,8 @@ def test_the_seq_a_rejoin_replays_after(
         ("other:7", None, "names run 'other', not run 'r:1'"),
         (None, "x", "after='x': expected a decimal integer"),
         (None, "1e3", "expected a decimal integer"),
+        ("r:1:007", None, "without leading zeros"),  # one number, one spelling (RESUME-2)
+        (None, "007", "without leading zeros"),
     ],
 )
 def test_a_malformed_position_is_400_saying_what_was_expected(
@@ -349,3 +353,35 @@ def test_postgres_tells_every_replica_of_an_append(postgres_dsn: str) -> None:
         writer.close()
         reader.close()
     assert MemoryRunLog().watch(appended)() is None
+
+
+def test_postgres_replicas_with_skewed_clocks_agree_when_a_lease_lapsed(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease is kept on the database's clock (RESUME-10): a writer whose clock runs
+    an hour behind the reaper's keeps its run, and one an hour ahead loses it once its
+    lease lapsed — whatever the clocks of the hosts say."""
+    import time
+    import types
+
+    from agui_tools.app import _run_log_sql
+
+    def clock_of(skew: float) -> types.SimpleNamespace:
+        return types.SimpleNamespace(time=lambda: time.time() + skew)
+
+    writer, reaper = PostgresRunLog(postgres_dsn), PostgresRunLog(postgres_dsn)
+    try:
+        for run, skew in (("behind", -3600.0), ("ahead", 3600.0)):
+            monkeypatch.setattr(_run_log_sql, "time", clock_of(skew))
+            writer.begin("t", run, "w", _run_log_sql.time.time() + 30)
+            monkeypatch.setattr(_run_log_sql, "time", time)
+        assert reaper.reap(time.time()) == [], "no live run reaped for its host's clock"
+        state = reaper.state("t", "behind")
+        assert state is not None and 25 < state.lease_until - time.time() <= 30
+        monkeypatch.setattr(_run_log_sql, "time", clock_of(3600.0))
+        assert writer.renew("w", [("t", "ahead")], _run_log_sql.time.time() + 1) == []
+        monkeypatch.setattr(_run_log_sql, "time", time)
+        assert reaper.reap(time.time() + 2) == [("t", "ahead")], "a lapsed lease is reaped"
+    finally:
+        writer.close()
+        reaper.close()

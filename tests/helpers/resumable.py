@@ -39,11 +39,14 @@ def ids_and_events(raw: bytes) -> list[tuple[str | None, dict[str, Any]]]:
     """Each SSE event's ``id`` (or ``None``) and its JSON data, keep-alives skipped."""
     out = []
     for block in raw.decode().split("\n\n"):
-        fields = dict(
-            line.split(": ", 1) for line in block.split("\n") if line and not line.startswith(":")
-        )
-        if "data" in fields:
-            out.append((fields.get("id"), orjson.loads(fields["data"])))
+        fields: dict[str, list[str]] = {}
+        for line in block.split("\n"):
+            if line and not line.startswith(":"):
+                name, value = line.split(": ", 1)
+                fields.setdefault(name, []).append(value)
+        if "data" in fields:  # data lines join with a newline (WHATWG SSE)
+            event_id = fields["id"][-1] if "id" in fields else None
+            out.append((event_id, orjson.loads("\n".join(fields["data"]))))
     return out
 
 

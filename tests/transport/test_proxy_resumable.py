@@ -38,7 +38,7 @@ from tests.helpers.resumable import (
     refund,
     refund_input,
 )
-from tests.helpers.scripted_server import serve
+from tests.helpers.scripted_server import free_port, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 
@@ -336,3 +336,70 @@ def test_a_frontend_cut_at_one_proxy_rejoins_at_another_sharing_the_log(tmp_path
     finally:
         first.close()
         second.close()
+
+
+def test_a_terminal_event_split_over_data_lines_ends_the_run_as_the_agent_did() -> None:
+    """A payload the upstream spread over several ``data:`` lines is one event
+    (WHATWG SSE): its ``RUN_FINISHED`` ends the logged run, no ``UPSTREAM_CUT`` after it."""
+    body = (
+        b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r1"}\n\n'
+        b'data: {"type":"RUN_FINISHED",\ndata: "threadId":"t","runId":"r1"}\n\n'
+    )
+
+    async def main() -> None:
+        async with (
+            serving(scripted(200, body, b"text/event-stream")) as upstream,
+            serving(proxy_app(upstream + "/", MemoryRunLog(), [])) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+        ):
+            got = await client.post("/", json=refund_input("r1"), headers=OPT_IN)
+            logged = [e for _, e in ids_and_events(got.content)]
+            assert [e["type"] for e in logged] == ["RUN_STARTED", "RUN_FINISHED"], logged
+            rejoin = await client.get("/threads/t/runs/r1/events", headers=SSE)
+            assert [e["type"] for _, e in ids_and_events(rejoin.content)][-1] == "RUN_FINISHED"
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_run_over_before_the_upstream_answered_leaves_no_writer_behind() -> None:
+    """An unreachable upstream, and a stop asked before the upstream answered: each
+    run is over, and the proxy no longer counts itself its writer (its keeper would
+    renew the lease of a leaked one every round)."""
+    answer = asyncio.Event()
+
+    async def silent(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await answer.wait()  # answers nothing until the test ends
+
+    def writers(app: ProxyApp) -> dict[tuple[str, str], asyncio.Event]:
+        assert app.resumable is not None
+        return app.resumable._stops
+
+    async def main() -> None:
+        gone = proxy_app(f"http://127.0.0.1:{free_port()}/", MemoryRunLog(), [])
+        async with serving(silent) as upstream:
+            waiting = proxy_app(upstream + "/", MemoryRunLog(), [])
+            async with (
+                serving(gone) as gone_url,
+                serving(waiting) as url,
+                httpx.AsyncClient(timeout=30) as client,
+            ):
+                got = await client.post(gone_url + "/", json=refund_input("r1"), headers=OPT_IN)
+                assert got.status_code == 502 and "cannot be reached" in got.text
+                assert writers(gone) == {}
+
+                asking = asyncio.create_task(
+                    client.post(url + "/", json=refund_input("r2"), headers=OPT_IN)
+                )
+                for _ in range(500):  # the proxy is waiting on the upstream's answer
+                    if writers(waiting):
+                        break
+                    await asyncio.sleep(0.02)
+                stop = await client.post(url + "/threads/t/runs/r2/stop")
+                assert stop.status_code == 202, stop.text
+                events = [e for _, e in ids_and_events((await asking).content)]
+                assert events[-1]["code"] == "STOPPED", events
+                assert writers(waiting) == {}
+                answer.set()
+
+    asyncio.run(asyncio.wait_for(main(), 60))

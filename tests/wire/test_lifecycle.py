@@ -24,6 +24,7 @@ from agui_tools.wire._lifecycle import (
     Refused,
     RunEvent,
     RunPhase,
+    ends_run,
     move,
     refusal,
     run_event,
@@ -147,3 +148,19 @@ def test_the_emitter_and_the_verifier_agree_on_every_move(
     for ev in sent:
         verifier.feed(ev)  # the consumer accepts every event of the move …
     assert emitter.phase is verifier.phase is move(phase, event)  # … and lands alike
+
+
+@pytest.mark.parametrize(
+    ("payload", "ends"),
+    [
+        ('{"type":"RUN_FINISHED","threadId":"t","runId":"r"}', True),
+        ('{"type":"RUN_ERROR","message":"m"}', True),
+        ('{"type":"RUN_FINISHED",\n"threadId":"t","runId":"r"}', True),  # data lines joined
+        ('{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"RUN_FINISHED"}', False),
+        ('{"type":"RUN_STARTED","threadId":"t","runId":"RUN_ERROR"}', False),
+        ('{"type":"RUN_FINISHED"', False),  # not JSON: not an event at all
+        ('["RUN_FINISHED"]', False),
+    ],
+)
+def test_a_payload_ends_a_run_only_when_its_type_is_terminal(payload: str, ends: bool) -> None:
+    assert ends_run(payload) is ends

@@ -15,7 +15,6 @@ caller's — decides leases and retention.
 from __future__ import annotations
 
 import heapq
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,7 @@ from typing import Final, Protocol
 
 from .._text import shown as _shown
 from ..wire._enforce import id_problem
+from ..wire._event_ids import parse_seq
 
 __all__ = [
     "STOP_OF_ENDED",
@@ -160,7 +160,6 @@ class LogRefusal:
         }
 
 
-_DECIMAL = re.compile(r"[0-9]{1,18}")
 _OWS: Final = " \t"
 """HTTP's optional whitespace, which a header's value loses at both ends."""
 
@@ -172,13 +171,14 @@ def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> in
     HTTP strips the spaces and tabs around a header's value (RFC 9110 §5.5), so a
     ``runId`` that starts with some is matched without them."""
     if last_event_id is not None:
-        named, colon, seq = last_event_id.strip(_OWS).rpartition(":")
-        if not colon or not _DECIMAL.fullmatch(seq):
+        named, colon, text = last_event_id.strip(_OWS).rpartition(":")
+        seq = parse_seq(text) if colon else None
+        if seq is None:
             return LogRefusal(
                 400,
                 "RESUME-7",
                 f"Last-Event-ID {_shown(last_event_id)}: expected '<runId>:<seq>' with seq "
-                "a decimal integer",
+                "a decimal integer without leading zeros",
             )
         if named != run_id.lstrip(_OWS):
             return LogRefusal(
@@ -187,15 +187,17 @@ def parse_after(run_id: str, last_event_id: str | None, after: str | None) -> in
                 f"Last-Event-ID {_shown(last_event_id)} names run {_shown(named)}, "
                 f"not run {_shown(run_id)}",
             )
-        return int(seq)
+        return seq
     if after is not None:
-        if not _DECIMAL.fullmatch(after):
+        position = parse_seq(after)
+        if position is None:
             return LogRefusal(
                 400,
                 "RESUME-7",
-                f"after={_shown(after)}: expected a decimal integer, the last seq received",
+                f"after={_shown(after)}: expected a decimal integer without leading zeros, "
+                "the last seq received",
             )
-        return int(after)
+        return position
     return 0
 
 

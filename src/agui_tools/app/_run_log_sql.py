@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import orjson
 
 from .._text import guarded_logger
-from ._run_log import WORKER_DIED, RunState
+from ._run_log import WORKER_DIED, RunState, _nothing
 
 log = guarded_logger("agui_tools.app")
 
@@ -57,12 +58,9 @@ _MAX_NOTIFY = 7900
 """PostgreSQL's NOTIFY payload limit is 8000 bytes: longer ids are left to the poll."""
 
 
-def _nothing() -> None:
-    pass
-
-
 _STATE = (
-    "SELECT owner, last_seq, lease_until, finished_at, stop_requested, expired, started_by "
+    "SELECT owner, last_seq, lease_until - {clock}, finished_at, stop_requested, expired, "
+    "started_by "
     "FROM agui_run_log_runs WHERE thread_id = ? AND run_id = ?"
 )
 
@@ -74,9 +72,22 @@ class _SQLRunLog:
     shared = True
     notifies = False
     _placeholder = "?"
+    _clock = "0"
+    """Where the clock a lease is kept in reads (SQL): SQLite's is the caller's (one
+    host, one clock); PostgreSQL's is the database's, so replicas whose clocks
+    disagree still agree when a lease lapsed (RESUME-10)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+
+    def _from_now(self, when: float) -> float:
+        """``when`` (the caller's clock) as the log keeps it: ``_clock + _from_now(when)``
+        — an absolute time, or a span from now that no skew between hosts changes."""
+        return when if self._clock == "0" else when - time.time()
+
+    def _here(self, kept: float) -> float:
+        """A time :meth:`_from_now` kept, back on the caller's clock."""
+        return kept if self._clock == "0" else kept + time.time()
 
     def watch(self, appended: Callable[[str, str], None]) -> Callable[[], None]:
         return _nothing  # readers poll
@@ -109,8 +120,8 @@ class _SQLRunLog:
             self._exec(
                 cur,
                 "INSERT INTO agui_run_log_runs (thread_id, run_id, owner, lease_until, "
-                "started_by) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (thread_id, run_id, owner, lease_until, started_by),
+                f"started_by) VALUES (?, ?, ?, {self._clock} + ?, ?) ON CONFLICT DO NOTHING",
+                (thread_id, run_id, owner, self._from_now(lease_until), started_by),
             )
             return bool(cur.rowcount == 1)
 
@@ -145,10 +156,12 @@ class _SQLRunLog:
 
     def state(self, thread_id: str, run_id: str) -> RunState | None:
         with self._transaction() as cur:
-            row = self._exec(cur, _STATE, (thread_id, run_id)).fetchone()
+            state = _STATE.format(clock=self._clock)
+            row = self._exec(cur, state, (thread_id, run_id)).fetchone()
         if row is None:
             return None
-        owner, last_seq, lease_until, finished_at, stop, expired, started_by = row
+        owner, last_seq, kept, finished_at, stop, expired, started_by = row
+        lease_until = self._here(float(kept))
         return RunState(
             owner, int(last_seq), lease_until, finished_at, bool(stop), bool(expired), started_by
         )
@@ -181,9 +194,10 @@ class _SQLRunLog:
             for thread_id, run_id in runs:
                 row = self._exec(
                     cur,
-                    "UPDATE agui_run_log_runs SET lease_until = ? WHERE thread_id = ? AND "
-                    "run_id = ? AND owner = ? AND finished_at IS NULL RETURNING stop_requested",
-                    (lease_until, thread_id, run_id, owner),
+                    f"UPDATE agui_run_log_runs SET lease_until = {self._clock} + ? WHERE "
+                    "thread_id = ? AND run_id = ? AND owner = ? AND finished_at IS NULL "
+                    "RETURNING stop_requested",
+                    (self._from_now(lease_until), thread_id, run_id, owner),
                 ).fetchone()
                 if row is not None and row[0]:
                     stops.append((thread_id, run_id))
@@ -193,9 +207,10 @@ class _SQLRunLog:
         with self._transaction() as cur:
             rows = self._exec(
                 cur,
-                "UPDATE agui_run_log_runs SET last_seq = last_seq + 1, finished_at = ? "
-                "WHERE finished_at IS NULL AND lease_until < ? RETURNING thread_id, run_id, last_seq",
-                (now, now),
+                "UPDATE agui_run_log_runs SET last_seq = last_seq + 1, finished_at = ? WHERE "
+                f"finished_at IS NULL AND lease_until < {self._clock} + ? "
+                "RETURNING thread_id, run_id, last_seq",
+                (now, self._from_now(now)),
             ).fetchall()
             if rows:
                 cur.executemany(
@@ -270,6 +285,7 @@ class PostgresRunLog(_SQLRunLog):
     or a stop, and closes the runs of a replica that died (RESUME-10)."""
 
     _placeholder = "%s"
+    _clock = "EXTRACT(EPOCH FROM clock_timestamp())"
     notifies = True
 
     def __init__(self, conninfo: str) -> None:

@@ -26,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 from .._errors import LimitExceeded, ProtocolViolation
 from ..app._watch import InputJudged, StreamWatch, WatchFinding, binding_of
 from ..wire._framing import SSE_MEDIA_TYPE, SSEReader
+from ..wire._lifecycle import ends_run
 from ._client import _DECODABLE, _coding
 from ._proxy_forwarding import Forwarding, _Decoded, _describe, _Timeline
 from ._proxy_requests import redacted_url
@@ -41,7 +42,6 @@ __all__ = ["ResumableForwarding"]
 
 _NOT_ASKED_UPSTREAM: Final = frozenset((OPT_IN, "last-event-id", "accept"))
 """The opt-in is the proxy's to honour: the upstream is asked a standard SSE run."""
-_TERMINAL: Final = (b'"RUN_FINISHED"', b'"RUN_ERROR"')
 
 
 def ending(code: str, message: str) -> bytes:
@@ -49,14 +49,9 @@ def ending(code: str, message: str) -> bytes:
     return orjson.dumps({"type": "RUN_ERROR", "message": message, "code": code})
 
 
-def _terminal(payload: bytes) -> bool:
-    if not any(t in payload for t in _TERMINAL):
-        return False  # (the cheap look first: most events are neither)
-    try:
-        event = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(event, dict) and event.get("type") in ("RUN_FINISHED", "RUN_ERROR")
+def _framed(payload: str) -> bytes:
+    """A payload as the log keeps it: each line after the first its own ``data:`` line."""
+    return payload.encode().replace(b"\n", b"\ndata: ")
 
 
 class _Logged:
@@ -71,10 +66,12 @@ class _Logged:
         self.closed = False
         """The log took the terminal event, or a replica closed the run."""
 
-    async def add(self, payloads: list[bytes]) -> None:
+    async def add(self, payloads: list[str]) -> None:
+        """Log the decoded ``payloads`` (terminal or not is judged on them, before a
+        multi-line payload is framed again as the log keeps it)."""
         batch = [self.held] if self.held is not None else []
-        batch += payloads
-        self.held = batch.pop() if batch and _terminal(batch[-1]) else None
+        batch += [_framed(p) for p in payloads]
+        self.held = batch.pop() if payloads and ends_run(payloads[-1]) else None
         await self._append(batch, terminal=False)
 
     async def end(self, otherwise: bytes) -> None:
@@ -151,23 +148,24 @@ class ResumableForwarding(Forwarding):
             return False
         meta["resumable"] = True
         stop = runs.writing(key)
-        request = self._upstream_request(scope, url, body, drop=_NOT_ASKED_UPSTREAM)
-        request.headers["accept"] = SSE_MEDIA_TYPE
-        if self._stop is None:
-            self._stop = asyncio.get_running_loop().create_future()
-        sending = asyncio.ensure_future(self.client.send(request, stream=True))
-        stopping = asyncio.ensure_future(stop.wait())
+        detached = False
         try:
-            waiting: set[asyncio.Future[Any]] = {sending, stopping, self._stop}
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopping.cancel()
-            if not sending.done():
-                sending.cancel()
-                await asyncio.wait({sending})
-        shown, asgi = redacted_url(url), (scope, receive, send)
-        logged = _Logged(runs, key)
-        try:
+            request = self._upstream_request(scope, url, body, drop=_NOT_ASKED_UPSTREAM)
+            request.headers["accept"] = SSE_MEDIA_TYPE
+            if self._stop is None:
+                self._stop = asyncio.get_running_loop().create_future()
+            sending = asyncio.ensure_future(self.client.send(request, stream=True))
+            stopping = asyncio.ensure_future(stop.wait())
+            try:
+                waiting: set[asyncio.Future[Any]] = {sending, stopping, self._stop}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+                if not sending.done():
+                    sending.cancel()
+                    await asyncio.wait({sending})
+            shown, asgi = redacted_url(url), (scope, receive, send)
+            logged = _Logged(runs, key)
             if sending.cancelled():
                 if stop.is_set():  # asked before the upstream answered: the run is over
                     await logged.end(_stopped())
@@ -186,50 +184,52 @@ class ResumableForwarding(Forwarding):
                 await self._problem(asgi, exchange, meta, shown, status, message)
                 return False
             response = sending.result()
-        except BaseException:
-            runs.written(key)
-            raise
-        content_type = response.headers.get("content-type")
-        meta |= {"status": response.status_code, "contentType": content_type}
-        meta["responseHeaders"] = sorted({k.lower() for k in response.headers})
-        coding = _coding(response)
-        if (
-            response.status_code != 200
-            or binding_of(content_type) != "sse"
-            or coding not in ("", "identity", *_DECODABLE)
-        ):
-            runs.written(key)
-            what = f"status {response.status_code}, {content_type or 'no content type'}"
-            if coding not in ("", "identity"):
-                what += f", Content-Encoding {coding}"
-            await logged.end(
-                ending(
-                    "UPSTREAM_REFUSED",
-                    f"agui-tools proxy: the upstream {shown} answered no SSE run ({what}); "
-                    "its answer was forwarded as it came",
+            content_type = response.headers.get("content-type")
+            meta |= {"status": response.status_code, "contentType": content_type}
+            meta["responseHeaders"] = sorted({k.lower() for k in response.headers})
+            coding = _coding(response)
+            if (
+                response.status_code != 200
+                or binding_of(content_type) != "sse"
+                or coding not in ("", "identity", *_DECODABLE)
+            ):
+                what = f"status {response.status_code}, {content_type or 'no content type'}"
+                if coding not in ("", "identity"):
+                    what += f", Content-Encoding {coding}"
+                await logged.end(
+                    ending(
+                        "UPSTREAM_REFUSED",
+                        f"agui-tools proxy: the upstream {shown} answered no SSE run ({what}); "
+                        "its answer was forwarded as it came",
+                    )
                 )
+                try:  # the answer as today's proxy forwards it, unjudged as a stream
+                    if exchange is not None:
+                        exchange.open(content_type)
+                    if await self._pump(send, response, None, exchange, meta):
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                finally:
+                    await response.aclose()
+                return False
+            decoded = None
+            if coding not in ("", "identity"):
+                meta["contentEncoding"] = coding
+                decoded = _Decoded(coding, on_finding, judged)
+            watch = StreamWatch(
+                "sse", run_input=judged.stream_input, on_finding=on_finding, keep=False
             )
-            try:  # the answer as today's proxy forwards it, unjudged as a stream
-                if exchange is not None:
-                    exchange.open(content_type)
-                if await self._pump(send, response, None, exchange, meta):
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-            finally:
-                await response.aclose()
-            return False
-        decoded = None
-        if coding not in ("", "identity"):
-            meta["contentEncoding"] = coding
-            decoded = _Decoded(coding, on_finding, judged)
-        watch = StreamWatch("sse", run_input=judged.stream_input, on_finding=on_finding, keep=False)
-        if exchange is not None:
-            exchange.open(content_type)
-        writing = self._write_log(
-            response, logged, stop, watch, decoded, judged, exchange, meta, number, complete
-        )
-        runs.detach(writing, self._writers, self.front.slot, run_id)
-        await runs.follow(thread_id, run_id, 0, receive, send)
-        return True
+            if exchange is not None:
+                exchange.open(content_type)
+            writing = self._write_log(
+                response, logged, stop, watch, decoded, judged, exchange, meta, number, complete
+            )
+            runs.detach(writing, self._writers, self.front.slot, run_id)
+            detached = True  # the writer says written() when the answer is over
+            await runs.follow(thread_id, run_id, 0, receive, send)
+            return True
+        finally:
+            if not detached:
+                runs.written(key)
 
     async def _write_log(
         self,
@@ -324,7 +324,7 @@ class ResumableForwarding(Forwarding):
                         payloads = events.feed(out)
                     except (ProtocolViolation, LimitExceeded) as exc:
                         return ending("UPSTREAM_BROKEN", f"agui-tools proxy: {exc}")
-                    await logged.add([p.encode().replace(b"\n", b"\ndata: ") for p in payloads])
+                    await logged.add(payloads)
                 if logged.closed or fatal is not None:
                     break
         except httpx.HTTPError as exc:

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-import orjson
-
 from ..wire._event_ids import RESUMABLE_HEADER, EventSeq, parse_event_id
 from ..wire._framing import BrokenFrame
+from ..wire._lifecycle import ends_run
 
 __all__ = [
     "RESUMABLE_HEADER",
@@ -32,7 +31,6 @@ __all__ = [
     "run_url",
 ]
 
-_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 RULE_RECONNECT: Final = "RESUME-11"
 """A cut is rejoined with backoff, within bounds; past them the run is truncated."""
 
@@ -54,16 +52,6 @@ def run_url(url: str, thread_id: str, run_id: str, tail: str) -> str:
     """``<path>/threads/<threadId>/runs/<runId>/<tail>`` beside a run endpoint ``url``."""
     base = url.split("?", 1)[0].rstrip("/")
     return f"{base}/threads/{quote(thread_id, safe='')}/runs/{quote(run_id, safe='')}/{tail}"
-
-
-def _terminal(frame: str) -> bool:
-    if "RUN_FINISHED" not in frame and "RUN_ERROR" not in frame:
-        return False
-    try:
-        event = orjson.loads(frame)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(event, dict) and event.get("type") in _TERMINAL
 
 
 class RejoinState:
@@ -115,7 +103,7 @@ class RejoinState:
             self._failures = 0
             self._cut_at = None
             self.ended = self.ended or any(
-                _terminal(f) for f in out if not isinstance(f, BrokenFrame)
+                ends_run(f) for f in out if not isinstance(f, BrokenFrame)
             )
         return out
 

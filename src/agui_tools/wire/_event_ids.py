@@ -19,7 +19,7 @@ import orjson
 from .._errors import ProtocolViolation
 from ._framing import BrokenFrame
 
-__all__ = ["RESUMABLE_HEADER", "RULE_IDS", "EventSeq", "parse_event_id"]
+__all__ = ["RESUMABLE_HEADER", "RULE_IDS", "EventSeq", "parse_event_id", "parse_seq"]
 
 RESUMABLE_HEADER: Final = "Agui-Resumable"
 """The opt-in (RESUME-1): asked for on the run request, confirmed on its answer (``1``)."""
@@ -27,13 +27,27 @@ RULE_IDS: Final = "RESUME-2"
 _WHERE: Final = "resumable stream"
 
 
+_MAX_SEQ_DIGITS: Final = 18
+"""A seq fits a signed 64-bit integer (the SQL logs keep it as ``BIGINT``)."""
+
+
+def parse_seq(text: str) -> int | None:
+    """A seq as the binding writes it — ASCII digits, no sign, no leading zero, so one
+    number has one spelling (``0`` itself: the position before a run's first event,
+    where a rejoin may start) — else ``None``."""
+    if not text.isascii() or not text.isdecimal() or len(text) > _MAX_SEQ_DIGITS:
+        return None
+    if text.startswith("0") and text != "0":
+        return None
+    return int(text)
+
+
 def parse_event_id(event_id: str) -> tuple[str, int] | None:
     """``<runId>:<seq>`` → ``(runId, seq)`` (split on the last ``:``: a run id may hold
-    colons); ``None`` when it is not one (no colon, seq not a positive decimal)."""
-    run_id, sep, seq = event_id.rpartition(":")
-    if not sep or not seq.isascii() or not seq.isdecimal() or seq.startswith("0"):
-        return None
-    return run_id, int(seq)
+    colons); ``None`` when it is not one (no colon, seq not a :func:`parse_seq` above 0)."""
+    run_id, sep, text = event_id.rpartition(":")
+    seq = parse_seq(text) if sep else None
+    return (run_id, seq) if seq else None
 
 
 def _shown(text: str) -> str:

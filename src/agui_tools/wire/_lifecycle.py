@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal
 
+import orjson
+
 __all__ = [
     "ANY_EVENT",
     "BOUNDARIES",
     "REJECTED",
+    "RUN_ENDS",
     "RUN_EVENTS",
     "RUN_MOVES",
     "STREAM_ENDED",
@@ -26,6 +29,7 @@ __all__ = [
     "RunPhase",
     "RunStatus",
     "RunSummary",
+    "ends_run",
     "move",
     "refusal",
     "run_event",
@@ -51,6 +55,8 @@ STREAM_ENDED: Final = "STREAM_ENDED"
 REJECTED: Final = "REJECTED"
 """The consumer rejected the stream (the active run ends rejected, RUN-16)."""
 BOUNDARIES: Final = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"})
+RUN_ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+"""The terminal events: a run is over after either."""
 RUN_EVENTS: Final[tuple[RunEvent, ...]] = (
     "RUN_STARTED",
     "RUN_FINISHED",
@@ -106,6 +112,18 @@ RUN_MOVES: Final[Mapping[tuple[RunPhase, RunEvent], RunPhase | Refused]] = {
 def run_event(event_type: str) -> RunEvent:
     """The lifecycle column of a wire event type: a boundary, or :data:`ANY_EVENT`."""
     return event_type if event_type in BOUNDARIES else ANY_EVENT  # type: ignore[return-value]
+
+
+def ends_run(payload: str) -> bool:
+    """One SSE event's data is a terminal event (:data:`RUN_ENDS`) — the look a stream
+    reader takes without decoding every event: most name neither type."""
+    if "RUN_FINISHED" not in payload and "RUN_ERROR" not in payload:
+        return False
+    try:
+        event = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(event, dict) and event.get("type") in RUN_ENDS
 
 
 def refusal(phase: RunPhase, event: RunEvent) -> str | None:
