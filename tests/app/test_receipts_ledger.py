@@ -18,6 +18,7 @@ from agui_tools._errors import ReceiptRejected, UsageError
 from agui_tools.agent import Run, collect, verify_quorum, verify_receipt
 from agui_tools.agent._receipts import audit_receipts
 from agui_tools.app import RECEIPT_KEY, Driver, Keyring, Signer
+from agui_tools.app._calls import CallStatus
 from agui_tools.app._consent import UNAUTHENTICATED_USER, ConsentPolicy, Principal, Quorum
 from agui_tools.app._conversation import Conversation
 from agui_tools.app._ledger import verify_ledger
@@ -284,3 +285,25 @@ def test_an_agent_verifies_a_quorum_from_its_input() -> None:
     assert _agent_verdict(run_input, 2) == ["RCPT-8"]  # one approver's receipt dropped
     del message["metadata"][QUORUM_KEY]
     assert _agent_verdict(run_input, 2) == ["RCPT-1"]  # none at all
+
+
+def test_the_agent_counts_a_quorum_as_the_application_does() -> None:
+    """One rule on both sides (APPROVE-3, RCPT-8): ``Alice`` respelt and an
+    unauthenticated ``bob`` are not a second and third approver to the application,
+    so their (signed) receipts are not to the agent either."""
+    conv = pending(MemoryStore(), Quorum(requires=2))
+    store = conv.store
+    Driver(conv).approve("c1", principal=ALICE)
+    Driver(conv).approve("c1", principal=Principal("ALICE@Example.com", "Al", "oidc"))
+    Driver(conv).approve("c1", principal=Principal("bob@example.com", "Bob", None))
+    assert conv.call("c1").status is CallStatus.AWAITING_CONSENT  # the app counts one
+    receipts = [d["receipt"] for d in store.decisions("t1", "c1")]
+    assert len(receipts) == 3  # every decision is signed
+    with pytest.raises(ReceiptRejected) as info:
+        verify_quorum(receipts, keys=KEYS, thread_id="t1", call_id="c1", requires=2, proposed=ARGS)
+    assert info.value.rule == "RCPT-8"
+    assert "1 distinct principal(s)" in str(info.value)
+    with pytest.raises(ReceiptRejected, match="0 distinct principal"):  # nobody vouched for
+        verify_quorum(
+            receipts[2:], keys=KEYS, thread_id="t1", call_id="c1", requires=1, proposed=ARGS
+        )

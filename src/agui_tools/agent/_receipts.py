@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from .._errors import ReceiptRejected, UsageError
-from ..app._consent import parse_stamp, stamp
+from ..app._consent import counted_approver, parse_stamp, stamp
 from ..app._ledger import Broken
 from ..app._receipts import RECEIPT_KEY, Keyring, Statement, arguments_value, unb64url
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
@@ -156,8 +156,10 @@ def verify_quorum(
 ) -> tuple[Statement, ...]:
     """Check a quorum's receipts (a tool message's ``metadata["agui-tools/receipts"]``,
     one per approver): each as :func:`verify_receipt` checks one, and together
-    from at least ``requires`` distinct principals (RCPT-8) — one person's two
-    receipts are one approval. Returns the statements."""
+    from at least ``requires`` distinct principals (RCPT-8), counted as the
+    application counts them: one person's two receipts (or two spellings of one id)
+    are one approval, a principal nobody authenticated is none. Returns the
+    statements."""
     if requires < 1:
         raise UsageError(f"a quorum requires at least 1 approval, not {requires}")
     about = f"call {call_id!r} of thread {thread_id!r}"
@@ -176,7 +178,12 @@ def verify_quorum(
         )
         for r in receipts
     )
-    approvers = sorted({s.principal.id for s in statements})
+    named: dict[str, str] = {}
+    for s in statements:
+        key = counted_approver(s.principal)
+        if key is not None:
+            named.setdefault(key, s.principal.id)  # named as first seen
+    approvers = sorted(named.values())
     if len(approvers) < requires:
         raise ReceiptRejected(
             "RCPT-8",
