@@ -263,23 +263,44 @@ def receipt_in_input(
     resume entry's; a call's receipt is its tool message's. The arguments are the
     ones the history gives the call — the agent's proposal (for an interrupt, the
     call it concerns, when ``call_id`` names it). What is missing is ``None``, or
-    not to be checked. ``key``: the metadata key read (a quorum's list, say)."""
+    not to be checked. ``key``: the metadata key read (a quorum's list, say).
+
+    Two resume entries for the interrupt (two tool messages for the call) are
+    refused (RCPT-1): a receipt vouches for one, and an agent may act on the other."""
     receipt: Any = None
     arguments: Any = _UNSET
     payload: Any = _UNSET
+    about = f"interrupt {interrupt_id!r}" if interrupt_id is not None else f"call {call_id!r}"
     if interrupt_id is not None:
-        for entry in run_input.get("resume") or ():
-            if entry.get("interruptId") == interrupt_id:
-                receipt, payload = _metadata_receipt(entry, key), entry.get("payload")
-    for message in run_input.get("messages") or ():
-        tool_message = message.get("role") == "tool" and message.get("toolCallId") == call_id
-        if interrupt_id is None and tool_message:
+        entries = [e for e in run_input.get("resume") or () if e.get("interruptId") == interrupt_id]
+        _one_of(entries, "resume entries", about)
+        for entry in entries:
+            receipt, payload = _metadata_receipt(entry, key), entry.get("payload")
+    replies = [
+        m
+        for m in run_input.get("messages") or ()
+        if m.get("role") == "tool" and m.get("toolCallId") == call_id
+    ]
+    if interrupt_id is None:
+        _one_of(replies, "tool messages", about)
+        for message in replies:
             receipt = _metadata_receipt(message, key)
+    for message in run_input.get("messages") or ():
         for call in message.get("toolCalls") or ():
             if call_id is not None and call.get("id") == call_id:
                 text = (call.get("function") or {}).get("arguments")
                 arguments = arguments_value(text if isinstance(text, str) else "")
     return receipt, arguments, payload
+
+
+def _one_of(items: list[Any], what: str, about: str) -> None:
+    if len(items) > 1:
+        raise ReceiptRejected(
+            "RCPT-1",
+            f"the run's input has {len(items)} {what} for it, where one is expected: which "
+            "one the receipt vouches for is not known",
+            about=about,
+        )
 
 
 def _metadata_receipt(item: Mapping[str, Any], key: str) -> Any:
