@@ -40,6 +40,7 @@ def verify_receipt(
     thread_id: str,
     call_id: str | None = None,
     interrupt_id: str | None = None,
+    run_id: str | None = None,
     arguments: Any = _UNSET,
     payload: Any = _UNSET,
     proposed: Any = _UNSET,
@@ -50,7 +51,9 @@ def verify_receipt(
     """Check ``receipt`` vouches for acting on a call or an interrupt; the statement.
 
     Give the thread and the call (``call_id``) or the interrupt
-    (``interrupt_id``) it must be about; ``arguments`` — the arguments about to
+    (``interrupt_id``) it must be about, and ``run_id`` — the run that was
+    interrupted (that proposed the call) — when the statement names one: a
+    fixed interrupt id such as ``"confirm"`` recurs in every run; ``arguments`` — the arguments about to
     run, parsed — must hash to the receipt's ``argumentsHash``, and ``payload``
     (a resume entry's, ``None`` when it has none) to its ``payloadHash``.
     ``proposed`` — the arguments the agent itself proposed for the call — must
@@ -73,6 +76,7 @@ def verify_receipt(
             thread_id,
             call_id,
             interrupt_id,
+            run_id,
             arguments,
             payload,
             proposed,
@@ -92,6 +96,7 @@ def _verify(
     thread_id: str,
     call_id: str | None,
     interrupt_id: str | None,
+    run_id: str | None,
     arguments: Any,
     payload: Any,
     proposed: Any,
@@ -124,7 +129,7 @@ def _verify(
             "altered after signing, or signed by another key",
             statement=statement,
         ) from None
-    _check_subject(statement, thread_id, call_id, interrupt_id)  # RCPT-4
+    _check_subject(statement, thread_id, call_id, interrupt_id, run_id)  # RCPT-4
     _check_hash(statement, "argumentsHash", statement.arguments_hash, arguments)  # RCPT-5
     if statement.arguments_shown is not None:
         _check_hash(statement, "argumentsShown", statement.arguments_shown, proposed, "proposed")
@@ -195,12 +200,19 @@ def verify_quorum(
 
 
 def _check_subject(
-    statement: Statement, thread_id: str, call_id: str | None, interrupt_id: str | None
+    statement: Statement,
+    thread_id: str,
+    call_id: str | None,
+    interrupt_id: str | None,
+    run_id: str | None,
 ) -> None:
+    # the run: only when the statement names one (a receipt of no run's call has none)
+    run = run_id if statement.run_id is not None else None
     for field, expected, found in (
         ("threadId", thread_id, statement.thread_id),
         ("toolCallId", call_id, statement.tool_call_id),
         ("interruptId", interrupt_id, statement.interrupt_id),
+        ("runId", run, statement.run_id),
     ):
         if expected is not None and found != expected:
             raise ReceiptRejected(
