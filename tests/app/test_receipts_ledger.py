@@ -351,3 +351,20 @@ def test_a_receipt_beside_a_second_tool_message_for_its_call_is_refused() -> Non
     run_input["messages"].insert(run_input["messages"].index(message), forged)
     ((rule, explanation),) = _receipt_verdict(run_input, call_id="c1")
     assert rule == "RCPT-1" and "2 tool messages" in explanation, explanation
+
+
+def test_a_decline_receipt_in_a_quorum_list_fails_the_quorum() -> None:
+    """A decline voids earlier approvals (the app's tally): its receipt, sent with
+    the approvals it voided, counts against the quorum on the agent side too —
+    RCPT-7, whatever the approvals (docs/receipts.md says what is not covered)."""
+    carol = Principal("carol@example.com", "Carol", "oidc")
+    conv = pending(MemoryStore(), Quorum(requires=3))
+    store = conv.store
+    Driver(conv).approve("c1", principal=ALICE)
+    Driver(conv).approve("c1", principal=carol)
+    Driver(conv).decline("c1", principal=BOB)
+    receipts = [d["receipt"] for d in store.decisions("t1", "c1")]
+    assert [r["statement"]["decision"] for r in receipts] == ["approved", "approved", "declined"]
+    with pytest.raises(ReceiptRejected) as info:
+        verify_quorum(receipts, keys=KEYS, thread_id="t1", call_id="c1", requires=2, proposed=ARGS)
+    assert info.value.rule == "RCPT-7" and "'declined' decision by 'bob@" in str(info.value)
