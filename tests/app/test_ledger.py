@@ -16,7 +16,12 @@ from typing import Any
 import orjson
 import pytest
 
-from agui_tools._errors import ApprovalRefused, StoreWriteFailed, UsageError
+from agui_tools._errors import (
+    ApprovalRefused,
+    ResumeOutcomeUnknown,
+    StoreWriteFailed,
+    UsageError,
+)
 from agui_tools.app import Driver
 from agui_tools.app._calls import CallStatus
 from agui_tools.app._consent import (
@@ -404,3 +409,37 @@ def test_an_integer_beyond_every_double_is_approved_bound_and_run(store: Any) ->
     assert entry["argumentsApproved"] == canonical_hash({"orderId": "o-1", "qty": huge})
     assert entry["argumentsApproved"] != canonical_hash({"orderId": "o-1", "qty": huge + 1})
     assert driver.execute("c1", lambda args: f"qty {args['qty'] == huge}").outcome == "executed"
+
+
+# -- one resume, one entry ---------------------------------------------------------
+
+
+def _interrupted(store: Any) -> Conversation:
+    """A replica's view of thread ``t-r``, whose last run stopped on interrupt ``i1``."""
+    conv = Conversation(thread_id="t-r", tools=[CONFIRM], store=store)
+    if Driver(conv).restore():
+        return conv
+    conv.next_input(user="refund")
+    finish = {"outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "x"}]}}
+    run(conv, *call("c9", "refund", '{"order":"A1"}'), finish=finish)
+    Driver(conv).end_run()
+    return conv
+
+
+def test_two_replicas_sending_one_resume_leave_exactly_one_ledger_entry(
+    open_store: Any,
+) -> None:
+    """Replicas A and B both send the resume of ``i1``: A's claim wins, B's finds it and
+    sends nothing — and only the winning claim's decision is in the ledger (kept in the
+    claim's own write), on every store."""
+    a, b = _interrupted(open_store()), _interrupted(open_store())
+    entry = {"interruptId": "i1", "status": "resolved", "payload": {"ok": True}}
+    a.next_input(resume=[entry])
+    b.next_input(resume=[entry])
+    Driver(a).perform("resume", a.claim_resume_steps())
+    with pytest.raises(ResumeOutcomeUnknown):
+        Driver(b).perform("resume", b.claim_resume_steps())
+    store = open_store()
+    resumes = [e for e in _entries(store) if e.get("kind") == "resume"]
+    assert [r["runId"] for r in resumes] == [a.pending_input["runId"]]
+    assert verify_ledger(store.ledger()).broken is None

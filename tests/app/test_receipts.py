@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from agui_tools._errors import ReceiptRejected, UsageError
 from agui_tools.agent import verify_receipt
+from agui_tools.agent._receipts import UNSET
 from agui_tools.app import RECEIPT_KEY, Driver, Keyring, Signer, Statement
 from agui_tools.app._consent import ConsentPolicy, Principal
 from agui_tools.app._conversation import Conversation
@@ -519,3 +520,17 @@ def test_any_one_signature_bit_flipped_is_refused(index: int, bit: int) -> None:
     with pytest.raises(ReceiptRejected) as info:
         check(r)
     assert info.value.rule == "RCPT-3"
+
+
+def test_a_receipt_from_another_run_is_refused_by_RCPT_4() -> None:
+    """A fixed interrupt id ("confirm") recurs in every run: a receipt resolving it in
+    run R1 — same payload, still unexpired — does not vouch for R2's interrupt."""
+    r1 = receipt(run_id="R1", tool_call_id=None, interrupt_id="confirm", decision="resolved")
+    kw: dict[str, Any] = {"call_id": None, "interrupt_id": "confirm", "arguments": UNSET}
+    assert check(r1, run_id="R1", **kw).run_id == "R1"
+    with pytest.raises(ReceiptRejected) as info:
+        check(r1, run_id="R2", **kw)
+    assert info.value.rule == "RCPT-4"
+    assert "runId 'R1', not 'R2'" in info.value.explanation
+    # a statement naming no run (a call no run proposed) is judged on the rest
+    assert check(receipt(), run_id="R2").run_id is None

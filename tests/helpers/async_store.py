@@ -33,8 +33,12 @@ class AsyncForwarding:
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
-    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        result: ClaimResult = await self._call("claim", key, tool=tool)
+    async def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
+        # forwarded only when given: a recorded call reads as the sync face's
+        kept = {"decision": decision} if decision is not None else {}
+        result: ClaimResult = await self._call("claim", key, tool=tool, **kept)
         return result
 
     async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:

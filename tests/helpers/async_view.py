@@ -53,8 +53,10 @@ class AsyncView:
         finally:
             self._stop()
 
-    def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        return self._wait(self.store.claim(key, tool=tool))
+    def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
+        return self._wait(self.store.claim(key, tool=tool, decision=decision))
 
     def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
         return self._wait(self.store.finish(key, answer))
@@ -85,3 +87,6 @@ class AsyncView:
 
     def save_run(self, thread_id: str, expected_version: int, snapshot: Snapshot) -> int:
         return self._wait(self.store.save_run(thread_id, expected_version, snapshot))
+
+    def ledger(self) -> list[tuple[int, bytes]]:
+        return self._wait(self.store.ledger())

@@ -183,8 +183,10 @@ class FaultyStore(_Faults):
         self._exit(method, kind)
         return result
 
-    def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        result: ClaimResult = self._call("claim", key, tool=tool)
+    def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
+        result: ClaimResult = self._call("claim", key, tool=tool, decision=decision)
         return result
 
     def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:

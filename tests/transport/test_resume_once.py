@@ -1,6 +1,6 @@
 """A resume that was sent is not sent twice (issue #22): before a resume run is sent
-its record is written to the journal (entries, run id, then a claim, exactly once by
-the store) and answered when that run's save is durable. A record still open when
+its record is written to the journal with its claim (entries and run id, exactly once
+by the store) and answered when that run's save is durable. A record still open when
 the thread is picked up — a crash after sending and before saving, another replica
 sending it now — is a resume that may have reached the agent: it is not sent again
 unless the application's ``resume_unknown=`` check says so, and then under the same
@@ -255,7 +255,7 @@ def durable(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 def test_every_fault_point_of_the_resume_path_resumes_exactly_once(
     url: str, log: Path, durable: Any
 ) -> None:
-    """Every store operation of a resume — the record lookup, the record, the claim,
+    """Every store operation of a resume — the record lookup, the claim with its record,
     the resume run's save, the record's answer — failed before it reached the store,
     after it committed, and by the process dying before or after it: the interrupt is
     resumed exactly once (twice only when the ``resume_unknown`` check asked for it,
@@ -263,7 +263,7 @@ def test_every_fault_point_of_the_resume_path_resumes_exactly_once(
     counted, _ = _resume_trial(url, durable, "t-count", log, None)
     points = [op.index for op in counted.ops]
     methods = [op.method for op in counted.ops]
-    assert {"lookup", "record_decision", "claim", "save_run", "finish"} <= set(methods), methods
+    assert {"lookup", "claim", "save_run", "finish"} <= set(methods), methods
     endings: dict[str, int] = {}
     for index in points:
         for kind in KINDS:
@@ -281,7 +281,7 @@ def test_on_an_async_store_the_record_is_awaited_on_the_loop_and_a_lost_resume_i
     url: str, log: Path
 ) -> None:
     """The async face over an async store (the AsyncPostgresStore path, without a
-    server): the record and the claim are awaited on the event loop, before the resume
+    server): the claim, with its record, is awaited on the event loop, before the resume
     is sent; a save that fails leaves the record open, and the next session refuses to
     send the resume again until its check says so."""
     from agui_tools.transport import AgentClient, Session
@@ -299,7 +299,7 @@ def test_on_an_async_store_the_record_is_awaited_on_the_loop_and_a_lost_resume_i
             with pytest.raises(StoreWriteFailed):
                 await first.resume({interrupt.id: Approval.approve()})
             methods = store.methods
-            assert methods.index("record_decision") < methods.index("claim")
+            assert "record_decision" not in methods  # the record is the claim's own write
             assert methods.index("claim") < methods.index("save_run")  # claimed, then sent
             assert len(received(log)) == 1
             del store.fail["save_run"]

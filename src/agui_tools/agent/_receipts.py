@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from .._errors import ReceiptRejected, UsageError
-from ..app._consent import parse_stamp, stamp
+from ..app._consent import counted_approver, parse_stamp, stamp
 from ..app._ledger import Broken
 from ..app._receipts import RECEIPT_KEY, Keyring, Statement, arguments_value, unb64url
 from ..wire._canonical import CanonicalError, canonical_hash, canonical_json
@@ -40,6 +40,7 @@ def verify_receipt(
     thread_id: str,
     call_id: str | None = None,
     interrupt_id: str | None = None,
+    run_id: str | None = None,
     arguments: Any = _UNSET,
     payload: Any = _UNSET,
     proposed: Any = _UNSET,
@@ -50,7 +51,9 @@ def verify_receipt(
     """Check ``receipt`` vouches for acting on a call or an interrupt; the statement.
 
     Give the thread and the call (``call_id``) or the interrupt
-    (``interrupt_id``) it must be about; ``arguments`` — the arguments about to
+    (``interrupt_id``) it must be about, and ``run_id`` — the run that was
+    interrupted (that proposed the call) — when the statement names one: a
+    fixed interrupt id such as ``"confirm"`` recurs in every run; ``arguments`` — the arguments about to
     run, parsed — must hash to the receipt's ``argumentsHash``, and ``payload``
     (a resume entry's, ``None`` when it has none) to its ``payloadHash``.
     ``proposed`` — the arguments the agent itself proposed for the call — must
@@ -73,6 +76,7 @@ def verify_receipt(
             thread_id,
             call_id,
             interrupt_id,
+            run_id,
             arguments,
             payload,
             proposed,
@@ -92,6 +96,7 @@ def _verify(
     thread_id: str,
     call_id: str | None,
     interrupt_id: str | None,
+    run_id: str | None,
     arguments: Any,
     payload: Any,
     proposed: Any,
@@ -124,7 +129,7 @@ def _verify(
             "altered after signing, or signed by another key",
             statement=statement,
         ) from None
-    _check_subject(statement, thread_id, call_id, interrupt_id)  # RCPT-4
+    _check_subject(statement, thread_id, call_id, interrupt_id, run_id)  # RCPT-4
     _check_hash(statement, "argumentsHash", statement.arguments_hash, arguments)  # RCPT-5
     if statement.arguments_shown is not None:
         _check_hash(statement, "argumentsShown", statement.arguments_shown, proposed, "proposed")
@@ -156,8 +161,10 @@ def verify_quorum(
 ) -> tuple[Statement, ...]:
     """Check a quorum's receipts (a tool message's ``metadata["agui-tools/receipts"]``,
     one per approver): each as :func:`verify_receipt` checks one, and together
-    from at least ``requires`` distinct principals (RCPT-8) — one person's two
-    receipts are one approval. Returns the statements."""
+    from at least ``requires`` distinct principals (RCPT-8), counted as the
+    application counts them: one person's two receipts (or two spellings of one id)
+    are one approval, a principal nobody authenticated is none. Returns the
+    statements."""
     if requires < 1:
         raise UsageError(f"a quorum requires at least 1 approval, not {requires}")
     about = f"call {call_id!r} of thread {thread_id!r}"
@@ -176,7 +183,12 @@ def verify_quorum(
         )
         for r in receipts
     )
-    approvers = sorted({s.principal.id for s in statements})
+    named: dict[str, str] = {}
+    for s in statements:
+        key = counted_approver(s.principal)
+        if key is not None:
+            named.setdefault(key, s.principal.id)  # named as first seen
+    approvers = sorted(named.values())
     if len(approvers) < requires:
         raise ReceiptRejected(
             "RCPT-8",
@@ -188,12 +200,19 @@ def verify_quorum(
 
 
 def _check_subject(
-    statement: Statement, thread_id: str, call_id: str | None, interrupt_id: str | None
+    statement: Statement,
+    thread_id: str,
+    call_id: str | None,
+    interrupt_id: str | None,
+    run_id: str | None,
 ) -> None:
+    # the run: only when the statement names one (a receipt of no run's call has none)
+    run = run_id if statement.run_id is not None else None
     for field, expected, found in (
         ("threadId", thread_id, statement.thread_id),
         ("toolCallId", call_id, statement.tool_call_id),
         ("interruptId", interrupt_id, statement.interrupt_id),
+        ("runId", run, statement.run_id),
     ):
         if expected is not None and found != expected:
             raise ReceiptRejected(
@@ -256,23 +275,44 @@ def receipt_in_input(
     resume entry's; a call's receipt is its tool message's. The arguments are the
     ones the history gives the call — the agent's proposal (for an interrupt, the
     call it concerns, when ``call_id`` names it). What is missing is ``None``, or
-    not to be checked. ``key``: the metadata key read (a quorum's list, say)."""
+    not to be checked. ``key``: the metadata key read (a quorum's list, say).
+
+    Two resume entries for the interrupt (two tool messages for the call) are
+    refused (RCPT-1): a receipt vouches for one, and an agent may act on the other."""
     receipt: Any = None
     arguments: Any = _UNSET
     payload: Any = _UNSET
+    about = f"interrupt {interrupt_id!r}" if interrupt_id is not None else f"call {call_id!r}"
     if interrupt_id is not None:
-        for entry in run_input.get("resume") or ():
-            if entry.get("interruptId") == interrupt_id:
-                receipt, payload = _metadata_receipt(entry, key), entry.get("payload")
-    for message in run_input.get("messages") or ():
-        tool_message = message.get("role") == "tool" and message.get("toolCallId") == call_id
-        if interrupt_id is None and tool_message:
+        entries = [e for e in run_input.get("resume") or () if e.get("interruptId") == interrupt_id]
+        _one_of(entries, "resume entries", about)
+        for entry in entries:
+            receipt, payload = _metadata_receipt(entry, key), entry.get("payload")
+    replies = [
+        m
+        for m in run_input.get("messages") or ()
+        if m.get("role") == "tool" and m.get("toolCallId") == call_id
+    ]
+    if interrupt_id is None:
+        _one_of(replies, "tool messages", about)
+        for message in replies:
             receipt = _metadata_receipt(message, key)
+    for message in run_input.get("messages") or ():
         for call in message.get("toolCalls") or ():
             if call_id is not None and call.get("id") == call_id:
                 text = (call.get("function") or {}).get("arguments")
                 arguments = arguments_value(text if isinstance(text, str) else "")
     return receipt, arguments, payload
+
+
+def _one_of(items: list[Any], what: str, about: str) -> None:
+    if len(items) > 1:
+        raise ReceiptRejected(
+            "RCPT-1",
+            f"the run's input has {len(items)} {what} for it, where one is expected: which "
+            "one the receipt vouches for is not known",
+            about=about,
+        )
 
 
 def _metadata_receipt(item: Mapping[str, Any], key: str) -> Any:

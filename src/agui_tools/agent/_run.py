@@ -394,6 +394,7 @@ class Run:
         *,
         call_id: str | None = None,
         interrupt_id: str | None = None,
+        run_id: str | None = None,
         arguments: Any = None,
         now: datetime | None = None,
     ) -> Statement:
@@ -404,7 +405,8 @@ class Run:
         own, from the history). For a frontend call the history's arguments are the
         proposal the receipt must name — the edited ones ran, if the approver edited
         them (``statement.arguments_shown``); ``arguments`` then checks what ran.
-        Raises :class:`ReceiptRejected`."""
+        ``run_id``: the run this agent interrupted (proposed the call in), checked
+        against the receipt's. Raises :class:`ReceiptRejected`."""
         receipt, found, payload = receipt_in_input(
             self.input, call_id=call_id, interrupt_id=interrupt_id
         )
@@ -412,7 +414,7 @@ class Run:
             ran = _UNSET if arguments is None else arguments
             return verify_receipt(
                 receipt, keys=keys, thread_id=self.thread_id, call_id=call_id,
-                arguments=ran, proposed=found, now=now,
+                run_id=run_id, arguments=ran, proposed=found, now=now,
             )  # fmt: skip
         return verify_receipt(
             receipt,
@@ -420,6 +422,7 @@ class Run:
             thread_id=self.thread_id,
             call_id=call_id,
             interrupt_id=interrupt_id,
+            run_id=run_id,
             arguments=found if arguments is None else arguments,
             payload=payload,
             now=now,

@@ -355,11 +355,12 @@ def tally(
             expired += 1
             continue
         principal = decision.principal
-        if principal is not None and not principal.authenticated:
-            unauthenticated += 1  # nobody can tell two such people apart, or from one
+        key = counted_approver(principal, decision.decided_by)
+        if key is None:
+            unauthenticated += 1
             continue
         who = principal.id if principal is not None else decision.decided_by
-        counted.setdefault(same_person(who), (who, decision.receipt))  # named as first seen
+        counted.setdefault(key, (who, decision.receipt))  # named as first seen
     return Tally(
         principals=tuple(name for name, _ in counted.values()),
         expired=expired,
@@ -367,6 +368,18 @@ def tally(
         receipts=tuple(r for _, r in counted.values() if r is not None),
         unauthenticated=unauthenticated,
     )
+
+
+def counted_approver(principal: Principal | None, decided_by: str = "") -> str | None:
+    """Who an approval counts as toward a quorum (APPROVE-3), on the application's
+    side and the agent's alike: the :func:`same_person` key of its principal (of
+    ``decided_by`` when it names none), or ``None`` — not counted — for a principal
+    nobody authenticated (nobody can tell two such people apart, or from one)."""
+    if principal is None:
+        return same_person(decided_by)
+    if not principal.authenticated:
+        return None
+    return same_person(principal.id)
 
 
 def same_person(principal_id: str) -> str:

@@ -593,10 +593,11 @@ class Conversation(Answering):
         )
 
     def claim_resume_steps(self) -> StoreSteps[None]:
-        """Record the resume the prepared input carries, before it is sent: its entries
-        and run id, then the claim. Another process's claim found instead, nothing is
-        sent (the prepared input is withdrawn): its run saved, :class:`StaleThread`;
-        not saved, :class:`ResumeOutcomeUnknown`."""
+        """Claim the resume the prepared input carries, before it is sent, its entries
+        and run id recorded with the claim (one write: only the claim that wins keeps
+        its decision, so the ledger holds one entry per resume). Another process's
+        claim found instead, nothing is sent (the prepared input is withdrawn): its run
+        saved, :class:`StaleThread`; not saved, :class:`ResumeOutcomeUnknown`."""
         run_input = self.pending_input
         entries = run_input.get("resume")
         if not entries or self._resume_key is not None:
@@ -605,20 +606,17 @@ class Conversation(Answering):
         record_id = resume_record_id(last.run_id if last is not None else None)
         fp = fingerprint({"runId": run_input["runId"], "resume": entries})
         key = JournalKey(self.thread_id, record_id, fp)
+        decision = {
+            "threadId": self.thread_id,
+            "toolCallId": record_id,
+            "kind": "resume",
+            "fingerprint": fp,
+            "runId": run_input["runId"],
+            "resume": entries,
+            "at": time.time(),
+        }
         try:
-            yield from ask(
-                "record_decision",
-                {
-                    "threadId": self.thread_id,
-                    "toolCallId": record_id,
-                    "kind": "resume",
-                    "fingerprint": fp,
-                    "runId": run_input["runId"],
-                    "resume": entries,
-                    "at": time.time(),
-                },
-            )
-            claim: ClaimResult = yield from ask("claim", key, tool=RESUME_TOOL)
+            claim: ClaimResult = yield from ask("claim", key, tool=RESUME_TOOL, decision=decision)
         except BaseException:
             self._withdraw_run()  # not claimed (or not known to be): not sent
             raise

@@ -102,7 +102,13 @@ class ClaimResult:
 class Journal(Protocol):
     """What the application core needs from a journal (see the module docstring)."""
 
-    def claim(self, key: JournalKey, *, tool: str) -> ClaimResult: ...
+    def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
+        """Record the intent to execute the call unless one is recorded: ``Claim.RUN``
+        for the one claim that inserted it, and ``decision`` (with its ledger entry)
+        kept in that same write — never for a claim that found one."""
+        ...
 
     def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
         """Record ``answer`` over the call's open intent; return the answer that stands:
@@ -201,11 +207,15 @@ class MemoryJournal(AnswerFromLookup):
         self._decisions: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._ledger: list[tuple[int, bytes]] = []
 
-    def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
+    def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
         with self._lock:
             record = self._calls.get((key.thread_id, key.call_id))
             if record is not None:
                 return _result(record)
+            if decision is not None:
+                self._keep(decision)  # first: a refused decision leaves no claim behind
             now = time.time()
             self._calls[key.thread_id, key.call_id] = _Record(key.fingerprint, tool, now, None)
             return ClaimResult(Claim.RUN, None, now, key.fingerprint)
@@ -672,7 +682,9 @@ class SQLiteJournal(AnswerFromLookup):
         ).fetchone()
         return stored_result(row) if row is not None else None
 
-    def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
+    def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
         with self._write(f"record the intent to execute call {key.call_id!r}") as db:
             found = self._row(db, key.thread_id, key.call_id)
             if found is not None:
@@ -683,6 +695,8 @@ class SQLiteJournal(AnswerFromLookup):
                 "VALUES (?, ?, ?, ?, ?)",
                 (key.thread_id, key.call_id, key.fingerprint, tool, now),
             )
+            if decision is not None:
+                self._insert_decision(db, decision)
             return ClaimResult(Claim.RUN, None, now, key.fingerprint)
 
     def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:

@@ -119,7 +119,9 @@ class AsyncStore(Protocol):
     is_async: ClassVar[bool]
     """Always ``True``: how a conversation tells an async store from a sync one."""
 
-    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult: ...
+    async def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult: ...
 
     async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]: ...
 

@@ -171,8 +171,10 @@ class PostgresStore(AnswerFromLookup):
 
     # -- the journal ----------------------------------------------------------------
 
-    def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        return self._run(claim_plan(key, tool))
+    def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
+        return self._run(claim_plan(key, tool, decision))
 
     def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
         return self._run(finish_plan(key, answer))
@@ -359,8 +361,10 @@ class AsyncPostgresStore:
 
     # -- the journal ----------------------------------------------------------------
 
-    async def claim(self, key: JournalKey, *, tool: str) -> ClaimResult:
-        return await self._run(claim_plan(key, tool))
+    async def claim(
+        self, key: JournalKey, *, tool: str, decision: Mapping[str, Any] | None = None
+    ) -> ClaimResult:
+        return await self._run(claim_plan(key, tool, decision))
 
     async def finish(self, key: JournalKey, answer: Mapping[str, Any]) -> dict[str, Any]:
         return await self._run(finish_plan(key, answer))

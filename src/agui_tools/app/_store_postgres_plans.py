@@ -156,7 +156,9 @@ def migrate_plan() -> Plan[int]:
     return Plan("create or upgrade its schema", steps(), tx=True, writes=True)
 
 
-def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
+def claim_plan(
+    key: JournalKey, tool: str, decision: Mapping[str, Any] | None = None
+) -> Plan[ClaimResult]:
     now = time.time()
 
     def steps() -> QuerySteps[ClaimResult]:
@@ -168,12 +170,16 @@ def claim_plan(key: JournalKey, tool: str) -> Plan[ClaimResult]:
             "one",
         )
         if inserted is not None:
+            if decision is not None:
+                yield from _insert_decision(decision)
             return ClaimResult(Claim.RUN, None, now, key.fingerprint)
         found = yield from _call_row(key.thread_id, key.call_id)
         assert found is not None  # rows are never deleted
         return found
 
-    return Plan(f"record the intent to execute call {key.call_id!r}", steps(), writes=True)
+    # with a decision, one transaction: it is kept exactly when the claim row is new
+    tx = decision is not None
+    return Plan(f"record the intent to execute call {key.call_id!r}", steps(), tx=tx, writes=True)
 
 
 def finish_plan(key: JournalKey, answer: Mapping[str, Any]) -> Plan[dict[str, Any]]:
