@@ -403,3 +403,34 @@ def test_a_run_over_before_the_upstream_answered_leaves_no_writer_behind() -> No
                 answer.set()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_run_past_max_run_bytes_through_the_proxy_is_ended_by_the_cap() -> None:
+    """The proxy's writer stands on the same cap as an agent's: an upstream streaming
+    past ``max_run_bytes`` leaves a log that ends with RUN_ERROR ``RUN_LOG_LIMIT``,
+    never one that grows without bound."""
+    cap = 3_000
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r1"}]
+    events += [{"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}]
+    events += [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x" * 100}] * 60
+    events += [{"type": "TEXT_MESSAGE_END", "messageId": "m1"}]
+    events += [{"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"}]
+    body = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
+    log = MemoryRunLog()
+
+    async def main() -> None:
+        async with (
+            serving(scripted(200, body, b"text/event-stream")) as upstream,
+            serving(
+                ProxyApp(upstream + "/", resumable=Resumable(log=log, max_run_bytes=cap))
+            ) as url,
+            httpx.AsyncClient(base_url=url, timeout=30) as client,
+        ):
+            got = await client.post("/", json=refund_input("r1"), headers=OPT_IN)
+            logged = [e for _, e in ids_and_events(got.content)]
+            assert logged[-1]["type"] == "RUN_ERROR" and logged[-1]["code"] == "RUN_LOG_LIMIT"
+            assert len(logged) < len(events)
+        kept = log.read("t", "r1", 0, 10_000)[:-1]
+        assert sum(map(len, kept)) <= cap, "never past the cap"
+
+    asyncio.run(asyncio.wait_for(main(), 60))

@@ -62,6 +62,7 @@ class _Logged:
     def __init__(self, runs: ResumableRuns, key: tuple[str, str]) -> None:
         self.runs, self.key = runs, key
         self.seq = 0
+        self.room = runs.config.max_run_bytes
         self.held: bytes | None = None
         self.closed = False
         """The log took the terminal event, or a replica closed the run."""
@@ -82,6 +83,7 @@ class _Logged:
     async def _append(self, batch: list[bytes], *, terminal: bool) -> None:
         if not batch or self.closed:
             return
+        batch, terminal, self.room = self.runs.within_cap(self.key, batch, terminal, self.room)
         if not await self.runs.append(self.key, self.seq + 1, batch, terminal):
             self.closed = True  # closed by a replica that thought us dead
             return

@@ -410,11 +410,7 @@ class ResumableRuns:
                     continue
                 terminal = channel.ended_with is not None
                 batch = channel.take()
-                kept = _within(batch, room)
-                if kept < len(batch):  # the cap: what fits, then the run ends saying so
-                    log.warning("run %s reached max_run_bytes; stopped", key[1])
-                    batch, terminal = [*batch[:kept], self._log_limit()], True
-                room -= sum(len(p) for p in batch)
+                batch, terminal, room = self.within_cap(key, batch, terminal, room)
                 if not await self.append(key, seq + 1, batch, terminal):
                     return  # closed by a replica that thought us dead: stop writing
                 seq += len(batch)
@@ -439,6 +435,19 @@ class ResumableRuns:
             self.written(key)
             driver.cancel()
             await asyncio.gather(driver, return_exceptions=True)
+
+    def within_cap(
+        self, key: tuple[str, str], batch: list[bytes], terminal: bool, room: int
+    ) -> tuple[list[bytes], bool, int]:
+        """``batch`` as a run's log may take it with ``room`` bytes left, the flag saying
+        it ends the run, and the room after it: past ``max_run_bytes``, what fits and then
+        ``RUN_LOG_LIMIT``, which ends the run. Every writer of a log (an agent's, the
+        proxy's) goes through here."""
+        kept = _within(batch, room)
+        if kept < len(batch):  # the cap: what fits, then the run ends saying so
+            log.warning("run %s reached max_run_bytes; stopped", key[1])
+            batch, terminal = [*batch[:kept], self._log_limit()], True
+        return batch, terminal, room - sum(len(p) for p in batch)
 
     def _log_limit(self) -> bytes:
         return orjson.dumps(
