@@ -74,9 +74,9 @@ def test_the_printed_url_answers_at_once_and_the_access_log_goes_to_stderr() -> 
 
 
 @pytest.mark.parametrize(
-    ("loop", "runs_on"), [("asyncio", "asyncio"), ("uvloop", "uvloop"), (None, "uvloop")]
+    ("loop", "runs_on"), [("asyncio", "asyncio"), ("uvloop", "uvloop"), (None, "asyncio")]
 )
-def test_serve_runs_on_the_event_loop_chosen_uvloop_by_default(
+def test_serve_runs_on_the_event_loop_chosen_asyncio_by_default(
     loop: str | None, runs_on: str
 ) -> None:
     from tests.helpers.terminal import served

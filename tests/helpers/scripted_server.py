@@ -84,6 +84,8 @@ def serve(app: Any, **options: Any) -> Iterator[str]:
     """Run ``app`` with uvicorn on a free loopback port; yield its base URL.
     ``options``: more ``uvicorn.Config`` options (``date_header=False`` …)."""
     port = free_port()
+    # as the commands serve: asyncio and h11, whatever else the dev install holds
+    options = {"loop": "asyncio", "http": "h11", **options}
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", **options
     )

@@ -355,6 +355,7 @@ def run(args: argparse.Namespace) -> int:
         log_level="warning",
         access_log=False,
         limit_concurrency=app.max_concurrency,  # (fitted under the descriptor limit)
+        loop="asyncio",  # uvloop does not keep the front's descriptor-flood answers
         http=deadline_protocol(header_timeout=args.header_timeout, send_timeout=args.send_timeout),
         timeout_graceful_shutdown=1,
         **SERVER_OPTIONS,  # the agent's Date and Server, once (the proxy adds a missing Date)

@@ -33,9 +33,11 @@ not start with "/", the port is taken).
 """
 
 LOG_LEVELS: Final = ("critical", "error", "warning", "info", "debug")
-LOOPS: Final = ("auto", "uvloop", "asyncio")
-"""The event loops ``serve`` may run on: ``auto`` is uvloop where it is installed (a
-dependency, except on Windows), which writes each event for less CPU than asyncio's."""
+LOOPS: Final = ("asyncio", "uvloop", "auto")
+"""The event loops ``serve`` may run on. ``asyncio`` is the default: under a descriptor
+flood uvloop closes connections the front answers 408 on asyncio, so the hardened
+front's promises hold on asyncio only. ``uvloop`` (a dependency, except on Windows)
+writes each event for less CPU; ``auto`` is uvloop where installed."""
 
 
 def register(sub: Any) -> None:
@@ -64,9 +66,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--loop",
         choices=LOOPS,
-        default="auto",
-        help="the event loop: auto (the default) is uvloop where installed, else asyncio "
-        "(docs/performance.md)",
+        default="asyncio",
+        help="the event loop (default asyncio); uvloop costs less CPU per event but does not "
+        "keep the front's descriptor-flood answers (docs/performance.md)",
     )
     p.add_argument(
         "--shutdown-grace",
@@ -487,7 +489,7 @@ def serve_on(
     send_timeout: float | None = 30.0,
     shutdown_grace: float = 30.0,
     on_ended: Callable[[int], None] | None = None,
-    loop: str = "auto",
+    loop: str = "asyncio",
 ) -> None:
     """Print "Serving WHAT at URL" on stdout, then serve ``app`` on the bound ``sock``
     until Ctrl-C or SIGTERM (which stop it cleanly: an AG-UI endpoint's runs in flight
