@@ -463,3 +463,11 @@ def test_export_to_a_terminal_shows_controls_escaped_and_says_it_is_not_the_expo
     err = done.stderr.decode()
     assert "1 entry shown with control characters escaped" in err, err
     assert "not for audit; redirect to a file" in err, err
+
+
+def test_one_entry_is_said_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _store(tmp_path, count=1)
+    assert main(["ledger", "verify", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("ledger: 1 entry, every link holds; head ")

@@ -151,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     through = f"; it passes through entry {args.anchor[0]}" if args.anchor else ""
-    print(f"ledger: {report.entries} entries, every link holds; head {report.head}{through}")
+    counted = f"{report.entries} entr{'y' if report.entries == 1 else 'ies'}"
+    print(f"ledger: {counted}, every link holds; head {report.head}{through}")
     if keys is None:
         return 0
     from ..agent._receipts import audit_receipts
