@@ -37,6 +37,7 @@ from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.wire._canonical import canonical_hash
 
 from ..helpers.conversation import CONFIRM, call, run
+from ..helpers.ledger import opened_store
 
 ALICE = Principal("alice@example.com", "Alice", authenticated_by="oidc")
 BOB = Principal("bob@example.com", "Bob", authenticated_by="oidc")
@@ -66,17 +67,8 @@ def _entries(store: Any) -> list[dict[str, Any]]:
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    if request.param == "postgres":
-        from agui_tools.app._store_postgres import PostgresStore
-
-        s: Any = PostgresStore(request.getfixturevalue("postgres_dsn"), max_size=2)
-    else:
-        s = SQLiteStore(tmp_path / "app.sqlite")
-    yield s
-    s.close()
+    with opened_store(request, tmp_path) as opened:
+        yield opened
 
 
 # -- principals and what an entry records ---------------------------------------------

@@ -26,6 +26,7 @@ from agui_tools.app._receipts import QUORUM_KEY
 from agui_tools.app._store import MemoryStore
 from agui_tools.app._store_sqlite import SQLiteStore
 from tests.helpers.conversation import CONFIRM, call, run
+from tests.helpers.ledger import opened_store
 
 ALICE = Principal("alice@example.com", "Alice", "oidc")
 BOB = Principal("bob@example.com", "Bob", "oidc")
@@ -56,17 +57,8 @@ def tool_metadata(conv: Conversation) -> dict[str, Any]:
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    if request.param == "postgres":
-        from agui_tools.app._store_postgres import PostgresStore
-
-        s: Any = PostgresStore(request.getfixturevalue("postgres_dsn"), max_size=2)
-    else:
-        s = SQLiteStore(tmp_path / "t.db")
-    yield s
-    s.close()
+    with opened_store(request, tmp_path) as opened:
+        yield opened
 
 
 def test_the_receipt_on_the_tool_message_is_the_one_in_the_ledger(store: Any) -> None:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agui_tools.app._consent import ConsentDecision, Principal, fingerprint
+from agui_tools.app._store import MemoryStore
+from agui_tools.app._store_sqlite import SQLiteStore
 from agui_tools.wire._canonical import canonical_hash
+
+if TYPE_CHECKING:
+    import pytest
 
 ALICE = Principal("alice@example.com", "Alice", authenticated_by="oidc")
 
@@ -33,3 +41,21 @@ def fill(store: Any, count: int) -> None:
     """``count`` decisions recorded in ``store``, each with its ledger entry."""
     for index in range(count):
         store.record_decision(decision(f"t{index}", "c1", n=index))
+
+
+@contextmanager
+def opened_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The thread store ``request.param`` names (memory, sqlite, postgres), closed after."""
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    if request.param == "postgres":
+        from agui_tools.app._store_postgres import PostgresStore
+
+        opened: Any = PostgresStore(request.getfixturevalue("postgres_dsn"), max_size=2)
+    else:
+        opened = SQLiteStore(tmp_path / "app.sqlite")
+    try:
+        yield opened
+    finally:
+        opened.close()
