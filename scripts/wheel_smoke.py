@@ -194,6 +194,18 @@ def check_version(bin_: Path, cwd: Path) -> None:
         raise Failed(f"metadata {meta}, __version__ {attr}, --version {said!r}")
 
 
+def check_license(bin_: Path, cwd: Path) -> None:
+    code = (
+        "import importlib.metadata as m;d=m.distribution('agui-tools');"
+        "print(d.metadata['License-Expression']);"
+        "print(*[d.locate_file(f) for f in d.files if f.name == 'LICENSE'])"
+    )
+    expression, *files = run([str(bin_ / "python"), "-c", code], cwd=cwd).split()
+    text = Path(files[0]).read_text() if files else ""
+    if expression != "MIT" or "MIT License" not in text:
+        raise Failed(f"License-Expression {expression!r}, LICENSE files {files}")
+
+
 def check_every_help(bin_: Path, cwd: Path) -> None:
     code = "from agui_tools.cli import build_parser as b;print(*b()._subparsers._group_actions[0].choices)"
     commands = run([str(bin_ / "python"), "-c", code], cwd=cwd).split()
@@ -332,6 +344,7 @@ CHECKS: dict[str, list[Callable[[Path, Path], None]]] = {
     "base": [
         check_installed_not_checkout,
         check_version,
+        check_license,
         check_every_help,
         check_readme,
         check_serve_and_run,
