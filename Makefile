@@ -18,6 +18,12 @@ RELEASE_STAMP := $(RELEASE_VENV)/.installed
 # The Pythons the wheel smoke installs the built wheel on (pyenv or PATH).
 SMOKE_PYTHONS ?= 3.11 3.12 3.13
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist): most tests wait on sockets,
+# child processes and timers rather than the CPU, so two workers halve the wall time
+# even on two cores. A test file stays in one worker (--dist loadfile), so a file's
+# servers and the doc examples' fixed ports are never shared. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+
 .PHONY: test test-fast lint bench demo format clean fuzz chaos chaos-faults chaos-processes \
 	interop dist wheel-smoke docs docs-build
 
@@ -53,13 +59,13 @@ test: $(STAMP) wheel-smoke docs-build
 	@scripts/browser_setup.sh
 	@scripts/postgres_setup.sh
 	@$(BIN)/python -m tests.helpers.frameworks build --soft
-	$(BIN)/pytest -q --durations=25
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
-# The edit-test loop: the suite without its browser, framework-matrix and chaos
+# The edit-test loop: the suite without its browser, slow and chaos
 # tiers (the tests marked browser, slow or chaos: pyproject.toml, tests/conftest.py),
 # no set-up step; what it leaves out is what `make test` adds.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not browser and not slow and not chaos" --durations=10
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not browser and not slow and not chaos" --durations=10
 
 $(RELEASE_STAMP): requirements/release.txt
 	$(PYTHON) -m venv $(RELEASE_VENV)
