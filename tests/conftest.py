@@ -46,16 +46,27 @@ CHAOS_MODULES = re.compile(r"test_\w*(attack|hostile|fuzz|fault_campaign|chaos)\
 campaigns and chaos runs."""
 
 
+SLOW_MODULES = re.compile(
+    r"test_\w*(campaign|processes|matrix|handover|shell_examples|differential|proxy_httpagent)\w*\.py"
+)
+"""The slow tier, by the suite's naming: whole campaigns, several processes racing, the
+face-by-attack and edge matrices, the store hand-over, every shell example of the docs,
+the official client against every stream or framework. A single test of another module
+that takes more than ~3 s carries ``@pytest.mark.slow`` itself."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tiers by what a test needs, so ``make test-fast`` (``-m "not browser and not
     slow and not chaos"``) can leave them out: a test that drives Chromium (the
     ``browser`` fixture of tests/ui/) is marked ``browser``; a test of the adversarial
-    tier (``CHAOS_MODULES``) ``chaos``."""
+    tier (``CHAOS_MODULES``) ``chaos``; one of the slow tier (``SLOW_MODULES``) ``slow``."""
     for item in items:
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
         if CHAOS_MODULES.fullmatch(item.path.name):
             item.add_marker(pytest.mark.chaos)
+        if SLOW_MODULES.fullmatch(item.path.name):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

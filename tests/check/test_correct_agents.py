@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agui_tools.check import Verdict
 
 from .agents import agui_tools_serve, check_app, official_agent
@@ -26,6 +28,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "120"}
 ALLOWED = {Verdict.PASS, Verdict.INFO, Verdict.NOT_EXERCISED}
 
 
+@pytest.mark.slow
 def test_agui_tools_check_against_agui_tools_serve(tmp_path: Path) -> None:
     junit, page = tmp_path / "check.xml", tmp_path / "check.html"
     with agui_tools_serve() as url:

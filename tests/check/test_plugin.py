@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
 
@@ -32,12 +34,14 @@ def _pytest(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_documented_example_passes(tmp_path: Path) -> None:
     proc = _pytest(tmp_path, _example())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "1 passed" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_agent_fails_the_test_naming_case_and_rule(tmp_path: Path) -> None:
     """The same test with a raw-SSE agent that answers its own frontend call (FE-2)."""
     broken = _example().replace(
@@ -51,6 +55,7 @@ def test_a_broken_agent_fails_the_test_naming_case_and_rule(tmp_path: Path) -> N
     assert "Traceback" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_fixture_keeps_the_agents_warnings_off_stderr(tmp_path: Path) -> None:
     """With pytest's log capture off (``-p no:logging``) nothing stands between the
     in-thread agent's warnings and stderr but the checker."""

@@ -206,6 +206,7 @@ def test_cli_list_and_a_selected_run_with_tools_file(tmp_path: Path) -> None:
     assert "pick_color" in proc.stdout
 
 
+@pytest.mark.slow
 def test_an_early_413_is_heard_before_the_upload_ends() -> None:
     """A server refusing a body by its Content-Length answers 413 and closes unread: the
     close resets the connection, and an ordinary upload mostly loses the answer. Asked
@@ -307,6 +308,7 @@ def test_ctrl_c_prints_interrupted_then_the_report_of_what_finished() -> None:
     assert "stopped: interrupted (Ctrl-C)" in out
 
 
+@pytest.mark.slow
 def test_progress_is_a_line_per_case_on_stderr_and_quiet_silences_it() -> None:
     with agui_tools_serve() as url:
         said = subprocess.run(

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -110,6 +111,7 @@ def test_a_stalled_request_keeps_its_evidence_in_the_case() -> None:
     assert case.findings[0].exchange == 0 and "--timeout" in case.findings[0].message
 
 
+@pytest.mark.slow
 def test_a_slow_but_streaming_agent_is_judged_on_what_it_streamed() -> None:
     """#36 item 7: one word every 50 ms for 2 s, checked with a 1 s bound: not a MUST
     fail "did not finish", not 22 cases "not exercised" — what arrived is judged, and the

@@ -146,6 +146,7 @@ def test_interactive_demo_in_a_real_terminal_approve_one_decline_another() -> No
     assert "Done — refunded 4.50 EUR" in plain
 
 
+@pytest.mark.slow
 def test_serve_prints_the_url_and_run_drives_it(tmp_path: Path) -> None:
     server = subprocess.Popen(
         [*AGUI, "serve", "--port", "0"],

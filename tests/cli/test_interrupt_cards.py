@@ -223,6 +223,7 @@ def test_a_restarted_chat_resumes_the_interrupt_once(
     assert [e["status"] for e in resumes()] == ["resolved"]
 
 
+@pytest.mark.slow
 def test_an_interrupt_that_expires_while_the_user_decides(url: str, resumes: Any) -> None:
     """run: nothing is sent, one line, exit 1; chat: said, and the next turn can only
     cancel it (INT-8)."""

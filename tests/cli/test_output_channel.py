@@ -198,6 +198,7 @@ def test_a_stderr_nobody_reads_does_not_delay_another_threads_run(agent: str) ->
     assert "60 run request(s)" in text or "65 run request(s)" in text, text[-2000:]
 
 
+@pytest.mark.slow
 def test_a_log_fifo_nobody_reads_does_not_delay_a_run_and_what_was_lost_is_said(
     agent: str, tmp_path: Path
 ) -> None:

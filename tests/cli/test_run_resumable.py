@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cutting_proxy import Cutter, cutting_proxy
 from tests.helpers.resumable_server import ReferenceServer, slow_agent, two_tool_agent
 from tests.helpers.scripted_server import serve
@@ -125,6 +127,7 @@ def test_ctrl_c_asks_the_agent_to_stop_the_run(tmp_path: Path) -> None:
     assert len(log.events) < 1000  # it ended at the stop, not at its own end
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_when_the_agent_refused_the_stop(tmp_path: Path) -> None:
     # the run goes on on the agent: the user is told so, in the one last line
     server = ReferenceServer(slow_agent(ticks=300, every=0.01), forget=True)

@@ -48,6 +48,7 @@ def _stream(url: str, body: dict[str, Any], events: list[dict[str, Any]]) -> Non
                 events.append(json.loads(line[5:]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_lets_short_runs_finish_and_ends_long_ones_with_run_error(
     sig: signal.Signals,

@@ -53,6 +53,7 @@ def cut_after(client: httpx.Client, run_id: str, k: int) -> list[Any]:
     return delivered + ids_and_events(rejoin.content)
 
 
+@pytest.mark.slow
 def test_langgraph_behind_proxy_resumable_is_rejoined_at_every_boundary() -> None:
     python = require_venv("langgraph")  # skips (fails under CI) when it cannot be built
     with (
