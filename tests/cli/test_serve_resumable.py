@@ -24,7 +24,13 @@ def serve_fails(*args: str) -> tuple[int, str]:
 
 
 def test_the_log_flags_need_resumable() -> None:
-    for flag in (["--retention", "5"], ["--run-log", "x.db"], ["--lease", "3"]):
+    flags = (
+        ["--retention", "5"],
+        ["--run-log", "x.db"],
+        ["--lease", "3"],
+        ["--max-run-bytes", "9"],
+    )
+    for flag in flags:
         code, err = serve_fails(*flag)
         assert code == 2
         assert err == f"agui-tools serve: {flag[0]} needs --resumable\n"
@@ -77,3 +83,27 @@ def test_a_lease_below_the_minimum_is_a_usage_error() -> None:
     assert code == 2
     assert "argument --lease: 0.01 is shorter than the shortest lease, 0.1 seconds" in err
     assert "Traceback" not in err
+
+
+def test_max_run_bytes_caps_a_run_and_the_stream_ends_run_log_limit() -> None:
+    served, url = serve_cmd("--path", "/", "--resumable", "--max-run-bytes", "300")
+    try:
+        answer = httpx.post(url, json=INPUT, headers=OPT_IN, timeout=30)
+    finally:
+        served.terminate()
+        served.communicate(timeout=30)
+    events = [event for _, event in ids_and_events(answer.content)]
+    assert events[0]["type"] == "RUN_STARTED"
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "RUN_LOG_LIMIT"
+    assert "max_run_bytes=300" in events[-1]["message"]
+
+
+def test_a_byte_count_takes_units_and_refuses_what_is_not_one() -> None:
+    from agui_tools.cli._common import positive_bytes
+
+    assert positive_bytes("2048") == 2048
+    assert positive_bytes("8MiB") == 8 * 1024 * 1024
+    assert positive_bytes("3 kib") == 3 * 1024
+    for bad in ("1.5MiB", "-1", "0", "8MB", "", "MiB"):
+        code, err = serve_fails("--resumable", "--max-run-bytes", bad)
+        assert code == 2 and "argument --max-run-bytes:" in err and "Traceback" not in err, err

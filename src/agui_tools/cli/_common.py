@@ -81,3 +81,20 @@ def describe_exception(exc: BaseException) -> str:
     # a driver's message may hold a hint on lines of its own; any other control is escaped
     text = one_line(" ".join(str(exc).split()))
     return f"{text} ({type(exc).__name__})" if text else type(exc).__name__
+
+
+_UNITS: Final = {"": 1, "B": 1, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3}
+
+
+def positive_bytes(text: str) -> int:
+    """A byte-count flag: a whole number, optionally in KiB, MiB or GiB (``8MiB``)."""
+    number = text.strip().rstrip("bBiIkKmMgG ")
+    unit = text.strip()[len(number) :].strip().upper()
+    if not number.isdigit() or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} is not a number of bytes (a whole number, or with KiB, MiB, GiB)"
+        )
+    value = int(number) * _UNITS[unit]
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a byte count must be positive, not {shown(text)}")
+    return value

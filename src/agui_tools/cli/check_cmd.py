@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from .._text import one_line, terminal_json
+from ._common import positive_bytes
 
 HELP = """\
 Run the conformance cases against the AG-UI agent at URL (its POST endpoint)
@@ -103,7 +104,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--max-stream-bytes",
-        type=_bytes,
+        type=positive_bytes,
         default=2 * 1024 * 1024,
         metavar="BYTES",
         help="read at most this much of one answer, then stop (a LIMIT warning; default 2 MiB)",
@@ -153,16 +154,6 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"the timeout must be positive, not {text}")
-    return value
-
-
-def _bytes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"the byte budget must be positive, not {text}")
     return value
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from ._common import positive_bytes
+
 HELP = """\
 Serve an agent over AG-UI's HTTP + SSE binding. AGENT is "module:function" — an
 async function taking a Run (see docs/agent.md), importable from the current
@@ -100,7 +102,7 @@ def register(sub: Any) -> None:
 
 
 def add_resumable_options(p: argparse.ArgumentParser) -> None:
-    """--resumable and its run log, retention and lease (docs/resumable.md)."""
+    """--resumable and its run log, retention, lease and cap (docs/resumable.md)."""
     p.add_argument(
         "--resumable",
         action="store_true",
@@ -129,6 +131,14 @@ def add_resumable_options(p: argparse.ArgumentParser) -> None:
         help="with --resumable: a run whose worker is silent this long is closed "
         "WORKER_DIED by any replica (default 10, at least 0.1)",
     )
+    p.add_argument(
+        "--max-run-bytes",
+        type=positive_bytes,
+        default=None,
+        metavar="BYTES",
+        help="with --resumable: the most one run may log (its events' JSON; e.g. 256MiB); "
+        "a run reaching it is stopped and ends RUN_ERROR RUN_LOG_LIMIT (default 64MiB)",
+    )
 
 
 def resumable_option(args: argparse.Namespace, command: str) -> Any:
@@ -140,7 +150,11 @@ def resumable_option(args: argparse.Namespace, command: str) -> Any:
     from ..transport._resumable import Resumable
     from ._common import describe_exception
 
-    given = [f for f in ("retention", "run_log", "lease") if getattr(args, f) is not None]
+    given = [
+        f
+        for f in ("retention", "run_log", "lease", "max_run_bytes")
+        if getattr(args, f) is not None
+    ]
     if not args.resumable:
         if given:
             flag = "--" + given[0].replace("_", "-")
@@ -170,6 +184,8 @@ def resumable_option(args: argparse.Namespace, command: str) -> Any:
         options["retention"] = args.retention
     if args.lease is not None:
         options["lease"] = args.lease
+    if args.max_run_bytes is not None:
+        options["max_run_bytes"] = args.max_run_bytes
     return Resumable(log=log, **options)
 
 
