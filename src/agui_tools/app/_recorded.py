@@ -21,6 +21,7 @@ import orjson
 from .._errors import ProtocolViolation, UsageError
 from ..wire._codec import parse_json
 from ..wire._framing import BrokenFrame, FrameNote
+from ..wire._lifecycle import RUN_ENDS
 from ._capture import FrameStream
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
 
 MatchMode = Literal["order", "last-user-message"]
 MATCH_MODES: Final = ("order", "last-user-message")
-_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 _REPEATED: Final = ("type", "messageId", "toolCallId", "threadId", "runId", "role")
 """Fields whose values repeat across a run's events: kept once each (``sys.intern``)."""
 _INTERNED_CHARS: Final = 128
@@ -254,7 +254,7 @@ class RecordedEvents:
             self.starts.append(index)
         if kind == "RUN_STARTED":
             open_runs.append(run_id)
-        elif kind in _TERMINAL and open_runs:
+        elif kind in RUN_ENDS and open_runs:
             if kind == "RUN_ERROR":
                 open_runs.clear()  # RUN_ERROR ends the stream's run, nested ones with it
             elif run_id in open_runs:

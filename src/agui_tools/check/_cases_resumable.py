@@ -19,6 +19,7 @@ import orjson
 
 from ..wire._event_ids import RESUMABLE_HEADER, EventSeq
 from ..wire._framing import SSE_MEDIA_TYPE, BrokenFrame, SSEReader
+from ..wire._lifecycle import RUN_ENDS
 from ._cases_input import _basic_input
 from ._catalogue import case
 from ._context import Context, Stream, add
@@ -157,7 +158,7 @@ def _terminal(frames: list[str]) -> dict[str, Any] | None:
             event = orjson.loads(frame)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(event, dict) and event.get("type") in ("RUN_FINISHED", "RUN_ERROR"):
+        if isinstance(event, dict) and event.get("type") in RUN_ENDS:
             return event
     return None
 
