@@ -29,6 +29,11 @@ FOLDERS = {"spec/": "spec/RULES.md"}  # a link to a folder: the page that indexe
 # the rule index names each rule's tests in brackets ("[metadata-merges-last-write-wins]"):
 # text, not the shortcut references mkdocstrings' cross-referencing would look up
 BRACKETED_NAME = re.compile(r"(?<![\\\]])\[([a-z0-9_-]+)\](?![(\[:])")
+# a Sphinx cross-reference role in a docstring, as mkdocstrings renders it: the role's
+# name, then the target in <code> ("~" shows only its last part, as Sphinx does)
+SPHINX_ROLE = re.compile(
+    r":(?:class|func|meth|attr|data|exc|mod|obj|const):<code>(~?)([^<]*)</code>"
+)
 # an inline link's target: a relative path to a Markdown page or a folder, with an anchor
 LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:|#|/)([^)\s#]*(?:\.md|/))(#[^)\s]*)?\)")
 
@@ -80,3 +85,13 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     if path.startswith("spec/"):
         markdown = BRACKETED_NAME.sub(r"\\[\1\\]", markdown)
     return markdown
+
+
+def _role_shown(m: re.Match[str]) -> str:
+    target = m.group(2)
+    return f"<code>{target.rsplit('.', 1)[-1] if m.group(1) else target}</code>"
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    """The docstrings' Sphinx roles shown as their names (the API reference pages)."""
+    return SPHINX_ROLE.sub(_role_shown, html)

@@ -8,8 +8,11 @@ anchors and references; these tests judge coverage, which no build warning would
 
 from __future__ import annotations
 
+import html
 import importlib
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,25 @@ SURFACES = [
     "agui_tools.integrations.openai",
     "agui_tools.testing",
 ]
+
+
+MKDOCS = ROOT / ".venv-release" / "bin" / "mkdocs"
+SPHINX_ROLE = re.compile(r":(?:class|func|meth|attr|data|exc|mod|obj|const):`")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site as ``make docs-build`` builds it (the release venv's MkDocs)."""
+    if not MKDOCS.exists():
+        pytest.skip("the release venv is not built: make .venv-release/.installed")
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run(
+        [str(MKDOCS), "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
 
 
 def nav_pages() -> list[str]:
@@ -74,3 +96,24 @@ def test_every_command_has_its_section_in_cli_md() -> None:
     headings = re.findall(r"^## `agui-tools ([a-z-]+)", (DOCS / "cli.md").read_text(), re.M)
     assert len(commands) >= 10
     assert sorted(commands) == sorted(headings)
+
+
+@pytest.mark.parametrize("surface", ["agui_tools", *SURFACES])
+def test_every_public_name_is_rendered_on_its_reference_page(site: Path, surface: str) -> None:
+    """A name without a docstring is still a public name: the page shows it."""
+    module = importlib.import_module(surface)
+    pages = "".join(p.read_text() for p in (site / "reference").rglob("index.html"))
+    missing = [n for n in module.__all__ if f'id="{surface}.{n}"' not in pages]
+    assert not missing, f"{surface}: not rendered on the site: {missing}"
+
+
+def test_no_sphinx_role_is_shown_raw(site: Path) -> None:
+    """Docstrings cross-reference with Sphinx roles (``:class:`~x.Y```); a reader of the
+    site sees the name, never the role's markup."""
+    shown = {}
+    for page in (site / "reference").rglob("index.html"):
+        text = html.unescape(re.sub(r"<[^>]+>", "`", page.read_text()))
+        found = SPHINX_ROLE.findall(text)
+        if found:
+            shown[page.parent.name] = len(found)
+    assert not shown, f"raw Sphinx roles on the site's reference pages: {shown}"

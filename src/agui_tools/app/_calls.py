@@ -42,6 +42,10 @@ Outcome = Literal["executed", "failed", "declined"]
 
 
 class CallStatus(StrEnum):
+    """Where a tool call is in its life on the application's side: streaming its
+    arguments, awaiting the user's consent, approved, executing, then answered —
+    done, failed or declined (the ``MOVES`` table says which move leads where)."""
+
     STREAMING = "streaming"
     AWAITING_CONSENT = "awaiting_consent"
     APPROVED = "approved"
@@ -52,6 +56,7 @@ class CallStatus(StrEnum):
 
     @property
     def answered(self) -> bool:
+        """The call has its answer (done, failed or declined): nothing more happens to it."""
         return self in (CallStatus.DONE, CallStatus.FAILED, CallStatus.DECLINED)
 
 

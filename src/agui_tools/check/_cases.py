@@ -36,6 +36,7 @@ for _module in SECTION_MODULES:
     import_module(f"{__package__}.{_module}")
 
 SECTIONS: Final = tuple(dict.fromkeys(c.section for c in CASES))
+"""The report's sections, in the order their cases run."""
 
 from ._cases_input import basic_run  # noqa: E402 (after the sections registered, in order)
 from ._cases_interrupts import DEFAULT_INTERRUPT_PROMPT, sample_payload  # noqa: E402

@@ -63,6 +63,8 @@ class Case:
 
 
 CASES: list[Case] = []
+"""Every conformance case ``check`` runs, in the catalogue's order (sections as
+:data:`SECTIONS` lists them); each registered by :func:`case`."""
 
 
 def case(

@@ -55,6 +55,8 @@ DEFAULT_PROMPTS: dict[str, str] = {
     "confirm_order": "Order two blue widgets for me; confirm the order with the confirm_order "
     "tool first.",
 }
+"""The user message sent to invite a call of each default frontend tool, when no
+``--prompt`` is given."""
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,9 @@ class CompletionCall:
 
 @dataclass
 class CompletionResult:
+    """One chat completion as the stream told it: the assistant message's id and text,
+    the tool calls it asked for, why it ended and the usage the API reported."""
+
     message_id: str
     content: str = ""
     tool_calls: list[CompletionCall] = field(default_factory=list)

@@ -19,6 +19,8 @@ __all__ = ["free_port", "serving"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now, on ``host`` (for tests and examples that
+    serve on a port of their own; another process may still take it first)."""
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])

@@ -50,6 +50,8 @@ def sse_comment(text: str = "keep-alive") -> bytes:
 
 
 def ndjson_frame(payload: bytes) -> bytes:
+    """One event's JSON as a line of the NDJSON binding (``payload`` holds no newline:
+    compact JSON escapes them)."""
     return payload + b"\n"
 
 

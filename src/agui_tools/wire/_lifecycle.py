@@ -146,6 +146,10 @@ def move(phase: RunPhase, event: RunEvent) -> RunPhase:
 RunStatus = Literal[
     "running", "success", "interrupt", "cancelled", "error", "truncated", "rejected"
 ]
+"""What a run amounted to (:attr:`RunSummary.status`): still running; finished with
+success, an interrupt or cancelled; ended by the producer's ``RUN_ERROR``; truncated
+(the stream ended before its terminal event, TRANS-2); or rejected by the consumer
+for breaking a rule (never shown as ``error``, RUN-16)."""
 
 
 @dataclass
