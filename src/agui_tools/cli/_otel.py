@@ -59,7 +59,7 @@ def configure(command: str, flag: bool) -> Any:
         )
     except ImportError:
         raise OtelUnavailable(
-            "traces need the OpenTelemetry SDK: pip install opentelemetry-sdk"
+            "traces need the OpenTelemetry SDK: pip install 'agui-tools[otel]' opentelemetry-sdk"
         ) from None
     named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", ""
