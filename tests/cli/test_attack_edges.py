@@ -365,6 +365,31 @@ def test_a_thread_the_store_does_not_hold_is_said_to_be_new(tmp_path: Path) -> N
     assert f"nothread'nope'in{store}:startinganewone" in said, done.stdout
 
 
+@pytest.mark.parametrize(
+    ("command", "flag", "value"),
+    [
+        ("chat", "--store", "postgresql://u:s3cret@127.0.0.1/x"),
+        ("run", "--journal", "host=db dbname=x password=s3cret"),
+        ("inspect", "--store", "postgres://u:s3cret@db/x"),
+    ],
+)
+def test_a_postgres_dsn_given_for_a_sqlite_file_is_named_not_echoed(
+    tmp_path: Path, command: str, flag: str, value: str
+) -> None:
+    args = [command, "http://127.0.0.1:9/agent", flag, value]
+    if command == "run":
+        args.append("hi")
+    done = subprocess.run(
+        _cli(*args), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"agui-tools {command}: error: argument {flag}: that is a PostgreSQL")
+    assert "s3cret" not in done.stderr + done.stdout
+    assert list(tmp_path.iterdir()) == [], "nothing is created for it"
+
+
 # -- Ctrl-C before the run started ------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ it (``--journal``, ``--save``) stays recorded.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import TYPE_CHECKING, Final
 
@@ -49,6 +50,7 @@ def add_journal_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--journal",
         metavar="FILE",
+        type=sqlite_file,
         help="record consent decisions, tool intents and answers in this SQLite file "
         "(default: in memory) — a call it records as executed is never run again",
     )
@@ -98,3 +100,17 @@ def positive_bytes(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"a byte count must be positive, not {shown(text)}")
     return value
+
+
+_LIBPQ_KEYWORD: Final = re.compile(r"\s*(?:host|hostaddr|dbname|user|port|password|service)\s*=")
+
+
+def sqlite_file(text: str) -> str:
+    """A ``--store``/``--journal`` path: a SQLite file. A PostgreSQL connection string is
+    refused by name, never repeated (it may hold a password) nor read as a folder."""
+    if text.startswith(("postgres://", "postgresql://")) or _LIBPQ_KEYWORD.match(text):
+        raise argparse.ArgumentTypeError(
+            "that is a PostgreSQL connection string; this flag takes a SQLite file "
+            "(a PostgreSQL store is an application's: docs/deployment.md)"
+        )
+    return text

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from .._text import one_line
-from ._common import interrupted
+from ._common import interrupted, sqlite_file
 from ._drive import Driver, add_drive_options, prepare
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--store",
         metavar="FILE",
+        type=sqlite_file,
         help="keep the thread in this SQLite thread store, so a later chat can resume it",
     )
     p.add_argument(

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._common import sqlite_file
+
 if TYPE_CHECKING:
     from ..app._consent import Principal
 
@@ -88,6 +90,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--store",
         metavar="FILE",
+        type=sqlite_file,
         help="keep each thread in this SQLite store; started again on it, inspect resumes",
     )
     p.add_argument("--tools", metavar="MODULE", help="offer the frontend tools this module defines")
