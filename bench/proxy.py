@@ -1,6 +1,7 @@
 """What ``agui-tools proxy`` costs: the same agent, the same stream, direct and through it.
 
     python -m bench.proxy              # ~5 minutes on 2 cores, prints markdown
+    python -m bench.proxy --against DIR   # and DIR's proxy (another checkout) beside it
 
 * **added latency per event** — the agent (``bench/servers.py``, ``paced`` mode)
   sends deltas one per chunk, each carrying the ``CLOCK_MONOTONIC`` time it was
@@ -11,6 +12,8 @@
   interleaved, :data:`ROUNDS` × :data:`BURSTS` runs each; *judged*: the same rate
   counted until the thread's next input has its first byte (the proxy judges it
   against the burst's verdict: the burst is judged, not only forwarded, by then);
+  and the proxy's CPU per event over the bursts (``/proc/PID/stat``): on shared
+  cores the rates move with the load, the CPU a proxy spends much less;
 * **memory per open stream** — the proxy's resident set growth with idle streams;
 * **the judge's cost per event** — the proxy's judge (``StreamWatch``: bytes in,
   findings out) beside the official TypeScript client's stages and
@@ -42,7 +45,16 @@ import orjson
 from agui_tools.testing import free_port
 from agui_tools.wire._framing import SSEReader, sse_frame
 
-from .transport import Child, Server, _body, _consume, rss_kib, rss_with_idle_streams, spawn
+from .transport import (
+    ROOT,
+    Child,
+    Server,
+    _body,
+    _consume,
+    rss_kib,
+    rss_with_idle_streams,
+    spawn,
+)
 
 PACED_EVENTS = 2_000
 BURST_EVENTS = 25_000  # text deltas, then as many argument deltas: 50,000 events
@@ -55,10 +67,13 @@ BIG_MB = 400
 class Proxy(Child):
     """``agui-tools proxy UPSTREAM`` as its own process."""
 
-    def __init__(self, upstream: str, *extra: str, stderr: Any = subprocess.DEVNULL) -> None:
+    def __init__(
+        self, upstream: str, *extra: str, stderr: Any = subprocess.DEVNULL, root: Path = ROOT
+    ) -> None:
         port = free_port()
         self.proc = spawn(
             ["-m", "agui_tools", "proxy", upstream, "--port", str(port), *extra],
+            root,
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
@@ -129,9 +144,16 @@ async def _idle(proxy: Proxy, url: str, streams: int) -> float:
     return (after - before) / streams
 
 
-def results() -> dict[str, dict[str, float]]:
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def results(against: Path | None = None) -> dict[str, dict[str, float]]:
     """Each path measured once a round, the paths interleaved (the order turned round by
-    round): a path measured only after another would be measured under another load."""
+    round): a path measured only after another would be measured under another load.
+    ``against``: another checkout, whose proxy and ``--strict`` are measured too."""
     server = Server("ours")
     proxies: dict[str, Proxy] = {}
     out: dict[str, dict[str, float]] = {}
@@ -141,18 +163,27 @@ def results() -> dict[str, dict[str, float]]:
             "proxy --strict": Proxy(server.url, "--strict"),
             "proxy --inspect": Proxy(server.url, "--inspect"),  # no page open
         }
+        if against is not None:
+            proxies["proxy (against)"] = Proxy(server.url, root=against)
+            proxies["proxy --strict (against)"] = Proxy(server.url, "--strict", root=against)
         urls = {"direct": server.url, **{name: p.url for name, p in proxies.items()}}
         p50s: dict[str, list[float]] = {name: [] for name in urls}
         p99s: dict[str, list[float]] = {name: [] for name in urls}
         rates: dict[str, list[float]] = {name: [] for name in urls}
         judged: dict[str, list[float]] = {name: [] for name in urls}
+        cpu: dict[str, list[float]] = {name: [] for name in proxies}
         names = list(urls)
         for round_ in range(ROUNDS):
             for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
                 lat = asyncio.run(_latencies(urls[name], PACED_EVENTS))
                 p50s[name].append(_pct(lat, 50))
                 p99s[name].append(_pct(lat, 99))
+                pid = proxies[name].proc.pid if name in proxies else None
+                before = _cpu_seconds(pid) if pid else 0.0
                 burst, seen = asyncio.run(_bursts(urls[name], BURST_EVENTS, BURSTS))
+                if pid:  # the warm-up, then each burst and its next input (2 n + 7 events each)
+                    events = 2 * 500 + 7 + BURSTS * (2 * BURST_EVENTS + 7 + 2 + 7)
+                    cpu[name].append(1e6 * (_cpu_seconds(pid) - before) / events)
                 rates[name] += burst
                 judged[name] += seen
         for name in urls:
@@ -163,6 +194,8 @@ def results() -> dict[str, dict[str, float]]:
                 "judged": statistics.median(judged[name]),
                 "runs": len(rates[name]),
             }
+            if cpu.get(name):
+                out[name]["cpu_us"] = statistics.median(cpu[name])
         for name, proxy in proxies.items():
             out[name]["kib_per_stream"] = asyncio.run(_idle(proxy, proxy.url, IDLE_STREAMS))
     finally:
@@ -325,9 +358,9 @@ def big_run(mb: int = BIG_MB) -> dict[str, Any]:
     }
 
 
-def report(rows: dict[str, dict[str, float]] | None = None) -> str:
+def report(rows: dict[str, dict[str, float]] | None = None, against: Path | None = None) -> str:
     load_before = os.getloadavg()[0]
-    rows = rows or results()
+    rows = rows or results(against)
     costs = judge_costs()
     big = big_run()
     load_after = os.getloadavg()[0]
@@ -336,8 +369,8 @@ def report(rows: dict[str, dict[str, float]] | None = None) -> str:
         "### Proxy overhead: the same agent and stream, direct and through `agui-tools proxy`",
         "",
         "| path | latency p50 (µs) | p99 (µs) | added p50 | added p99 | events/s (median) "
-        "| vs direct | judged, vs direct | KiB per idle stream |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| vs direct | judged, vs direct | proxy CPU µs/event | KiB per idle stream |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in rows.items():
         added = name != "direct"
@@ -350,7 +383,7 @@ def report(rows: dict[str, dict[str, float]] | None = None) -> str:
             )
             + f"{r['rate']:,.0f} | {r['rate'] / direct['rate']:.0%} | "
             + f"{r['judged'] / direct['judged']:.0%} | "
-            + (f"{r['kib_per_stream']:,.1f} |" if added else "— |")
+            + (f"{r['cpu_us']:.2f} | {r['kib_per_stream']:,.1f} |" if added else "— | — |")
         )
     lines += ["", "| judge | µs per event |", "|---|---:|"]
     lines += [f"| {name} | {us:.2f} |" for name, us in costs.items()]
@@ -360,6 +393,10 @@ def report(rows: dict[str, dict[str, float]] | None = None) -> str:
         "paths interleaved and their order turned each round; latency: "
         f"{PACED_EVENTS:,} deltas 1 ms apart, the median over the rounds of each percentile;",
         "* *judged*: the rate counted until the same thread's next input had its first byte;",
+        "* proxy CPU: the proxy process's user + system time over a round's bursts, per event, "
+        "median of the rounds"
+        + (f"; *(against)*: the proxy of {against}, measured the same way" if against else "")
+        + ";",
         f"* memory: the proxy's RSS growth with {IDLE_STREAMS} idle streams open, per stream;",
         f"* a {big['mb']:,.0f} MB conforming run with two CPU-bound loops on the cores: "
         f"{big['seconds']:.1f} s, proxy exit {big['exit']}"
@@ -375,5 +412,7 @@ def report(rows: dict[str, dict[str, float]] | None = None) -> str:
 if __name__ == "__main__":  # python -m bench.proxy
     if sys.argv[1:2] == ["big-agent"]:
         _big_agent(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["--against"]:
+        print(report(against=Path(sys.argv[2]).resolve()))
     else:
         print(report())

@@ -46,10 +46,11 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def spawn(args: list[str], **popen: Any) -> subprocess.Popen[Any]:
-    """``python ARGS`` in the checkout (its ``src`` and ``bench`` importable)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, **popen)
+def spawn(args: list[str], root: Path = ROOT, **popen: Any) -> subprocess.Popen[Any]:
+    """``python ARGS`` in the checkout ``root`` (its ``src`` and ``bench`` importable;
+    another checkout's code measured beside this one's)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    return subprocess.Popen([sys.executable, *args], cwd=root, env=env, **popen)
 
 
 class Child:

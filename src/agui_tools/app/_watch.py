@@ -216,6 +216,7 @@ class StreamWatch:
         self._pending = bytearray()  # strict: bytes judged but not yet forwarded
         self._frame_head = b""  # strict, binary: the current frame's header so far …
         self._frame_have = 0  # … and how many of its bytes have arrived
+        self._per_frame = False  # strict: judged a frame at a time from here on
         self.pipe = ConsumerPipeline(
             run_input=run_input, limits=self.limits, on_warning=self._warned
         )
@@ -241,17 +242,56 @@ class StreamWatch:
         nothing; an event's first bytes wait for its last — and the finding that
         ends the stream when one did (the bytes returned precede the event that
         broke the rule; nothing of it or after it is forwarded).
+
+        An SSE chunk is read and judged whole, in the pipeline's own loop, up to its
+        first error; only a chunk holding one is read again, an event at a time from
+        the reader's state before it, to find where that event begins.
         """
         self._count(chunk)
         self._strict = True
         if self.fatal is not None or self.failed:
             return b"", self.fatal
+        reader = self._reader
+        if not isinstance(reader, SSEReader):
+            return self._admit_pieces(chunk)
+        end = self._last_event_end(chunk)
+        before = reader.copy() if end >= 0 else None  # one piece: nothing to find
+        judged = self._judge_whole(reader.feed_frames(chunk))
+        pending = self._pending
+        if self.fatal is not None:
+            if before is None:
+                pending.clear()
+                self.cut = True
+                return b"", self.fatal
+            self._reader = before
+            return self._admit_pieces(chunk, breaking=judged - 1)
+        if not reader.has_partial_event:
+            out = bytes(pending) + chunk
+            pending.clear()
+        elif end >= 0:
+            out = bytes(pending) + chunk[:end]
+            pending[:] = chunk[end:]
+        else:
+            pending += chunk
+            out = b""
+        return out, None
+
+    def _admit_pieces(
+        self, chunk: bytes, breaking: int | None = None
+    ) -> tuple[bytes, WatchFinding | None]:
+        """:meth:`admit` an event at a time: each piece read, judged and forwarded once
+        whole — or, ``breaking`` given (the chunk's frames were judged, that one broke a
+        rule), only read, to cut before the piece holding that frame."""
         out = bytearray()
         pending = self._pending
+        seen = 0
         for piece in self._pieces(chunk):
             pending += piece
-            self._judge(self._frames(piece))
-            if self.fatal is not None:
+            frames = self._frames(piece)
+            if breaking is None:
+                self._judge(frames)
+            seen += len(frames)
+            if self.fatal is not None and (breaking is None or seen > breaking):
                 pending.clear()
                 self.cut = True
                 return bytes(out), self.fatal
@@ -259,6 +299,20 @@ class StreamWatch:
                 out += pending
                 pending.clear()
         return bytes(out), None
+
+    def _last_event_end(self, chunk: bytes) -> int:
+        """Where in ``chunk`` the last piece :meth:`_pieces` cuts it into before its tail
+        ends (-1: it is one piece): the last separator's run of CRs and LFs matched from
+        its start, as the pieces are."""
+        carry = bytes(self._pending[-3:])
+        data = carry + chunk
+        at = max(data.rfind(b"\n\n"), data.rfind(b"\r\r"), data.rfind(b"\r\n\r\n"))
+        if at < 0:
+            return -1
+        end = -1
+        for match in _SSE_EVENT_END.finditer(data, len(data[:at].rstrip(b"\r\n"))):
+            end = match.end()
+        return end - len(carry) if end > len(carry) else -1
 
     def run_error(self, finding: WatchFinding) -> bytes:
         """The ``RUN_ERROR`` a strict proxy ends the stream with, framed for its binding."""
@@ -423,6 +477,42 @@ class StreamWatch:
                 return
             if self.fatal is not None and self._strict:
                 return  # strict: nothing after the breaking event is judged either
+
+    def _judge_whole(self, frames: list[Any]) -> int:
+        """Strict: judge a chunk's frames up to the first that breaks a rule, as
+        :meth:`_judge` would one by one; how many were judged (that one the last).
+        Plain events go through the pipeline's own loop; from a chunk event (its lanes
+        expand later events too) or a broken frame on, a frame at a time."""
+        pipe, thread = self.pipe, self.thread
+        taken = 0
+        if not self._per_frame:
+
+            def plain() -> Iterator[str]:
+                nonlocal taken
+                for frame in frames:
+                    if self.fatal is not None:
+                        return
+                    if frame.__class__ is not str or "CHUNK" in frame:
+                        self._per_frame = True
+                        return
+                    taken += 1
+                    yield frame
+
+            try:
+                pipe.feed_many(plain(), thread.apply)
+            except ProtocolViolation:
+                self.failed = True
+                self._rejected(pipe.error)
+                return taken
+        for frame in frames[taken:]:
+            if self.fatal is not None:
+                break
+            taken += 1
+            if fold_frame(pipe, thread, frame):
+                self.failed = True
+                self._rejected(pipe.error)
+                break
+        return taken
 
     def _rejected(self, error: ProtocolViolation | None) -> None:
         if error is None:  # pragma: no cover - a failed pipeline has its error

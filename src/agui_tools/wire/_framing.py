@@ -171,6 +171,16 @@ class SSEReader(_StreamReader):
         """True when bytes of an event arrived that no blank line dispatched yet."""
         return self._has_data or bool(self._buf)
 
+    def copy(self) -> SSEReader:
+        """A reader in this one's state: the same bytes fed to both give the same frames (a
+        judge that read a chunk whole reads it again, event by event, to find one's place)."""
+        twin = object.__new__(SSEReader)
+        twin.__dict__.update(self.__dict__)
+        twin._buf, twin._data = bytearray(self._buf), bytearray(self._data)
+        if self._ids is not None:
+            twin._ids = list(self._ids)
+        return twin
+
     def feed(self, chunk: bytes) -> list[str]:
         """Consume ``chunk``; return the ``data`` of every event it completed.
 
