@@ -54,9 +54,12 @@ from .transport import Server, _body
 SERVERS = {
     "agui-tools agent_app (verification on, the default)": "ours",
     "agui-tools agent_app (verification off)": "ours-noverify",
+    "agui-tools agent_app, events through ASGI (the direct writer off)": "ours-asgi",
     "quickstart: FastAPI + official EventEncoder": "official",
     "floor: a bare ASGI app writing ready-made frames": "floor",
 }
+DEFAULT_SERVERS = ("ours", "ours-noverify", "official", "floor")
+"""What ``make bench`` sweeps; ``ours-asgi`` (the direct writer's A/B) when asked."""
 QUICKSTART = "quickstart: FastAPI + official EventEncoder"
 FLOOR = "floor: a bare ASGI app writing ready-made frames"
 STACKS = {
@@ -350,10 +353,12 @@ def results(
     shape: Shape,
     steps: Sequence[int] = STEPS,
     stacks: Sequence[str] = SWEPT_STACKS,
-    servers: dict[str, str] = SERVERS,
+    servers: dict[str, str] | None = None,
 ) -> Swept:
     """Every server's sweep on every stack, one after the other, with this process on the
-    generator's core."""
+    generator's core (``servers``: name → kind, :data:`DEFAULT_SERVERS` unless told)."""
+    if servers is None:
+        servers = {name: kind for name, kind in SERVERS.items() if kind in DEFAULT_SERVERS}
     before = os.sched_getaffinity(0)
     if GENERATOR_CPUS is not None:
         os.sched_setaffinity(0, GENERATOR_CPUS)
@@ -448,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
         "--stacks", nargs="+", choices=list(STACKS), default=list(SWEPT_STACKS), help="HTTP stacks"
     )
     parser.add_argument(
-        "--servers", nargs="+", choices=list(SERVERS.values()), default=list(SERVERS.values())
+        "--servers", nargs="+", choices=list(SERVERS.values()), default=list(DEFAULT_SERVERS)
     )
     args = parser.parse_args(argv)
     shape = Shape(args.tps, args.tokens, args.calls, args.args)

@@ -2,6 +2,7 @@
 
     python -m bench.servers ours PORT       # agui-tools agent_app + the Run API
     python -m bench.servers ours-noverify PORT
+    python -m bench.servers ours-asgi PORT  # ours, events through ASGI (no direct writer)
     python -m bench.servers official PORT   # FastAPI + ag_ui.encoder.EventEncoder, the
                                              # official quickstart's shape
     python -m bench.servers floor PORT      # a bare ASGI app writing ready-made frames
@@ -70,6 +71,15 @@ def ours(verify: bool) -> Any:
     app = agent_app(agent, path="/agent", verify=verify)
     app.router.routes.insert(0, Route("/runs", runs, methods=["GET"]))
     return app
+
+
+def ours_through_asgi() -> Any:
+    """Ours with every event sent through ASGI, as before the direct writer
+    (transport/_direct.py): the A/B of what writing below ASGI saves."""
+    from agui_tools.transport import _server
+
+    _server.direct_body = lambda scope: None  # type: ignore[assignment]  # the A/B's switch
+    return ours(True)
 
 
 def model_shape(props: dict[str, Any]) -> tuple[float, int, int, int]:
@@ -250,6 +260,7 @@ def main() -> None:
     app = {
         "ours": lambda: ours(True),
         "ours-noverify": lambda: ours(False),
+        "ours-asgi": ours_through_asgi,
         "official": official,
         "floor": floor,
     }[kind]()

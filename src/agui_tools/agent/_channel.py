@@ -20,6 +20,11 @@ class EventChannel:
     Backpressure is :meth:`flow` (past ``high_water``). ``encode``: JSON, or a binary frame.
     A quiet stream is noticed by one alarm per stream, re-armed only when it rings early
     (:meth:`wait`), not by a timer set and cancelled per event.
+
+    ``sink``, when the transport sets one, takes a payload straight to the connection
+    (``False``: not now — its buffer is full, or the client left): a push with nothing
+    queued ahead of it is written in the pushing task, with no hand-off to the reader,
+    which then wakes only for what had to wait, the end, or a quiet stream.
     """
 
     def __init__(
@@ -44,21 +49,31 @@ class EventChannel:
         """The type of the last terminal event pushed (RUN_FINISHED / RUN_ERROR)."""
         self.pushed = 0
         """How many events were pushed (dropped ones, after an abort, are not counted)."""
+        self.sink: Callable[[bytes], bool] | None = None
+        """Where a push writes its payloads itself, when nothing is queued (see above)."""
         self._alarm: asyncio.TimerHandle | None = None
         self._quiet_until = 0.0
+        self._quiet_for = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._rang = False
 
     def push(self, events: Iterable[WireEvent]) -> None:
         if self.aborted:
             return
-        encode = self._encode
-        before = len(self._payloads)
+        encode, payloads, sink = self._encode, self._payloads, self.sink
+        count = 0
         for ev in events:
-            self._payloads.append(encode(ev))
+            payload = encode(ev)
+            count += 1
             if ev["type"] in ("RUN_FINISHED", "RUN_ERROR"):
                 self.ended_with = ev["type"]
-        self.pushed += len(self._payloads) - before
-        if self._payloads:
+            if sink is None or payloads or not sink(payload):
+                payloads.append(payload)  # behind others, or the connection cannot take it
+        self.pushed += count
+        if count and self._loop is not None and self._alarm is not None and not payloads:
+            # written: the quiet time starts again (the alarm moves when it rings)
+            self._quiet_until = self._loop.time() + self._quiet_for
+        if payloads:
             _wake(self._readable)
             if self._high_water is not None and len(self._payloads) >= self._high_water:
                 self._behind = True
@@ -94,6 +109,7 @@ class EventChannel:
             waiter = self._readable = loop.create_future()
             self._rang = False
         if timeout is not None:
+            self._loop, self._quiet_for = loop, timeout
             self._quiet_until = until = loop.time() + timeout
             alarm = self._alarm
             if alarm is None or alarm.when() > until:

@@ -26,7 +26,8 @@ Theory of operation (``basic/transports/http-sse``):
   been quiet for ``keepalive`` seconds, and the body closed right after the
   run's terminal event. Once the status is sent a failure can only travel
   in-stream, so even a bug of ours ends with ``RUN_ERROR`` rather than a hung
-  or silently truncated response (TRANS-6).
+  or silently truncated response (TRANS-6). On uvicorn the run's own task
+  writes each event to the connection (:mod:`~agui_tools.transport._direct`).
 * **The binary binding** (``basic/transports/http-protobuf``, TRANS-7) — when
   the request's ``Accept`` admits ``application/vnd.ag-ui.event+proto`` with a
   positive quality (a wildcard range admits it too), the same run is answered
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 import orjson
@@ -68,6 +70,7 @@ from ..wire._codec import check_exact_json, decode_run_input, encode_json, parse
 from ..wire._enforce import DEFAULT_MAX_DEPTH, checked_max_depth
 from ..wire._framing import PROTO_MEDIA_TYPE, SSE_MEDIA_TYPE, sse_comment, sse_frame
 from ._auth import Authorize, Authorized, HostPolicy
+from ._direct import DirectBody, DirectRouted, direct_body
 from ._front import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
@@ -344,7 +347,7 @@ class AgentEndpoint:
                     run_input, scope, receive, send, self._runs, self.front.slot
                 )
                 return
-            await self._stream(run_input, receive, send, binary=binary)
+            await self._stream(run_input, scope, receive, send, binary=binary)
 
     async def _admit(self, scope: Scope, receive: Receive, send: Send) -> dict[str, Any] | None:
         """The request judged whole: the run input, or ``None`` once it was refused
@@ -502,7 +505,13 @@ class AgentEndpoint:
     # -- the stream -------------------------------------------------------------------
 
     async def _stream(
-        self, run_input: dict[str, Any], receive: Receive, send: Send, *, binary: bool = False
+        self,
+        run_input: dict[str, Any],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        *,
+        binary: bool = False,
     ) -> None:
         if binary:
             from ..wire._proto_codec import encode_proto_event
@@ -543,7 +552,10 @@ class AgentEndpoint:
 
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await self._pump(channel, send, frame, keepalive, ending)
+            direct = direct_body(scope)
+            if direct is not None:  # the run's task writes its own events from now on
+                channel.sink = direct.framed(frame)
+            await self._pump(channel, send, frame, keepalive, ending, direct)
         finally:
             self._runs.discard(driver)
             self._ended_by_shutdown.discard(driver)
@@ -561,23 +573,32 @@ class AgentEndpoint:
         frame: Callable[[bytes], bytes],
         keepalive: bytes | None,
         ending: Callable[[], tuple[bytes, bool]],
+        direct: DirectBody | None = None,
     ) -> None:
         """Move events to the wire until the run's terminal event (or the client leaves).
 
         ``frame`` wraps one payload for the binding, ``keepalive`` is what a quiet
         stream sends (``None``: nothing), ``ending()`` the ``RUN_ERROR`` for a
         producer that stopped short: a bug of ours, or the shutdown's grace period
-        that ran out."""
+        that ran out. With ``direct`` (:mod:`~agui_tools.transport._direct`), the
+        run's task writes what the connection takes at once; this writes what had to
+        wait, taking it only when it can be written whole, so nothing overtakes it."""
         ended = False
+        out = partial(_body, send) if direct is None else direct.put
         try:
             while not channel.aborted:
                 if not channel.has_events:
                     if channel.closed:
                         break
                     if not await channel.wait(self.keepalive) and keepalive is not None:
-                        await _body(send, keepalive)
+                        await out(keepalive)
                     continue
-                await _body(send, b"".join(frame(payload) for payload in channel.take()))
+                if direct is not None and not direct.ready:
+                    if direct.gone:
+                        raise ConnectionResetError("the client disconnected")
+                    await direct.drain()
+                    continue
+                await out(b"".join(frame(payload) for payload in channel.take()))
             if channel.aborted:
                 return
             if channel.ended_with is None:
@@ -586,7 +607,7 @@ class AgentEndpoint:
                 last, shutting_down = ending()
                 if not shutting_down:
                     log.error("the run ended without a terminal event; sending RUN_ERROR")
-                await _body(send, last)
+                await out(last)
             ended = True
         except OSError:
             channel.abort()  # ASGI 2.4 servers raise on send after a disconnect
@@ -594,7 +615,7 @@ class AgentEndpoint:
         except Exception:
             log.exception("internal error while streaming the run")
             if channel.ended_with != "RUN_ERROR":
-                await _body(send, ending()[0])
+                await out(ending()[0])
             ended = True
         finally:
             if ended:
@@ -781,6 +802,6 @@ def routed(
                 expose_headers=["agui-resumable"] if resumable else [],
             )
         )
-    served = Starlette(routes=routes, middleware=middleware)
+    served = DirectRouted(routes=routes, middleware=middleware)
     served.state.agui_endpoint = app if endpoint is None else endpoint
     return served
