@@ -102,12 +102,17 @@ class DirectBody:
             await self.drain()
 
 
+_CYCLES: Final = (h11_impl.RequestResponseCycle, httptools_impl.RequestResponseCycle)
+"""uvicorn's request-response cycles: the only ``send`` owners written below."""
+
+
 def direct_body(scope: Scope) -> DirectBody | None:
     """The writer for the response just started on ``scope``'s request (its head sent
     through ASGI), or ``None`` where writing below ASGI would not be exact."""
     send = scope.get(_SERVER_SEND)
+    # a bound method of uvicorn's cycle — not of a wrapping middleware's own responder
     cycle = getattr(send, "__self__", None)
-    if cycle is None or scope.get("method") == "HEAD":
+    if cycle is None or type(cycle) not in _CYCLES or scope.get("method") == "HEAD":
         return None
     if not cycle.response_started or cycle.response_complete or cycle.disconnected:
         return None
