@@ -126,11 +126,6 @@ def test_a_middleware_wrapped_around_the_app_gets_every_event(
     assert _deltas(_responses(plain)[0][1]) == [f"{i:08d}" for i in range(5)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the writer keeps writing to a closing transport until connection_lost: "
-    "asyncio warns socket.send() raised exception",
-)
 @pytest.mark.parametrize("stack", list(PLAIN_STACKS))
 def test_a_client_that_half_closes_leaves_no_socket_warnings(
     stack: str, writers: list[Any], caplog: pytest.LogCaptureFixture

@@ -16,7 +16,8 @@ kept from uvicorn's ``send``:
 * **flow control** — nothing is written while the transport has paused writing
   (its buffer is full): :meth:`DirectBody.write` says so and the caller queues,
   then awaits :meth:`DirectBody.drain`;
-* **the client leaving** — nothing is written once the connection is lost;
+* **the client leaving** — nothing is written once the connection is lost, or
+  closing (its EOF read: ``connection_lost`` comes a loop turn later);
 * **the send deadline** — :mod:`~agui_tools.transport._deadlines` watches the
   transport's buffer, whoever filled it, and resets a client that reads nothing.
 
@@ -47,28 +48,31 @@ _SERVER_SEND: Final = "agui_tools.server_send"
 class DirectBody:
     """Body chunks of one started response, written to its transport as they come."""
 
-    __slots__ = ("_chunked", "_cycle", "_flow", "_write")
+    __slots__ = ("_chunked", "_closing", "_cycle", "_flow", "_write")
 
     def __init__(self, cycle: Any, *, chunked: bool) -> None:
         self._cycle = cycle
         self._flow = cycle.flow
         self._write: Callable[[bytes], None] = cycle.transport.write
+        # closed (a client's EOF, say) but not yet lost: a write would be dropped
+        self._closing: Callable[[], bool] = cycle.transport.is_closing
         self._chunked = chunked
 
     @property
     def ready(self) -> bool:
         """A write now would be taken: writing is not paused and the client is there."""
-        return not (self._cycle.disconnected or self._flow.write_paused)
+        return not (self._flow.write_paused or self.gone)
 
     @property
     def gone(self) -> bool:
-        """The client disconnected: nothing more can be written."""
-        return bool(self._cycle.disconnected)
+        """The client disconnected, or its connection is closing: nothing more can be
+        written."""
+        return bool(self._cycle.disconnected or self._closing())
 
     def write(self, data: bytes) -> bool:
         """Write ``data`` now; ``False`` (nothing written) while the transport has paused
         writing — await :meth:`drain` — or once the client is gone."""
-        if self._cycle.disconnected or self._flow.write_paused:
+        if self._flow.write_paused or self.gone:
             return False
         if data:
             self._write(b"%x\r\n%b\r\n" % (len(data), data) if self._chunked else data)
@@ -78,9 +82,10 @@ class DirectBody:
         """:meth:`write` of ``frame(payload)``, as one call: what a stream's
         :class:`~agui_tools.agent._channel.EventChannel` hands each payload to."""
         cycle, flow, write, chunked = self._cycle, self._flow, self._write, self._chunked
+        closing = self._closing
 
         def sink(payload: bytes) -> bool:
-            if cycle.disconnected or flow.write_paused:
+            if cycle.disconnected or flow.write_paused or closing():
                 return False
             data = frame(payload)
             write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
@@ -90,14 +95,14 @@ class DirectBody:
 
     async def drain(self) -> None:
         """Return once the transport takes writes again, or the client is gone."""
-        if self._flow.write_paused and not self._cycle.disconnected:
+        if self._flow.write_paused and not self.gone:
             await self._flow.drain()
 
     async def put(self, data: bytes) -> None:
         """Write ``data``, waiting for the transport if it paused writing; raises
         :class:`ConnectionResetError` when the client is gone."""
         while not self.write(data):
-            if self._cycle.disconnected:
+            if self.gone:
                 raise ConnectionResetError("the client disconnected")
             await self.drain()
 
