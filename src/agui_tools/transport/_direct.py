@@ -25,7 +25,8 @@ It is used only where it is exact: a response to a non-``HEAD`` request, on
 uvicorn's h11 or httptools protocol, whose ``send`` reached the application
 unwrapped (:class:`DirectRouted` keeps it) and whose body is chunked (or, for an
 HTTP/1.0 client on h11, delimited by the close). Anything else — another server,
-an application mounted inside another one, middleware that may rewrite bodies —
+an application mounted inside another one or wrapped in middleware, middleware
+added that may rewrite bodies —
 gets ``None`` and the ASGI path.
 """
 
