@@ -14,7 +14,9 @@ seconds, ``D`` one run's length) for a warm-up of ``D`` and a measured window of
 * server CPU per event — the server process's user + system time over the step
   (``/proc/PID/stat``) ÷ the events it sent; its share of its core over the window;
 * RSS per run — the server's peak resident set during the step, above its resident
-  set after a warm-up run, ÷ ``C``.
+  set after a warm-up run, ÷ ``C``;
+* full collections — the garbage collector's generation-2 passes in the server over
+  the step and the longest one's pause (ours' servers count them, ``GET /gc``).
 
 The server is pinned to one core and this generator to another (when there are
 two), and the generator reports its own CPU share over the window and how late it
@@ -48,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from .load import _pct
 from .transport import Server, _body
 
@@ -55,6 +59,7 @@ SERVERS = {
     "agui-tools agent_app (verification on, the default)": "ours",
     "agui-tools agent_app (verification off)": "ours-noverify",
     "agui-tools agent_app, events through ASGI (the direct writer off)": "ours-asgi",
+    "agui-tools agent_app, start-up's objects frozen (gc.freeze)": "ours-frozen",
     "quickstart: FastAPI + official EventEncoder": "official",
     "floor: a bare ASGI app writing ready-made frames": "floor",
 }
@@ -217,8 +222,15 @@ async def _start(
         run.done.set_result(None)
 
 
+def _collections(server: Server) -> dict[str, Any] | None:
+    """The server's collector passes so far (``GET /gc``), or None: it does not count them."""
+    r = httpx.get(f"http://127.0.0.1:{server.port}/gc", timeout=5)
+    return r.json() if r.status_code == 200 else None
+
+
 async def step(server: Server, concurrency: int, shape: Shape, base_rss: int) -> dict[str, Any]:
     """``concurrency`` runs in flight for a warm-up and a measured window, each ``shape``."""
+    gc0 = await asyncio.to_thread(_collections, server)
     loop = asyncio.get_running_loop()
     length = shape.seconds
     every = length / concurrency
@@ -262,6 +274,12 @@ async def step(server: Server, concurrency: int, shape: Shape, base_rss: int) ->
         if r._transport is not None and not r.done.done():
             r._transport.close()
     cpu = _cpu_seconds(stat) - cpu0
+    gc1 = await asyncio.to_thread(_collections, server)
+    full = (
+        list(zip(gc1["full_ms"], gc1["full_cpu_ms"], strict=True))[len(gc0["full_ms"]) :]
+        if gc0 and gc1
+        else None
+    )
     measured = runs[concurrency:]
     events = sum(r.events for r in runs)
     complete = sum(r.finished and r.events == shape.events for r in measured)
@@ -280,6 +298,8 @@ async def step(server: Server, concurrency: int, shape: Shape, base_rss: int) ->
         "server_waited": waited / window_wall,
         "generator_waited": gen_waited / window_wall,
         "late_p99": _pct(late[concurrency:], 0.99),
+        "first_max": max((r.first for r in measured), default=float("nan")),
+        "full_gc": full,
     }
 
 
@@ -378,6 +398,14 @@ def _pinning() -> str:
     return f"server pinned to core {min(SERVER_CPUS)}, generator to core {min(GENERATOR_CPUS)}"
 
 
+def _full(pauses: list[tuple[float, float]] | None) -> str:
+    """How many full collections, and the longest's pause: wall clock (CPU time)."""
+    if pauses is None:
+        return "—"
+    wall, cpu = max(pauses, default=(0.0, 0.0))
+    return f"{len(pauses)} / {wall:.0f} ({cpu:.0f}) ms"
+
+
 def report(swept: Swept, shape: Shape) -> str:
     load = os.getloadavg()
     lines = [
@@ -388,11 +416,11 @@ def report(swept: Swept, shape: Shape) -> str:
         f"{_pinning()}; load average "
         f"{load[0]:.1f} at the end.",
         "",
-        "| server | HTTP stack | runs in flight | complete | first event p50 / p99 | gap p99 | server CPU "
+        "| server | HTTP stack | runs in flight | complete | first event p50 / p99 / max | gap p99 | server CPU "
         "per event | server core busy / waited | RSS per run | generator busy / waited / "
-        "late p99 | "
+        "late p99 | full collections / longest (CPU) | "
         "within bounds |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for (name, stack), rows in swept.items():
         for r in rows:
@@ -403,12 +431,13 @@ def report(swept: Swept, shape: Shape) -> str:
                 verdict += f" (attempt {r['attempts']}: the core was taken by other work)"
             lines.append(
                 f"| {name} | {stack} | {r['concurrency']:,} | {r['complete']}/{r['runs']} | "
-                f"{r['first_p50'] * 1e3:.1f} / {r['first_p99'] * 1e3:.1f} ms | "
+                f"{r['first_p50'] * 1e3:.1f} / {r['first_p99'] * 1e3:.1f} / "
+                f"{r['first_max'] * 1e3:.1f} ms | "
                 f"{r['gap_p99'] * 1e3:.1f} ms | {r['cpu_per_event_us']:.0f} µs | "
                 f"{r['server_busy']:.0%} / {r['server_waited']:.0%} | "
                 f"{r['rss_per_run_kib']:.0f} KiB | "
                 f"{r['generator_busy']:.0%} / {r['generator_waited']:.0%} / "
-                f"{r['late_p99'] * 1e3:.1f} ms | {verdict} |"
+                f"{r['late_p99'] * 1e3:.1f} ms | {_full(r['full_gc'])} | {verdict} |"
             )
     figures = {key: capacity(rows) for key, rows in swept.items()}
     lines += ["", "Stacks: " + "; ".join(f"`{k}` — {v}" for k, v in STACKS.items()), ""]

@@ -3,6 +3,7 @@
     python -m bench.servers ours PORT       # agui-tools agent_app + the Run API
     python -m bench.servers ours-noverify PORT
     python -m bench.servers ours-asgi PORT  # ours, events through ASGI (no direct writer)
+    python -m bench.servers ours-frozen PORT  # ours, start-up's objects frozen (gc.freeze)
     python -m bench.servers official PORT   # FastAPI + ag_ui.encoder.EventEncoder, the
                                              # official quickstart's shape
     python -m bench.servers floor PORT      # a bare ASGI app writing ready-made frames
@@ -19,6 +20,7 @@ of ``args`` argument deltas each, every call answered (bench/capacity.py).
 """
 
 import asyncio
+import gc
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -68,9 +70,45 @@ def ours(verify: bool) -> Any:
         alive = [t for t in asyncio.all_tasks() if t.get_name().startswith("agui-run-")]
         return JSONResponse({"runs": len(alive)})
 
+    async def collections(request: Any) -> JSONResponse:
+        """The collector's passes so far (:func:`count_collections`)."""
+        return JSONResponse(GC_PASSES)
+
     app = agent_app(agent, path="/agent", verify=verify)
     app.router.routes.insert(0, Route("/runs", runs, methods=["GET"]))
+    app.router.routes.insert(0, Route("/gc", collections, methods=["GET"]))
     return app
+
+
+GC_PASSES: dict[str, Any] = {
+    "full_ms": [],
+    "full_cpu_ms": [],
+    "young": 0,
+    "young_ms": 0.0,
+    "frozen": 0,
+}
+"""What ``GET /gc`` answers (ours only): each full (generation 2) collection's pause in
+ms — wall clock, and the process's CPU time, which a busy machine does not stretch —
+the younger collections' count and total ms, and how many objects were frozen."""
+
+
+def count_collections() -> None:
+    """Time every collection the process runs (``gc.callbacks``) into :data:`GC_PASSES`."""
+    started = [0.0, 0.0]
+
+    def timed(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[:] = time.perf_counter(), time.process_time()
+            return
+        ms = (time.perf_counter() - started[0]) * 1e3
+        if info["generation"] == 2:
+            GC_PASSES["full_ms"].append(round(ms, 3))
+            GC_PASSES["full_cpu_ms"].append(round((time.process_time() - started[1]) * 1e3, 3))
+        else:
+            GC_PASSES["young"] += 1
+            GC_PASSES["young_ms"] += ms
+
+    gc.callbacks.append(timed)
 
 
 def ours_through_asgi() -> Any:
@@ -261,9 +299,15 @@ def main() -> None:
         "ours": lambda: ours(True),
         "ours-noverify": lambda: ours(False),
         "ours-asgi": ours_through_asgi,
+        "ours-frozen": lambda: ours(True),
         "official": official,
         "floor": floor,
     }[kind]()
+    count_collections()
+    if kind == "ours-frozen":  # what start-up allocated leaves the collector's generations
+        gc.collect()
+        gc.freeze()
+        GC_PASSES["frozen"] = gc.get_freeze_count()
     uvicorn.run(
         app,
         host="127.0.0.1",
