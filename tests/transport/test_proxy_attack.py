@@ -514,8 +514,8 @@ def test_a_recorded_stream_is_on_disk_once_the_frontend_has_it(tmp_path: Path) -
         # docs/proxy.md: "the response body, byte for byte as the agent sent it (written
         # as it arrives)" — the frontend has every byte: so has the file
         on_disk = (tmp_path / "0001.sse").read_bytes()
-        # docs/proxy.md: the meta carries the verdict, which the judging process gives
-        # a moment after the body's end — it follows (30 s: a bound against a hang only)
+        # docs/proxy.md: the meta carries the verdict, written whole once the exchange
+        # ends — a moment after the body's last byte (30 s: a bound against a hang only)
         meta_path = tmp_path / "0001.meta.json"
         deadline = time.monotonic() + 30
         while not meta_path.exists() and time.monotonic() < deadline:

@@ -33,12 +33,13 @@ from agui_tools.app._watch import (
     WatchFinding,
     history_digest,
 )
+from agui_tools.transport import _recording
 from agui_tools.transport._proxy_verdicts import (
     FINDINGS_KEPT,
     META_FINDINGS_BYTES,
     ExchangeFindings,
 )
-from agui_tools.transport._recording import Recording
+from agui_tools.transport._recording import RecordedExchange, Recording
 from agui_tools.wire._framing import sse_frame
 from tests.helpers.proxy import post, proxied
 from tests.helpers.scripted_server import Script, app_for, serve
@@ -333,3 +334,40 @@ def test_a_watch_keeps_no_streamed_text() -> None:
     assert grown < 2_000_000, grown  # the text kept was 20 MB
     outcome = watch.outcome(INPUT)
     assert outcome is not None and outcome.held == 50  # the messages are still the thread's
+
+
+def test_a_recordings_meta_appears_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader polling for ``NNNN.meta.json`` (verify DIR, the mock, a test) never reads
+    it empty or cut: it is written aside and renamed into place."""
+    exchange = RecordedExchange(tmp_path / "0001")
+    exchange.open("text/event-stream")
+    exchange.write(b"data: {}\n\n")
+    final = tmp_path / "0001.meta.json"
+    seen: list[bool] = []
+    rename = _recording.os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        seen.append(final.exists())  # before the rename: not there, even partly
+        rename(src, dst)
+
+    monkeypatch.setattr(_recording.os, "replace", replace)
+    exchange.finish({"status": 200, "findings": []})
+    assert seen == [False]
+    assert orjson.loads(final.read_bytes()) == {"status": 200, "findings": []}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0001.meta.json", "0001.sse"]
+
+
+def test_a_meta_that_cannot_be_written_leaves_no_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exchange = RecordedExchange(tmp_path / "0001")
+    exchange.open("text/event-stream")
+
+    def full(src: Any, dst: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_recording.os, "replace", full)
+    exchange.finish({"status": 200})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0001.sse"]

@@ -5,6 +5,7 @@ written stops the recording, never the exchange."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -132,8 +133,13 @@ class RecordedExchange:
                 file, self._file = self._file, None
                 file.close()
             if not self._lost:
-                Path(f"{self.prefix}.meta.json").write_bytes(
-                    orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"
-                )
+                # whole or not at all: a reader (verify DIR, the mock, a test) that sees
+                # the meta sees all of it — written aside, then renamed into place
+                final = Path(f"{self.prefix}.meta.json")
+                aside = final.with_name(final.name + ".partial")
+                aside.write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
+                os.replace(aside, final)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                Path(f"{self.prefix}.meta.json.partial").unlink()
             self._failed(exc)
