@@ -13,6 +13,8 @@ import asyncio
 import logging
 import re
 import socket
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -269,3 +271,19 @@ def test_middleware_that_may_rewrite_bodies_turns_it_off(writers: list[Any]) -> 
         raw = _exchange(url, _input(n=5))
     assert writers == [None]
     assert _deltas(_parts(raw)[1]) == [f"~{i:08d}" for i in range(5)]
+
+
+def test_the_base_install_imports_it_without_httptools() -> None:
+    """httptools is uvicorn's optional parser: the wheel's base install has none, and the
+    agent server (which stands on the direct writer) must still import and serve on h11."""
+    code = (
+        "import sys; sys.modules['httptools'] = None\n"
+        "from agui_tools import agent_app\n"
+        "from agui_tools.transport._direct import _CYCLES\n"
+        "print(len(_CYCLES))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"  # h11's cycle only

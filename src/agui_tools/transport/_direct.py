@@ -38,7 +38,12 @@ from typing import Any, Final
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import Receive, Scope, Send
-from uvicorn.protocols.http import h11_impl, httptools_impl
+from uvicorn.protocols.http import h11_impl
+
+try:  # httptools is uvicorn's optional parser (uvicorn[standard]): without it, h11 only
+    from uvicorn.protocols.http import httptools_impl
+except ImportError:  # pragma: no cover - the dev venv has it; the wheel smoke has not
+    httptools_impl = None  # type: ignore[assignment]
 
 __all__ = ["DirectBody", "DirectRouted", "direct_body"]
 
@@ -108,7 +113,10 @@ class DirectBody:
             await self.drain()
 
 
-_CYCLES: Final = (h11_impl.RequestResponseCycle, httptools_impl.RequestResponseCycle)
+_CYCLES: Final[tuple[type, ...]] = (
+    h11_impl.RequestResponseCycle,
+    *(() if httptools_impl is None else (httptools_impl.RequestResponseCycle,)),
+)
 """uvicorn's request-response cycles: the only ``send`` owners written below."""
 
 
@@ -129,7 +137,7 @@ def direct_body(scope: Scope) -> DirectBody | None:
         if writer == "Http10Writer":
             return DirectBody(cycle, chunked=False)
         return None
-    if type(cycle) is httptools_impl.RequestResponseCycle and cycle.chunked_encoding is True:
+    if cycle.chunked_encoding is True:  # httptools' cycle, the only other one
         return DirectBody(cycle, chunked=True)
     return None
 
