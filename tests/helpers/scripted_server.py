@@ -102,3 +102,9 @@ def serve(app: Any, **options: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+
+
+def address(url: str) -> tuple[str, int]:
+    """``(host, port)`` of ``http://host:port[/path]``, for a raw socket."""
+    host, port = url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)
+    return host, int(port)

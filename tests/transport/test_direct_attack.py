@@ -19,32 +19,17 @@ import pytest
 from starlette.middleware.gzip import GZipMiddleware
 
 from agui_tools.agent import Run
-from agui_tools.transport import _direct, _server
-from agui_tools.transport._deadlines import deadline_protocol
 from agui_tools.transport._server import agent_app
-from tests.helpers.scripted_server import serve
+from tests.helpers import direct
+from tests.helpers.direct import spy_direct_bodies
+from tests.helpers.scripted_server import address, serve
 
-STACKS = {
-    "h11": {"http": "h11"},
-    "httptools": {"http": "httptools"},
-    "deadlines (serve's h11)": {"http": deadline_protocol()},
-    "uvloop + httptools": {"loop": "uvloop", "http": "httptools"},
-}
+STACKS = {**direct.STACKS, "uvloop + httptools": {"loop": "uvloop", "http": "httptools"}}
 
 
 @pytest.fixture
 def writers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every ``direct_body`` the server asked for, as it answered (``None``: ASGI)."""
-    seen: list[Any] = []
-    real = _direct.direct_body
-
-    def spy(scope: Any) -> Any:
-        writer = real(scope)
-        seen.append(writer)
-        return writer
-
-    monkeypatch.setattr(_server, "direct_body", spy)
-    return seen
+    return spy_direct_bodies(monkeypatch)
 
 
 async def story(run: Run) -> None:
@@ -58,11 +43,6 @@ def _input(run: str, n: int) -> bytes:
     return orjson.dumps(
         {"threadId": "t1", "runId": run, "messages": [], "forwardedProps": {"n": n}}
     )
-
-
-def _address(url: str) -> tuple[str, int]:
-    host, port = url.removeprefix("http://").split(":")
-    return host, int(port)
 
 
 def _deltas(body: bytes) -> list[str]:
@@ -140,7 +120,7 @@ def test_a_client_that_half_closes_leaves_no_socket_warnings(
     not reach the warning either."""
     caplog.set_level(logging.WARNING)
     with serve(agent_app(story, path="/agent"), **PLAIN_STACKS[stack]) as url:
-        with socket.create_connection(_address(url), timeout=30) as sock:
+        with socket.create_connection(address(url), timeout=30) as sock:
             sock.sendall(_post(_input("r1", n=50), close=True))
             sock.shutdown(socket.SHUT_WR)
             while sock.recv(1 << 16):
@@ -157,7 +137,7 @@ def test_pipelined_requests_are_answered_whole_and_in_order(stack: str, writers:
     stream starts), then a third on the same connection after both: three whole
     responses, in order, no byte of one inside another."""
     with serve(agent_app(story, path="/agent"), **STACKS[stack]) as url:
-        with socket.create_connection(_address(url), timeout=30) as sock:
+        with socket.create_connection(address(url), timeout=30) as sock:
             sock.sendall(
                 _post(_input("r1", n=40), close=False) + _post(_input("r2", n=7), close=False)
             )
@@ -174,7 +154,7 @@ def test_pipelined_requests_are_answered_whole_and_in_order(stack: str, writers:
 
 
 def _exchange_with(url: str, request: bytes) -> bytes:
-    with socket.create_connection(_address(url), timeout=30) as sock:
+    with socket.create_connection(address(url), timeout=30) as sock:
         sock.sendall(request)
         chunks = []
         while data := sock.recv(1 << 16):

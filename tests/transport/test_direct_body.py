@@ -25,28 +25,13 @@ from agui_tools.agent import Run
 from agui_tools.transport import _direct, _server
 from agui_tools.transport._deadlines import deadline_protocol
 from agui_tools.transport._server import agent_app
-from tests.helpers.scripted_server import serve
-
-STACKS = {
-    "h11": {"http": "h11"},
-    "httptools": {"http": "httptools"},
-    "deadlines (serve's h11)": {"http": deadline_protocol()},
-}
+from tests.helpers.direct import STACKS, spy_direct_bodies
+from tests.helpers.scripted_server import address, serve
 
 
 @pytest.fixture
 def writers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every ``direct_body`` the server asked for, as it answered (``None``: ASGI)."""
-    seen: list[Any] = []
-    real = _direct.direct_body
-
-    def spy(scope: Any) -> Any:
-        writer = real(scope)
-        seen.append(writer)
-        return writer
-
-    monkeypatch.setattr(_server, "direct_body", spy)
-    return seen
+    return spy_direct_bodies(monkeypatch)
 
 
 def _input(run: str = "r1", **props: Any) -> bytes:
@@ -67,11 +52,6 @@ async def story(run: Run) -> None:
     await run.result("c1", "done", message_id="r1")
 
 
-def _address(url: str) -> tuple[str, int]:
-    host, port = url.removeprefix("http://").split(":")
-    return host, int(port)
-
-
 def _request(body: bytes, version: str = "1.1") -> bytes:
     return (
         f"POST /agent HTTP/{version}\r\nHost: localhost\r\ncontent-type: application/json\r\n"
@@ -81,7 +61,7 @@ def _request(body: bytes, version: str = "1.1") -> bytes:
 
 def _exchange(url: str, body: bytes, version: str = "1.1") -> bytes:
     """The whole raw response to one request (the server closes after it)."""
-    with socket.create_connection(_address(url), timeout=30) as sock:
+    with socket.create_connection(address(url), timeout=30) as sock:
         sock.sendall(_request(body, version))
         chunks = []
         while data := sock.recv(1 << 16):
@@ -162,7 +142,7 @@ def test_a_reader_that_lags_gets_every_byte_in_order(writers: list[Any]) -> None
         with socket.socket() as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             sock.settimeout(30)
-            sock.connect(_address(url))
+            sock.connect(address(url))
             sock.sendall(_request(_input(n=n, size=size)))
             time.sleep(1.0)  # the server fills every buffer and must wait
             chunks = []
@@ -208,7 +188,7 @@ def test_a_client_that_reads_nothing_is_cut_at_the_send_deadline(writers: list[A
     with serve(agent_app(endless, path="/agent"), http=deadline_protocol(send_timeout=1.0)) as url:
         with socket.socket() as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            sock.connect(_address(url))
+            sock.connect(address(url))
             sock.sendall(_request(_input()))
             asyncio.run(_wait_for(lambda: ENDED, 20))
             sock.settimeout(10)
@@ -232,7 +212,7 @@ def test_a_client_that_leaves_mid_stream_ends_its_run_cleanly(
     ENDED.clear()
     caplog.set_level(logging.INFO, logger="agui_tools")
     with serve(agent_app(endless, path="/agent"), **STACKS[stack]) as url:
-        with socket.create_connection(_address(url), timeout=30) as sock:
+        with socket.create_connection(address(url), timeout=30) as sock:
             sock.sendall(_request(_input()))
             got = b""
             while got.count(b"TEXT_MESSAGE_CONTENT") < 3:

@@ -23,7 +23,7 @@ import pytest
 
 from agui_tools.agent import Run
 from agui_tools.transport._server import agent_app
-from tests.helpers.scripted_server import serve
+from tests.helpers.scripted_server import address, serve
 from tests.helpers.terminal import AGUI, ENV, ROOT
 
 RSS_BUDGET_MB = 100
@@ -163,11 +163,6 @@ def test_serve_allow_host_flag() -> None:
 # -- item 2: every phase of a connection has a deadline ----------------------------------------
 
 
-def _address(url: str) -> tuple[str, int]:
-    host, port = url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)
-    return host, int(port)
-
-
 def _cut(sock: socket.socket) -> bool:
     """Whether the server has closed ``sock`` (what it sent first is read and dropped)."""
     try:
@@ -190,7 +185,7 @@ def test_connections_that_send_nothing_or_half_a_head_are_cut_at_header_timeout(
         url,
         _,
     ):
-        host, port = _address(url)
+        host, port = address(url)
         silent = [socket.create_connection((host, port), timeout=10) for _ in range(200)]
         try:
             for sock in silent[100:]:
@@ -224,7 +219,7 @@ def test_a_client_that_never_reads_is_aborted_at_send_timeout() -> None:
     send_timeout = 2.0
     agent = "tests.transport.test_hostile_peers:flood"
     with serve_process(agent, "--send-timeout", str(send_timeout)) as (url, _):
-        host, port = _address(url)
+        host, port = address(url)
         with socket.socket() as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             sock.connect((host, port))

@@ -21,7 +21,7 @@ import pytest
 from agui_tools._text import LogGuard
 from agui_tools.agent import Run
 from agui_tools.transport._server import agent_app
-from tests.helpers.scripted_server import serve
+from tests.helpers.scripted_server import address, serve
 
 INPUT: dict[str, Any] = {"threadId": "t", "runId": "r", "messages": []}
 started = threading.Event()
@@ -36,11 +36,6 @@ async def agent(run: Run) -> None:
 @pytest.fixture(autouse=True)
 def _clear() -> None:
     started.clear()
-
-
-def _address(base: str) -> tuple[str, int]:
-    host, port = base.removeprefix("http://").split(":")
-    return host, int(port)
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
@@ -75,7 +70,7 @@ def test_the_origin_policy_is_same_origin_by_default_with_an_allow_list() -> Non
     body = orjson.dumps(INPUT)
     json_headers = {"content-type": "application/json", "accept": "text/event-stream"}
     with serve(agent_app(agent)) as base:
-        host, port = _address(base)
+        host, port = address(base)
         url = f"{base}/"
         foreign = post(url, body, {**json_headers, "origin": "http://evil.example"})
         assert foreign.status_code == 403 and "evil.example" in foreign.json()["error"]["message"]
@@ -128,7 +123,7 @@ def _read_response(sock: socket.socket) -> bytes:
 def test_a_body_that_stops_arriving_is_answered_408_and_closed() -> None:
     """Item 6: a partial body used to be held forever (3,000 still held after 60 s)."""
     with serve(agent_app(agent, body_timeout=0.5)) as base:
-        host, port = _address(base)
+        host, port = address(base)
         sock = _partial_request(host, port)
         with sock:
             response = _read_response(sock)  # the server closes: recv returns b""
@@ -139,7 +134,7 @@ def test_a_body_that_stops_arriving_is_answered_408_and_closed() -> None:
 
 def test_requests_past_the_concurrency_limit_get_503_at_once() -> None:
     with serve(agent_app(agent, max_concurrency=2, body_timeout=30)) as base:
-        host, port = _address(base)
+        host, port = address(base)
         held = [_partial_request(host, port) for _ in range(2)]
         try:
             # the two held requests are inside the app once the third is refused
