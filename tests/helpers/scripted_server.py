@@ -8,7 +8,6 @@ mid-event, a server that dies), over a real socket with uvicorn.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -21,6 +20,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+
+from agui_tools.testing import free_port
 
 
 async def thread_and_run(request: Request) -> tuple[str, str]:
@@ -45,12 +46,6 @@ class Script:
     delay: float = 0.0
     hang_after: bool = False  # keep the connection open after the last chunk
     requests: list[dict[str, Any]] = field(default_factory=list)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def app_for(script: Script) -> Starlette:
