@@ -390,6 +390,20 @@ def test_a_postgres_dsn_given_for_a_sqlite_file_is_named_not_echoed(
     assert list(tmp_path.iterdir()) == [], "nothing is created for it"
 
 
+def test_a_connection_string_is_told_from_a_file_name() -> None:
+    from agui_tools.cli._common import is_postgres
+
+    dsns = [
+        "postgresql://u:pw@db/x",
+        "host=db dbname=x password=pw",
+        "sslmode=require dbname=x",
+        "host=/run/pg port=5432 user=u options='-c search_path=t_1'",
+    ]
+    files = ["runs.db", "/tmp/x=1/runs.sqlite", "a=b.db", "dbname=x.db extra"]
+    assert [is_postgres(d) for d in dsns] == [True] * len(dsns)
+    assert [is_postgres(f) for f in files] == [False] * len(files)
+
+
 # -- Ctrl-C before the run started ------------------------------------------------------
 
 

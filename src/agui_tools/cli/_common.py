@@ -102,13 +102,27 @@ def positive_bytes(text: str) -> int:
     return value
 
 
-_LIBPQ_KEYWORD: Final = re.compile(r"\s*(?:host|hostaddr|dbname|user|port|password|service)\s*=")
+_CONNINFO: Final = re.compile(r"\s*(?:\w+\s*=\s*(?:'(?:[^'\\]|\\.)*'|[^\s']+)\s*)+")
+"""libpq's keyword/value form: ``host=db dbname=app options='-c x=y'``."""
+_LIBPQ_FIRST: Final = re.compile(
+    r"\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|options|sslmode"
+    r"|connect_timeout|application_name)\s*="
+)
+"""A keyword libpq knows, first: ``a=b.db`` is a file's name, not a connection string."""
+
+
+def is_postgres(text: str) -> bool:
+    """Whether a store or run-log argument is a PostgreSQL connection string (a URI, or
+    libpq's keyword/value form) rather than a SQLite file's path."""
+    if text.startswith(("postgres://", "postgresql://")):
+        return True
+    return bool(_LIBPQ_FIRST.match(text) and _CONNINFO.fullmatch(text))
 
 
 def sqlite_file(text: str) -> str:
     """A ``--store``/``--journal`` path: a SQLite file. A PostgreSQL connection string is
     refused by name, never repeated (it may hold a password) nor read as a folder."""
-    if text.startswith(("postgres://", "postgresql://")) or _LIBPQ_KEYWORD.match(text):
+    if is_postgres(text):
         raise argparse.ArgumentTypeError(
             "that is a PostgreSQL connection string; this flag takes a SQLite file "
             "(a PostgreSQL store is an application's: docs/deployment.md)"

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from .._text import one_line
-from ._common import describe_exception
+from ._common import describe_exception, is_postgres
 
 HELP = """\
 Audit the approval ledger a thread store keeps: one entry per consent decision
@@ -74,13 +74,9 @@ def _anchor(text: str) -> tuple[int, str]:
     return int(number), digest
 
 
-def _is_postgres(store: str) -> bool:
-    return store.startswith(("postgres://", "postgresql://")) or "dbname=" in store
-
-
 def _entries(store: str) -> list[tuple[int, bytes]]:
     """The ledger's entries, read without creating or migrating anything."""
-    if _is_postgres(store):
+    if is_postgres(store):
         from ..app._store_postgres import PostgresStore
 
         pg = PostgresStore(store, min_size=1, max_size=1, migrate=False)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ._common import positive_bytes
+from ._common import is_postgres, positive_bytes
 
 HELP = """\
 Serve an agent over AG-UI's HTTP + SSE binding. AGENT is "module:function" — an
@@ -163,9 +163,7 @@ def resumable_option(args: argparse.Namespace, command: str) -> Any:
             return False
         return None
     where = args.run_log
-    postgres = where is not None and (
-        where.startswith(("postgres://", "postgresql://")) or "=" in where
-    )
+    postgres = where is not None and is_postgres(where)
     log: RunLog
     try:
         if where is None:
